@@ -1,0 +1,2 @@
+//! Front-end benchmark (parse + type check per corpus kernel). (Stub.)
+fn main() {}

@@ -1,0 +1,1 @@
+//! Lexer: source text to tokens with spans. (Stub: filled in by the parser work.)

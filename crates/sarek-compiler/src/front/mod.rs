@@ -1,0 +1,10 @@
+//! The front end: source text to a checked, monomorphic, typed program.
+
+pub mod ast;
+pub mod convergence;
+pub mod lexer;
+pub mod mono;
+pub mod parser;
+pub mod recursion;
+pub mod tast;
+pub mod typer;

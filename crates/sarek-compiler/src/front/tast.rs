@@ -1,0 +1,203 @@
+//! The typed, name-resolved program: what the typer produces and what the front-end passes
+//! (monomorphisation, recursion, convergence) and lowering consume.
+//!
+//! Every name is resolved: variables to [`VarId`]s (unique per program), helpers to
+//! [`FunId`]s, record fields and constructors to indices into the program's type tables,
+//! built-ins to [`Intrinsic`]s. After monomorphisation no [`Ty::Param`] remains anywhere and
+//! every [`Function`] is monomorphic.
+
+use crate::diag::Span;
+use crate::intrinsics::Intrinsic;
+use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FunId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VariantId(pub u32);
+
+/// A resolved type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Unit,
+    Scalar(Scalar),
+    Record(RecordId),
+    Variant(VariantId),
+    /// Tuple of scalars (lowering turns it into a `_tup_*` record).
+    Tuple(Vec<Ty>),
+    /// Kernel vector parameter (global buffer).
+    Vector(Box<Ty>),
+    /// Shared or local array; `size` is known for declared arrays.
+    Array { elem: Box<Ty>, space: MemSpace, size: Option<u32> },
+    /// The n-th type parameter of the enclosing polymorphic helper (`'a`); gone after mono.
+    Param(u32),
+}
+
+impl Ty {
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) => Some(*s),
+            _ => None,
+        }
+    }
+    pub const BOOL: Ty = Ty::Scalar(Scalar::Bool);
+    pub const I32: Ty = Ty::Scalar(Scalar::I32);
+    pub const I64: Ty = Ty::Scalar(Scalar::I64);
+    pub const F32: Ty = Ty::Scalar(Scalar::F32);
+    pub const F64: Ty = Ty::Scalar(Scalar::F64);
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordDef {
+    pub name: String,
+    pub span: Span,
+    pub fields: Vec<FieldDef>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldDef {
+    pub name: String,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantDef {
+    pub name: String,
+    pub span: Span,
+    pub ctors: Vec<CtorDef>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CtorDef {
+    pub name: String,
+    /// One entry per component (`Rect of float32 * float32` has two).
+    pub args: Vec<Ty>,
+    pub span: Span,
+}
+
+/// A variable binder: parameters, lets, for indices, pattern variables, shared arrays.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarDecl {
+    pub id: VarId,
+    /// Source name (may contain `'`, may shadow).
+    pub name: String,
+    pub ty: Ty,
+    pub mutable: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub records: Vec<RecordDef>,
+    pub variants: Vec<VariantDef>,
+    /// Helpers in definition order (a helper only calls earlier ones or itself). Local helpers
+    /// are lifted here by the typer (captured variables become extra leading parameters).
+    pub functions: Vec<Function>,
+    pub kernels: Vec<Kernel>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub id: FunId,
+    /// Source name; instances made by mono get a mangled name (`pick__f32`).
+    pub name: String,
+    pub span: Span,
+    /// Number of type parameters (`Ty::Param(0..n)`); 0 after mono.
+    pub type_params: u32,
+    pub params: Vec<VarDecl>,
+    pub ret: Ty,
+    pub body: Expr,
+    pub recursive: bool,
+    /// `[@sarek.inline N]` / `pragma ["sarek.inline N"]`.
+    pub inline_depth: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub span: Span,
+    pub params: Vec<VarDecl>,
+    /// Type `unit`.
+    pub body: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+/// A pattern in a `match` arm or a `let`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    Wildcard,
+    Bind(VarDecl),
+    Lit(Literal),
+    /// Constructor `ctor` of `variant`; one sub-pattern per component.
+    Ctor { variant: VariantId, ctor: u32, args: Vec<Pattern> },
+    Tuple(Vec<Pattern>),
+    Or(Vec<Pattern>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arm {
+    pub pattern: Pattern,
+    pub body: Expr,
+    pub span: Span,
+}
+
+/// Loop hints (`[@unroll N]`, `pragma ["unroll N"]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LoopHints {
+    pub unroll: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Unit,
+    Lit(Literal),
+    Var(VarId),
+    /// `let pattern = value in body` (pattern is `Bind` for plain lets, `Tuple` for
+    /// destructuring, `Wildcard` for `let _ = ...`).
+    Let { pattern: Pattern, value: Box<Expr>, body: Box<Expr> },
+    /// `x := e`
+    Assign { var: VarId, value: Box<Expr> },
+    If { cond: Box<Expr>, then_branch: Box<Expr>, else_branch: Option<Box<Expr>> },
+    For { var: VarDecl, start: Box<Expr>, end: Box<Expr>, downto: bool, body: Box<Expr>, hints: LoopHints },
+    While { cond: Box<Expr>, body: Box<Expr>, hints: LoopHints },
+    /// Evaluate in order; value of the last (unit if empty).
+    Seq(Vec<Expr>),
+    /// Exhaustiveness already checked by the typer.
+    Match { scrutinee: Box<Expr>, arms: Vec<Arm> },
+    /// `base.(index)` on a vector or array.
+    Index { base: Box<Expr>, index: Box<Expr> },
+    /// `base.(index) <- value`
+    IndexSet { base: Box<Expr>, index: Box<Expr>, value: Box<Expr> },
+    /// `base.field` (field index into the record's declaration).
+    Field { base: Box<Expr>, record: RecordId, field: u32 },
+    /// `base.field <- value`; `base` is a place: a variable, an `Index`, or a `Field` of one.
+    FieldSet { base: Box<Expr>, record: RecordId, field: u32, value: Box<Expr> },
+    /// Fields in declaration order.
+    Record { record: RecordId, fields: Vec<Expr> },
+    Ctor { variant: VariantId, ctor: u32, args: Vec<Expr> },
+    Tuple(Vec<Expr>),
+    /// Helper call; `type_args` instantiate the callee's type parameters (empty after mono).
+    Call { func: FunId, type_args: Vec<Ty>, args: Vec<Expr> },
+    /// Built-in call; for `Convert` the target type is `Expr::ty`.
+    Intrinsic { op: Intrinsic, args: Vec<Expr> },
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Unary { op: UnOp, operand: Box<Expr> },
+    /// `let%shared (v : elem) = size in body`: `var.ty` is `Array { space: Shared, size }`.
+    LetShared { var: VarDecl, body: Box<Expr> },
+    /// `let a = create_array n Local in body`: `var.ty` is `Array { space: Local, size }`.
+    LetLocalArray { var: VarDecl, body: Box<Expr> },
+    /// `let%superstep name = step in rest`: step, then a block barrier, then rest.
+    Superstep { name: String, divergent: bool, step: Box<Expr>, rest: Box<Expr> },
+    /// `ignore e`
+    Ignore(Box<Expr>),
+}

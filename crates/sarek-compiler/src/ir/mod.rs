@@ -1,0 +1,248 @@
+//! The kernel IR: what lowering produces and every generator, the interpreter and the CPU
+//! executor consume.
+//!
+//! One [`Kernel`] is self-contained: its parameters, body, the record and variant tables it
+//! uses, and the helpers it calls (each lowered once, callees before callers).
+//!
+//! Variables live in one table per kernel ([`Kernel::vars`]); binders and references carry a
+//! [`VarId`]. A variable's *name* is stored once, in the table, so renaming (legalize) is a
+//! change of table entries and references follow by construction. Names are the source names
+//! (possibly shadowing, possibly containing `'`) until a target's legalize pass runs.
+//!
+//! Expressions are evaluated exactly once, left to right; only [`Expr::Call`] and atomic /
+//! warp intrinsics have effects. Control flow, declarations and stores are statements.
+
+pub mod print;
+pub mod validate;
+
+use crate::diag::Span;
+use crate::intrinsics::Intrinsic;
+use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VarId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RecordId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VariantId(pub u32);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FuncId(pub u32);
+
+/// IR types. Tuples have become `_tup_*` records.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Unit,
+    Scalar(Scalar),
+    Record(RecordId),
+    Variant(VariantId),
+    /// Global buffer (kernel parameter, or a helper parameter bound to one).
+    Vector(Box<Ty>),
+    /// Shared/local array of a compile-time size, or (as a helper parameter type) unsized.
+    Array { elem: Box<Ty>, space: MemSpace, size: Option<u32> },
+}
+
+impl Ty {
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) => Some(*s),
+            _ => None,
+        }
+    }
+    /// Element type of a vector or array.
+    pub fn elem(&self) -> Option<&Ty> {
+        match self {
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => Some(e),
+            _ => None,
+        }
+    }
+    pub const BOOL: Ty = Ty::Scalar(Scalar::Bool);
+    pub const I32: Ty = Ty::Scalar(Scalar::I32);
+    pub const I64: Ty = Ty::Scalar(Scalar::I64);
+    pub const F32: Ty = Ty::Scalar(Scalar::F32);
+    pub const F64: Ty = Ty::Scalar(Scalar::F64);
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// Source name, or `_tup_<types>` for a synthesized tuple record (fields `_0.._n`).
+    pub name: String,
+    pub fields: Vec<Field>,
+    /// True for `_tup_*` records.
+    pub is_tuple: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub ty: Ty,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    pub name: String,
+    pub ctors: Vec<Ctor>,
+}
+
+/// A constructor: its payload is flattened to one field per component (seed 003).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ctor {
+    pub name: String,
+    pub fields: Vec<Ty>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VarInfo {
+    pub name: String,
+    pub ty: Ty,
+    pub mutable: bool,
+    /// Where the binder was written (dummy for synthesized temporaries).
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    pub span: Span,
+    /// Indexed by `VarId`.
+    pub vars: Vec<VarInfo>,
+    /// Kernel parameters in source order (scalars, records, variants, vectors).
+    pub params: Vec<VarId>,
+    pub body: Block,
+    /// Records used anywhere in the kernel (parameters, locals, shared arrays, payloads, helpers).
+    pub records: Vec<Record>,
+    /// Variants used anywhere in the kernel.
+    pub variants: Vec<Variant>,
+    /// Helpers, callees before callers. Their parameters and locals are in `vars` too.
+    pub functions: Vec<Function>,
+}
+
+impl Kernel {
+    pub fn var(&self, id: VarId) -> &VarInfo {
+        &self.vars[id.0 as usize]
+    }
+    pub fn record(&self, id: RecordId) -> &Record {
+        &self.records[id.0 as usize]
+    }
+    pub fn variant(&self, id: VariantId) -> &Variant {
+        &self.variants[id.0 as usize]
+    }
+    pub fn function(&self, id: FuncId) -> &Function {
+        &self.functions[id.0 as usize]
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub span: Span,
+    pub params: Vec<VarId>,
+    pub ret: Ty,
+    pub body: Block,
+}
+
+pub type Block = Vec<Stmt>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// A place that can be assigned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LValue {
+    /// A mutable local (or a local being initialised by lowering).
+    Var(VarId),
+    /// Element of a vector or array variable.
+    Index { base: VarId, index: Box<Expr> },
+    /// Field of a record place.
+    Field { base: Box<LValue>, field: u32 },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// Declare a scalar/record/variant variable, scoped to the rest of the enclosing block.
+    /// `init` is `None` only for mutable variables assigned on every path before use.
+    Let { var: VarId, init: Option<Expr> },
+    /// Declare a shared (`MemSpace::Shared`) or per-thread (`MemSpace::Local`) array variable,
+    /// scoped to the rest of the enclosing block. Its type is `Ty::Array` with a size.
+    Array { var: VarId },
+    Assign { place: LValue, value: Expr },
+    /// Evaluate for effects (a call, an atomic whose result is ignored).
+    Expr(Expr),
+    If { cond: Expr, then_block: Block, else_block: Block },
+    /// Inclusive bounds, evaluated once; `var` is an int32 bound fresh per iteration.
+    For { var: VarId, start: Expr, end: Expr, downto: bool, body: Block, unroll: Option<u32> },
+    While { cond: Expr, body: Block, unroll: Option<u32> },
+    /// Match on a variant value: `arms` pair a constructor (None = default) with the variables
+    /// bound to its payload fields (None for `_`).
+    Match { scrutinee: Expr, variant: VariantId, arms: Vec<MatchArm> },
+    /// Nested scope.
+    Block(Block),
+    /// Block barrier (all threads of the block, with shared-memory ordering).
+    Barrier,
+    /// Memory fence at block or device scope.
+    Fence { device: bool },
+    /// Return from a helper.
+    Return(Option<Expr>),
+    Break,
+    Continue,
+    /// Opaque target source (only through the Rust API; legalize leaves such kernels alone).
+    Native(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MatchArm {
+    /// Constructor index, or `None` for the default arm.
+    pub ctor: Option<u32>,
+    /// One entry per payload field of `ctor` (empty for the default arm).
+    pub bindings: Vec<Option<VarId>>,
+    pub body: Block,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Lit(Literal),
+    Var(VarId),
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Unary { op: UnOp, operand: Box<Expr> },
+    /// Element read of a vector or array variable.
+    Index { base: VarId, index: Box<Expr> },
+    /// Record field read.
+    Field { base: Box<Expr>, field: u32 },
+    /// Record construction, fields in declaration order.
+    Record { record: RecordId, fields: Vec<Expr> },
+    /// Variant construction: payload fields flattened.
+    Ctor { variant: VariantId, ctor: u32, fields: Vec<Expr> },
+    /// The constructor index of a variant value.
+    Tag(Box<Expr>),
+    /// Payload field `field` of constructor `ctor` of a variant value.
+    Payload { value: Box<Expr>, ctor: u32, field: u32 },
+    /// `cond ? a : b` where both operands are effect-free and cannot fault (lowering only
+    /// produces it under that condition, so targets may evaluate both).
+    Select { cond: Box<Expr>, then_value: Box<Expr>, else_value: Box<Expr> },
+    /// Helper call.
+    Call { func: FuncId, args: Vec<Expr> },
+    /// Built-in: geometry, math, conversions (target type = `Expr::ty`), atomics (first
+    /// argument is the array/vector variable as an `ExprKind::Var`), warp operations, `Length`.
+    /// Barriers and fences are statements, never intrinsics here.
+    Intrinsic { op: Intrinsic, args: Vec<Expr> },
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, ty: Ty) -> Expr {
+        Expr { kind, ty }
+    }
+    pub fn lit(l: Literal) -> Expr {
+        Expr { ty: Ty::Scalar(l.scalar()), kind: ExprKind::Lit(l) }
+    }
+    pub fn i32(v: i32) -> Expr {
+        Expr::lit(Literal::I32(v))
+    }
+}

@@ -1,0 +1,43 @@
+//! The Sarek compiler: from `.sarek` source to target source plus an ABI descriptor.
+//!
+//! The pipeline (see ARCHITECTURE.md) is a chain of pure functions:
+//! [`front::parser`] -> [`front::typer`] -> [`front::mono`] -> [`front::recursion`] ->
+//! [`front::convergence`] -> [`lower`] -> [`ir::validate`] -> per target
+//! [`passes::legalize`] and one generator under [`back`].
+
+pub mod abi;
+pub mod back;
+pub mod diag;
+pub mod front;
+pub mod intrinsics;
+pub mod ir;
+pub mod lower;
+pub mod passes;
+pub mod target;
+pub mod types;
+
+pub use diag::{Diagnostic, FileId, SourceMap, Span};
+pub use target::{Generated, Target, TargetOptions};
+
+/// Parse, type-check and run the front-end passes on one file of `sources`.
+/// On success every kernel of the file is checked, monomorphic and convergence-safe.
+pub fn check(sources: &SourceMap, file: FileId) -> Result<front::tast::Program, Vec<Diagnostic>> {
+    let ast = front::parser::parse(file, sources.text(file))?;
+    let typed = front::typer::check_program(&ast)?;
+    let mono = front::mono::monomorphise(typed)?;
+    let flat = front::recursion::eliminate(mono)?;
+    front::convergence::check(&flat)?;
+    Ok(flat)
+}
+
+/// Lower one kernel of a checked program to the IR (validated in debug builds).
+pub fn lower_kernel(program: &front::tast::Program, kernel: &str) -> Result<ir::Kernel, Vec<Diagnostic>> {
+    let k = lower::lower_kernel(program, kernel)?;
+    debug_assert_eq!(ir::validate::validate(&k), Ok(()), "lowering produced invalid IR");
+    Ok(k)
+}
+
+/// Generate source for `target` from a lowered kernel.
+pub fn generate(kernel: &ir::Kernel, target: Target, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    back::generate(kernel, target, options)
+}

@@ -1,0 +1,1 @@
+//! Name legalization (seed 000). (Stub.)

@@ -1,0 +1,4 @@
+//! IR-to-IR passes run per target before a generator.
+
+pub mod legalize;
+pub mod reserved;

@@ -1,0 +1,1 @@
+//! Reserved-word tables per target. (Stub.)

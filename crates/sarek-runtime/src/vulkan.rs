@@ -1,0 +1,1 @@
+//! vulkan (stub).

@@ -1,0 +1,1 @@
+//! wgpu_backend (stub).

@@ -1,0 +1,3 @@
+//! Facade crate.
+pub use sarek_compiler as compiler;
+pub use sarek_runtime as runtime;
