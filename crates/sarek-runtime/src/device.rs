@@ -97,10 +97,11 @@ pub enum RuntimeError {
     Arguments(String),
     #[error("{0}")]
     Launch(String),
-    /// A fault found by the interpreter/cpu executor (out of bounds, division by zero, ...),
-    /// already located: "file:line:col: ... (block (x,y,z), thread (x,y,z))".
-    #[error("{0}")]
-    Fault(String),
+    /// A fault found by the interpreter/cpu executor (out of bounds, division by zero, a
+    /// barrier reached by part of a block, ...). `span` is the kernel statement; `message`
+    /// names the kernel, block and thread. Callers with the source map render the location.
+    #[error("{message}")]
+    Fault { span: sarek_compiler::Span, message: String },
 }
 
 /// A device that can run IR kernels. Implementations compile (and cache) per kernel and

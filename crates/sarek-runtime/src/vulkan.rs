@@ -1,1 +1,9 @@
-//! vulkan (stub).
+//! vulkan backend. (Stub.)
+
+use crate::device::{Backend, Device, RuntimeError};
+use std::sync::Arc;
+
+/// Open the best device of this backend, or say why it is unavailable.
+pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
+    Err(RuntimeError::Unavailable { backend: Backend::Vulkan, reason: "not implemented yet".into() })
+}
