@@ -9,8 +9,5 @@ pub fn check_program(_program: &ast::Program) -> Result<tast::Program, Vec<Diagn
 }
 
 fn unimplemented(what: &str) -> Vec<crate::diag::Diagnostic> {
-    vec![crate::diag::Diagnostic::error(
-        crate::diag::Span::DUMMY,
-        format!("{what} is not implemented yet"),
-    )]
+    vec![crate::diag::Diagnostic::error(crate::diag::Span::DUMMY, format!("{what} is not implemented yet"))]
 }
