@@ -108,13 +108,13 @@ impl Mono {
         let slot = self.slots.len();
         self.slots.push(None);
         self.instances.insert(key, slot);
-        let orig = self
+        let mut f = self
             .originals
             .get(&func)
-            .expect("calls name existing helpers");
-        let mut f = orig.clone();
+            .expect("calls name existing helpers")
+            .clone();
         if !args.is_empty() {
-            f.name = self.instance_name(&orig.name.clone(), args);
+            f.name = self.instance_name(&f, args);
             let mut inst = Instantiate {
                 args,
                 renames: HashMap::new(),
@@ -137,9 +137,27 @@ impl Mono {
         slot
     }
 
-    fn instance_name(&mut self, base: &str, args: &[Ty]) -> String {
-        let parts: Vec<String> = args.iter().map(|t| self.mangle(t)).collect();
-        let candidate = format!("{base}__{}", parts.join("_"));
+    /// Each type parameter is named by the first parameter (or the result) whose type mentions
+    /// it, instantiated: `swap (a : 'a vector)` at `point` is `swap__vec_point`,
+    /// `pick (c : bool) (a : 'a)` at float32 is `pick__f32`.
+    fn instance_name(&mut self, f: &Function, args: &[Ty]) -> String {
+        let sig: Vec<&Ty> = f
+            .params
+            .iter()
+            .map(|p| &p.ty)
+            .chain(std::iter::once(&f.ret))
+            .collect();
+        let mut parts: Vec<String> = Vec::new();
+        for i in 0..args.len() as u32 {
+            let part = match sig.iter().find(|t| mentions(t, i)) {
+                Some(t) => self.mangle(&subst(t, args)),
+                None => self.mangle(&args[i as usize]),
+            };
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+        let candidate = format!("{}__{}", f.name, parts.join("_"));
         let mut name = candidate.clone();
         let mut k = 2;
         while self.names.contains(&name) {
@@ -307,6 +325,15 @@ impl VisitMut for Instantiate<'_> {
         if let Some(n) = self.renames.get(id) {
             *id = *n;
         }
+    }
+}
+
+fn mentions(t: &Ty, i: u32) -> bool {
+    match t {
+        Ty::Param(p) => *p == i,
+        Ty::Tuple(ts) => ts.iter().any(|t| mentions(t, i)),
+        Ty::Vector(e) | Ty::Array { elem: e, .. } => mentions(e, i),
+        _ => false,
     }
 }
 

@@ -234,13 +234,13 @@ fn lookup_atomic(rest: &str) -> Option<Builtin> {
 
 /// Names under a numeric module (`Float32.sqrt`, `Float64.of_float32`, `Int32.of_float`).
 fn lookup_in_scalar_module(at: Scalar, name: &str) -> Option<Builtin> {
-    if at.is_float() {
-        if let Some((_, f)) = MATH.iter().find(|(n, _)| *n == name) {
-            return Some(Builtin::Math {
-                f: *f,
-                at: Some(at),
-            });
-        }
+    if at.is_float()
+        && let Some((_, f)) = MATH.iter().find(|(n, _)| *n == name)
+    {
+        return Some(Builtin::Math {
+            f: *f,
+            at: Some(at),
+        });
     }
     let conv = |from| Some(Builtin::Convert { to: at, from });
     match name {

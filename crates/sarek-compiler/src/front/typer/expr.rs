@@ -52,12 +52,12 @@ impl Checker {
                     .with_label(format!("expected `{e}`, found `{f}`"));
                 if let (Ty::Scalar(a), Ty::Scalar(b)) =
                     (self.subst.resolve(expected), self.subst.resolve(found))
+                    && a.is_numeric()
+                    && b.is_numeric()
                 {
-                    if a.is_numeric() && b.is_numeric() {
-                        d = d
-                            .with_note("there are no implicit conversions between numeric types")
-                            .with_help(format!("convert explicitly: `{} (...)`", a.name()));
-                    }
+                    d = d
+                        .with_note("there are no implicit conversions between numeric types")
+                        .with_help(format!("convert explicitly: `{} (...)`", a.name()));
                 }
                 d
             }
@@ -428,12 +428,11 @@ impl Checker {
                     }
                 };
                 // Fold `-` into a literal so constants and patterns see a literal.
-                if uop == UnOp::Neg {
-                    if let T::Lit(l) = &x.kind {
-                        if let Some(n) = negate(*l) {
-                            return mk(T::Lit(n), ty, span);
-                        }
-                    }
+                if uop == UnOp::Neg
+                    && let T::Lit(l) = &x.kind
+                    && let Some(n) = negate(*l)
+                {
+                    return mk(T::Lit(n), ty, span);
                 }
                 mk(
                     T::Unary {
@@ -707,14 +706,12 @@ impl Checker {
         span: Span,
     ) -> Expr {
         // `let a = create_array n Local in body`
-        if let A::App { func, args } = &value.kind {
-            if let A::Var { path, name } = &func.kind {
-                if self.find_local(&name.name).is_none()
-                    && self.lookup_builtin(path, name) == Some(Builtin::CreateArray)
-                {
-                    return self.let_local_array(pattern, ann, value, args, body, expected, span);
-                }
-            }
+        if let A::App { func, args } = &value.kind
+            && let A::Var { path, name } = &func.kind
+            && self.find_local(&name.name).is_none()
+            && self.lookup_builtin(path, name) == Some(Builtin::CreateArray)
+        {
+            return self.let_local_array(pattern, ann, value, args, body, expected, span);
         }
         let ann_ty = ann.map(|t| self.ty_of(t, TyMode::Local));
         let value = match &ann_ty {
@@ -994,22 +991,20 @@ impl Checker {
             self.diags.push(d);
             return false;
         }
-        if let Some(frame) = self.frames.last() {
-            if idx < frame.boundary {
-                self.diags.push(
-                    Diagnostic::error(
-                        span,
-                        format!("a local helper cannot assign to {what}, which it captures"),
-                    )
-                    .with_label("assignment to a captured variable")
-                    .with_secondary(local.span, "declared outside the helper here")
-                    .with_note("captured variables are passed to the helper by value")
-                    .with_help(
-                        "return the new value from the helper and assign it at the call site",
-                    ),
-                );
-                return false;
-            }
+        if let Some(frame) = self.frames.last()
+            && idx < frame.boundary
+        {
+            self.diags.push(
+                Diagnostic::error(
+                    span,
+                    format!("a local helper cannot assign to {what}, which it captures"),
+                )
+                .with_label("assignment to a captured variable")
+                .with_secondary(local.span, "declared outside the helper here")
+                .with_note("captured variables are passed to the helper by value")
+                .with_help("return the new value from the helper and assign it at the call site"),
+            );
+            return false;
         }
         true
     }
@@ -1679,9 +1674,10 @@ impl Checker {
                                 .with_label(format!("this has type `{shown}`"))
                                 .with_note("conversions work between the numeric types int32, int64, float32 and float64");
                             if t == Ty::BOOL {
-                                d = d.with_help(format!(
+                                d = d.with_help(
                                     "write `if b then 1 else 0` to turn a bool into a number"
-                                ));
+                                        .to_string(),
+                                );
                             }
                             self.diags.push(d);
                         }
@@ -1765,23 +1761,23 @@ impl Checker {
                 .with_label("this is a per-thread local array")
                 .with_note("atomics only make sense on memory shared between threads"),
             );
-        } else if let (Some(want), Some(have)) = (space, actual_space) {
-            if want != have {
-                let w = if want == MemSpace::Global {
-                    "a vector (global memory)"
-                } else {
-                    "a shared array"
-                };
-                self.diags.push(
-                    Diagnostic::error(arr.span, format!("`{name}` works on {w}"))
-                        .with_label(format!("this has type `{}`", self.show(&arr_ty))),
-                );
-            }
+        } else if let (Some(want), Some(have)) = (space, actual_space)
+            && want != have
+        {
+            let w = if want == MemSpace::Global {
+                "a vector (global memory)"
+            } else {
+                "a shared array"
+            };
+            self.diags.push(
+                Diagnostic::error(arr.span, format!("`{name}` works on {w}"))
+                    .with_label(format!("this has type `{}`", self.show(&arr_ty))),
+            );
         }
-        if let Some(s) = elem {
-            if let Err(err) = self.subst.unify(&Ty::Scalar(s), &elem_ty) {
-                self.report_unify(err, arr.span, &Ty::Vector(Box::new(Ty::Scalar(s))), &arr.ty);
-            }
+        if let Some(s) = elem
+            && let Err(err) = self.subst.unify(&Ty::Scalar(s), &elem_ty)
+        {
+            self.report_unify(err, arr.span, &Ty::Vector(Box::new(Ty::Scalar(s))), &arr.ty);
         }
         let allowed = if op == AtomicOp::Add {
             ScalarSet::of(&[Scalar::I32, Scalar::I64, Scalar::F32])
@@ -1875,17 +1871,16 @@ impl Checker {
                     .with_label(format!("expected `{a}`, found `{b}`"))
                     .with_secondary(l.span, format!("this has type `{a}`"));
                     let (la, rb) = (self.subst.resolve(&l.ty), self.subst.resolve(&r.ty));
-                    if let (Ty::Scalar(x), Ty::Scalar(y)) = (&la, &rb) {
-                        if x.is_numeric() && y.is_numeric() {
-                            d = d
-                                .with_note(
-                                    "there are no implicit conversions between numeric types",
-                                )
-                                .with_help(format!(
-                                    "convert one side explicitly, e.g. `{} (...)`",
-                                    x.name()
-                                ));
-                        }
+                    if let (Ty::Scalar(x), Ty::Scalar(y)) = (&la, &rb)
+                        && x.is_numeric()
+                        && y.is_numeric()
+                    {
+                        d = d
+                            .with_note("there are no implicit conversions between numeric types")
+                            .with_help(format!(
+                                "convert one side explicitly, e.g. `{} (...)`",
+                                x.name()
+                            ));
                     }
                     self.diags.push(d);
                 }

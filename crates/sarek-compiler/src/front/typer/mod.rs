@@ -546,10 +546,10 @@ pub(crate) fn collect_calls(e: &tast::Expr, out: &mut Vec<FunId>) {
     struct C<'a>(&'a mut Vec<FunId>);
     impl VisitMut for C<'_> {
         fn expr(&mut self, e: &mut tast::Expr) {
-            if let tast::ExprKind::Call { func, .. } = &e.kind {
-                if !self.0.contains(func) {
-                    self.0.push(*func);
-                }
+            if let tast::ExprKind::Call { func, .. } = &e.kind
+                && !self.0.contains(func)
+            {
+                self.0.push(*func);
             }
             visit::walk_expr(self, e);
         }
@@ -646,32 +646,32 @@ impl VisitMut for Zonker<'_> {
                 fix_pattern_literals(pattern, &value.ty, &self.c.env)
             }
             tast::ExprKind::LetLocalArray { var, .. } => {
-                if let Ty::Array { elem, .. } = &var.ty {
-                    if **elem == Ty::Unit {
-                        self.c.diags.push(
-                            Diagnostic::error(
-                                var.span,
-                                format!(
-                                    "cannot infer the element type of local array `{}`",
-                                    var.name
-                                ),
-                            )
-                            .with_label("element type unknown")
-                            .with_help(format!(
-                                "annotate it: `let {} : float32 array = create_array ...`",
+                if let Ty::Array { elem, .. } = &var.ty
+                    && **elem == Ty::Unit
+                {
+                    self.c.diags.push(
+                        Diagnostic::error(
+                            var.span,
+                            format!(
+                                "cannot infer the element type of local array `{}`",
                                 var.name
-                            )),
-                        );
-                    }
+                            ),
+                        )
+                        .with_label("element type unknown")
+                        .with_help(format!(
+                            "annotate it: `let {} : float32 array = create_array ...`",
+                            var.name
+                        )),
+                    );
                 }
             }
             tast::ExprKind::Call {
                 func, type_args, ..
             } => {
-                if let Some((n, own, lifted)) = &self.params {
-                    if *func == *own || lifted.contains(func) {
-                        *type_args = (0..*n).map(Ty::Param).collect();
-                    }
+                if let Some((n, own, lifted)) = &self.params
+                    && (*func == *own || lifted.contains(func))
+                {
+                    *type_args = (0..*n).map(Ty::Param).collect();
                 }
             }
             _ => {}

@@ -223,20 +223,21 @@ impl Checker {
                     acc
                 });
         let sig = self.signature(head_ty);
-        if let Some(sig) = &sig {
-            if !sig.is_empty() && sig.iter().all(|(k, _)| used.contains(k)) {
-                for (k, arg_tys) in sig {
-                    let spec = specialize(&rows, k, arg_tys.len());
-                    let tys2: Vec<Ty> = arg_tys.iter().chain(rest_tys).cloned().collect();
-                    if let Some(mut w) = self.witness(&spec, &tys2) {
-                        let rest = w.split_off(arg_tys.len());
-                        let mut out = vec![Witness::Ctor(k.clone(), w)];
-                        out.extend(rest);
-                        return Some(out);
-                    }
+        if let Some(sig) = &sig
+            && !sig.is_empty()
+            && sig.iter().all(|(k, _)| used.contains(k))
+        {
+            for (k, arg_tys) in sig {
+                let spec = specialize(&rows, k, arg_tys.len());
+                let tys2: Vec<Ty> = arg_tys.iter().chain(rest_tys).cloned().collect();
+                if let Some(mut w) = self.witness(&spec, &tys2) {
+                    let rest = w.split_off(arg_tys.len());
+                    let mut out = vec![Witness::Ctor(k.clone(), w)];
+                    out.extend(rest);
+                    return Some(out);
                 }
-                return None;
             }
+            return None;
         }
         let def = default_rows(&rows);
         let mut w = self.witness(&def, rest_tys)?;

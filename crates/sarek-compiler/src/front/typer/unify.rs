@@ -165,10 +165,10 @@ impl Subst {
 
     pub fn fresh_named(&mut self, name: &str) -> Ty {
         let t = self.fresh();
-        if let Some(v) = as_var(&t) {
-            if let VarState::Unbound { name: n, .. } = &mut self.vars[v as usize] {
-                *n = Some(name.to_string());
-            }
+        if let Some(v) = as_var(&t)
+            && let VarState::Unbound { name: n, .. } = &mut self.vars[v as usize]
+        {
+            *n = Some(name.to_string());
         }
         t
     }
@@ -373,13 +373,14 @@ impl Subst {
                 },
             ) => {
                 self.unify(&e1, &e2)?;
-                if !(v1 && v2) && !(a1 && a2) {
+                let (vector, array) = (v1 && v2, a1 && a2);
+                if !vector && !array {
                     return Err(UnifyError::Mismatch);
                 }
                 Constraint::Container {
                     elem: e1,
-                    vector: v1 && v2,
-                    array: a1 && a2,
+                    vector,
+                    array,
                 }
             }
             (
