@@ -531,14 +531,35 @@ impl Checker {
         b
     }
 
+    /// `[@unroll N]`; a bare `[@unroll]` is accepted and carries no count (targets decide).
     fn hints(&mut self, attrs: &[ast::Attribute]) -> LoopHints {
         let mut hints = LoopHints::default();
         for a in attrs {
-            if a.name == "unroll" || a.name == "sarek.unroll" {
+            if (a.name == "unroll" || a.name == "sarek.unroll") && !a.payload.trim().is_empty() {
                 hints.unroll = self.parse_count(&a.payload, a.span, "unroll");
             }
         }
         hints
+    }
+
+    /// The count of an int64 shift may be an int32 (`x lsl 3`, as OCaml's `Int64.shift_left`):
+    /// it is converted here, so both operands of every typed binary node share one type.
+    fn widen_shift_count(&mut self, l: &Expr, r: Expr) -> Expr {
+        if self.subst.resolve(&l.ty) != Ty::I64 || self.subst.resolve(&r.ty) != Ty::I32 {
+            return r;
+        }
+        let span = r.span;
+        match r.kind {
+            T::Lit(Literal::I32(n)) => mk(T::Lit(Literal::I64(n as i64)), Ty::I64, span),
+            _ => mk(
+                T::Intrinsic {
+                    op: Intrinsic::Convert,
+                    args: vec![r],
+                },
+                Ty::I64,
+                span,
+            ),
+        }
     }
 
     pub(super) fn literal(&mut self, lit: &Lit, span: Span) -> Expr {
@@ -1872,7 +1893,10 @@ impl Checker {
             _ => {}
         }
         let l = self.infer(lhs, None);
-        let r = self.infer(rhs, Some(&l.ty));
+        let mut r = self.infer(rhs, Some(&l.ty));
+        if matches!(op, B::Lsl | B::Lsr | B::Asr) {
+            r = self.widen_shift_count(&l, r);
+        }
         if let Err(err) = self.subst.unify(&l.ty, &r.ty) {
             match err {
                 UnifyError::Mismatch | UnifyError::Occurs => {
