@@ -251,6 +251,9 @@ fn every_corpus_kernel_lowers() {
             match sarek_compiler::lower::lower_kernel(&program, &k.name) {
                 Ok(ir) => {
                     lowered += 1;
+                    if std::env::var_os("SAREK_PRINT_IR").is_some() {
+                        println!("{}", sarek_compiler::ir::print::print_kernel(&ir));
+                    }
                     let errs = check_kernel(&ir);
                     if !errs.is_empty() {
                         failures.push(format!(

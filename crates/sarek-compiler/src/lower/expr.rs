@@ -839,6 +839,7 @@ pub(super) fn selectable(e: &tast::Expr) -> bool {
                     | Intrinsic::Clz
                     | Intrinsic::Popcount
                     | Intrinsic::Convert
+                    | Intrinsic::Length
             ) && args.iter().all(selectable)
         }
         ExprKind::If {
