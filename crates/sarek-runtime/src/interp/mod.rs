@@ -181,10 +181,16 @@ fn check_config(kernel: &Kernel, c: LaunchConfig) -> Result<(), RuntimeError> {
 
 fn describe(a: &ArgValue) -> String {
     match a {
-        ArgValue::Scalar(l) => format!("a {} scalar", l.scalar()),
+        ArgValue::Scalar(l) => format!("{} scalar", article(l.scalar())),
         ArgValue::Aggregate(ls) => format!("an aggregate of {} values", ls.len()),
         ArgValue::Vector(v) => format!("a vector of {} columns", v.columns.len()),
     }
+}
+
+/// "an int32", "a float32".
+fn article(s: Scalar) -> String {
+    let a = if s.name().starts_with(['i', 'a', 'e', 'o', 'u']) { "an" } else { "a" };
+    format!("{a} {s}")
 }
 
 fn type_list(s: &[Scalar]) -> String {
@@ -215,10 +221,10 @@ fn check_args(k: &Kernel, p: &Program, args: &[ArgValue]) -> Result<(), RuntimeE
             (Param::Value { name, ty, leaves, .. }, ArgValue::Scalar(l)) => {
                 if leaves.len() != 1 || leaves[0] != l.scalar() || ty.scalar().is_none() {
                     return err(format!(
-                        "argument `{name}` of kernel `{}` has type {}, got a {} value",
+                        "argument `{name}` of kernel `{}` has type {}, got {} value",
                         k.name,
                         ty_name(k, ty),
-                        l.scalar()
+                        article(l.scalar())
                     ));
                 }
             }
