@@ -18,8 +18,8 @@
 //! | [`Parser::app`] | application, constructor application, `not`, `lnot` | left |
 //! | [`Parser::postfix`] | `.(i)`, `.field`, `[@attr]` | left |
 
-use super::{Fail, PResult, Parser};
-use crate::diag::{Diagnostic, Span, closest};
+use super::{Fail, PResult, Parser, SyntaxError};
+use crate::diag::Span;
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
@@ -112,12 +112,20 @@ fn mk(kind: ExprKind, span: Span) -> Expr {
 }
 
 impl Parser {
+    // The functions on the recursive path (`seq_expr` down to `primary`) keep their frames
+    // small: anything that builds a message goes through `fail`, and rarely taken branches
+    // live in their own functions. Measured in debug builds by `parse_robustness`.
+
     /// `e1; e2; ...` with an optional trailing `;`.
     pub(super) fn seq_expr(&mut self) -> PResult<Expr> {
         let first = self.expr()?;
         if !self.at(&Tok::Semi) {
             return Ok(first);
         }
+        self.seq_rest(first)
+    }
+
+    fn seq_rest(&mut self, first: Expr) -> PResult<Expr> {
         let mut items = vec![first];
         while self.eat(&Tok::Semi) {
             if !starts_expr(self.peek()) {
@@ -126,7 +134,7 @@ impl Parser {
             items.push(self.expr()?);
         }
         if items.len() == 1 {
-            return Ok(items.pop().expect("one item"));
+            return Ok(items.swap_remove(0));
         }
         let span = items[0].span.to(items[items.len() - 1].span);
         Ok(mk(ExprKind::Seq(items), span))
@@ -134,75 +142,49 @@ impl Parser {
 
     /// An expression without a top-level `;`.
     pub(super) fn expr(&mut self) -> PResult<Expr> {
-        self.nested(|p| match p.peek() {
-            Tok::Let => p.let_expr(),
-            Tok::LetExt(_) => p.let_ext_expr(),
-            Tok::If => p.if_expr(),
-            Tok::Match => p.match_expr(),
-            Tok::Fun | Tok::Function => {
-                let d = Diagnostic::error(p.span(), "anonymous functions are not supported")
-                    .with_label("functions are defined with `let`")
-                    .with_help("define a helper: `let f (x : t) = ... in`; `fun` only appears in `[%kernel fun ... -> ...]`");
-                Err(p.report(d))
+        self.nested(Self::expr_inner)
+    }
+
+    fn expr_inner(&mut self) -> PResult<Expr> {
+        match self.peek() {
+            Tok::Let => self.let_expr(),
+            Tok::LetExt(_) => self.let_ext_expr(),
+            Tok::If => self.if_expr(),
+            Tok::Match => self.match_expr(),
+            Tok::Fun | Tok::Function => Err(self.fail(SyntaxError::AnonymousFunction)),
+            Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
+                self.pragma_expr()
             }
-            Tok::Ident(n) if n == "pragma" && *p.peek_at(1) == Tok::LBracket => p.pragma_expr(),
-            _ => p.assign_expr(),
-        })
+            _ => self.assign_expr(),
+        }
     }
 
     /// `lhs <- e`, `x := e` or a tuple expression.
     pub(super) fn assign_expr(&mut self) -> PResult<Expr> {
         let lhs = self.tuple_expr()?;
         match self.peek() {
-            Tok::LArrow => {
-                self.bump();
-                let value = Box::new(self.expr()?);
-                let span = lhs.span.to(value.span);
-                match lhs.kind {
-                    ExprKind::Index { base, index } => {
-                        Ok(mk(ExprKind::IndexSet { base, index, value }, span))
-                    }
-                    ExprKind::Field { base, field } => {
-                        Ok(mk(ExprKind::FieldSet { base, field, value }, span))
-                    }
-                    _ => {
-                        let d = Diagnostic::error(
-                            lhs.span,
-                            "cannot assign to this expression with `<-`",
-                        )
-                        .with_label("`<-` writes an element `v.(i)` or a field `e.x`")
-                        .with_help("a `let mut` local is assigned with `x := e`");
-                        self.diags.push(d);
-                        Err(Fail)
-                    }
-                }
-            }
-            Tok::ColonEq => {
-                self.bump();
-                let value = Box::new(self.expr()?);
-                let span = lhs.span.to(value.span);
-                match lhs.kind {
-                    ExprKind::Var { path, name } if path.is_empty() => Ok(mk(
-                        ExprKind::Assign {
-                            target: name,
-                            value,
-                        },
-                        span,
-                    )),
-                    _ => {
-                        let d = Diagnostic::error(
-                            lhs.span,
-                            "cannot assign to this expression with `:=`",
-                        )
-                        .with_label("`:=` assigns a `let mut` local variable")
-                        .with_help("write elements with `v.(i) <- e` and fields with `e.x <- e`");
-                        self.diags.push(d);
-                        Err(Fail)
-                    }
-                }
-            }
+            Tok::LArrow | Tok::ColonEq => self.assignment(lhs),
             _ => Ok(lhs),
         }
+    }
+
+    fn assignment(&mut self, lhs: Expr) -> PResult<Expr> {
+        let arrow = *self.peek() == Tok::LArrow;
+        self.bump();
+        self.operand_guard()?;
+        let value = Box::new(self.expr()?);
+        let span = lhs.span.to(value.span);
+        let kind = match lhs.kind {
+            ExprKind::Index { base, index } if arrow => ExprKind::IndexSet { base, index, value },
+            ExprKind::Field { base, field } if arrow => ExprKind::FieldSet { base, field, value },
+            ExprKind::Var { path, name } if !arrow && path.is_empty() => ExprKind::Assign {
+                target: name,
+                value,
+            },
+            _ if arrow => return Err(self.fail(SyntaxError::AssignArrow { lhs: lhs.span })),
+            _ => return Err(self.fail(SyntaxError::AssignColonEq { lhs: lhs.span })),
+        };
+        Ok(mk(kind, span))
     }
 
     /// `e1, e2, ...`
@@ -213,10 +195,23 @@ impl Parser {
         }
         let mut elems = vec![first];
         while self.eat(&Tok::Comma) {
+            self.operand_guard()?;
             elems.push(self.binary(0)?);
         }
         let span = elems[0].span.to(elems[elems.len() - 1].span);
         Ok(mk(ExprKind::Tuple(elems), span))
+    }
+
+    /// After an operator (or `then`, `else`, `->`), a `let`/`type` in column 1 starts the
+    /// next item: report the missing operand here rather than parse the item as a local
+    /// `let`. (After `=` and `in` such a `let` is accepted: unindented bodies are valid.)
+    fn operand_guard(&mut self) -> PResult<()> {
+        let t = &self.toks[self.pos];
+        if t.line_start() && matches!(t.tok, Tok::Let | Tok::LetExt(_) | Tok::Type) {
+            let after = self.prev_span();
+            return Err(self.fail(SyntaxError::ItemKeywordAsOperand { after }));
+        }
+        Ok(())
     }
 
     /// Precedence climbing over the binary operators at or above `min_prec`.
@@ -228,6 +223,7 @@ impl Parser {
                 break;
             }
             self.bump();
+            self.operand_guard()?;
             let rhs = if right {
                 self.nested(|p| p.binary(prec))?
             } else {
@@ -252,34 +248,7 @@ impl Parser {
     /// Prefix minus (folded into numeric literals) and the prefix forms usable as operands.
     fn unary(&mut self) -> PResult<Expr> {
         match self.peek() {
-            Tok::Minus | Tok::MinusDot => {
-                let float_minus = *self.peek() == Tok::MinusDot;
-                let op_span = self.bump().span;
-                let operand = self.nested(|p| p.unary())?;
-                let span = op_span.to(operand.span);
-                let folded = match (&operand.kind, float_minus) {
-                    (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(-v)),
-                    (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(-v)),
-                    (ExprKind::Lit(Lit::Float(v)), _) => Some(Lit::Float(-v)),
-                    (ExprKind::Lit(Lit::Float64(v)), _) => Some(Lit::Float64(-v)),
-                    _ => None,
-                };
-                if let Some(lit) = folded {
-                    return Ok(mk(ExprKind::Lit(lit), span));
-                }
-                let op = if float_minus {
-                    UnaryOp::NegF
-                } else {
-                    UnaryOp::Neg
-                };
-                Ok(mk(
-                    ExprKind::Unary {
-                        op,
-                        operand: Box::new(operand),
-                    },
-                    span,
-                ))
-            }
+            Tok::Minus | Tok::MinusDot => self.negation(),
             Tok::Let | Tok::LetExt(_) | Tok::If | Tok::Match | Tok::Fun | Tok::Function => {
                 self.expr()
             }
@@ -288,74 +257,58 @@ impl Parser {
         }
     }
 
+    fn negation(&mut self) -> PResult<Expr> {
+        let float_minus = *self.peek() == Tok::MinusDot;
+        let op_span = self.bump();
+        let operand = self.nested(Self::unary)?;
+        let span = op_span.to(operand.span);
+        let folded = match (&operand.kind, float_minus) {
+            (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(-v)),
+            (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(-v)),
+            (ExprKind::Lit(Lit::Float(v)), _) => Some(Lit::Float(-v)),
+            (ExprKind::Lit(Lit::Float64(v)), _) => Some(Lit::Float64(-v)),
+            _ => None,
+        };
+        if let Some(lit) = folded {
+            return Ok(mk(ExprKind::Lit(lit), span));
+        }
+        let op = if float_minus {
+            UnaryOp::NegF
+        } else {
+            UnaryOp::Neg
+        };
+        Ok(mk(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+        ))
+    }
+
     /// Application by juxtaposition, constructor application, `not e`, `lnot e`.
     fn app(&mut self) -> PResult<Expr> {
         let head = match self.peek() {
-            Tok::Not | Tok::Lnot => {
-                let op = if *self.peek() == Tok::Not {
-                    UnaryOp::Not
-                } else {
-                    UnaryOp::Lnot
-                };
-                let op_span = self.bump().span;
-                if !starts_arg(self.peek()) {
-                    return Err(self.expected(&format!(
-                        "an operand after `{}`",
-                        if op == UnaryOp::Not { "not" } else { "lnot" }
-                    )));
-                }
-                let operand = self.nested(|p| p.postfix())?;
-                let span = op_span.to(operand.span);
-                mk(
-                    ExprKind::Unary {
-                        op,
-                        operand: Box::new(operand),
-                    },
-                    span,
-                )
-            }
+            Tok::Not | Tok::Lnot => self.prefix_function()?,
             Tok::UIdent(_) => {
                 let head = self.postfix()?;
-                if let ExprKind::Ctor { name, args } = &head.kind
-                    && args.is_empty()
-                    && starts_arg(self.peek())
+                if matches!(&head.kind, ExprKind::Ctor { args, .. } if args.is_empty())
+                    && self.takes_arg()
                 {
-                    let arg = self.nested(|p| p.postfix())?;
-                    let span = head.span.to(arg.span);
-                    let args = match arg.kind {
-                        // `C (a, b)`: the components are the constructor's arguments.
-                        ExprKind::Tuple(elems) => elems,
-                        _ => vec![arg],
-                    };
-                    let e = mk(
-                        ExprKind::Ctor {
-                            name: name.clone(),
-                            args,
-                        },
-                        span,
-                    );
-                    if starts_arg(self.peek()) {
-                        let d =
-                            Diagnostic::error(self.span(), "too many arguments for a constructor")
-                                .with_label("unexpected argument")
-                                .with_help(format!(
-                                    "pass several arguments as a tuple: `{} (a, b)`",
-                                    name.name
-                                ));
-                        return Err(self.report(d));
-                    }
-                    return Ok(e);
+                    return self.ctor_application(head);
                 }
                 head
             }
             _ => self.postfix()?,
         };
-        if !starts_arg(self.peek()) {
+        // A literal is never a function: stopping here gives "expected `do`" for
+        // `for i = 0 to 3 v.(i) <- 0 done` instead of an application error.
+        if matches!(head.kind, ExprKind::Lit(_)) || !self.takes_arg() {
             return Ok(head);
         }
         let mut args = Vec::new();
-        while starts_arg(self.peek()) {
-            args.push(self.nested(|p| p.postfix())?);
+        while self.takes_arg() {
+            args.push(self.nested(Self::postfix)?);
         }
         let span = head.span.to(args[args.len() - 1].span);
         Ok(mk(
@@ -367,212 +320,254 @@ impl Parser {
         ))
     }
 
+    /// Can the current token be the next argument of an application?
+    fn takes_arg(&self) -> bool {
+        starts_arg(self.peek()) && !self.offside_here()
+    }
+
+    /// `not e` / `lnot e` (functions in OCaml, so they bind like an application).
+    fn prefix_function(&mut self) -> PResult<Expr> {
+        let not = *self.peek() == Tok::Not;
+        let op_span = self.bump();
+        if !starts_arg(self.peek()) {
+            let op = if not { "not" } else { "lnot" };
+            return Err(self.fail(SyntaxError::OperandAfterPrefix { op }));
+        }
+        let operand = self.nested(Self::postfix)?;
+        let span = op_span.to(operand.span);
+        let op = if not { UnaryOp::Not } else { UnaryOp::Lnot };
+        Ok(mk(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+        ))
+    }
+
+    /// `C e` and `C (e1, e2)` (the tuple's components are the arguments).
+    fn ctor_application(&mut self, head: Expr) -> PResult<Expr> {
+        let ExprKind::Ctor { name, .. } = head.kind else {
+            return Ok(head);
+        };
+        let arg = self.nested(Self::postfix)?;
+        let span = head.span.to(arg.span);
+        let args = match arg.kind {
+            ExprKind::Tuple(elems) => elems,
+            _ => vec![arg],
+        };
+        if self.takes_arg() {
+            return Err(self.fail(SyntaxError::ConstructorArguments { ctor: name.name }));
+        }
+        Ok(mk(ExprKind::Ctor { name, args }, span))
+    }
+
     /// A primary followed by `.(i)`, `.field` and `[@attr]` postfixes.
     fn postfix(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
         let mut chain = 0;
         loop {
-            match self.peek() {
-                Tok::Dot => match self.peek_at(1).clone() {
-                    Tok::LParen => {
-                        self.bump();
-                        let open = self.bump().span;
-                        let index = self.nested(|p| p.seq_expr())?;
-                        let close = self.expect_closing(&Tok::RParen, ".(", open)?;
-                        let span = e.span.to(close);
-                        e = mk(
-                            ExprKind::Index {
-                                base: Box::new(e),
-                                index: Box::new(index),
-                            },
-                            span,
-                        );
-                    }
-                    Tok::Ident(name) => {
-                        self.bump();
-                        let field = Ident {
-                            name,
-                            span: self.bump().span,
-                        };
-                        let span = e.span.to(field.span);
-                        e = mk(
-                            ExprKind::Field {
-                                base: Box::new(e),
-                                field,
-                            },
-                            span,
-                        );
-                    }
-                    _ => {
-                        self.bump();
-                        return Err(self.expected("a field name or `(` after `.`"));
-                    }
-                },
-                Tok::Attr { outer: false, .. } => {
-                    let attrs = self.inner_attributes();
-                    let span = e.span.to(self.prev_span());
-                    e = match e.kind {
-                        ExprKind::For {
-                            var,
-                            start,
-                            end,
-                            downto,
-                            body,
-                            attrs: mut a,
-                        } => {
-                            a.extend(attrs);
-                            mk(
-                                ExprKind::For {
-                                    var,
-                                    start,
-                                    end,
-                                    downto,
-                                    body,
-                                    attrs: a,
-                                },
-                                span,
-                            )
-                        }
-                        ExprKind::While {
-                            cond,
-                            body,
-                            attrs: mut a,
-                        } => {
-                            a.extend(attrs);
-                            mk(
-                                ExprKind::While {
-                                    cond,
-                                    body,
-                                    attrs: a,
-                                },
-                                span,
-                            )
-                        }
-                        ExprKind::Attributed { expr, attrs: mut a } => {
-                            a.extend(attrs);
-                            mk(ExprKind::Attributed { expr, attrs: a }, span)
-                        }
-                        kind => mk(
-                            ExprKind::Attributed {
-                                expr: Box::new(mk(kind, e.span)),
-                                attrs,
-                            },
-                            span,
-                        ),
-                    };
-                }
+            e = match self.peek() {
+                Tok::Dot => self.dot_suffix(e)?,
+                Tok::Attr { outer: false, .. } => self.attribute_suffix(e),
                 _ => return Ok(e),
-            }
+            };
             chain += 1;
             self.check_depth(chain)?;
         }
     }
 
-    fn primary(&mut self) -> PResult<Expr> {
-        let span = self.span();
-        match self.peek().clone() {
-            Tok::Int { value, int64 } => {
+    /// `.(i)` or `.field` after `e`.
+    fn dot_suffix(&mut self, e: Expr) -> PResult<Expr> {
+        match self.peek_at(1).clone() {
+            Tok::LParen => {
                 self.bump();
+                let open = self.bump();
+                let index = self.with_offside(None, Self::seq_expr)?;
+                let close = self.expect_closing(&Tok::RParen, ".(", open)?;
+                let span = e.span.to(close);
                 Ok(mk(
-                    ExprKind::Lit(if int64 {
-                        Lit::Int64(value)
-                    } else {
-                        Lit::Int(value)
-                    }),
-                    span,
-                ))
-            }
-            Tok::Float { value, float64 } => {
-                self.bump();
-                Ok(mk(
-                    ExprKind::Lit(if float64 {
-                        Lit::Float64(value)
-                    } else {
-                        Lit::Float(value)
-                    }),
-                    span,
-                ))
-            }
-            Tok::True | Tok::False => {
-                let b = self.bump().tok == Tok::True;
-                Ok(mk(ExprKind::Lit(Lit::Bool(b)), span))
-            }
-            Tok::Ident(name) => {
-                self.bump();
-                Ok(mk(
-                    ExprKind::Var {
-                        path: Vec::new(),
-                        name: Ident { name, span },
+                    ExprKind::Index {
+                        base: Box::new(e),
+                        index: Box::new(index),
                     },
                     span,
                 ))
             }
-            Tok::UIdent(_) => self.upper_path(),
-            Tok::LParen => {
-                let open = self.bump().span;
-                if self.at(&Tok::RParen) {
-                    let close = self.bump().span;
-                    return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
-                }
-                let inner = self.nested(|p| p.seq_expr())?;
-                if self.eat(&Tok::Colon) {
-                    let ty = self.type_expr()?;
-                    let close = self.expect_closing(&Tok::RParen, "(", open)?;
-                    return Ok(mk(
-                        ExprKind::Annot {
-                            expr: Box::new(inner),
-                            ty,
-                        },
-                        open.to(close),
-                    ));
-                }
-                let close = self.expect_closing(&Tok::RParen, "(", open)?;
-                Ok(Expr {
-                    span: open.to(close),
-                    ..inner
-                })
-            }
-            Tok::Begin => {
-                let open = self.bump().span;
-                if self.at(&Tok::End) {
-                    let close = self.bump().span;
-                    return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
-                }
-                let inner = self.nested(|p| p.seq_expr())?;
-                let close = self.expect_closing(&Tok::End, "begin", open)?;
-                Ok(Expr {
-                    span: open.to(close),
-                    ..inner
-                })
-            }
-            Tok::LBrace => self.record_expr(),
-            Tok::For => self.for_expr(),
-            Tok::While => self.while_expr(),
-            Tok::Extension { name, .. } => {
+            Tok::Ident(name) => {
                 self.bump();
-                Ok(mk(ExprKind::Extension { name }, span))
-            }
-            Tok::ExtOpen(name) => {
-                let d = Diagnostic::error(
+                let field = Ident {
+                    name,
+                    span: self.bump(),
+                };
+                let span = e.span.to(field.span);
+                Ok(mk(
+                    ExprKind::Field {
+                        base: Box::new(e),
+                        field,
+                    },
                     span,
-                    format!("`[%{name} ...]` is only allowed as the value of a top-level `let`"),
-                )
-                .with_label("not allowed inside an expression")
-                .with_help(format!(
-                    "write `let name = [%{name} fun (p : t) -> ...]` at top level"
-                ));
-                Err(self.report(d))
+                ))
             }
-            Tok::Str(_) => {
-                let d = Diagnostic::error(
-                    span,
-                    "string literals are only allowed in `pragma [\"...\"]`",
-                )
-                .with_label("unexpected string");
-                Err(self.report(d))
+            _ => {
+                self.bump();
+                Err(self.expected("a field name or `(` after `.`"))
             }
-            _ => Err(self.expected("an expression")),
         }
+    }
+
+    /// `e [@attr ...]`: loop hints go to the loop, anything else wraps the expression.
+    fn attribute_suffix(&mut self, e: Expr) -> Expr {
+        let attrs = self.inner_attributes();
+        let span = e.span.to(self.prev_span());
+        let kind = match e.kind {
+            ExprKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                attrs: mut a,
+            } => {
+                a.extend(attrs);
+                ExprKind::For {
+                    var,
+                    start,
+                    end,
+                    downto,
+                    body,
+                    attrs: a,
+                }
+            }
+            ExprKind::While {
+                cond,
+                body,
+                attrs: mut a,
+            } => {
+                a.extend(attrs);
+                ExprKind::While {
+                    cond,
+                    body,
+                    attrs: a,
+                }
+            }
+            ExprKind::Attributed { expr, attrs: mut a } => {
+                a.extend(attrs);
+                ExprKind::Attributed { expr, attrs: a }
+            }
+            kind => ExprKind::Attributed {
+                expr: Box::new(mk(kind, e.span)),
+                attrs,
+            },
+        };
+        mk(kind, span)
+    }
+
+    fn primary(&mut self) -> PResult<Expr> {
+        let span = self.span();
+        let lit = match self.peek() {
+            Tok::Int {
+                value,
+                int64: false,
+            } => Lit::Int(*value),
+            Tok::Int { value, int64: true } => Lit::Int64(*value),
+            Tok::Float {
+                value,
+                float64: false,
+            } => Lit::Float(*value),
+            Tok::Float {
+                value,
+                float64: true,
+            } => Lit::Float64(*value),
+            Tok::True => Lit::Bool(true),
+            Tok::False => Lit::Bool(false),
+            Tok::Ident(_) => return Ok(self.variable()),
+            Tok::UIdent(_) => return self.upper_path(),
+            Tok::LParen => return self.paren_expr(),
+            Tok::Begin => return self.begin_expr(),
+            Tok::LBrace => return self.record_expr(),
+            Tok::For => return self.for_expr(),
+            Tok::While => return self.while_expr(),
+            Tok::Extension { .. } => return Ok(self.extension()),
+            _ => return Err(self.primary_error()),
+        };
+        self.bump();
+        Ok(mk(ExprKind::Lit(lit), span))
+    }
+
+    fn variable(&mut self) -> Expr {
+        let name = match self.peek() {
+            Tok::Ident(n) => n.clone(),
+            _ => String::new(),
+        };
+        let span = self.bump();
+        mk(
+            ExprKind::Var {
+                path: Vec::new(),
+                name: Ident { name, span },
+            },
+            span,
+        )
+    }
+
+    /// `[%native ...]`: kept as a node so the typer can refuse it with a clear message.
+    fn extension(&mut self) -> Expr {
+        let name = match self.peek() {
+            Tok::Extension { name, .. } => name.clone(),
+            _ => String::new(),
+        };
+        let span = self.bump();
+        mk(ExprKind::Extension { name }, span)
+    }
+
+    /// Everything that cannot start an expression.
+    #[cold]
+    fn primary_error(&mut self) -> Fail {
+        match self.peek().clone() {
+            Tok::ExtOpen(name) => self.fail(SyntaxError::KernelExtensionInExpression { name }),
+            Tok::Str(_) => self.fail(SyntaxError::StringExpression),
+            _ => self.expected("an expression"),
+        }
+    }
+
+    /// `( )`, `( e )`, `( e : t )`. Inside brackets layout is free again.
+    fn paren_expr(&mut self) -> PResult<Expr> {
+        let open = self.bump();
+        if self.at(&Tok::RParen) {
+            let close = self.bump();
+            return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
+        }
+        let inner = self.with_offside(None, Self::seq_expr)?;
+        if self.eat(&Tok::Colon) {
+            let ty = self.type_expr()?;
+            let close = self.expect_closing(&Tok::RParen, "(", open)?;
+            return Ok(mk(
+                ExprKind::Annot {
+                    expr: Box::new(inner),
+                    ty,
+                },
+                open.to(close),
+            ));
+        }
+        let close = self.expect_closing(&Tok::RParen, "(", open)?;
+        Ok(Expr {
+            span: open.to(close),
+            ..inner
+        })
+    }
+
+    fn begin_expr(&mut self) -> PResult<Expr> {
+        let open = self.bump();
+        if self.at(&Tok::End) {
+            let close = self.bump();
+            return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
+        }
+        let inner = self.with_offside(None, Self::seq_expr)?;
+        let close = self.expect_closing(&Tok::End, "begin", open)?;
+        Ok(Expr {
+            span: open.to(close),
+            ..inner
+        })
     }
 
     /// `C`, `M.x`, `M.N.x`, `M.C`, `M.(e)` (local open).
@@ -584,7 +579,7 @@ impl Parser {
             };
             let id = Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             };
             if !self.at(&Tok::Dot) {
                 // A constructor (module qualification of constructors is dropped).
@@ -603,7 +598,7 @@ impl Parser {
                     path.push(id);
                     let name = Ident {
                         name,
-                        span: self.bump().span,
+                        span: self.bump(),
                     };
                     let span = start.to(name.span);
                     return Ok(mk(ExprKind::Var { path, name }, span));
@@ -615,8 +610,8 @@ impl Parser {
                 Tok::LParen => {
                     // `M.(e)` is `let open M in e`.
                     self.bump();
-                    let open = self.bump().span;
-                    let body = self.nested(|p| p.seq_expr())?;
+                    let open = self.bump();
+                    let body = self.with_offside(None, Self::seq_expr)?;
                     let close = self.expect_closing(&Tok::RParen, ".(", open)?;
                     let span = id.span.to(close);
                     return Ok(mk(
@@ -642,57 +637,56 @@ impl Parser {
 
     /// `{ f = e; g = e; ... }` (and punned `{ f; g }`).
     fn record_expr(&mut self) -> PResult<Expr> {
-        let open = self.bump().span;
-        let mut fields: Vec<(Ident, Expr)> = Vec::new();
-        loop {
-            if self.at(&Tok::RBrace) {
-                break;
-            }
-            if !fields.is_empty()
-                || matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With
-            {
-                let name = self.lident("a field name")?;
-                let value = if self.eat(&Tok::Eq) {
-                    self.expr()?
-                } else {
-                    mk(
-                        ExprKind::Var {
-                            path: Vec::new(),
-                            name: name.clone(),
-                        },
-                        name.span,
-                    )
-                };
-                fields.push((name, value));
-                if !self.eat(&Tok::Semi) {
-                    break;
-                }
-            } else {
-                // `{ e with ... }` or garbage.
-                let e = self.nested(|p| p.binary(0))?;
-                if self.at(&Tok::With) {
-                    let d = Diagnostic::error(
-                        e.span.to(self.span()),
-                        "record update `{ e with ... }` is not supported",
-                    )
-                    .with_label("copy the record into a new literal with every field");
-                    return Err(self.report(d));
-                }
-                return Err(self.expected("a field name"));
-            }
-        }
+        let open = self.bump();
+        let saved = self.offside.take();
+        let r = self.record_fields(open);
+        self.offside = saved;
+        let fields = r?;
         let close = self.expect_closing(&Tok::RBrace, "{", open)?;
         if fields.is_empty() {
-            let d = Diagnostic::error(open.to(close), "empty record literal")
-                .with_label("a record needs its fields");
-            self.diags.push(d);
-            return Err(Fail);
+            return Err(self.fail(SyntaxError::EmptyRecord {
+                span: open.to(close),
+            }));
         }
         Ok(mk(ExprKind::Record(fields), open.to(close)))
     }
 
+    fn record_fields(&mut self, open: Span) -> PResult<Vec<(Ident, Expr)>> {
+        let mut fields: Vec<(Ident, Expr)> = Vec::new();
+        while !self.at(&Tok::RBrace) {
+            let is_field = matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With;
+            if !is_field {
+                // `{ e with ... }` or garbage.
+                let e = self.nested(|p| p.binary(0))?;
+                if self.at(&Tok::With) {
+                    return Err(self.fail(SyntaxError::RecordUpdate {
+                        span: open.to(e.span),
+                    }));
+                }
+                return Err(self.expected("a field name"));
+            }
+            let name = self.lident("a field name")?;
+            let value = if self.eat(&Tok::Eq) {
+                self.expr()?
+            } else {
+                mk(
+                    ExprKind::Var {
+                        path: Vec::new(),
+                        name: name.clone(),
+                    },
+                    name.span,
+                )
+            };
+            fields.push((name, value));
+            if !self.eat(&Tok::Semi) {
+                break;
+            }
+        }
+        Ok(fields)
+    }
+
     fn for_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let var = self.lident("a loop variable after `for`")?;
         self.expect(&Tok::Eq)?;
         let from = self.seq_expr()?;
@@ -704,41 +698,41 @@ impl Parser {
         self.bump();
         let to = self.seq_expr()?;
         if !self.at(&Tok::Do) {
-            return Err(self.expected("`do` after the loop bounds"));
+            return Err(self.fail(SyntaxError::MissingDo {
+                what: "the loop bounds",
+            }));
         }
-        let do_span = self.bump().span;
+        let do_span = self.bump();
         let body = self.loop_body()?;
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
-        Ok(mk(
-            ExprKind::For {
-                var,
-                start: Box::new(from),
-                end: Box::new(to),
-                downto,
-                body: Box::new(body),
-                attrs: Vec::new(),
-            },
-            start.to(close),
-        ))
+        let kind = ExprKind::For {
+            var,
+            start: Box::new(from),
+            end: Box::new(to),
+            downto,
+            body: Box::new(body),
+            attrs: Vec::new(),
+        };
+        Ok(mk(kind, start.to(close)))
     }
 
     fn while_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let cond = self.seq_expr()?;
         if !self.at(&Tok::Do) {
-            return Err(self.expected("`do` after the loop condition"));
+            return Err(self.fail(SyntaxError::MissingDo {
+                what: "the loop condition",
+            }));
         }
-        let do_span = self.bump().span;
+        let do_span = self.bump();
         let body = self.loop_body()?;
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
-        Ok(mk(
-            ExprKind::While {
-                cond: Box::new(cond),
-                body: Box::new(body),
-                attrs: Vec::new(),
-            },
-            start.to(close),
-        ))
+        let kind = ExprKind::While {
+            cond: Box::new(cond),
+            body: Box::new(body),
+            attrs: Vec::new(),
+        };
+        Ok(mk(kind, start.to(close)))
     }
 
     /// A loop body; `do done` is an empty (unit) body.
@@ -746,52 +740,38 @@ impl Parser {
         if self.at(&Tok::Done) {
             return Ok(mk(ExprKind::Lit(Lit::Unit), self.span()));
         }
-        self.nested(|p| p.seq_expr())
+        self.with_offside(None, Self::seq_expr)
     }
 
     fn if_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let cond = self.seq_expr()?;
         if !self.at(&Tok::Then) {
-            let found = self.peek().describe();
-            let d = Diagnostic::error(
-                self.span(),
-                format!("expected `then` after the condition, found {found}"),
-            )
-            .with_label("expected `then`")
-            .with_secondary(start, "this `if` has no `then`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::MissingThen { if_span: start }));
         }
         self.bump();
+        self.operand_guard()?;
         let then_branch = self.expr()?;
         let else_branch = if self.eat(&Tok::Else) {
+            self.operand_guard()?;
             Some(Box::new(self.expr()?))
         } else {
             None
         };
         let end = else_branch.as_ref().map_or(then_branch.span, |e| e.span);
-        Ok(mk(
-            ExprKind::If {
-                cond: Box::new(cond),
-                then_branch: Box::new(then_branch),
-                else_branch,
-            },
-            start.to(end),
-        ))
+        let kind = ExprKind::If {
+            cond: Box::new(cond),
+            then_branch: Box::new(then_branch),
+            else_branch,
+        };
+        Ok(mk(kind, start.to(end)))
     }
 
     fn match_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let scrutinee = self.seq_expr()?;
         if !self.at(&Tok::With) {
-            let found = self.peek().describe();
-            let d = Diagnostic::error(
-                self.span(),
-                format!("expected `with` after the matched expression, found {found}"),
-            )
-            .with_label("expected `with`")
-            .with_secondary(start, "this `match` has no `with`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::MissingWith { match_span: start }));
         }
         self.bump();
         self.eat(&Tok::Bar);
@@ -802,6 +782,7 @@ impl Parser {
                 return Err(self.expected("`->` after the pattern"));
             }
             self.bump();
+            self.operand_guard()?;
             let body = self.seq_expr()?;
             let span = pattern.span().to(body.span);
             arms.push(MatchArm {
@@ -825,14 +806,14 @@ impl Parser {
 
     /// `pragma ["a"; "b"] e`
     fn pragma_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
-        let open = self.bump().span;
+        let start = self.bump();
+        let open = self.bump();
         let mut args = Vec::new();
         loop {
-            match self.peek().clone() {
+            match self.peek() {
                 Tok::Str(s) => {
+                    args.push(s.clone());
                     self.bump();
-                    args.push(s);
                 }
                 Tok::RBracket => break,
                 _ => return Err(self.expected("a pragma string like \"unroll 4\"")),
@@ -858,48 +839,23 @@ impl Parser {
         if self.eat(&Tok::In) {
             return Ok(());
         }
-        let found = self.peek().describe();
-        let mut d = Diagnostic::error(
-            self.span(),
-            format!("expected `in` after let binding, found {found}"),
-        )
-        .with_label("expected `in`")
-        .with_secondary(let_span, "this `let` needs an `in`");
-        if matches!(
-            self.peek(),
-            Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof
-        ) {
-            d = d.with_note(
-                "a local binding is `let x = e in body`; top-level items cannot be nested",
-            );
-        }
-        Err(self.report(d))
+        Err(self.fail(SyntaxError::MissingIn { let_span }))
+    }
+
+    /// The value of a `let`: tokens starting a line at or left of the `let` end it.
+    fn let_value(&mut self, let_col: u32) -> PResult<Expr> {
+        self.with_offside(Some(let_col), Self::seq_expr)
     }
 
     /// `let ... in body` in an expression.
     fn let_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let let_col = self.toks[self.pos].col;
+        let start = self.bump();
         if self.eat(&Tok::Open) {
-            let module = match self.peek().clone() {
-                Tok::UIdent(name) => Ident {
-                    name,
-                    span: self.bump().span,
-                },
-                _ => return Err(self.expected("a module name after `let open`")),
-            };
-            self.expect_in(start)?;
-            let body = self.seq_expr()?;
-            let span = start.to(body.span);
-            return Ok(mk(
-                ExprKind::LetOpen {
-                    module,
-                    body: Box::new(body),
-                },
-                span,
-            ));
+            return self.let_open(start);
         }
         let recursive = self.eat(&Tok::Rec);
-        let mut mutable = self.eat(&Tok::Mut);
+        let mutable = self.eat(&Tok::Mut);
         let is_fun = !mutable
             && matches!(self.peek(), Tok::Ident(_))
             && matches!(
@@ -907,42 +863,71 @@ impl Parser {
                 Tok::Ident(_) | Tok::Underscore | Tok::LParen
             );
         if is_fun {
-            let name = self.lident("a function name")?;
-            let params = self.params()?;
-            let ret = if self.eat(&Tok::Colon) {
-                Some(self.type_expr()?)
-            } else {
-                None
-            };
-            let mut attrs = self.inner_attributes();
-            self.expect_eq_after_local()?;
-            attrs.extend(self.inner_attributes());
-            let fbody = self.seq_expr()?;
-            self.expect_in(start)?;
-            let body = self.seq_expr()?;
-            let span = start.to(body.span);
-            let decl = FunDecl {
-                name,
-                recursive,
-                params,
-                ret,
-                attrs,
-                body: fbody,
-            };
-            return Ok(mk(
-                ExprKind::LetFun {
-                    decl: Box::new(decl),
-                    body: Box::new(body),
-                },
-                span,
-            ));
+            return self.let_fun(start, let_col, recursive);
         }
         if recursive {
-            let d = Diagnostic::error(start.to(self.prev_span()), "`let rec` defines a function")
-                .with_label("expected a function name and parameters")
-                .with_help("write `let rec f (x : t) = ... in`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::LetRecWithoutFunction {
+                span: start.to(self.prev_span()),
+            }));
         }
+        self.let_value_binding(start, let_col, mutable)
+    }
+
+    fn let_open(&mut self, start: Span) -> PResult<Expr> {
+        let module = match self.peek().clone() {
+            Tok::UIdent(name) => Ident {
+                name,
+                span: self.bump(),
+            },
+            _ => return Err(self.expected("a module name after `let open`")),
+        };
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let span = start.to(body.span);
+        Ok(mk(
+            ExprKind::LetOpen {
+                module,
+                body: Box::new(body),
+            },
+            span,
+        ))
+    }
+
+    /// `let [rec] f params [: ret] = e in body`
+    fn let_fun(&mut self, start: Span, let_col: u32, recursive: bool) -> PResult<Expr> {
+        let name = self.lident("a function name")?;
+        let params = self.params()?;
+        let ret = if self.eat(&Tok::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        let mut attrs = self.inner_attributes();
+        self.expect_eq_after_local()?;
+        attrs.extend(self.inner_attributes());
+        let fbody = self.let_value(let_col)?;
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let span = start.to(body.span);
+        let decl = FunDecl {
+            name,
+            recursive,
+            params,
+            ret,
+            attrs,
+            body: fbody,
+        };
+        Ok(mk(
+            ExprKind::LetFun {
+                decl: Box::new(decl),
+                body: Box::new(body),
+            },
+            span,
+        ))
+    }
+
+    /// `let [mut] pat [: t] = [mut] e in body`
+    fn let_value_binding(&mut self, start: Span, let_col: u32, mut mutable: bool) -> PResult<Expr> {
         let (pattern, mut ty) = self.let_pattern()?;
         if self.eat(&Tok::Colon) {
             ty = Some(self.type_expr()?);
@@ -951,20 +936,18 @@ impl Parser {
         if self.eat(&Tok::Mut) {
             mutable = true;
         }
-        let value = self.seq_expr()?;
+        let value = self.let_value(let_col)?;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
         let span = start.to(body.span);
-        Ok(mk(
-            ExprKind::Let {
-                pattern,
-                mutable,
-                ty,
-                value: Box::new(value),
-                body: Box::new(body),
-            },
-            span,
-        ))
+        let kind = ExprKind::Let {
+            pattern,
+            mutable,
+            ty,
+            value: Box::new(value),
+            body: Box::new(body),
+        };
+        Ok(mk(kind, span))
     }
 
     fn expect_eq_after_local(&mut self) -> PResult<()> {
@@ -980,7 +963,7 @@ impl Parser {
             && matches!(self.peek_at(1), Tok::Ident(_) | Tok::Underscore)
             && *self.peek_at(2) == Tok::Colon
         {
-            let open = self.bump().span;
+            let open = self.bump();
             let name = self.lident("a name")?;
             self.bump();
             let ty = self.type_expr()?;
@@ -992,7 +975,7 @@ impl Parser {
             };
             return Ok((pat, Some(ty)));
         }
-        let p = self.nested(|p| p.tuple_pattern())?;
+        let p = self.nested(Self::tuple_pattern)?;
         Ok((p, None))
     }
 
@@ -1001,90 +984,82 @@ impl Parser {
         let Tok::LetExt(ext) = self.peek().clone() else {
             return Err(self.expected("`let%shared` or `let%superstep`"));
         };
-        let start = self.bump().span;
+        let let_col = self.toks[self.pos].col;
+        let start = self.bump();
         match ext.as_str() {
-            "shared" => {
-                let _ = self.inner_attributes();
-                let (name, elem) = if self.at(&Tok::LParen) {
-                    let open = self.bump().span;
-                    let name = self.lident("the shared array's name")?;
-                    if !self.eat(&Tok::Colon) {
-                        return Err(self.expected("`:` and the element type, as in `let%shared (tile : float32) = 256 in`"));
-                    }
-                    let elem = self.type_expr()?;
-                    self.expect_closing(&Tok::RParen, "(", open)?;
-                    (name, elem)
-                } else {
-                    let name = self.lident("the shared array's name")?;
-                    if !self.eat(&Tok::Colon) {
-                        return Err(self.expected("`:` and the element type, as in `let%shared (tile : float32) = 256 in`"));
-                    }
-                    (name, self.type_expr()?)
-                };
-                self.expect_eq_after_local()?;
-                let size = self.seq_expr()?;
-                self.expect_in(start)?;
-                let body = self.seq_expr()?;
-                let span = start.to(body.span);
-                Ok(mk(
-                    ExprKind::LetShared {
-                        name,
-                        elem,
-                        size: Box::new(size),
-                        body: Box::new(body),
-                    },
-                    span,
-                ))
-            }
-            "superstep" => {
-                let mut attrs = self.inner_attributes();
-                let name = self.lident("the superstep's name")?;
-                attrs.extend(self.inner_attributes());
-                let mut divergent = false;
-                for a in &attrs {
-                    if a.name == "divergent" {
-                        divergent = true;
-                    } else {
-                        let d = Diagnostic::error(
-                            a.span,
-                            format!("unknown superstep attribute `{}`", a.name),
-                        )
-                        .with_label("only `[@divergent]` is allowed here");
-                        self.diags.push(d);
-                    }
-                }
-                self.expect_eq_after_local()?;
-                let step = self.seq_expr()?;
-                self.expect_in(start)?;
-                let rest = self.seq_expr()?;
-                let span = start.to(rest.span);
-                Ok(mk(
-                    ExprKind::LetSuperstep {
-                        name,
-                        divergent,
-                        step: Box::new(step),
-                        rest: Box::new(rest),
-                    },
-                    span,
-                ))
-            }
-            "kernel" => {
-                let d = Diagnostic::error(start, "`let%kernel` inside an expression")
-                    .with_label("kernels are top-level items")
-                    .with_note("is an `in` missing, or a kernel body not finished?");
-                self.diags.push(d);
-                Err(Fail)
-            }
-            other => {
-                let mut d = Diagnostic::error(start, format!("unknown extension `let%{other}`"))
-                    .with_label("expected `let%shared` or `let%superstep`");
-                if let Some(s) = closest(other, ["shared", "superstep"]) {
-                    d = d.with_help(format!("did you mean `let%{s}`?"));
-                }
-                self.diags.push(d);
-                Err(Fail)
+            "shared" => self.let_shared(start, let_col),
+            "superstep" => self.let_superstep(start, let_col),
+            "kernel" => Err(self.fail(SyntaxError::KernelInExpression { span: start })),
+            _ => Err(self.fail(SyntaxError::UnknownLetExtension {
+                name: ext,
+                span: start,
+            })),
+        }
+    }
+
+    /// `let%shared (name : elem) = size in body` (parentheses optional).
+    fn let_shared(&mut self, start: Span, let_col: u32) -> PResult<Expr> {
+        let _ = self.inner_attributes();
+        let open = if self.at(&Tok::LParen) {
+            Some(self.bump())
+        } else {
+            None
+        };
+        let name = self.lident("the shared array's name")?;
+        if !self.eat(&Tok::Colon) {
+            return Err(self.expected(
+                "`:` and the element type, as in `let%shared (tile : float32) = 256 in`",
+            ));
+        }
+        let elem = self.type_expr()?;
+        if let Some(open) = open {
+            self.expect_closing(&Tok::RParen, "(", open)?;
+        }
+        self.expect_eq_after_local()?;
+        let size = self.let_value(let_col)?;
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let span = start.to(body.span);
+        Ok(mk(
+            ExprKind::LetShared {
+                name,
+                elem,
+                size: Box::new(size),
+                body: Box::new(body),
+            },
+            span,
+        ))
+    }
+
+    /// `let%superstep[@divergent] name = step in rest`
+    fn let_superstep(&mut self, start: Span, let_col: u32) -> PResult<Expr> {
+        let mut attrs = self.inner_attributes();
+        let name = self.lident("the superstep's name")?;
+        attrs.extend(self.inner_attributes());
+        let mut divergent = false;
+        for a in attrs {
+            if a.name == "divergent" {
+                divergent = true;
+            } else {
+                // Reported, but the superstep itself parses on.
+                let _ = self.fail(SyntaxError::SuperstepAttribute {
+                    name: a.name,
+                    span: a.span,
+                });
             }
         }
+        self.expect_eq_after_local()?;
+        let step = self.let_value(let_col)?;
+        self.expect_in(start)?;
+        let rest = self.seq_expr()?;
+        let span = start.to(rest.span);
+        let kind = ExprKind::LetSuperstep {
+            name,
+            divergent,
+            step: Box::new(step),
+            rest: Box::new(rest),
+        };
+        Ok(mk(kind, span))
     }
 
     // ---- patterns ---------------------------------------------------------------------
@@ -1125,7 +1100,7 @@ impl Parser {
         if let Tok::UIdent(name) = self.peek().clone() {
             let mut id = Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             };
             // `M.C` qualification is dropped.
             while self.at(&Tok::Dot) {
@@ -1133,7 +1108,7 @@ impl Parser {
                     self.bump();
                     id = Ident {
                         name,
-                        span: self.bump().span,
+                        span: self.bump(),
                     };
                 } else {
                     break;
@@ -1204,7 +1179,8 @@ impl Parser {
                 ))
             }
             Tok::True | Tok::False => {
-                let b = self.bump().tok == Tok::True;
+                let b = *self.peek() == Tok::True;
+                self.bump();
                 Ok(Pattern::Lit(Lit::Bool(b), span))
             }
             Tok::Minus => {
@@ -1225,23 +1201,18 @@ impl Parser {
                     } => Lit::Float64(-value),
                     _ => return Err(self.expected("a number after `-` in a pattern")),
                 };
-                let end = self.bump().span;
+                let end = self.bump();
                 Ok(Pattern::Lit(lit, span.to(end)))
             }
             Tok::LParen => {
-                let open = self.bump().span;
+                let open = self.bump();
                 if self.at(&Tok::RParen) {
-                    let close = self.bump().span;
+                    let close = self.bump();
                     return Ok(Pattern::Lit(Lit::Unit, open.to(close)));
                 }
                 let inner = self.pattern()?;
                 if self.at(&Tok::Colon) {
-                    let d = Diagnostic::error(
-                        self.span(),
-                        "type annotations inside patterns are not supported",
-                    )
-                    .with_label("annotate the matched expression instead: `(e : t)`");
-                    return Err(self.report(d));
+                    return Err(self.fail(SyntaxError::PatternAnnotation));
                 }
                 let close = self.expect_closing(&Tok::RParen, "(", open)?;
                 // Keep the parenthesised span on tuples so `C (a, b)` spans are right.
