@@ -195,7 +195,7 @@ impl Lowerer<'_> {
                 cond,
                 then_branch,
                 else_branch: Some(else_branch),
-            } if selectable(then_branch) && selectable(else_branch) => {
+            } if e.ty.scalar().is_some() && selectable(then_branch) && selectable(else_branch) => {
                 let c = self.value(cond, out)?;
                 let mut scratch = Vec::new();
                 let a = self.value(then_branch, &mut scratch)?;
@@ -496,8 +496,14 @@ impl Lowerer<'_> {
             ExprKind::FieldSet {
                 base, field, value, ..
             } => {
-                let place = self.place(base, out)?;
-                let v = self.value(value, out)?;
+                let mut place = self.place(base, out)?;
+                let mut scratch = Vec::new();
+                let v = self.value(value, &mut scratch)?;
+                if !scratch.is_empty() {
+                    // The value's statements must not change the element index chosen first.
+                    self.stabilise_place(&mut place, span, out);
+                    out.append(&mut scratch);
+                }
                 out.push(stmt(
                     StmtKind::Assign {
                         place: LValue::Field {
@@ -719,6 +725,20 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Spill a place's element index to a temporary unless it is already stable.
+    fn stabilise_place(&mut self, place: &mut LValue, span: Span, out: &mut Block) {
+        match place {
+            LValue::Var(_) => {}
+            LValue::Index { index, .. } => {
+                if !self.is_stable(index) {
+                    let i = std::mem::replace(&mut **index, ir::Expr::i32(0));
+                    **index = self.spill(i, "index", span, out);
+                }
+            }
+            LValue::Field { base, .. } => self.stabilise_place(base, span, out),
+        }
+    }
+
     /// The assignable place a field store writes through.
     fn place(&mut self, e: &tast::Expr, out: &mut Block) -> LResult<LValue> {
         match &e.kind {
@@ -759,6 +779,11 @@ impl Lowerer<'_> {
         span: Span,
         out: &mut Block,
     ) -> LResult<()> {
+        if value.ty == tast::Ty::Unit {
+            // `let () = e` / `let x = f ()`: only the effects remain (unit binders have no
+            // IR variable; their uses lower to nothing).
+            return self.lower_into(value, Dest::Discard, out);
+        }
         match pattern {
             tast::Pattern::Bind(decl) => {
                 if matches!(decl.ty, tast::Ty::Vector(_) | tast::Ty::Array { .. }) {
@@ -807,7 +832,7 @@ fn needs_temp(e: &tast::Expr) -> bool {
             then_branch,
             else_branch: Some(else_branch),
             ..
-        } => !(selectable(then_branch) && selectable(else_branch)),
+        } => !(e.ty.scalar().is_some() && selectable(then_branch) && selectable(else_branch)),
         ExprKind::Match { .. } => true,
         _ => false,
     }
@@ -846,7 +871,12 @@ pub(super) fn selectable(e: &tast::Expr) -> bool {
             cond,
             then_branch,
             else_branch: Some(else_branch),
-        } => selectable(cond) && selectable(then_branch) && selectable(else_branch),
+        } => {
+            e.ty.scalar().is_some()
+                && selectable(cond)
+                && selectable(then_branch)
+                && selectable(else_branch)
+        }
         _ => false,
     }
 }

@@ -73,6 +73,14 @@ impl Lowerer<'_> {
         span: Span,
         out: &mut Block,
     ) -> LResult<()> {
+        if scrutinee.ty == tast::Ty::Unit {
+            // One value, so the first arm matches (its pattern binds nothing that lowers).
+            self.lower_into(scrutinee, Dest::Discard, out)?;
+            return match arms.first() {
+                Some(arm) => self.lower_into(&arm.body, dest, out),
+                None => Ok(()),
+            };
+        }
         let m = self.scrutinee(scrutinee, out)?;
         let rows: Vec<(Pattern, &Arm)> = arms
             .iter()
