@@ -276,11 +276,16 @@ impl Lowerer<'_> {
                     ty,
                 )
             }
-            ExprKind::Ctor { ctor, args, .. } => {
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                args,
+            } => {
                 let ir::Ty::Variant(vid) = ty else {
                     return self.internal(span, "constructor of a non-variant type");
                 };
                 let vals = self.operands(args.iter(), out)?;
+                let vals = self.flatten_payload(*variant, *ctor, vals, span, out)?;
                 ir::Expr::new(
                     ir::ExprKind::Ctor {
                         variant: vid,
@@ -383,6 +388,59 @@ impl Lowerer<'_> {
             }
         };
         Ok(Some(v))
+    }
+
+    /// One value per IR payload field: a scalar-tuple argument contributes its components
+    /// (taken from a tuple literal directly, else projected from a temporary).
+    fn flatten_payload(
+        &mut self,
+        variant: tast::VariantId,
+        ctor: u32,
+        vals: Vec<ir::Expr>,
+        span: Span,
+        out: &mut Block,
+    ) -> LResult<Vec<ir::Expr>> {
+        let program = self.program;
+        let Some(def) = program
+            .variants
+            .get(variant.0 as usize)
+            .and_then(|v| v.ctors.get(ctor as usize))
+        else {
+            return self.internal(span, "unknown constructor");
+        };
+        let layout = super::types::payload_layout(def);
+        let projects = layout
+            .iter()
+            .zip(&vals)
+            .any(|(l, v)| l.tuple.is_some() && !matches!(v.kind, ir::ExprKind::Record { .. }));
+        let mut fields = Vec::new();
+        for (l, v) in layout.iter().zip(vals) {
+            // Projections read a temporary evaluated here: keep every operand in order.
+            let v = if projects
+                && !self.is_stable(&v)
+                && !matches!(v.kind, ir::ExprKind::Record { .. })
+            {
+                self.spill(v, "payload", span, out)
+            } else {
+                v
+            };
+            match (&l.tuple, v.kind) {
+                (None, kind) => fields.push(ir::Expr::new(kind, v.ty)),
+                (Some(_), ir::ExprKind::Record { fields: parts, .. }) => fields.extend(parts),
+                (Some(cs), kind) => {
+                    let base = ir::Expr::new(kind, v.ty);
+                    for (j, c) in cs.iter().enumerate() {
+                        let ty = self.ty(c, span)?;
+                        let field = ir::ExprKind::Field {
+                            base: Box::new(base.clone()),
+                            field: j as u32,
+                        };
+                        fields.push(ir::Expr::new(field, ty));
+                    }
+                }
+            }
+        }
+        Ok(fields)
     }
 
     /// Lower a unit-typed expression that is not control flow or a binder.
