@@ -41,6 +41,8 @@ pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
         depth: 0,
         fatal: false,
         offside: None,
+        h: 0,
+        type_nodes: 0,
     };
     let program = p.program();
     if p.diags.is_empty() {
@@ -70,6 +72,11 @@ pub(crate) struct Parser {
     /// take it as an argument. This turns "cannot apply" errors far away into
     /// "expected `in`" at the right place; it only rejects programs laid out perversely.
     offside: Option<u32>,
+    /// Height of the expression most recently returned by a parsing function (see
+    /// `Parser::node`).
+    h: u32,
+    /// Nodes built so far in the type expression being parsed.
+    type_nodes: usize,
 }
 
 impl Parser {
