@@ -338,7 +338,11 @@ impl Lowerer<'_> {
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 if lhs.ty.scalar().is_none() {
-                    return self.aggregate_equality(*op, &lhs.ty, span).map(Some);
+                    if matches!(op, BinOp::Eq | BinOp::Ne) {
+                        return self.aggregate_equality(&lhs.ty, span).map(Some);
+                    }
+                    return self
+                        .internal(span, format!("`{}` on a non-scalar operand", op.symbol()));
                 }
                 if matches!(op, BinOp::And | BinOp::Or) && !selectable(rhs) {
                     return self.short_circuit(*op, lhs, rhs, span, out).map(Some);
@@ -835,6 +839,7 @@ pub(super) fn selectable(e: &tast::Expr) -> bool {
                     | Intrinsic::Clz
                     | Intrinsic::Popcount
                     | Intrinsic::Convert
+                    | Intrinsic::Length
             ) && args.iter().all(selectable)
         }
         ExprKind::If {

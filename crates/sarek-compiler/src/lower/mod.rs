@@ -31,7 +31,7 @@ use crate::front::tast::{self, Program};
 use crate::ir::{self, Kernel};
 
 pub use expr::superstep_header;
-pub use types::{aggregate_equality_body, tuple_component_error, tuple_record_name};
+pub use types::{tuple_component_error, tuple_record_name};
 
 /// Lower kernel `name` of `program` (with every helper it reaches).
 pub fn lower_kernel(program: &Program, name: &str) -> Result<Kernel, Vec<Diagnostic>> {

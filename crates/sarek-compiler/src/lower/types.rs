@@ -3,8 +3,9 @@
 use super::{LResult, Lowerer, RecordKey};
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{self, Program};
+use crate::front::typer::{aggregate_equality_help, aggregate_equality_message};
 use crate::ir;
-use crate::types::{BinOp, Scalar};
+use crate::types::Scalar;
 
 /// Mangled name of the record synthesized for a scalar tuple shape: `_tup_float32_int32`.
 /// The host side (`.npy` fields `_0`, `_1`, ...) and every generator agree on it.
@@ -36,15 +37,6 @@ pub fn tuple_component_error(program: &Program, span: Span, tuple: &tast::Ty) ->
         ));
     }
     d.with_help("use a record type for structured components")
-}
-
-/// The body of the aggregate-equality refusal, shared with the typer's check so the two
-/// cannot word it differently.
-pub fn aggregate_equality_body(op: BinOp, operand: &str) -> String {
-    format!(
-        "`{}` compares scalars only; it cannot compare values of type `{operand}`",
-        op.symbol()
-    )
 }
 
 /// The sentence that says this refusal came from lowering, not from the typer: without it the
@@ -234,18 +226,19 @@ impl Lowerer<'_> {
     }
 
     /// The aggregate-equality backstop: an `=`/`<>` on non-scalars that reached lowering.
+    /// The body is the typer's own (one owner of the wording); the note says which gate fired.
     pub(super) fn aggregate_equality(
         &mut self,
-        op: BinOp,
         operand: &tast::Ty,
         span: Span,
     ) -> LResult<ir::Expr> {
         let name = ty_name(self.program, operand);
+        let is_variant = matches!(operand, tast::Ty::Variant(_));
         self.error(
-            Diagnostic::error(span, aggregate_equality_body(op, &name))
-                .with_label(format!("comparison of `{name}` values"))
+            Diagnostic::error(span, aggregate_equality_message(&name))
+                .with_label(format!("this compares values of type `{name}`"))
                 .with_note(BACKSTOP_SENTENCE)
-                .with_help("use `match` for variants, or compare the scalar fields one by one"),
+                .with_help(aggregate_equality_help(is_variant)),
         )
     }
 }

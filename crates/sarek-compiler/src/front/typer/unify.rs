@@ -436,6 +436,8 @@ impl Subst {
                 // Generalised parameters are checked again at instantiation (mono backstop).
                 Ty::Param(_) => {}
                 _ => {
+                    // Bind anyway: the error is reported once, later uses see the type.
+                    self.bind(v, t.clone());
                     return Err(UnifyError::NotInSet {
                         ty: t.clone(),
                         set,
