@@ -14,7 +14,11 @@ use interp_util::*;
 use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
 use std::time::Duration;
 
-type Run = fn(&sarek_compiler::ir::Kernel, LaunchConfig, &mut [ArgValue]) -> Result<sarek_runtime::LaunchStats, sarek_runtime::RuntimeError>;
+type Run = fn(
+    &sarek_compiler::ir::Kernel,
+    LaunchConfig,
+    &mut [ArgValue],
+) -> Result<sarek_runtime::LaunchStats, sarek_runtime::RuntimeError>;
 
 fn backends() -> [(&'static str, Run); 2] {
     [("interp", interp::run), ("cpu", cpu::run)]
@@ -23,10 +27,20 @@ fn backends() -> [(&'static str, Run); 2] {
 fn bench_mandelbrot(c: &mut Criterion) {
     let (w, h, it) = (1024, 1024, 256);
     let k = mandelbrot();
-    let cfg = LaunchConfig { grid: [64, 64, 1], block: [16, 16, 1] };
-    let args = vec![vec_i32(&vec![0; (w * h) as usize]), s_i32(w), s_i32(h), s_i32(it)];
+    let cfg = LaunchConfig {
+        grid: [64, 64, 1],
+        block: [16, 16, 1],
+    };
+    let args = vec![
+        vec_i32(&vec![0; (w * h) as usize]),
+        s_i32(w),
+        s_i32(h),
+        s_i32(it),
+    ];
     let mut g = c.benchmark_group("mandelbrot_1024x1024_256");
-    g.sample_size(10).warm_up_time(Duration::from_millis(100)).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(5));
     g.throughput(Throughput::Elements((w * h) as u64));
     for (name, run) in backends() {
         g.bench_function(name, |b| {
@@ -43,12 +57,28 @@ fn bench_mandelbrot(c: &mut Criterion) {
 fn bench_matmul(c: &mut Criterion) {
     let n = 256usize;
     let k = matmul(16);
-    let cfg = LaunchConfig { grid: [16, 16, 1], block: [16, 16, 1] };
-    let a: Vec<f32> = rand_seq(3, n * n).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-    let b: Vec<f32> = rand_seq(4, n * n).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-    let args = vec![vec_f32(&a), vec_f32(&b), vec_f32(&vec![0.0; n * n]), s_i32(n as i32)];
+    let cfg = LaunchConfig {
+        grid: [16, 16, 1],
+        block: [16, 16, 1],
+    };
+    let a: Vec<f32> = rand_seq(3, n * n)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let b: Vec<f32> = rand_seq(4, n * n)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let args = vec![
+        vec_f32(&a),
+        vec_f32(&b),
+        vec_f32(&vec![0.0; n * n]),
+        s_i32(n as i32),
+    ];
     let mut g = c.benchmark_group("matmul_tiled_256");
-    g.sample_size(10).warm_up_time(Duration::from_millis(100)).measurement_time(Duration::from_secs(5));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_secs(5));
     g.throughput(Throughput::Elements((n * n) as u64));
     for (name, run) in backends() {
         g.bench_function(name, |bch| {
