@@ -46,6 +46,8 @@ struct Arr {
     size: usize,
     cols: Vec<Vec<u64>>,
     written: Vec<Vec<bool>>,
+    /// Per leaf, how many elements are still unwritten: once 0, reads skip the check.
+    unwritten: Vec<usize>,
 }
 
 impl Arr {
@@ -54,11 +56,14 @@ impl Arr {
             size,
             cols: vec![vec![0; size * owners]; leaves],
             written: vec![vec![false; size * owners]; leaves],
+            unwritten: vec![size * owners; leaves],
         }
     }
     fn reset(&mut self) {
         self.cols.iter_mut().for_each(|c| c.fill(0));
         self.written.iter_mut().for_each(|c| c.fill(false));
+        let len = self.written.first().map_or(0, Vec::len);
+        self.unwritten.iter_mut().for_each(|u| *u = len);
     }
 }
 
@@ -762,7 +767,8 @@ impl<'a> Exec<'a, '_> {
                     if i as u32 as usize >= arr.size {
                         return Err(oob(t, i, arr.size));
                     }
-                    if arr.written[..n].iter().any(|w| !w[at(t, i)]) {
+                    let unwritten = |l: usize| arr.unwritten[l] > 0 && !arr.written[l][at(t, i)];
+                    if (0..n).any(unwritten) {
                         let space = if is_local {
                             "local array"
                         } else {
@@ -841,7 +847,12 @@ impl<'a> Exec<'a, '_> {
                     );
                     for &t in mask {
                         col[at(t)] = from[t as usize];
-                        written[at(t)] = true;
+                    }
+                    let unwritten = &mut arr.unwritten[off + l];
+                    if *unwritten > 0 {
+                        for &t in mask {
+                            *unwritten -= !std::mem::replace(&mut written[at(t)], true) as usize;
+                        }
                     }
                 }
             }
@@ -919,7 +930,7 @@ impl<'a> Exec<'a, '_> {
                     } else {
                         i as usize
                     };
-                    if !arr.written[0][at] {
+                    if arr.unwritten[0] > 0 && !arr.written[0][at] {
                         let space = if is_local {
                             "local array"
                         } else {
