@@ -509,7 +509,9 @@ fn corpus_interp_and_cpu_agree() {
 // ---- corpus kernels against Rust references ------------------------------------------------
 
 fn corpus(file: &str, kernel: &str) -> Kernel {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels").join(file);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/kernels")
+        .join(file);
     let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     compile(&format!("tests/kernels/{file}"), &src, kernel)
 }
@@ -517,21 +519,41 @@ fn corpus(file: &str, kernel: &str) -> Kernel {
 #[test]
 fn corpus_saxpy_against_rust() {
     let n = 1000usize;
-    let x: Vec<f32> = rand_seq(21, n).iter().map(|v| (*v % 2000) as f32 / 1000.0 - 1.0).collect();
-    let y: Vec<f32> = rand_seq(22, n).iter().map(|v| (*v % 2000) as f32 / 1000.0 - 1.0).collect();
+    let x: Vec<f32> = rand_seq(21, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let y: Vec<f32> = rand_seq(22, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
     let out = both(
         &corpus("saxpy.sarek", "saxpy"),
         LaunchConfig::linear(n as u32),
         vec![vec_f32(&x), vec_f32(&y), s_f32(2.0), s_i32(n as i32)],
     );
-    assert_eq!(out_f32(&out[1]), x.iter().zip(&y).map(|(x, y)| 2.0 * x + y).collect::<Vec<_>>());
+    assert_eq!(
+        out_f32(&out[1]),
+        x.iter()
+            .zip(&y)
+            .map(|(x, y)| 2.0 * x + y)
+            .collect::<Vec<_>>()
+    );
     // saxpy_scaled: n = 900 of 1024 threads; y - 0.25 through a helper.
     let out = both(
         &corpus("saxpy.sarek", "saxpy_scaled"),
         LaunchConfig::linear(n as u32),
         vec![vec_f32(&x), vec_f32(&y), s_f32(-0.5), s_i32(900)],
     );
-    let want: Vec<f32> = (0..n).map(|i| if i < 900 { -0.5 * x[i] + y[i] - 0.25 } else { y[i] }).collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 900 {
+                -0.5 * x[i] + y[i] - 0.25
+            } else {
+                y[i]
+            }
+        })
+        .collect();
     assert_eq!(out_f32(&out[1]), want);
 }
 
@@ -542,7 +564,10 @@ fn corpus_reductions_against_rust() {
     let mut out_init = vec![-5; n];
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_sum"),
-        LaunchConfig { grid: [8, 1, 1], block: [256, 1, 1] },
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
         vec![vec_i32(&x), vec_i32(&out_init), s_i32(n as i32)],
     );
     for (b, c) in x.chunks(256).enumerate() {
@@ -550,15 +575,23 @@ fn corpus_reductions_against_rust() {
     }
     assert_eq!(out_i32(&out[1]), out_init);
 
-    let xf: Vec<f32> = rand_seq(24, n).iter().map(|v| (*v % 20000) as f32 / 1000.0 - 10.0).collect();
+    let xf: Vec<f32> = rand_seq(24, n)
+        .iter()
+        .map(|v| (*v % 20000) as f32 / 1000.0 - 10.0)
+        .collect();
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_max_f32"),
-        LaunchConfig { grid: [8, 1, 1], block: [256, 1, 1] },
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
         vec![vec_f32(&xf), vec_f32(&vec![0.0; n]), s_i32(1900)],
     );
     let got = out_f32(&out[1]);
     for b in 0..8 {
-        let want = xf[b * 256..((b + 1) * 256).min(1900)].iter().fold(-1000.0f32, |m, v| m.max(*v));
+        let want = xf[b * 256..((b + 1) * 256).min(1900)]
+            .iter()
+            .fold(-1000.0f32, |m, v| m.max(*v));
         assert_eq!(got[b], want, "block {b}");
     }
 }
@@ -566,10 +599,26 @@ fn corpus_reductions_against_rust() {
 #[test]
 fn corpus_matmul_against_rust() {
     for n in [32usize, 30] {
-        let a: Vec<f32> = rand_seq(25, 1024).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-        let b: Vec<f32> = rand_seq(26, 1024).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-        let cfg = LaunchConfig { grid: [2, 2, 1], block: [16, 16, 1] };
-        let args = || vec![vec_f32(&a), vec_f32(&b), vec_f32(&[7.0; 1024]), s_i32(n as i32)];
+        let a: Vec<f32> = rand_seq(25, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = rand_seq(26, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let cfg = LaunchConfig {
+            grid: [2, 2, 1],
+            block: [16, 16, 1],
+        };
+        let args = || {
+            vec![
+                vec_f32(&a),
+                vec_f32(&b),
+                vec_f32(&[7.0; 1024]),
+                s_i32(n as i32),
+            ]
+        };
         let mut want = vec![7.0f32; 1024];
         want[..n * n].copy_from_slice(&matmul_ref(&a[..n * n], &b[..n * n], n));
         // Tiled: zero padding adds exact zeros, so the sums match the plain loop bit for bit.
@@ -611,10 +660,21 @@ fn corpus_mandelbrot_against_rust() {
     let (w, h, it) = (64, 48, 100);
     let out = both(
         &corpus("mandelbrot.sarek", "mandelbrot"),
-        LaunchConfig { grid: [4, 3, 1], block: [16, 16, 1] },
-        vec![vec_i32(&vec![-1; (w * h) as usize]), s_i32(w), s_i32(h), s_i32(it)],
+        LaunchConfig {
+            grid: [4, 3, 1],
+            block: [16, 16, 1],
+        },
+        vec![
+            vec_i32(&vec![-1; (w * h) as usize]),
+            s_i32(w),
+            s_i32(h),
+            s_i32(it),
+        ],
     );
     let got = out_i32(&out[0]);
     assert_eq!(got, mandelbrot_fixed_ref(w, h, it));
-    assert!(got.iter().any(|&k| k == it) && got.iter().any(|&k| k < 5), "both escaping and bounded points");
+    assert!(
+        got.contains(&it) && got.iter().any(|&k| k < 5),
+        "both escaping and bounded points"
+    );
 }
