@@ -1252,10 +1252,16 @@ impl Checker {
             return;
         };
         let rec = self.env.record(rid).clone();
+        let mut unknown = false;
         for (f, _) in fields {
             if !rec.fields.iter().any(|d| d.name == f.name) {
                 self.unknown_field(f, Some(rid));
+                unknown = true;
             }
+        }
+        // A misspelt field also leaves its real one missing: one error says it all.
+        if unknown {
+            return;
         }
         let missing: Vec<String> = rec
             .fields
@@ -1456,6 +1462,12 @@ impl Checker {
                     return self.call(fun, &name.name, captured, args, span);
                 }
                 let ty = self.scope[idx].ty.clone();
+                if is_error(&self.subst.resolve(&ty)) {
+                    for a in args {
+                        self.infer(a, None);
+                    }
+                    return err_expr(span);
+                }
                 let shown = self.show(&ty);
                 self.diags.push(
                     Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
