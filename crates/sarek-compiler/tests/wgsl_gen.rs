@@ -266,10 +266,15 @@ fn abi_matches_declarations() {
 fn reserved_tables_match_naga() {
     use sarek_compiler::back::wgsl::escape::{KEYWORDS, RESERVED_WORDS, escape};
     let probe = |name: &str| {
-        format!("@compute @workgroup_size(1)\nfn main() {{\n    var {name}: i32 = 1i;\n    {name} = {name} + 1i;\n}}\n")
+        format!(
+            "@compute @workgroup_size(1)\nfn main() {{\n    var {name}: i32 = 1i;\n    {name} = {name} + 1i;\n}}\n"
+        )
     };
     for w in KEYWORDS.iter().chain(RESERVED_WORDS) {
-        assert!(naga_validate(&probe(w)).is_err(), "naga accepts reserved `{w}`");
+        assert!(
+            naga_validate(&probe(w)).is_err(),
+            "naga accepts reserved `{w}`"
+        );
         naga_validate(&probe(&escape(w))).unwrap_or_else(|e| panic!("escaped `{w}`: {e}"));
     }
 }
