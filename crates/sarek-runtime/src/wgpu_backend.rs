@@ -61,7 +61,21 @@ fn adapter_rank(t: wgpu::DeviceType) -> u32 {
 }
 
 impl WgpuDevice {
+    /// Open the best adapter. Warp operations are enabled only on 32-lane subgroups: the
+    /// language's warps are 32 wide (`warp_size`, ballots, shuffles), and a kernel written for
+    /// them computes something else on 8-lane subgroups (lavapipe) without any error. Such a
+    /// device refuses warp kernels instead, naming WGSL.
     pub fn new() -> Result<WgpuDevice, RuntimeError> {
+        Self::open_with(false)
+    }
+
+    /// As [`WgpuDevice::new`], but enabling subgroups of any size (tests of the subgroup code
+    /// path on devices whose subgroups are not 32 lanes wide).
+    pub fn new_allowing_any_subgroup_size() -> Result<WgpuDevice, RuntimeError> {
+        Self::open_with(true)
+    }
+
+    fn open_with(any_subgroup_size: bool) -> Result<WgpuDevice, RuntimeError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: wgpu::Backends::all(),
             ..wgpu::InstanceDescriptor::new_without_display_handle_from_env()
@@ -94,7 +108,9 @@ impl WgpuDevice {
             ..Default::default()
         }))
         .map_err(|e| unavailable(format!("adapter `{}` refused a device: {e}", ainfo.name)))?;
-        let subgroups = features.contains(wgpu::Features::SUBGROUP);
+        let warp32 = ainfo.subgroup_min_size == 32 && ainfo.subgroup_max_size == 32;
+        let subgroups =
+            features.contains(wgpu::Features::SUBGROUP) && (warp32 || any_subgroup_size);
         let info = DeviceInfo {
             backend: Backend::Wgpu,
             name: format!("{} ({:?})", ainfo.name, ainfo.backend),

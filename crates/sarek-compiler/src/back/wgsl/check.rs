@@ -242,7 +242,7 @@ impl Checker<'_> {
                         self.subgroups = true;
                     } else {
                         self.report(
-                            Diagnostic::error(span, "WGSL warp operations need subgroups, which this device does not support")
+                            Diagnostic::error(span, "WGSL warp operations need 32-lane subgroups, which this device (or these options) do not provide")
                                 .with_label("warp operation used here")
                                 .with_note("WGSL exposes warps as subgroups (`enable subgroups;`); the device or the options disable them"),
                         );

@@ -4,6 +4,7 @@
 //! reads, and the [`writer::Writer`] carrying per-generation state is created and consumed
 //! inside one call, so generations on several threads cannot see each other.
 //!
+//! 0. [`crate::passes::legalize::legalize_shader`] (seed 000);
 //! 1. [`check`]: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
 //!    operations without subgroups), with located errors naming WGSL;
 //! 2. [`usage`]: which array each array-typed name denotes, atomic arrays, helper
@@ -30,6 +31,10 @@ use crate::target::{Generated, TargetOptions};
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    // Seed 000's shader variant: names that are not identifiers (`x'`, `_`) and locals that
+    // redeclare a binder in scope are renamed; reserved words are left to `escape`, and a local
+    // shadowing a scalar parameter needs nothing (references are by VarId; see `names`).
+    let kernel = &crate::passes::legalize::legalize_shader(kernel);
     let facts = check::check(kernel, options)?;
     let usage = usage::analyse(kernel)?;
     let names = names::Names::new(kernel, &usage);

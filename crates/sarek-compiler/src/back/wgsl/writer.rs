@@ -1184,8 +1184,10 @@ impl<'a> Writer<'a> {
             Sin => return direct("sin"),
             Cos => return direct("cos"),
             Tan => return direct("tan"),
-            Asin => return direct("asin"),
-            Acos => return direct("acos"),
+            // WGSL specifies asin/acos accuracy as inherited from atan2(x, sqrt(1 - x*x)):
+            // spelled that way, because some drivers' asin/acos (llvmpipe's) are far coarser.
+            Asin => ("sarek_arcsin", ASIN),
+            Acos => ("sarek_arccos", ACOS),
             Atan => return direct("atan"),
             Sinh => return direct("sinh"),
             Cosh => return direct("cosh"),
@@ -1347,6 +1349,16 @@ const FMOD: &str = "fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
         d = d * 0.5f;
     }
     return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(sarek_p0) & 0x80000000u));
+}
+";
+
+const ASIN: &str = "fn sarek_arcsin(sarek_p0: f32) -> f32 {
+    return atan2(sarek_p0, sqrt((1.0f - sarek_p0) * (1.0f + sarek_p0)));
+}
+";
+
+const ACOS: &str = "fn sarek_arccos(sarek_p0: f32) -> f32 {
+    return atan2(sqrt((1.0f - sarek_p0) * (1.0f + sarek_p0)), sarek_p0);
 }
 ";
 
