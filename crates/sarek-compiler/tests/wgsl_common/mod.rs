@@ -796,9 +796,28 @@ pub fn expressible() -> Vec<Kernel> {
         helpers(),
         arith(),
         warp(),
+        int_div(),
     ]
 }
 
 pub fn scalar_i32(s: Scalar) -> bool {
     s == Scalar::I32
+}
+
+/// Integer division and remainder on data: `q.(i) <- a.(i) / b.(i); r.(i) <- a.(i) mod b.(i)`.
+pub fn int_div() -> Kernel {
+    let mut b = B::new("int_div");
+    let a = b.vec("a", Ty::I32);
+    let d = b.vec("d", Ty::I32);
+    let q = b.vec("q", Ty::I32);
+    let r = b.vec("r", Ty::I32);
+    let (ai, di) = (b.at(a, gid()), b.at(d, gid()));
+    b.k.body = vec![b.guarded(
+        a,
+        vec![
+            store(q, gid(), bin(BinOp::Div, ai.clone(), di.clone())),
+            store(r, gid(), bin(BinOp::Rem, ai, di)),
+        ],
+    )];
+    b.finish()
 }
