@@ -284,3 +284,27 @@ fn every_corpus_kernel_lowers() {
     );
     println!("{lowered} kernels lowered from {} files", files.len());
 }
+
+/// Development aid: `SAREK_FILE=path cargo test --test lower_corpus -- --ignored --nocapture`
+/// prints the front end's and lowering's diagnostics (or the IR) for one file.
+#[test]
+#[ignore]
+fn diagnose_file() {
+    let Some(path) = std::env::var_os("SAREK_FILE") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut sources = SourceMap::new();
+    let file = sources.add(PathBuf::from(&path).display().to_string(), text);
+    match sarek_compiler::check(&sources, file) {
+        Err(d) => println!("{}", render_all(&d, &sources, false)),
+        Ok(program) => {
+            for k in &program.kernels {
+                match sarek_compiler::lower::lower_kernel(&program, &k.name) {
+                    Ok(ir) => println!("{}", sarek_compiler::ir::print::print_kernel(&ir)),
+                    Err(d) => println!("{}", render_all(&d, &sources, false)),
+                }
+            }
+        }
+    }
+}

@@ -624,3 +624,34 @@ fn unknown_kernel_suggests_the_closest() {
     assert!(err[0].help[0].contains("`k`"));
     let _ = Scalar::I32;
 }
+
+#[test]
+fn aggregate_equality_backstop_uses_the_typer_text_and_says_it_fired() {
+    // `p = q` on records cannot come out of the typer; build it by hand.
+    let mut b = B::default();
+    let point = Ty::Record(RecordId(0));
+    let v = b.decl("v", vec_of(point.clone()));
+    let out = b.decl("out", vec_of(Ty::BOOL));
+    let eq = bin(BinOp::Eq, index(&v, lit_i(0)), index(&v, lit_i(1)));
+    let mut p = program(vec![v, out.clone()], set(&out, lit_i(0), eq));
+    p.records.push(RecordDef {
+        name: "point".into(),
+        span: Span::DUMMY,
+        fields: vec![FieldDef {
+            name: "x".into(),
+            ty: Ty::F32,
+            span: Span::DUMMY,
+        }],
+    });
+    let err = sarek_compiler::lower::lower_kernel(&p, "k").unwrap_err();
+    let typer_body = sarek_compiler::front::typer::aggregate_equality_message("point");
+    assert_eq!(err[0].message, typer_body);
+    assert!(
+        err[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("lowering's backstop")),
+        "{:?}",
+        err[0].notes
+    );
+}

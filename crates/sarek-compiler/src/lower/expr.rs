@@ -709,12 +709,12 @@ impl Lowerer<'_> {
         match &base.kind {
             ExprKind::Var(id) => self.lookup(*id, base.span),
             _ => self.error(
-                Diagnostic::error(
-                    base.span,
-                    "only a named vector or array can be indexed here",
-                )
-                .with_label("not a variable")
-                .with_help("bind the vector to a name first, or index the parameter directly"),
+                Diagnostic::error(base.span, "a vector or array cannot be chosen at run time")
+                    .with_label("this expression computes which vector to use")
+                    .with_note(
+                        "a vector or array is a fixed buffer: use a parameter, a shared or local array, or a `let` name for one",
+                    )
+                    .with_help("branch on the condition and use each vector in its own branch: `if c then v.(i) else w.(i)`"),
             ),
         }
     }
@@ -879,16 +879,32 @@ fn is_inert(e: &ir::Expr) -> bool {
     }
 }
 
-/// The `let%superstep name =` header of a superstep expression (its barrier's location).
+/// The `let%superstep name` header of a superstep expression (where its barrier is
+/// reported). Passes see no source text, so the length assumes the usual spelling, clamped to
+/// the step's start. When the expression's span was widened by enclosing `begin ... end` or
+/// parentheses (it then ends after its `rest`), the header is measured back from the step.
 pub fn superstep_header(e: &tast::Expr) -> Span {
     match &e.kind {
-        ExprKind::Superstep { step, .. }
-            if step.span.file == e.span.file && step.span.start > e.span.start =>
-        {
+        ExprKind::Superstep {
+            name,
+            divergent,
+            step,
+            rest,
+        } if step.span.file == e.span.file && step.span.start > e.span.start => {
+            let attr = if *divergent { "[@divergent]".len() } else { 0 };
+            let len = ("let%superstep ".len() + attr + name.len()) as u32;
+            let start = if rest.span.end == e.span.end || rest.span.is_dummy() {
+                e.span.start
+            } else {
+                step.span
+                    .start
+                    .saturating_sub(len + " = ".len() as u32)
+                    .max(e.span.start)
+            };
             Span {
                 file: e.span.file,
-                start: e.span.start,
-                end: step.span.start,
+                start,
+                end: (start + len).min(step.span.start),
             }
         }
         _ => e.span,
