@@ -88,9 +88,21 @@ pub(crate) fn map1(regs: &mut [Vec<u64>], d: u32, a: u32, f: impl Fn(u64) -> u64
 }
 
 #[inline(always)]
-pub(crate) fn map3(regs: &mut [Vec<u64>], d: u32, a: u32, b: u32, c: u32, f: impl Fn(u64, u64, u64) -> u64) {
+pub(crate) fn map3(
+    regs: &mut [Vec<u64>],
+    d: u32,
+    a: u32,
+    b: u32,
+    c: u32,
+    f: impl Fn(u64, u64, u64) -> u64,
+) {
     let mut out = std::mem::take(&mut regs[d as usize]);
-    for (((o, &x), &y), &z) in out.iter_mut().zip(&regs[a as usize]).zip(&regs[b as usize]).zip(&regs[c as usize]) {
+    for (((o, &x), &y), &z) in out
+        .iter_mut()
+        .zip(&regs[a as usize])
+        .zip(&regs[b as usize])
+        .zip(&regs[c as usize])
+    {
         *o = f(x, y, z);
     }
     regs[d as usize] = out;
@@ -108,8 +120,14 @@ pub(crate) fn binary(regs: &mut [Vec<u64>], op: BinOp, ty: Scalar, d: u32, a: u3
                 Sub => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_sub($rd(y)))),
                 Mul => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_mul($rd(y)))),
                 // Only reached for lanes already checked non-zero (see `Exec::divide`).
-                Div => map2(regs, d, a, b, |x, y| $wr($rd(x).checked_div($rd(y)).unwrap_or($rd(x).wrapping_div(-1)))),
-                Rem => map2(regs, d, a, b, |x, y| $wr($rd(x).checked_rem($rd(y)).unwrap_or(0))),
+                Div => map2(regs, d, a, b, |x, y| {
+                    $wr($rd(x)
+                        .checked_div($rd(y))
+                        .unwrap_or($rd(x).wrapping_div(-1)))
+                }),
+                Rem => map2(regs, d, a, b, |x, y| {
+                    $wr($rd(x).checked_rem($rd(y)).unwrap_or(0))
+                }),
                 Eq => map2(regs, d, a, b, |x, y| wb($rd(x) == $rd(y))),
                 Ne => map2(regs, d, a, b, |x, y| wb($rd(x) != $rd(y))),
                 Lt => map2(regs, d, a, b, |x, y| wb($rd(x) < $rd(y))),
@@ -119,9 +137,19 @@ pub(crate) fn binary(regs: &mut [Vec<u64>], op: BinOp, ty: Scalar, d: u32, a: u3
                 BitAnd | And => map2(regs, d, a, b, |x, y| $wr($rd(x) & $rd(y))),
                 BitOr | Or => map2(regs, d, a, b, |x, y| $wr($rd(x) | $rd(y))),
                 BitXor => map2(regs, d, a, b, |x, y| $wr($rd(x) ^ $rd(y))),
-                Shl => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_shl(y as u32 & ($bits - 1)))),
-                LShr => map2(regs, d, a, b, |x, y| $wr((($rd(x) as $ut) >> (y as u32 & ($bits - 1))) as _)),
-                AShr => map2(regs, d, a, b, |x, y| $wr($rd(x) >> (y as u32 & ($bits - 1)))),
+                Shl => map2(regs, d, a, b, |x, y| {
+                    $wr($rd(x).wrapping_shl(y as u32 & ($bits - 1)))
+                }),
+                LShr => map2(regs, d, a, b, |x, y| {
+                    $wr((($rd(x) as $ut) >> (y as u32 & ($bits - 1))) as _)
+                }),
+                AShr => map2(
+                    regs,
+                    d,
+                    a,
+                    b,
+                    |x, y| $wr($rd(x) >> (y as u32 & ($bits - 1))),
+                ),
             }
         };
     }
