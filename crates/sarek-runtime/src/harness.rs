@@ -160,7 +160,7 @@ impl Rng {
 
     /// Uniform in [0, n) (multiply-shift: no modulo bias worth speaking of for small n).
     pub fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * u64::from(n) >> 32) as u32
+        (((self.next_u64() >> 32) * u64::from(n)) >> 32) as u32
     }
 
     /// A value of `scalar` drawn per the conventions.
