@@ -20,14 +20,27 @@ pub use diag::{Diagnostic, FileId, SourceMap, Span};
 pub use target::{Generated, Target, TargetOptions};
 
 /// Parse, type-check and run the front-end passes on one file of `sources`.
-/// On success every kernel of the file is checked, monomorphic and convergence-safe.
+/// On success every kernel of the file is checked, monomorphic and convergence-safe, and
+/// lowers to the IR (lowering's own refusals are user errors too, so `sarek check` reports
+/// them; the IR is rebuilt by [`lower_kernel`] when needed).
 pub fn check(sources: &SourceMap, file: FileId) -> Result<front::tast::Program, Vec<Diagnostic>> {
     let ast = front::parser::parse(file, sources.text(file))?;
     let typed = front::typer::check_program(&ast)?;
     let mono = front::mono::monomorphise(typed)?;
     let flat = front::recursion::eliminate(mono)?;
     front::convergence::check(&flat)?;
-    Ok(flat)
+    let mut diags: Vec<Diagnostic> = Vec::new();
+    for k in &flat.kernels {
+        if let Err(ds) = lower::lower_kernel(&flat, &k.name) {
+            // A helper shared by several kernels reports once.
+            for d in ds {
+                if !diags.iter().any(|e| e.span == d.span && e.message == d.message) {
+                    diags.push(d);
+                }
+            }
+        }
+    }
+    if diags.is_empty() { Ok(flat) } else { Err(diags) }
 }
 
 /// Lower one kernel of a checked program to the IR (validated in debug builds).

@@ -1,8 +1,11 @@
 //! The Sarek runtime: devices, host values, launches; the reference interpreter, the CPU
 //! executor and one module per GPU API behind a cargo feature.
 
+pub mod buffer;
 pub mod cpu;
 pub mod device;
+pub mod discover;
+pub mod harness;
 pub mod interp;
 pub mod npy;
 pub mod value;

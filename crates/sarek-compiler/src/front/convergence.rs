@@ -491,11 +491,11 @@ impl<'p> Analyzer<'p> {
             return arg_vs.into_iter().fold(None, join);
         };
         if let (Some(cond), Some((sync_span, what))) = (&ctx.divergent, self.sync_point(f)) {
+            let name = source_name(&f.name);
             let d = Diagnostic::error(
                 span,
                 format!(
-                    "`{}` contains {what} and is called under thread-dependent control flow",
-                    f.name
+                    "`{name}` contains {what} and is called under thread-dependent control flow"
                 ),
             )
             .with_label("not every thread of the block makes this call")
@@ -503,7 +503,7 @@ impl<'p> Analyzer<'p> {
                 cond.span,
                 format!("this {} differs between threads of a block", cond.kind),
             )
-            .with_secondary(sync_span, format!("{what} inside `{}`", f.name));
+            .with_secondary(sync_span, format!("{what} inside `{name}`"));
             let d = with_origin(d, cond.span, &cond.origin)
                 .with_note("every thread of a block must reach a barrier (every lane of a warp a warp collective), or none")
                 .with_help("call the helper outside the conditional code, or make the condition uniform");
@@ -529,7 +529,10 @@ impl<'p> Analyzer<'p> {
         self.call_stack.pop();
         r.map(|_| Origin {
             span,
-            what: format!("`{}` returns a thread-dependent value here", f.name),
+            what: format!(
+                "`{}` returns a thread-dependent value here",
+                source_name(&f.name)
+            ),
         })
     }
 
@@ -573,6 +576,14 @@ impl<'p> Analyzer<'p> {
             _ => {}
         }
         children(e).into_iter().find_map(|c| self.find_sync(c))
+    }
+}
+
+/// The name the user wrote: a monomorphised instance `pick__f32` is shown as `pick`.
+fn source_name(name: &str) -> &str {
+    match name.find("__") {
+        Some(i) if i > 0 => &name[..i],
+        _ => name,
     }
 }
 

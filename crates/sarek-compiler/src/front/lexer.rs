@@ -225,13 +225,24 @@ impl Tok {
     }
 }
 
-/// A token with its location. `line_start` is true when the token is the first thing on its
-/// line and starts in column 1: top-level error recovery resynchronises on such `let`/`type`.
+/// A token with its location and layout. Layout never changes the meaning of a valid
+/// program; the parser uses it for error recovery (`let`/`type` in column 1 start an item)
+/// and to point at a forgotten `in` (see `Parser::offside`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Token {
     pub tok: Tok,
     pub span: Span,
-    pub line_start: bool,
+    /// No other token precedes this one on its line.
+    pub first_on_line: bool,
+    /// 0-based byte column of the token's first character.
+    pub col: u32,
+}
+
+impl Token {
+    /// First on its line and in column 1.
+    pub fn line_start(&self) -> bool {
+        self.first_on_line && self.col == 0
+    }
 }
 
 fn keyword(s: &str) -> Option<Tok> {
@@ -279,6 +290,14 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'\''
 }
 
+/// Lexical errors reported before the lexer gives up on a file.
+const MAX_LEX_ERRORS: usize = 50;
+
+/// Whether `c` can begin a token or separate tokens (used to group invalid characters).
+fn starts_token(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c.is_ascii_whitespace() || b"()[]{},;:<>-+*/|&!=._'\"".contains(&c)
+}
+
 /// Attribute / extension names may be dotted (`sarek.inline`).
 fn is_attr_name_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'\''
@@ -291,6 +310,10 @@ struct Lexer<'a> {
     file: FileId,
     tokens: Vec<Token>,
     diags: Vec<Diagnostic>,
+    /// Offset of the first byte of the line of the last token pushed.
+    line_begin: usize,
+    /// Offset up to which `line_begin` accounts for newlines.
+    scanned: usize,
 }
 
 /// Tokenize one file. Always ends with an `Eof` token; errors are reported alongside.
@@ -302,6 +325,8 @@ pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         file,
         tokens: Vec::new(),
         diags: Vec::new(),
+        line_begin: 0,
+        scanned: 0,
     };
     lx.run();
     (lx.tokens, lx.diags)
@@ -317,12 +342,40 @@ impl<'a> Lexer<'a> {
     }
 
     fn push(&mut self, tok: Tok, start: usize) {
-        let line_start = start == 0 || self.src[start - 1] == b'\n';
+        // Advance the line tracking over the text since the last token (amortised linear).
+        if start < self.scanned {
+            // Only after an error that backs up (rare): recompute from scratch.
+            self.line_begin = self.src[..start]
+                .iter()
+                .rposition(|&c| c == b'\n')
+                .map_or(0, |p| p + 1);
+        } else if let Some(nl) = self.src[self.scanned..start]
+            .iter()
+            .rposition(|&c| c == b'\n')
+        {
+            self.line_begin = self.scanned + nl + 1;
+        }
+        self.scanned = start;
+        // First on its line unless the previous token ends on this line.
+        let first_on_line = self
+            .tokens
+            .last()
+            .is_none_or(|t| (t.span.end as usize) <= self.line_begin);
+        let col = (start - self.line_begin) as u32;
         self.tokens.push(Token {
             tok,
             span: self.span(start, self.pos),
-            line_start,
+            first_on_line,
+            col,
         });
+    }
+
+    /// A zero-width `Error` token: the spot was reported, the rest is not tokenized.
+    fn push_error(&mut self, at: usize) {
+        self.push(Tok::Error, at);
+        if let Some(t) = self.tokens.last_mut() {
+            t.span.end = t.span.start;
+        }
     }
 
     fn error(&mut self, start: usize, end: usize, msg: impl Into<String>, label: &str) {
@@ -340,21 +393,26 @@ impl<'a> Lexer<'a> {
             if !self.token(start) {
                 // An unrecoverable lexical error (unterminated comment or string): the rest of
                 // the file cannot be tokenized meaningfully.
-                self.tokens.push(Token {
-                    tok: Tok::Error,
-                    span: self.span(start, start),
-                    line_start: false,
-                });
+                self.push_error(start);
                 self.pos = self.src.len();
+                break;
+            }
+            if self.diags.len() >= MAX_LEX_ERRORS {
+                // Not source code at all (a binary file, say): stop before flooding the output.
+                self.diags.push(
+                    Diagnostic::error(
+                        self.span(self.pos, self.pos),
+                        "too many lexical errors; giving up on this file",
+                    )
+                    .with_label(format!("stopped here after {MAX_LEX_ERRORS} errors")),
+                );
+                self.push_error(self.pos);
                 break;
             }
         }
         let end = self.src.len();
-        self.tokens.push(Token {
-            tok: Tok::Eof,
-            span: self.span(end, end),
-            line_start: false,
-        });
+        self.pos = end;
+        self.push(Tok::Eof, end);
     }
 
     /// Skip whitespace and comments. An unterminated comment is reported and ends the file.
@@ -384,11 +442,7 @@ impl<'a> Lexer<'a> {
                         .with_label("this comment is never closed")
                         .with_note("comments `(* ... *)` nest: every `(*` needs its own `*)`"),
                 );
-                self.tokens.push(Token {
-                    tok: Tok::Error,
-                    span: self.span(open, open + 2),
-                    line_start: false,
-                });
+                self.push_error(open);
                 return false;
             }
             match (self.peek(0), self.peek(1)) {
@@ -773,14 +827,26 @@ impl<'a> Lexer<'a> {
             (b'=', _) => (Tok::Eq, 1),
             (b'.', _) => (Tok::Dot, 1),
             _ => {
-                // Report the whole (possibly multi-byte) character.
+                // Report the whole (possibly multi-byte) character, and a run of invalid
+                // characters as one error rather than one per character.
                 let ch_len = self.text[start..].chars().next().map_or(1, char::len_utf8);
                 self.pos += ch_len;
+                if !matches!(c0, b'&' | b'!') {
+                    while self.pos < self.src.len() && !starts_token(self.src[self.pos]) {
+                        self.pos += self.text[self.pos..]
+                            .chars()
+                            .next()
+                            .map_or(1, char::len_utf8);
+                    }
+                }
                 let shown = &self.text[start..self.pos];
                 let msg = match c0 {
                     b'&' => "unexpected `&`: the boolean and is `&&`".to_string(),
                     b'!' => "unexpected `!`: mutable locals are read by name, `!=` is inequality"
                         .to_string(),
+                    _ if shown.chars().count() > 1 => {
+                        format!("unexpected characters `{}`", shown.escape_debug())
+                    }
                     _ => format!("unexpected character `{}`", shown.escape_debug()),
                 };
                 self.error(start, self.pos, msg, "not valid here");

@@ -14,15 +14,22 @@
 //! located error that ends parsing. This also bounds the depth of the AST, so the recursive
 //! passes downstream cannot overflow the stack either.
 
+mod errors;
 mod expr;
 mod items;
 
 use crate::diag::{Diagnostic, FileId, Span};
 use crate::front::ast::Program;
 use crate::front::lexer::{self, Tok, Token};
+pub(crate) use errors::SyntaxError;
 
 /// Maximum nesting depth of expressions, patterns and types (also bounds the AST depth).
 pub const MAX_DEPTH: usize = 256;
+
+/// Grow the stack when less than this is left (more than one nesting level ever needs).
+const STACK_RED_ZONE: usize = 256 * 1024;
+/// Size of each additional stack segment.
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 
 /// Parse one file. All syntax errors found are returned (with recovery where possible).
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
@@ -33,6 +40,9 @@ pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
         diags: lex_diags,
         depth: 0,
         fatal: false,
+        offside: None,
+        h: 0,
+        type_nodes: 0,
     };
     let program = p.program();
     if p.diags.is_empty() {
@@ -56,6 +66,17 @@ pub(crate) struct Parser {
     depth: usize,
     /// Set when parsing cannot continue at all (nesting limit): no recovery is attempted.
     fatal: bool,
+    /// Column of the innermost `let` whose value is being parsed. OCaml ignores layout, but
+    /// a token that starts a line at or left of that column is almost always the start of
+    /// the body after a forgotten `in` (or of the next item), so an application does not
+    /// take it as an argument. This turns "cannot apply" errors far away into
+    /// "expected `in`" at the right place; it only rejects programs laid out perversely.
+    offside: Option<u32>,
+    /// Height of the expression most recently returned by a parsing function (see
+    /// `Parser::node`).
+    h: u32,
+    /// Nodes built so far in the type expression being parsed.
+    type_nodes: usize,
 }
 
 impl Parser {
@@ -83,12 +104,43 @@ impl Parser {
         }
     }
 
-    fn bump(&mut self) -> Token {
-        let t = self.toks[self.pos].clone();
+    /// Consume the current token (never past `Eof`) and return its span.
+    fn bump(&mut self) -> Span {
+        let span = self.toks[self.pos].span;
         if self.pos + 1 < self.toks.len() {
             self.pos += 1;
         }
-        t
+        span
+    }
+
+    /// The current token's layout: (first on its line, column).
+    fn layout(&self) -> (bool, u32) {
+        let t = &self.toks[self.pos];
+        (t.first_on_line, t.col)
+    }
+
+    /// Whether the current token starts a line left of (or at) the column of the innermost
+    /// enclosing `let`: then it cannot continue that binding's value (see [`Parser::offside`]).
+    fn offside_here(&self) -> bool {
+        match self.offside {
+            Some(col) => {
+                let (first, c) = self.layout();
+                first && c <= col
+            }
+            None => false,
+        }
+    }
+
+    /// Run `f` with the offside column set to `col`, restoring the previous one after.
+    fn with_offside<T>(
+        &mut self,
+        col: Option<u32>,
+        f: impl FnOnce(&mut Self) -> PResult<T>,
+    ) -> PResult<T> {
+        let saved = std::mem::replace(&mut self.offside, col);
+        let r = f(self);
+        self.offside = saved;
+        r
     }
 
     fn at(&self, t: &Tok) -> bool {
@@ -115,45 +167,46 @@ impl Parser {
     }
 
     /// "expected WHAT, found <current token>" at the current token.
-    fn expected(&mut self, what: &str) -> Fail {
-        let found = self.peek().describe();
-        let d = Diagnostic::error(self.span(), format!("expected {what}, found {found}"))
-            .with_label(format!("expected {what}"));
-        self.report(d)
+    fn expected(&mut self, what: &'static str) -> Fail {
+        self.fail(SyntaxError::Expected(what.into()))
     }
 
     /// Expect `t`; otherwise "expected `t`, found ...".
     fn expect(&mut self, t: &Tok) -> PResult<Span> {
         if self.at(t) {
-            Ok(self.bump().span)
-        } else {
-            Err(self.expected(&format!("`{}`", t.text())))
+            return Ok(self.bump());
         }
+        let what = format!("`{}`", t.text());
+        Err(self.fail(SyntaxError::Expected(what.into())))
     }
 
-    /// Expect the closing `close` of a construct opened by `open_tok` at `open`.
-    fn expect_closing(&mut self, close: &Tok, open_tok: &str, open: Span) -> PResult<Span> {
+    /// Expect the closing `close` of a construct opened by `open_text` at `open`.
+    fn expect_closing(
+        &mut self,
+        close: &Tok,
+        open_text: &'static str,
+        open: Span,
+    ) -> PResult<Span> {
         if self.at(close) {
-            return Ok(self.bump().span);
+            return Ok(self.bump());
         }
-        let found = self.peek().describe();
-        let close_text = close.text();
-        let msg = if *self.peek() == Tok::Eof {
-            format!("unclosed `{open_tok}`: expected `{close_text}` before the end of the file")
-        } else {
-            format!("expected `{close_text}` to close `{open_tok}`, found {found}")
-        };
-        let d = Diagnostic::error(self.span(), msg)
-            .with_label(format!("expected `{close_text}`"))
-            .with_secondary(open, format!("unclosed `{open_tok}` opened here"));
-        Err(self.report(d))
+        Err(self.fail(SyntaxError::Unclosed {
+            close: close.text(),
+            open_text,
+            open,
+        }))
     }
 
     /// Run `f` one nesting level deeper; past [`MAX_DEPTH`] report and abort the parse.
+    ///
+    /// Every recursive path of the parser passes through here, so this is also where the
+    /// stack is grown on demand: frames are large in debug builds (an `Expr` is ~200 bytes
+    /// and every temporary gets its own slot), and a parse must not depend on the caller's
+    /// stack size.
     fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
         self.check_depth(1)?;
         self.depth += 1;
-        let r = f(self);
+        let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self));
         self.depth -= 1;
         r
     }
@@ -161,16 +214,10 @@ impl Parser {
     /// Fail if `extra` more levels (e.g. a left-nested operator chain) exceed the limit.
     fn check_depth(&mut self, extra: usize) -> PResult<()> {
         if self.depth + extra <= MAX_DEPTH {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(self.fail(SyntaxError::TooDeep))
         }
-        if !self.fatal {
-            self.fatal = true;
-            let d = Diagnostic::error(self.span(), "expression nested too deeply")
-                .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
-                .with_help("split the expression with `let` bindings or helper functions");
-            self.diags.push(d);
-        }
-        Err(Fail)
     }
 
     // ---- recovery ---------------------------------------------------------------------
@@ -189,7 +236,7 @@ impl Parser {
                     self.bump();
                     return;
                 }
-                Tok::Let | Tok::LetExt(_) | Tok::Type if t.line_start => return,
+                Tok::Let | Tok::LetExt(_) | Tok::Type if t.line_start() => return,
                 _ => {
                     self.bump();
                 }

@@ -452,10 +452,27 @@ fn let_in(d: VarDecl, value: Expr, body: Expr) -> Expr {
 /// The tail-recursive helper `f` as a loop.
 fn to_loop(program: &Program, f: &Function, fresh: &mut Fresh) -> Result<Expr, Box<Diagnostic>> {
     let span = f.span;
-    let copies: Vec<VarDecl> = f
+    // Vectors and arrays are named, not copied: a tail call must pass the same one back.
+    let by_name = |p: &VarDecl| matches!(p.ty, Ty::Vector(_) | Ty::Array { .. });
+    let mut calls = Vec::new();
+    collect_self_call_args(&f.body, f.id, &mut calls);
+    for (call_span, args) in calls {
+        for (p, a) in f.params.iter().zip(args) {
+            if by_name(p) && !matches!(a.kind, ExprKind::Var(id) if id == p.id) {
+                return Err(Box::new(
+                    Diagnostic::error(a.span, format!("this tail call of `{}` passes another array as `{}`", f.name, p.name))
+                        .with_label(format!("expected `{}` itself", p.name))
+                        .with_secondary(call_span, "tail call")
+                        .with_note("a tail-recursive helper becomes a loop, and a loop cannot rebind a vector or array parameter")
+                        .with_help("pass the same vector in every recursive call"),
+                ));
+            }
+        }
+    }
+    let copies: Vec<Option<VarDecl>> = f
         .params
         .iter()
-        .map(|p| fresh.decl(&p.name, p.ty.clone(), true, p.span))
+        .map(|p| (!by_name(p)).then(|| fresh.decl(&p.name, p.ty.clone(), true, p.span)))
         .collect();
     let result = if f.ret == Ty::Unit {
         None
@@ -468,7 +485,7 @@ fn to_loop(program: &Program, f: &Function, fresh: &mut Fresh) -> Result<Expr, B
         .params
         .iter()
         .zip(&copies)
-        .map(|(p, c)| (p.id, c.id))
+        .filter_map(|(p, c)| Some((p.id, c.as_ref()?.id)))
         .collect();
     for_each_var_mut(&mut body, &mut |id| {
         if let Some(n) = map.get(id) {
@@ -513,14 +530,16 @@ fn to_loop(program: &Program, f: &Function, fresh: &mut Fresh) -> Result<Expr, B
         e = let_in(r, z, e);
     }
     for (p, c) in f.params.iter().zip(copies).rev() {
-        e = let_in(c, var(p), e);
+        if let Some(c) = c {
+            e = let_in(c, var(p), e);
+        }
     }
     Ok(e)
 }
 
 struct LoopCtx<'a> {
     fid: FunId,
-    copies: &'a [VarDecl],
+    copies: &'a [Option<VarDecl>],
     result: Option<&'a VarDecl>,
     running: &'a VarDecl,
 }
@@ -586,23 +605,22 @@ impl LoopCtx<'_> {
             },
             ExprKind::Call { func, args, .. } if func == self.fid => {
                 // New arguments go through temporaries: they may read the current values.
-                let temps: Vec<VarDecl> = self
-                    .copies
-                    .iter()
-                    .map(|c| fresh.decl(&c.name, c.ty.clone(), false, span))
-                    .collect();
-                let mut stmts: Vec<Expr> = self
-                    .copies
-                    .iter()
-                    .zip(&temps)
-                    .map(|(c, t)| assign(c, var(t)))
-                    .collect();
+                let mut temps = Vec::new();
+                let mut stmts = Vec::new();
+                for (c, a) in self.copies.iter().zip(args) {
+                    // Vector arguments were checked to be the parameter itself.
+                    if let Some(c) = c {
+                        let t = fresh.decl(&c.name, c.ty.clone(), false, span);
+                        stmts.push(assign(c, var(&t)));
+                        temps.push((t, a));
+                    }
+                }
                 stmts.push(assign(
                     self.running,
                     mk(ExprKind::Lit(Literal::Bool(true)), Ty::BOOL, span),
                 ));
                 let mut e = mk(ExprKind::Seq(stmts), Ty::Unit, span);
-                for (t, a) in temps.into_iter().zip(args).rev() {
+                for (t, a) in temps.into_iter().rev() {
                     e = let_in(t, a, e);
                 }
                 return e;
@@ -788,6 +806,17 @@ fn mutual_recursion(program: &Program) -> Vec<Diagnostic> {
         }
     }
     diags
+}
+
+fn collect_self_call_args<'e>(e: &'e Expr, fid: FunId, out: &mut Vec<(Span, &'e [Expr])>) {
+    if let ExprKind::Call { func, args, .. } = &e.kind
+        && *func == fid
+    {
+        out.push((e.span, args));
+    }
+    for c in children(e) {
+        collect_self_call_args(c, fid, out);
+    }
 }
 
 fn collect_calls(e: &Expr, f: &mut impl FnMut(FunId, Span)) {

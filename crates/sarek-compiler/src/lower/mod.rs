@@ -31,7 +31,7 @@ use crate::front::tast::{self, Program};
 use crate::ir::{self, Kernel};
 
 pub use expr::superstep_header;
-pub use types::{aggregate_equality_body, tuple_component_error, tuple_record_name};
+pub use types::{tuple_component_error, tuple_record_name};
 
 /// Lower kernel `name` of `program` (with every helper it reaches).
 pub fn lower_kernel(program: &Program, name: &str) -> Result<Kernel, Vec<Diagnostic>> {
@@ -205,6 +205,14 @@ impl<'p> Lowerer<'p> {
                 continue;
             }
             params.push(self.bind_var(p)?);
+        }
+        if matches!(f.ret, tast::Ty::Vector(_) | tast::Ty::Array { .. }) {
+            return self.error(
+                Diagnostic::error(f.span, format!("helper `{}` returns a vector or array", f.name))
+                    .with_label("its result is a buffer chosen at run time")
+                    .with_note("a vector or array is a fixed buffer: it can be passed to a helper, not returned")
+                    .with_help("return the element (or index) you need instead"),
+            );
         }
         let ret = self.ty(&f.ret, f.span)?;
         let dest = if ret == ir::Ty::Unit {

@@ -3,8 +3,9 @@
 use super::{LResult, Lowerer, RecordKey};
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{self, Program};
+use crate::front::typer::{aggregate_equality_help, aggregate_equality_message};
 use crate::ir;
-use crate::types::{BinOp, Scalar};
+use crate::types::Scalar;
 
 /// Mangled name of the record synthesized for a scalar tuple shape: `_tup_float32_int32`.
 /// The host side (`.npy` fields `_0`, `_1`, ...) and every generator agree on it.
@@ -38,19 +39,34 @@ pub fn tuple_component_error(program: &Program, span: Span, tuple: &tast::Ty) ->
     d.with_help("use a record type for structured components")
 }
 
-/// The body of the aggregate-equality refusal, shared with the typer's check so the two
-/// cannot word it differently.
-pub fn aggregate_equality_body(op: BinOp, operand: &str) -> String {
-    format!(
-        "`{}` compares scalars only; it cannot compare values of type `{operand}`",
-        op.symbol()
-    )
-}
-
 /// The sentence that says this refusal came from lowering, not from the typer: without it the
 /// two gates would be indistinguishable and a test of one could be satisfied by the other.
 const BACKSTOP_SENTENCE: &str = "this comparison was refused by lowering's backstop, after type checking accepted it \
 (for example through a polymorphic helper instantiated at this type)";
+
+/// Where each argument of a constructor lives in its flattened IR payload: the first field,
+/// and the component types when the argument is a scalar tuple (one field each).
+pub(crate) struct ArgLayout {
+    pub first: u32,
+    pub tuple: Option<Vec<tast::Ty>>,
+}
+
+/// The payload layout of constructor `ctor` (matches the registration in `Lowerer::variant`).
+pub(crate) fn payload_layout(def: &tast::CtorDef) -> Vec<ArgLayout> {
+    let mut next = 0u32;
+    def.args
+        .iter()
+        .map(|a| {
+            let tuple = match a {
+                tast::Ty::Tuple(cs) if cs.iter().all(|c| c.scalar().is_some()) => Some(cs.clone()),
+                _ => None,
+            };
+            let first = next;
+            next += tuple.as_ref().map_or(1, |cs| cs.len() as u32);
+            ArgLayout { first, tuple }
+        })
+        .collect()
+}
 
 /// Human spelling of a typed-AST type.
 pub(crate) fn ty_name(program: &Program, ty: &tast::Ty) -> String {
@@ -203,9 +219,16 @@ impl Lowerer<'_> {
         let mut ctors = Vec::new();
         for c in &def.ctors {
             // One IR field per payload component: `Rect of float32 * float32` already has two
-            // components in the typed AST, so it lines up with `Rect (w, h)` patterns.
+            // arguments in the typed AST; `W of (float32 * int32)` has one scalar-tuple
+            // argument, flattened the same way (see [`payload_layout`]).
             let mut fields = Vec::new();
             for a in &c.args {
+                if let tast::Ty::Tuple(cs) = a
+                    && cs.iter().all(|c| c.scalar().is_some())
+                {
+                    fields.extend(cs.iter().filter_map(|c| c.scalar().map(ir::Ty::Scalar)));
+                    continue;
+                }
                 if *a == tast::Ty::Unit {
                     return self.error(
                         Diagnostic::error(
@@ -234,18 +257,19 @@ impl Lowerer<'_> {
     }
 
     /// The aggregate-equality backstop: an `=`/`<>` on non-scalars that reached lowering.
+    /// The body is the typer's own (one owner of the wording); the note says which gate fired.
     pub(super) fn aggregate_equality(
         &mut self,
-        op: BinOp,
         operand: &tast::Ty,
         span: Span,
     ) -> LResult<ir::Expr> {
         let name = ty_name(self.program, operand);
+        let is_variant = matches!(operand, tast::Ty::Variant(_));
         self.error(
-            Diagnostic::error(span, aggregate_equality_body(op, &name))
-                .with_label(format!("comparison of `{name}` values"))
+            Diagnostic::error(span, aggregate_equality_message(&name))
+                .with_label(format!("this compares values of type `{name}`"))
                 .with_note(BACKSTOP_SENTENCE)
-                .with_help("use `match` for variants, or compare the scalar fields one by one"),
+                .with_help(aggregate_equality_help(is_variant)),
         )
     }
 }

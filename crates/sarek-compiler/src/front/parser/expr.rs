@@ -18,8 +18,8 @@
 //! | [`Parser::app`] | application, constructor application, `not`, `lnot` | left |
 //! | [`Parser::postfix`] | `.(i)`, `.field`, `[@attr]` | left |
 
-use super::{Fail, PResult, Parser};
-use crate::diag::{Diagnostic, Span, closest};
+use super::{Fail, MAX_DEPTH, PResult, Parser, SyntaxError};
+use crate::diag::Span;
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
@@ -112,97 +112,105 @@ fn mk(kind: ExprKind, span: Span) -> Expr {
 }
 
 impl Parser {
+    // The functions on the recursive path (`seq_expr` down to `primary`) keep their frames
+    // small: anything that builds a message goes through `fail`, and rarely taken branches
+    // live in their own functions. Measured in debug builds by `parse_robustness`.
+
+    /// Finish a node whose tallest child has height `child_h`, checking the height limit.
+    ///
+    /// Every function returning an expression leaves its height in `self.h`. Nesting depth
+    /// alone does not bound the tree: left-associative operator chains and postfix chains
+    /// are built by loops, and can stack on top of parenthesised chains; the height is what
+    /// bounds the recursion of every pass (and of `Drop`) over the tree.
+    fn node(&mut self, kind: ExprKind, span: Span, child_h: u32) -> PResult<Expr> {
+        let h = child_h + 1;
+        if h as usize > MAX_DEPTH {
+            return Err(self.fail(SyntaxError::TooDeep));
+        }
+        self.h = h;
+        Ok(mk(kind, span))
+    }
+
+    /// A node without sub-expressions (height 1).
+    fn leaf(&mut self, kind: ExprKind, span: Span) -> Expr {
+        self.h = 1;
+        mk(kind, span)
+    }
+
     /// `e1; e2; ...` with an optional trailing `;`.
     pub(super) fn seq_expr(&mut self) -> PResult<Expr> {
         let first = self.expr()?;
         if !self.at(&Tok::Semi) {
             return Ok(first);
         }
+        self.seq_rest(first)
+    }
+
+    fn seq_rest(&mut self, first: Expr) -> PResult<Expr> {
+        let mut h = self.h;
         let mut items = vec![first];
         while self.eat(&Tok::Semi) {
             if !starts_expr(self.peek()) {
                 break;
             }
             items.push(self.expr()?);
+            h = h.max(self.h);
         }
         if items.len() == 1 {
-            return Ok(items.pop().expect("one item"));
+            self.h = h;
+            return Ok(items.swap_remove(0));
         }
         let span = items[0].span.to(items[items.len() - 1].span);
-        Ok(mk(ExprKind::Seq(items), span))
+        self.node(ExprKind::Seq(items), span, h)
     }
 
     /// An expression without a top-level `;`.
     pub(super) fn expr(&mut self) -> PResult<Expr> {
-        self.nested(|p| match p.peek() {
-            Tok::Let => p.let_expr(),
-            Tok::LetExt(_) => p.let_ext_expr(),
-            Tok::If => p.if_expr(),
-            Tok::Match => p.match_expr(),
-            Tok::Fun | Tok::Function => {
-                let d = Diagnostic::error(p.span(), "anonymous functions are not supported")
-                    .with_label("functions are defined with `let`")
-                    .with_help("define a helper: `let f (x : t) = ... in`; `fun` only appears in `[%kernel fun ... -> ...]`");
-                Err(p.report(d))
+        self.nested(Self::expr_inner)
+    }
+
+    fn expr_inner(&mut self) -> PResult<Expr> {
+        match self.peek() {
+            Tok::Let => self.let_expr(),
+            Tok::LetExt(_) => self.let_ext_expr(),
+            Tok::If => self.if_expr(),
+            Tok::Match => self.match_expr(),
+            Tok::Fun | Tok::Function => Err(self.fail(SyntaxError::AnonymousFunction)),
+            Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
+                self.pragma_expr()
             }
-            Tok::Ident(n) if n == "pragma" && *p.peek_at(1) == Tok::LBracket => p.pragma_expr(),
-            _ => p.assign_expr(),
-        })
+            _ => self.assign_expr(),
+        }
     }
 
     /// `lhs <- e`, `x := e` or a tuple expression.
     pub(super) fn assign_expr(&mut self) -> PResult<Expr> {
         let lhs = self.tuple_expr()?;
         match self.peek() {
-            Tok::LArrow => {
-                self.bump();
-                let value = Box::new(self.expr()?);
-                let span = lhs.span.to(value.span);
-                match lhs.kind {
-                    ExprKind::Index { base, index } => {
-                        Ok(mk(ExprKind::IndexSet { base, index, value }, span))
-                    }
-                    ExprKind::Field { base, field } => {
-                        Ok(mk(ExprKind::FieldSet { base, field, value }, span))
-                    }
-                    _ => {
-                        let d = Diagnostic::error(
-                            lhs.span,
-                            "cannot assign to this expression with `<-`",
-                        )
-                        .with_label("`<-` writes an element `v.(i)` or a field `e.x`")
-                        .with_help("a `let mut` local is assigned with `x := e`");
-                        self.diags.push(d);
-                        Err(Fail)
-                    }
-                }
-            }
-            Tok::ColonEq => {
-                self.bump();
-                let value = Box::new(self.expr()?);
-                let span = lhs.span.to(value.span);
-                match lhs.kind {
-                    ExprKind::Var { path, name } if path.is_empty() => Ok(mk(
-                        ExprKind::Assign {
-                            target: name,
-                            value,
-                        },
-                        span,
-                    )),
-                    _ => {
-                        let d = Diagnostic::error(
-                            lhs.span,
-                            "cannot assign to this expression with `:=`",
-                        )
-                        .with_label("`:=` assigns a `let mut` local variable")
-                        .with_help("write elements with `v.(i) <- e` and fields with `e.x <- e`");
-                        self.diags.push(d);
-                        Err(Fail)
-                    }
-                }
-            }
+            Tok::LArrow | Tok::ColonEq => self.assignment(lhs),
             _ => Ok(lhs),
         }
+    }
+
+    fn assignment(&mut self, lhs: Expr) -> PResult<Expr> {
+        let lhs_h = self.h;
+        let arrow = *self.peek() == Tok::LArrow;
+        self.bump();
+        self.operand_guard()?;
+        let value = Box::new(self.expr()?);
+        let h = lhs_h.max(self.h);
+        let span = lhs.span.to(value.span);
+        let kind = match lhs.kind {
+            ExprKind::Index { base, index } if arrow => ExprKind::IndexSet { base, index, value },
+            ExprKind::Field { base, field } if arrow => ExprKind::FieldSet { base, field, value },
+            ExprKind::Var { path, name } if !arrow && path.is_empty() => ExprKind::Assign {
+                target: name,
+                value,
+            },
+            _ if arrow => return Err(self.fail(SyntaxError::AssignArrow { lhs: lhs.span })),
+            _ => return Err(self.fail(SyntaxError::AssignColonEq { lhs: lhs.span })),
+        };
+        self.node(kind, span, h)
     }
 
     /// `e1, e2, ...`
@@ -211,40 +219,57 @@ impl Parser {
         if !self.at(&Tok::Comma) {
             return Ok(first);
         }
+        let mut h = self.h;
         let mut elems = vec![first];
         while self.eat(&Tok::Comma) {
+            self.operand_guard()?;
             elems.push(self.binary(0)?);
+            h = h.max(self.h);
         }
         let span = elems[0].span.to(elems[elems.len() - 1].span);
-        Ok(mk(ExprKind::Tuple(elems), span))
+        self.node(ExprKind::Tuple(elems), span, h)
+    }
+
+    /// After an operator (or `then`, `else`, `->`), a `let`/`type` in column 1 starts the
+    /// next item: report the missing operand here rather than parse the item as a local
+    /// `let`. (After `=` and `in` such a `let` is accepted: unindented bodies are valid.)
+    fn operand_guard(&mut self) -> PResult<()> {
+        let t = &self.toks[self.pos];
+        if t.line_start() && matches!(t.tok, Tok::Let | Tok::LetExt(_) | Tok::Type) {
+            let after = self.prev_span();
+            return Err(self.fail(SyntaxError::ItemKeywordAsOperand { after }));
+        }
+        Ok(())
     }
 
     /// Precedence climbing over the binary operators at or above `min_prec`.
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
-        let mut chain = 0;
         while let Some((op, prec, right)) = binop(self.peek()) {
             if prec < min_prec {
                 break;
             }
+            let lhs_h = self.h;
             self.bump();
+            self.operand_guard()?;
             let rhs = if right {
                 self.nested(|p| p.binary(prec))?
             } else {
                 self.binary(prec + 1)?
             };
-            // A left-nested chain deepens the AST without recursing here.
-            chain += 1;
-            self.check_depth(chain)?;
+            // A left-nested chain deepens the AST without recursing: the height check in
+            // `node` bounds it.
+            let h = lhs_h.max(self.h);
             let span = lhs.span.to(rhs.span);
-            lhs = mk(
+            lhs = self.node(
                 ExprKind::Binary {
                     op,
                     lhs: Box::new(lhs),
                     rhs: Box::new(rhs),
                 },
                 span,
-            );
+                h,
+            )?;
         }
         Ok(lhs)
     }
@@ -252,34 +277,7 @@ impl Parser {
     /// Prefix minus (folded into numeric literals) and the prefix forms usable as operands.
     fn unary(&mut self) -> PResult<Expr> {
         match self.peek() {
-            Tok::Minus | Tok::MinusDot => {
-                let float_minus = *self.peek() == Tok::MinusDot;
-                let op_span = self.bump().span;
-                let operand = self.nested(|p| p.unary())?;
-                let span = op_span.to(operand.span);
-                let folded = match (&operand.kind, float_minus) {
-                    (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(-v)),
-                    (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(-v)),
-                    (ExprKind::Lit(Lit::Float(v)), _) => Some(Lit::Float(-v)),
-                    (ExprKind::Lit(Lit::Float64(v)), _) => Some(Lit::Float64(-v)),
-                    _ => None,
-                };
-                if let Some(lit) = folded {
-                    return Ok(mk(ExprKind::Lit(lit), span));
-                }
-                let op = if float_minus {
-                    UnaryOp::NegF
-                } else {
-                    UnaryOp::Neg
-                };
-                Ok(mk(
-                    ExprKind::Unary {
-                        op,
-                        operand: Box::new(operand),
-                    },
-                    span,
-                ))
-            }
+            Tok::Minus | Tok::MinusDot => self.negation(),
             Tok::Let | Tok::LetExt(_) | Tok::If | Tok::Match | Tok::Fun | Tok::Function => {
                 self.expr()
             }
@@ -288,291 +286,330 @@ impl Parser {
         }
     }
 
+    fn negation(&mut self) -> PResult<Expr> {
+        let float_minus = *self.peek() == Tok::MinusDot;
+        let op_span = self.bump();
+        let operand = self.nested(Self::unary)?;
+        let span = op_span.to(operand.span);
+        let folded = match (&operand.kind, float_minus) {
+            (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(-v)),
+            (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(-v)),
+            (ExprKind::Lit(Lit::Float(v)), _) => Some(Lit::Float(-v)),
+            (ExprKind::Lit(Lit::Float64(v)), _) => Some(Lit::Float64(-v)),
+            _ => None,
+        };
+        if let Some(lit) = folded {
+            return Ok(self.leaf(ExprKind::Lit(lit), span));
+        }
+        let op = if float_minus {
+            UnaryOp::NegF
+        } else {
+            UnaryOp::Neg
+        };
+        let h = self.h;
+        self.node(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+            h,
+        )
+    }
+
     /// Application by juxtaposition, constructor application, `not e`, `lnot e`.
     fn app(&mut self) -> PResult<Expr> {
         let head = match self.peek() {
-            Tok::Not | Tok::Lnot => {
-                let op = if *self.peek() == Tok::Not {
-                    UnaryOp::Not
-                } else {
-                    UnaryOp::Lnot
-                };
-                let op_span = self.bump().span;
-                if !starts_arg(self.peek()) {
-                    return Err(self.expected(&format!(
-                        "an operand after `{}`",
-                        if op == UnaryOp::Not { "not" } else { "lnot" }
-                    )));
-                }
-                let operand = self.nested(|p| p.postfix())?;
-                let span = op_span.to(operand.span);
-                mk(
-                    ExprKind::Unary {
-                        op,
-                        operand: Box::new(operand),
-                    },
-                    span,
-                )
-            }
+            Tok::Not | Tok::Lnot => self.prefix_function()?,
             Tok::UIdent(_) => {
                 let head = self.postfix()?;
-                if let ExprKind::Ctor { name, args } = &head.kind
-                    && args.is_empty()
-                    && starts_arg(self.peek())
+                if matches!(&head.kind, ExprKind::Ctor { args, .. } if args.is_empty())
+                    && self.takes_arg()
                 {
-                    let arg = self.nested(|p| p.postfix())?;
-                    let span = head.span.to(arg.span);
-                    let args = match arg.kind {
-                        // `C (a, b)`: the components are the constructor's arguments.
-                        ExprKind::Tuple(elems) => elems,
-                        _ => vec![arg],
-                    };
-                    let e = mk(
-                        ExprKind::Ctor {
-                            name: name.clone(),
-                            args,
-                        },
-                        span,
-                    );
-                    if starts_arg(self.peek()) {
-                        let d =
-                            Diagnostic::error(self.span(), "too many arguments for a constructor")
-                                .with_label("unexpected argument")
-                                .with_help(format!(
-                                    "pass several arguments as a tuple: `{} (a, b)`",
-                                    name.name
-                                ));
-                        return Err(self.report(d));
-                    }
-                    return Ok(e);
+                    return self.ctor_application(head);
                 }
                 head
             }
             _ => self.postfix()?,
         };
-        if !starts_arg(self.peek()) {
+        // A literal is never a function: stopping here gives "expected `do`" for
+        // `for i = 0 to 3 v.(i) <- 0 done` instead of an application error.
+        if matches!(head.kind, ExprKind::Lit(_)) || !self.takes_arg() {
             return Ok(head);
         }
+        let mut h = self.h;
         let mut args = Vec::new();
-        while starts_arg(self.peek()) {
-            args.push(self.nested(|p| p.postfix())?);
+        while self.takes_arg() {
+            args.push(self.nested(Self::postfix)?);
+            h = h.max(self.h);
         }
         let span = head.span.to(args[args.len() - 1].span);
-        Ok(mk(
+        self.node(
             ExprKind::App {
                 func: Box::new(head),
                 args,
             },
             span,
-        ))
+            h,
+        )
+    }
+
+    /// Can the current token be the next argument of an application?
+    fn takes_arg(&self) -> bool {
+        starts_arg(self.peek()) && !self.offside_here()
+    }
+
+    /// `not e` / `lnot e` (functions in OCaml, so they bind like an application).
+    fn prefix_function(&mut self) -> PResult<Expr> {
+        let not = *self.peek() == Tok::Not;
+        let op_span = self.bump();
+        if !starts_arg(self.peek()) {
+            let op = if not { "not" } else { "lnot" };
+            return Err(self.fail(SyntaxError::OperandAfterPrefix { op }));
+        }
+        let operand = self.nested(Self::postfix)?;
+        let span = op_span.to(operand.span);
+        let op = if not { UnaryOp::Not } else { UnaryOp::Lnot };
+        let h = self.h;
+        self.node(
+            ExprKind::Unary {
+                op,
+                operand: Box::new(operand),
+            },
+            span,
+            h,
+        )
+    }
+
+    /// `C e` and `C (e1, e2)` (the tuple's components are the arguments).
+    fn ctor_application(&mut self, head: Expr) -> PResult<Expr> {
+        let ExprKind::Ctor { name, .. } = head.kind else {
+            return Ok(head);
+        };
+        let arg = self.nested(Self::postfix)?;
+        let h = self.h;
+        let span = head.span.to(arg.span);
+        let args = match arg.kind {
+            ExprKind::Tuple(elems) => elems,
+            _ => vec![arg],
+        };
+        if self.takes_arg() {
+            return Err(self.fail(SyntaxError::ConstructorArguments { ctor: name.name }));
+        }
+        self.node(ExprKind::Ctor { name, args }, span, h)
     }
 
     /// A primary followed by `.(i)`, `.field` and `[@attr]` postfixes.
     fn postfix(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
-        let mut chain = 0;
         loop {
-            match self.peek() {
-                Tok::Dot => match self.peek_at(1).clone() {
-                    Tok::LParen => {
-                        self.bump();
-                        let open = self.bump().span;
-                        let index = self.nested(|p| p.seq_expr())?;
-                        let close = self.expect_closing(&Tok::RParen, ".(", open)?;
-                        let span = e.span.to(close);
-                        e = mk(
-                            ExprKind::Index {
-                                base: Box::new(e),
-                                index: Box::new(index),
-                            },
-                            span,
-                        );
-                    }
-                    Tok::Ident(name) => {
-                        self.bump();
-                        let field = Ident {
-                            name,
-                            span: self.bump().span,
-                        };
-                        let span = e.span.to(field.span);
-                        e = mk(
-                            ExprKind::Field {
-                                base: Box::new(e),
-                                field,
-                            },
-                            span,
-                        );
-                    }
-                    _ => {
-                        self.bump();
-                        return Err(self.expected("a field name or `(` after `.`"));
-                    }
-                },
-                Tok::Attr { outer: false, .. } => {
-                    let attrs = self.inner_attributes();
-                    let span = e.span.to(self.prev_span());
-                    e = match e.kind {
-                        ExprKind::For {
-                            var,
-                            start,
-                            end,
-                            downto,
-                            body,
-                            attrs: mut a,
-                        } => {
-                            a.extend(attrs);
-                            mk(
-                                ExprKind::For {
-                                    var,
-                                    start,
-                                    end,
-                                    downto,
-                                    body,
-                                    attrs: a,
-                                },
-                                span,
-                            )
-                        }
-                        ExprKind::While {
-                            cond,
-                            body,
-                            attrs: mut a,
-                        } => {
-                            a.extend(attrs);
-                            mk(
-                                ExprKind::While {
-                                    cond,
-                                    body,
-                                    attrs: a,
-                                },
-                                span,
-                            )
-                        }
-                        ExprKind::Attributed { expr, attrs: mut a } => {
-                            a.extend(attrs);
-                            mk(ExprKind::Attributed { expr, attrs: a }, span)
-                        }
-                        kind => mk(
-                            ExprKind::Attributed {
-                                expr: Box::new(mk(kind, e.span)),
-                                attrs,
-                            },
-                            span,
-                        ),
-                    };
-                }
+            e = match self.peek() {
+                Tok::Dot => self.dot_suffix(e)?,
+                Tok::Attr { outer: false, .. } => self.attribute_suffix(e)?,
                 _ => return Ok(e),
-            }
-            chain += 1;
-            self.check_depth(chain)?;
+            };
         }
+    }
+
+    /// `.(i)` or `.field` after `e`.
+    fn dot_suffix(&mut self, e: Expr) -> PResult<Expr> {
+        let base_h = self.h;
+        match self.peek_at(1).clone() {
+            Tok::LParen => {
+                self.bump();
+                let open = self.bump();
+                let index = self.with_offside(None, Self::seq_expr)?;
+                let h = base_h.max(self.h);
+                let close = self.expect_closing(&Tok::RParen, ".(", open)?;
+                let span = e.span.to(close);
+                self.node(
+                    ExprKind::Index {
+                        base: Box::new(e),
+                        index: Box::new(index),
+                    },
+                    span,
+                    h,
+                )
+            }
+            Tok::Ident(name) => {
+                self.bump();
+                let field = Ident {
+                    name,
+                    span: self.bump(),
+                };
+                let span = e.span.to(field.span);
+                self.node(
+                    ExprKind::Field {
+                        base: Box::new(e),
+                        field,
+                    },
+                    span,
+                    base_h,
+                )
+            }
+            _ => {
+                self.bump();
+                Err(self.expected("a field name or `(` after `.`"))
+            }
+        }
+    }
+
+    /// `e [@attr ...]`: loop hints go to the loop, anything else wraps the expression.
+    fn attribute_suffix(&mut self, e: Expr) -> PResult<Expr> {
+        let h = self.h;
+        let attrs = self.inner_attributes();
+        let span = e.span.to(self.prev_span());
+        let kind = match e.kind {
+            ExprKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                attrs: mut a,
+            } => {
+                a.extend(attrs);
+                ExprKind::For {
+                    var,
+                    start,
+                    end,
+                    downto,
+                    body,
+                    attrs: a,
+                }
+            }
+            ExprKind::While {
+                cond,
+                body,
+                attrs: mut a,
+            } => {
+                a.extend(attrs);
+                ExprKind::While {
+                    cond,
+                    body,
+                    attrs: a,
+                }
+            }
+            ExprKind::Attributed { expr, attrs: mut a } => {
+                a.extend(attrs);
+                ExprKind::Attributed { expr, attrs: a }
+            }
+            kind => ExprKind::Attributed {
+                expr: Box::new(mk(kind, e.span)),
+                attrs,
+            },
+        };
+        // An upper bound: attaching to a loop adds no level.
+        self.node(kind, span, h)
     }
 
     fn primary(&mut self) -> PResult<Expr> {
         let span = self.span();
+        let lit = match self.peek() {
+            Tok::Int {
+                value,
+                int64: false,
+            } => Lit::Int(*value),
+            Tok::Int { value, int64: true } => Lit::Int64(*value),
+            Tok::Float {
+                value,
+                float64: false,
+            } => Lit::Float(*value),
+            Tok::Float {
+                value,
+                float64: true,
+            } => Lit::Float64(*value),
+            Tok::True => Lit::Bool(true),
+            Tok::False => Lit::Bool(false),
+            Tok::Ident(_) => return Ok(self.variable()),
+            Tok::UIdent(_) => return self.upper_path(),
+            Tok::LParen => return self.paren_expr(),
+            Tok::Begin => return self.begin_expr(),
+            Tok::LBrace => return self.record_expr(),
+            Tok::For => return self.for_expr(),
+            Tok::While => return self.while_expr(),
+            Tok::Extension { .. } => return Ok(self.extension()),
+            _ => return Err(self.primary_error()),
+        };
+        self.bump();
+        Ok(self.leaf(ExprKind::Lit(lit), span))
+    }
+
+    fn variable(&mut self) -> Expr {
+        let name = match self.peek() {
+            Tok::Ident(n) => n.clone(),
+            _ => String::new(),
+        };
+        let span = self.bump();
+        self.leaf(
+            ExprKind::Var {
+                path: Vec::new(),
+                name: Ident { name, span },
+            },
+            span,
+        )
+    }
+
+    /// `[%native ...]`: kept as a node so the typer can refuse it with a clear message.
+    fn extension(&mut self) -> Expr {
+        let name = match self.peek() {
+            Tok::Extension { name, .. } => name.clone(),
+            _ => String::new(),
+        };
+        let span = self.bump();
+        self.leaf(ExprKind::Extension { name }, span)
+    }
+
+    /// Everything that cannot start an expression.
+    #[cold]
+    fn primary_error(&mut self) -> Fail {
         match self.peek().clone() {
-            Tok::Int { value, int64 } => {
-                self.bump();
-                Ok(mk(
-                    ExprKind::Lit(if int64 {
-                        Lit::Int64(value)
-                    } else {
-                        Lit::Int(value)
-                    }),
-                    span,
-                ))
-            }
-            Tok::Float { value, float64 } => {
-                self.bump();
-                Ok(mk(
-                    ExprKind::Lit(if float64 {
-                        Lit::Float64(value)
-                    } else {
-                        Lit::Float(value)
-                    }),
-                    span,
-                ))
-            }
-            Tok::True | Tok::False => {
-                let b = self.bump().tok == Tok::True;
-                Ok(mk(ExprKind::Lit(Lit::Bool(b)), span))
-            }
-            Tok::Ident(name) => {
-                self.bump();
-                Ok(mk(
-                    ExprKind::Var {
-                        path: Vec::new(),
-                        name: Ident { name, span },
-                    },
-                    span,
-                ))
-            }
-            Tok::UIdent(_) => self.upper_path(),
-            Tok::LParen => {
-                let open = self.bump().span;
-                if self.at(&Tok::RParen) {
-                    let close = self.bump().span;
-                    return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
-                }
-                let inner = self.nested(|p| p.seq_expr())?;
-                if self.eat(&Tok::Colon) {
-                    let ty = self.type_expr()?;
-                    let close = self.expect_closing(&Tok::RParen, "(", open)?;
-                    return Ok(mk(
-                        ExprKind::Annot {
-                            expr: Box::new(inner),
-                            ty,
-                        },
-                        open.to(close),
-                    ));
-                }
-                let close = self.expect_closing(&Tok::RParen, "(", open)?;
-                Ok(Expr {
-                    span: open.to(close),
-                    ..inner
-                })
-            }
-            Tok::Begin => {
-                let open = self.bump().span;
-                if self.at(&Tok::End) {
-                    let close = self.bump().span;
-                    return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
-                }
-                let inner = self.nested(|p| p.seq_expr())?;
-                let close = self.expect_closing(&Tok::End, "begin", open)?;
-                Ok(Expr {
-                    span: open.to(close),
-                    ..inner
-                })
-            }
-            Tok::LBrace => self.record_expr(),
-            Tok::For => self.for_expr(),
-            Tok::While => self.while_expr(),
-            Tok::Extension { name, .. } => {
-                self.bump();
-                Ok(mk(ExprKind::Extension { name }, span))
-            }
-            Tok::ExtOpen(name) => {
-                let d = Diagnostic::error(
-                    span,
-                    format!("`[%{name} ...]` is only allowed as the value of a top-level `let`"),
-                )
-                .with_label("not allowed inside an expression")
-                .with_help(format!(
-                    "write `let name = [%{name} fun (p : t) -> ...]` at top level"
-                ));
-                Err(self.report(d))
-            }
-            Tok::Str(_) => {
-                let d = Diagnostic::error(
-                    span,
-                    "string literals are only allowed in `pragma [\"...\"]`",
-                )
-                .with_label("unexpected string");
-                Err(self.report(d))
-            }
-            _ => Err(self.expected("an expression")),
+            Tok::ExtOpen(name) => self.fail(SyntaxError::KernelExtensionInExpression { name }),
+            Tok::Str(_) => self.fail(SyntaxError::StringExpression),
+            _ => self.expected("an expression"),
         }
+    }
+
+    /// `( )`, `( e )`, `( e : t )`. Inside brackets layout is free again.
+    fn paren_expr(&mut self) -> PResult<Expr> {
+        let open = self.bump();
+        if self.at(&Tok::RParen) {
+            let close = self.bump();
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), open.to(close)));
+        }
+        let inner = self.with_offside(None, Self::seq_expr)?;
+        let h = self.h;
+        if self.eat(&Tok::Colon) {
+            let ty = self.type_expr()?;
+            let close = self.expect_closing(&Tok::RParen, "(", open)?;
+            return self.node(
+                ExprKind::Annot {
+                    expr: Box::new(inner),
+                    ty,
+                },
+                open.to(close),
+                h,
+            );
+        }
+        let close = self.expect_closing(&Tok::RParen, "(", open)?;
+        Ok(Expr {
+            span: open.to(close),
+            ..inner
+        })
+    }
+
+    fn begin_expr(&mut self) -> PResult<Expr> {
+        let open = self.bump();
+        if self.at(&Tok::End) {
+            let close = self.bump();
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), open.to(close)));
+        }
+        let inner = self.with_offside(None, Self::seq_expr)?;
+        let close = self.expect_closing(&Tok::End, "begin", open)?;
+        Ok(Expr {
+            span: open.to(close),
+            ..inner
+        })
     }
 
     /// `C`, `M.x`, `M.N.x`, `M.C`, `M.(e)` (local open).
@@ -584,16 +621,17 @@ impl Parser {
             };
             let id = Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             };
             if !self.at(&Tok::Dot) {
                 // A constructor (module qualification of constructors is dropped).
-                return Ok(mk(
+                let span = id.span;
+                return Ok(self.leaf(
                     ExprKind::Ctor {
-                        name: id.clone(),
+                        name: id,
                         args: Vec::new(),
                     },
-                    id.span,
+                    span,
                 ));
             }
             match self.peek_at(1).clone() {
@@ -603,10 +641,10 @@ impl Parser {
                     path.push(id);
                     let name = Ident {
                         name,
-                        span: self.bump().span,
+                        span: self.bump(),
                     };
                     let span = start.to(name.span);
-                    return Ok(mk(ExprKind::Var { path, name }, span));
+                    return Ok(self.leaf(ExprKind::Var { path, name }, span));
                 }
                 Tok::UIdent(_) => {
                     self.bump();
@@ -615,25 +653,28 @@ impl Parser {
                 Tok::LParen => {
                     // `M.(e)` is `let open M in e`.
                     self.bump();
-                    let open = self.bump().span;
-                    let body = self.nested(|p| p.seq_expr())?;
+                    let open = self.bump();
+                    let body = self.with_offside(None, Self::seq_expr)?;
+                    let h = self.h;
                     let close = self.expect_closing(&Tok::RParen, ".(", open)?;
                     let span = id.span.to(close);
-                    return Ok(mk(
+                    return self.node(
                         ExprKind::LetOpen {
                             module: id,
                             body: Box::new(body),
                         },
                         span,
-                    ));
+                        h,
+                    );
                 }
                 _ => {
-                    return Ok(mk(
+                    let span = id.span;
+                    return Ok(self.leaf(
                         ExprKind::Ctor {
-                            name: id.clone(),
+                            name: id,
                             args: Vec::new(),
                         },
-                        id.span,
+                        span,
                     ));
                 }
             }
@@ -642,60 +683,63 @@ impl Parser {
 
     /// `{ f = e; g = e; ... }` (and punned `{ f; g }`).
     fn record_expr(&mut self) -> PResult<Expr> {
-        let open = self.bump().span;
+        let open = self.bump();
+        let fields = self.with_offside(None, |p| p.record_fields(open))?;
+        let h = self.h;
+        let close = self.expect_closing(&Tok::RBrace, "{", open)?;
+        if fields.is_empty() {
+            return Err(self.fail(SyntaxError::EmptyRecord {
+                span: open.to(close),
+            }));
+        }
+        self.node(ExprKind::Record(fields), open.to(close), h)
+    }
+
+    /// The fields of a record literal; leaves their maximum height in `self.h`.
+    fn record_fields(&mut self, open: Span) -> PResult<Vec<(Ident, Expr)>> {
+        let mut h = 0;
         let mut fields: Vec<(Ident, Expr)> = Vec::new();
-        loop {
-            if self.at(&Tok::RBrace) {
-                break;
-            }
-            if !fields.is_empty()
-                || matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With
-            {
-                let name = self.lident("a field name")?;
-                let value = if self.eat(&Tok::Eq) {
-                    self.expr()?
-                } else {
-                    mk(
-                        ExprKind::Var {
-                            path: Vec::new(),
-                            name: name.clone(),
-                        },
-                        name.span,
-                    )
-                };
-                fields.push((name, value));
-                if !self.eat(&Tok::Semi) {
-                    break;
-                }
-            } else {
+        while !self.at(&Tok::RBrace) {
+            let is_field = matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With;
+            if !is_field {
                 // `{ e with ... }` or garbage.
                 let e = self.nested(|p| p.binary(0))?;
                 if self.at(&Tok::With) {
-                    let d = Diagnostic::error(
-                        e.span.to(self.span()),
-                        "record update `{ e with ... }` is not supported",
-                    )
-                    .with_label("copy the record into a new literal with every field");
-                    return Err(self.report(d));
+                    return Err(self.fail(SyntaxError::RecordUpdate {
+                        span: open.to(e.span),
+                    }));
                 }
                 return Err(self.expected("a field name"));
             }
+            let name = self.lident("a field name")?;
+            let value = if self.eat(&Tok::Eq) {
+                self.expr()?
+            } else {
+                let span = name.span;
+                self.leaf(
+                    ExprKind::Var {
+                        path: Vec::new(),
+                        name: name.clone(),
+                    },
+                    span,
+                )
+            };
+            h = h.max(self.h);
+            fields.push((name, value));
+            if !self.eat(&Tok::Semi) {
+                break;
+            }
         }
-        let close = self.expect_closing(&Tok::RBrace, "{", open)?;
-        if fields.is_empty() {
-            let d = Diagnostic::error(open.to(close), "empty record literal")
-                .with_label("a record needs its fields");
-            self.diags.push(d);
-            return Err(Fail);
-        }
-        Ok(mk(ExprKind::Record(fields), open.to(close)))
+        self.h = h;
+        Ok(fields)
     }
 
     fn for_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let var = self.lident("a loop variable after `for`")?;
         self.expect(&Tok::Eq)?;
         let from = self.seq_expr()?;
+        let mut h = self.h;
         let downto = match self.peek() {
             Tok::To => false,
             Tok::Downto => true,
@@ -703,95 +747,91 @@ impl Parser {
         };
         self.bump();
         let to = self.seq_expr()?;
+        h = h.max(self.h);
         if !self.at(&Tok::Do) {
-            return Err(self.expected("`do` after the loop bounds"));
+            return Err(self.fail(SyntaxError::MissingDo {
+                what: "the loop bounds",
+            }));
         }
-        let do_span = self.bump().span;
+        let do_span = self.bump();
         let body = self.loop_body()?;
+        h = h.max(self.h);
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
-        Ok(mk(
-            ExprKind::For {
-                var,
-                start: Box::new(from),
-                end: Box::new(to),
-                downto,
-                body: Box::new(body),
-                attrs: Vec::new(),
-            },
-            start.to(close),
-        ))
+        let kind = ExprKind::For {
+            var,
+            start: Box::new(from),
+            end: Box::new(to),
+            downto,
+            body: Box::new(body),
+            attrs: Vec::new(),
+        };
+        self.node(kind, start.to(close), h)
     }
 
     fn while_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let cond = self.seq_expr()?;
+        let cond_h = self.h;
         if !self.at(&Tok::Do) {
-            return Err(self.expected("`do` after the loop condition"));
+            return Err(self.fail(SyntaxError::MissingDo {
+                what: "the loop condition",
+            }));
         }
-        let do_span = self.bump().span;
+        let do_span = self.bump();
         let body = self.loop_body()?;
+        let h = cond_h.max(self.h);
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
-        Ok(mk(
-            ExprKind::While {
-                cond: Box::new(cond),
-                body: Box::new(body),
-                attrs: Vec::new(),
-            },
-            start.to(close),
-        ))
+        let kind = ExprKind::While {
+            cond: Box::new(cond),
+            body: Box::new(body),
+            attrs: Vec::new(),
+        };
+        self.node(kind, start.to(close), h)
     }
 
     /// A loop body; `do done` is an empty (unit) body.
     fn loop_body(&mut self) -> PResult<Expr> {
         if self.at(&Tok::Done) {
-            return Ok(mk(ExprKind::Lit(Lit::Unit), self.span()));
+            let span = self.span();
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), span));
         }
-        self.nested(|p| p.seq_expr())
+        self.with_offside(None, Self::seq_expr)
     }
 
     fn if_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let cond = self.seq_expr()?;
+        let mut h = self.h;
         if !self.at(&Tok::Then) {
-            let found = self.peek().describe();
-            let d = Diagnostic::error(
-                self.span(),
-                format!("expected `then` after the condition, found {found}"),
-            )
-            .with_label("expected `then`")
-            .with_secondary(start, "this `if` has no `then`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::MissingThen { if_span: start }));
         }
         self.bump();
+        self.operand_guard()?;
         let then_branch = self.expr()?;
+        h = h.max(self.h);
         let else_branch = if self.eat(&Tok::Else) {
-            Some(Box::new(self.expr()?))
+            self.operand_guard()?;
+            let e = self.expr()?;
+            h = h.max(self.h);
+            Some(Box::new(e))
         } else {
             None
         };
         let end = else_branch.as_ref().map_or(then_branch.span, |e| e.span);
-        Ok(mk(
-            ExprKind::If {
-                cond: Box::new(cond),
-                then_branch: Box::new(then_branch),
-                else_branch,
-            },
-            start.to(end),
-        ))
+        let kind = ExprKind::If {
+            cond: Box::new(cond),
+            then_branch: Box::new(then_branch),
+            else_branch,
+        };
+        self.node(kind, start.to(end), h)
     }
 
     fn match_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let start = self.bump();
         let scrutinee = self.seq_expr()?;
+        let mut h = self.h;
         if !self.at(&Tok::With) {
-            let found = self.peek().describe();
-            let d = Diagnostic::error(
-                self.span(),
-                format!("expected `with` after the matched expression, found {found}"),
-            )
-            .with_label("expected `with`")
-            .with_secondary(start, "this `match` has no `with`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::MissingWith { match_span: start }));
         }
         self.bump();
         self.eat(&Tok::Bar);
@@ -802,7 +842,9 @@ impl Parser {
                 return Err(self.expected("`->` after the pattern"));
             }
             self.bump();
+            self.operand_guard()?;
             let body = self.seq_expr()?;
+            h = h.max(self.h);
             let span = pattern.span().to(body.span);
             arms.push(MatchArm {
                 pattern,
@@ -814,25 +856,26 @@ impl Parser {
             }
         }
         let end = arms[arms.len() - 1].span;
-        Ok(mk(
+        self.node(
             ExprKind::Match {
                 scrutinee: Box::new(scrutinee),
                 arms,
             },
             start.to(end),
-        ))
+            h,
+        )
     }
 
     /// `pragma ["a"; "b"] e`
     fn pragma_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
-        let open = self.bump().span;
+        let start = self.bump();
+        let open = self.bump();
         let mut args = Vec::new();
         loop {
-            match self.peek().clone() {
+            match self.peek() {
                 Tok::Str(s) => {
+                    args.push(s.clone());
                     self.bump();
-                    args.push(s);
                 }
                 Tok::RBracket => break,
                 _ => return Err(self.expected("a pragma string like \"unroll 4\"")),
@@ -843,14 +886,16 @@ impl Parser {
         }
         self.expect_closing(&Tok::RBracket, "[", open)?;
         let body = self.expr()?;
+        let h = self.h;
         let span = start.to(body.span);
-        Ok(mk(
+        self.node(
             ExprKind::Pragma {
                 args,
                 body: Box::new(body),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// "expected `in` after let binding", pointing back at the `let`.
@@ -858,48 +903,23 @@ impl Parser {
         if self.eat(&Tok::In) {
             return Ok(());
         }
-        let found = self.peek().describe();
-        let mut d = Diagnostic::error(
-            self.span(),
-            format!("expected `in` after let binding, found {found}"),
-        )
-        .with_label("expected `in`")
-        .with_secondary(let_span, "this `let` needs an `in`");
-        if matches!(
-            self.peek(),
-            Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof
-        ) {
-            d = d.with_note(
-                "a local binding is `let x = e in body`; top-level items cannot be nested",
-            );
-        }
-        Err(self.report(d))
+        Err(self.fail(SyntaxError::MissingIn { let_span }))
+    }
+
+    /// The value of a `let`: tokens starting a line at or left of the `let` end it.
+    fn let_value(&mut self, let_col: u32) -> PResult<Expr> {
+        self.with_offside(Some(let_col), Self::seq_expr)
     }
 
     /// `let ... in body` in an expression.
     fn let_expr(&mut self) -> PResult<Expr> {
-        let start = self.bump().span;
+        let let_col = self.toks[self.pos].col;
+        let start = self.bump();
         if self.eat(&Tok::Open) {
-            let module = match self.peek().clone() {
-                Tok::UIdent(name) => Ident {
-                    name,
-                    span: self.bump().span,
-                },
-                _ => return Err(self.expected("a module name after `let open`")),
-            };
-            self.expect_in(start)?;
-            let body = self.seq_expr()?;
-            let span = start.to(body.span);
-            return Ok(mk(
-                ExprKind::LetOpen {
-                    module,
-                    body: Box::new(body),
-                },
-                span,
-            ));
+            return self.let_open(start);
         }
         let recursive = self.eat(&Tok::Rec);
-        let mut mutable = self.eat(&Tok::Mut);
+        let mutable = self.eat(&Tok::Mut);
         let is_fun = !mutable
             && matches!(self.peek(), Tok::Ident(_))
             && matches!(
@@ -907,42 +927,76 @@ impl Parser {
                 Tok::Ident(_) | Tok::Underscore | Tok::LParen
             );
         if is_fun {
-            let name = self.lident("a function name")?;
-            let params = self.params()?;
-            let ret = if self.eat(&Tok::Colon) {
-                Some(self.type_expr()?)
-            } else {
-                None
-            };
-            let mut attrs = self.inner_attributes();
-            self.expect_eq_after_local()?;
-            attrs.extend(self.inner_attributes());
-            let fbody = self.seq_expr()?;
-            self.expect_in(start)?;
-            let body = self.seq_expr()?;
-            let span = start.to(body.span);
-            let decl = FunDecl {
-                name,
-                recursive,
-                params,
-                ret,
-                attrs,
-                body: fbody,
-            };
-            return Ok(mk(
-                ExprKind::LetFun {
-                    decl: Box::new(decl),
-                    body: Box::new(body),
-                },
-                span,
-            ));
+            return self.let_fun(start, let_col, recursive);
         }
         if recursive {
-            let d = Diagnostic::error(start.to(self.prev_span()), "`let rec` defines a function")
-                .with_label("expected a function name and parameters")
-                .with_help("write `let rec f (x : t) = ... in`");
-            return Err(self.report(d));
+            return Err(self.fail(SyntaxError::LetRecWithoutFunction {
+                span: start.to(self.prev_span()),
+            }));
         }
+        self.let_value_binding(start, let_col, mutable)
+    }
+
+    fn let_open(&mut self, start: Span) -> PResult<Expr> {
+        let module = match self.peek().clone() {
+            Tok::UIdent(name) => Ident {
+                name,
+                span: self.bump(),
+            },
+            _ => return Err(self.expected("a module name after `let open`")),
+        };
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let h = self.h;
+        let span = start.to(body.span);
+        self.node(
+            ExprKind::LetOpen {
+                module,
+                body: Box::new(body),
+            },
+            span,
+            h,
+        )
+    }
+
+    /// `let [rec] f params [: ret] = e in body`
+    fn let_fun(&mut self, start: Span, let_col: u32, recursive: bool) -> PResult<Expr> {
+        let name = self.lident("a function name")?;
+        let params = self.params()?;
+        let ret = if self.eat(&Tok::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        let mut attrs = self.inner_attributes();
+        self.expect_eq_after_local()?;
+        attrs.extend(self.inner_attributes());
+        let fbody = self.let_value(let_col)?;
+        let fbody_h = self.h;
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let h = fbody_h.max(self.h);
+        let span = start.to(body.span);
+        let decl = FunDecl {
+            name,
+            recursive,
+            params,
+            ret,
+            attrs,
+            body: fbody,
+        };
+        self.node(
+            ExprKind::LetFun {
+                decl: Box::new(decl),
+                body: Box::new(body),
+            },
+            span,
+            h,
+        )
+    }
+
+    /// `let [mut] pat [: t] = [mut] e in body`
+    fn let_value_binding(&mut self, start: Span, let_col: u32, mut mutable: bool) -> PResult<Expr> {
         let (pattern, mut ty) = self.let_pattern()?;
         if self.eat(&Tok::Colon) {
             ty = Some(self.type_expr()?);
@@ -951,20 +1005,20 @@ impl Parser {
         if self.eat(&Tok::Mut) {
             mutable = true;
         }
-        let value = self.seq_expr()?;
+        let value = self.let_value(let_col)?;
+        let value_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
+        let h = value_h.max(self.h);
         let span = start.to(body.span);
-        Ok(mk(
-            ExprKind::Let {
-                pattern,
-                mutable,
-                ty,
-                value: Box::new(value),
-                body: Box::new(body),
-            },
-            span,
-        ))
+        let kind = ExprKind::Let {
+            pattern,
+            mutable,
+            ty,
+            value: Box::new(value),
+            body: Box::new(body),
+        };
+        self.node(kind, span, h)
     }
 
     fn expect_eq_after_local(&mut self) -> PResult<()> {
@@ -980,7 +1034,7 @@ impl Parser {
             && matches!(self.peek_at(1), Tok::Ident(_) | Tok::Underscore)
             && *self.peek_at(2) == Tok::Colon
         {
-            let open = self.bump().span;
+            let open = self.bump();
             let name = self.lident("a name")?;
             self.bump();
             let ty = self.type_expr()?;
@@ -992,7 +1046,7 @@ impl Parser {
             };
             return Ok((pat, Some(ty)));
         }
-        let p = self.nested(|p| p.tuple_pattern())?;
+        let p = self.nested(Self::tuple_pattern)?;
         Ok((p, None))
     }
 
@@ -1001,90 +1055,87 @@ impl Parser {
         let Tok::LetExt(ext) = self.peek().clone() else {
             return Err(self.expected("`let%shared` or `let%superstep`"));
         };
-        let start = self.bump().span;
+        let let_col = self.toks[self.pos].col;
+        let start = self.bump();
         match ext.as_str() {
-            "shared" => {
-                let _ = self.inner_attributes();
-                let (name, elem) = if self.at(&Tok::LParen) {
-                    let open = self.bump().span;
-                    let name = self.lident("the shared array's name")?;
-                    if !self.eat(&Tok::Colon) {
-                        return Err(self.expected("`:` and the element type, as in `let%shared (tile : float32) = 256 in`"));
-                    }
-                    let elem = self.type_expr()?;
-                    self.expect_closing(&Tok::RParen, "(", open)?;
-                    (name, elem)
-                } else {
-                    let name = self.lident("the shared array's name")?;
-                    if !self.eat(&Tok::Colon) {
-                        return Err(self.expected("`:` and the element type, as in `let%shared (tile : float32) = 256 in`"));
-                    }
-                    (name, self.type_expr()?)
-                };
-                self.expect_eq_after_local()?;
-                let size = self.seq_expr()?;
-                self.expect_in(start)?;
-                let body = self.seq_expr()?;
-                let span = start.to(body.span);
-                Ok(mk(
-                    ExprKind::LetShared {
-                        name,
-                        elem,
-                        size: Box::new(size),
-                        body: Box::new(body),
-                    },
-                    span,
-                ))
-            }
-            "superstep" => {
-                let mut attrs = self.inner_attributes();
-                let name = self.lident("the superstep's name")?;
-                attrs.extend(self.inner_attributes());
-                let mut divergent = false;
-                for a in &attrs {
-                    if a.name == "divergent" {
-                        divergent = true;
-                    } else {
-                        let d = Diagnostic::error(
-                            a.span,
-                            format!("unknown superstep attribute `{}`", a.name),
-                        )
-                        .with_label("only `[@divergent]` is allowed here");
-                        self.diags.push(d);
-                    }
-                }
-                self.expect_eq_after_local()?;
-                let step = self.seq_expr()?;
-                self.expect_in(start)?;
-                let rest = self.seq_expr()?;
-                let span = start.to(rest.span);
-                Ok(mk(
-                    ExprKind::LetSuperstep {
-                        name,
-                        divergent,
-                        step: Box::new(step),
-                        rest: Box::new(rest),
-                    },
-                    span,
-                ))
-            }
-            "kernel" => {
-                let d = Diagnostic::error(start, "`let%kernel` inside an expression")
-                    .with_label("kernels are top-level items")
-                    .with_note("is an `in` missing, or a kernel body not finished?");
-                self.diags.push(d);
-                Err(Fail)
-            }
-            other => {
-                let mut d = Diagnostic::error(start, format!("unknown extension `let%{other}`"))
-                    .with_label("expected `let%shared` or `let%superstep`");
-                if let Some(s) = closest(other, ["shared", "superstep"]) {
-                    d = d.with_help(format!("did you mean `let%{s}`?"));
-                }
-                self.diags.push(d);
-                Err(Fail)
+            "shared" => self.let_shared(start, let_col),
+            "superstep" => self.let_superstep(start, let_col),
+            "kernel" => Err(self.fail(SyntaxError::KernelInExpression { span: start })),
+            _ => Err(self.fail(SyntaxError::UnknownLetExtension {
+                name: ext,
+                span: start,
+            })),
+        }
+    }
+
+    /// `let%shared (name : elem) = size in body` (parentheses optional).
+    fn let_shared(&mut self, start: Span, let_col: u32) -> PResult<Expr> {
+        let _ = self.inner_attributes();
+        let open = if self.at(&Tok::LParen) {
+            Some(self.bump())
+        } else {
+            None
+        };
+        let name = self.lident("the shared array's name")?;
+        if !self.eat(&Tok::Colon) {
+            return Err(self.expected(
+                "`:` and the element type, as in `let%shared (tile : float32) = 256 in`",
+            ));
+        }
+        let elem = self.type_expr()?;
+        if let Some(open) = open {
+            self.expect_closing(&Tok::RParen, "(", open)?;
+        }
+        self.expect_eq_after_local()?;
+        let size = self.let_value(let_col)?;
+        let size_h = self.h;
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let h = size_h.max(self.h);
+        let span = start.to(body.span);
+        self.node(
+            ExprKind::LetShared {
+                name,
+                elem,
+                size: Box::new(size),
+                body: Box::new(body),
+            },
+            span,
+            h,
+        )
+    }
+
+    /// `let%superstep[@divergent] name = step in rest`
+    fn let_superstep(&mut self, start: Span, let_col: u32) -> PResult<Expr> {
+        let mut attrs = self.inner_attributes();
+        let name = self.lident("the superstep's name")?;
+        attrs.extend(self.inner_attributes());
+        let mut divergent = false;
+        for a in attrs {
+            if a.name == "divergent" {
+                divergent = true;
+            } else {
+                // Reported, but the superstep itself parses on.
+                let _ = self.fail(SyntaxError::SuperstepAttribute {
+                    name: a.name,
+                    span: a.span,
+                });
             }
         }
+        self.expect_eq_after_local()?;
+        let step = self.let_value(let_col)?;
+        let step_h = self.h;
+        self.expect_in(start)?;
+        let rest = self.seq_expr()?;
+        let h = step_h.max(self.h);
+        let span = start.to(rest.span);
+        let kind = ExprKind::LetSuperstep {
+            name,
+            divergent,
+            step: Box::new(step),
+            rest: Box::new(rest),
+        };
+        self.node(kind, span, h)
     }
 
     // ---- patterns ---------------------------------------------------------------------
@@ -1125,7 +1176,7 @@ impl Parser {
         if let Tok::UIdent(name) = self.peek().clone() {
             let mut id = Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             };
             // `M.C` qualification is dropped.
             while self.at(&Tok::Dot) {
@@ -1133,7 +1184,7 @@ impl Parser {
                     self.bump();
                     id = Ident {
                         name,
-                        span: self.bump().span,
+                        span: self.bump(),
                     };
                 } else {
                     break;
@@ -1204,7 +1255,8 @@ impl Parser {
                 ))
             }
             Tok::True | Tok::False => {
-                let b = self.bump().tok == Tok::True;
+                let b = *self.peek() == Tok::True;
+                self.bump();
                 Ok(Pattern::Lit(Lit::Bool(b), span))
             }
             Tok::Minus => {
@@ -1225,23 +1277,18 @@ impl Parser {
                     } => Lit::Float64(-value),
                     _ => return Err(self.expected("a number after `-` in a pattern")),
                 };
-                let end = self.bump().span;
+                let end = self.bump();
                 Ok(Pattern::Lit(lit, span.to(end)))
             }
             Tok::LParen => {
-                let open = self.bump().span;
+                let open = self.bump();
                 if self.at(&Tok::RParen) {
-                    let close = self.bump().span;
+                    let close = self.bump();
                     return Ok(Pattern::Lit(Lit::Unit, open.to(close)));
                 }
                 let inner = self.pattern()?;
                 if self.at(&Tok::Colon) {
-                    let d = Diagnostic::error(
-                        self.span(),
-                        "type annotations inside patterns are not supported",
-                    )
-                    .with_label("annotate the matched expression instead: `(e : t)`");
-                    return Err(self.report(d));
+                    return Err(self.fail(SyntaxError::PatternAnnotation));
                 }
                 let close = self.expect_closing(&Tok::RParen, "(", open)?;
                 // Keep the parenthesised span on tuples so `C (a, b)` spans are right.

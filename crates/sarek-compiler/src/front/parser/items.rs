@@ -1,6 +1,6 @@
 //! Top-level items, parameters and type expressions.
 
-use super::{Fail, PResult, Parser};
+use super::{Fail, PResult, Parser, SyntaxError};
 use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
@@ -55,17 +55,18 @@ impl Parser {
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
     pub(super) fn attribute(&mut self) -> Attribute {
-        let t = self.bump();
-        match t.tok {
+        let tok = self.peek().clone();
+        let span = self.bump();
+        match tok {
             Tok::Attr { name, payload, .. } => Attribute {
                 name,
                 payload,
-                span: t.span,
+                span,
             },
             _ => Attribute {
                 name: String::new(),
                 payload: String::new(),
-                span: t.span,
+                span,
             },
         }
     }
@@ -99,7 +100,8 @@ impl Parser {
 
     /// `let%kernel name params = body`
     fn kernel_item(&mut self) -> PResult<Item> {
-        let start = self.bump().span;
+        let col = self.toks[self.pos].col;
+        let start = self.bump();
         let mut attrs = self.inner_attributes();
         let name = self.lident("a kernel name after `let%kernel`")?;
         attrs.extend(self.inner_attributes());
@@ -112,7 +114,7 @@ impl Parser {
         }
         attrs.extend(self.inner_attributes());
         self.expect_eq_after("the kernel parameters")?;
-        let body = self.seq_expr()?;
+        let body = self.with_offside(Some(col), Self::seq_expr)?;
         let span = start.to(body.span);
         Ok(Item {
             kind: ItemKind::Kernel(KernelDecl { name, params, body }),
@@ -122,7 +124,7 @@ impl Parser {
     }
 
     /// After `:` on a kernel: only `unit` is allowed.
-    fn unit_return(&mut self, what: &str) -> PResult<()> {
+    fn unit_return(&mut self, what: &'static str) -> PResult<()> {
         let ty = self.type_expr()?;
         match &ty.kind {
             TypeExprKind::Named(id) if id.name == "unit" => Ok(()),
@@ -135,16 +137,17 @@ impl Parser {
         }
     }
 
-    fn expect_eq_after(&mut self, after: &str) -> PResult<Span> {
+    fn expect_eq_after(&mut self, after: &'static str) -> PResult<Span> {
         if self.at(&Tok::Eq) {
-            return Ok(self.bump().span);
+            return Ok(self.bump());
         }
-        Err(self.expected(&format!("`=` after {after}")))
+        Err(self.fail(SyntaxError::Expected(format!("`=` after {after}").into())))
     }
 
     /// `let [rec] name ...` at top level: a constant, a helper or the `[%kernel fun]` form.
     fn let_item(&mut self) -> PResult<Item> {
-        let start = self.bump().span;
+        let col = self.toks[self.pos].col;
+        let start = self.bump();
         let recursive = self.eat(&Tok::Rec);
         let mut attrs = self.inner_attributes();
         if self.at(&Tok::LParen) && *self.peek_at(1) == Tok::RParen {
@@ -164,7 +167,7 @@ impl Parser {
                 let ty = self.type_expr()?;
                 attrs.extend(self.inner_attributes());
                 self.expect_eq_after("the constant's type")?;
-                let value = self.seq_expr()?;
+                let value = self.with_offside(Some(col), Self::seq_expr)?;
                 let span = start.to(value.span);
                 return Ok(Item {
                     kind: ItemKind::Const { name, ty, value },
@@ -198,7 +201,7 @@ impl Parser {
         let mut fattrs = self.inner_attributes();
         self.expect_eq_after("the helper's parameters")?;
         fattrs.extend(self.inner_attributes());
-        let body = self.seq_expr()?;
+        let body = self.with_offside(Some(col), Self::seq_expr)?;
         let span = start.to(body.span);
         let decl = FunDecl {
             name,
@@ -222,7 +225,7 @@ impl Parser {
         name: Ident,
         attrs: Vec<Attribute>,
     ) -> PResult<Item> {
-        let open = self.bump().span;
+        let open = self.bump();
         if !self.eat(&Tok::Fun) {
             return Err(self.expected("`fun` after `[%kernel`"));
         }
@@ -234,7 +237,7 @@ impl Parser {
             return Err(self.expected("`->` after the kernel parameters"));
         }
         self.bump();
-        let body = self.seq_expr()?;
+        let body = self.with_offside(None, Self::seq_expr)?;
         let close = self.expect_closing(&Tok::RBracket, "[%kernel", open)?;
         let span = start.to(close);
         Ok(Item {
@@ -245,15 +248,15 @@ impl Parser {
     }
 
     /// A lowercase identifier (or `_`).
-    pub(super) fn lident(&mut self, what: &str) -> PResult<Ident> {
+    pub(super) fn lident(&mut self, what: &'static str) -> PResult<Ident> {
         match self.peek().clone() {
             Tok::Ident(name) => Ok(Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             }),
             Tok::Underscore => Ok(Ident {
                 name: "_".into(),
-                span: self.bump().span,
+                span: self.bump(),
             }),
             _ => Err(self.expected(what)),
         }
@@ -274,10 +277,10 @@ impl Parser {
                     });
                 }
                 Tok::LParen => {
-                    let open = self.bump().span;
+                    let open = self.bump();
                     if self.at(&Tok::RParen) {
                         // `()`: a unit parameter, named `_`.
-                        let close = self.bump().span;
+                        let close = self.bump();
                         let span = open.to(close);
                         let unit = TypeExpr {
                             kind: TypeExprKind::Named(Ident {
@@ -317,7 +320,7 @@ impl Parser {
     /// `type a = ... [and b = ...]` followed by `[@@attrs]`.
     fn type_decls(&mut self) -> PResult<Vec<Item>> {
         let mut items = Vec::new();
-        let mut start = self.bump().span;
+        let mut start = self.bump();
         loop {
             if let Tok::TyVar(_) = self.peek() {
                 let d = Diagnostic::error(self.span(), "type parameters are not supported")
@@ -342,7 +345,7 @@ impl Parser {
                 attrs,
             });
             if self.at(&Tok::And) {
-                start = self.bump().span;
+                start = self.bump();
                 continue;
             }
             return Ok(items);
@@ -350,7 +353,7 @@ impl Parser {
     }
 
     fn record_decl(&mut self) -> PResult<TypeDeclKind> {
-        let open = self.bump().span;
+        let open = self.bump();
         let mut fields = Vec::new();
         while !self.at(&Tok::RBrace) {
             let mutable = self.eat(&Tok::Mutable);
@@ -382,7 +385,7 @@ impl Parser {
         let mut ctors = Vec::new();
         loop {
             let (name, span) = match self.peek().clone() {
-                Tok::UIdent(n) => (n, self.bump().span),
+                Tok::UIdent(n) => (n, self.bump()),
                 Tok::Ident(n) if ctors.is_empty() => {
                     let d = Diagnostic::error(
                         self.span(),
@@ -415,6 +418,21 @@ impl Parser {
 
     /// A type: `t1 * t2 * ...` over applications.
     pub(super) fn type_expr(&mut self) -> PResult<TypeExpr> {
+        self.type_nodes = 0;
+        self.type_tuple()
+    }
+
+    /// Count one more constructed type node: a type's node count bounds its height (type
+    /// constructor chains are built by a loop, so nesting depth alone would not).
+    fn type_node(&mut self) -> PResult<()> {
+        self.type_nodes += 1;
+        if self.type_nodes > super::MAX_DEPTH {
+            return Err(self.fail(SyntaxError::TooDeep));
+        }
+        Ok(())
+    }
+
+    fn type_tuple(&mut self) -> PResult<TypeExpr> {
         let first = self.type_app()?;
         if !self.at(&Tok::Star) {
             return Ok(first);
@@ -423,6 +441,7 @@ impl Parser {
         while self.eat(&Tok::Star) {
             parts.push(self.type_app()?);
         }
+        self.type_node()?;
         let span = parts[0].span.to(parts[parts.len() - 1].span);
         Ok(TypeExpr {
             kind: TypeExprKind::Tuple(parts),
@@ -433,13 +452,11 @@ impl Parser {
     /// An atom followed by postfix type constructors: `float32 vector`, `'a array`.
     fn type_app(&mut self) -> PResult<TypeExpr> {
         let mut ty = self.type_atom()?;
-        let mut chain = 0;
         while let Tok::Ident(name) = self.peek().clone() {
-            chain += 1;
-            self.check_depth(chain)?;
+            self.type_node()?;
             let id = Ident {
                 name,
-                span: self.bump().span,
+                span: self.bump(),
             };
             let span = ty.span.to(id.span);
             ty = TypeExpr {
@@ -453,36 +470,29 @@ impl Parser {
     fn type_atom(&mut self) -> PResult<TypeExpr> {
         match self.peek().clone() {
             Tok::Ident(name) => {
-                let span = self.bump().span;
+                let span = self.bump();
                 Ok(TypeExpr {
                     kind: TypeExprKind::Named(Ident { name, span }),
                     span,
                 })
             }
             Tok::TyVar(name) => {
-                let span = self.bump().span;
+                let span = self.bump();
                 Ok(TypeExpr {
                     kind: TypeExprKind::Var(Ident { name, span }),
                     span,
                 })
             }
             Tok::LParen => {
-                let open = self.bump().span;
-                let inner = self.nested(|p| p.type_expr())?;
+                let open = self.bump();
+                let inner = self.nested(Self::type_tuple)?;
                 let close = self.expect_closing(&Tok::RParen, "(", open)?;
                 Ok(TypeExpr {
                     span: open.to(close),
                     ..inner
                 })
             }
-            Tok::UIdent(name) => {
-                let d = Diagnostic::error(
-                    self.span(),
-                    format!("expected a type, found constructor or module `{name}`"),
-                )
-                .with_label("type names are lowercase");
-                Err(self.report(d))
-            }
+            Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor { name })),
             _ => Err(self.expected("a type")),
         }
     }

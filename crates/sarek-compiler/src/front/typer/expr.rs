@@ -86,7 +86,7 @@ impl Checker {
                 let mut d = Diagnostic::error(span, aggregate_equality_message(&shown))
                     .with_label(format!("this has type `{shown}`"))
                     .with_help(aggregate_equality_help(is_variant));
-                if origin != span && !origin.is_dummy() {
+                if shows_origin(origin, span) {
                     d = d.with_secondary(origin, "compared with `=` here");
                 }
                 d
@@ -97,8 +97,14 @@ impl Checker {
                     format!("{op} cannot be used on a value of type `{shown}`"),
                 )
                 .with_label(format!("expected {}, found `{shown}`", set.describe()));
-                if origin != span && !origin.is_dummy() {
+                if shows_origin(origin, span) {
                     d = d.with_secondary(origin, format!("required by {op} here"));
+                }
+                let want_float = set.intersect(ScalarSet::INT).is_empty();
+                if want_float && matches!(self.subst.resolve(ty), Ty::Scalar(s) if s.is_int()) {
+                    d = d.with_help(
+                        "convert it with `float32 (...)`, or write a float literal such as `2.0`",
+                    );
                 }
                 d
             }
@@ -415,16 +421,26 @@ impl Checker {
                 let (uop, ty) = match op {
                     UnaryOp::Neg | UnaryOp::NegF => {
                         let name = if *op == UnaryOp::Neg { "`-`" } else { "`-.`" };
-                        self.require(&x, ScalarSet::NUMERIC, Reason::Operation(name.into()), span);
-                        (UnOp::Neg, x.ty.clone())
+                        let ok = self.require(
+                            &x,
+                            ScalarSet::NUMERIC,
+                            Reason::Operation(name.into()),
+                            span,
+                        );
+                        (UnOp::Neg, if ok { x.ty.clone() } else { error_ty() })
                     }
                     UnaryOp::Not => {
                         self.expect(&x, &Ty::BOOL);
                         (UnOp::Not, Ty::BOOL)
                     }
                     UnaryOp::Lnot => {
-                        self.require(&x, ScalarSet::INT, Reason::Operation("`lnot`".into()), span);
-                        (UnOp::BitNot, x.ty.clone())
+                        let ok = self.require(
+                            &x,
+                            ScalarSet::INT,
+                            Reason::Operation("`lnot`".into()),
+                            span,
+                        );
+                        (UnOp::BitNot, if ok { x.ty.clone() } else { error_ty() })
                     }
                 };
                 // Fold `-` into a literal so constants and patterns see a literal.
@@ -515,14 +531,35 @@ impl Checker {
         b
     }
 
+    /// `[@unroll N]`; a bare `[@unroll]` is accepted and carries no count (targets decide).
     fn hints(&mut self, attrs: &[ast::Attribute]) -> LoopHints {
         let mut hints = LoopHints::default();
         for a in attrs {
-            if a.name == "unroll" || a.name == "sarek.unroll" {
+            if (a.name == "unroll" || a.name == "sarek.unroll") && !a.payload.trim().is_empty() {
                 hints.unroll = self.parse_count(&a.payload, a.span, "unroll");
             }
         }
         hints
+    }
+
+    /// The count of an int64 shift may be an int32 (`x lsl 3`, as OCaml's `Int64.shift_left`):
+    /// it is converted here, so both operands of every typed binary node share one type.
+    fn widen_shift_count(&mut self, l: &Expr, r: Expr) -> Expr {
+        if self.subst.resolve(&l.ty) != Ty::I64 || self.subst.resolve(&r.ty) != Ty::I32 {
+            return r;
+        }
+        let span = r.span;
+        match r.kind {
+            T::Lit(Literal::I32(n)) => mk(T::Lit(Literal::I64(n as i64)), Ty::I64, span),
+            _ => mk(
+                T::Intrinsic {
+                    op: Intrinsic::Convert,
+                    args: vec![r],
+                },
+                Ty::I64,
+                span,
+            ),
+        }
     }
 
     pub(super) fn literal(&mut self, lit: &Lit, span: Span) -> Expr {
@@ -630,7 +667,7 @@ impl Checker {
             }
             Some(_) => self.not_applied(&name.name, span, "built-in function"),
             None => {
-                self.unknown_name(path, name, "value");
+                self.unknown_name(path, name, "variable");
                 err_expr(span)
             }
         }
@@ -1215,10 +1252,16 @@ impl Checker {
             return;
         };
         let rec = self.env.record(rid).clone();
+        let mut unknown = false;
         for (f, _) in fields {
             if !rec.fields.iter().any(|d| d.name == f.name) {
                 self.unknown_field(f, Some(rid));
+                unknown = true;
             }
+        }
+        // A misspelt field also leaves its real one missing: one error says it all.
+        if unknown {
+            return;
         }
         let missing: Vec<String> = rec
             .fields
@@ -1419,6 +1462,12 @@ impl Checker {
                     return self.call(fun, &name.name, captured, args, span);
                 }
                 let ty = self.scope[idx].ty.clone();
+                if is_error(&self.subst.resolve(&ty)) {
+                    for a in args {
+                        self.infer(a, None);
+                    }
+                    return err_expr(span);
+                }
                 let shown = self.show(&ty);
                 self.diags.push(
                     Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
@@ -1488,11 +1537,8 @@ impl Checker {
                         vector: *vector,
                         array: *array,
                     },
-                    Constraint::Scalar { set, reason, .. } => Constraint::Scalar {
-                        set: *set,
-                        reason: reason.clone(),
-                        origin: span,
-                    },
+                    // The origin stays the operation inside the helper that imposed it.
+                    c @ Constraint::Scalar { .. } => c.clone(),
                     Constraint::Any => Constraint::Any,
                 };
                 self.subst.set_constraint(v, c);
@@ -1722,12 +1768,12 @@ impl Checker {
         span: Span,
     ) -> Expr {
         let first = self.infer(&args[0], None);
-        if let Some(s) = at {
-            self.expect(&first, &Ty::Scalar(s));
-        } else {
-            self.require(&first, set, Reason::Operation(op_name.clone()), span);
-        }
-        let ty = first.ty.clone();
+        let ok = match at {
+            Some(s) => self.expect(&first, &Ty::Scalar(s)),
+            None => self.require(&first, set, Reason::Operation(op_name.clone()), span),
+        };
+        // After a reported error the result is the error type, so it cannot cascade.
+        let ty = if ok { first.ty.clone() } else { error_ty() };
         let mut out = vec![first];
         for a in &args[1..] {
             out.push(self.check(a, &ty));
@@ -1859,7 +1905,10 @@ impl Checker {
             _ => {}
         }
         let l = self.infer(lhs, None);
-        let r = self.infer(rhs, Some(&l.ty));
+        let mut r = self.infer(rhs, Some(&l.ty));
+        if matches!(op, B::Lsl | B::Lsr | B::Asr) {
+            r = self.widen_shift_count(&l, r);
+        }
         if let Err(err) = self.subst.unify(&l.ty, &r.ty) {
             match err {
                 UnifyError::Mismatch | UnifyError::Occurs => {
@@ -1925,12 +1974,18 @@ impl Checker {
                 Ty::BOOL
             }
             B::Land | B::Lor | B::Lxor | B::Lsl | B::Lsr | B::Asr => {
-                self.require(&l, ScalarSet::INT, reason, span);
-                l.ty.clone()
+                if self.require(&l, ScalarSet::INT, reason, span) {
+                    l.ty.clone()
+                } else {
+                    error_ty()
+                }
             }
             _ => {
-                self.require(&l, ScalarSet::NUMERIC, reason, span);
-                l.ty.clone()
+                if self.require(&l, ScalarSet::NUMERIC, reason, span) {
+                    l.ty.clone()
+                } else {
+                    error_ty()
+                }
             }
         };
         mk(
@@ -1943,6 +1998,12 @@ impl Checker {
             span,
         )
     }
+}
+
+/// A secondary label at the constraint's origin helps only when it is somewhere else.
+fn shows_origin(origin: Span, span: Span) -> bool {
+    let contains = origin.file == span.file && origin.start <= span.start && span.end <= origin.end;
+    !origin.is_dummy() && !contains
 }
 
 fn binary_symbol(op: BinaryOp) -> &'static str {

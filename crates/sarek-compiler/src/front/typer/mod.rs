@@ -492,34 +492,32 @@ impl Checker {
     fn into_program(self) -> tast::Program {
         let mut order = Vec::new();
         let mut placed = vec![false; self.funs.len()];
-        let defs: Vec<Option<tast::Function>> = self.funs.into_iter().map(|f| f.def).collect();
-        fn place(
-            i: usize,
-            defs: &[Option<tast::Function>],
-            placed: &mut [bool],
-            order: &mut Vec<usize>,
-        ) {
+        let mut defs: Vec<Option<tast::Function>> = self.funs.into_iter().map(|f| f.def).collect();
+        let callees: Vec<Vec<FunId>> = defs
+            .iter_mut()
+            .map(|d| {
+                d.as_mut()
+                    .map(|f| collect_calls(&mut f.body))
+                    .unwrap_or_default()
+            })
+            .collect();
+        fn place(i: usize, callees: &[Vec<FunId>], placed: &mut [bool], order: &mut Vec<usize>) {
             if placed[i] {
                 return;
             }
             placed[i] = true;
-            if let Some(f) = &defs[i] {
-                let mut callees = Vec::new();
-                collect_calls(&f.body, &mut callees);
-                for c in callees {
-                    place(c.0 as usize, defs, placed, order);
-                }
+            for c in &callees[i] {
+                place(c.0 as usize, callees, placed, order);
             }
             order.push(i);
         }
         for i in 0..defs.len() {
-            place(i, &defs, &mut placed, &mut order);
+            place(i, &callees, &mut placed, &mut order);
         }
         let mut new_id = vec![FunId(0); defs.len()];
         for (k, i) in order.iter().enumerate() {
             new_id[*i] = FunId(k as u32);
         }
-        let mut defs = defs;
         let mut functions = Vec::new();
         for i in order {
             if let Some(mut f) = defs[i].take() {
@@ -541,10 +539,10 @@ impl Checker {
     }
 }
 
-/// Every function called in `e` (direct callees).
-pub(crate) fn collect_calls(e: &tast::Expr, out: &mut Vec<FunId>) {
-    struct C<'a>(&'a mut Vec<FunId>);
-    impl VisitMut for C<'_> {
+/// Every function called in `e` (direct callees, first-call order).
+fn collect_calls(e: &mut tast::Expr) -> Vec<FunId> {
+    struct C(Vec<FunId>);
+    impl VisitMut for C {
         fn expr(&mut self, e: &mut tast::Expr) {
             if let tast::ExprKind::Call { func, .. } = &e.kind
                 && !self.0.contains(func)
@@ -554,9 +552,9 @@ pub(crate) fn collect_calls(e: &tast::Expr, out: &mut Vec<FunId>) {
             visit::walk_expr(self, e);
         }
     }
-    // The visitor is mutable; walking a clone keeps this function's signature honest.
-    let mut e = e.clone();
-    C(out).expr(&mut e);
+    let mut c = C(Vec::new());
+    c.expr(e);
+    c.0
 }
 
 fn renumber_calls(e: &mut tast::Expr, map: &[FunId]) {
@@ -591,6 +589,9 @@ impl Zonker<'_> {
     }
 
     fn final_ty(&mut self, t: &Ty) -> Ty {
+        if !self.c.subst.has_vars(t) {
+            return self.c.subst.zonk(t);
+        }
         let t = self.c.subst.zonk(t);
         self.default_vars(&t);
         self.c.subst.zonk(&t)

@@ -179,9 +179,11 @@ impl Checker {
             if matches!(ty, Ty::Scalar(s) if s.is_numeric()) {
                 d = d.with_note("literal patterns cannot cover every number");
             }
-            d = d.with_help(format!(
-                "add an arm `| {shown} -> ...` or a wildcard `| _ -> ...`"
-            ));
+            d = d.with_help(if shown == "_" {
+                "add a wildcard arm `| _ -> ...`".to_string()
+            } else {
+                format!("add an arm `| {shown} -> ...` or a wildcard `| _ -> ...`")
+            });
             self.diags.push(d);
         }
     }

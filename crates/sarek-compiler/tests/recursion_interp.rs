@@ -1,0 +1,148 @@
+//! Recursion elimination keeps what the recursive definitions compute: kernels built from
+//! source run on the reference interpreter and are compared with the same functions written
+//! recursively in Rust.
+
+use sarek_compiler::diag::{SourceMap, render_all};
+use sarek_compiler::types::Literal;
+use sarek_runtime::device::LaunchConfig;
+use sarek_runtime::value::{ArgValue, Column, HostVector};
+
+const SOURCE: &str = r#"
+let rec gcd (a : int32) (b : int32) : int32 = if b = 0 then a else gcd b (a mod b)
+
+let rec pow_acc (b : int32) (e : int32) (acc : int32) : int32 =
+  if e = 0 then acc else pow_acc b (e - 1) (acc * b)
+
+(* Unit result, a vector parameter, the tail call in a sequence. *)
+let rec fill (v : int32 vector) (i : int32) (stop : int32) : unit =
+  if i < stop then begin v.(i) <- v.(i) + i; fill v (i + 1) stop end
+
+(* Tail calls inside a match, arguments that read each other. *)
+let rec collatz (n : int32) (steps : int32) : int32 =
+  match n with
+  | 1 -> steps
+  | _ -> if n mod 2 = 0 then collatz (n / 2) (steps + 1) else collatz (3 * n + 1) (steps + 1)
+
+let rec fib (n : int32) : int32 [@sarek.inline 10] =
+  if n < 2 then n else fib (n - 1) + fib (n - 2)
+
+let rec depth (n : int32) : int32 =
+  pragma ["sarek.inline 12"] (if n <= 0 then 0 else 1 + 2 * depth (n - 1))
+
+let%kernel rec_kernel (a : int32 vector) (b : int32 vector) (g : int32 vector) (p : int32 vector)
+    (c : int32 vector) (f : int32 vector) (d : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then begin
+    g.(i) <- gcd a.(i) b.(i);
+    p.(i) <- pow_acc (a.(i) mod 5) (b.(i) mod 7) 1;
+    c.(i) <- collatz (a.(i) mod 50 + 1) 0;
+    f.(i) <- fib (i mod 13);
+    d.(i) <- depth (i mod 13)
+  end
+
+let%kernel fill_kernel (v : int32 vector) (n : int32) =
+  if global_thread_id = 0 then fill v 0 n
+"#;
+
+fn gcd(a: i32, b: i32) -> i32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+fn pow_acc(b: i32, e: i32, acc: i32) -> i32 {
+    if e == 0 { acc } else { pow_acc(b, e - 1, acc.wrapping_mul(b)) }
+}
+fn collatz(n: i32, steps: i32) -> i32 {
+    if n == 1 {
+        steps
+    } else if n % 2 == 0 {
+        collatz(n / 2, steps + 1)
+    } else {
+        collatz(3 * n + 1, steps + 1)
+    }
+}
+/// `fib` with the documented cut-off: a self-call made at recursion depth past `limit`
+/// yields 0 instead of recursing.
+fn fib_cut(n: i32, depth: u32, limit: u32) -> i32 {
+    if depth > limit {
+        return 0;
+    }
+    if n < 2 { n } else { fib_cut(n - 1, depth + 1, limit) + fib_cut(n - 2, depth + 1, limit) }
+}
+fn depth_cut(n: i32, depth: u32, limit: u32) -> i32 {
+    if depth > limit {
+        return 0;
+    }
+    if n <= 0 { 0 } else { 1 + 2 * depth_cut(n - 1, depth + 1, limit) }
+}
+
+fn ints(v: Vec<i32>) -> ArgValue {
+    ArgValue::Vector(HostVector { len: v.len(), columns: vec![Column::I32(v)] })
+}
+fn out(arg: &ArgValue) -> Vec<i32> {
+    match arg {
+        ArgValue::Vector(h) => match &h.columns[0] {
+            Column::I32(v) => v.clone(),
+            c => panic!("not int32: {c:?}"),
+        },
+        a => panic!("not a vector: {a:?}"),
+    }
+}
+
+fn lower(name: &str) -> sarek_compiler::ir::Kernel {
+    let mut sources = SourceMap::new();
+    let file = sources.add("recursion_interp.sarek", SOURCE);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    assert!(program.functions.iter().all(|f| !f.recursive));
+    let k = sarek_compiler::lower_kernel(&program, name)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    sarek_compiler::ir::validate::validate(&k).expect("valid IR");
+    k
+}
+
+#[test]
+fn eliminated_recursion_computes_the_recursive_definitions() {
+    let k = lower("rec_kernel");
+    let n = 300usize;
+    let a: Vec<i32> = (0..n as i32).map(|i| (i * 37 + 11) % 1000).collect();
+    let b: Vec<i32> = (0..n as i32).map(|i| (i * 91 + 5) % 1000).collect();
+    let mut args = vec![
+        ints(a.clone()),
+        ints(b.clone()),
+        ints(vec![0; n]),
+        ints(vec![0; n]),
+        ints(vec![0; n]),
+        ints(vec![0; n]),
+        ints(vec![0; n]),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    let (g, p, c, f, d) = (out(&args[2]), out(&args[3]), out(&args[4]), out(&args[5]), out(&args[6]));
+    for i in 0..n {
+        assert_eq!(g[i], gcd(a[i], b[i]), "gcd at {i}");
+        assert_eq!(p[i], pow_acc(a[i] % 5, b[i] % 7, 1), "pow at {i}");
+        assert_eq!(c[i], collatz(a[i] % 50 + 1, 0), "collatz at {i}");
+        let m = (i % 13) as i32;
+        assert_eq!(f[i], fib_cut(m, 0, 10), "fib at {i}");
+        assert_eq!(d[i], depth_cut(m, 0, 12), "depth at {i}");
+    }
+    // Within the declared depth the cut-off never triggers: the true values.
+    let fib = |n: i32| (0..n).fold((0i32, 1i32), |(x, y), _| (y, x + y)).0;
+    for m in 0..=11 {
+        assert_eq!(f[m as usize], fib(m), "fib {m} is within depth 10");
+    }
+    // fib 12 needs 11 levels: past the declared depth the residual call yields 0.
+    assert_ne!(f[12], fib(12));
+    assert_eq!(d[12], (1 << 12) - 1, "depth 12 is within its declared depth");
+}
+
+#[test]
+fn unit_tail_recursion_over_a_vector() {
+    let k = lower("fill_kernel");
+    let n = 64usize;
+    let mut args = vec![ints(vec![100; n]), ArgValue::Scalar(Literal::I32(n as i32))];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    let v = out(&args[0]);
+    for (i, x) in v.iter().enumerate() {
+        assert_eq!(*x, 100 + i as i32);
+    }
+}

@@ -1,0 +1,1108 @@
+//! The execution harness shared by `sarek run`/`verify`/`bench` and every backend's tests.
+//!
+//! - [`parse_directives`]: the `(* @run <kernel> [size=N] [grid=..] [block=..] [NAME=VALUE]... *)`
+//!   comments of corpus files;
+//! - [`seeded_vector`]: deterministic inputs from (seed, parameter index), per the
+//!   conventions: int32/int64 uniform in [0, 1000), float32/float64 uniform in [-1, 1), bool a
+//!   fair coin, a variant a uniform tag then that constructor's payload by type, records and
+//!   tuples field by field, element after element (a small splitmix64, no `rand` dependency,
+//!   so the stream never changes under us);
+//! - [`build_args`]: a kernel's arguments from its IR signature, `NAME=VALUE` strings and
+//!   optional given vectors, with one clear error per problem;
+//! - [`compare_vectors`] and [`Tolerance`]: integers and bools exactly, floats within an
+//!   absolute bound or a distance in ulps (docs/cli.md explains the figures);
+//! - [`check_corpus_against_interp`]: run every corpus directive on `interp` and on a backend
+//!   and report what disagrees.
+
+use crate::buffer;
+use crate::device::{Backend, Device, LaunchConfig, LaunchStats, RuntimeError};
+use crate::value::{ArgValue, Column, HostVector};
+use sarek_compiler::abi::{self, Leaf};
+use sarek_compiler::ir::{Kernel, Ty};
+use sarek_compiler::types::{Literal, Scalar};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The seed used when none is given (`sarek run --seed`, corpus directives).
+pub const DEFAULT_SEED: u64 = 42;
+/// The vector length used when none is given.
+pub const DEFAULT_SIZE: usize = 1024;
+
+// ---------------------------------------------------------------------------------------
+// Directives
+
+/// One `(* @run ... *)` directive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Directive {
+    pub kernel: String,
+    /// Length of every vector parameter.
+    pub size: usize,
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
+    /// `NAME=VALUE` for the scalar parameters, in the order written.
+    pub args: Vec<(String, String)>,
+    /// 1-based line of the directive in its file.
+    pub line: usize,
+}
+
+impl Directive {
+    /// The launch: the given grid/block, else the default 1-D launch over `size`.
+    pub fn config(&self) -> LaunchConfig {
+        launch_config(self.size, self.grid, self.block)
+    }
+}
+
+/// Every `(* @run ... *)` comment of `source`, in order. The words `size`, `grid` and `block`
+/// are directive options; every other `NAME=VALUE` is a kernel argument.
+pub fn parse_directives(source: &str) -> Result<Vec<Directive>, String> {
+    let mut out = Vec::new();
+    let mut rest = source;
+    let mut offset = 0;
+    while let Some(at) = rest.find("(*") {
+        let after = rest[at + 2..].trim_start();
+        let start = offset + at;
+        if let Some(body) = after.strip_prefix("@run") {
+            let line = source[..start].matches('\n').count() + 1;
+            let end = body
+                .find("*)")
+                .ok_or_else(|| format!("line {line}: unterminated @run directive"))?;
+            out.push(parse_directive(&body[..end], line).map_err(|e| format!("line {line}: {e}"))?);
+        }
+        offset = start + 2;
+        rest = &source[offset..];
+    }
+    Ok(out)
+}
+
+fn parse_directive(body: &str, line: usize) -> Result<Directive, String> {
+    let mut words = body.split_whitespace();
+    let kernel = words.next().ok_or("@run needs a kernel name")?.to_string();
+    let mut d = Directive {
+        kernel,
+        size: DEFAULT_SIZE,
+        grid: None,
+        block: None,
+        args: Vec::new(),
+        line,
+    };
+    for w in words {
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| format!("`{w}` is not NAME=VALUE"))?;
+        match k {
+            "size" => {
+                d.size = v
+                    .parse()
+                    .map_err(|_| format!("size `{v}` is not a length"))?
+            }
+            "grid" => d.grid = Some(parse_dims(v)?),
+            "block" => d.block = Some(parse_dims(v)?),
+            _ => d.args.push((k.to_string(), v.to_string())),
+        }
+    }
+    Ok(d)
+}
+
+/// `X[,Y[,Z]]`, each a positive integer; missing axes are 1.
+pub fn parse_dims(s: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("`{s}` is not X[,Y[,Z]]"));
+    }
+    let mut dims = [1u32; 3];
+    for (d, p) in dims.iter_mut().zip(&parts) {
+        *d = p
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n: &u32| n > 0)
+            .ok_or_else(|| format!("`{s}` is not X[,Y[,Z]] of positive integers"))?;
+    }
+    Ok(dims)
+}
+
+/// Grid and block: as given; a missing block is min(256, N) along x (1-D) and a missing grid
+/// covers `size` threads along x.
+pub fn launch_config(size: usize, grid: Option<[u32; 3]>, block: Option<[u32; 3]>) -> LaunchConfig {
+    let n = u32::try_from(size).unwrap_or(u32::MAX);
+    let linear = LaunchConfig::linear(n);
+    let block = block.unwrap_or(linear.block);
+    let grid = grid.unwrap_or([n.div_ceil(block[0]).max(1), 1, 1]);
+    LaunchConfig { grid, block }
+}
+
+// ---------------------------------------------------------------------------------------
+// Seeded inputs
+
+/// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for test inputs.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The generator of parameter number `index` under `seed`.
+    pub fn for_param(seed: u64, index: usize) -> Rng {
+        let mut r = Rng(seed ^ (index as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        r.next_u64(); // decorrelate nearby seeds
+        r
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, n) (multiply-shift: no modulo bias worth speaking of for small n).
+    pub fn below(&mut self, n: u32) -> u32 {
+        ((self.next_u64() >> 32) * u64::from(n) >> 32) as u32
+    }
+
+    /// A value of `scalar` drawn per the conventions.
+    pub fn scalar(&mut self, scalar: Scalar) -> Literal {
+        match scalar {
+            Scalar::Bool => Literal::Bool(self.next_u64() >> 63 == 1),
+            Scalar::I32 => Literal::I32(self.below(1000) as i32),
+            Scalar::I64 => Literal::I64(i64::from(self.below(1000))),
+            // 24 and 53 random mantissa bits: exactly representable, uniform in [-1, 1).
+            Scalar::F32 => Literal::F32((self.next_u64() >> 40) as f32 / (1u32 << 23) as f32 - 1.0),
+            Scalar::F64 => Literal::F64((self.next_u64() >> 11) as f64 / (1u64 << 52) as f64 - 1.0),
+        }
+    }
+}
+
+/// A vector of `len` elements of `elem` filled from parameter `index`'s generator.
+pub fn seeded_vector(
+    kernel: &Kernel,
+    elem: &Ty,
+    len: usize,
+    seed: u64,
+    index: usize,
+) -> HostVector {
+    let leaves = abi::leaves(kernel, elem);
+    let mut v = HostVector::zeros(&leaves, len);
+    let mut rng = Rng::for_param(seed, index);
+    for i in 0..len {
+        let mut cursor = 0;
+        fill(kernel, elem, &mut rng, &mut v.columns, &mut cursor, i);
+    }
+    v
+}
+
+/// Fill element `i` of the leaves starting at `*cursor` with a random value of `ty`.
+fn fill(
+    kernel: &Kernel,
+    ty: &Ty,
+    rng: &mut Rng,
+    cols: &mut [Column],
+    cursor: &mut usize,
+    i: usize,
+) {
+    match ty {
+        Ty::Scalar(s) => {
+            cols[*cursor].set(i, rng.scalar(*s));
+            *cursor += 1;
+        }
+        Ty::Record(id) => {
+            for f in &kernel.record(*id).fields {
+                fill(kernel, &f.ty, rng, cols, cursor, i);
+            }
+        }
+        Ty::Variant(id) => {
+            let ctors = &kernel.variant(*id).ctors;
+            let tag = rng.below(ctors.len().max(1) as u32) as usize;
+            cols[*cursor].set(i, Literal::I32(tag as i32));
+            *cursor += 1;
+            for (c, ctor) in ctors.iter().enumerate() {
+                for f in &ctor.fields {
+                    if c == tag {
+                        fill(kernel, f, rng, cols, cursor, i);
+                    } else {
+                        // Payloads of other constructors stay zero.
+                        *cursor += abi::leaves(kernel, f).len();
+                    }
+                }
+            }
+        }
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Signatures and arguments
+
+/// How a kernel parameter is passed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamKind {
+    Scalar(Scalar),
+    /// A record/variant/tuple by value: its leaves.
+    Aggregate(Vec<Leaf>),
+    /// A vector: its element type and the element's leaves.
+    Vector {
+        elem: Ty,
+        leaves: Vec<Leaf>,
+    },
+}
+
+/// One kernel parameter as the harness sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub ty: Ty,
+    /// Readable type (`float32`, `point vector`).
+    pub type_name: String,
+    pub kind: ParamKind,
+}
+
+/// A readable spelling of an IR type.
+pub fn type_name(kernel: &Kernel, ty: &Ty) -> String {
+    match ty {
+        Ty::Unit => "unit".into(),
+        Ty::Scalar(s) => s.name().into(),
+        Ty::Record(id) => {
+            let r = kernel.record(*id);
+            if r.is_tuple {
+                let parts: Vec<_> = r.fields.iter().map(|f| type_name(kernel, &f.ty)).collect();
+                format!("({})", parts.join(" * "))
+            } else {
+                r.name.clone()
+            }
+        }
+        Ty::Variant(id) => kernel.variant(*id).name.clone(),
+        Ty::Vector(e) => format!("{} vector", type_name(kernel, e)),
+        Ty::Array { elem, .. } => format!("{} array", type_name(kernel, elem)),
+    }
+}
+
+/// The parameters of `kernel` in order.
+pub fn signature(kernel: &Kernel) -> Vec<Param> {
+    kernel
+        .params
+        .iter()
+        .map(|&id| {
+            let v = kernel.var(id);
+            let kind = match &v.ty {
+                Ty::Scalar(s) => ParamKind::Scalar(*s),
+                Ty::Vector(e) => ParamKind::Vector {
+                    elem: (**e).clone(),
+                    leaves: abi::leaves(kernel, e),
+                },
+                other => ParamKind::Aggregate(abi::leaves(kernel, other)),
+            };
+            Param {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+                type_name: type_name(kernel, &v.ty),
+                kind,
+            }
+        })
+        .collect()
+}
+
+/// Parse a scalar value written on a command line or in a directive: `true`/`false` for bool,
+/// decimal or `0x` hex integers (an OCaml suffix `l`/`L` is accepted), floats in Rust/OCaml
+/// syntax (`2`, `2.0`, `1e-3`, `1.5d`).
+pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
+    let t = text.trim();
+    let bad = || format!("`{text}` is not a {}", scalar.name());
+    let int = |t: &str| -> Option<i64> {
+        let t = t.strip_suffix(['l', 'L']).unwrap_or(t);
+        let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
+        let body = body.replace('_', "");
+        let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+            i64::from_str_radix(h, 16).ok()?
+        } else {
+            body.parse::<i64>().ok()?
+        };
+        Some(if neg { -v } else { v })
+    };
+    let float = |t: &str| {
+        t.strip_suffix(['d', 'f'])
+            .unwrap_or(t)
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+    };
+    match scalar {
+        Scalar::Bool => match t {
+            "true" => Ok(Literal::Bool(true)),
+            "false" => Ok(Literal::Bool(false)),
+            _ => Err(format!("`{text}` is not a bool (true or false)")),
+        },
+        Scalar::I32 => {
+            let v = int(t).ok_or_else(bad)?;
+            i32::try_from(v)
+                .map(Literal::I32)
+                .map_err(|_| format!("`{text}` does not fit in int32"))
+        }
+        Scalar::I64 => int(t).map(Literal::I64).ok_or_else(bad),
+        Scalar::F32 => float(t).map(|v| Literal::F32(v as f32)).ok_or_else(bad),
+        Scalar::F64 => float(t).map(Literal::F64).ok_or_else(bad),
+    }
+}
+
+/// What the caller gives for one launch.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    /// Length of every generated vector.
+    pub size: usize,
+    pub seed: u64,
+    /// `NAME=VALUE` for scalar (and by-value aggregate) parameters.
+    pub args: Vec<(String, String)>,
+    /// Given vectors (e.g. from `.npy` files), by parameter name.
+    pub vectors: Vec<(String, HostVector)>,
+    /// How the user writes an argument, for messages: `--arg ` on the command line, empty in
+    /// directives.
+    pub arg_hint: &'static str,
+}
+
+impl Inputs {
+    pub fn new(size: usize, seed: u64) -> Inputs {
+        Inputs {
+            size,
+            seed,
+            ..Inputs::default()
+        }
+    }
+
+    pub fn from_directive(d: &Directive) -> Inputs {
+        Inputs {
+            size: d.size,
+            seed: DEFAULT_SEED,
+            args: d.args.clone(),
+            ..Inputs::default()
+        }
+    }
+}
+
+/// Build the arguments of `kernel`: scalars from `inputs.args`, vectors from
+/// `inputs.vectors` or the seeded generator. Every problem is one clear message.
+pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, RuntimeError> {
+    let sig = signature(kernel);
+    let err = |m: String| Err(RuntimeError::Arguments(m));
+    let hint = inputs.arg_hint;
+    let names: Vec<&str> = sig.iter().map(|p| p.name.as_str()).collect();
+    let unknown = |name: &str| {
+        let suggestion = sarek_compiler::diag::closest(name, names.iter().copied())
+            .map(|c| format!("; did you mean `{c}`?"))
+            .unwrap_or_default();
+        format!(
+            "kernel `{}` has no parameter `{name}`{suggestion}",
+            kernel.name
+        )
+    };
+    for (i, (name, _)) in inputs.args.iter().enumerate() {
+        let Some(p) = sig.iter().find(|p| &p.name == name) else {
+            return err(unknown(name));
+        };
+        if inputs.args[..i].iter().any(|(n, _)| n == name) {
+            return err(format!("parameter `{name}` is given twice"));
+        }
+        if let ParamKind::Vector { .. } = p.kind {
+            return err(format!(
+                "parameter `{name}` is a vector ({}); vectors are generated, or read with --input {name}=FILE.npy",
+                p.type_name
+            ));
+        }
+    }
+    for (name, _) in &inputs.vectors {
+        match sig.iter().find(|p| &p.name == name) {
+            None => return err(unknown(name)),
+            Some(p) if !matches!(p.kind, ParamKind::Vector { .. }) => {
+                return err(format!(
+                    "parameter `{name}` is not a vector ({}); give it as {hint}{name}=VALUE",
+                    p.type_name
+                ));
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::with_capacity(sig.len());
+    for (index, p) in sig.iter().enumerate() {
+        let given = inputs
+            .args
+            .iter()
+            .find(|(n, _)| n == &p.name)
+            .map(|(_, v)| v.as_str());
+        let value = match &p.kind {
+            ParamKind::Scalar(s) => {
+                let Some(text) = given else {
+                    return err(format!(
+                        "missing value for scalar parameter `{}` of type {} (give it as {hint}{}=VALUE)",
+                        p.name, p.type_name, p.name
+                    ));
+                };
+                let v = parse_scalar(text, *s).map_err(|e| {
+                    RuntimeError::Arguments(format!("{hint}{}={text}: {e}", p.name))
+                })?;
+                ArgValue::Scalar(v)
+            }
+            ParamKind::Aggregate(leaves) => {
+                let spelled: Vec<String> = leaves
+                    .iter()
+                    .map(|l| format!("{}:{}", l.name, l.scalar))
+                    .collect();
+                let Some(text) = given else {
+                    return err(format!(
+                        "missing value for parameter `{}` of type {} (give it as {hint}{}=V1,V2,... for its fields {})",
+                        p.name,
+                        p.type_name,
+                        p.name,
+                        spelled.join(", ")
+                    ));
+                };
+                let parts: Vec<&str> = text.split(',').collect();
+                if parts.len() != leaves.len() {
+                    return err(format!(
+                        "{hint}{}={text}: {} values for the {} fields {}",
+                        p.name,
+                        parts.len(),
+                        leaves.len(),
+                        spelled.join(", ")
+                    ));
+                }
+                let vals = parts
+                    .iter()
+                    .zip(leaves)
+                    .map(|(t, l)| parse_scalar(t, l.scalar))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| {
+                        RuntimeError::Arguments(format!("{hint}{}={text}: {e}", p.name))
+                    })?;
+                ArgValue::Aggregate(vals)
+            }
+            ParamKind::Vector { elem, .. } => match inputs
+                .vectors
+                .iter()
+                .find(|(n, _)| n == &p.name)
+            {
+                Some((_, v)) => ArgValue::Vector(v.clone()),
+                None => {
+                    ArgValue::Vector(seeded_vector(kernel, elem, inputs.size, inputs.seed, index))
+                }
+            },
+        };
+        out.push(value);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------
+// Comparison
+
+/// When two floats agree: `|a - b| <= abs` or at most `ulps` representable values apart.
+/// NaN agrees with NaN; infinities only with themselves. See docs/cli.md for the reasoning.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tolerance {
+    pub f32_abs: f64,
+    pub f32_ulps: u64,
+    pub f64_abs: f64,
+    pub f64_ulps: u64,
+}
+
+impl Default for Tolerance {
+    fn default() -> Self {
+        Tolerance {
+            f32_abs: 1e-5,
+            f32_ulps: 256,
+            f64_abs: 1e-12,
+            f64_ulps: 4096,
+        }
+    }
+}
+
+/// Distance in units in the last place (the number of representable values between).
+pub fn ulps_f32(a: f32, b: f32) -> u64 {
+    let key = |x: f32| {
+        let i = x.to_bits() as i32;
+        if i < 0 {
+            i64::from(i32::MIN) - i64::from(i)
+        } else {
+            i64::from(i)
+        }
+    };
+    key(a).abs_diff(key(b))
+}
+
+pub fn ulps_f64(a: f64, b: f64) -> u64 {
+    let key = |x: f64| {
+        let i = x.to_bits() as i64;
+        if i < 0 {
+            i128::from(i64::MIN) - i128::from(i)
+        } else {
+            i128::from(i)
+        }
+    };
+    u64::try_from(key(a).abs_diff(key(b))).unwrap_or(u64::MAX)
+}
+
+impl Tolerance {
+    /// Exact equality: for integers and bools always; for floats what this returns.
+    pub fn agree(&self, a: Literal, b: Literal) -> bool {
+        match (a, b) {
+            (Literal::F32(x), Literal::F32(y)) => {
+                x == y
+                    || (x.is_nan() && y.is_nan())
+                    || (x.is_finite()
+                        && y.is_finite()
+                        && (f64::from((x - y).abs()) <= self.f32_abs
+                            || ulps_f32(x, y) <= self.f32_ulps))
+            }
+            (Literal::F64(x), Literal::F64(y)) => {
+                x == y
+                    || (x.is_nan() && y.is_nan())
+                    || (x.is_finite()
+                        && y.is_finite()
+                        && ((x - y).abs() <= self.f64_abs || ulps_f64(x, y) <= self.f64_ulps))
+            }
+            (a, b) => a == b,
+        }
+    }
+}
+
+/// The first disagreement found in a vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mismatch {
+    pub index: usize,
+    /// The leaf (field) name; empty for scalar elements.
+    pub leaf: String,
+    pub expected: Literal,
+    pub found: Literal,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |l: Literal| match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(v) => v.to_string(),
+            Literal::I64(v) => v.to_string(),
+            Literal::F32(v) => format!("{v:e}"),
+            Literal::F64(v) => format!("{v:e}"),
+        };
+        write!(f, "[{}]", self.index)?;
+        if !self.leaf.is_empty() {
+            write!(f, ".{}", self.leaf)?;
+        }
+        write!(
+            f,
+            ": expected {}, found {}",
+            show(self.expected),
+            show(self.found)
+        )?;
+        match (self.expected, self.found) {
+            (Literal::F32(a), Literal::F32(b)) if a.is_finite() && b.is_finite() => {
+                write!(f, " ({} ulps)", ulps_f32(a, b))
+            }
+            (Literal::F64(a), Literal::F64(b)) if a.is_finite() && b.is_finite() => {
+                write!(f, " ({} ulps)", ulps_f64(a, b))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The comparison of one vector parameter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorComparison {
+    pub param: String,
+    /// Values compared (elements x live leaves).
+    pub compared: usize,
+    pub mismatches: usize,
+    pub first: Option<Mismatch>,
+}
+
+impl VectorComparison {
+    pub fn ok(&self) -> bool {
+        self.mismatches == 0
+    }
+}
+
+/// Compare `found` against `expected` (both vectors of `elem`). Payload fields of variant
+/// constructors other than the expected element's tag are not compared: they carry no value.
+pub fn compare_vectors(
+    kernel: &Kernel,
+    param: &str,
+    elem: &Ty,
+    expected: &HostVector,
+    found: &HostVector,
+    tol: &Tolerance,
+) -> VectorComparison {
+    let leaves = abi::leaves(kernel, elem);
+    let mut cmp = VectorComparison {
+        param: param.to_string(),
+        compared: 0,
+        mismatches: 0,
+        first: None,
+    };
+    if expected.len != found.len || expected.columns.len() != found.columns.len() {
+        cmp.mismatches = 1;
+        cmp.first = Some(Mismatch {
+            index: 0,
+            leaf: format!("<length {} vs {}>", expected.len, found.len),
+            expected: Literal::I64(expected.len as i64),
+            found: Literal::I64(found.len as i64),
+        });
+        return cmp;
+    }
+    let mut live = vec![false; leaves.len()];
+    for i in 0..expected.len {
+        live.iter_mut().for_each(|l| *l = false);
+        let mut cursor = 0;
+        mark_live(
+            kernel,
+            elem,
+            &expected.columns,
+            i,
+            &mut cursor,
+            true,
+            &mut live,
+        );
+        for (k, leaf) in leaves.iter().enumerate().filter(|(k, _)| live[*k]) {
+            let (a, b) = (expected.columns[k].get(i), found.columns[k].get(i));
+            cmp.compared += 1;
+            if !tol.agree(a, b) {
+                cmp.mismatches += 1;
+                if cmp.first.is_none() {
+                    cmp.first = Some(Mismatch {
+                        index: i,
+                        leaf: leaf.name.clone(),
+                        expected: a,
+                        found: b,
+                    });
+                }
+            }
+        }
+    }
+    cmp
+}
+
+fn mark_live(
+    kernel: &Kernel,
+    ty: &Ty,
+    cols: &[Column],
+    i: usize,
+    cursor: &mut usize,
+    on: bool,
+    live: &mut [bool],
+) {
+    match ty {
+        Ty::Scalar(_) => {
+            live[*cursor] = on;
+            *cursor += 1;
+        }
+        Ty::Record(id) => {
+            for f in &kernel.record(*id).fields {
+                mark_live(kernel, &f.ty, cols, i, cursor, on, live);
+            }
+        }
+        Ty::Variant(id) => {
+            let tag = match cols[*cursor].get(i) {
+                Literal::I32(t) => t,
+                _ => -1,
+            };
+            live[*cursor] = on;
+            *cursor += 1;
+            for (c, ctor) in kernel.variant(*id).ctors.iter().enumerate() {
+                for f in &ctor.fields {
+                    mark_live(kernel, f, cols, i, cursor, on && c as i32 == tag, live);
+                }
+            }
+        }
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+    }
+}
+
+/// Compare every vector argument of two runs of `kernel`.
+pub fn compare_args(
+    kernel: &Kernel,
+    expected: &[ArgValue],
+    found: &[ArgValue],
+    tol: &Tolerance,
+) -> Vec<VectorComparison> {
+    signature(kernel)
+        .iter()
+        .zip(expected.iter().zip(found))
+        .filter_map(|(p, pair)| match (&p.kind, pair) {
+            (ParamKind::Vector { elem, .. }, (ArgValue::Vector(a), ArgValue::Vector(b))) => {
+                Some(compare_vectors(kernel, &p.name, elem, a, b, tol))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Corpus
+
+/// True when `SAREK_REQUIRE_BACKENDS` (a comma list) names `backend`: its absence is then a
+/// test failure rather than a skip.
+pub fn required(backend: Backend) -> bool {
+    std::env::var("SAREK_REQUIRE_BACKENDS")
+        .map(|v| {
+            v.split(',')
+                .any(|b| b.trim() == backend.name() || b.trim() == "all")
+        })
+        .unwrap_or(false)
+}
+
+/// What happened to one directive.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Every vector agreed.
+    Agree,
+    /// The backend ran and disagreed with `interp` (one line per vector that differs).
+    Mismatch(Vec<String>),
+    /// The backend refused the kernel (a target limitation: compile error).
+    Refused(String),
+    /// The backend failed to launch or faulted.
+    BackendError(String),
+    /// The front end, lowering, the arguments or the interpreter failed: the corpus entry
+    /// itself is broken.
+    Broken(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CorpusEntry {
+    pub file: PathBuf,
+    pub kernel: String,
+    pub line: usize,
+    pub outcome: Outcome,
+}
+
+/// The result of [`check_corpus_against_interp`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct CorpusReport {
+    pub backend: Backend,
+    /// Why the backend could not be opened (then `entries` is empty).
+    pub unavailable: Option<String>,
+    pub entries: Vec<CorpusEntry>,
+}
+
+impl CorpusReport {
+    /// Entries that are neither agreement nor a refusal.
+    pub fn failures(&self) -> Vec<&CorpusEntry> {
+        self.entries
+            .iter()
+            .filter(|e| !matches!(e.outcome, Outcome::Agree | Outcome::Refused(_)))
+            .collect()
+    }
+    pub fn count(&self, pred: impl Fn(&Outcome) -> bool) -> usize {
+        self.entries.iter().filter(|e| pred(&e.outcome)).count()
+    }
+}
+
+impl fmt::Display for CorpusReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(why) = &self.unavailable {
+            return writeln!(f, "{}: unavailable: {why}", self.backend);
+        }
+        writeln!(
+            f,
+            "{}: {} directives, {} agree, {} refused, {} failed",
+            self.backend,
+            self.entries.len(),
+            self.count(|o| matches!(o, Outcome::Agree)),
+            self.count(|o| matches!(o, Outcome::Refused(_))),
+            self.failures().len()
+        )?;
+        for e in &self.entries {
+            let place = format!("{}:{} {}", e.file.display(), e.line, e.kernel);
+            match &e.outcome {
+                Outcome::Agree => {}
+                Outcome::Refused(m) => writeln!(f, "  refused  {place}: {}", first_line(m))?,
+                Outcome::Mismatch(lines) => {
+                    writeln!(f, "  MISMATCH {place}: {}", lines.join("; "))?
+                }
+                Outcome::BackendError(m) => writeln!(f, "  ERROR    {place}: {}", first_line(m))?,
+                Outcome::Broken(m) => writeln!(f, "  BROKEN   {place}: {}", first_line(m))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// Run `kernel` on `device` with `args` after checking the launch fits the device and the
+/// arguments fit the kernel.
+pub fn run(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+) -> Result<LaunchStats, RuntimeError> {
+    buffer::launch(device, kernel, config, args)
+}
+
+/// For every `.sarek` file of `kernels_dir` and every `@run` directive in it: compile, run on
+/// `interp` and on `backend` with the same seeded inputs, and compare. The caller decides what
+/// is fatal (typically: any [`CorpusReport::failures`], and `unavailable` when
+/// [`required`] says the backend must be present).
+pub fn check_corpus_against_interp(backend: Backend, kernels_dir: &Path) -> CorpusReport {
+    let mut report = CorpusReport {
+        backend,
+        unavailable: None,
+        entries: Vec::new(),
+    };
+    let device = match crate::discover::open(backend) {
+        Ok(d) => d,
+        Err(e) => {
+            report.unavailable = Some(crate::discover::unavailable_reason(&e));
+            return report;
+        }
+    };
+    let interp = match crate::discover::open(Backend::Interp) {
+        Ok(d) => d,
+        Err(e) => {
+            report.unavailable = Some(format!("the reference interpreter is unavailable: {e}"));
+            return report;
+        }
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(kernels_dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|x| x == "sarek"));
+    files.sort();
+    for file in files {
+        let entry = |kernel: &str, line: usize, outcome: Outcome| CorpusEntry {
+            file: file.clone(),
+            kernel: kernel.to_string(),
+            line,
+            outcome,
+        };
+        let text = match std::fs::read_to_string(&file) {
+            Ok(t) => t,
+            Err(e) => {
+                report
+                    .entries
+                    .push(entry("", 0, Outcome::Broken(e.to_string())));
+                continue;
+            }
+        };
+        let directives = match parse_directives(&text) {
+            Ok(d) => d,
+            Err(e) => {
+                report.entries.push(entry("", 0, Outcome::Broken(e)));
+                continue;
+            }
+        };
+        if directives.is_empty() {
+            continue;
+        }
+        let mut sources = sarek_compiler::SourceMap::new();
+        let id = sources.add(file.display().to_string(), text);
+        let program = match sarek_compiler::check(&sources, id) {
+            Ok(p) => p,
+            Err(diags) => {
+                let msg = sarek_compiler::diag::render_all(&diags, &sources, false);
+                for d in &directives {
+                    report
+                        .entries
+                        .push(entry(&d.kernel, d.line, Outcome::Broken(msg.clone())));
+                }
+                continue;
+            }
+        };
+        for d in &directives {
+            let outcome = run_directive(&sources, &program, d, interp.as_ref(), device.as_ref());
+            report.entries.push(entry(&d.kernel, d.line, outcome));
+        }
+    }
+    report
+}
+
+/// Render a runtime error, locating interpreter faults in the sources.
+pub fn render_error(e: &RuntimeError, sources: &sarek_compiler::SourceMap) -> String {
+    match e {
+        RuntimeError::Fault { span, message } => format!("{}: {message}", sources.location(*span)),
+        other => other.to_string(),
+    }
+}
+
+fn run_directive(
+    sources: &sarek_compiler::SourceMap,
+    program: &sarek_compiler::front::tast::Program,
+    d: &Directive,
+    interp: &dyn Device,
+    device: &dyn Device,
+) -> Outcome {
+    let kernel = match sarek_compiler::lower_kernel(program, &d.kernel) {
+        Ok(k) => k,
+        Err(diags) => {
+            return Outcome::Broken(sarek_compiler::diag::render_all(&diags, sources, false));
+        }
+    };
+    let mut expected = match build_args(&kernel, &Inputs::from_directive(d)) {
+        Ok(a) => a,
+        Err(e) => return Outcome::Broken(e.to_string()),
+    };
+    let mut found = expected.clone();
+    let config = d.config();
+    if let Err(e) = run(interp, &kernel, config, &mut expected) {
+        return Outcome::Broken(format!("interp: {}", render_error(&e, sources)));
+    }
+    match run(device, &kernel, config, &mut found) {
+        Ok(_) => {}
+        Err(RuntimeError::Compile(m)) => return Outcome::Refused(m),
+        Err(e) => return Outcome::BackendError(render_error(&e, sources)),
+    }
+    let diffs: Vec<String> = compare_args(&kernel, &expected, &found, &Tolerance::default())
+        .into_iter()
+        .filter(|c| !c.ok())
+        .map(|c| {
+            format!(
+                "{}: {} of {} differ, first {}",
+                c.param,
+                c.mismatches,
+                c.compared,
+                c.first.unwrap()
+            )
+        })
+        .collect();
+    if diffs.is_empty() {
+        Outcome::Agree
+    } else {
+        Outcome::Mismatch(diffs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives() {
+        let src = "(* @run saxpy size=4096 a=2.0 n=4096 *)\n(* plain comment *)\n(*@run t grid=4,4 block=16,16 w=64 *)\nlet%kernel ...";
+        let d = parse_directives(src).unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].kernel, "saxpy");
+        assert_eq!(d[0].size, 4096);
+        assert_eq!(
+            d[0].args,
+            vec![("a".into(), "2.0".into()), ("n".into(), "4096".into())]
+        );
+        assert_eq!(
+            d[0].config(),
+            LaunchConfig {
+                grid: [16, 1, 1],
+                block: [256, 1, 1]
+            }
+        );
+        assert_eq!(d[1].line, 3);
+        assert_eq!(
+            d[1].config(),
+            LaunchConfig {
+                grid: [4, 4, 1],
+                block: [16, 16, 1]
+            }
+        );
+        assert!(
+            parse_directives("(* @run k size=x *)")
+                .unwrap_err()
+                .contains("line 1")
+        );
+        assert!(parse_directives("(* @run k oops *)").is_err());
+        assert!(parse_directives("(* @run k block=0 *)").is_err());
+    }
+
+    #[test]
+    fn default_launch() {
+        assert_eq!(
+            launch_config(100, None, None),
+            LaunchConfig {
+                grid: [1, 1, 1],
+                block: [100, 1, 1]
+            }
+        );
+        assert_eq!(
+            launch_config(1000, None, None),
+            LaunchConfig {
+                grid: [4, 1, 1],
+                block: [256, 1, 1]
+            }
+        );
+        assert_eq!(launch_config(1000, None, Some([64, 1, 1])).grid, [16, 1, 1]);
+    }
+
+    #[test]
+    fn generator_ranges_and_determinism() {
+        let mut a = Rng::for_param(42, 0);
+        let mut b = Rng::for_param(42, 0);
+        let mut c = Rng::for_param(42, 1);
+        let mut same = 0;
+        for _ in 0..10_000 {
+            let x = a.scalar(Scalar::F32);
+            assert_eq!(x, b.scalar(Scalar::F32));
+            if x == c.scalar(Scalar::F32) {
+                same += 1;
+            }
+            let Literal::F32(x) = x else { unreachable!() };
+            assert!((-1.0..1.0).contains(&x));
+            let Literal::I32(i) = a.scalar(Scalar::I32) else {
+                unreachable!()
+            };
+            b.scalar(Scalar::I32);
+            assert!((0..1000).contains(&i));
+            let Literal::F64(y) = a.scalar(Scalar::F64) else {
+                unreachable!()
+            };
+            b.scalar(Scalar::F64);
+            assert!((-1.0..1.0).contains(&y));
+        }
+        assert!(same < 10, "parameters must get different streams");
+        // Roughly uniform: mean of [0,1000) draws near 499.5, coin near 1/2.
+        let mut r = Rng::new(7);
+        let n = 100_000;
+        let mean = (0..n).map(|_| f64::from(r.below(1000))).sum::<f64>() / n as f64;
+        assert!((mean - 499.5).abs() < 5.0, "{mean}");
+        let heads = (0..n)
+            .filter(|_| r.scalar(Scalar::Bool) == Literal::Bool(true))
+            .count();
+        assert!((heads as f64 / n as f64 - 0.5).abs() < 0.01);
+    }
+
+    #[test]
+    fn scalar_parsing() {
+        assert_eq!(parse_scalar("2.0", Scalar::F32), Ok(Literal::F32(2.0)));
+        assert_eq!(parse_scalar("2", Scalar::F64), Ok(Literal::F64(2.0)));
+        assert_eq!(parse_scalar("1.5d", Scalar::F64), Ok(Literal::F64(1.5)));
+        assert_eq!(parse_scalar("-0x10", Scalar::I32), Ok(Literal::I32(-16)));
+        assert_eq!(parse_scalar("7L", Scalar::I64), Ok(Literal::I64(7)));
+        assert_eq!(parse_scalar("true", Scalar::Bool), Ok(Literal::Bool(true)));
+        assert!(
+            parse_scalar("2.5", Scalar::I32)
+                .unwrap_err()
+                .contains("not a int32")
+        );
+        assert!(
+            parse_scalar("3000000000", Scalar::I32)
+                .unwrap_err()
+                .contains("does not fit")
+        );
+        assert!(parse_scalar("yes", Scalar::Bool).is_err());
+    }
+
+    #[test]
+    fn tolerance() {
+        let t = Tolerance::default();
+        let f = Literal::F32;
+        assert!(t.agree(f(1.0), f(1.0 + f32::EPSILON * 100.0)));
+        assert!(!t.agree(f(1.0), f(1.001)));
+        assert!(t.agree(f(1e-7), f(-1e-7)), "absolute bound near zero");
+        assert!(t.agree(f(f32::NAN), f(f32::NAN)));
+        assert!(!t.agree(f(f32::INFINITY), f(f32::MAX)));
+        assert!(!t.agree(f(1.0), f(f32::NAN)));
+        assert!(!t.agree(Literal::I32(1), Literal::I32(2)));
+        assert_eq!(ulps_f32(0.0, -0.0), 0);
+        assert_eq!(ulps_f32(1.0, f32::from_bits(1.0f32.to_bits() + 3)), 3);
+        assert_eq!(ulps_f32(-f32::from_bits(1), f32::from_bits(1)), 2);
+        assert_eq!(ulps_f64(-1.0, -1.0 - f64::EPSILON), 1);
+    }
+}
