@@ -1,8 +1,623 @@
-//! Convergence check: barriers and warp collectives only under uniform control flow. (Stub.)
+//! Convergence check: barriers and warp collectives only where every thread arrives.
+//!
+//! An abstract interpretation over the typed program with one bit per value: *uniform* (the
+//! same in every thread of a block) or *varying* (with the [`Origin`] that made it so, for the
+//! diagnostic). Sources of variance: `thread_idx_*`, `global_idx_*`, atomics' results, warp
+//! operations. It flows through `let`s, operators, helper results (each call analyses the
+//! helper with its arguments' variance), mutable locals (assigned a varying value, or assigned
+//! at all under thread-dependent control flow) and memory: an array or vector written at a
+//! varying index, with a varying value, under divergent control or by an atomic has varying
+//! contents, and so has every read of it; reads at varying indices are varying. Block
+//! indices, block and grid dimensions, `warp_size`, scalar parameters and literals are
+//! uniform. Loops are iterated to a fixpoint (variance only grows), then one more pass
+//! reports.
+//!
+//! Refused, pointing at the synchronisation and at the condition: a `block_barrier`, a warp
+//! collective, a superstep's closing barrier, or a call to a helper containing one of those,
+//! under an `if`/`match`/loop whose condition is varying (including the right operand of a
+//! `&&`/`||` whose left one is varying). A plain superstep's own body (not the helpers it
+//! calls) may not branch on a varying condition at all; `[@divergent]` lifts that.
 
-use crate::diag::Diagnostic;
-use crate::front::tast::Program;
+use std::collections::{HashMap, HashSet};
 
-pub fn check(_program: &Program) -> Result<(), Vec<Diagnostic>> {
-    Ok(())
+use crate::diag::{Diagnostic, Span};
+use crate::front::recursion::children;
+use crate::front::tast::{Expr, ExprKind, FunId, Function, Pattern, Program, Ty, VarId};
+use crate::intrinsics::{Axis, Geometry, Intrinsic, WarpOp};
+use crate::lower::superstep_header;
+use crate::types::BinOp;
+
+pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
+    let mut a = Analyzer {
+        program,
+        vars: HashMap::new(),
+        memory: HashMap::new(),
+        alias: HashMap::new(),
+        report: false,
+        diags: Vec::new(),
+        seen: HashSet::new(),
+        call_stack: Vec::new(),
+        sync_memo: HashMap::new(),
+    };
+    for k in &program.kernels {
+        a.vars.clear();
+        a.memory.clear();
+        a.alias.clear();
+        a.report = false;
+        a.fixpoint(&k.body, &Ctx::default());
+        a.report = true;
+        a.expr(&k.body, &Ctx::default());
+    }
+    if a.diags.is_empty() {
+        Ok(())
+    } else {
+        Err(a.diags)
+    }
+}
+
+/// Why a value differs between threads.
+#[derive(Clone, Debug)]
+struct Origin {
+    span: Span,
+    what: String,
+}
+
+/// `None`: uniform.
+type Variance = Option<Origin>;
+
+fn join(a: Variance, b: Variance) -> Variance {
+    a.or(b)
+}
+
+/// A thread-dependent condition some code runs under.
+#[derive(Clone, Debug)]
+struct Cond {
+    span: Span,
+    /// "condition", "loop bound", "matched value", ...
+    kind: &'static str,
+    origin: Origin,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Ctx {
+    /// The innermost thread-dependent condition around the code.
+    divergent: Option<Cond>,
+    /// The plain superstep whose body this is: (name, header span).
+    plain_superstep: Option<(String, Span)>,
+}
+
+struct Analyzer<'p> {
+    program: &'p Program,
+    /// Varying variables of the current frame (kernel or helper call).
+    vars: HashMap<VarId, Origin>,
+    /// Arrays and vectors (by the kernel-level variable) whose contents vary.
+    memory: HashMap<VarId, Origin>,
+    /// Helper array parameters and vector aliases -> the array they name.
+    alias: HashMap<VarId, VarId>,
+    report: bool,
+    diags: Vec<Diagnostic>,
+    /// (span, message) of every reported diagnostic: helpers are analysed once per call.
+    seen: HashSet<(Span, String)>,
+    call_stack: Vec<FunId>,
+    sync_memo: HashMap<FunId, Option<(Span, String)>>,
+}
+
+impl<'p> Analyzer<'p> {
+    /// Analyse `body` until variance stops growing.
+    fn fixpoint(&mut self, body: &Expr, ctx: &Ctx) -> Variance {
+        loop {
+            let before = (self.vars.len(), self.memory.len());
+            let r = self.expr(body, ctx);
+            if (self.vars.len(), self.memory.len()) == before {
+                return r;
+            }
+        }
+    }
+
+    fn emit(&mut self, d: Diagnostic) {
+        if self.report && self.seen.insert((d.span, d.message.clone())) {
+            self.diags.push(d);
+        }
+    }
+
+    fn mark_var(&mut self, id: VarId, o: Origin) {
+        self.vars.entry(id).or_insert(o);
+    }
+
+    fn root(&self, id: VarId) -> VarId {
+        let mut id = id;
+        while let Some(n) = self.alias.get(&id) {
+            if *n == id {
+                break;
+            }
+            id = *n;
+        }
+        id
+    }
+
+    fn array_root(&self, e: &Expr) -> Option<VarId> {
+        match &e.kind {
+            ExprKind::Var(id) => Some(self.root(*id)),
+            _ => None,
+        }
+    }
+
+    fn mark_memory(&mut self, array: &Expr, o: Origin) {
+        if let Some(r) = self.array_root(array) {
+            self.memory.entry(r).or_insert(o);
+        }
+    }
+
+    fn bind_pattern(&mut self, p: &Pattern, v: &Variance) {
+        match p {
+            Pattern::Bind(d) => {
+                if let Some(o) = v {
+                    self.mark_var(d.id, o.clone());
+                }
+            }
+            Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
+                for p in ps {
+                    self.bind_pattern(p, v);
+                }
+            }
+            Pattern::Wildcard | Pattern::Lit(_) => {}
+        }
+    }
+
+    /// `ctx` with code now running under `cond` if its variance is varying.
+    fn under(&mut self, ctx: &Ctx, cond: &Expr, kind: &'static str, v: &Variance) -> Ctx {
+        let Some(origin) = v else { return ctx.clone() };
+        if let Some((name, header)) = &ctx.plain_superstep {
+            let d = Diagnostic::error(
+                cond.span,
+                format!("superstep `{name}` has thread-dependent control flow"),
+            )
+            .with_label(format!("this {kind} differs between threads of a block"))
+            .with_secondary(*header, format!("plain superstep `{name}` declared here"));
+            let d = with_origin(d, cond.span, origin)
+                .with_note("a plain superstep asserts that every thread of the block runs the same path through its body")
+                .with_help(format!(
+                    "declare it `let%superstep[@divergent] {name} = ...` to let threads take different paths inside it; its closing barrier is still reached by every thread"
+                ));
+            self.emit(d);
+        }
+        Ctx {
+            divergent: Some(Cond {
+                span: cond.span,
+                kind,
+                origin: origin.clone(),
+            }),
+            plain_superstep: ctx.plain_superstep.clone(),
+        }
+    }
+
+    /// A synchronisation point (`what` names it) at `span` reached under `ctx`.
+    fn sync(&mut self, ctx: &Ctx, span: Span, what: &str, is_warp: bool) {
+        let Some(cond) = &ctx.divergent else { return };
+        let (message, note) = if is_warp {
+            (
+                format!("warp collective `{what}` is not reached by every thread"),
+                "every lane of a warp must take part in a warp collective; lanes that skip it make the result undefined",
+            )
+        } else {
+            (
+                format!("{what} is not reached by every thread of the block"),
+                "every thread of a block must reach a barrier, or none: threads that skip it leave the others waiting (deadlock) or make the behaviour undefined",
+            )
+        };
+        let d = Diagnostic::error(span, message)
+            .with_label("reached only under a thread-dependent condition")
+            .with_secondary(
+                cond.span,
+                format!("this {} differs between threads of a block", cond.kind),
+            );
+        let d = with_origin(d, cond.span, &cond.origin).with_note(note).with_help(
+            "move it out of the conditional code, or make the condition uniform: block indices, block and grid dimensions, scalar parameters and constants are the same in every thread",
+        );
+        self.emit(d);
+    }
+
+    fn expr(&mut self, e: &Expr, ctx: &Ctx) -> Variance {
+        match &e.kind {
+            ExprKind::Unit | ExprKind::Lit(_) => None,
+            ExprKind::Var(id) => self.vars.get(id).cloned(),
+            ExprKind::Let {
+                pattern,
+                value,
+                body,
+            } => {
+                let v = self.expr(value, ctx);
+                if let (Pattern::Bind(d), ExprKind::Var(src)) = (pattern, &value.kind)
+                    && matches!(d.ty, Ty::Vector(_) | Ty::Array { .. })
+                {
+                    let r = self.root(*src);
+                    self.alias.insert(d.id, r);
+                }
+                self.bind_pattern(pattern, &v);
+                self.expr(body, ctx)
+            }
+            ExprKind::Assign { var, value } => {
+                let v = self.expr(value, ctx);
+                self.write_var(*var, v, e.span, ctx);
+                None
+            }
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let c = self.expr(cond, ctx);
+                let inner = self.under(ctx, cond, "condition", &c);
+                let t = self.expr(then_branch, &inner);
+                let f = else_branch.as_ref().and_then(|b| self.expr(b, &inner));
+                join(c, join(t, f))
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                let s = self.expr(scrutinee, ctx);
+                let inner = self.under(ctx, scrutinee, "matched value", &s);
+                let mut r = s.clone();
+                for a in arms {
+                    self.bind_pattern(&a.pattern, &s);
+                    r = join(r, self.expr(&a.body, &inner));
+                }
+                r
+            }
+            ExprKind::For {
+                var,
+                start,
+                end,
+                body,
+                ..
+            } => {
+                let s = self.expr(start, ctx);
+                let t = self.expr(end, ctx);
+                let (bound, v) = if s.is_some() {
+                    (&**start, s)
+                } else {
+                    (&**end, t)
+                };
+                if let Some(o) = &v {
+                    self.mark_var(var.id, o.clone());
+                }
+                let inner = self.under(ctx, bound, "loop bound", &v);
+                self.expr(body, &inner);
+                None
+            }
+            ExprKind::While { cond, body, .. } => {
+                let c = self.expr(cond, ctx);
+                let inner = self.under(ctx, cond, "loop condition", &c);
+                if c.is_some() {
+                    // Later evaluations of the condition run only in the threads still looping.
+                    self.expr(cond, &inner);
+                }
+                self.expr(body, &inner);
+                None
+            }
+            ExprKind::Seq(items) => {
+                let mut r = None;
+                for i in items {
+                    r = self.expr(i, ctx);
+                }
+                r
+            }
+            ExprKind::Index { base, index } => {
+                let i = self.expr(index, ctx);
+                let m = self
+                    .array_root(base)
+                    .and_then(|r| self.memory.get(&r).cloned());
+                join(i, m)
+            }
+            ExprKind::IndexSet { base, index, value } => {
+                let i = self.expr(index, ctx);
+                let v = self.expr(value, ctx);
+                self.write_memory(base, join(i, v), e.span, ctx);
+                None
+            }
+            ExprKind::Field { base, .. } => self.expr(base, ctx),
+            ExprKind::FieldSet { base, value, .. } => {
+                let v = self.expr(value, ctx);
+                self.write_place(base, v, e.span, ctx);
+                None
+            }
+            ExprKind::Record { fields: items, .. }
+            | ExprKind::Ctor { args: items, .. }
+            | ExprKind::Tuple(items) => {
+                let mut r = None;
+                for i in items {
+                    r = join(r, self.expr(i, ctx));
+                }
+                r
+            }
+            ExprKind::Call { func, args, .. } => self.call(*func, args, e.span, ctx),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, e, ctx),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let l = self.expr(lhs, ctx);
+                let r = if matches!(op, BinOp::And | BinOp::Or) {
+                    // The right operand runs only in the threads the left one lets through.
+                    let inner = self.under(ctx, lhs, "condition", &l);
+                    self.expr(rhs, &inner)
+                } else {
+                    self.expr(rhs, ctx)
+                };
+                join(l, r)
+            }
+            ExprKind::Unary { operand, .. } => self.expr(operand, ctx),
+            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => {
+                self.expr(body, ctx)
+            }
+            ExprKind::Superstep {
+                name,
+                divergent,
+                step,
+                rest,
+            } => {
+                let header = superstep_header(e);
+                let step_ctx = Ctx {
+                    divergent: ctx.divergent.clone(),
+                    plain_superstep: if *divergent {
+                        None
+                    } else {
+                        Some((name.clone(), header))
+                    },
+                };
+                self.expr(step, &step_ctx);
+                self.sync(
+                    ctx,
+                    header,
+                    &format!("the barrier closing superstep `{name}`"),
+                    false,
+                );
+                self.expr(rest, ctx)
+            }
+            ExprKind::Ignore(inner) => self.expr(inner, ctx),
+        }
+    }
+
+    fn write_var(&mut self, var: VarId, v: Variance, span: Span, ctx: &Ctx) {
+        let name = self.var_name(var);
+        if let Some(o) = v {
+            self.mark_var(var, o);
+        } else if let Some(c) = &ctx.divergent {
+            let what = format!("`{name}` is assigned under a thread-dependent {}", c.kind);
+            self.mark_var(var, Origin { span, what });
+        }
+    }
+
+    fn write_memory(&mut self, array: &Expr, v: Variance, span: Span, ctx: &Ctx) {
+        let name = match &array.kind {
+            ExprKind::Var(id) => self.var_name(*id),
+            _ => "the array".into(),
+        };
+        if v.is_some() || ctx.divergent.is_some() {
+            let what = format!("`{name}` is written per thread here");
+            self.mark_memory(array, Origin { span, what });
+        }
+    }
+
+    fn write_place(&mut self, place: &Expr, v: Variance, span: Span, ctx: &Ctx) {
+        match &place.kind {
+            ExprKind::Var(id) => self.write_var(*id, v, span, ctx),
+            ExprKind::Index { base, index } => {
+                let i = self.expr(index, ctx);
+                self.write_memory(base, join(i, v), span, ctx);
+            }
+            ExprKind::Field { base, .. } => self.write_place(base, v, span, ctx),
+            _ => {
+                self.expr(place, ctx);
+            }
+        }
+    }
+
+    fn var_name(&self, id: VarId) -> String {
+        fn find(e: &Expr, id: VarId) -> Option<String> {
+            let own = match &e.kind {
+                ExprKind::Let { pattern, .. } => pattern_name(pattern, id),
+                ExprKind::For { var, .. }
+                | ExprKind::LetShared { var, .. }
+                | ExprKind::LetLocalArray { var, .. } => (var.id == id).then(|| var.name.clone()),
+                ExprKind::Match { arms, .. } => {
+                    arms.iter().find_map(|a| pattern_name(&a.pattern, id))
+                }
+                _ => None,
+            };
+            own.or_else(|| children(e).into_iter().find_map(|c| find(c, id)))
+        }
+        let p = self.program;
+        let params = p
+            .functions
+            .iter()
+            .flat_map(|f| &f.params)
+            .chain(p.kernels.iter().flat_map(|k| &k.params));
+        params
+            .clone()
+            .find(|d| d.id == id)
+            .map(|d| d.name.clone())
+            .or_else(|| {
+                p.functions
+                    .iter()
+                    .map(|f| &f.body)
+                    .chain(p.kernels.iter().map(|k| &k.body))
+                    .find_map(|b| find(b, id))
+            })
+            .unwrap_or_else(|| "a variable".into())
+    }
+
+    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], e: &Expr, ctx: &Ctx) -> Variance {
+        let mut v = None;
+        for a in args {
+            v = join(v, self.expr(a, ctx));
+        }
+        match op {
+            Intrinsic::Geometry(g) if g.is_thread_varying() => {
+                let name = geometry_name(g);
+                Some(Origin {
+                    span: e.span,
+                    what: format!("`{name}` differs between threads"),
+                })
+            }
+            Intrinsic::Geometry(_) => None,
+            Intrinsic::BlockBarrier => {
+                self.sync(ctx, e.span, "`block_barrier`", false);
+                None
+            }
+            Intrinsic::Warp(w) => {
+                let name = warp_name(w);
+                self.sync(ctx, e.span, name, true);
+                Some(Origin {
+                    span: e.span,
+                    what: format!("`{name}` returns a per-lane value"),
+                })
+            }
+            Intrinsic::Atomic(_) => {
+                let o = Origin {
+                    span: e.span,
+                    what: "an atomic returns a different old value in each thread".into(),
+                };
+                if let Some(a) = args.first() {
+                    self.mark_memory(a, o.clone());
+                }
+                Some(o)
+            }
+            Intrinsic::FenceBlock | Intrinsic::FenceDevice => None,
+            Intrinsic::Length => None,
+            _ => v,
+        }
+    }
+
+    fn call(&mut self, fid: FunId, args: &[Expr], span: Span, ctx: &Ctx) -> Variance {
+        let arg_vs: Vec<Variance> = args.iter().map(|a| self.expr(a, ctx)).collect();
+        let program = self.program;
+        let Some(f) = program.functions.iter().find(|f| f.id == fid) else {
+            return arg_vs.into_iter().fold(None, join);
+        };
+        if let (Some(cond), Some((sync_span, what))) = (&ctx.divergent, self.sync_point(f)) {
+            let d = Diagnostic::error(
+                span,
+                format!(
+                    "`{}` contains {what} and is called under thread-dependent control flow",
+                    f.name
+                ),
+            )
+            .with_label("not every thread of the block makes this call")
+            .with_secondary(
+                cond.span,
+                format!("this {} differs between threads of a block", cond.kind),
+            )
+            .with_secondary(sync_span, format!("{what} inside `{}`", f.name));
+            let d = with_origin(d, cond.span, &cond.origin)
+                .with_note("every thread of a block must reach a barrier (every lane of a warp a warp collective), or none")
+                .with_help("call the helper outside the conditional code, or make the condition uniform");
+            self.emit(d);
+        }
+        if self.call_stack.contains(&fid) {
+            return arg_vs.into_iter().fold(None, join);
+        }
+        self.call_stack.push(fid);
+        let saved = std::mem::take(&mut self.vars);
+        for (p, (a, v)) in f.params.iter().zip(args.iter().zip(&arg_vs)) {
+            if let Some(o) = v {
+                self.vars.insert(p.id, o.clone());
+            }
+            if let (Ty::Vector(_) | Ty::Array { .. }, Some(r)) = (&p.ty, self.array_root(a))
+                && r != p.id
+            {
+                self.alias.insert(p.id, r);
+            }
+        }
+        let r = self.fixpoint(&f.body, &Ctx::default());
+        self.vars = saved;
+        self.call_stack.pop();
+        r.map(|_| Origin {
+            span,
+            what: format!("`{}` returns a thread-dependent value here", f.name),
+        })
+    }
+
+    /// The first barrier, superstep or warp collective `f` reaches (directly or through calls).
+    fn sync_point(&mut self, f: &Function) -> Option<(Span, String)> {
+        if let Some(r) = self.sync_memo.get(&f.id) {
+            return r.clone();
+        }
+        self.sync_memo.insert(f.id, None);
+        let r = self.find_sync(&f.body);
+        self.sync_memo.insert(f.id, r.clone());
+        r
+    }
+
+    fn find_sync(&mut self, e: &Expr) -> Option<(Span, String)> {
+        match &e.kind {
+            ExprKind::Intrinsic {
+                op: Intrinsic::BlockBarrier,
+                ..
+            } => return Some((e.span, "a block barrier".into())),
+            ExprKind::Intrinsic {
+                op: Intrinsic::Warp(w),
+                ..
+            } => {
+                return Some((e.span, format!("the warp collective `{}`", warp_name(*w))));
+            }
+            ExprKind::Superstep { name, .. } => {
+                return Some((
+                    superstep_header(e),
+                    format!("superstep `{name}` (a block barrier)"),
+                ));
+            }
+            ExprKind::Call { func, .. } => {
+                let program = self.program;
+                if let Some(g) = program.functions.iter().find(|g| g.id == *func)
+                    && let Some(s) = self.sync_point(g)
+                {
+                    return Some(s);
+                }
+            }
+            _ => {}
+        }
+        children(e).into_iter().find_map(|c| self.find_sync(c))
+    }
+}
+
+fn pattern_name(p: &Pattern, id: VarId) -> Option<String> {
+    match p {
+        Pattern::Bind(d) => (d.id == id).then(|| d.name.clone()),
+        Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
+            ps.iter().find_map(|p| pattern_name(p, id))
+        }
+        Pattern::Wildcard | Pattern::Lit(_) => None,
+    }
+}
+
+/// Adds a label at the origin of the variance when it is not the condition itself.
+fn with_origin(d: Diagnostic, cond: Span, origin: &Origin) -> Diagnostic {
+    let inside = origin.span.file == cond.file
+        && origin.span.start >= cond.start
+        && origin.span.end <= cond.end;
+    if origin.span.is_dummy() || inside {
+        d
+    } else {
+        d.with_secondary(origin.span, origin.what.clone())
+    }
+}
+
+fn geometry_name(g: Geometry) -> String {
+    let axis = |a: Axis| a.letter();
+    match g {
+        Geometry::ThreadIdx(a) => format!("thread_idx_{}", axis(a)),
+        Geometry::BlockIdx(a) => format!("block_idx_{}", axis(a)),
+        Geometry::BlockDim(a) => format!("block_dim_{}", axis(a)),
+        Geometry::GridDim(a) => format!("grid_dim_{}", axis(a)),
+        Geometry::GlobalIdx(a) => format!("global_idx_{}", axis(a)),
+        Geometry::WarpSize => "warp_size".into(),
+    }
+}
+
+fn warp_name(w: WarpOp) -> &'static str {
+    match w {
+        WarpOp::Shuffle => "warp_shuffle",
+        WarpOp::ShuffleDown => "warp_shuffle_down",
+        WarpOp::ShuffleUp => "warp_shuffle_up",
+        WarpOp::ShuffleXor => "warp_shuffle_xor",
+        WarpOp::VoteAll => "warp_vote_all",
+        WarpOp::VoteAny => "warp_vote_any",
+        WarpOp::Ballot => "warp_ballot",
+    }
 }

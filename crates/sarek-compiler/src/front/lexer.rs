@@ -1,1 +1,933 @@
-//! Lexer: source text to tokens with spans. (Stub: filled in by the parser work.)
+//! Lexer: source text to a vector of [`Token`]s with spans.
+//!
+//! The lexer is a single forward scan over bytes (the language's syntax is ASCII; any other
+//! character is reported as a located error). It never fails as a whole: every problem
+//! (a bad character, an unterminated comment or string, a malformed literal) becomes a
+//! [`Diagnostic`] and a [`Tok::Error`] token, which tells the parser that this spot has
+//! already been reported so it can recover silently instead of adding a cascade of errors.
+//!
+//! Attributes (`[@name payload]`, `[@@name payload]`) and extension nodes other than
+//! `[%kernel` (e.g. `[%native ...]`) are lexed as single tokens whose payload is kept as raw
+//! text, since their contents need not be Sarek syntax. `[%kernel` opens a node whose
+//! contents are parsed, so it is a token of its own (`Tok::ExtOpen`) closed by `]`.
+
+use crate::diag::{Diagnostic, FileId, Span};
+
+/// A token kind. Keywords are separate variants; identifiers carry their text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    /// Lowercase or `_`-led identifier (`x`, `x'`, `_tmp`).
+    Ident(String),
+    /// Capitalised identifier: a constructor or a module name.
+    UIdent(String),
+    /// Type variable `'a`.
+    TyVar(String),
+    /// Integer literal; `int64` for the `L` suffix.
+    Int {
+        value: i128,
+        int64: bool,
+    },
+    /// Float literal; `float64` for the `d` suffix.
+    Float {
+        value: f64,
+        float64: bool,
+    },
+    /// String literal (pragma payloads).
+    Str(String),
+    True,
+    False,
+    Let,
+    Rec,
+    In,
+    If,
+    Then,
+    Else,
+    For,
+    To,
+    Downto,
+    Do,
+    Done,
+    While,
+    Match,
+    With,
+    Fun,
+    Function,
+    Type,
+    Of,
+    And,
+    Mutable,
+    Mut,
+    Begin,
+    End,
+    Open,
+    Not,
+    Mod,
+    Land,
+    Lor,
+    Lxor,
+    Lnot,
+    Lsl,
+    Lsr,
+    Asr,
+    /// `let%name` (`let%kernel`, `let%shared`, `let%superstep`).
+    LetExt(String),
+    /// `[%kernel`: an extension node whose payload is parsed; closed by `]`.
+    ExtOpen(String),
+    /// `[%name payload]` for any other name, payload kept raw.
+    Extension {
+        name: String,
+        payload: String,
+    },
+    /// `[@name payload]` (`outer: false`) or `[@@name payload]` (`outer: true`).
+    Attr {
+        name: String,
+        payload: String,
+        outer: bool,
+    },
+    LParen,
+    RParen,
+    LBracket,
+    RBracket,
+    LBrace,
+    RBrace,
+    Comma,
+    Semi,
+    SemiSemi,
+    Colon,
+    ColonEq,
+    LArrow,
+    Arrow,
+    Bar,
+    Dot,
+    Underscore,
+    Eq,
+    /// `<>`
+    LtGt,
+    /// `!=`
+    BangEq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    AndAnd,
+    OrOr,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    PlusDot,
+    MinusDot,
+    StarDot,
+    SlashDot,
+    /// A spot the lexer already reported; the parser recovers without a new message.
+    Error,
+    Eof,
+}
+
+impl Tok {
+    /// How the token is named in "expected X, found Y" messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Tok::Ident(s) => format!("identifier `{s}`"),
+            Tok::UIdent(s) => format!("constructor or module `{s}`"),
+            Tok::TyVar(s) => format!("type variable `'{s}`"),
+            Tok::Int { .. } => "integer literal".to_string(),
+            Tok::Float { .. } => "float literal".to_string(),
+            Tok::Str(_) => "string literal".to_string(),
+            Tok::LetExt(n) => format!("`let%{n}`"),
+            Tok::ExtOpen(n) => format!("`[%{n}`"),
+            Tok::Extension { name, .. } => format!("extension `[%{name} ...]`"),
+            Tok::Attr {
+                name, outer: false, ..
+            } => format!("attribute `[@{name} ...]`"),
+            Tok::Attr {
+                name, outer: true, ..
+            } => format!("attribute `[@@{name} ...]`"),
+            Tok::Error => "invalid token".to_string(),
+            Tok::Eof => "end of file".to_string(),
+            other => format!("`{}`", other.text()),
+        }
+    }
+
+    /// The fixed spelling of keywords and punctuation (empty for tokens carrying data).
+    pub fn text(&self) -> &'static str {
+        match self {
+            Tok::True => "true",
+            Tok::False => "false",
+            Tok::Let => "let",
+            Tok::Rec => "rec",
+            Tok::In => "in",
+            Tok::If => "if",
+            Tok::Then => "then",
+            Tok::Else => "else",
+            Tok::For => "for",
+            Tok::To => "to",
+            Tok::Downto => "downto",
+            Tok::Do => "do",
+            Tok::Done => "done",
+            Tok::While => "while",
+            Tok::Match => "match",
+            Tok::With => "with",
+            Tok::Fun => "fun",
+            Tok::Function => "function",
+            Tok::Type => "type",
+            Tok::Of => "of",
+            Tok::And => "and",
+            Tok::Mutable => "mutable",
+            Tok::Mut => "mut",
+            Tok::Begin => "begin",
+            Tok::End => "end",
+            Tok::Open => "open",
+            Tok::Not => "not",
+            Tok::Mod => "mod",
+            Tok::Land => "land",
+            Tok::Lor => "lor",
+            Tok::Lxor => "lxor",
+            Tok::Lnot => "lnot",
+            Tok::Lsl => "lsl",
+            Tok::Lsr => "lsr",
+            Tok::Asr => "asr",
+            Tok::LParen => "(",
+            Tok::RParen => ")",
+            Tok::LBracket => "[",
+            Tok::RBracket => "]",
+            Tok::LBrace => "{",
+            Tok::RBrace => "}",
+            Tok::Comma => ",",
+            Tok::Semi => ";",
+            Tok::SemiSemi => ";;",
+            Tok::Colon => ":",
+            Tok::ColonEq => ":=",
+            Tok::LArrow => "<-",
+            Tok::Arrow => "->",
+            Tok::Bar => "|",
+            Tok::Dot => ".",
+            Tok::Underscore => "_",
+            Tok::Eq => "=",
+            Tok::LtGt => "<>",
+            Tok::BangEq => "!=",
+            Tok::Lt => "<",
+            Tok::Le => "<=",
+            Tok::Gt => ">",
+            Tok::Ge => ">=",
+            Tok::AndAnd => "&&",
+            Tok::OrOr => "||",
+            Tok::Plus => "+",
+            Tok::Minus => "-",
+            Tok::Star => "*",
+            Tok::Slash => "/",
+            Tok::PlusDot => "+.",
+            Tok::MinusDot => "-.",
+            Tok::StarDot => "*.",
+            Tok::SlashDot => "/.",
+            _ => "",
+        }
+    }
+}
+
+/// A token with its location. `line_start` is true when the token is the first thing on its
+/// line and starts in column 1: top-level error recovery resynchronises on such `let`/`type`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    pub tok: Tok,
+    pub span: Span,
+    pub line_start: bool,
+}
+
+fn keyword(s: &str) -> Option<Tok> {
+    Some(match s {
+        "true" => Tok::True,
+        "false" => Tok::False,
+        "let" => Tok::Let,
+        "rec" => Tok::Rec,
+        "in" => Tok::In,
+        "if" => Tok::If,
+        "then" => Tok::Then,
+        "else" => Tok::Else,
+        "for" => Tok::For,
+        "to" => Tok::To,
+        "downto" => Tok::Downto,
+        "do" => Tok::Do,
+        "done" => Tok::Done,
+        "while" => Tok::While,
+        "match" => Tok::Match,
+        "with" => Tok::With,
+        "fun" => Tok::Fun,
+        "function" => Tok::Function,
+        "type" => Tok::Type,
+        "of" => Tok::Of,
+        "and" => Tok::And,
+        "mutable" => Tok::Mutable,
+        "mut" => Tok::Mut,
+        "begin" => Tok::Begin,
+        "end" => Tok::End,
+        "open" => Tok::Open,
+        "not" => Tok::Not,
+        "mod" => Tok::Mod,
+        "land" => Tok::Land,
+        "lor" => Tok::Lor,
+        "lxor" => Tok::Lxor,
+        "lnot" => Tok::Lnot,
+        "lsl" => Tok::Lsl,
+        "lsr" => Tok::Lsr,
+        "asr" => Tok::Asr,
+        _ => return None,
+    })
+}
+
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'\''
+}
+
+/// Attribute / extension names may be dotted (`sarek.inline`).
+fn is_attr_name_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'\''
+}
+
+struct Lexer<'a> {
+    src: &'a [u8],
+    text: &'a str,
+    pos: usize,
+    file: FileId,
+    tokens: Vec<Token>,
+    diags: Vec<Diagnostic>,
+}
+
+/// Tokenize one file. Always ends with an `Eof` token; errors are reported alongside.
+pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
+    let mut lx = Lexer {
+        src: source.as_bytes(),
+        text: source,
+        pos: 0,
+        file,
+        tokens: Vec::new(),
+        diags: Vec::new(),
+    };
+    lx.run();
+    (lx.tokens, lx.diags)
+}
+
+impl<'a> Lexer<'a> {
+    fn span(&self, start: usize, end: usize) -> Span {
+        Span::new(self.file, start, end)
+    }
+
+    fn peek(&self, k: usize) -> u8 {
+        self.src.get(self.pos + k).copied().unwrap_or(0)
+    }
+
+    fn push(&mut self, tok: Tok, start: usize) {
+        let line_start = start == 0 || self.src[start - 1] == b'\n';
+        self.tokens.push(Token {
+            tok,
+            span: self.span(start, self.pos),
+            line_start,
+        });
+    }
+
+    fn error(&mut self, start: usize, end: usize, msg: impl Into<String>, label: &str) {
+        self.diags
+            .push(Diagnostic::error(self.span(start, end), msg).with_label(label));
+    }
+
+    fn run(&mut self) {
+        loop {
+            self.skip_trivia();
+            let start = self.pos;
+            if self.pos >= self.src.len() {
+                break;
+            }
+            if !self.token(start) {
+                // An unrecoverable lexical error (unterminated comment or string): the rest of
+                // the file cannot be tokenized meaningfully.
+                self.tokens.push(Token {
+                    tok: Tok::Error,
+                    span: self.span(start, start),
+                    line_start: false,
+                });
+                self.pos = self.src.len();
+                break;
+            }
+        }
+        let end = self.src.len();
+        self.tokens.push(Token {
+            tok: Tok::Eof,
+            span: self.span(end, end),
+            line_start: false,
+        });
+    }
+
+    /// Skip whitespace and comments. An unterminated comment is reported and ends the file.
+    fn skip_trivia(&mut self) {
+        loop {
+            match self.peek(0) {
+                b' ' | b'\t' | b'\n' | b'\r' | 0x0c => self.pos += 1,
+                b'(' if self.peek(1) == b'*' => {
+                    if !self.skip_comment() {
+                        return;
+                    }
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Skip one (nested) comment starting at `pos`. Strings inside comments are skipped as
+    /// strings, as OCaml does, so `(* "*)" *)` is one comment.
+    fn skip_comment(&mut self) -> bool {
+        let mut opens = vec![self.pos];
+        self.pos += 2;
+        while let Some(&open) = opens.last() {
+            if self.pos >= self.src.len() {
+                self.diags.push(
+                    Diagnostic::error(self.span(open, open + 2), "unterminated comment")
+                        .with_label("this comment is never closed")
+                        .with_note("comments `(* ... *)` nest: every `(*` needs its own `*)`"),
+                );
+                self.tokens.push(Token {
+                    tok: Tok::Error,
+                    span: self.span(open, open + 2),
+                    line_start: false,
+                });
+                return false;
+            }
+            match (self.peek(0), self.peek(1)) {
+                (b'(', b'*') => {
+                    opens.push(self.pos);
+                    self.pos += 2;
+                }
+                (b'*', b')') => {
+                    opens.pop();
+                    self.pos += 2;
+                }
+                (b'"', _) => {
+                    if self.scan_string().is_none() {
+                        // Unterminated string inside a comment: report the comment.
+                        self.pos = self.src.len();
+                    }
+                }
+                _ => self.pos += 1,
+            }
+        }
+        true
+    }
+
+    /// Scan a string literal at `pos` (which is `"`); returns its contents, or `None` when it
+    /// is not closed (with `pos` at end of input).
+    fn scan_string(&mut self) -> Option<String> {
+        self.pos += 1;
+        let mut out = String::new();
+        let mut chunk_start = self.pos;
+        while self.pos < self.src.len() {
+            match self.src[self.pos] {
+                b'"' => {
+                    out.push_str(&self.text[chunk_start..self.pos]);
+                    self.pos += 1;
+                    return Some(out);
+                }
+                b'\\' => {
+                    out.push_str(&self.text[chunk_start..self.pos]);
+                    let esc = self.peek(1);
+                    match esc {
+                        b'n' => out.push('\n'),
+                        b't' => out.push('\t'),
+                        b'r' => out.push('\r'),
+                        b'\\' => out.push('\\'),
+                        b'"' => out.push('"'),
+                        b'\'' => out.push('\''),
+                        _ => {
+                            // Unknown escape: keep it verbatim (pragma payloads are opaque).
+                            out.push('\\');
+                            self.pos += 1;
+                            chunk_start = self.pos;
+                            continue;
+                        }
+                    }
+                    self.pos += 2;
+                    chunk_start = self.pos;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        None
+    }
+
+    /// Lex one token at `start`. Returns false on an error that ends tokenization.
+    fn token(&mut self, start: usize) -> bool {
+        let c = self.peek(0);
+        match c {
+            b'a'..=b'z' | b'_' => self.ident_or_keyword(start),
+            b'A'..=b'Z' => {
+                self.pos += 1;
+                while is_ident_char(self.peek(0)) {
+                    self.pos += 1;
+                }
+                let s = self.text[start..self.pos].to_string();
+                self.push(Tok::UIdent(s), start);
+            }
+            b'0'..=b'9' => self.number(start),
+            b'\'' => {
+                if self.peek(1).is_ascii_lowercase() || self.peek(1) == b'_' {
+                    self.pos += 1;
+                    while is_ident_char(self.peek(0)) {
+                        self.pos += 1;
+                    }
+                    let s = self.text[start + 1..self.pos].to_string();
+                    self.push(Tok::TyVar(s), start);
+                } else {
+                    self.pos += 1;
+                    self.error(
+                        start,
+                        self.pos,
+                        "unexpected `'`",
+                        "expected a type variable like `'a`",
+                    );
+                    self.push(Tok::Error, start);
+                }
+            }
+            b'"' => match self.scan_string() {
+                Some(s) => self.push(Tok::Str(s), start),
+                None => {
+                    self.diags.push(
+                        Diagnostic::error(
+                            self.span(start, start + 1),
+                            "unterminated string literal",
+                        )
+                        .with_label("this string is never closed"),
+                    );
+                    return false;
+                }
+            },
+            b'[' => return self.bracket(start),
+            _ => self.punct(start),
+        }
+        true
+    }
+
+    fn ident_or_keyword(&mut self, start: usize) {
+        self.pos += 1;
+        while is_ident_char(self.peek(0)) {
+            self.pos += 1;
+        }
+        let s = &self.text[start..self.pos];
+        if s == "_" {
+            self.push(Tok::Underscore, start);
+            return;
+        }
+        if s == "let" && self.peek(0) == b'%' && is_attr_name_char(self.peek(1)) {
+            self.pos += 1;
+            let name_start = self.pos;
+            while is_attr_name_char(self.peek(0)) {
+                self.pos += 1;
+            }
+            let name = self.text[name_start..self.pos].to_string();
+            self.push(Tok::LetExt(name), start);
+            return;
+        }
+        let tok = keyword(s).unwrap_or_else(|| Tok::Ident(s.to_string()));
+        self.push(tok, start);
+    }
+
+    fn number(&mut self, start: usize) {
+        let radix = match (self.peek(0), self.peek(1)) {
+            (b'0', b'x' | b'X') => 16,
+            (b'0', b'o' | b'O') => 8,
+            (b'0', b'b' | b'B') => 2,
+            _ => 10,
+        };
+        let mut is_float = false;
+        if radix != 10 {
+            self.pos += 2;
+            while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
+                self.pos += 1;
+            }
+        } else {
+            while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                self.pos += 1;
+            }
+            // `1.` and `1.5` are floats; `.(` after a literal never occurs in valid code.
+            if self.peek(0) == b'.' && self.peek(1) != b'(' {
+                is_float = true;
+                self.pos += 1;
+                while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                    self.pos += 1;
+                }
+            }
+            if matches!(self.peek(0), b'e' | b'E') {
+                let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
+                if self.peek(1 + sign).is_ascii_digit() {
+                    is_float = true;
+                    self.pos += 1 + sign;
+                    while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                        self.pos += 1;
+                    }
+                }
+            }
+        }
+        let body_end = self.pos;
+        // Suffix: any identifier characters glued to the literal.
+        while is_ident_char(self.peek(0)) {
+            self.pos += 1;
+        }
+        let suffix = &self.text[body_end..self.pos];
+        let body: String = self.text[start..body_end]
+            .chars()
+            .filter(|&c| c != '_')
+            .collect();
+        let bad = |lx: &mut Self, msg: String, label: &str| {
+            lx.error(start, lx.pos, msg, label);
+            lx.push(Tok::Error, start);
+        };
+        if is_float {
+            let float64 = match suffix {
+                "" => false,
+                "d" => true,
+                _ => {
+                    return bad(
+                        self,
+                        format!("invalid suffix `{suffix}` on a float literal"),
+                        "float literals take no suffix or `d` (float64)",
+                    );
+                }
+            };
+            match body.parse::<f64>() {
+                Ok(value) => self.push(Tok::Float { value, float64 }, start),
+                Err(_) => bad(self, "malformed float literal".to_string(), "here"),
+            }
+            return;
+        }
+        let int64 = match suffix {
+            "" | "l" => false,
+            "L" => true,
+            "d" if radix == 10 => {
+                // `1d` is an integral float64 literal.
+                match body.parse::<f64>() {
+                    Ok(value) => self.push(
+                        Tok::Float {
+                            value,
+                            float64: true,
+                        },
+                        start,
+                    ),
+                    Err(_) => bad(self, "malformed float literal".to_string(), "here"),
+                }
+                return;
+            }
+            _ => {
+                return bad(
+                    self,
+                    format!("invalid suffix `{suffix}` on an integer literal"),
+                    "integer literals take no suffix, `l` (int32) or `L` (int64)",
+                );
+            }
+        };
+        let digits = if radix == 10 { &body[..] } else { &body[2..] };
+        if digits.is_empty() {
+            return bad(
+                self,
+                "integer literal has no digits".to_string(),
+                "digits expected",
+            );
+        }
+        match i128::from_str_radix(digits, radix) {
+            Ok(value) if value <= u64::MAX as i128 => self.push(Tok::Int { value, int64 }, start),
+            Ok(_) => bad(
+                self,
+                "integer literal is too large".to_string(),
+                "does not fit in 64 bits",
+            ),
+            Err(_) => bad(
+                self,
+                "malformed integer literal".to_string(),
+                "invalid digit for this base",
+            ),
+        }
+    }
+
+    /// `[`, `[@...]`, `[@@...]`, `[%kernel`, `[%name ...]`.
+    fn bracket(&mut self, start: usize) -> bool {
+        let (kind, skip) = match (self.peek(1), self.peek(2)) {
+            (b'@', b'@') => (Some(true), 3),
+            (b'@', _) => (Some(false), 2),
+            (b'%', _) => (None, 2),
+            _ => {
+                self.pos += 1;
+                self.push(Tok::LBracket, start);
+                return true;
+            }
+        };
+        self.pos += skip;
+        while matches!(self.peek(0), b' ' | b'\t') {
+            self.pos += 1;
+        }
+        let name_start = self.pos;
+        while is_attr_name_char(self.peek(0)) {
+            self.pos += 1;
+        }
+        let name = self.text[name_start..self.pos].to_string();
+        if name.is_empty() {
+            let what = if kind.is_some() {
+                "attribute"
+            } else {
+                "extension"
+            };
+            self.error(
+                start,
+                self.pos,
+                format!("expected an {what} name"),
+                "name missing here",
+            );
+            self.push(Tok::Error, start);
+            return true;
+        }
+        if kind.is_none() && name == "kernel" {
+            self.push(Tok::ExtOpen(name), start);
+            return true;
+        }
+        // Raw payload up to the matching `]`, skipping nested brackets, strings and comments.
+        let payload_start = self.pos;
+        let mut depth = 0usize;
+        loop {
+            if self.pos >= self.src.len() {
+                let what = if kind.is_some() {
+                    "attribute"
+                } else {
+                    "extension node"
+                };
+                self.diags.push(
+                    Diagnostic::error(self.span(start, name_start), format!("unclosed {what}"))
+                        .with_label("this `[` is never closed by a `]`"),
+                );
+                return false;
+            }
+            match self.peek(0) {
+                b'[' => {
+                    depth += 1;
+                    self.pos += 1;
+                }
+                b']' if depth == 0 => break,
+                b']' => {
+                    depth -= 1;
+                    self.pos += 1;
+                }
+                b'"' => {
+                    if self.scan_string().is_none() {
+                        self.pos = self.src.len();
+                    }
+                }
+                b'(' if self.peek(1) == b'*' => {
+                    if !self.skip_comment() {
+                        self.tokens.pop();
+                        return false;
+                    }
+                }
+                _ => self.pos += 1,
+            }
+        }
+        let payload = self.text[payload_start..self.pos].trim().to_string();
+        self.pos += 1;
+        let tok = match kind {
+            Some(outer) => Tok::Attr {
+                name,
+                payload,
+                outer,
+            },
+            None => Tok::Extension { name, payload },
+        };
+        self.push(tok, start);
+        true
+    }
+
+    fn punct(&mut self, start: usize) {
+        let (c0, c1) = (self.peek(0), self.peek(1));
+        let (tok, len) = match (c0, c1) {
+            (b'(', _) => (Tok::LParen, 1),
+            (b')', _) => (Tok::RParen, 1),
+            (b']', _) => (Tok::RBracket, 1),
+            (b'{', _) => (Tok::LBrace, 1),
+            (b'}', _) => (Tok::RBrace, 1),
+            (b',', _) => (Tok::Comma, 1),
+            (b';', b';') => (Tok::SemiSemi, 2),
+            (b';', _) => (Tok::Semi, 1),
+            (b':', b'=') => (Tok::ColonEq, 2),
+            (b':', _) => (Tok::Colon, 1),
+            (b'<', b'-') => (Tok::LArrow, 2),
+            (b'<', b'>') => (Tok::LtGt, 2),
+            (b'<', b'=') => (Tok::Le, 2),
+            (b'<', _) => (Tok::Lt, 1),
+            (b'>', b'=') => (Tok::Ge, 2),
+            (b'>', _) => (Tok::Gt, 1),
+            (b'-', b'>') => (Tok::Arrow, 2),
+            (b'-', b'.') => (Tok::MinusDot, 2),
+            (b'-', _) => (Tok::Minus, 1),
+            (b'+', b'.') => (Tok::PlusDot, 2),
+            (b'+', _) => (Tok::Plus, 1),
+            (b'*', b'.') => (Tok::StarDot, 2),
+            (b'*', _) => (Tok::Star, 1),
+            (b'/', b'.') => (Tok::SlashDot, 2),
+            (b'/', _) => (Tok::Slash, 1),
+            (b'|', b'|') => (Tok::OrOr, 2),
+            (b'|', _) => (Tok::Bar, 1),
+            (b'&', b'&') => (Tok::AndAnd, 2),
+            (b'!', b'=') => (Tok::BangEq, 2),
+            (b'=', _) => (Tok::Eq, 1),
+            (b'.', _) => (Tok::Dot, 1),
+            _ => {
+                // Report the whole (possibly multi-byte) character.
+                let ch_len = self.text[start..].chars().next().map_or(1, char::len_utf8);
+                self.pos += ch_len;
+                let shown = &self.text[start..self.pos];
+                let msg = match c0 {
+                    b'&' => "unexpected `&`: the boolean and is `&&`".to_string(),
+                    b'!' => "unexpected `!`: mutable locals are read by name, `!=` is inequality"
+                        .to_string(),
+                    _ => format!("unexpected character `{}`", shown.escape_debug()),
+                };
+                self.error(start, self.pos, msg, "not valid here");
+                self.push(Tok::Error, start);
+                return;
+            }
+        };
+        self.pos += len;
+        self.push(tok, start);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(s: &str) -> Vec<Tok> {
+        let (t, d) = lex(FileId(0), s);
+        assert!(d.is_empty(), "{d:?}");
+        t.into_iter()
+            .map(|t| t.tok)
+            .filter(|t| *t != Tok::Eof)
+            .collect()
+    }
+
+    #[test]
+    fn literals() {
+        assert_eq!(
+            toks("1 1l 1L 0xff 1.5 1.5d 1e-3 1.0e10 2."),
+            vec![
+                Tok::Int {
+                    value: 1,
+                    int64: false
+                },
+                Tok::Int {
+                    value: 1,
+                    int64: false
+                },
+                Tok::Int {
+                    value: 1,
+                    int64: true
+                },
+                Tok::Int {
+                    value: 255,
+                    int64: false
+                },
+                Tok::Float {
+                    value: 1.5,
+                    float64: false
+                },
+                Tok::Float {
+                    value: 1.5,
+                    float64: true
+                },
+                Tok::Float {
+                    value: 1e-3,
+                    float64: false
+                },
+                Tok::Float {
+                    value: 1e10,
+                    float64: false
+                },
+                Tok::Float {
+                    value: 2.0,
+                    float64: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn idents_and_comments() {
+        assert_eq!(
+            toks("x' _tmp (* a (* nested *) \"*)\" *) Std.x 'a _"),
+            vec![
+                Tok::Ident("x'".into()),
+                Tok::Ident("_tmp".into()),
+                Tok::UIdent("Std".into()),
+                Tok::Dot,
+                Tok::Ident("x".into()),
+                Tok::TyVar("a".into()),
+                Tok::Underscore,
+            ]
+        );
+    }
+
+    #[test]
+    fn attributes_and_extensions() {
+        assert_eq!(
+            toks(
+                "let%superstep[@divergent] [@@sarek.type] [@sarek.inline 10] [%native \"x[1]\"] [%kernel"
+            ),
+            vec![
+                Tok::LetExt("superstep".into()),
+                Tok::Attr {
+                    name: "divergent".into(),
+                    payload: String::new(),
+                    outer: false
+                },
+                Tok::Attr {
+                    name: "sarek.type".into(),
+                    payload: String::new(),
+                    outer: true
+                },
+                Tok::Attr {
+                    name: "sarek.inline".into(),
+                    payload: "10".into(),
+                    outer: false
+                },
+                Tok::Extension {
+                    name: "native".into(),
+                    payload: "\"x[1]\"".into()
+                },
+                Tok::ExtOpen("kernel".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn operators() {
+        assert_eq!(
+            toks("+. -. *. /. := <- <> != -> ;;"),
+            vec![
+                Tok::PlusDot,
+                Tok::MinusDot,
+                Tok::StarDot,
+                Tok::SlashDot,
+                Tok::ColonEq,
+                Tok::LArrow,
+                Tok::LtGt,
+                Tok::BangEq,
+                Tok::Arrow,
+                Tok::SemiSemi,
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_are_located() {
+        let (t, d) = lex(FileId(0), "let x = 1 (* open");
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].message, "unterminated comment");
+        assert_eq!(d[0].span.start, 10);
+        assert!(t.iter().any(|t| t.tok == Tok::Error));
+        let (_, d) = lex(FileId(0), "x $ y \"abc");
+        assert_eq!(d.len(), 2);
+        assert!(d[0].message.contains('$'));
+        assert_eq!(d[1].message, "unterminated string literal");
+    }
+}

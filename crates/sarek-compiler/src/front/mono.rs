@@ -1,8 +1,386 @@
-//! Monomorphisation: one instance of each polymorphic helper per argument-type tuple. (Stub.)
+//! Monomorphisation: one instance of each polymorphic helper per type-argument tuple reachable
+//! from the kernels (and from the monomorphic helpers), including calls from one polymorphic
+//! helper to another, which are followed with their type arguments substituted.
+//!
+//! Every monomorphic helper is kept as is. A polymorphic helper is replaced by its instances;
+//! one never used is dropped (it cannot be represented without type parameters). Each
+//! instance is a copy of the helper with `Ty::Param(i)` replaced by the i-th type argument and
+//! every binder given a fresh [`VarId`], so ids stay unique across the program.
+//!
+//! Instance names are `<helper>__<arg>_<arg>...` with each argument mangled readably
+//! (`f32`, `point`, `vec_point`, `tup_f32_i32`, `sharr_f32`). User identifiers may contain
+//! `__`, so a candidate name is checked against every name the program declares (helpers,
+//! kernels, records, variants) and every instance name already given; on a clash `_2`, `_3`,
+//! ... is appended. Names are therefore unique by construction, and stable: they depend only
+//! on the program text.
+//!
+//! After substitution the instance is checked again for what only its type arguments can
+//! break: `=`/`<>` on an aggregate (the typer refuses this at the call site already; this is
+//! the second gate seed 003 describes), arithmetic on non-numbers and non-scalar tuples.
+
+use std::collections::{HashMap, HashSet};
 
 use crate::diag::Diagnostic;
-use crate::front::tast::Program;
+use crate::front::tast::{Expr, ExprKind, FunId, Function, Program, Ty, VarDecl, VarId};
+use crate::front::typer::messages::{aggregate_equality_help, aggregate_equality_message};
+use crate::front::typer::visit::{self, VisitMut};
+use crate::types::{BinOp, MemSpace};
 
 pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
-    Ok(program)
+    let mut names: HashSet<String> = HashSet::new();
+    names.extend(program.functions.iter().map(|f| f.name.clone()));
+    names.extend(program.kernels.iter().map(|k| k.name.clone()));
+    names.extend(program.records.iter().map(|r| r.name.clone()));
+    names.extend(program.variants.iter().map(|v| v.name.clone()));
+    let mut m = Mono {
+        originals: program
+            .functions
+            .iter()
+            .map(|f| (f.id, f.clone()))
+            .collect(),
+        records: program.records.iter().map(|r| r.name.clone()).collect(),
+        variants: program.variants.iter().map(|v| v.name.clone()).collect(),
+        names,
+        next_var: max_var(&program) + 1,
+        instances: HashMap::new(),
+        slots: Vec::new(),
+        order: Vec::new(),
+        diags: Vec::new(),
+    };
+    for f in &program.functions {
+        if f.type_params == 0 {
+            m.instance(f.id, &[]);
+        }
+    }
+    let mut kernels = program.kernels;
+    for k in &mut kernels {
+        m.resolve_calls(&mut k.body);
+        m.check_instance(&k.body, None);
+    }
+    if !m.diags.is_empty() {
+        return Err(m.diags);
+    }
+    // Renumber so FunId(i) is the i-th function; `order` is callee-first already.
+    let mut new_id = vec![FunId(u32::MAX); m.slots.len()];
+    for (pos, slot) in m.order.iter().enumerate() {
+        new_id[*slot] = FunId(pos as u32);
+    }
+    let mut functions = Vec::new();
+    for slot in m.order.clone() {
+        let mut f = m.slots[slot].take().expect("each instance placed once");
+        f.id = new_id[slot];
+        renumber(&mut f.body, &new_id);
+        functions.push(f);
+    }
+    for k in &mut kernels {
+        renumber(&mut k.body, &new_id);
+    }
+    Ok(Program {
+        records: program.records,
+        variants: program.variants,
+        functions,
+        kernels,
+    })
+}
+
+struct Mono {
+    originals: HashMap<FunId, Function>,
+    records: Vec<String>,
+    variants: Vec<String>,
+    names: HashSet<String>,
+    next_var: u32,
+    /// (helper, type arguments) -> instance slot.
+    instances: HashMap<(FunId, Vec<Ty>), usize>,
+    /// Instances by slot (taken when emitted).
+    slots: Vec<Option<Function>>,
+    /// Slots in emission order (callees before callers).
+    order: Vec<usize>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Mono {
+    /// The slot of `func` instantiated at `args`, creating (and emitting) it on first use.
+    fn instance(&mut self, func: FunId, args: &[Ty]) -> usize {
+        let key = (func, args.to_vec());
+        if let Some(slot) = self.instances.get(&key) {
+            return *slot;
+        }
+        let slot = self.slots.len();
+        self.slots.push(None);
+        self.instances.insert(key, slot);
+        let mut f = self
+            .originals
+            .get(&func)
+            .expect("calls name existing helpers")
+            .clone();
+        if !args.is_empty() {
+            f.name = self.instance_name(&f, args);
+            let mut inst = Instantiate {
+                args,
+                renames: HashMap::new(),
+                next_var: &mut self.next_var,
+            };
+            for p in &mut f.params {
+                inst.decl(p);
+            }
+            inst.ty(&mut f.ret);
+            inst.expr(&mut f.body);
+            f.type_params = 0;
+        }
+        // Calls inside are resolved (and their instances emitted) before this one is placed.
+        self.resolve_calls(&mut f.body);
+        if !args.is_empty() {
+            self.check_instance(&f.body, Some(&f.name));
+        }
+        self.slots[slot] = Some(f);
+        self.order.push(slot);
+        slot
+    }
+
+    /// Each type parameter is named by the first parameter (or the result) whose type mentions
+    /// it, instantiated: `swap (a : 'a vector)` at `point` is `swap__vec_point`,
+    /// `pick (c : bool) (a : 'a)` at float32 is `pick__f32`.
+    fn instance_name(&mut self, f: &Function, args: &[Ty]) -> String {
+        let sig: Vec<&Ty> = f
+            .params
+            .iter()
+            .map(|p| &p.ty)
+            .chain(std::iter::once(&f.ret))
+            .collect();
+        let mut parts: Vec<String> = Vec::new();
+        for i in 0..args.len() as u32 {
+            let part = match sig.iter().find(|t| mentions(t, i)) {
+                Some(t) => self.mangle(&subst(t, args)),
+                None => self.mangle(&args[i as usize]),
+            };
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
+        let candidate = format!("{}__{}", f.name, parts.join("_"));
+        let mut name = candidate.clone();
+        let mut k = 2;
+        while self.names.contains(&name) {
+            name = format!("{candidate}_{k}");
+            k += 1;
+        }
+        self.names.insert(name.clone());
+        name
+    }
+
+    fn mangle(&self, t: &Ty) -> String {
+        match t {
+            Ty::Unit => "unit".into(),
+            Ty::Scalar(s) => s.short().into(),
+            Ty::Record(r) => self.records[r.0 as usize].clone(),
+            Ty::Variant(v) => self.variants[v.0 as usize].clone(),
+            Ty::Tuple(ts) => format!(
+                "tup_{}",
+                ts.iter()
+                    .map(|t| self.mangle(t))
+                    .collect::<Vec<_>>()
+                    .join("_")
+            ),
+            Ty::Vector(e) => format!("vec_{}", self.mangle(e)),
+            Ty::Array { elem, space, .. } => {
+                let sp = match space {
+                    MemSpace::Shared => "sharr",
+                    MemSpace::Local => "locarr",
+                    MemSpace::Global => "arr",
+                };
+                format!("{sp}_{}", self.mangle(elem))
+            }
+            Ty::Param(i) => format!("p{i}"),
+        }
+    }
+
+    /// Point every call at its instance; type arguments are emptied.
+    fn resolve_calls(&mut self, e: &mut Expr) {
+        struct R<'m>(&'m mut Mono);
+        impl VisitMut for R<'_> {
+            fn expr(&mut self, e: &mut Expr) {
+                visit::walk_expr(self, e);
+                if let ExprKind::Call {
+                    func, type_args, ..
+                } = &mut e.kind
+                {
+                    let slot = self.0.instance(*func, type_args);
+                    *func = FunId(slot as u32);
+                    type_args.clear();
+                }
+            }
+        }
+        R(self).expr(e);
+    }
+
+    /// What only the type arguments can break (see the module docs).
+    fn check_instance(&mut self, body: &Expr, instance: Option<&str>) {
+        struct C<'a> {
+            diags: &'a mut Vec<Diagnostic>,
+            instance: Option<&'a str>,
+            records: &'a [String],
+            variants: &'a [String],
+        }
+        impl C<'_> {
+            fn show(&self, t: &Ty) -> String {
+                match t {
+                    Ty::Unit => "unit".into(),
+                    Ty::Scalar(s) => s.name().into(),
+                    Ty::Record(r) => self.records[r.0 as usize].clone(),
+                    Ty::Variant(v) => self.variants[v.0 as usize].clone(),
+                    Ty::Tuple(ts) => ts
+                        .iter()
+                        .map(|t| self.show(t))
+                        .collect::<Vec<_>>()
+                        .join(" * "),
+                    Ty::Vector(e) => format!("{} vector", self.show(e)),
+                    Ty::Array { elem, .. } => format!("{} array", self.show(elem)),
+                    Ty::Param(i) => format!("'{i}"),
+                }
+            }
+            fn note(&self, d: Diagnostic) -> Diagnostic {
+                match self.instance {
+                    Some(i) => d.with_note(format!(
+                        "refused after monomorphisation, in the instance `{i}`"
+                    )),
+                    None => d,
+                }
+            }
+        }
+        impl VisitMut for C<'_> {
+            fn expr(&mut self, e: &mut Expr) {
+                visit::walk_expr(self, e);
+                match &e.kind {
+                    ExprKind::Binary {
+                        op: BinOp::Eq | BinOp::Ne,
+                        lhs,
+                        ..
+                    } if !matches!(lhs.ty, Ty::Scalar(_)) => {
+                        let shown = self.show(&lhs.ty);
+                        let d = Diagnostic::error(lhs.span, aggregate_equality_message(&shown))
+                            .with_label(format!("this has type `{shown}`"))
+                            .with_help(aggregate_equality_help(matches!(lhs.ty, Ty::Variant(_))));
+                        let d = self.note(d);
+                        self.diags.push(d);
+                    }
+                    ExprKind::Binary { op, lhs, .. }
+                        if !matches!(op, BinOp::Eq | BinOp::Ne | BinOp::And | BinOp::Or)
+                            && !matches!(lhs.ty, Ty::Scalar(s) if s.is_numeric()) =>
+                    {
+                        let shown = self.show(&lhs.ty);
+                        let d = Diagnostic::error(
+                            lhs.span,
+                            format!(
+                                "`{}` cannot be used on a value of type `{shown}`",
+                                op.symbol()
+                            ),
+                        )
+                        .with_label("expected a numeric type");
+                        let d = self.note(d);
+                        self.diags.push(d);
+                    }
+                    ExprKind::Tuple(parts)
+                        if parts.iter().any(|p| !matches!(p.ty, Ty::Scalar(_))) =>
+                    {
+                        let d = Diagnostic::error(e.span, "tuple components must be scalars")
+                            .with_label(format!("this tuple has type `{}`", self.show(&e.ty)))
+                            .with_help("use a record for structured values");
+                        let d = self.note(d);
+                        self.diags.push(d);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut body = body.clone();
+        C {
+            diags: &mut self.diags,
+            instance,
+            records: &self.records,
+            variants: &self.variants,
+        }
+        .expr(&mut body);
+    }
+}
+
+/// Substitutes type arguments and renames binders.
+struct Instantiate<'a> {
+    args: &'a [Ty],
+    renames: HashMap<VarId, VarId>,
+    next_var: &'a mut u32,
+}
+
+impl VisitMut for Instantiate<'_> {
+    fn ty(&mut self, t: &mut Ty) {
+        *t = subst(t, self.args);
+    }
+    fn decl(&mut self, d: &mut VarDecl) {
+        self.ty(&mut d.ty);
+        let new = VarId(*self.next_var);
+        *self.next_var += 1;
+        self.renames.insert(d.id, new);
+        d.id = new;
+    }
+    fn var_use(&mut self, id: &mut VarId) {
+        if let Some(n) = self.renames.get(id) {
+            *id = *n;
+        }
+    }
+}
+
+fn mentions(t: &Ty, i: u32) -> bool {
+    match t {
+        Ty::Param(p) => *p == i,
+        Ty::Tuple(ts) => ts.iter().any(|t| mentions(t, i)),
+        Ty::Vector(e) | Ty::Array { elem: e, .. } => mentions(e, i),
+        _ => false,
+    }
+}
+
+fn subst(t: &Ty, args: &[Ty]) -> Ty {
+    match t {
+        Ty::Param(i) => args.get(*i as usize).cloned().unwrap_or_else(|| t.clone()),
+        Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| subst(t, args)).collect()),
+        Ty::Vector(e) => Ty::Vector(Box::new(subst(e, args))),
+        Ty::Array { elem, space, size } => Ty::Array {
+            elem: Box::new(subst(elem, args)),
+            space: *space,
+            size: *size,
+        },
+        other => other.clone(),
+    }
+}
+
+fn renumber(e: &mut Expr, map: &[FunId]) {
+    struct R<'a>(&'a [FunId]);
+    impl VisitMut for R<'_> {
+        fn expr(&mut self, e: &mut Expr) {
+            if let ExprKind::Call { func, .. } = &mut e.kind {
+                *func = self.0[func.0 as usize];
+            }
+            visit::walk_expr(self, e);
+        }
+    }
+    R(map).expr(e);
+}
+
+fn max_var(p: &Program) -> u32 {
+    struct M(u32);
+    impl VisitMut for M {
+        fn decl(&mut self, d: &mut VarDecl) {
+            self.0 = self.0.max(d.id.0);
+        }
+    }
+    let mut m = M(0);
+    for f in &p.functions {
+        let mut f = f.clone();
+        f.params.iter_mut().for_each(|d| m.decl(d));
+        m.expr(&mut f.body);
+    }
+    for k in &p.kernels {
+        let mut k = k.clone();
+        k.params.iter_mut().for_each(|d| m.decl(d));
+        m.expr(&mut k.body);
+    }
+    m.0
 }

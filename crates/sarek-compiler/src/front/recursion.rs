@@ -1,8 +1,800 @@
-//! Recursion: tail calls to loops, bounded inlining of `[@sarek.inline N]` helpers. (Stub.)
+//! Recursion elimination: after this pass no helper calls itself, directly or not.
+//!
+//! - A helper whose self-calls are all tail calls (not in an argument, not inside a loop, not
+//!   before a superstep's barrier) becomes a loop: the parameters are copied into mutable
+//!   locals, the body runs in `while running do running := false; body done`, a tail call
+//!   assigns the new arguments (through temporaries, so `f b (a mod b)` reads the old values)
+//!   and sets `running`, every other tail value is assigned to a `result` local. There is no
+//!   `break` in the typed AST; the flag keeps the body unchanged otherwise.
+//! - A non-tail-recursive helper marked `[@sarek.inline N]` has its self-calls expanded N
+//!   levels deep: each call becomes `let p1 = a1 in ... body` with every binder of the copy
+//!   renamed, so arguments are evaluated once. A self-call left at depth N cannot be
+//!   expanded; it evaluates its arguments and yields the zero value of the result type
+//!   (0, 0.0, false, the first constructor, zero fields). That is the OCaml PPX's contract
+//!   made explicit (it inlined N rounds and left the residual calls in, trusting them to be
+//!   dead): the program must not recurse deeper than N. An expansion larger than
+//!   [`NODE_LIMIT`] nodes is refused with a located error.
+//! - Any other self-call is a located error naming the function and suggesting the mark;
+//!   mutual recursion (impossible by scoping, checked anyway) is a located error too.
 
-use crate::diag::Diagnostic;
-use crate::front::tast::Program;
+use std::collections::HashMap;
 
-pub fn eliminate(program: Program) -> Result<Program, Vec<Diagnostic>> {
-    Ok(program)
+use crate::diag::{Diagnostic, Span};
+use crate::front::tast::{
+    Expr, ExprKind, FunId, Function, LoopHints, Pattern, Program, Ty, VarDecl, VarId,
+};
+use crate::types::Literal;
+
+/// Largest expression (in typed-AST nodes) bounded inlining may produce. `fib` inlined 10
+/// levels (the language guide's example) is about 16,000 nodes.
+pub const NODE_LIMIT: u64 = 50_000;
+
+pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
+    let mut diags = mutual_recursion(&program);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let mut fresh = Fresh(max_var(&program) + 1);
+    for i in 0..program.functions.len() {
+        let f = &program.functions[i];
+        let mut calls = Vec::new();
+        self_calls(&f.body, f.id, Position::Tail, &mut calls);
+        if calls.is_empty() {
+            program.functions[i].recursive = false;
+            continue;
+        }
+        let result = if calls.iter().all(|c| c.1 == Position::Tail) {
+            to_loop(&program, f, &mut fresh)
+        } else if let Some(depth) = f.inline_depth {
+            inline(&program, f, depth, &mut fresh)
+        } else {
+            let (span, pos) = calls
+                .iter()
+                .find(|c| c.1 != Position::Tail)
+                .copied()
+                .unwrap_or(calls[0]);
+            Err(Box::new(not_tail_recursive(f, span, pos)))
+        };
+        match result {
+            Ok(body) => {
+                let f = &mut program.functions[i];
+                f.body = body;
+                f.recursive = false;
+            }
+            Err(d) => diags.push(*d),
+        }
+    }
+    if diags.is_empty() {
+        Ok(program)
+    } else {
+        Err(diags)
+    }
+}
+
+fn not_tail_recursive(f: &Function, call: Span, pos: Position) -> Diagnostic {
+    let why = match pos {
+        Position::InLoop => "this recursive call is inside a loop",
+        Position::Argument => "this recursive call is an argument of another call",
+        _ => "this recursive call is not in tail position: its result is used afterwards",
+    };
+    Diagnostic::error(call, format!("`{}` is recursive but not tail-recursive", f.name))
+        .with_label(why)
+        .with_secondary(f.span, format!("`{}` is defined here", f.name))
+        .with_note("GPU code has no call stack: recursion must become a loop (tail calls) or be inlined to a fixed depth")
+        .with_help(format!(
+            "make every recursive call a tail call, or bound the recursion: `let rec {} ... : t [@sarek.inline N] = ...` inlines it N levels",
+            f.name
+        ))
+}
+
+/// Fresh variable ids past every id of the program.
+struct Fresh(u32);
+
+impl Fresh {
+    fn next(&mut self) -> VarId {
+        self.0 += 1;
+        VarId(self.0 - 1)
+    }
+    fn decl(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> VarDecl {
+        VarDecl {
+            id: self.next(),
+            name: name.to_string(),
+            ty,
+            mutable,
+            span,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Position {
+    Tail,
+    /// In a non-tail position of the body (its value is used, or code follows).
+    NonTail,
+    Argument,
+    InLoop,
+}
+
+/// Every self-call of `fid` in `e`, with the position it occurs in.
+fn self_calls(e: &Expr, fid: FunId, pos: Position, out: &mut Vec<(Span, Position)>) {
+    let non_tail = if pos == Position::Tail {
+        Position::NonTail
+    } else {
+        pos
+    };
+    match &e.kind {
+        ExprKind::Call { func, args, .. } => {
+            if *func == fid {
+                out.push((e.span, pos));
+            }
+            let arg_pos = if matches!(pos, Position::InLoop) {
+                pos
+            } else {
+                Position::Argument
+            };
+            for a in args {
+                self_calls(a, fid, arg_pos, out);
+            }
+        }
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            self_calls(cond, fid, non_tail, out);
+            self_calls(then_branch, fid, pos, out);
+            if let Some(b) = else_branch {
+                self_calls(b, fid, pos, out);
+            }
+        }
+        ExprKind::Match { scrutinee, arms } => {
+            self_calls(scrutinee, fid, non_tail, out);
+            for a in arms {
+                self_calls(&a.body, fid, pos, out);
+            }
+        }
+        ExprKind::Let { value, body, .. } => {
+            self_calls(value, fid, non_tail, out);
+            self_calls(body, fid, pos, out);
+        }
+        ExprKind::Seq(items) => {
+            for (k, item) in items.iter().enumerate() {
+                self_calls(
+                    item,
+                    fid,
+                    if k + 1 == items.len() { pos } else { non_tail },
+                    out,
+                );
+            }
+        }
+        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => {
+            self_calls(body, fid, pos, out)
+        }
+        ExprKind::Superstep { step, rest, .. } => {
+            self_calls(step, fid, non_tail, out);
+            self_calls(rest, fid, pos, out);
+        }
+        ExprKind::While { .. } | ExprKind::For { .. } => {
+            for c in children(e) {
+                self_calls(c, fid, Position::InLoop, out);
+            }
+        }
+        _ => {
+            for c in children(e) {
+                self_calls(c, fid, non_tail, out);
+            }
+        }
+    }
+}
+
+/// Direct sub-expressions, in evaluation order.
+pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
+        ExprKind::Let { value, body, .. } => vec![value, body],
+        ExprKind::Assign { value, .. } => vec![value],
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            let mut v: Vec<&Expr> = vec![cond, then_branch];
+            v.extend(else_branch.as_deref());
+            v
+        }
+        ExprKind::For {
+            start, end, body, ..
+        } => vec![start, end, body],
+        ExprKind::While { cond, body, .. } => vec![cond, body],
+        ExprKind::Seq(items)
+        | ExprKind::Record { fields: items, .. }
+        | ExprKind::Ctor { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Intrinsic { args: items, .. } => items.iter().collect(),
+        ExprKind::Match { scrutinee, arms } => {
+            let mut v: Vec<&Expr> = vec![scrutinee];
+            v.extend(arms.iter().map(|a| &a.body));
+            v
+        }
+        ExprKind::Index { base, index } => vec![base, index],
+        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
+        ExprKind::Field { base, .. } => vec![base],
+        ExprKind::FieldSet { base, value, .. } => vec![base, value],
+        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+        ExprKind::Unary { operand, .. } => vec![operand],
+        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
+        ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+        ExprKind::Ignore(inner) => vec![inner],
+    }
+}
+
+fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match &mut e.kind {
+        ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
+        ExprKind::Let { value, body, .. } => vec![value, body],
+        ExprKind::Assign { value, .. } => vec![value],
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            let mut v: Vec<&mut Expr> = vec![cond, then_branch];
+            v.extend(else_branch.as_deref_mut());
+            v
+        }
+        ExprKind::For {
+            start, end, body, ..
+        } => vec![start, end, body],
+        ExprKind::While { cond, body, .. } => vec![cond, body],
+        ExprKind::Seq(items)
+        | ExprKind::Record { fields: items, .. }
+        | ExprKind::Ctor { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Intrinsic { args: items, .. } => items.iter_mut().collect(),
+        ExprKind::Match { scrutinee, arms } => {
+            let mut v: Vec<&mut Expr> = vec![scrutinee];
+            v.extend(arms.iter_mut().map(|a| &mut a.body));
+            v
+        }
+        ExprKind::Index { base, index } => vec![base, index],
+        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
+        ExprKind::Field { base, .. } => vec![base],
+        ExprKind::FieldSet { base, value, .. } => vec![base, value],
+        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+        ExprKind::Unary { operand, .. } => vec![operand],
+        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
+        ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+        ExprKind::Ignore(inner) => vec![inner],
+    }
+}
+
+/// The binders introduced directly by a node (pattern variables, loop index, arrays).
+fn binders_mut(e: &mut Expr) -> Vec<&mut VarDecl> {
+    fn pattern<'a>(p: &'a mut Pattern, out: &mut Vec<&'a mut VarDecl>) {
+        match p {
+            Pattern::Bind(d) => out.push(d),
+            Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
+                for p in ps {
+                    pattern(p, out);
+                }
+            }
+            Pattern::Wildcard | Pattern::Lit(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    match &mut e.kind {
+        ExprKind::Let { pattern: p, .. } => pattern(p, &mut out),
+        ExprKind::For { var, .. }
+        | ExprKind::LetShared { var, .. }
+        | ExprKind::LetLocalArray { var, .. } => out.push(var),
+        ExprKind::Match { arms, .. } => {
+            for a in arms {
+                pattern(&mut a.pattern, &mut out);
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Apply `f` to every variable id in `e`: references, assignments and binders.
+fn for_each_var_mut(e: &mut Expr, f: &mut impl FnMut(&mut VarId)) {
+    match &mut e.kind {
+        ExprKind::Var(id) | ExprKind::Assign { var: id, .. } => f(id),
+        _ => {}
+    }
+    for d in binders_mut(e) {
+        f(&mut d.id);
+    }
+    for c in children_mut(e) {
+        for_each_var_mut(c, f);
+    }
+}
+
+fn max_var(program: &Program) -> u32 {
+    fn expr(e: &Expr, m: &mut u32) {
+        let mut e = e.clone();
+        for_each_var_mut(&mut e, &mut |id| *m = (*m).max(id.0));
+    }
+    let mut m = 0;
+    for f in &program.functions {
+        f.params.iter().for_each(|p| m = m.max(p.id.0));
+        expr(&f.body, &mut m);
+    }
+    for k in &program.kernels {
+        k.params.iter().for_each(|p| m = m.max(p.id.0));
+        expr(&k.body, &mut m);
+    }
+    m
+}
+
+/// Give every binder of `e` a fresh id (and the ids in `extra`), renaming references.
+fn freshen(e: &mut Expr, extra: &[VarId], fresh: &mut Fresh) -> HashMap<VarId, VarId> {
+    let mut map: HashMap<VarId, VarId> = extra.iter().map(|v| (*v, fresh.next())).collect();
+    fn collect(e: &mut Expr, map: &mut HashMap<VarId, VarId>, fresh: &mut Fresh) {
+        for d in binders_mut(e) {
+            map.entry(d.id).or_insert_with(|| fresh.next());
+        }
+        for c in children_mut(e) {
+            collect(c, map, fresh);
+        }
+    }
+    collect(e, &mut map, fresh);
+    for_each_var_mut(e, &mut |id| {
+        if let Some(n) = map.get(id) {
+            *id = *n;
+        }
+    });
+    map
+}
+
+fn node_count(e: &Expr) -> u64 {
+    1 + children(e).into_iter().map(node_count).sum::<u64>()
+}
+
+/// The zero value of a type (the initial `result` of a loop, a residual inlined call).
+fn zero(program: &Program, ty: &Ty, span: Span) -> Option<Expr> {
+    let kind = match ty {
+        Ty::Unit => ExprKind::Unit,
+        Ty::Scalar(s) => ExprKind::Lit(match s {
+            crate::types::Scalar::Bool => Literal::Bool(false),
+            crate::types::Scalar::I32 => Literal::I32(0),
+            crate::types::Scalar::I64 => Literal::I64(0),
+            crate::types::Scalar::F32 => Literal::F32(0.0),
+            crate::types::Scalar::F64 => Literal::F64(0.0),
+        }),
+        Ty::Record(id) => {
+            let def = program.records.get(id.0 as usize)?;
+            let fields = def
+                .fields
+                .iter()
+                .map(|f| zero(program, &f.ty, span))
+                .collect::<Option<_>>()?;
+            ExprKind::Record {
+                record: *id,
+                fields,
+            }
+        }
+        Ty::Variant(id) => {
+            let c = program.variants.get(id.0 as usize)?.ctors.first()?;
+            let args = c
+                .args
+                .iter()
+                .map(|t| zero(program, t, span))
+                .collect::<Option<_>>()?;
+            ExprKind::Ctor {
+                variant: *id,
+                ctor: 0,
+                args,
+            }
+        }
+        Ty::Tuple(cs) => ExprKind::Tuple(
+            cs.iter()
+                .map(|t| zero(program, t, span))
+                .collect::<Option<_>>()?,
+        ),
+        Ty::Vector(_) | Ty::Array { .. } | Ty::Param(_) => return None,
+    };
+    Some(Expr {
+        kind,
+        ty: ty.clone(),
+        span,
+    })
+}
+
+fn no_zero(f: &Function) -> Diagnostic {
+    Diagnostic::error(
+        f.span,
+        format!(
+            "recursive helper `{}` returns a value with no zero value",
+            f.name
+        ),
+    )
+    .with_label("return type is a vector or array")
+    .with_note("recursion elimination needs an initial value of the result type")
+}
+
+fn mk(kind: ExprKind, ty: Ty, span: Span) -> Expr {
+    Expr { kind, ty, span }
+}
+
+fn var(d: &VarDecl) -> Expr {
+    mk(ExprKind::Var(d.id), d.ty.clone(), d.span)
+}
+
+fn assign(d: &VarDecl, value: Expr) -> Expr {
+    let span = value.span;
+    mk(
+        ExprKind::Assign {
+            var: d.id,
+            value: Box::new(value),
+        },
+        Ty::Unit,
+        span,
+    )
+}
+
+fn let_in(d: VarDecl, value: Expr, body: Expr) -> Expr {
+    let (ty, span) = (body.ty.clone(), value.span);
+    mk(
+        ExprKind::Let {
+            pattern: Pattern::Bind(d),
+            value: Box::new(value),
+            body: Box::new(body),
+        },
+        ty,
+        span,
+    )
+}
+
+/// The tail-recursive helper `f` as a loop.
+fn to_loop(program: &Program, f: &Function, fresh: &mut Fresh) -> Result<Expr, Box<Diagnostic>> {
+    let span = f.span;
+    let copies: Vec<VarDecl> = f
+        .params
+        .iter()
+        .map(|p| fresh.decl(&p.name, p.ty.clone(), true, p.span))
+        .collect();
+    let result = if f.ret == Ty::Unit {
+        None
+    } else {
+        Some(fresh.decl("result", f.ret.clone(), true, span))
+    };
+    let running = fresh.decl("running", Ty::BOOL, true, span);
+    let mut body = f.body.clone();
+    let map: HashMap<VarId, VarId> = f
+        .params
+        .iter()
+        .zip(&copies)
+        .map(|(p, c)| (p.id, c.id))
+        .collect();
+    for_each_var_mut(&mut body, &mut |id| {
+        if let Some(n) = map.get(id) {
+            *id = *n;
+        }
+    });
+    let ctx = LoopCtx {
+        fid: f.id,
+        copies: &copies,
+        result: result.as_ref(),
+        running: &running,
+    };
+    let body = ctx.tailify(body, fresh);
+    let reset = assign(
+        &running,
+        mk(ExprKind::Lit(Literal::Bool(false)), Ty::BOOL, span),
+    );
+    let loop_body = mk(ExprKind::Seq(vec![reset, body]), Ty::Unit, span);
+    let while_loop = mk(
+        ExprKind::While {
+            cond: Box::new(var(&running)),
+            body: Box::new(loop_body),
+            hints: LoopHints::default(),
+        },
+        Ty::Unit,
+        span,
+    );
+    let tail = match &result {
+        Some(r) => var(r),
+        None => mk(ExprKind::Unit, Ty::Unit, span),
+    };
+    let mut e = mk(ExprKind::Seq(vec![while_loop, tail]), f.ret.clone(), span);
+    e = let_in(
+        running,
+        mk(ExprKind::Lit(Literal::Bool(true)), Ty::BOOL, span),
+        e,
+    );
+    if let Some(r) = result {
+        let Some(z) = zero(program, &f.ret, span) else {
+            return Err(Box::new(no_zero(f)));
+        };
+        e = let_in(r, z, e);
+    }
+    for (p, c) in f.params.iter().zip(copies).rev() {
+        e = let_in(c, var(p), e);
+    }
+    Ok(e)
+}
+
+struct LoopCtx<'a> {
+    fid: FunId,
+    copies: &'a [VarDecl],
+    result: Option<&'a VarDecl>,
+    running: &'a VarDecl,
+}
+
+impl LoopCtx<'_> {
+    /// Rewrite the tail positions of `e` (a unit expression results).
+    fn tailify(&self, e: Expr, fresh: &mut Fresh) -> Expr {
+        let Expr { kind, ty, span } = e;
+        let kind = match kind {
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => ExprKind::If {
+                cond,
+                then_branch: Box::new(self.tailify(*then_branch, fresh)),
+                else_branch: else_branch.map(|b| Box::new(self.tailify(*b, fresh))),
+            },
+            ExprKind::Match { scrutinee, arms } => ExprKind::Match {
+                scrutinee,
+                arms: arms
+                    .into_iter()
+                    .map(|mut a| {
+                        a.body = self.tailify(a.body, fresh);
+                        a
+                    })
+                    .collect(),
+            },
+            ExprKind::Let {
+                pattern,
+                value,
+                body,
+            } => ExprKind::Let {
+                pattern,
+                value,
+                body: Box::new(self.tailify(*body, fresh)),
+            },
+            ExprKind::Seq(mut items) => match items.pop() {
+                Some(last) => {
+                    items.push(self.tailify(last, fresh));
+                    ExprKind::Seq(items)
+                }
+                None => ExprKind::Seq(items),
+            },
+            ExprKind::LetShared { var, body } => ExprKind::LetShared {
+                var,
+                body: Box::new(self.tailify(*body, fresh)),
+            },
+            ExprKind::LetLocalArray { var, body } => ExprKind::LetLocalArray {
+                var,
+                body: Box::new(self.tailify(*body, fresh)),
+            },
+            ExprKind::Superstep {
+                name,
+                divergent,
+                step,
+                rest,
+            } => ExprKind::Superstep {
+                name,
+                divergent,
+                step,
+                rest: Box::new(self.tailify(*rest, fresh)),
+            },
+            ExprKind::Call { func, args, .. } if func == self.fid => {
+                // New arguments go through temporaries: they may read the current values.
+                let temps: Vec<VarDecl> = self
+                    .copies
+                    .iter()
+                    .map(|c| fresh.decl(&c.name, c.ty.clone(), false, span))
+                    .collect();
+                let mut stmts: Vec<Expr> = self
+                    .copies
+                    .iter()
+                    .zip(&temps)
+                    .map(|(c, t)| assign(c, var(t)))
+                    .collect();
+                stmts.push(assign(
+                    self.running,
+                    mk(ExprKind::Lit(Literal::Bool(true)), Ty::BOOL, span),
+                ));
+                let mut e = mk(ExprKind::Seq(stmts), Ty::Unit, span);
+                for (t, a) in temps.into_iter().zip(args).rev() {
+                    e = let_in(t, a, e);
+                }
+                return e;
+            }
+            kind => {
+                let e = Expr { kind, ty, span };
+                return match self.result {
+                    Some(r) if e.ty != Ty::Unit => assign(r, e),
+                    _ => e,
+                };
+            }
+        };
+        Expr {
+            kind,
+            ty: Ty::Unit,
+            span,
+        }
+    }
+}
+
+/// `f`'s body with its self-calls expanded `depth` levels.
+fn inline(
+    program: &Program,
+    f: &Function,
+    depth: u32,
+    fresh: &mut Fresh,
+) -> Result<Expr, Box<Diagnostic>> {
+    let mut calls = Vec::new();
+    self_calls(&f.body, f.id, Position::Tail, &mut calls);
+    let (n, c, k) = (
+        node_count(&f.body),
+        calls.len() as u64,
+        f.params.len() as u64,
+    );
+    // size(0) = n, size(d) = n + c * (size(d - 1) + k): checked before anything is built.
+    let mut size = n;
+    for _ in 0..depth {
+        size = n.saturating_add(c.saturating_mul(size.saturating_add(k)));
+        if size > NODE_LIMIT {
+            break;
+        }
+    }
+    if size > NODE_LIMIT {
+        return Err(Box::new(
+            Diagnostic::error(f.span, format!("inlining `{}` {depth} levels deep is too large", f.name))
+                .with_label(format!("`[@sarek.inline {depth}]` expands to more than {NODE_LIMIT} nodes"))
+                .with_note(format!(
+                    "each level copies the body once per recursive call ({c} here)"
+                ))
+                .with_help("lower the inline depth, or rewrite the helper so its recursive calls are tail calls"),
+        ));
+    }
+    if zero(program, &f.ret, f.span).is_none() {
+        return Err(Box::new(no_zero(f)));
+    }
+    Ok(expand(program, f, f.body.clone(), depth, fresh))
+}
+
+fn expand(program: &Program, f: &Function, mut e: Expr, depth: u32, fresh: &mut Fresh) -> Expr {
+    if let ExprKind::Call { func, args, .. } = &mut e.kind
+        && *func == f.id
+    {
+        let args: Vec<Expr> = std::mem::take(args)
+            .into_iter()
+            .map(|a| expand(program, f, a, depth, fresh))
+            .collect();
+        let span = e.span;
+        if depth == 0 {
+            // Past the declared depth: evaluate the arguments, yield the zero value.
+            let mut r = zero(program, &f.ret, span).unwrap_or(Expr {
+                kind: ExprKind::Unit,
+                ty: Ty::Unit,
+                span,
+            });
+            for a in args.into_iter().rev() {
+                let ty = r.ty.clone();
+                r = mk(
+                    ExprKind::Let {
+                        pattern: Pattern::Wildcard,
+                        value: Box::new(a),
+                        body: Box::new(r),
+                    },
+                    ty,
+                    span,
+                );
+            }
+            return r;
+        }
+        let mut inner = expand(program, f, f.body.clone(), depth - 1, fresh);
+        let ids: Vec<VarId> = f.params.iter().map(|p| p.id).collect();
+        let map = freshen(&mut inner, &ids, fresh);
+        let mut r = inner;
+        for (p, a) in f.params.iter().zip(args).rev() {
+            let d = VarDecl {
+                id: map[&p.id],
+                ..p.clone()
+            };
+            r = let_in(d, a, r);
+        }
+        r.span = span;
+        return r;
+    }
+    for c in children_mut(&mut e) {
+        let taken = std::mem::replace(
+            c,
+            Expr {
+                kind: ExprKind::Unit,
+                ty: Ty::Unit,
+                span: Span::DUMMY,
+            },
+        );
+        *c = expand(program, f, taken, depth, fresh);
+    }
+    e
+}
+
+/// Calls between distinct helpers that form a cycle.
+fn mutual_recursion(program: &Program) -> Vec<Diagnostic> {
+    let index: HashMap<FunId, usize> = program
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, i))
+        .collect();
+    // Edges: caller -> (callee, call span), self-calls excluded.
+    let edges: Vec<Vec<(usize, Span)>> = program
+        .functions
+        .iter()
+        .map(|f| {
+            let mut out = Vec::new();
+            collect_calls(&f.body, &mut |callee, span| {
+                if callee != f.id
+                    && let Some(&j) = index.get(&callee)
+                {
+                    out.push((j, span));
+                }
+            });
+            out
+        })
+        .collect();
+    let mut diags = Vec::new();
+    let mut state = vec![0u8; edges.len()]; // 0 new, 1 on stack, 2 done
+    let mut stack: Vec<usize> = Vec::new();
+    fn dfs(
+        i: usize,
+        edges: &[Vec<(usize, Span)>],
+        state: &mut [u8],
+        stack: &mut Vec<usize>,
+        program: &Program,
+        diags: &mut Vec<Diagnostic>,
+    ) {
+        state[i] = 1;
+        stack.push(i);
+        for &(j, span) in &edges[i] {
+            if state[j] == 1 {
+                let from = stack.iter().position(|&s| s == j).unwrap_or(0);
+                let names: Vec<String> = stack[from..]
+                    .iter()
+                    .map(|&s| format!("`{}`", program.functions[s].name))
+                    .collect();
+                diags.push(
+                    Diagnostic::error(
+                        span,
+                        format!("mutual recursion between {}", names.join(", ")),
+                    )
+                    .with_label(format!(
+                        "this call to `{}` closes the cycle",
+                        program.functions[j].name
+                    ))
+                    .with_secondary(program.functions[j].span, "defined here")
+                    .with_note("helpers may call only helpers defined before them, and themselves"),
+                );
+            } else if state[j] == 0 {
+                dfs(j, edges, state, stack, program, diags);
+            }
+        }
+        stack.pop();
+        state[i] = 2;
+    }
+    for i in 0..edges.len() {
+        if state[i] == 0 {
+            dfs(i, &edges, &mut state, &mut stack, program, &mut diags);
+        }
+    }
+    diags
+}
+
+fn collect_calls(e: &Expr, f: &mut impl FnMut(FunId, Span)) {
+    if let ExprKind::Call { func, .. } = &e.kind {
+        f(*func, e.span);
+    }
+    for c in children(e) {
+        collect_calls(c, f);
+    }
 }

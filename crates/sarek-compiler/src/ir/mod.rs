@@ -38,7 +38,11 @@ pub enum Ty {
     /// Global buffer (kernel parameter, or a helper parameter bound to one).
     Vector(Box<Ty>),
     /// Shared/local array of a compile-time size, or (as a helper parameter type) unsized.
-    Array { elem: Box<Ty>, space: MemSpace, size: Option<u32> },
+    Array {
+        elem: Box<Ty>,
+        space: MemSpace,
+        size: Option<u32>,
+    },
 }
 
 impl Ty {
@@ -163,26 +167,55 @@ pub enum LValue {
 pub enum StmtKind {
     /// Declare a scalar/record/variant variable, scoped to the rest of the enclosing block.
     /// `init` is `None` only for mutable variables assigned on every path before use.
-    Let { var: VarId, init: Option<Expr> },
+    Let {
+        var: VarId,
+        init: Option<Expr>,
+    },
     /// Declare a shared (`MemSpace::Shared`) or per-thread (`MemSpace::Local`) array variable,
     /// scoped to the rest of the enclosing block. Its type is `Ty::Array` with a size.
-    Array { var: VarId },
-    Assign { place: LValue, value: Expr },
+    Array {
+        var: VarId,
+    },
+    Assign {
+        place: LValue,
+        value: Expr,
+    },
     /// Evaluate for effects (a call, an atomic whose result is ignored).
     Expr(Expr),
-    If { cond: Expr, then_block: Block, else_block: Block },
+    If {
+        cond: Expr,
+        then_block: Block,
+        else_block: Block,
+    },
     /// Inclusive bounds, evaluated once; `var` is an int32 bound fresh per iteration.
-    For { var: VarId, start: Expr, end: Expr, downto: bool, body: Block, unroll: Option<u32> },
-    While { cond: Expr, body: Block, unroll: Option<u32> },
+    For {
+        var: VarId,
+        start: Expr,
+        end: Expr,
+        downto: bool,
+        body: Block,
+        unroll: Option<u32>,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+        unroll: Option<u32>,
+    },
     /// Match on a variant value: `arms` pair a constructor (None = default) with the variables
     /// bound to its payload fields (None for `_`).
-    Match { scrutinee: Expr, variant: VariantId, arms: Vec<MatchArm> },
+    Match {
+        scrutinee: Expr,
+        variant: VariantId,
+        arms: Vec<MatchArm>,
+    },
     /// Nested scope.
     Block(Block),
     /// Block barrier (all threads of the block, with shared-memory ordering).
     Barrier,
     /// Memory fence at block or device scope.
-    Fence { device: bool },
+    Fence {
+        device: bool,
+    },
     /// Return from a helper.
     Return(Option<Expr>),
     Break,
@@ -210,29 +243,63 @@ pub struct Expr {
 pub enum ExprKind {
     Lit(Literal),
     Var(VarId),
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Unary { op: UnOp, operand: Box<Expr> },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Unary {
+        op: UnOp,
+        operand: Box<Expr>,
+    },
     /// Element read of a vector or array variable.
-    Index { base: VarId, index: Box<Expr> },
+    Index {
+        base: VarId,
+        index: Box<Expr>,
+    },
     /// Record field read.
-    Field { base: Box<Expr>, field: u32 },
+    Field {
+        base: Box<Expr>,
+        field: u32,
+    },
     /// Record construction, fields in declaration order.
-    Record { record: RecordId, fields: Vec<Expr> },
+    Record {
+        record: RecordId,
+        fields: Vec<Expr>,
+    },
     /// Variant construction: payload fields flattened.
-    Ctor { variant: VariantId, ctor: u32, fields: Vec<Expr> },
+    Ctor {
+        variant: VariantId,
+        ctor: u32,
+        fields: Vec<Expr>,
+    },
     /// The constructor index of a variant value.
     Tag(Box<Expr>),
     /// Payload field `field` of constructor `ctor` of a variant value.
-    Payload { value: Box<Expr>, ctor: u32, field: u32 },
+    Payload {
+        value: Box<Expr>,
+        ctor: u32,
+        field: u32,
+    },
     /// `cond ? a : b` where both operands are effect-free and cannot fault (lowering only
     /// produces it under that condition, so targets may evaluate both).
-    Select { cond: Box<Expr>, then_value: Box<Expr>, else_value: Box<Expr> },
+    Select {
+        cond: Box<Expr>,
+        then_value: Box<Expr>,
+        else_value: Box<Expr>,
+    },
     /// Helper call.
-    Call { func: FuncId, args: Vec<Expr> },
+    Call {
+        func: FuncId,
+        args: Vec<Expr>,
+    },
     /// Built-in: geometry, math, conversions (target type = `Expr::ty`), atomics (first
     /// argument is the array/vector variable as an `ExprKind::Var`), warp operations, `Length`.
     /// Barriers and fences are statements, never intrinsics here.
-    Intrinsic { op: Intrinsic, args: Vec<Expr> },
+    Intrinsic {
+        op: Intrinsic,
+        args: Vec<Expr>,
+    },
 }
 
 impl Expr {
@@ -240,7 +307,10 @@ impl Expr {
         Expr { kind, ty }
     }
     pub fn lit(l: Literal) -> Expr {
-        Expr { ty: Ty::Scalar(l.scalar()), kind: ExprKind::Lit(l) }
+        Expr {
+            ty: Ty::Scalar(l.scalar()),
+            kind: ExprKind::Lit(l),
+        }
     }
     pub fn i32(v: i32) -> Expr {
         Expr::lit(Literal::I32(v))

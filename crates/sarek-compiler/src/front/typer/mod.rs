@@ -1,13 +1,716 @@
-//! Type checker: AST to the typed program ([`crate::front::tast`]). (Stub.)
+//! Type checker: the surface AST to the typed program ([`crate::front::tast`]).
+//!
+//! Hindley–Milner with let-polymorphism for top-level helpers. Items are checked in order,
+//! each against the environment of the items before it:
+//!
+//! - type declarations first ([`env`]): records and variants, refused when recursive;
+//! - constants are checked and folded to a literal, substituted at every use;
+//! - a helper is inferred with monomorphic uses of itself, then generalised: float literals
+//!   still undecided default to float32, every type variable left in its signature becomes a
+//!   type parameter (`Ty::Param`), keeping its constraint ("numeric", "scalar for `=`", "array
+//!   of t") so each call site checks its instance;
+//! - a kernel is checked with annotated parameters and a unit body.
+//!
+//! Local helpers (`let f (a : t) = e in body`) are lifted to top-level [`tast::Function`]s:
+//! the variables they capture become extra *leading* parameters, passed by value at each call,
+//! and such a helper may not assign a captured variable. A local helper inside a polymorphic
+//! helper shares that helper's type parameters.
+//!
+//! Errors are collected, never thrown: an ill-typed node gets the error type, which unifies
+//! with everything, so one mistake does not cascade and every independent error of the file
+//! is reported. Unsuffixed float literals carry their value as `Literal::F64` until the
+//! item's final substitution picks float32 or float64.
 
-use crate::diag::Diagnostic;
+mod builtins;
+mod env;
+mod expr;
+pub mod messages;
+mod patterns;
+mod unify;
+pub(crate) mod visit;
+
+use std::collections::HashMap;
+
+use crate::diag::{Diagnostic, Span};
+use crate::front::tast::{FunId, Ty, VarDecl, VarId};
 use crate::front::{ast, tast};
+use crate::types::{Literal, Scalar};
+
+pub use messages::{aggregate_equality_help, aggregate_equality_message};
+
+use env::{TyMode, TypeEnv};
+use unify::{Constraint, Subst, as_var, error_ty};
+use visit::VisitMut;
 
 /// Type-check a whole file; every independent error is reported.
-pub fn check_program(_program: &ast::Program) -> Result<tast::Program, Vec<Diagnostic>> {
-    Err(unimplemented("the type checker"))
+pub fn check_program(program: &ast::Program) -> Result<tast::Program, Vec<Diagnostic>> {
+    let mut c = Checker::default();
+    c.declare_types(program);
+    for item in &program.items {
+        match &item.kind {
+            ast::ItemKind::Type(_) => {}
+            ast::ItemKind::Const { name, ty, value } => c.check_const(name, ty, value),
+            ast::ItemKind::Fun(decl) => c.check_top_function(decl),
+            ast::ItemKind::Kernel(k) => c.check_kernel(k),
+        }
+    }
+    if !c.diags.is_empty() {
+        return Err(c.diags);
+    }
+    Ok(c.into_program())
 }
 
-fn unimplemented(what: &str) -> Vec<crate::diag::Diagnostic> {
-    vec![crate::diag::Diagnostic::error(crate::diag::Span::DUMMY, format!("{what} is not implemented yet"))]
+/// A helper's type: `Ty::Param(i)` stands for its i-th type parameter.
+#[derive(Clone, Debug)]
+struct Scheme {
+    type_params: u32,
+    /// What each type parameter may be instantiated with.
+    constraints: Vec<Constraint>,
+    params: Vec<Ty>,
+    ret: Ty,
+}
+
+struct FunSlot {
+    span: Span,
+    scheme: Scheme,
+    def: Option<tast::Function>,
+}
+
+#[derive(Clone, Debug)]
+enum Global {
+    Const { lit: Literal },
+    Fun(FunId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum LocalKind {
+    Param,
+    Let,
+    LoopIndex,
+    /// Shared or local array.
+    Array,
+    /// A lifted local helper and the scope indices of the variables it captures.
+    Fun {
+        fun: FunId,
+        captures: Vec<usize>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Local {
+    name: String,
+    id: VarId,
+    ty: Ty,
+    mutable: bool,
+    kind: LocalKind,
+    span: Span,
+}
+
+/// One local helper being checked: locals below `boundary` are captured.
+struct CaptureFrame {
+    boundary: usize,
+    /// (scope index of the captured local, the lifted helper's parameter standing for it).
+    captures: Vec<(usize, VarDecl)>,
+}
+
+/// Per-item state.
+#[derive(Default)]
+struct ItemCtx {
+    tyvars: HashMap<String, Ty>,
+    /// Float-literal variables created in this item (defaulted at its end).
+    lit_vars: Vec<u32>,
+    /// Local helpers lifted out of this item (they get its type parameters).
+    lifted: Vec<FunId>,
+}
+
+#[derive(Default)]
+pub(super) struct Checker {
+    env: TypeEnv,
+    subst: Subst,
+    diags: Vec<Diagnostic>,
+    globals: HashMap<String, Global>,
+    funs: Vec<FunSlot>,
+    kernels: Vec<tast::Kernel>,
+    next_var: u32,
+    scope: Vec<Local>,
+    frames: Vec<CaptureFrame>,
+    opens: Vec<String>,
+    item: ItemCtx,
+}
+
+impl Checker {
+    fn fresh_var_id(&mut self) -> VarId {
+        self.next_var += 1;
+        VarId(self.next_var - 1)
+    }
+
+    fn decl(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> VarDecl {
+        VarDecl {
+            id: self.fresh_var_id(),
+            name: name.to_string(),
+            ty,
+            mutable,
+            span,
+        }
+    }
+
+    fn push_local(&mut self, d: &VarDecl, kind: LocalKind) {
+        self.scope.push(Local {
+            name: d.name.clone(),
+            id: d.id,
+            ty: d.ty.clone(),
+            mutable: d.mutable,
+            kind,
+            span: d.span,
+        });
+    }
+
+    fn begin_item(&mut self) {
+        self.item = ItemCtx::default();
+        self.scope.clear();
+        self.frames.clear();
+        self.opens.clear();
+    }
+
+    fn check_const(&mut self, name: &ast::Ident, ty: &ast::TypeExpr, value: &ast::Expr) {
+        self.begin_item();
+        let ty = self.ty_of(ty, TyMode::Const);
+        let mut value = self.check(value, &ty);
+        self.default_literals();
+        let mut z = Zonker {
+            c: self,
+            params: None,
+        };
+        z.expr(&mut value);
+        match expr::const_eval(&value) {
+            Some(lit) => {
+                self.globals
+                    .insert(name.name.clone(), Global::Const { lit });
+            }
+            None => {
+                // Keep the name known so uses do not report it as unknown.
+                if !unify::is_error(&value.ty) {
+                    self.diags.push(
+                        Diagnostic::error(value.span, format!("the value of constant `{}` is not a compile-time constant", name.name))
+                            .with_label("not computable at compile time")
+                            .with_note("a constant is a literal or arithmetic on literals and earlier constants"),
+                    );
+                }
+                let lit = match ty {
+                    Ty::Scalar(Scalar::F32) => Literal::F32(0.0),
+                    Ty::Scalar(Scalar::F64) => Literal::F64(0.0),
+                    Ty::Scalar(Scalar::I64) => Literal::I64(0),
+                    Ty::Scalar(Scalar::Bool) => Literal::Bool(false),
+                    _ => Literal::I32(0),
+                };
+                self.globals
+                    .insert(name.name.clone(), Global::Const { lit });
+            }
+        }
+    }
+
+    /// `[@sarek.inline N]` on the definition or a body `pragma ["sarek.inline N"] (...)`.
+    fn inline_depth<'a>(&mut self, decl: &'a ast::FunDecl) -> (Option<u32>, &'a ast::Expr) {
+        let mut depth = None;
+        for a in &decl.attrs {
+            if a.name == "sarek.inline" || a.name == "inline" {
+                depth = self.parse_count(&a.payload, a.span, "sarek.inline");
+            }
+        }
+        let mut body = &decl.body;
+        if let ast::ExprKind::Pragma { args, body: inner } = &body.kind {
+            for arg in args {
+                if let Some(n) = arg.trim().strip_prefix("sarek.inline") {
+                    depth = self.parse_count(n, body.span, "sarek.inline");
+                    body = inner;
+                }
+            }
+        }
+        (depth, body)
+    }
+
+    fn parse_count(&mut self, payload: &str, span: Span, what: &str) -> Option<u32> {
+        match payload.trim().parse::<u32>() {
+            Ok(n) => Some(n),
+            Err(_) => {
+                self.diags.push(
+                    Diagnostic::error(span, format!("`{what}` needs a non-negative integer count"))
+                        .with_label(format!("found `{}`", payload.trim()))
+                        .with_help(format!("write e.g. `[@{what} 4]`")),
+                );
+                None
+            }
+        }
+    }
+
+    /// Check params, return type and body of a helper (top-level or local); the helper's own
+    /// name is visible in its body when `recursive`. Returns the function with inferred types.
+    fn check_function_body(
+        &mut self,
+        decl: &ast::FunDecl,
+        id: FunId,
+        local: bool,
+    ) -> tast::Function {
+        let scope_mark = self.scope.len();
+        let mut params = Vec::new();
+        for p in &decl.params {
+            let ty = match &p.ty {
+                Some(t) => self.ty_of(t, TyMode::HelperParam),
+                None => self.subst.fresh(),
+            };
+            let d = self.decl(&p.name.name, ty, false, p.name.span);
+            params.push(d);
+        }
+        let ret = match &decl.ret {
+            Some(t) => self.ty_of(t, TyMode::HelperParam),
+            None => self.subst.fresh(),
+        };
+        let (inline_depth, body) = self.inline_depth(decl);
+        let scheme = Scheme {
+            type_params: 0,
+            constraints: vec![],
+            params: params.iter().map(|p| p.ty.clone()).collect(),
+            ret: ret.clone(),
+        };
+        self.funs[id.0 as usize].scheme = scheme;
+        if decl.recursive {
+            if local {
+                self.diags.push(
+                    Diagnostic::error(
+                        decl.name.span,
+                        format!("local helper `{}` cannot be recursive", decl.name.name),
+                    )
+                    .with_label("declared with `let rec` inside an expression")
+                    .with_help("define the recursive helper at top level"),
+                );
+            } else {
+                self.globals.insert(decl.name.name.clone(), Global::Fun(id));
+            }
+        }
+        for p in &params {
+            self.push_local(p, LocalKind::Param);
+        }
+        let body = self.check(body, &ret);
+        self.scope.truncate(scope_mark);
+        tast::Function {
+            id,
+            name: decl.name.name.clone(),
+            span: decl.name.span,
+            type_params: 0,
+            params,
+            ret,
+            body,
+            recursive: decl.recursive,
+            inline_depth,
+        }
+    }
+
+    fn new_fun_slot(&mut self, name: &str, span: Span) -> FunId {
+        let _ = name;
+        self.funs.push(FunSlot {
+            span,
+            scheme: Scheme {
+                type_params: 0,
+                constraints: vec![],
+                params: vec![],
+                ret: Ty::Unit,
+            },
+            def: None,
+        });
+        FunId(self.funs.len() as u32 - 1)
+    }
+
+    fn check_top_function(&mut self, decl: &ast::FunDecl) {
+        self.begin_item();
+        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        let mut f = self.check_function_body(decl, id, false);
+        self.default_literals();
+
+        // Generalise: the variables left in the signature become type parameters, in order.
+        let mut order = Vec::new();
+        for t in f
+            .params
+            .iter()
+            .map(|p| &p.ty)
+            .chain(std::iter::once(&f.ret))
+        {
+            self.collect_vars(t, &mut order);
+        }
+        let mut constraints = Vec::new();
+        for (i, v) in order.iter().enumerate() {
+            constraints.push(
+                self.subst
+                    .constraint(*v)
+                    .cloned()
+                    .unwrap_or(Constraint::Any),
+            );
+            self.subst.bind(*v, Ty::Param(i as u32));
+        }
+        let n = order.len() as u32;
+        let constraints = constraints
+            .into_iter()
+            .map(|c| match c {
+                Constraint::Container {
+                    elem,
+                    vector,
+                    array,
+                } => Constraint::Container {
+                    elem: self.subst.zonk(&elem),
+                    vector,
+                    array,
+                },
+                other => other,
+            })
+            .collect();
+
+        let lifted = std::mem::take(&mut self.item.lifted);
+        let mut z = Zonker {
+            c: self,
+            params: Some((n, id, lifted.clone())),
+        };
+        z.function(&mut f);
+        for l in &lifted {
+            if let Some(mut lf) = z.c.funs[l.0 as usize].def.take() {
+                z.function(&mut lf);
+                lf.type_params = n;
+                z.c.funs[l.0 as usize].def = Some(lf);
+            }
+        }
+        f.type_params = n;
+        self.funs[id.0 as usize].scheme = Scheme {
+            type_params: n,
+            constraints,
+            params: f.params.iter().map(|p| p.ty.clone()).collect(),
+            ret: f.ret.clone(),
+        };
+        self.funs[id.0 as usize].def = Some(f);
+        self.globals.insert(decl.name.name.clone(), Global::Fun(id));
+    }
+
+    fn collect_vars(&self, t: &Ty, out: &mut Vec<u32>) {
+        let t = self.subst.resolve(t);
+        if let Some(v) = as_var(&t) {
+            if !out.contains(&v) {
+                out.push(v);
+                if let Some(Constraint::Container { elem, .. }) = self.subst.constraint(v) {
+                    self.collect_vars(&elem.clone(), out);
+                }
+            }
+            return;
+        }
+        match t {
+            Ty::Tuple(ts) => ts.iter().for_each(|t| self.collect_vars(t, out)),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.collect_vars(&e, out),
+            _ => {}
+        }
+    }
+
+    fn check_kernel(&mut self, k: &ast::KernelDecl) {
+        self.begin_item();
+        if self.kernels.iter().any(|x| x.name == k.name.name) {
+            self.diags.push(
+                Diagnostic::error(
+                    k.name.span,
+                    format!("the kernel `{}` is defined more than once", k.name.name),
+                )
+                .with_label("redefined here"),
+            );
+        }
+        let mut params = Vec::new();
+        for p in &k.params {
+            let ty = match &p.ty {
+                Some(t) => self.ty_of(t, TyMode::KernelParam),
+                None => {
+                    self.diags.push(
+                        Diagnostic::error(p.span, format!("kernel parameter `{}` needs a type annotation", p.name.name))
+                            .with_label("missing type")
+                            .with_note("kernel parameters are what the host passes; their types cannot be inferred")
+                            .with_help(format!("write `({} : float32 vector)` or the type it should have", p.name.name)),
+                    );
+                    error_ty()
+                }
+            };
+            let d = self.decl(&p.name.name, ty, false, p.name.span);
+            self.push_local(&d, LocalKind::Param);
+            params.push(d);
+        }
+        let mut body = self.infer(&k.body, Some(&Ty::Unit));
+        if self.subst.unify(&body.ty, &Ty::Unit).is_err() {
+            let found = self.show(&body.ty);
+            self.diags.push(
+                Diagnostic::error(
+                    k.body.span,
+                    format!("the body of kernel `{}` must have type `unit`", k.name.name),
+                )
+                .with_label(format!("this has type `{found}`"))
+                .with_note("kernels return nothing: results are written into vector parameters")
+                .with_help("write the result with `v.(i) <- e`, or discard it with `ignore (...)`"),
+            );
+        }
+        self.default_literals();
+        let lifted = std::mem::take(&mut self.item.lifted);
+        let mut z = Zonker {
+            c: self,
+            params: Some((0, FunId(u32::MAX), lifted.clone())),
+        };
+        z.expr(&mut body);
+        for d in &mut params {
+            z.decl(d);
+        }
+        for l in &lifted {
+            if let Some(mut lf) = z.c.funs[l.0 as usize].def.take() {
+                z.function(&mut lf);
+                z.c.funs[l.0 as usize].def = Some(lf);
+            }
+        }
+        self.kernels.push(tast::Kernel {
+            name: k.name.name.clone(),
+            span: k.name.span,
+            params,
+            body,
+        });
+    }
+
+    /// Undecided float literals become float32 (float64 only where their constraint says so).
+    fn default_literals(&mut self) {
+        for v in std::mem::take(&mut self.item.lit_vars) {
+            let t = self.subst.resolve(&unify::var_ty(v));
+            if let Some(rep) = as_var(&t) {
+                let s = match self.subst.constraint(rep) {
+                    Some(Constraint::Scalar { set, .. }) => {
+                        set.default_member().unwrap_or(Scalar::F32)
+                    }
+                    _ => Scalar::F32,
+                };
+                self.subst.bind(rep, Ty::Scalar(s));
+            }
+        }
+    }
+
+    /// Assemble the program; functions are renumbered so that `FunId(i)` is the i-th function
+    /// and every helper precedes the helpers and kernels that call it.
+    fn into_program(self) -> tast::Program {
+        let mut order = Vec::new();
+        let mut placed = vec![false; self.funs.len()];
+        let defs: Vec<Option<tast::Function>> = self.funs.into_iter().map(|f| f.def).collect();
+        fn place(
+            i: usize,
+            defs: &[Option<tast::Function>],
+            placed: &mut [bool],
+            order: &mut Vec<usize>,
+        ) {
+            if placed[i] {
+                return;
+            }
+            placed[i] = true;
+            if let Some(f) = &defs[i] {
+                let mut callees = Vec::new();
+                collect_calls(&f.body, &mut callees);
+                for c in callees {
+                    place(c.0 as usize, defs, placed, order);
+                }
+            }
+            order.push(i);
+        }
+        for i in 0..defs.len() {
+            place(i, &defs, &mut placed, &mut order);
+        }
+        let mut new_id = vec![FunId(0); defs.len()];
+        for (k, i) in order.iter().enumerate() {
+            new_id[*i] = FunId(k as u32);
+        }
+        let mut defs = defs;
+        let mut functions = Vec::new();
+        for i in order {
+            if let Some(mut f) = defs[i].take() {
+                f.id = new_id[i];
+                renumber_calls(&mut f.body, &new_id);
+                functions.push(f);
+            }
+        }
+        let mut kernels = self.kernels;
+        for k in &mut kernels {
+            renumber_calls(&mut k.body, &new_id);
+        }
+        tast::Program {
+            records: self.env.records,
+            variants: self.env.variants,
+            functions,
+            kernels,
+        }
+    }
+}
+
+/// Every function called in `e` (direct callees).
+pub(crate) fn collect_calls(e: &tast::Expr, out: &mut Vec<FunId>) {
+    struct C<'a>(&'a mut Vec<FunId>);
+    impl VisitMut for C<'_> {
+        fn expr(&mut self, e: &mut tast::Expr) {
+            if let tast::ExprKind::Call { func, .. } = &e.kind
+                && !self.0.contains(func)
+            {
+                self.0.push(*func);
+            }
+            visit::walk_expr(self, e);
+        }
+    }
+    // The visitor is mutable; walking a clone keeps this function's signature honest.
+    let mut e = e.clone();
+    C(out).expr(&mut e);
+}
+
+fn renumber_calls(e: &mut tast::Expr, map: &[FunId]) {
+    struct R<'a>(&'a [FunId]);
+    impl VisitMut for R<'_> {
+        fn expr(&mut self, e: &mut tast::Expr) {
+            if let tast::ExprKind::Call { func, .. } = &mut e.kind {
+                *func = self.0[func.0 as usize];
+            }
+            visit::walk_expr(self, e);
+        }
+    }
+    R(map).expr(e);
+}
+
+/// The final substitution of an item: resolves every type, defaults what is left, fixes float
+/// literals to their decided width and gives calls to the item itself and to its lifted local
+/// helpers the identity instantiation of its type parameters.
+struct Zonker<'c> {
+    c: &'c mut Checker,
+    /// (type parameter count, the item's own FunId, its lifted helpers).
+    params: Option<(u32, FunId, Vec<FunId>)>,
+}
+
+impl Zonker<'_> {
+    fn function(&mut self, f: &mut tast::Function) {
+        for p in &mut f.params {
+            self.decl(p);
+        }
+        self.ty(&mut f.ret);
+        self.expr(&mut f.body);
+    }
+
+    fn final_ty(&mut self, t: &Ty) -> Ty {
+        let t = self.c.subst.zonk(t);
+        self.default_vars(&t);
+        self.c.subst.zonk(&t)
+    }
+
+    /// Bind every variable still free in `t` to its default.
+    fn default_vars(&mut self, t: &Ty) {
+        let mut vars = Vec::new();
+        self.c.collect_vars(t, &mut vars);
+        for v in vars {
+            if as_var(&self.c.subst.resolve(&unify::var_ty(v))).is_none() {
+                continue;
+            }
+            let d = match self.c.subst.constraint(v).cloned() {
+                Some(Constraint::Scalar { set, .. }) => {
+                    Ty::Scalar(set.default_member().unwrap_or(Scalar::I32))
+                }
+                Some(Constraint::Container { elem, vector, .. }) => {
+                    if vector {
+                        Ty::Vector(Box::new(elem))
+                    } else {
+                        Ty::Array {
+                            elem: Box::new(elem),
+                            space: crate::types::MemSpace::Local,
+                            size: None,
+                        }
+                    }
+                }
+                _ => Ty::Unit,
+            };
+            self.c.subst.bind(v, d);
+            let again = unify::var_ty(v);
+            self.default_vars(&again);
+        }
+    }
+}
+
+impl VisitMut for Zonker<'_> {
+    fn ty(&mut self, t: &mut Ty) {
+        *t = self.final_ty(t);
+    }
+
+    fn expr(&mut self, e: &mut tast::Expr) {
+        visit::walk_expr(self, e);
+        match &mut e.kind {
+            tast::ExprKind::Lit(lit) => fix_float_literal(lit, &e.ty),
+            tast::ExprKind::Match { scrutinee, arms } => {
+                for arm in arms {
+                    fix_pattern_literals(&mut arm.pattern, &scrutinee.ty, &self.c.env);
+                }
+            }
+            tast::ExprKind::Let { pattern, value, .. } => {
+                fix_pattern_literals(pattern, &value.ty, &self.c.env)
+            }
+            tast::ExprKind::LetLocalArray { var, .. } => {
+                if let Ty::Array { elem, .. } = &var.ty
+                    && **elem == Ty::Unit
+                {
+                    self.c.diags.push(
+                        Diagnostic::error(
+                            var.span,
+                            format!(
+                                "cannot infer the element type of local array `{}`",
+                                var.name
+                            ),
+                        )
+                        .with_label("element type unknown")
+                        .with_help(format!(
+                            "annotate it: `let {} : float32 array = create_array ...`",
+                            var.name
+                        )),
+                    );
+                }
+            }
+            tast::ExprKind::Call {
+                func, type_args, ..
+            } => {
+                if let Some((n, own, lifted)) = &self.params
+                    && (*func == *own || lifted.contains(func))
+                {
+                    *type_args = (0..*n).map(Ty::Param).collect();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn fix_float_literal(lit: &mut Literal, ty: &Ty) {
+    if let (Literal::F64(x), Ty::Scalar(Scalar::F32)) = (*lit, ty) {
+        *lit = Literal::F32(x as f32);
+    }
+}
+
+fn fix_pattern_literals(p: &mut tast::Pattern, ty: &Ty, env: &TypeEnv) {
+    match p {
+        tast::Pattern::Lit(l) => fix_float_literal(l, ty),
+        tast::Pattern::Tuple(ps) => {
+            if let Ty::Tuple(ts) = ty {
+                for (p, t) in ps.iter_mut().zip(ts) {
+                    fix_pattern_literals(p, t, env);
+                }
+            }
+        }
+        tast::Pattern::Or(ps) => ps.iter_mut().for_each(|p| fix_pattern_literals(p, ty, env)),
+        tast::Pattern::Ctor {
+            variant,
+            ctor,
+            args,
+        } => {
+            if let Some(c) = env
+                .variants
+                .get(variant.0 as usize)
+                .and_then(|v| v.ctors.get(*ctor as usize))
+            {
+                for (p, t) in args.iter_mut().zip(&c.args) {
+                    fix_pattern_literals(p, t, env);
+                }
+            }
+        }
+        tast::Pattern::Wildcard | tast::Pattern::Bind(_) => {}
+    }
 }

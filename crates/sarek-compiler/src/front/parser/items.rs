@@ -1,0 +1,489 @@
+//! Top-level items, parameters and type expressions.
+
+use super::{Fail, PResult, Parser};
+use crate::diag::{Diagnostic, Span};
+use crate::front::ast::*;
+use crate::front::lexer::Tok;
+
+impl Parser {
+    pub(super) fn program(&mut self) -> Program {
+        let mut items: Vec<Item> = Vec::new();
+        loop {
+            while self.eat(&Tok::SemiSemi) {}
+            if self.at(&Tok::Eof) {
+                break;
+            }
+            // `[@@attr]` after an item belongs to that item (lexed apart from it).
+            if let Tok::Attr { outer: true, .. } = self.peek() {
+                let attr = self.attribute();
+                match items.last_mut() {
+                    Some(item) => item.attrs.push(attr),
+                    None => {
+                        let d = Diagnostic::error(attr.span, "item attribute before any item")
+                            .with_label("`[@@...]` attaches to the item before it");
+                        self.diags.push(d);
+                    }
+                }
+                continue;
+            }
+            let start = self.pos;
+            match self.item() {
+                Ok(mut new) => {
+                    // An item must be followed by another item, `;;` or the end of the file.
+                    match self.peek() {
+                        Tok::Eof | Tok::SemiSemi | Tok::Let | Tok::LetExt(_) | Tok::Type => {}
+                        Tok::Attr { outer: true, .. } => {}
+                        _ => {
+                            let _ = self.expected("`let`, `let%kernel` or `type` (a new item)");
+                            items.append(&mut new);
+                            self.recover(start);
+                            continue;
+                        }
+                    }
+                    items.append(&mut new);
+                }
+                Err(Fail) => {
+                    if self.fatal {
+                        break;
+                    }
+                    self.recover(start);
+                }
+            }
+        }
+        Program { items }
+    }
+
+    /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
+    pub(super) fn attribute(&mut self) -> Attribute {
+        let t = self.bump();
+        match t.tok {
+            Tok::Attr { name, payload, .. } => Attribute {
+                name,
+                payload,
+                span: t.span,
+            },
+            _ => Attribute {
+                name: String::new(),
+                payload: String::new(),
+                span: t.span,
+            },
+        }
+    }
+
+    /// Zero or more `[@attr]` (single `@`) attributes.
+    pub(super) fn inner_attributes(&mut self) -> Vec<Attribute> {
+        let mut attrs = Vec::new();
+        while let Tok::Attr { outer: false, .. } = self.peek() {
+            attrs.push(self.attribute());
+        }
+        attrs
+    }
+
+    fn item(&mut self) -> PResult<Vec<Item>> {
+        match self.peek().clone() {
+            Tok::Type => self.type_decls(),
+            Tok::Let => self.let_item().map(|i| vec![i]),
+            Tok::LetExt(name) if name == "kernel" => self.kernel_item().map(|i| vec![i]),
+            Tok::LetExt(name) => {
+                let d =
+                    Diagnostic::error(self.span(), format!("`let%{name}` is not a top-level item"))
+                        .with_label("expected `let%kernel`, `let` or `type`")
+                        .with_note(
+                            "`let%shared` and `let%superstep` are used inside kernel bodies",
+                        );
+                Err(self.report(d))
+            }
+            _ => Err(self.expected("a top-level item (`let`, `let%kernel` or `type`)")),
+        }
+    }
+
+    /// `let%kernel name params = body`
+    fn kernel_item(&mut self) -> PResult<Item> {
+        let start = self.bump().span;
+        let mut attrs = self.inner_attributes();
+        let name = self.lident("a kernel name after `let%kernel`")?;
+        attrs.extend(self.inner_attributes());
+        let params = self.params()?;
+        if params.is_empty() {
+            return Err(self.expected("a kernel parameter like `(v : float32 vector)`"));
+        }
+        if self.eat(&Tok::Colon) {
+            self.unit_return("a kernel")?;
+        }
+        attrs.extend(self.inner_attributes());
+        self.expect_eq_after("the kernel parameters")?;
+        let body = self.seq_expr()?;
+        let span = start.to(body.span);
+        Ok(Item {
+            kind: ItemKind::Kernel(KernelDecl { name, params, body }),
+            span,
+            attrs,
+        })
+    }
+
+    /// After `:` on a kernel: only `unit` is allowed.
+    fn unit_return(&mut self, what: &str) -> PResult<()> {
+        let ty = self.type_expr()?;
+        match &ty.kind {
+            TypeExprKind::Named(id) if id.name == "unit" => Ok(()),
+            _ => {
+                let d = Diagnostic::error(ty.span, format!("{what} returns `unit`"))
+                    .with_label("remove this return type or write `unit`");
+                self.diags.push(d);
+                Err(Fail)
+            }
+        }
+    }
+
+    fn expect_eq_after(&mut self, after: &str) -> PResult<Span> {
+        if self.at(&Tok::Eq) {
+            return Ok(self.bump().span);
+        }
+        Err(self.expected(&format!("`=` after {after}")))
+    }
+
+    /// `let [rec] name ...` at top level: a constant, a helper or the `[%kernel fun]` form.
+    fn let_item(&mut self) -> PResult<Item> {
+        let start = self.bump().span;
+        let recursive = self.eat(&Tok::Rec);
+        let mut attrs = self.inner_attributes();
+        if self.at(&Tok::LParen) && *self.peek_at(1) == Tok::RParen {
+            let d = Diagnostic::error(
+                self.span().to(self.toks[self.pos + 1].span),
+                "top-level `let () = ...` is not supported",
+            )
+            .with_label("a top-level item must be named")
+            .with_help("use `let%kernel name (p : t) = ...` for a kernel");
+            return Err(self.report(d));
+        }
+        let name = self.lident("a name after `let`")?;
+        attrs.extend(self.inner_attributes());
+        let params = self.params()?;
+        if params.is_empty() && !recursive {
+            if self.eat(&Tok::Colon) {
+                let ty = self.type_expr()?;
+                attrs.extend(self.inner_attributes());
+                self.expect_eq_after("the constant's type")?;
+                let value = self.seq_expr()?;
+                let span = start.to(value.span);
+                return Ok(Item {
+                    kind: ItemKind::Const { name, ty, value },
+                    span,
+                    attrs,
+                });
+            }
+            if self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::ExtOpen(_)) {
+                self.bump();
+                return self.kernel_extension(start, name, attrs);
+            }
+            if self.at(&Tok::Eq) {
+                let d = Diagnostic::error(
+                    name.span,
+                    format!("top-level constant `{}` needs a type annotation", name.name),
+                )
+                .with_label("type annotation missing")
+                .with_help(format!(
+                    "write `let {} : int32 = ...` (or the constant's type)",
+                    name.name
+                ));
+                return Err(self.report(d));
+            }
+            return Err(self.expected("a parameter, `:` or `=`"));
+        }
+        let ret = if self.eat(&Tok::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        let mut fattrs = self.inner_attributes();
+        self.expect_eq_after("the helper's parameters")?;
+        fattrs.extend(self.inner_attributes());
+        let body = self.seq_expr()?;
+        let span = start.to(body.span);
+        let decl = FunDecl {
+            name,
+            recursive,
+            params,
+            ret,
+            attrs: fattrs,
+            body,
+        };
+        Ok(Item {
+            kind: ItemKind::Fun(decl),
+            span,
+            attrs,
+        })
+    }
+
+    /// `[%kernel fun params -> body]` after `let name =`.
+    fn kernel_extension(
+        &mut self,
+        start: Span,
+        name: Ident,
+        attrs: Vec<Attribute>,
+    ) -> PResult<Item> {
+        let open = self.bump().span;
+        if !self.eat(&Tok::Fun) {
+            return Err(self.expected("`fun` after `[%kernel`"));
+        }
+        let params = self.params()?;
+        if params.is_empty() {
+            return Err(self.expected("a kernel parameter like `(v : float32 vector)`"));
+        }
+        if !self.at(&Tok::Arrow) {
+            return Err(self.expected("`->` after the kernel parameters"));
+        }
+        self.bump();
+        let body = self.seq_expr()?;
+        let close = self.expect_closing(&Tok::RBracket, "[%kernel", open)?;
+        let span = start.to(close);
+        Ok(Item {
+            kind: ItemKind::Kernel(KernelDecl { name, params, body }),
+            span,
+            attrs,
+        })
+    }
+
+    /// A lowercase identifier (or `_`).
+    pub(super) fn lident(&mut self, what: &str) -> PResult<Ident> {
+        match self.peek().clone() {
+            Tok::Ident(name) => Ok(Ident {
+                name,
+                span: self.bump().span,
+            }),
+            Tok::Underscore => Ok(Ident {
+                name: "_".into(),
+                span: self.bump().span,
+            }),
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    /// Function / kernel parameters: `(x : t)`, `x`, `_`, `()`.
+    pub(super) fn params(&mut self) -> PResult<Vec<Param>> {
+        let mut params = Vec::new();
+        loop {
+            match self.peek() {
+                Tok::Ident(_) | Tok::Underscore => {
+                    let name = self.lident("a parameter")?;
+                    let span = name.span;
+                    params.push(Param {
+                        name,
+                        ty: None,
+                        span,
+                    });
+                }
+                Tok::LParen => {
+                    let open = self.bump().span;
+                    if self.at(&Tok::RParen) {
+                        // `()`: a unit parameter, named `_`.
+                        let close = self.bump().span;
+                        let span = open.to(close);
+                        let unit = TypeExpr {
+                            kind: TypeExprKind::Named(Ident {
+                                name: "unit".into(),
+                                span,
+                            }),
+                            span,
+                        };
+                        params.push(Param {
+                            name: Ident {
+                                name: "_".into(),
+                                span,
+                            },
+                            ty: Some(unit),
+                            span,
+                        });
+                        continue;
+                    }
+                    let name = self.lident("a parameter name")?;
+                    let ty = if self.eat(&Tok::Colon) {
+                        Some(self.type_expr()?)
+                    } else {
+                        None
+                    };
+                    let close = self.expect_closing(&Tok::RParen, "(", open)?;
+                    params.push(Param {
+                        name,
+                        ty,
+                        span: open.to(close),
+                    });
+                }
+                _ => return Ok(params),
+            }
+        }
+    }
+
+    /// `type a = ... [and b = ...]` followed by `[@@attrs]`.
+    fn type_decls(&mut self) -> PResult<Vec<Item>> {
+        let mut items = Vec::new();
+        let mut start = self.bump().span;
+        loop {
+            if let Tok::TyVar(_) = self.peek() {
+                let d = Diagnostic::error(self.span(), "type parameters are not supported")
+                    .with_label("records and variants are monomorphic");
+                return Err(self.report(d));
+            }
+            let name = self.lident("a type name after `type`")?;
+            self.expect_eq_after("the type name")?;
+            let kind = if self.at(&Tok::LBrace) {
+                self.record_decl()?
+            } else {
+                self.variant_decl()?
+            };
+            let mut attrs = Vec::new();
+            while let Tok::Attr { outer: true, .. } = self.peek() {
+                attrs.push(self.attribute());
+            }
+            let span = start.to(self.prev_span());
+            items.push(Item {
+                kind: ItemKind::Type(TypeDecl { name, kind }),
+                span,
+                attrs,
+            });
+            if self.at(&Tok::And) {
+                start = self.bump().span;
+                continue;
+            }
+            return Ok(items);
+        }
+    }
+
+    fn record_decl(&mut self) -> PResult<TypeDeclKind> {
+        let open = self.bump().span;
+        let mut fields = Vec::new();
+        while !self.at(&Tok::RBrace) {
+            let mutable = self.eat(&Tok::Mutable);
+            let name = self.lident("a field name")?;
+            if !self.at(&Tok::Colon) {
+                return Err(self.expected("`:` and the field's type"));
+            }
+            self.bump();
+            let ty = self.type_expr()?;
+            fields.push(FieldDecl { name, ty, mutable });
+            if !self.eat(&Tok::Semi) {
+                break;
+            }
+        }
+        self.expect_closing(&Tok::RBrace, "{", open)?;
+        if fields.is_empty() {
+            let d = Diagnostic::error(
+                open.to(self.prev_span()),
+                "a record type needs at least one field",
+            );
+            self.diags.push(d);
+            return Err(Fail);
+        }
+        Ok(TypeDeclKind::Record(fields))
+    }
+
+    fn variant_decl(&mut self) -> PResult<TypeDeclKind> {
+        self.eat(&Tok::Bar);
+        let mut ctors = Vec::new();
+        loop {
+            let (name, span) = match self.peek().clone() {
+                Tok::UIdent(n) => (n, self.bump().span),
+                Tok::Ident(n) if ctors.is_empty() => {
+                    let d = Diagnostic::error(
+                        self.span(),
+                        format!("type abbreviations are not supported (`{n}`)"),
+                    )
+                    .with_label("expected a record `{ ... }` or constructors `A | B of t`");
+                    return Err(self.report(d));
+                }
+                _ => return Err(self.expected("a constructor name (capitalised)")),
+            };
+            let mut args = Vec::new();
+            if self.eat(&Tok::Of) {
+                // `C of a * b` has two arguments; `C of (a * b)` one tuple argument.
+                args.push(self.type_app()?);
+                while self.eat(&Tok::Star) {
+                    args.push(self.type_app()?);
+                }
+            }
+            let span = span.to(self.prev_span());
+            ctors.push(CtorDecl {
+                name: Ident { name, span },
+                args,
+                span,
+            });
+            if !self.eat(&Tok::Bar) {
+                return Ok(TypeDeclKind::Variant(ctors));
+            }
+        }
+    }
+
+    /// A type: `t1 * t2 * ...` over applications.
+    pub(super) fn type_expr(&mut self) -> PResult<TypeExpr> {
+        let first = self.type_app()?;
+        if !self.at(&Tok::Star) {
+            return Ok(first);
+        }
+        let mut parts = vec![first];
+        while self.eat(&Tok::Star) {
+            parts.push(self.type_app()?);
+        }
+        let span = parts[0].span.to(parts[parts.len() - 1].span);
+        Ok(TypeExpr {
+            kind: TypeExprKind::Tuple(parts),
+            span,
+        })
+    }
+
+    /// An atom followed by postfix type constructors: `float32 vector`, `'a array`.
+    fn type_app(&mut self) -> PResult<TypeExpr> {
+        let mut ty = self.type_atom()?;
+        let mut chain = 0;
+        while let Tok::Ident(name) = self.peek().clone() {
+            chain += 1;
+            self.check_depth(chain)?;
+            let id = Ident {
+                name,
+                span: self.bump().span,
+            };
+            let span = ty.span.to(id.span);
+            ty = TypeExpr {
+                kind: TypeExprKind::App(Box::new(ty), id),
+                span,
+            };
+        }
+        Ok(ty)
+    }
+
+    fn type_atom(&mut self) -> PResult<TypeExpr> {
+        match self.peek().clone() {
+            Tok::Ident(name) => {
+                let span = self.bump().span;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Named(Ident { name, span }),
+                    span,
+                })
+            }
+            Tok::TyVar(name) => {
+                let span = self.bump().span;
+                Ok(TypeExpr {
+                    kind: TypeExprKind::Var(Ident { name, span }),
+                    span,
+                })
+            }
+            Tok::LParen => {
+                let open = self.bump().span;
+                let inner = self.nested(|p| p.type_expr())?;
+                let close = self.expect_closing(&Tok::RParen, "(", open)?;
+                Ok(TypeExpr {
+                    span: open.to(close),
+                    ..inner
+                })
+            }
+            Tok::UIdent(name) => {
+                let d = Diagnostic::error(
+                    self.span(),
+                    format!("expected a type, found constructor or module `{name}`"),
+                )
+                .with_label("type names are lowercase");
+                Err(self.report(d))
+            }
+            _ => Err(self.expected("a type")),
+        }
+    }
+}

@@ -1,0 +1,463 @@
+//! A small builder for hand-written IR kernels, shared by the interpreter and cpu tests.
+#![allow(dead_code)]
+
+use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+use sarek_compiler::ir::*;
+use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use sarek_compiler::{FileId, Span};
+use sarek_runtime::{ArgValue, Column, HostVector};
+
+pub struct KB {
+    pub k: Kernel,
+}
+
+impl KB {
+    pub fn new(name: &str) -> KB {
+        KB {
+            k: Kernel {
+                name: name.into(),
+                span: Span::DUMMY,
+                vars: vec![],
+                params: vec![],
+                body: vec![],
+                records: vec![],
+                variants: vec![],
+                functions: vec![],
+            },
+        }
+    }
+    pub fn var(&mut self, name: &str, ty: Ty) -> VarId {
+        self.k.vars.push(VarInfo { name: name.into(), ty, mutable: true, span: Span::DUMMY });
+        VarId(self.k.vars.len() as u32 - 1)
+    }
+    pub fn param(&mut self, name: &str, ty: Ty) -> VarId {
+        let v = self.var(name, ty);
+        self.k.params.push(v);
+        v
+    }
+    pub fn vector(&mut self, name: &str, elem: Ty) -> VarId {
+        self.param(name, Ty::Vector(Box::new(elem)))
+    }
+    pub fn array(&mut self, name: &str, elem: Ty, space: MemSpace, size: u32) -> VarId {
+        self.var(name, Ty::Array { elem: Box::new(elem), space, size: Some(size) })
+    }
+    pub fn record(&mut self, name: &str, fields: &[(&str, Ty)]) -> RecordId {
+        self.k.records.push(Record {
+            name: name.into(),
+            fields: fields.iter().map(|(n, t)| Field { name: n.to_string(), ty: t.clone() }).collect(),
+            is_tuple: name.starts_with("_tup"),
+        });
+        RecordId(self.k.records.len() as u32 - 1)
+    }
+    pub fn variant(&mut self, name: &str, ctors: &[(&str, Vec<Ty>)]) -> VariantId {
+        self.k.variants.push(Variant {
+            name: name.into(),
+            ctors: ctors.iter().map(|(n, f)| Ctor { name: n.to_string(), fields: f.clone() }).collect(),
+        });
+        VariantId(self.k.variants.len() as u32 - 1)
+    }
+    pub fn func(&mut self, name: &str, params: Vec<VarId>, ret: Ty, body: Block) -> FuncId {
+        self.k.functions.push(Function { name: name.into(), span: Span::DUMMY, params, ret, body });
+        FuncId(self.k.functions.len() as u32 - 1)
+    }
+    pub fn v(&self, id: VarId) -> Expr {
+        Expr::new(ExprKind::Var(id), self.k.var(id).ty.clone())
+    }
+    pub fn idx(&self, base: VarId, i: Expr) -> Expr {
+        let ty = self.k.var(base).ty.elem().unwrap().clone();
+        Expr::new(ExprKind::Index { base, index: Box::new(i) }, ty)
+    }
+    pub fn field(&self, e: Expr, f: u32) -> Expr {
+        let ty = match &e.ty {
+            Ty::Record(r) => self.k.record(*r).fields[f as usize].ty.clone(),
+            _ => panic!("field of non-record"),
+        };
+        Expr::new(ExprKind::Field { base: Box::new(e), field: f }, ty)
+    }
+    pub fn call(&self, f: FuncId, args: Vec<Expr>) -> Expr {
+        let ty = self.k.function(f).ret.clone();
+        Expr::new(ExprKind::Call { func: f, args }, ty)
+    }
+    pub fn finish(mut self, body: Block) -> Kernel {
+        self.k.body = body;
+        self.k
+    }
+}
+
+pub fn i32c(x: i32) -> Expr {
+    Expr::lit(Literal::I32(x))
+}
+pub fn i64c(x: i64) -> Expr {
+    Expr::lit(Literal::I64(x))
+}
+pub fn f32c(x: f32) -> Expr {
+    Expr::lit(Literal::F32(x))
+}
+pub fn f64c(x: f64) -> Expr {
+    Expr::lit(Literal::F64(x))
+}
+pub fn boolc(x: bool) -> Expr {
+    Expr::lit(Literal::Bool(x))
+}
+pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
+    let ty = if op.is_comparison() { Ty::BOOL } else { a.ty.clone() };
+    Expr::new(ExprKind::Binary { op, lhs: Box::new(a), rhs: Box::new(b) }, ty)
+}
+pub fn add(a: Expr, b: Expr) -> Expr {
+    bin(BinOp::Add, a, b)
+}
+pub fn mul(a: Expr, b: Expr) -> Expr {
+    bin(BinOp::Mul, a, b)
+}
+pub fn lt(a: Expr, b: Expr) -> Expr {
+    bin(BinOp::Lt, a, b)
+}
+pub fn un(op: UnOp, a: Expr) -> Expr {
+    let ty = a.ty.clone();
+    Expr::new(ExprKind::Unary { op, operand: Box::new(a) }, ty)
+}
+pub fn intr(op: Intrinsic, args: Vec<Expr>, ty: Ty) -> Expr {
+    Expr::new(ExprKind::Intrinsic { op, args }, ty)
+}
+pub fn geo(g: Geometry) -> Expr {
+    intr(Intrinsic::Geometry(g), vec![], Ty::I32)
+}
+pub fn gid() -> Expr {
+    geo(Geometry::GlobalIdx(Axis::X))
+}
+pub fn tid() -> Expr {
+    geo(Geometry::ThreadIdx(Axis::X))
+}
+pub fn convert(e: Expr, to: Scalar) -> Expr {
+    intr(Intrinsic::Convert, vec![e], Ty::Scalar(to))
+}
+
+/// Statement with a recognisable span: bytes `at..at+1` of file 0.
+pub fn st_at(kind: StmtKind, at: usize) -> Stmt {
+    Stmt { kind, span: Span::new(FileId(0), at, at + 1) }
+}
+pub fn st(kind: StmtKind) -> Stmt {
+    Stmt { kind, span: Span::new(FileId(0), 0, 1) }
+}
+pub fn let_(v: VarId, e: Expr) -> Stmt {
+    st(StmtKind::Let { var: v, init: Some(e) })
+}
+pub fn set(v: VarId, e: Expr) -> Stmt {
+    st(StmtKind::Assign { place: LValue::Var(v), value: e })
+}
+pub fn store(base: VarId, i: Expr, e: Expr) -> Stmt {
+    st(StmtKind::Assign { place: LValue::Index { base, index: Box::new(i) }, value: e })
+}
+pub fn if_(c: Expr, t: Block, e: Block) -> Stmt {
+    st(StmtKind::If { cond: c, then_block: t, else_block: e })
+}
+pub fn for_(v: VarId, a: Expr, b: Expr, body: Block) -> Stmt {
+    st(StmtKind::For { var: v, start: a, end: b, downto: false, body, unroll: None })
+}
+pub fn while_(c: Expr, body: Block) -> Stmt {
+    st(StmtKind::While { cond: c, body, unroll: None })
+}
+pub fn barrier() -> Stmt {
+    st(StmtKind::Barrier)
+}
+pub fn expr_st(e: Expr) -> Stmt {
+    st(StmtKind::Expr(e))
+}
+
+pub fn vec_i32(x: &[i32]) -> ArgValue {
+    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::I32(x.to_vec())] })
+}
+pub fn vec_i64(x: &[i64]) -> ArgValue {
+    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::I64(x.to_vec())] })
+}
+pub fn vec_f32(x: &[f32]) -> ArgValue {
+    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::F32(x.to_vec())] })
+}
+pub fn vec_f64(x: &[f64]) -> ArgValue {
+    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::F64(x.to_vec())] })
+}
+pub fn s_i32(x: i32) -> ArgValue {
+    ArgValue::Scalar(Literal::I32(x))
+}
+pub fn s_f32(x: f32) -> ArgValue {
+    ArgValue::Scalar(Literal::F32(x))
+}
+pub fn col(a: &ArgValue, c: usize) -> &Column {
+    match a {
+        ArgValue::Vector(v) => &v.columns[c],
+        _ => panic!("not a vector"),
+    }
+}
+pub fn out_i32(a: &ArgValue) -> Vec<i32> {
+    match col(a, 0) {
+        Column::I32(v) => v.clone(),
+        c => panic!("not int32: {c:?}"),
+    }
+}
+pub fn out_i64(a: &ArgValue) -> Vec<i64> {
+    match col(a, 0) {
+        Column::I64(v) => v.clone(),
+        c => panic!("not int64: {c:?}"),
+    }
+}
+pub fn out_f32(a: &ArgValue) -> Vec<f32> {
+    match col(a, 0) {
+        Column::F32(v) => v.clone(),
+        c => panic!("not float32: {c:?}"),
+    }
+}
+pub fn out_f64(a: &ArgValue) -> Vec<f64> {
+    match col(a, 0) {
+        Column::F64(v) => v.clone(),
+        c => panic!("not float64: {c:?}"),
+    }
+}
+
+/// A deterministic pseudo-random sequence (xorshift) for test inputs.
+pub fn rand_seq(seed: u64, n: usize) -> Vec<u64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        })
+        .collect()
+}
+
+/// Classic kernels used by several test files.
+pub mod kernels {
+    use super::*;
+
+    /// `c[i] = a[i] + b[i]` when `i < n`.
+    pub fn vadd() -> Kernel {
+        let mut kb = KB::new("vadd");
+        let a = kb.vector("a", Ty::I32);
+        let b = kb.vector("b", Ty::I32);
+        let c = kb.vector("c", Ty::I32);
+        let n = kb.param("n", Ty::I32);
+        let i = kb.var("i", Ty::I32);
+        let body = vec![
+            let_(i, gid()),
+            if_(lt(kb.v(i), kb.v(n)), vec![store(c, kb.v(i), add(kb.idx(a, kb.v(i)), kb.idx(b, kb.v(i))))], vec![]),
+        ];
+        kb.finish(body)
+    }
+
+    /// `y[i] = a * x[i] + y[i]` in float32.
+    pub fn saxpy() -> Kernel {
+        let mut kb = KB::new("saxpy");
+        let x = kb.vector("x", Ty::F32);
+        let y = kb.vector("y", Ty::F32);
+        let a = kb.param("a", Ty::F32);
+        let n = kb.param("n", Ty::I32);
+        let i = kb.var("i", Ty::I32);
+        let body = vec![
+            let_(i, gid()),
+            if_(
+                lt(kb.v(i), kb.v(n)),
+                vec![store(y, kb.v(i), add(mul(kb.v(a), kb.idx(x, kb.v(i))), kb.idx(y, kb.v(i))))],
+                vec![],
+            ),
+        ];
+        kb.finish(body)
+    }
+
+    /// Per-block tree reduction of int32 in shared memory: `out[block] = sum of the block's
+    /// slice of `x` (zeros past `n`).
+    pub fn reduce(block: u32) -> Kernel {
+        let mut kb = KB::new("reduce");
+        let x = kb.vector("x", Ty::I32);
+        let out = kb.vector("out", Ty::I32);
+        let n = kb.param("n", Ty::I32);
+        let tile = kb.array("tile", Ty::I32, MemSpace::Shared, block);
+        let t = kb.var("t", Ty::I32);
+        let i = kb.var("i", Ty::I32);
+        let s = kb.var("s", Ty::I32);
+        let body = vec![
+            st(StmtKind::Array { var: tile }),
+            let_(t, tid()),
+            let_(i, gid()),
+            if_(lt(kb.v(i), kb.v(n)), vec![store(tile, kb.v(t), kb.idx(x, kb.v(i)))], vec![store(tile, kb.v(t), i32c(0))]),
+            barrier(),
+            let_(s, i32c(block as i32 / 2)),
+            while_(
+                bin(BinOp::Gt, kb.v(s), i32c(0)),
+                vec![
+                    if_(
+                        lt(kb.v(t), kb.v(s)),
+                        vec![store(
+                            tile,
+                            kb.v(t),
+                            add(kb.idx(tile, kb.v(t)), kb.idx(tile, add(kb.v(t), kb.v(s)))),
+                        )],
+                        vec![],
+                    ),
+                    barrier(),
+                    set(s, bin(BinOp::Div, kb.v(s), i32c(2))),
+                ],
+            ),
+            if_(
+                bin(BinOp::Eq, kb.v(t), i32c(0)),
+                vec![store(out, geo(Geometry::BlockIdx(Axis::X)), kb.idx(tile, i32c(0)))],
+                vec![],
+            ),
+        ];
+        kb.finish(body)
+    }
+
+    /// Mandelbrot iteration counts over a `w` x `h` image on a 2-D grid:
+    /// `out[y*w+x]` = iterations before |z| > 2 (at most `max_iter`).
+    pub fn mandelbrot() -> Kernel {
+        let mut kb = KB::new("mandelbrot");
+        let out = kb.vector("out", Ty::I32);
+        let w = kb.param("width", Ty::I32);
+        let h = kb.param("height", Ty::I32);
+        let max_iter = kb.param("max_iter", Ty::I32);
+        let px = kb.var("px", Ty::I32);
+        let py = kb.var("py", Ty::I32);
+        let cx = kb.var("cx", Ty::F32);
+        let cy = kb.var("cy", Ty::F32);
+        let zx = kb.var("zx", Ty::F32);
+        let zy = kb.var("zy", Ty::F32);
+        let it = kb.var("it", Ty::I32);
+        let t = kb.var("t", Ty::F32);
+        let f = |e: Expr| convert(e, Scalar::F32);
+        let sub = |a, b| bin(BinOp::Sub, a, b);
+        let div = |a, b| bin(BinOp::Div, a, b);
+        let body = vec![
+            let_(px, geo(Geometry::GlobalIdx(Axis::X))),
+            let_(py, geo(Geometry::GlobalIdx(Axis::Y))),
+            if_(
+                bin(BinOp::And, lt(kb.v(px), kb.v(w)), lt(kb.v(py), kb.v(h))),
+                vec![
+                    // cx = -2.5 + 3.5 * px / w ; cy = -1.25 + 2.5 * py / h
+                    let_(cx, add(f32c(-2.5), div(mul(f32c(3.5), f(kb.v(px))), f(kb.v(w))))),
+                    let_(cy, add(f32c(-1.25), div(mul(f32c(2.5), f(kb.v(py))), f(kb.v(h))))),
+                    let_(zx, f32c(0.0)),
+                    let_(zy, f32c(0.0)),
+                    let_(it, i32c(0)),
+                    while_(
+                        bin(
+                            BinOp::And,
+                            lt(kb.v(it), kb.v(max_iter)),
+                            bin(BinOp::Le, add(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))), f32c(4.0)),
+                        ),
+                        vec![
+                            let_(t, add(sub(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))), kb.v(cx))),
+                            set(zy, add(mul(mul(f32c(2.0), kb.v(zx)), kb.v(zy)), kb.v(cy))),
+                            set(zx, kb.v(t)),
+                            set(it, add(kb.v(it), i32c(1))),
+                        ],
+                    ),
+                    store(out, add(mul(kb.v(py), kb.v(w)), kb.v(px)), kb.v(it)),
+                ],
+                vec![],
+            ),
+        ];
+        kb.finish(body)
+    }
+
+    /// Rust reference of [`mandelbrot`], operation for operation in f32.
+    pub fn mandelbrot_ref(w: i32, h: i32, max_iter: i32) -> Vec<i32> {
+        let mut out = vec![0; (w * h) as usize];
+        for py in 0..h {
+            for px in 0..w {
+                let cx = -2.5f32 + 3.5f32 * px as f32 / w as f32;
+                let cy = -1.25f32 + 2.5f32 * py as f32 / h as f32;
+                let (mut zx, mut zy, mut it) = (0f32, 0f32, 0);
+                while it < max_iter && zx * zx + zy * zy <= 4.0 {
+                    let t = zx * zx - zy * zy + cx;
+                    zy = 2.0 * zx * zy + cy;
+                    zx = t;
+                    it += 1;
+                }
+                out[(py * w + px) as usize] = it;
+            }
+        }
+        out
+    }
+
+    /// Tiled float32 matmul `c = a * b` of `n` x `n` matrices (n a multiple of `tile`), 2-D
+    /// blocks of `tile` x `tile` threads with two shared tiles.
+    pub fn matmul(tile: u32) -> Kernel {
+        let mut kb = KB::new("matmul");
+        let a = kb.vector("a", Ty::F32);
+        let b = kb.vector("b", Ty::F32);
+        let c = kb.vector("c", Ty::F32);
+        let n = kb.param("n", Ty::I32);
+        let ta = kb.array("ta", Ty::F32, MemSpace::Shared, tile * tile);
+        let tb = kb.array("tb", Ty::F32, MemSpace::Shared, tile * tile);
+        let tx = kb.var("tx", Ty::I32);
+        let ty = kb.var("ty", Ty::I32);
+        let row = kb.var("row", Ty::I32);
+        let colv = kb.var("col", Ty::I32);
+        let acc = kb.var("acc", Ty::F32);
+        let m = kb.var("m", Ty::I32);
+        let k = kb.var("k", Ty::I32);
+        let tl = i32c(tile as i32);
+        let sub = |a, b| bin(BinOp::Sub, a, b);
+        let div = |a, b| bin(BinOp::Div, a, b);
+        let body = vec![
+            st(StmtKind::Array { var: ta }),
+            st(StmtKind::Array { var: tb }),
+            let_(tx, tid()),
+            let_(ty, geo(Geometry::ThreadIdx(Axis::Y))),
+            let_(row, geo(Geometry::GlobalIdx(Axis::Y))),
+            let_(colv, geo(Geometry::GlobalIdx(Axis::X))),
+            let_(acc, f32c(0.0)),
+            for_(
+                m,
+                i32c(0),
+                sub(div(kb.v(n), tl.clone()), i32c(1)),
+                vec![
+                    store(
+                        ta,
+                        add(mul(kb.v(ty), tl.clone()), kb.v(tx)),
+                        kb.idx(a, add(mul(kb.v(row), kb.v(n)), add(mul(kb.v(m), tl.clone()), kb.v(tx)))),
+                    ),
+                    store(
+                        tb,
+                        add(mul(kb.v(ty), tl.clone()), kb.v(tx)),
+                        kb.idx(b, add(mul(add(mul(kb.v(m), tl.clone()), kb.v(ty)), kb.v(n)), kb.v(colv))),
+                    ),
+                    barrier(),
+                    for_(
+                        k,
+                        i32c(0),
+                        sub(tl.clone(), i32c(1)),
+                        vec![set(
+                            acc,
+                            add(
+                                kb.v(acc),
+                                mul(
+                                    kb.idx(ta, add(mul(kb.v(ty), tl.clone()), kb.v(k))),
+                                    kb.idx(tb, add(mul(kb.v(k), tl.clone()), kb.v(tx))),
+                                ),
+                            ),
+                        )],
+                    ),
+                    barrier(),
+                ],
+            ),
+            store(c, add(mul(kb.v(row), kb.v(n)), kb.v(colv)), kb.v(acc)),
+        ];
+        kb.finish(body)
+    }
+
+    /// Rust reference of [`matmul`]: the same summation order (k ascending), in f32.
+    pub fn matmul_ref(a: &[f32], b: &[f32], n: usize) -> Vec<f32> {
+        let mut c = vec![0f32; n * n];
+        for r in 0..n {
+            for col in 0..n {
+                let mut acc = 0f32;
+                for k in 0..n {
+                    acc += a[r * n + k] * b[k * n + col];
+                }
+                c[r * n + col] = acc;
+            }
+        }
+        c
+    }
+}
