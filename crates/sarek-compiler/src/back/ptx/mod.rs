@@ -31,7 +31,9 @@ pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, V
 /// Whether `name` can be emitted as a PTX identifier unchanged.
 pub fn is_ptx_identifier(name: &str) -> bool {
     let mut chars = name.chars();
-    let Some(first) = chars.next() else { return false };
+    let Some(first) = chars.next() else {
+        return false;
+    };
     let follow = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     let rest: Vec<char> = chars.collect();
     let ok = if first.is_ascii_alphabetic() {
@@ -44,7 +46,9 @@ pub fn is_ptx_identifier(name: &str) -> bool {
 
 /// Names PTX reserves that a kernel might plausibly be called (PTX ISA 8.x, "Identifiers":
 /// instruction opcodes are not reserved, but directive-like and predefined names are).
-const PTX_RESERVED: &[&str] = &["WARP_SZ", "_", "entry", "func", "global", "shared", "local", "param"];
+const PTX_RESERVED: &[&str] = &[
+    "WARP_SZ", "_", "entry", "func", "global", "shared", "local", "param",
+];
 
 /// The entry point name: the kernel's own name when PTX accepts it, else an escaped form
 /// (`sarek_` followed by the name with every non-identifier character as `_xHH`).

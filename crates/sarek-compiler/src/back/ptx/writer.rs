@@ -12,7 +12,9 @@ use crate::target::{Generated, TargetOptions};
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 
 /// Element layout of PTX memory: C rules, bool as one byte.
-pub const PTX_LAYOUT: LayoutRules = LayoutRules::C { bool_repr: Stored::BoolAsU8 };
+pub const PTX_LAYOUT: LayoutRules = LayoutRules::C {
+    bool_repr: Stored::BoolAsU8,
+};
 
 /// A virtual register class.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,7 +112,11 @@ enum Binding {
 /// A place being assigned: registers, or an element in memory narrowed to a leaf range.
 enum Place {
     Regs(Vec<Reg>),
-    Mem { array: MemArray, addr: Reg, leaves: Vec<(u32, Stored, Scalar)> },
+    Mem {
+        array: MemArray,
+        addr: Reg,
+        leaves: Vec<(u32, Stored, Scalar)>,
+    },
 }
 
 /// The inlined helper currently being emitted.
@@ -124,6 +130,7 @@ pub(super) struct Writer<'k> {
     options: &'k TargetOptions,
     body: String,
     module_decls: String,
+    local_decls: String,
     counts: HashMap<Class, u32>,
     labels: u32,
     symbols: u32,
@@ -143,6 +150,7 @@ impl<'k> Writer<'k> {
             options,
             body: String::new(),
             module_decls: String::new(),
+            local_decls: String::new(),
             counts: HashMap::new(),
             labels: 0,
             symbols: 0,
@@ -175,6 +183,9 @@ impl<'k> Writer<'k> {
             if let Some(&n) = self.counts.get(&class) {
                 let _ = writeln!(out, "    .reg {} {}<{}>;", class.decl(), class.prefix(), n);
             }
+        }
+        for line in self.local_decls.lines() {
+            let _ = writeln!(out, "    {line}");
         }
         out.push_str(&self.body);
         out.push_str("    ret;\n}\n");
@@ -218,7 +229,11 @@ impl<'k> Writer<'k> {
 
     fn refuse(&mut self, what: impl Into<String>) {
         let msg = format!("PTX target: {}", what.into());
-        if !self.errors.iter().any(|d| d.message == msg && d.span == self.span) {
+        if !self
+            .errors
+            .iter()
+            .any(|d| d.message == msg && d.span == self.span)
+        {
             self.errors.push(
                 Diagnostic::error(self.span, msg)
                     .with_label("not expressible in PTX")
@@ -228,7 +243,10 @@ impl<'k> Writer<'k> {
     }
 
     fn scalars(&self, ty: &Ty) -> Vec<Scalar> {
-        abi::leaves(self.kernel, ty).into_iter().map(|l| l.scalar).collect()
+        abi::leaves(self.kernel, ty)
+            .into_iter()
+            .map(|l| l.scalar)
+            .collect()
     }
 
     fn fresh_value(&mut self, ty: &Ty) -> Vec<Reg> {
@@ -275,20 +293,38 @@ impl<'k> Writer<'k> {
                     self.emit(format!("ld.param.s32 {len}, [param_{l}];"));
                     self.env.insert(
                         pid,
-                        Binding::Array(MemArray { space: "global", base, len, elem: (**elem).clone(), layout: layout.clone() }),
+                        Binding::Array(MemArray {
+                            space: "global",
+                            base,
+                            len,
+                            elem: (**elem).clone(),
+                            layout: layout.clone(),
+                        }),
                     );
                     abi_params.push(AbiParam {
                         name: info.name.clone(),
                         ty: info.ty.clone(),
-                        kind: AbiParamKind::Vector { elem: layout, buffer: ArgSlot::Argument(p), length: ArgSlot::Argument(l) },
+                        kind: AbiParamKind::Vector {
+                            elem: layout,
+                            buffer: ArgSlot::Argument(p),
+                            length: ArgSlot::Argument(l),
+                        },
                     });
                 }
                 Ty::Scalar(_) | Ty::Record(_) | Ty::Variant(_) => {
                     let layout = abi::elem_layout(self.kernel, &info.ty, PTX_LAYOUT);
-                    let align = layout.leaves.iter().map(|(_, s)| s.size()).max().unwrap_or(1);
+                    let align = layout
+                        .leaves
+                        .iter()
+                        .map(|(_, s)| s.size())
+                        .max()
+                        .unwrap_or(1);
                     let p = slot;
                     slot += 1;
-                    decls.push(format!("    .param .align {align} .b8 param_{p}[{}]", layout.stride.max(1)));
+                    decls.push(format!(
+                        "    .param .align {align} .b8 param_{p}[{}]",
+                        layout.stride.max(1)
+                    ));
                     let scalars = self.scalars(&info.ty);
                     let mut regs = Vec::new();
                     for ((off, stored), s) in layout.leaves.iter().zip(scalars) {
@@ -299,12 +335,18 @@ impl<'k> Writer<'k> {
                     abi_params.push(AbiParam {
                         name: info.name.clone(),
                         ty: info.ty.clone(),
-                        kind: AbiParamKind::Value { layout, slot: ArgSlot::Argument(p) },
+                        kind: AbiParamKind::Value {
+                            layout,
+                            slot: ArgSlot::Argument(p),
+                        },
                     });
                 }
                 Ty::Unit | Ty::Array { .. } => {
                     self.span = info.span;
-                    self.refuse(format!("parameter `{}` has a type PTX kernels cannot take", info.name));
+                    self.refuse(format!(
+                        "parameter `{}` has a type PTX kernels cannot take",
+                        info.name
+                    ));
                 }
             }
         }
@@ -389,7 +431,11 @@ impl<'k> Writer<'k> {
             StmtKind::Expr(e) => {
                 self.expr(e);
             }
-            StmtKind::If { cond, then_block, else_block } => {
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 let c = self.expr(cond)[0];
                 let (l_else, l_end) = (self.label(), self.label());
                 self.emit(format!("@!{c} bra $L{l_else};"));
@@ -399,7 +445,14 @@ impl<'k> Writer<'k> {
                 self.block(else_block);
                 self.place_label(l_end);
             }
-            StmtKind::For { var, start, end, downto, body, .. } => {
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                ..
+            } => {
                 let i = self.reg(Class::B32);
                 let s = self.expr(start)[0];
                 let e0 = self.expr(end)[0];
@@ -440,7 +493,11 @@ impl<'k> Writer<'k> {
                 self.emit(format!("bra.uni $L{top};"));
                 self.place_label(done);
             }
-            StmtKind::Match { scrutinee, variant, arms } => {
+            StmtKind::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => {
                 let v = self.expr(scrutinee);
                 let tag = v[0];
                 let done = self.label();
@@ -454,7 +511,8 @@ impl<'k> Writer<'k> {
                         let start = offsets[c as usize];
                         let ctor = &self.kernel.variant(*variant).ctors[c as usize];
                         let mut at = start;
-                        let widths: Vec<usize> = ctor.fields.iter().map(|f| self.scalars(f).len()).collect();
+                        let widths: Vec<usize> =
+                            ctor.fields.iter().map(|f| self.scalars(f).len()).collect();
                         for (binding, w) in arm.bindings.iter().zip(widths) {
                             if let Some(id) = binding {
                                 self.env.insert(*id, Binding::Value(v[at..at + w].to_vec()));
@@ -470,7 +528,9 @@ impl<'k> Writer<'k> {
             }
             StmtKind::Block(b) => self.block(b),
             StmtKind::Barrier => self.emit("bar.sync 0;"),
-            StmtKind::Fence { device } => self.emit(if *device { "membar.gl;" } else { "membar.cta;" }),
+            StmtKind::Fence { device } => {
+                self.emit(if *device { "membar.gl;" } else { "membar.cta;" })
+            }
             StmtKind::Return(value) => {
                 let v = value.as_ref().map(|e| self.expr(e)).unwrap_or_default();
                 match self.frames.last() {
@@ -500,7 +560,10 @@ impl<'k> Writer<'k> {
     fn declare_array(&mut self, var: VarId) {
         let info = self.kernel.var(var).clone();
         let Ty::Array { elem, space, size } = &info.ty else {
-            self.refuse(format!("`{}` is declared as an array but has type {:?}", info.name, info.ty));
+            self.refuse(format!(
+                "`{}` is declared as an array but has type {:?}",
+                info.name, info.ty
+            ));
             return;
         };
         let layout = abi::elem_layout(self.kernel, elem, PTX_LAYOUT);
@@ -516,12 +579,27 @@ impl<'k> Writer<'k> {
         };
         self.symbols += 1;
         let sym = format!("sarek_{space_name}_{}", self.symbols);
-        let _ = writeln!(self.module_decls, "{decl} .align 8 .b8 {sym}[{bytes}];");
+        // Shared arrays may live at module scope; local ones must be inside the entry.
+        let target = if *space == MemSpace::Shared {
+            &mut self.module_decls
+        } else {
+            &mut self.local_decls
+        };
+        let _ = writeln!(target, "{decl} .align 8 .b8 {sym}[{bytes}];");
         let base = self.reg(Class::B64);
         self.emit(format!("mov.u64 {base}, {sym};"));
         let len = self.reg(Class::B32);
         self.emit(format!("mov.b32 {len}, {n};"));
-        self.env.insert(var, Binding::Array(MemArray { space: space_name, base, len, elem: (**elem).clone(), layout }));
+        self.env.insert(
+            var,
+            Binding::Array(MemArray {
+                space: space_name,
+                base,
+                len,
+                elem: (**elem).clone(),
+                layout,
+            }),
+        );
     }
 
     /// First leaf index of each constructor's payload within a variant value.
@@ -530,7 +608,11 @@ impl<'k> Writer<'k> {
         let mut out = Vec::new();
         for c in &self.kernel.variant(variant).ctors {
             out.push(at);
-            at += c.fields.iter().map(|f| self.scalars(f).len()).sum::<usize>();
+            at += c
+                .fields
+                .iter()
+                .map(|f| self.scalars(f).len())
+                .sum::<usize>();
         }
         out
     }
@@ -539,7 +621,10 @@ impl<'k> Writer<'k> {
     fn field_range(&self, ty: &Ty, field: u32) -> std::ops::Range<usize> {
         let Ty::Record(id) = ty else { return 0..0 };
         let fields = &self.kernel.record(*id).fields;
-        let start: usize = fields[..field as usize].iter().map(|f| self.scalars(&f.ty).len()).sum();
+        let start: usize = fields[..field as usize]
+            .iter()
+            .map(|f| self.scalars(&f.ty).len())
+            .sum();
         let len = self.scalars(&fields[field as usize].ty).len();
         start..start + len
     }
@@ -577,18 +662,38 @@ impl<'k> Writer<'k> {
             },
             LValue::Index { base, index } => {
                 let i = self.expr(index)[0];
-                let Some(a) = self.array(*base) else { return Place::Regs(Vec::new()) };
+                let Some(a) = self.array(*base) else {
+                    return Place::Regs(Vec::new());
+                };
                 let addr = self.element_addr(&a, i);
                 let scalars = self.scalars(&a.elem);
-                let leaves = a.layout.leaves.iter().zip(scalars).map(|((o, s), sc)| (*o, *s, sc)).collect();
-                Place::Mem { array: a, addr, leaves }
+                let leaves = a
+                    .layout
+                    .leaves
+                    .iter()
+                    .zip(scalars)
+                    .map(|((o, s), sc)| (*o, *s, sc))
+                    .collect();
+                Place::Mem {
+                    array: a,
+                    addr,
+                    leaves,
+                }
             }
             LValue::Field { base, field } => {
                 let ty = lvalue_ty(self.kernel, base);
                 let range = self.field_range(&ty, *field);
                 match self.place(base) {
                     Place::Regs(regs) => Place::Regs(regs[range].to_vec()),
-                    Place::Mem { array, addr, leaves } => Place::Mem { array, addr, leaves: leaves[range].to_vec() },
+                    Place::Mem {
+                        array,
+                        addr,
+                        leaves,
+                    } => Place::Mem {
+                        array,
+                        addr,
+                        leaves: leaves[range].to_vec(),
+                    },
                 }
             }
         }
@@ -597,7 +702,11 @@ impl<'k> Writer<'k> {
     fn store_place(&mut self, place: Place, value: &[Reg]) {
         match place {
             Place::Regs(regs) => self.mov_all(&regs, value),
-            Place::Mem { array, addr, leaves } => {
+            Place::Mem {
+                array,
+                addr,
+                leaves,
+            } => {
                 for ((off, stored, _), v) in leaves.iter().zip(value) {
                     self.store_leaf(array.space, &format!("{addr}+{off}"), *stored, *v);
                 }
@@ -633,14 +742,18 @@ impl<'k> Writer<'k> {
             }
             ExprKind::Index { base, index } => {
                 let i = self.expr(index)[0];
-                let Some(a) = self.array(*base) else { return self.fresh_value(&e.ty) };
+                let Some(a) = self.array(*base) else {
+                    return self.fresh_value(&e.ty);
+                };
                 let addr = self.element_addr(&a, i);
                 let scalars = self.scalars(&a.elem);
                 let leaves = a.layout.leaves.clone();
                 leaves
                     .iter()
                     .zip(scalars)
-                    .map(|((off, stored), s)| self.load_leaf(a.space, &format!("{addr}+{off}"), *stored, s))
+                    .map(|((off, stored), s)| {
+                        self.load_leaf(a.space, &format!("{addr}+{off}"), *stored, s)
+                    })
                     .collect()
             }
             ExprKind::Field { base, field } => {
@@ -649,7 +762,11 @@ impl<'k> Writer<'k> {
                 v[range].to_vec()
             }
             ExprKind::Record { fields, .. } => fields.iter().flat_map(|f| self.expr(f)).collect(),
-            ExprKind::Ctor { variant, ctor, fields } => {
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => {
                 let values: Vec<Reg> = fields.iter().flat_map(|f| self.expr(f)).collect();
                 let out = self.fresh_value(&e.ty);
                 self.emit(format!("mov.b32 {}, {ctor};", out[0]));
@@ -668,15 +785,24 @@ impl<'k> Writer<'k> {
             ExprKind::Tag(v) => vec![self.expr(v)[0]],
             ExprKind::Payload { value, ctor, field } => {
                 let v = self.expr(value);
-                let Ty::Variant(id) = value.ty else { return self.fresh_value(&e.ty) };
+                let Ty::Variant(id) = value.ty else {
+                    return self.fresh_value(&e.ty);
+                };
                 let offsets = self.ctor_offsets(id);
                 let c = &self.kernel.variant(id).ctors[*ctor as usize];
-                let skip: usize = c.fields[..*field as usize].iter().map(|f| self.scalars(f).len()).sum();
+                let skip: usize = c.fields[..*field as usize]
+                    .iter()
+                    .map(|f| self.scalars(f).len())
+                    .sum();
                 let start = offsets[*ctor as usize] + skip;
                 let w = self.scalars(&e.ty).len();
                 v[start..start + w].to_vec()
             }
-            ExprKind::Select { cond, then_value, else_value } => {
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
                 let c = self.expr(cond)[0];
                 let a = self.expr(then_value);
                 let b = self.expr(else_value);
@@ -784,7 +910,11 @@ impl<'k> Writer<'k> {
                     BinOp::Ne => self.mov(d, x),
                     _ => {
                         // false < true, as in OCaml.
-                        let (lo, hi) = if matches!(op, BinOp::Lt | BinOp::Le) { (a, b) } else { (b, a) };
+                        let (lo, hi) = if matches!(op, BinOp::Lt | BinOp::Le) {
+                            (a, b)
+                        } else {
+                            (b, a)
+                        };
                         let nlo = self.reg(Class::Pred);
                         self.emit(format!("not.pred {nlo}, {lo};"));
                         self.emit(format!("and.pred {d}, {nlo}, {hi};"));
@@ -884,13 +1014,19 @@ impl<'k> Writer<'k> {
             };
             bound.push((*p, b));
         }
-        let saved: Vec<(VarId, Option<Binding>)> = bound.iter().map(|(p, _)| (*p, self.env.get(p).cloned())).collect();
+        let saved: Vec<(VarId, Option<Binding>)> = bound
+            .iter()
+            .map(|(p, _)| (*p, self.env.get(p).cloned()))
+            .collect();
         for (p, b) in bound {
             self.env.insert(p, b);
         }
         let result = self.fresh_value(&f.ret);
         let end_label = self.label();
-        self.frames.push(Frame { result: result.clone(), end_label });
+        self.frames.push(Frame {
+            result: result.clone(),
+            end_label,
+        });
         self.inlining.push(func);
         let saved_loops = std::mem::take(&mut self.loops);
         let span = self.span;
@@ -990,7 +1126,11 @@ impl<'k> Writer<'k> {
             Geometry::BlockDim(a) => self.emit(format!("mov.u32 {d}, {};", sreg("ntid", a))),
             Geometry::GridDim(a) => self.emit(format!("mov.u32 {d}, {};", sreg("nctaid", a))),
             Geometry::GlobalIdx(a) => {
-                let (t, b, n) = (self.reg(Class::B32), self.reg(Class::B32), self.reg(Class::B32));
+                let (t, b, n) = (
+                    self.reg(Class::B32),
+                    self.reg(Class::B32),
+                    self.reg(Class::B32),
+                );
                 self.emit(format!("mov.u32 {t}, {};", sreg("tid", a)));
                 self.emit(format!("mov.u32 {b}, {};", sreg("ctaid", a)));
                 self.emit(format!("mov.u32 {n}, {};", sreg("ntid", a)));
@@ -1041,8 +1181,16 @@ impl<'k> Writer<'k> {
                 let frac = self.sreg(s);
                 self.emit(format!("sub.rn.{t} {frac}, {}, {tr};", v[0]));
                 self.emit(format!("abs.{t} {frac}, {frac};"));
-                let half = if s == Scalar::F64 { self.literal(Literal::F64(0.5)) } else { self.f32_const(0.5) };
-                let one = if s == Scalar::F64 { self.literal(Literal::F64(1.0)) } else { self.f32_const(1.0) };
+                let half = if s == Scalar::F64 {
+                    self.literal(Literal::F64(0.5))
+                } else {
+                    self.f32_const(0.5)
+                };
+                let one = if s == Scalar::F64 {
+                    self.literal(Literal::F64(1.0))
+                } else {
+                    self.f32_const(1.0)
+                };
                 let sign = self.sreg(s);
                 self.emit(format!("copysign.{t} {sign}, {}, {one};", v[0]));
                 let p = self.reg(Class::Pred);
@@ -1096,7 +1244,11 @@ impl<'k> Writer<'k> {
                 };
                 let l = self.reg(Class::F32);
                 self.emit(format!("lg2.approx.f32 {l}, {x};"));
-                let k = if m == MathFn::Log10 { std::f32::consts::LOG10_2 } else { std::f32::consts::LN_2 };
+                let k = if m == MathFn::Log10 {
+                    std::f32::consts::LOG10_2
+                } else {
+                    std::f32::consts::LN_2
+                };
                 let k = self.f32_const(k);
                 self.emit(format!("mul.rn.f32 {d}, {l}, {k};"));
             }
@@ -1125,7 +1277,12 @@ impl<'k> Writer<'k> {
             }
             MathFn::Sinh | MathFn::Cosh => {
                 let k = self.f32_const(std::f32::consts::LOG2_E);
-                let (x, nx, a, b) = (self.reg(Class::F32), self.reg(Class::F32), self.reg(Class::F32), self.reg(Class::F32));
+                let (x, nx, a, b) = (
+                    self.reg(Class::F32),
+                    self.reg(Class::F32),
+                    self.reg(Class::F32),
+                    self.reg(Class::F32),
+                );
                 self.emit(format!("mul.rn.f32 {x}, {}, {k};", v[0]));
                 self.emit(format!("neg.f32 {nx}, {x};"));
                 self.emit(format!("ex2.approx.f32 {a}, {x};"));
@@ -1183,7 +1340,10 @@ impl<'k> Writer<'k> {
             AtomicOp::Min | AtomicOp::Max => {
                 let name = if op == AtomicOp::Min { "min" } else { "max" };
                 let t = if i64 { "s64" } else { "s32" };
-                self.emit(format!("atom.{space}.{name}.{t} {d}, [{addr}], {};", vals[0]));
+                self.emit(format!(
+                    "atom.{space}.{name}.{t} {d}, [{addr}], {};",
+                    vals[0]
+                ));
             }
             AtomicOp::And | AtomicOp::Or | AtomicOp::Xor | AtomicOp::Exch => {
                 let name = match op {
@@ -1192,10 +1352,16 @@ impl<'k> Writer<'k> {
                     AtomicOp::Xor => "xor",
                     _ => "exch",
                 };
-                self.emit(format!("atom.{space}.{name}.{b} {d}, [{addr}], {};", vals[0]));
+                self.emit(format!(
+                    "atom.{space}.{name}.{b} {d}, [{addr}], {};",
+                    vals[0]
+                ));
             }
             AtomicOp::Cas => {
-                self.emit(format!("atom.{space}.cas.{b} {d}, [{addr}], {}, {};", vals[0], vals[1]));
+                self.emit(format!(
+                    "atom.{space}.cas.{b} {d}, [{addr}], {}, {};",
+                    vals[0], vals[1]
+                ));
             }
         }
         let _ = self.options;
@@ -1213,7 +1379,10 @@ impl<'k> Writer<'k> {
             }
             WarpOp::Ballot => {
                 let d = self.reg(Class::B32);
-                self.emit(format!("vote.sync.ballot.b32 {d}, {}, 0xffffffff;", vals[0]));
+                self.emit(format!(
+                    "vote.sync.ballot.b32 {d}, {}, 0xffffffff;",
+                    vals[0]
+                ));
                 self.int_result(d, ty)
             }
             WarpOp::Shuffle | WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
@@ -1226,8 +1395,14 @@ impl<'k> Writer<'k> {
                 let s = ty.scalar().unwrap_or(Scalar::I32);
                 let lane = vals[1];
                 let shfl = |w: &mut Self, x: Reg| {
-                    let d = w.reg(if x.class == Class::F32 { Class::F32 } else { Class::B32 });
-                    w.emit(format!("shfl.sync.{mode}.b32 {d}, {x}, {lane}, {clamp}, 0xffffffff;"));
+                    let d = w.reg(if x.class == Class::F32 {
+                        Class::F32
+                    } else {
+                        Class::B32
+                    });
+                    w.emit(format!(
+                        "shfl.sync.{mode}.b32 {d}, {x}, {lane}, {clamp}, 0xffffffff;"
+                    ));
                     d
                 };
                 match s {
