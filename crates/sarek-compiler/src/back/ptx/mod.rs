@@ -1,13 +1,68 @@
-//! ptx generator. (Stub.)
+//! PTX generator: the IR straight to NVIDIA's virtual ISA, JIT-compiled by the CUDA driver.
+//!
+//! Design, in brief:
+//! - Every value is a list of virtual registers, one per scalar leaf of its type
+//!   ([`crate::abi::leaves`]): records, tuples and variants live in registers, never in memory,
+//!   and `ptxas` allocates the physical registers. Mutable variables are registers reassigned.
+//! - Memory (vectors, shared and local arrays) holds elements in the C layout
+//!   ([`LayoutRules::C`], bool as one byte), so the CUDA C and PTX targets share an ABI shape.
+//! - Helpers are inlined at each call (the IR has no recursion left); `Return` assigns the
+//!   result registers and branches to the end of the inlined body. No user identifier reaches
+//!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
+//!   only the entry point name is escaped.
+//! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
+//!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
+//!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
+//!   with a located error naming PTX, and the `cuda` target remains available for them.
+
+mod writer;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::target::{Generated, TargetOptions};
 
-pub fn generate(_kernel: &Kernel, _options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    Err(unimplemented("the ptx generator"))
+pub use writer::PTX_LAYOUT;
+
+/// Generate a PTX module with one `.entry` for `kernel`.
+pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    writer::Writer::new(kernel, options).finish()
 }
 
-fn unimplemented(what: &str) -> Vec<crate::diag::Diagnostic> {
-    vec![crate::diag::Diagnostic::error(crate::diag::Span::DUMMY, format!("{what} is not implemented yet"))]
+/// Whether `name` can be emitted as a PTX identifier unchanged.
+pub fn is_ptx_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let follow = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let rest: Vec<char> = chars.collect();
+    let ok = if first.is_ascii_alphabetic() {
+        rest.iter().all(|&c| follow(c))
+    } else {
+        matches!(first, '_' | '$') && !rest.is_empty() && rest.iter().all(|&c| follow(c))
+    };
+    ok && !PTX_RESERVED.contains(&name)
+}
+
+/// Names PTX reserves that a kernel might plausibly be called (PTX ISA 8.x, "Identifiers":
+/// instruction opcodes are not reserved, but directive-like and predefined names are).
+const PTX_RESERVED: &[&str] = &[
+    "WARP_SZ", "_", "entry", "func", "global", "shared", "local", "param",
+];
+
+/// The entry point name: the kernel's own name when PTX accepts it, else an escaped form
+/// (`sarek_` followed by the name with every non-identifier character as `_xHH`).
+pub fn entry_name(name: &str) -> String {
+    if is_ptx_identifier(name) && !name.starts_with("sarek_") {
+        return name.to_string();
+    }
+    let mut out = String::from("sarek_");
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.push_str(&format!("_x{:02x}", c as u32));
+        }
+    }
+    out
 }
