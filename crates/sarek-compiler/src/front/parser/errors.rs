@@ -172,7 +172,14 @@ impl Parser {
                 let mut d = Diagnostic::error(here, format!("expected `in` after let binding, found {found}"))
                     .with_label("expected `in`")
                     .with_secondary(let_span, "this `let` needs an `in`");
-                if matches!(self.peek(), Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof) {
+                // `e;` right before a top-level item makes the item part of `e`'s sequence.
+                let k = self.toks.partition_point(|t| t.span.start < let_span.start);
+                let after_semi = k > 0 && self.toks[k].line_start() && self.toks[k - 1].tok == Tok::Semi;
+                if after_semi {
+                    d = d
+                        .with_secondary(self.toks[k - 1].span, "this `;` makes the `let` below part of this expression")
+                        .with_help("if this `let` starts a new top-level item, remove the `;` before it");
+                } else if matches!(self.peek(), Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof) {
                     d = d.with_note("a local binding is `let x = e in body`; top-level items cannot be nested");
                 } else if self.toks[self.pos].first_on_line {
                     d = d.with_help("add `in` at the end of the previous line");
