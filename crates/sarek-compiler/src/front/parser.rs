@@ -2,9 +2,10 @@
 //!
 //! A hand-written recursive-descent parser following OCaml's grammar for the subset Sarek
 //! uses. Binary operators are parsed by precedence climbing over OCaml's precedence table
-//! (see the table in `parser/expr.rs`); constructs that extend as far right as possible (`let`, `match`, `fun`,
-//! `if`) are parsed at the levels OCaml gives them, so `if c then a; b` is `(if c then a); b`
-//! and a `match` arm swallows the following arms of an inner `match`.
+//! (reproduced in `parser/expr.rs`); constructs that extend as far right as possible
+//! (`let`, `match`, `fun`, `if`) are parsed at the levels OCaml gives them, so
+//! `if c then a; b` is `(if c then a); b` and a `match` arm swallows the following arms of
+//! an inner `match`.
 //!
 //! Errors: every syntax error is a located [`Diagnostic`]; the parser then skips to the next
 //! top-level item (a `let`/`type` in column 1, or the token after `;;`) and continues, so
