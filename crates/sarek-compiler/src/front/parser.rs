@@ -41,7 +41,8 @@ use crate::front::ast::Program;
 use crate::front::lexer::{self, Tok, Token};
 pub(crate) use errors::SyntaxError;
 
-/// Maximum nesting depth of expressions, patterns and types (also bounds the AST depth).
+/// Limit on the parser's nesting depth, on the height of every expression (so passes that
+/// recurse over the AST recurse at most this deep) and on the node count of a type.
 pub const MAX_DEPTH: usize = 256;
 
 /// Grow the stack when less than this is left (more than one nesting level ever needs).
