@@ -222,7 +222,7 @@ let%kernel k (v : float32 vector) (a : float32) =
   v.(0) <- scale v.(1)
 ";
     let p = typed(src);
-    let f = p.functions.iter().find(|f| f.name == "scale").unwrap();
+    let f = p.functions.iter().find(|f| f.name == "k__scale").unwrap();
     let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, vec!["a", "x"]);
     let call_args = kernel_exprs(&p, "k")
@@ -494,4 +494,21 @@ fn several_independent_errors_are_all_reported() {
     assert!(err.contains("mismatched types"));
     assert!(err.contains("unknown variable `undefined_thing`"));
     assert!(err.contains("`x` is immutable"));
+}
+
+#[test]
+fn helper_names_are_unique() {
+    let src = "
+let f (x : int32) : int32 = x + 1
+let f (x : int32) : int32 = f x * 2
+let%kernel k (v : int32 vector) =
+  let g (y : int32) = y + 1 in
+  v.(0) <- g (f 1);
+  let g (y : int32) = y * 3 in
+  v.(1) <- g 2
+";
+    let m = mono::monomorphise(typed(src)).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["f", "f_2", "k__g", "k__g_2"]);
 }

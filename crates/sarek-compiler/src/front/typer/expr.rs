@@ -1014,6 +1014,8 @@ impl Checker {
         let mut params: Vec<VarDecl> = frame.captures.into_iter().map(|(_, d)| d).collect();
         params.append(&mut f.params);
         f.params = params;
+        // Lifted helpers are named after their enclosing item: `saxpy__scale`.
+        f.name = format!("{}__{}", self.item.name, f.name);
         self.funs[id.0 as usize].scheme.params = f.params.iter().map(|p| p.ty.clone()).collect();
         self.funs[id.0 as usize].def = Some(f);
         self.item.lifted.push(id);
