@@ -1003,7 +1003,7 @@ impl Checker {
     }
 
     fn let_fun(&mut self, decl: &ast::FunDecl, body: &ast::Expr, expected: Option<&Ty>) -> Expr {
-        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        let id = self.new_fun_slot(decl.name.span);
         self.frames.push(CaptureFrame {
             boundary: self.scope.len(),
             captures: vec![],

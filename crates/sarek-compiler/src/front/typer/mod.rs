@@ -11,10 +11,17 @@
 //!   of t") so each call site checks its instance;
 //! - a kernel is checked with annotated parameters and a unit body.
 //!
-//! Local helpers (`let f (a : t) = e in body`) are lifted to top-level [`tast::Function`]s:
-//! the variables they capture become extra *leading* parameters, passed by value at each call,
-//! and such a helper may not assign a captured variable. A local helper inside a polymorphic
-//! helper shares that helper's type parameters.
+//! Local helpers (`let f (a : t) = e in body`) are lifted to top-level [`tast::Function`]s
+//! named `<item>__<name>`. The variables they capture become extra *leading* parameters,
+//! passed by value at each call, so such a helper may not assign a captured variable. A local
+//! helper inside a polymorphic helper shares that helper's type parameters. Local helpers are
+//! monomorphic and not recursive (as `let` without `rec` in OCaml).
+//!
+//! Other decisions where LANGUAGE.md is silent: a statement in a sequence must have type
+//! `unit` (use `ignore`); an unreachable match arm is an error; the count of an int64 shift
+//! may be an int32 (converted); `'a` in an annotation is a unification variable as in OCaml,
+//! generalised when it stays free; a helper parameter written `t array` is generic in the
+//! array's memory space and size (mono instantiates per array type).
 //!
 //! Errors are collected, never thrown: an ill-typed node gets the error type, which unifies
 //! with everything, so one mistake does not cascade and every independent error of the file
@@ -310,8 +317,8 @@ impl Checker {
         }
     }
 
-    fn new_fun_slot(&mut self, name: &str, span: Span) -> FunId {
-        let _ = name;
+    /// Reserve a helper id (before its body, so it can call itself); `span` is its name.
+    fn new_fun_slot(&mut self, span: Span) -> FunId {
         self.funs.push(FunSlot {
             span,
             scheme: Scheme {
@@ -327,7 +334,7 @@ impl Checker {
 
     fn check_top_function(&mut self, decl: &ast::FunDecl) {
         self.begin_item(&decl.name.name);
-        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        let id = self.new_fun_slot(decl.name.span);
         let mut f = self.check_function_body(decl, id, false);
         self.default_literals();
 
