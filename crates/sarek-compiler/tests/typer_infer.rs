@@ -512,3 +512,29 @@ let%kernel k (v : int32 vector) =
     names.sort();
     assert_eq!(names, vec!["f", "f_2", "k__g", "k__g_2"]);
 }
+
+#[test]
+fn local_helper_inside_polymorphic_helper_is_instantiated_with_it() {
+    let src = "
+type point = { x : float32; y : float32 }
+let shift (v : 'a vector) (i : int32) : unit =
+  let get (j : int32) = v.(j) in
+  v.(i) <- get (i + 1)
+let%kernel k (p : point vector) (f : float32 vector) = shift p 0; shift f 0
+";
+    let p = typed(src);
+    let get = p.functions.iter().find(|f| f.name == "shift__get").unwrap();
+    assert_eq!(get.type_params, 1);
+    let m = mono::monomorphise(p).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "shift__get__vec_f32",
+            "shift__get__vec_point",
+            "shift__vec_f32",
+            "shift__vec_point"
+        ]
+    );
+}
