@@ -538,3 +538,36 @@ let%kernel k (p : point vector) (f : float32 vector) = shift p 0; shift f 0
         ]
     );
 }
+
+#[test]
+fn exhaustiveness_over_nested_patterns() {
+    let shape = "type shape = Circle of float32 | Rect of float32 * float32 | Empty\n";
+    let ok = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, true) -> 1
+    | (Circle _, false) -> 2
+    | (Rect (_, _), _) | (Empty, true) -> 3
+    | (Empty, false) -> 4);
+  o.(1) <- (match s.(1) with Circle _ | Empty -> 0 | Rect (w, h) -> int32 (w *. h))"
+    );
+    typed(&ok);
+    let missing = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, _) -> 1
+    | (Rect (_, _), true) -> 3
+    | (Empty, _) -> 4)"
+    );
+    let err = errors(&missing);
+    assert!(
+        err.contains("pattern `(Rect (_, _), false)` not covered"),
+        "{err}"
+    );
+    let redundant = format!(
+        "{shape}let%kernel k (s : shape vector) (o : int32 vector) =
+  o.(0) <- (match s.(0) with Circle _ | Empty -> 0 | Rect (_, _) -> 1 | Empty -> 2)"
+    );
+    let err = errors(&redundant);
+    assert!(err.contains("this match arm is unreachable"), "{err}");
+}
