@@ -65,3 +65,22 @@ fn check(name: &str, text: &str) -> Result<(), String> {
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diagnostics_are_rendered_with_their_location() {
+        assert_eq!(
+            super::check("ok.sarek", "let%kernel k (v : int32 vector) = v.(0) <- 1"),
+            Ok(())
+        );
+        let msg = super::check(
+            "bad.sarek",
+            "let%kernel k (v : int32 vector) =\n  v.(0) <- undefined_name\n",
+        )
+        .unwrap_err();
+        assert!(msg.starts_with("Sarek kernel rejected:\nerror"), "{msg}");
+        assert!(msg.contains("bad.sarek:2:"), "{msg}");
+        assert!(msg.contains("undefined_name"), "{msg}");
+    }
+}
