@@ -12,6 +12,8 @@ const INLINE: &str = sarek::kernel_source!(
 
 const FILE: &str = sarek::include_kernel!("../../examples/kernels/vector_add.sarek");
 
+sarek::kernel_module!(mod matmul = "../../examples/kernels/matmul.sarek");
+
 #[test]
 fn checked_sources_compile_and_run() {
     let program = Program::compile("inline.sarek", INLINE).unwrap();
@@ -67,4 +69,25 @@ fn launch_checks_arguments_against_the_signature() {
     );
     // The vector is handed back even when the launch is refused.
     assert_eq!(v.len(), 4);
+}
+
+#[test]
+fn typed_launchers_take_rust_types() {
+    let program = matmul::program().unwrap();
+    assert_eq!(matmul::PATH, "../../examples/kernels/matmul.sarek");
+    let kernel = program.kernel("matmul").unwrap();
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    // 2x2 integers: exact in float32. [[1,2],[3,4]] * [[5,6],[7,8]] = [[19,22],[43,50]].
+    let mut a = Vector::from_vec(vec![1.0f32, 2.0, 3.0, 4.0]);
+    let mut b = Vector::from_vec(vec![5.0f32, 6.0, 7.0, 8.0]);
+    let mut c = Vector::filled(0.0f32, 4);
+    let config = sarek::LaunchConfig {
+        grid: [1, 1, 1],
+        block: [16, 16, 1],
+    };
+    matmul::matmul(&kernel, &mut a, &mut b, &mut c, 2)
+        .config(config)
+        .run(&*device)
+        .unwrap();
+    assert_eq!(c.to_vec(), vec![19.0, 22.0, 43.0, 50.0]);
 }
