@@ -290,6 +290,14 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'\''
 }
 
+/// Lexical errors reported before the lexer gives up on a file.
+const MAX_LEX_ERRORS: usize = 50;
+
+/// Whether `c` can begin a token or separate tokens (used to group invalid characters).
+fn starts_token(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c.is_ascii_whitespace() || b"()[]{},;:<>-+*/|&!=._'\"".contains(&c)
+}
+
 /// Attribute / extension names may be dotted (`sarek.inline`).
 fn is_attr_name_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'.' || c == b'\''
@@ -387,6 +395,18 @@ impl<'a> Lexer<'a> {
                 // the file cannot be tokenized meaningfully.
                 self.push_error(start);
                 self.pos = self.src.len();
+                break;
+            }
+            if self.diags.len() >= MAX_LEX_ERRORS {
+                // Not source code at all (a binary file, say): stop before flooding the output.
+                self.diags.push(
+                    Diagnostic::error(
+                        self.span(self.pos, self.pos),
+                        "too many lexical errors; giving up on this file",
+                    )
+                    .with_label(format!("stopped here after {MAX_LEX_ERRORS} errors")),
+                );
+                self.push_error(self.pos);
                 break;
             }
         }
@@ -807,14 +827,26 @@ impl<'a> Lexer<'a> {
             (b'=', _) => (Tok::Eq, 1),
             (b'.', _) => (Tok::Dot, 1),
             _ => {
-                // Report the whole (possibly multi-byte) character.
+                // Report the whole (possibly multi-byte) character, and a run of invalid
+                // characters as one error rather than one per character.
                 let ch_len = self.text[start..].chars().next().map_or(1, char::len_utf8);
                 self.pos += ch_len;
+                if !matches!(c0, b'&' | b'!') {
+                    while self.pos < self.src.len() && !starts_token(self.src[self.pos]) {
+                        self.pos += self.text[self.pos..]
+                            .chars()
+                            .next()
+                            .map_or(1, char::len_utf8);
+                    }
+                }
                 let shown = &self.text[start..self.pos];
                 let msg = match c0 {
                     b'&' => "unexpected `&`: the boolean and is `&&`".to_string(),
                     b'!' => "unexpected `!`: mutable locals are read by name, `!=` is inequality"
                         .to_string(),
+                    _ if shown.chars().count() > 1 => {
+                        format!("unexpected characters `{}`", shown.escape_debug())
+                    }
                     _ => format!("unexpected character `{}`", shown.escape_debug()),
                 };
                 self.error(start, self.pos, msg, "not valid here");

@@ -262,3 +262,144 @@ pub fn sexp(e: &Expr) -> String {
         ExprKind::Extension { name } => format!("[%{name}]"),
     }
 }
+
+/// The direct sub-expressions of `e`.
+pub fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var { .. } | ExprKind::Extension { .. } => vec![],
+        ExprKind::Let { value, body, .. } => vec![value, body],
+        ExprKind::LetFun { decl, body } => vec![&decl.body, body],
+        ExprKind::LetShared { size, body, .. } => vec![size, body],
+        ExprKind::LetSuperstep { step, rest, .. } => vec![step, rest],
+        ExprKind::LetOpen { body, .. } => vec![body],
+        ExprKind::Assign { value, .. } => vec![value],
+        ExprKind::If {
+            cond,
+            then_branch,
+            else_branch,
+        } => {
+            let mut v: Vec<&Expr> = vec![cond, then_branch];
+            v.extend(else_branch.as_deref());
+            v
+        }
+        ExprKind::For {
+            start, end, body, ..
+        } => vec![start, end, body],
+        ExprKind::While { cond, body, .. } => vec![cond, body],
+        ExprKind::Seq(es) | ExprKind::Tuple(es) => es.iter().collect(),
+        ExprKind::Match { scrutinee, arms } => {
+            let mut v: Vec<&Expr> = vec![scrutinee];
+            v.extend(arms.iter().map(|a| &a.body));
+            v
+        }
+        ExprKind::Index { base, index } => vec![base, index],
+        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
+        ExprKind::Field { base, .. } => vec![base],
+        ExprKind::FieldSet { base, value, .. } => vec![base, value],
+        ExprKind::Record(fs) => fs.iter().map(|(_, e)| e).collect(),
+        ExprKind::Ctor { args, .. } => args.iter().collect(),
+        ExprKind::App { func, args } => {
+            let mut v: Vec<&Expr> = vec![func];
+            v.extend(args.iter());
+            v
+        }
+        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+        ExprKind::Unary { operand, .. } => vec![operand],
+        ExprKind::Annot { expr, .. } | ExprKind::Attributed { expr, .. } => vec![expr],
+        ExprKind::Pragma { body, .. } => vec![body],
+    }
+}
+
+/// The greatest expression height in the program, computed without recursion.
+pub fn max_height(p: &Program) -> usize {
+    let mut stack: Vec<(&Expr, usize)> = Vec::new();
+    for item in &p.items {
+        match &item.kind {
+            ItemKind::Const { value, .. } => stack.push((value, 1)),
+            ItemKind::Fun(f) => stack.push((&f.body, 1)),
+            ItemKind::Kernel(k) => stack.push((&k.body, 1)),
+            ItemKind::Type(_) => {}
+        }
+    }
+    let mut max = 0;
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        stack.extend(children(e).into_iter().map(|c| (c, d + 1)));
+    }
+    max
+}
+
+fn params(ps: &[Param]) -> String {
+    ps.iter()
+        .map(|p| match &p.ty {
+            Some(t) => format!("{}:{}", p.name.name, ty(t)),
+            None => p.name.name.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A span-free rendering of a whole program (items, declarations and bodies).
+pub fn program_sexp(p: &Program) -> String {
+    let mut out = String::new();
+    for item in &p.items {
+        let line = match &item.kind {
+            ItemKind::Type(TypeDecl {
+                name,
+                kind: TypeDeclKind::Record(fs),
+            }) => format!(
+                "type {} = {{{}}}",
+                name.name,
+                fs.iter()
+                    .map(|f| format!(
+                        "{}{}:{}",
+                        if f.mutable { "mutable " } else { "" },
+                        f.name.name,
+                        ty(&f.ty)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            ItemKind::Type(TypeDecl {
+                name,
+                kind: TypeDeclKind::Variant(cs),
+            }) => format!(
+                "type {} = {}",
+                name.name,
+                cs.iter()
+                    .map(|c| format!(
+                        "{}[{}]",
+                        c.name.name,
+                        c.args.iter().map(ty).collect::<Vec<_>>().join(",")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+            ItemKind::Const { name, ty: t, value } => {
+                format!("const {}:{} = {}", name.name, ty(t), sexp(value))
+            }
+            ItemKind::Fun(f) => format!(
+                "fun{} {} ({}){}{} = {}",
+                if f.recursive { " rec" } else { "" },
+                f.name.name,
+                params(&f.params),
+                f.ret
+                    .as_ref()
+                    .map(|t| format!(" : {}", ty(t)))
+                    .unwrap_or_default(),
+                attrs(&f.attrs),
+                sexp(&f.body)
+            ),
+            ItemKind::Kernel(k) => format!(
+                "kernel {} ({}) = {}",
+                k.name.name,
+                params(&k.params),
+                sexp(&k.body)
+            ),
+        };
+        out.push_str(&line);
+        out.push_str(&attrs(&item.attrs));
+        out.push('\n');
+    }
+    out
+}

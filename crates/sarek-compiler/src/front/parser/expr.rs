@@ -18,7 +18,7 @@
 //! | [`Parser::app`] | application, constructor application, `not`, `lnot` | left |
 //! | [`Parser::postfix`] | `.(i)`, `.field`, `[@attr]` | left |
 
-use super::{Fail, PResult, Parser, SyntaxError};
+use super::{Fail, MAX_DEPTH, PResult, Parser, SyntaxError};
 use crate::diag::Span;
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
@@ -116,6 +116,27 @@ impl Parser {
     // small: anything that builds a message goes through `fail`, and rarely taken branches
     // live in their own functions. Measured in debug builds by `parse_robustness`.
 
+    /// Finish a node whose tallest child has height `child_h`, checking the height limit.
+    ///
+    /// Every function returning an expression leaves its height in `self.h`. Nesting depth
+    /// alone does not bound the tree: left-associative operator chains and postfix chains
+    /// are built by loops, and can stack on top of parenthesised chains; the height is what
+    /// bounds the recursion of every pass (and of `Drop`) over the tree.
+    fn node(&mut self, kind: ExprKind, span: Span, child_h: u32) -> PResult<Expr> {
+        let h = child_h + 1;
+        if h as usize > MAX_DEPTH {
+            return Err(self.fail(SyntaxError::TooDeep));
+        }
+        self.h = h;
+        Ok(mk(kind, span))
+    }
+
+    /// A node without sub-expressions (height 1).
+    fn leaf(&mut self, kind: ExprKind, span: Span) -> Expr {
+        self.h = 1;
+        mk(kind, span)
+    }
+
     /// `e1; e2; ...` with an optional trailing `;`.
     pub(super) fn seq_expr(&mut self) -> PResult<Expr> {
         let first = self.expr()?;
@@ -126,18 +147,21 @@ impl Parser {
     }
 
     fn seq_rest(&mut self, first: Expr) -> PResult<Expr> {
+        let mut h = self.h;
         let mut items = vec![first];
         while self.eat(&Tok::Semi) {
             if !starts_expr(self.peek()) {
                 break;
             }
             items.push(self.expr()?);
+            h = h.max(self.h);
         }
         if items.len() == 1 {
+            self.h = h;
             return Ok(items.swap_remove(0));
         }
         let span = items[0].span.to(items[items.len() - 1].span);
-        Ok(mk(ExprKind::Seq(items), span))
+        self.node(ExprKind::Seq(items), span, h)
     }
 
     /// An expression without a top-level `;`.
@@ -169,10 +193,12 @@ impl Parser {
     }
 
     fn assignment(&mut self, lhs: Expr) -> PResult<Expr> {
+        let lhs_h = self.h;
         let arrow = *self.peek() == Tok::LArrow;
         self.bump();
         self.operand_guard()?;
         let value = Box::new(self.expr()?);
+        let h = lhs_h.max(self.h);
         let span = lhs.span.to(value.span);
         let kind = match lhs.kind {
             ExprKind::Index { base, index } if arrow => ExprKind::IndexSet { base, index, value },
@@ -184,7 +210,7 @@ impl Parser {
             _ if arrow => return Err(self.fail(SyntaxError::AssignArrow { lhs: lhs.span })),
             _ => return Err(self.fail(SyntaxError::AssignColonEq { lhs: lhs.span })),
         };
-        Ok(mk(kind, span))
+        self.node(kind, span, h)
     }
 
     /// `e1, e2, ...`
@@ -193,13 +219,15 @@ impl Parser {
         if !self.at(&Tok::Comma) {
             return Ok(first);
         }
+        let mut h = self.h;
         let mut elems = vec![first];
         while self.eat(&Tok::Comma) {
             self.operand_guard()?;
             elems.push(self.binary(0)?);
+            h = h.max(self.h);
         }
         let span = elems[0].span.to(elems[elems.len() - 1].span);
-        Ok(mk(ExprKind::Tuple(elems), span))
+        self.node(ExprKind::Tuple(elems), span, h)
     }
 
     /// After an operator (or `then`, `else`, `->`), a `let`/`type` in column 1 starts the
@@ -217,11 +245,11 @@ impl Parser {
     /// Precedence climbing over the binary operators at or above `min_prec`.
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
-        let mut chain = 0;
         while let Some((op, prec, right)) = binop(self.peek()) {
             if prec < min_prec {
                 break;
             }
+            let lhs_h = self.h;
             self.bump();
             self.operand_guard()?;
             let rhs = if right {
@@ -229,18 +257,19 @@ impl Parser {
             } else {
                 self.binary(prec + 1)?
             };
-            // A left-nested chain deepens the AST without recursing here.
-            chain += 1;
-            self.check_depth(chain)?;
+            // A left-nested chain deepens the AST without recursing: the height check in
+            // `node` bounds it.
+            let h = lhs_h.max(self.h);
             let span = lhs.span.to(rhs.span);
-            lhs = mk(
+            lhs = self.node(
                 ExprKind::Binary {
                     op,
                     lhs: Box::new(lhs),
                     rhs: Box::new(rhs),
                 },
                 span,
-            );
+                h,
+            )?;
         }
         Ok(lhs)
     }
@@ -270,20 +299,22 @@ impl Parser {
             _ => None,
         };
         if let Some(lit) = folded {
-            return Ok(mk(ExprKind::Lit(lit), span));
+            return Ok(self.leaf(ExprKind::Lit(lit), span));
         }
         let op = if float_minus {
             UnaryOp::NegF
         } else {
             UnaryOp::Neg
         };
-        Ok(mk(
+        let h = self.h;
+        self.node(
             ExprKind::Unary {
                 op,
                 operand: Box::new(operand),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// Application by juxtaposition, constructor application, `not e`, `lnot e`.
@@ -306,18 +337,21 @@ impl Parser {
         if matches!(head.kind, ExprKind::Lit(_)) || !self.takes_arg() {
             return Ok(head);
         }
+        let mut h = self.h;
         let mut args = Vec::new();
         while self.takes_arg() {
             args.push(self.nested(Self::postfix)?);
+            h = h.max(self.h);
         }
         let span = head.span.to(args[args.len() - 1].span);
-        Ok(mk(
+        self.node(
             ExprKind::App {
                 func: Box::new(head),
                 args,
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// Can the current token be the next argument of an application?
@@ -336,13 +370,15 @@ impl Parser {
         let operand = self.nested(Self::postfix)?;
         let span = op_span.to(operand.span);
         let op = if not { UnaryOp::Not } else { UnaryOp::Lnot };
-        Ok(mk(
+        let h = self.h;
+        self.node(
             ExprKind::Unary {
                 op,
                 operand: Box::new(operand),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// `C e` and `C (e1, e2)` (the tuple's components are the arguments).
@@ -351,6 +387,7 @@ impl Parser {
             return Ok(head);
         };
         let arg = self.nested(Self::postfix)?;
+        let h = self.h;
         let span = head.span.to(arg.span);
         let args = match arg.kind {
             ExprKind::Tuple(elems) => elems,
@@ -359,40 +396,40 @@ impl Parser {
         if self.takes_arg() {
             return Err(self.fail(SyntaxError::ConstructorArguments { ctor: name.name }));
         }
-        Ok(mk(ExprKind::Ctor { name, args }, span))
+        self.node(ExprKind::Ctor { name, args }, span, h)
     }
 
     /// A primary followed by `.(i)`, `.field` and `[@attr]` postfixes.
     fn postfix(&mut self) -> PResult<Expr> {
         let mut e = self.primary()?;
-        let mut chain = 0;
         loop {
             e = match self.peek() {
                 Tok::Dot => self.dot_suffix(e)?,
-                Tok::Attr { outer: false, .. } => self.attribute_suffix(e),
+                Tok::Attr { outer: false, .. } => self.attribute_suffix(e)?,
                 _ => return Ok(e),
             };
-            chain += 1;
-            self.check_depth(chain)?;
         }
     }
 
     /// `.(i)` or `.field` after `e`.
     fn dot_suffix(&mut self, e: Expr) -> PResult<Expr> {
+        let base_h = self.h;
         match self.peek_at(1).clone() {
             Tok::LParen => {
                 self.bump();
                 let open = self.bump();
                 let index = self.with_offside(None, Self::seq_expr)?;
+                let h = base_h.max(self.h);
                 let close = self.expect_closing(&Tok::RParen, ".(", open)?;
                 let span = e.span.to(close);
-                Ok(mk(
+                self.node(
                     ExprKind::Index {
                         base: Box::new(e),
                         index: Box::new(index),
                     },
                     span,
-                ))
+                    h,
+                )
             }
             Tok::Ident(name) => {
                 self.bump();
@@ -401,13 +438,14 @@ impl Parser {
                     span: self.bump(),
                 };
                 let span = e.span.to(field.span);
-                Ok(mk(
+                self.node(
                     ExprKind::Field {
                         base: Box::new(e),
                         field,
                     },
                     span,
-                ))
+                    base_h,
+                )
             }
             _ => {
                 self.bump();
@@ -417,7 +455,8 @@ impl Parser {
     }
 
     /// `e [@attr ...]`: loop hints go to the loop, anything else wraps the expression.
-    fn attribute_suffix(&mut self, e: Expr) -> Expr {
+    fn attribute_suffix(&mut self, e: Expr) -> PResult<Expr> {
+        let h = self.h;
         let attrs = self.inner_attributes();
         let span = e.span.to(self.prev_span());
         let kind = match e.kind {
@@ -460,7 +499,8 @@ impl Parser {
                 attrs,
             },
         };
-        mk(kind, span)
+        // An upper bound: attaching to a loop adds no level.
+        self.node(kind, span, h)
     }
 
     fn primary(&mut self) -> PResult<Expr> {
@@ -492,7 +532,7 @@ impl Parser {
             _ => return Err(self.primary_error()),
         };
         self.bump();
-        Ok(mk(ExprKind::Lit(lit), span))
+        Ok(self.leaf(ExprKind::Lit(lit), span))
     }
 
     fn variable(&mut self) -> Expr {
@@ -501,7 +541,7 @@ impl Parser {
             _ => String::new(),
         };
         let span = self.bump();
-        mk(
+        self.leaf(
             ExprKind::Var {
                 path: Vec::new(),
                 name: Ident { name, span },
@@ -517,7 +557,7 @@ impl Parser {
             _ => String::new(),
         };
         let span = self.bump();
-        mk(ExprKind::Extension { name }, span)
+        self.leaf(ExprKind::Extension { name }, span)
     }
 
     /// Everything that cannot start an expression.
@@ -535,19 +575,21 @@ impl Parser {
         let open = self.bump();
         if self.at(&Tok::RParen) {
             let close = self.bump();
-            return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), open.to(close)));
         }
         let inner = self.with_offside(None, Self::seq_expr)?;
+        let h = self.h;
         if self.eat(&Tok::Colon) {
             let ty = self.type_expr()?;
             let close = self.expect_closing(&Tok::RParen, "(", open)?;
-            return Ok(mk(
+            return self.node(
                 ExprKind::Annot {
                     expr: Box::new(inner),
                     ty,
                 },
                 open.to(close),
-            ));
+                h,
+            );
         }
         let close = self.expect_closing(&Tok::RParen, "(", open)?;
         Ok(Expr {
@@ -560,7 +602,7 @@ impl Parser {
         let open = self.bump();
         if self.at(&Tok::End) {
             let close = self.bump();
-            return Ok(mk(ExprKind::Lit(Lit::Unit), open.to(close)));
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), open.to(close)));
         }
         let inner = self.with_offside(None, Self::seq_expr)?;
         let close = self.expect_closing(&Tok::End, "begin", open)?;
@@ -583,12 +625,13 @@ impl Parser {
             };
             if !self.at(&Tok::Dot) {
                 // A constructor (module qualification of constructors is dropped).
-                return Ok(mk(
+                let span = id.span;
+                return Ok(self.leaf(
                     ExprKind::Ctor {
-                        name: id.clone(),
+                        name: id,
                         args: Vec::new(),
                     },
-                    id.span,
+                    span,
                 ));
             }
             match self.peek_at(1).clone() {
@@ -601,7 +644,7 @@ impl Parser {
                         span: self.bump(),
                     };
                     let span = start.to(name.span);
-                    return Ok(mk(ExprKind::Var { path, name }, span));
+                    return Ok(self.leaf(ExprKind::Var { path, name }, span));
                 }
                 Tok::UIdent(_) => {
                     self.bump();
@@ -612,23 +655,26 @@ impl Parser {
                     self.bump();
                     let open = self.bump();
                     let body = self.with_offside(None, Self::seq_expr)?;
+                    let h = self.h;
                     let close = self.expect_closing(&Tok::RParen, ".(", open)?;
                     let span = id.span.to(close);
-                    return Ok(mk(
+                    return self.node(
                         ExprKind::LetOpen {
                             module: id,
                             body: Box::new(body),
                         },
                         span,
-                    ));
+                        h,
+                    );
                 }
                 _ => {
-                    return Ok(mk(
+                    let span = id.span;
+                    return Ok(self.leaf(
                         ExprKind::Ctor {
-                            name: id.clone(),
+                            name: id,
                             args: Vec::new(),
                         },
-                        id.span,
+                        span,
                     ));
                 }
             }
@@ -638,20 +684,20 @@ impl Parser {
     /// `{ f = e; g = e; ... }` (and punned `{ f; g }`).
     fn record_expr(&mut self) -> PResult<Expr> {
         let open = self.bump();
-        let saved = self.offside.take();
-        let r = self.record_fields(open);
-        self.offside = saved;
-        let fields = r?;
+        let fields = self.with_offside(None, |p| p.record_fields(open))?;
+        let h = self.h;
         let close = self.expect_closing(&Tok::RBrace, "{", open)?;
         if fields.is_empty() {
             return Err(self.fail(SyntaxError::EmptyRecord {
                 span: open.to(close),
             }));
         }
-        Ok(mk(ExprKind::Record(fields), open.to(close)))
+        self.node(ExprKind::Record(fields), open.to(close), h)
     }
 
+    /// The fields of a record literal; leaves their maximum height in `self.h`.
     fn record_fields(&mut self, open: Span) -> PResult<Vec<(Ident, Expr)>> {
+        let mut h = 0;
         let mut fields: Vec<(Ident, Expr)> = Vec::new();
         while !self.at(&Tok::RBrace) {
             let is_field = matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With;
@@ -669,19 +715,22 @@ impl Parser {
             let value = if self.eat(&Tok::Eq) {
                 self.expr()?
             } else {
-                mk(
+                let span = name.span;
+                self.leaf(
                     ExprKind::Var {
                         path: Vec::new(),
                         name: name.clone(),
                     },
-                    name.span,
+                    span,
                 )
             };
+            h = h.max(self.h);
             fields.push((name, value));
             if !self.eat(&Tok::Semi) {
                 break;
             }
         }
+        self.h = h;
         Ok(fields)
     }
 
@@ -690,6 +739,7 @@ impl Parser {
         let var = self.lident("a loop variable after `for`")?;
         self.expect(&Tok::Eq)?;
         let from = self.seq_expr()?;
+        let mut h = self.h;
         let downto = match self.peek() {
             Tok::To => false,
             Tok::Downto => true,
@@ -697,6 +747,7 @@ impl Parser {
         };
         self.bump();
         let to = self.seq_expr()?;
+        h = h.max(self.h);
         if !self.at(&Tok::Do) {
             return Err(self.fail(SyntaxError::MissingDo {
                 what: "the loop bounds",
@@ -704,6 +755,7 @@ impl Parser {
         }
         let do_span = self.bump();
         let body = self.loop_body()?;
+        h = h.max(self.h);
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
         let kind = ExprKind::For {
             var,
@@ -713,12 +765,13 @@ impl Parser {
             body: Box::new(body),
             attrs: Vec::new(),
         };
-        Ok(mk(kind, start.to(close)))
+        self.node(kind, start.to(close), h)
     }
 
     fn while_expr(&mut self) -> PResult<Expr> {
         let start = self.bump();
         let cond = self.seq_expr()?;
+        let cond_h = self.h;
         if !self.at(&Tok::Do) {
             return Err(self.fail(SyntaxError::MissingDo {
                 what: "the loop condition",
@@ -726,19 +779,21 @@ impl Parser {
         }
         let do_span = self.bump();
         let body = self.loop_body()?;
+        let h = cond_h.max(self.h);
         let close = self.expect_closing(&Tok::Done, "do", do_span)?;
         let kind = ExprKind::While {
             cond: Box::new(cond),
             body: Box::new(body),
             attrs: Vec::new(),
         };
-        Ok(mk(kind, start.to(close)))
+        self.node(kind, start.to(close), h)
     }
 
     /// A loop body; `do done` is an empty (unit) body.
     fn loop_body(&mut self) -> PResult<Expr> {
         if self.at(&Tok::Done) {
-            return Ok(mk(ExprKind::Lit(Lit::Unit), self.span()));
+            let span = self.span();
+            return Ok(self.leaf(ExprKind::Lit(Lit::Unit), span));
         }
         self.with_offside(None, Self::seq_expr)
     }
@@ -746,15 +801,19 @@ impl Parser {
     fn if_expr(&mut self) -> PResult<Expr> {
         let start = self.bump();
         let cond = self.seq_expr()?;
+        let mut h = self.h;
         if !self.at(&Tok::Then) {
             return Err(self.fail(SyntaxError::MissingThen { if_span: start }));
         }
         self.bump();
         self.operand_guard()?;
         let then_branch = self.expr()?;
+        h = h.max(self.h);
         let else_branch = if self.eat(&Tok::Else) {
             self.operand_guard()?;
-            Some(Box::new(self.expr()?))
+            let e = self.expr()?;
+            h = h.max(self.h);
+            Some(Box::new(e))
         } else {
             None
         };
@@ -764,12 +823,13 @@ impl Parser {
             then_branch: Box::new(then_branch),
             else_branch,
         };
-        Ok(mk(kind, start.to(end)))
+        self.node(kind, start.to(end), h)
     }
 
     fn match_expr(&mut self) -> PResult<Expr> {
         let start = self.bump();
         let scrutinee = self.seq_expr()?;
+        let mut h = self.h;
         if !self.at(&Tok::With) {
             return Err(self.fail(SyntaxError::MissingWith { match_span: start }));
         }
@@ -784,6 +844,7 @@ impl Parser {
             self.bump();
             self.operand_guard()?;
             let body = self.seq_expr()?;
+            h = h.max(self.h);
             let span = pattern.span().to(body.span);
             arms.push(MatchArm {
                 pattern,
@@ -795,13 +856,14 @@ impl Parser {
             }
         }
         let end = arms[arms.len() - 1].span;
-        Ok(mk(
+        self.node(
             ExprKind::Match {
                 scrutinee: Box::new(scrutinee),
                 arms,
             },
             start.to(end),
-        ))
+            h,
+        )
     }
 
     /// `pragma ["a"; "b"] e`
@@ -824,14 +886,16 @@ impl Parser {
         }
         self.expect_closing(&Tok::RBracket, "[", open)?;
         let body = self.expr()?;
+        let h = self.h;
         let span = start.to(body.span);
-        Ok(mk(
+        self.node(
             ExprKind::Pragma {
                 args,
                 body: Box::new(body),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// "expected `in` after let binding", pointing back at the `let`.
@@ -883,14 +947,16 @@ impl Parser {
         };
         self.expect_in(start)?;
         let body = self.seq_expr()?;
+        let h = self.h;
         let span = start.to(body.span);
-        Ok(mk(
+        self.node(
             ExprKind::LetOpen {
                 module,
                 body: Box::new(body),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// `let [rec] f params [: ret] = e in body`
@@ -906,8 +972,10 @@ impl Parser {
         self.expect_eq_after_local()?;
         attrs.extend(self.inner_attributes());
         let fbody = self.let_value(let_col)?;
+        let fbody_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
+        let h = fbody_h.max(self.h);
         let span = start.to(body.span);
         let decl = FunDecl {
             name,
@@ -917,13 +985,14 @@ impl Parser {
             attrs,
             body: fbody,
         };
-        Ok(mk(
+        self.node(
             ExprKind::LetFun {
                 decl: Box::new(decl),
                 body: Box::new(body),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// `let [mut] pat [: t] = [mut] e in body`
@@ -937,8 +1006,10 @@ impl Parser {
             mutable = true;
         }
         let value = self.let_value(let_col)?;
+        let value_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
+        let h = value_h.max(self.h);
         let span = start.to(body.span);
         let kind = ExprKind::Let {
             pattern,
@@ -947,7 +1018,7 @@ impl Parser {
             value: Box::new(value),
             body: Box::new(body),
         };
-        Ok(mk(kind, span))
+        self.node(kind, span, h)
     }
 
     fn expect_eq_after_local(&mut self) -> PResult<()> {
@@ -1017,10 +1088,12 @@ impl Parser {
         }
         self.expect_eq_after_local()?;
         let size = self.let_value(let_col)?;
+        let size_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
+        let h = size_h.max(self.h);
         let span = start.to(body.span);
-        Ok(mk(
+        self.node(
             ExprKind::LetShared {
                 name,
                 elem,
@@ -1028,7 +1101,8 @@ impl Parser {
                 body: Box::new(body),
             },
             span,
-        ))
+            h,
+        )
     }
 
     /// `let%superstep[@divergent] name = step in rest`
@@ -1050,8 +1124,10 @@ impl Parser {
         }
         self.expect_eq_after_local()?;
         let step = self.let_value(let_col)?;
+        let step_h = self.h;
         self.expect_in(start)?;
         let rest = self.seq_expr()?;
+        let h = step_h.max(self.h);
         let span = start.to(rest.span);
         let kind = ExprKind::LetSuperstep {
             name,
@@ -1059,7 +1135,7 @@ impl Parser {
             step: Box::new(step),
             rest: Box::new(rest),
         };
-        Ok(mk(kind, span))
+        self.node(kind, span, h)
     }
 
     // ---- patterns ---------------------------------------------------------------------

@@ -418,6 +418,21 @@ impl Parser {
 
     /// A type: `t1 * t2 * ...` over applications.
     pub(super) fn type_expr(&mut self) -> PResult<TypeExpr> {
+        self.type_nodes = 0;
+        self.type_tuple()
+    }
+
+    /// Count one more constructed type node: a type's node count bounds its height (type
+    /// constructor chains are built by a loop, so nesting depth alone would not).
+    fn type_node(&mut self) -> PResult<()> {
+        self.type_nodes += 1;
+        if self.type_nodes > super::MAX_DEPTH {
+            return Err(self.fail(SyntaxError::TooDeep));
+        }
+        Ok(())
+    }
+
+    fn type_tuple(&mut self) -> PResult<TypeExpr> {
         let first = self.type_app()?;
         if !self.at(&Tok::Star) {
             return Ok(first);
@@ -426,6 +441,7 @@ impl Parser {
         while self.eat(&Tok::Star) {
             parts.push(self.type_app()?);
         }
+        self.type_node()?;
         let span = parts[0].span.to(parts[parts.len() - 1].span);
         Ok(TypeExpr {
             kind: TypeExprKind::Tuple(parts),
@@ -436,10 +452,8 @@ impl Parser {
     /// An atom followed by postfix type constructors: `float32 vector`, `'a array`.
     fn type_app(&mut self) -> PResult<TypeExpr> {
         let mut ty = self.type_atom()?;
-        let mut chain = 0;
         while let Tok::Ident(name) = self.peek().clone() {
-            chain += 1;
-            self.check_depth(chain)?;
+            self.type_node()?;
             let id = Ident {
                 name,
                 span: self.bump(),
@@ -471,7 +485,7 @@ impl Parser {
             }
             Tok::LParen => {
                 let open = self.bump();
-                let inner = self.nested(|p| p.type_expr())?;
+                let inner = self.nested(Self::type_tuple)?;
                 let close = self.expect_closing(&Tok::RParen, "(", open)?;
                 Ok(TypeExpr {
                     span: open.to(close),
