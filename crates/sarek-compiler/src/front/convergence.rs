@@ -85,6 +85,17 @@ struct Ctx {
     divergent: Option<Cond>,
     /// The plain superstep whose body this is: (name, header span).
     plain_superstep: Option<(String, Span)>,
+    /// Inside a helper called under a thread-dependent condition: the helper's own code is
+    /// checked on its own (the call site reports its barriers), but its stores still happen
+    /// in only some threads.
+    caller_divergent: Option<Cond>,
+}
+
+impl Ctx {
+    /// The condition under which a store here happens in only some threads.
+    fn store_divergence(&self) -> Option<&Cond> {
+        self.divergent.as_ref().or(self.caller_divergent.as_ref())
+    }
 }
 
 struct Analyzer<'p> {
@@ -191,6 +202,7 @@ impl<'p> Analyzer<'p> {
                 origin: origin.clone(),
             }),
             plain_superstep: ctx.plain_superstep.clone(),
+            caller_divergent: ctx.caller_divergent.clone(),
         }
     }
 
@@ -357,6 +369,7 @@ impl<'p> Analyzer<'p> {
                 let header = superstep_header(e);
                 let step_ctx = Ctx {
                     divergent: ctx.divergent.clone(),
+                    caller_divergent: ctx.caller_divergent.clone(),
                     plain_superstep: if *divergent {
                         None
                     } else {
@@ -380,7 +393,7 @@ impl<'p> Analyzer<'p> {
         let name = self.var_name(var);
         if let Some(o) = v {
             self.mark_var(var, o);
-        } else if let Some(c) = &ctx.divergent {
+        } else if let Some(c) = ctx.store_divergence() {
             let what = format!("`{name}` is assigned under a thread-dependent {}", c.kind);
             self.mark_var(var, Origin { span, what });
         }
@@ -391,7 +404,7 @@ impl<'p> Analyzer<'p> {
             ExprKind::Var(id) => self.var_name(*id),
             _ => "the array".into(),
         };
-        if v.is_some() || ctx.divergent.is_some() {
+        if v.is_some() || ctx.store_divergence().is_some() {
             let what = format!("`{name}` is written per thread here");
             self.mark_memory(array, Origin { span, what });
         }
@@ -500,7 +513,11 @@ impl<'p> Analyzer<'p> {
                 self.alias.insert(p.id, r);
             }
         }
-        let r = self.fixpoint(&f.body, &Ctx::default());
+        let callee_ctx = Ctx {
+            caller_divergent: ctx.store_divergence().cloned(),
+            ..Ctx::default()
+        };
+        let r = self.fixpoint(&f.body, &callee_ctx);
         self.vars = saved;
         self.call_stack.pop();
         r.map(|_| Origin {
