@@ -624,3 +624,74 @@ fn unknown_kernel_suggests_the_closest() {
     assert!(err[0].help[0].contains("`k`"));
     let _ = Scalar::I32;
 }
+
+#[test]
+fn aggregate_equality_backstop_uses_the_typer_text_and_says_it_fired() {
+    // `p = q` on records cannot come out of the typer; build it by hand.
+    let mut b = B::default();
+    let point = Ty::Record(RecordId(0));
+    let v = b.decl("v", vec_of(point.clone()));
+    let out = b.decl("out", vec_of(Ty::BOOL));
+    let eq = bin(BinOp::Eq, index(&v, lit_i(0)), index(&v, lit_i(1)));
+    let mut p = program(vec![v, out.clone()], set(&out, lit_i(0), eq));
+    p.records.push(RecordDef {
+        name: "point".into(),
+        span: Span::DUMMY,
+        fields: vec![FieldDef {
+            name: "x".into(),
+            ty: Ty::F32,
+            span: Span::DUMMY,
+        }],
+    });
+    let err = sarek_compiler::lower::lower_kernel(&p, "k").unwrap_err();
+    let typer_body = sarek_compiler::front::typer::aggregate_equality_message("point");
+    assert_eq!(err[0].message, typer_body);
+    assert!(
+        err[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("lowering's backstop")),
+        "{:?}",
+        err[0].notes
+    );
+}
+
+#[test]
+fn mutual_recursion_is_refused() {
+    // Scoping makes this unwritable in source; the pass checks anyway.
+    let mut b = B::default();
+    let x = b.decl("x", Ty::I32);
+    let y = b.decl("y", Ty::I32);
+    let call = |f: u32, a: Expr| {
+        ex(
+            ExprKind::Call {
+                func: FunId(f),
+                type_args: vec![],
+                args: vec![a],
+            },
+            Ty::I32,
+        )
+    };
+    let fun = |id: u32, name: &str, p: &VarDecl, body: Expr| Function {
+        id: FunId(id),
+        name: name.into(),
+        span: Span::DUMMY,
+        type_params: 0,
+        params: vec![p.clone()],
+        ret: Ty::I32,
+        body,
+        recursive: false,
+        inline_depth: None,
+    };
+    let mut p = program(vec![], ex(ExprKind::Unit, Ty::Unit));
+    p.functions.push(fun(0, "even", &x, call(1, var(&x))));
+    p.functions.push(fun(1, "odd", &y, call(0, var(&y))));
+    let err = sarek_compiler::front::recursion::eliminate(p).unwrap_err();
+    assert_eq!(err.len(), 1);
+    assert!(
+        err[0].message.contains("mutual recursion"),
+        "{}",
+        err[0].message
+    );
+    assert!(err[0].message.contains("`even`") && err[0].message.contains("`odd`"));
+}

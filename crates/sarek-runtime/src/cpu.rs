@@ -76,8 +76,12 @@ pub fn run_parallel<P: BlockProgram>(p: &P) -> Result<(), RuntimeError> {
 }
 
 /// Run `kernel` over `config` with blocks in parallel; vectors in `args` are updated in place.
-pub fn run(kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
-    interp::launch(kernel, config, args, |l| run_parallel(l))
+pub fn run(
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+) -> Result<LaunchStats, RuntimeError> {
+    interp::launch(kernel, config, args, run_parallel)
 }
 
 /// The `cpu` device.
@@ -94,7 +98,12 @@ impl Device for CpuDevice {
         }
     }
 
-    fn launch(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
+    fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
         run(kernel, config, args)
     }
 }

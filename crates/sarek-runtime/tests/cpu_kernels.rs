@@ -22,33 +22,76 @@ fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
 #[test]
 fn cpu_matches_interp_and_references() {
     let n = 5000usize;
-    let x: Vec<i32> = rand_seq(2, n).iter().map(|v| (*v % 2001) as i32 - 1000).collect();
-    let out = both(&vadd(), LaunchConfig::linear(n as u32), vec![vec_i32(&x), vec_i32(&x), vec_i32(&vec![0; n]), s_i32(n as i32)]);
-    assert_eq!(out_i32(&out[2]), x.iter().map(|v| 2 * v).collect::<Vec<_>>());
+    let x: Vec<i32> = rand_seq(2, n)
+        .iter()
+        .map(|v| (*v % 2001) as i32 - 1000)
+        .collect();
+    let out = both(
+        &vadd(),
+        LaunchConfig::linear(n as u32),
+        vec![
+            vec_i32(&x),
+            vec_i32(&x),
+            vec_i32(&vec![0; n]),
+            s_i32(n as i32),
+        ],
+    );
+    assert_eq!(
+        out_i32(&out[2]),
+        x.iter().map(|v| 2 * v).collect::<Vec<_>>()
+    );
 
     let blocks = n.div_ceil(256);
     let out = both(
         &reduce(256),
-        LaunchConfig { grid: [blocks as u32, 1, 1], block: [256, 1, 1] },
+        LaunchConfig {
+            grid: [blocks as u32, 1, 1],
+            block: [256, 1, 1],
+        },
         vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
     );
-    assert_eq!(out_i32(&out[1]), x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>());
+    assert_eq!(
+        out_i32(&out[1]),
+        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
+    );
 
     let (w, h) = (128, 96);
     let out = both(
         &mandelbrot(),
-        LaunchConfig { grid: [8, 12, 1], block: [16, 8, 1] },
-        vec![vec_i32(&vec![0; (w * h) as usize]), s_i32(w), s_i32(h), s_i32(64)],
+        LaunchConfig {
+            grid: [8, 12, 1],
+            block: [16, 8, 1],
+        },
+        vec![
+            vec_i32(&vec![0; (w * h) as usize]),
+            s_i32(w),
+            s_i32(h),
+            s_i32(64),
+        ],
     );
     assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, 64));
 
     let m = 48usize;
-    let a: Vec<f32> = rand_seq(3, m * m).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-    let b: Vec<f32> = rand_seq(4, m * m).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
+    let a: Vec<f32> = rand_seq(3, m * m)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let b: Vec<f32> = rand_seq(4, m * m)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
     let out = both(
         &matmul(16),
-        LaunchConfig { grid: [3, 3, 1], block: [16, 16, 1] },
-        vec![vec_f32(&a), vec_f32(&b), vec_f32(&vec![0.0; m * m]), s_i32(m as i32)],
+        LaunchConfig {
+            grid: [3, 3, 1],
+            block: [16, 16, 1],
+        },
+        vec![
+            vec_f32(&a),
+            vec_f32(&b),
+            vec_f32(&vec![0.0; m * m]),
+            s_i32(m as i32),
+        ],
     );
     assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, m));
 }
@@ -64,16 +107,45 @@ fn contended_atomics_across_parallel_blocks() {
     let counter = kb.vector("counter", Ty::I32);
     let at = |op, args: Vec<Expr>, ty| intr(Intrinsic::Atomic(op), args, ty);
     let body = vec![
-        expr_st(at(AtomicOp::Add, vec![kb.v(hist), bin(BinOp::Rem, gid(), i32c(4)), i32c(1)], Ty::I32)),
-        expr_st(at(AtomicOp::Add, vec![kb.v(big), i32c(0), convert(gid(), sarek_compiler::types::Scalar::I64)], Ty::I64)),
-        store(tickets, gid(), at(AtomicOp::Inc, vec![kb.v(counter), i32c(0)], Ty::I32)),
+        expr_st(at(
+            AtomicOp::Add,
+            vec![kb.v(hist), bin(BinOp::Rem, gid(), i32c(4)), i32c(1)],
+            Ty::I32,
+        )),
+        expr_st(at(
+            AtomicOp::Add,
+            vec![
+                kb.v(big),
+                i32c(0),
+                convert(gid(), sarek_compiler::types::Scalar::I64),
+            ],
+            Ty::I64,
+        )),
+        store(
+            tickets,
+            gid(),
+            at(AtomicOp::Inc, vec![kb.v(counter), i32c(0)], Ty::I32),
+        ),
     ];
     let k = kb.finish(body);
     let n = 256 * 64;
-    let mut args = vec![vec_i32(&[0; 4]), vec_i64(&[0]), vec_i32(&vec![0; n]), vec_i32(&[0])];
+    let mut args = vec![
+        vec_i32(&[0; 4]),
+        vec_i64(&[0]),
+        vec_i32(&vec![0; n]),
+        vec_i32(&[0]),
+    ];
     for _ in 0..3 {
         let mut a = args.clone();
-        cpu::run(&k, LaunchConfig { grid: [256, 1, 1], block: [64, 1, 1] }, &mut a).unwrap();
+        cpu::run(
+            &k,
+            LaunchConfig {
+                grid: [256, 1, 1],
+                block: [64, 1, 1],
+            },
+            &mut a,
+        )
+        .unwrap();
         assert_eq!(out_i32(&a[0]), vec![n as i32 / 4; 4]);
         assert_eq!(out_i64(&a[1]), vec![(n as i64 - 1) * n as i64 / 2]);
         let mut t = out_i32(&a[2]);
@@ -81,6 +153,18 @@ fn contended_atomics_across_parallel_blocks() {
         assert_eq!(t, (0..n as i32).collect::<Vec<_>>());
         assert_eq!(out_i32(&a[3]), vec![n as i32]);
     }
-    interp::run(&k, LaunchConfig { grid: [256, 1, 1], block: [64, 1, 1] }, &mut args).unwrap();
-    assert_eq!(out_i32(&args[2]), (0..n as i32).collect::<Vec<_>>(), "the interpreter is deterministic");
+    interp::run(
+        &k,
+        LaunchConfig {
+            grid: [256, 1, 1],
+            block: [64, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    assert_eq!(
+        out_i32(&args[2]),
+        (0..n as i32).collect::<Vec<_>>(),
+        "the interpreter is deterministic"
+    );
 }

@@ -24,19 +24,37 @@ fn records_fields_and_field_stores() {
     let p = kb.var("p", Ty::Record(point));
     let i = kb.var("i", Ty::I32);
     let rec = Expr::new(
-        ExprKind::Record { record: point, fields: vec![kb.field(kb.v(p), 1), mul(kb.field(kb.v(p), 0), f32c(2.0))] },
+        ExprKind::Record {
+            record: point,
+            fields: vec![kb.field(kb.v(p), 1), mul(kb.field(kb.v(p), 0), f32c(2.0))],
+        },
         Ty::Record(point),
     );
-    let seg_place = LValue::Index { base: segs, index: Box::new(kb.v(i)) };
+    let seg_place = LValue::Index {
+        base: segs,
+        index: Box::new(kb.v(i)),
+    };
     let body = vec![
         let_(i, gid()),
         let_(p, kb.idx(pts, kb.v(i))),
         store(out, kb.v(i), rec),
         st(StmtKind::Assign {
-            place: LValue::Field { base: Box::new(LValue::Field { base: Box::new(seg_place.clone()), field: 0 }), field: 1 },
+            place: LValue::Field {
+                base: Box::new(LValue::Field {
+                    base: Box::new(seg_place.clone()),
+                    field: 0,
+                }),
+                field: 1,
+            },
             value: convert(kb.field(kb.idx(segs, kb.v(i)), 1), Scalar::F32),
         }),
-        st(StmtKind::Assign { place: LValue::Field { base: Box::new(seg_place), field: 1 }, value: kb.v(i) }),
+        st(StmtKind::Assign {
+            place: LValue::Field {
+                base: Box::new(seg_place),
+                field: 1,
+            },
+            value: kb.v(i),
+        }),
     ];
     let k = kb.finish(body);
     let n = 40;
@@ -45,14 +63,34 @@ fn records_fields_and_field_stores() {
     let ws: Vec<i32> = (0..n).map(|i| 1000 + i as i32).collect();
     let mut args = vec![
         vec_cols(n, vec![Column::F32(xs.clone()), Column::F32(ys.clone())]),
-        vec_cols(n, vec![Column::F32(vec![0.0; n]), Column::F32(vec![0.0; n])]),
-        vec_cols(n, vec![Column::F32(vec![7.0; n]), Column::F32(vec![8.0; n]), Column::I32(ws.clone())]),
+        vec_cols(
+            n,
+            vec![Column::F32(vec![0.0; n]), Column::F32(vec![0.0; n])],
+        ),
+        vec_cols(
+            n,
+            vec![
+                Column::F32(vec![7.0; n]),
+                Column::F32(vec![8.0; n]),
+                Column::I32(ws.clone()),
+            ],
+        ),
     ];
     interp::run(&k, LaunchConfig::linear(n as u32), &mut args).unwrap();
     assert_eq!(col(&args[1], 0), &Column::F32(ys.clone()));
-    assert_eq!(col(&args[1], 1), &Column::F32(xs.iter().map(|x| x * 2.0).collect()));
-    assert_eq!(col(&args[2], 0), &Column::F32(vec![7.0; n]), "untouched leaf");
-    assert_eq!(col(&args[2], 1), &Column::F32(ws.iter().map(|w| *w as f32).collect()));
+    assert_eq!(
+        col(&args[1], 1),
+        &Column::F32(xs.iter().map(|x| x * 2.0).collect())
+    );
+    assert_eq!(
+        col(&args[2], 0),
+        &Column::F32(vec![7.0; n]),
+        "untouched leaf"
+    );
+    assert_eq!(
+        col(&args[2], 1),
+        &Column::F32(ws.iter().map(|w| *w as f32).collect())
+    );
     assert_eq!(col(&args[2], 2), &Column::I32((0..n as i32).collect()));
 }
 
@@ -62,7 +100,14 @@ fn shape_kernel() -> Kernel {
     // s.(i) <- if i mod 3 = 0 then Rect (1, i) else (if i mod 3 = 1 then Empty else Circle i)
     // tup.(i) <- (i, float32 i /. 2)   (a tuple vector: _tup_int32_float32)
     let mut kb = KB::new("shapes");
-    let shape = kb.variant("shape", &[("Circle", vec![Ty::F32]), ("Rect", vec![Ty::F32, Ty::F32]), ("Empty", vec![])]);
+    let shape = kb.variant(
+        "shape",
+        &[
+            ("Circle", vec![Ty::F32]),
+            ("Rect", vec![Ty::F32, Ty::F32]),
+            ("Empty", vec![]),
+        ],
+    );
     let tup = kb.record("_tup_int32_float32", &[("_0", Ty::I32), ("_1", Ty::F32)]);
     let s = kb.vector("s", Ty::Variant(shape));
     let area = kb.vector("area", Ty::F32);
@@ -71,7 +116,16 @@ fn shape_kernel() -> Kernel {
     let w = kb.var("w", Ty::F32);
     let h = kb.var("h", Ty::F32);
     let i = kb.var("i", Ty::I32);
-    let ctor = |c: u32, fields: Vec<Expr>| Expr::new(ExprKind::Ctor { variant: shape, ctor: c, fields }, Ty::Variant(shape));
+    let ctor = |c: u32, fields: Vec<Expr>| {
+        Expr::new(
+            ExprKind::Ctor {
+                variant: shape,
+                ctor: c,
+                fields,
+            },
+            Ty::Variant(shape),
+        )
+    };
     let fi = convert(kb.v(i), Scalar::F32);
     let body = vec![
         let_(i, gid()),
@@ -89,7 +143,11 @@ fn shape_kernel() -> Kernel {
                     bindings: vec![Some(w), Some(h)],
                     body: vec![store(area, kb.v(i), mul(kb.v(w), kb.v(h)))],
                 },
-                MatchArm { ctor: None, bindings: vec![], body: vec![store(area, kb.v(i), f32c(-1.0))] },
+                MatchArm {
+                    ctor: None,
+                    bindings: vec![],
+                    body: vec![store(area, kb.v(i), f32c(-1.0))],
+                },
             ],
         }),
         if_(
@@ -105,7 +163,10 @@ fn shape_kernel() -> Kernel {
             tv,
             kb.v(i),
             Expr::new(
-                ExprKind::Record { record: tup, fields: vec![kb.v(i), bin(BinOp::Div, fi, f32c(2.0))] },
+                ExprKind::Record {
+                    record: tup,
+                    fields: vec![kb.v(i), bin(BinOp::Div, fi, f32c(2.0))],
+                },
                 Ty::Record(tup),
             ),
         ),
@@ -123,7 +184,15 @@ fn variants_match_and_construction() {
     let r0: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
     let r1: Vec<f32> = (0..n).map(|_| 2.0).collect();
     let mut args = vec![
-        vec_cols(n, vec![Column::I32(tags.clone()), Column::F32(c0.clone()), Column::F32(r0.clone()), Column::F32(r1.clone())]),
+        vec_cols(
+            n,
+            vec![
+                Column::I32(tags.clone()),
+                Column::F32(c0.clone()),
+                Column::F32(r0.clone()),
+                Column::F32(r1.clone()),
+            ],
+        ),
         vec_f32(&vec![0.0; n]),
         vec_cols(n, vec![Column::I32(vec![0; n]), Column::F32(vec![0.0; n])]),
     ];
@@ -139,12 +208,19 @@ fn variants_match_and_construction() {
     // Stored variants: tag, and the other constructors' payload leaves zeroed.
     let want_tag: Vec<i32> = (0..n).map(|i| [1, 2, 0][i % 3]).collect();
     assert_eq!(col(&args[0], 0), &Column::I32(want_tag));
-    let want_c0: Vec<f32> = (0..n).map(|i| if i % 3 == 2 { i as f32 } else { 0.0 }).collect();
+    let want_c0: Vec<f32> = (0..n)
+        .map(|i| if i % 3 == 2 { i as f32 } else { 0.0 })
+        .collect();
     assert_eq!(col(&args[0], 1), &Column::F32(want_c0));
-    let want_r1: Vec<f32> = (0..n).map(|i| if i % 3 == 0 { i as f32 } else { 0.0 }).collect();
+    let want_r1: Vec<f32> = (0..n)
+        .map(|i| if i % 3 == 0 { i as f32 } else { 0.0 })
+        .collect();
     assert_eq!(col(&args[0], 3), &Column::F32(want_r1));
     assert_eq!(col(&args[2], 0), &Column::I32((0..n as i32).collect()));
-    assert_eq!(col(&args[2], 1), &Column::F32((0..n).map(|i| i as f32 / 2.0).collect()));
+    assert_eq!(
+        col(&args[2], 1),
+        &Column::F32((0..n).map(|i| i as f32 / 2.0).collect())
+    );
 }
 
 #[test]
@@ -165,7 +241,11 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
     let fv = kb.var("v", Ty::Vector(Box::new(Ty::I32)));
     let fx = kb.var("x", Ty::I32);
     let fj = kb.var("j", Ty::I32);
-    let len = intr(sarek_compiler::intrinsics::Intrinsic::Length, vec![kb.v(fv)], Ty::I32);
+    let len = intr(
+        sarek_compiler::intrinsics::Intrinsic::Length,
+        vec![kb.v(fv)],
+        Ty::I32,
+    );
     let find_body = vec![
         for_(
             fj,
@@ -190,8 +270,16 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
             boolc(true),
             vec![
                 set(j2, add(kb.v(j2), i32c(1))),
-                if_(bin(BinOp::Eq, bin(BinOp::Rem, kb.v(j2), i32c(2)), i32c(0)), vec![st(StmtKind::Continue)], vec![]),
-                if_(bin(BinOp::Gt, kb.v(j2), kb.v(lim)), vec![st(StmtKind::Break)], vec![]),
+                if_(
+                    bin(BinOp::Eq, bin(BinOp::Rem, kb.v(j2), i32c(2)), i32c(0)),
+                    vec![st(StmtKind::Continue)],
+                    vec![],
+                ),
+                if_(
+                    bin(BinOp::Gt, kb.v(j2), kb.v(lim)),
+                    vec![st(StmtKind::Break)],
+                    vec![],
+                ),
                 set(s, add(kb.v(s), kb.v(j2))),
             ],
         ),
@@ -203,26 +291,50 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
     let scaled = Expr::new(
         ExprKind::Record {
             record: point,
-            fields: vec![mul(kb.field(kb.v(p), 0), kb.v(kk)), mul(kb.field(kb.v(p), 1), kb.v(kk))],
+            fields: vec![
+                mul(kb.field(kb.v(p), 0), kb.v(kk)),
+                mul(kb.field(kb.v(p), 1), kb.v(kk)),
+            ],
         },
         Ty::Record(point),
     );
-    let scale = kb.func("scale", vec![p, kk], Ty::Record(point), vec![st(StmtKind::Return(Some(scaled)))]);
+    let scale = kb.func(
+        "scale",
+        vec![p, kk],
+        Ty::Record(point),
+        vec![st(StmtKind::Return(Some(scaled)))],
+    );
     let i = kb.var("i", Ty::I32);
     let q = kb.var("q", Ty::Record(point));
     let body = vec![
         let_(i, gid()),
         store(pos, kb.v(i), kb.call(find, vec![kb.v(hay), kb.v(i)])),
         // Two calls of the same helper in one expression.
-        store(sums, kb.v(i), add(kb.call(sum_odd, vec![kb.v(i)]), mul(i32c(1000), kb.call(sum_odd, vec![i32c(5)])))),
-        let_(q, kb.call(scale, vec![kb.idx(pts, kb.v(i)), convert(kb.v(i), Scalar::F32)])),
+        store(
+            sums,
+            kb.v(i),
+            add(
+                kb.call(sum_odd, vec![kb.v(i)]),
+                mul(i32c(1000), kb.call(sum_odd, vec![i32c(5)])),
+            ),
+        ),
+        let_(
+            q,
+            kb.call(
+                scale,
+                vec![kb.idx(pts, kb.v(i)), convert(kb.v(i), Scalar::F32)],
+            ),
+        ),
         store(
             pts,
             kb.v(i),
             Expr::new(
                 ExprKind::Record {
                     record: point,
-                    fields: vec![add(kb.field(kb.v(q), 0), kb.field(kb.v(origin), 0)), add(kb.field(kb.v(q), 1), kb.field(kb.v(origin), 1))],
+                    fields: vec![
+                        add(kb.field(kb.v(q), 0), kb.field(kb.v(origin), 0)),
+                        add(kb.field(kb.v(q), 1), kb.field(kb.v(origin), 1)),
+                    ],
                 },
                 Ty::Record(point),
             ),
@@ -243,7 +355,15 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
     // 64 threads but 50 elements: the fault is thread 50's out-of-bounds write of `pos`, and a
     // failed launch leaves the arguments untouched.
     let before = args.clone();
-    let err = interp::run(&k, LaunchConfig { grid: [2, 1, 1], block: [32, 1, 1] }, &mut args).unwrap_err();
+    let err = interp::run(
+        &k,
+        LaunchConfig {
+            grid: [2, 1, 1],
+            block: [32, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         "out-of-bounds write of `pos` (index 50, length 50) in kernel `helpers`, block (1,0,0), thread (18,0,0)"
@@ -255,14 +375,32 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
         k2.body = vec![guard];
         k2
     };
-    interp::run(&k2, LaunchConfig { grid: [2, 1, 1], block: [32, 1, 1] }, &mut args).unwrap();
-    let want_pos: Vec<i32> = (0..n as i32).map(|i| hay_v.iter().position(|&h| h == i).map_or(-1, |p| p as i32)).collect();
+    interp::run(
+        &k2,
+        LaunchConfig {
+            grid: [2, 1, 1],
+            block: [32, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    let want_pos: Vec<i32> = (0..n as i32)
+        .map(|i| hay_v.iter().position(|&h| h == i).map_or(-1, |p| p as i32))
+        .collect();
     assert_eq!(out_i32(&args[1]), want_pos);
     let sum_odd_ref = |lim: i32| (1..=lim).filter(|j| j % 2 == 1).sum::<i32>();
-    let want_sums: Vec<i32> = (0..n as i32).map(|i| sum_odd_ref(i) + 1000 * sum_odd_ref(5)).collect();
+    let want_sums: Vec<i32> = (0..n as i32)
+        .map(|i| sum_odd_ref(i) + 1000 * sum_odd_ref(5))
+        .collect();
     assert_eq!(out_i32(&args[2]), want_sums);
-    assert_eq!(col(&args[3], 0), &Column::F32((0..n).map(|i| px[i] * i as f32 + 0.5).collect()));
-    assert_eq!(col(&args[3], 1), &Column::F32((0..n).map(|i| py[i] * i as f32 - 0.5).collect()));
+    assert_eq!(
+        col(&args[3], 0),
+        &Column::F32((0..n).map(|i| px[i] * i as f32 + 0.5).collect())
+    );
+    assert_eq!(
+        col(&args[3], 1),
+        &Column::F32((0..n).map(|i| py[i] * i as f32 - 0.5).collect())
+    );
 }
 
 #[test]
@@ -279,9 +417,17 @@ fn select_short_circuit_and_divergent_loops() {
     let ok = kb.var("ok", Ty::BOOL);
     let j = kb.var("j", Ty::I32);
     let c = kb.var("c", Ty::I32);
-    let cond = bin(BinOp::And, lt(kb.v(i), kb.v(n)), bin(BinOp::Gt, kb.idx(x, kb.v(i)), i32c(0)));
+    let cond = bin(
+        BinOp::And,
+        lt(kb.v(i), kb.v(n)),
+        bin(BinOp::Gt, kb.idx(x, kb.v(i)), i32c(0)),
+    );
     let sel = Expr::new(
-        ExprKind::Select { cond: Box::new(kb.v(ok)), then_value: Box::new(kb.v(i)), else_value: Box::new(i32c(-7)) },
+        ExprKind::Select {
+            cond: Box::new(kb.v(ok)),
+            then_value: Box::new(kb.v(i)),
+            else_value: Box::new(i32c(-7)),
+        },
         Ty::I32,
     );
     let body = vec![
@@ -297,8 +443,16 @@ fn select_short_circuit_and_divergent_loops() {
                     i32c(0),
                     kb.v(i),
                     vec![
-                        if_(bin(BinOp::Gt, kb.v(j), i32c(10)), vec![st(StmtKind::Break)], vec![]),
-                        if_(bin(BinOp::Eq, bin(BinOp::Rem, kb.v(j), i32c(3)), i32c(0)), vec![st(StmtKind::Continue)], vec![]),
+                        if_(
+                            bin(BinOp::Gt, kb.v(j), i32c(10)),
+                            vec![st(StmtKind::Break)],
+                            vec![],
+                        ),
+                        if_(
+                            bin(BinOp::Eq, bin(BinOp::Rem, kb.v(j), i32c(3)), i32c(0)),
+                            vec![st(StmtKind::Continue)],
+                            vec![],
+                        ),
                         set(c, add(kb.v(c), kb.v(j))),
                     ],
                 ),
@@ -310,10 +464,30 @@ fn select_short_circuit_and_divergent_loops() {
     let k = kb.finish(body);
     let nn = 40;
     let xv: Vec<i32> = (0..nn).map(|i| if i % 4 == 0 { -1 } else { i }).collect();
-    let mut args = vec![vec_i32(&xv), vec_i32(&vec![0; nn as usize]), vec_i32(&vec![0; nn as usize]), s_i32(nn)];
-    interp::run(&k, LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1] }, &mut args).unwrap();
-    assert_eq!(out_i32(&args[1]), (0..nn).map(|i| if xv[i as usize] > 0 { i } else { -7 }).collect::<Vec<_>>());
-    let want: Vec<i32> = (0..nn).map(|i| (0..=i.min(10)).filter(|j| j % 3 != 0).sum()).collect();
+    let mut args = vec![
+        vec_i32(&xv),
+        vec_i32(&vec![0; nn as usize]),
+        vec_i32(&vec![0; nn as usize]),
+        s_i32(nn),
+    ];
+    interp::run(
+        &k,
+        LaunchConfig {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    assert_eq!(
+        out_i32(&args[1]),
+        (0..nn)
+            .map(|i| if xv[i as usize] > 0 { i } else { -7 })
+            .collect::<Vec<_>>()
+    );
+    let want: Vec<i32> = (0..nn)
+        .map(|i| (0..=i.min(10)).filter(|j| j % 3 != 0).sum())
+        .collect();
     assert_eq!(out_i32(&args[2]), want);
 }
 
@@ -325,17 +499,50 @@ fn shared_array_of_records() {
     let point = kb.record("point", &[("x", Ty::I32), ("y", Ty::I32)]);
     let out = kb.vector("out", Ty::I32);
     let sh = kb.array("s", Ty::Record(point), MemSpace::Shared, 64);
-    let at = || LValue::Index { base: sh, index: Box::new(tid()) };
+    let at = || LValue::Index {
+        base: sh,
+        index: Box::new(tid()),
+    };
     let other = bin(BinOp::Sub, i32c(63), tid());
     let body = vec![
         st(StmtKind::Array { var: sh }),
-        st(StmtKind::Assign { place: LValue::Field { base: Box::new(at()), field: 0 }, value: tid() }),
-        st(StmtKind::Assign { place: LValue::Field { base: Box::new(at()), field: 1 }, value: mul(tid(), i32c(2)) }),
+        st(StmtKind::Assign {
+            place: LValue::Field {
+                base: Box::new(at()),
+                field: 0,
+            },
+            value: tid(),
+        }),
+        st(StmtKind::Assign {
+            place: LValue::Field {
+                base: Box::new(at()),
+                field: 1,
+            },
+            value: mul(tid(), i32c(2)),
+        }),
         barrier(),
-        store(out, tid(), add(kb.field(kb.idx(sh, other.clone()), 0), kb.field(kb.idx(sh, other), 1))),
+        store(
+            out,
+            tid(),
+            add(
+                kb.field(kb.idx(sh, other.clone()), 0),
+                kb.field(kb.idx(sh, other), 1),
+            ),
+        ),
     ];
     let k = kb.finish(body);
     let mut args = vec![vec_i32(&[0; 64])];
-    interp::run(&k, LaunchConfig { grid: [1, 1, 1], block: [64, 1, 1] }, &mut args).unwrap();
-    assert_eq!(out_i32(&args[0]), (0..64).map(|t| 3 * (63 - t)).collect::<Vec<_>>());
+    interp::run(
+        &k,
+        LaunchConfig {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    assert_eq!(
+        out_i32(&args[0]),
+        (0..64).map(|t| 3 * (63 - t)).collect::<Vec<_>>()
+    );
 }

@@ -15,8 +15,10 @@ use std::path::PathBuf;
 fn compile(path: &str, src: &str, kernel: &str) -> Kernel {
     let mut sources = SourceMap::new();
     let file = sources.add(path, src);
-    let program = sarek_compiler::check(&sources, file).unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)));
-    sarek_compiler::lower_kernel(&program, kernel).unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)))
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)));
+    sarek_compiler::lower_kernel(&program, kernel)
+        .unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)))
 }
 
 /// Run on both backends; they must agree exactly (these kernels have no float atomics).
@@ -112,8 +114,18 @@ fn saxpy_from_source() {
     let n = 1000;
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.37 - 100.0).collect();
     let y: Vec<f32> = (0..n).map(|i| 1.0 / (i as f32 + 1.0)).collect();
-    let out = both(&k, LaunchConfig::linear(n as u32), vec![vec_f32(&x), vec_f32(&y), s_f32(1.5), s_i32(n as i32)]);
-    assert_eq!(out_f32(&out[1]), x.iter().zip(&y).map(|(x, y)| 1.5 * x + y).collect::<Vec<_>>());
+    let out = both(
+        &k,
+        LaunchConfig::linear(n as u32),
+        vec![vec_f32(&x), vec_f32(&y), s_f32(1.5), s_i32(n)],
+    );
+    assert_eq!(
+        out_f32(&out[1]),
+        x.iter()
+            .zip(&y)
+            .map(|(x, y)| 1.5 * x + y)
+            .collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -124,10 +136,16 @@ fn reduction_from_source() {
     let blocks = n.div_ceil(256);
     let out = both(
         &k,
-        LaunchConfig { grid: [blocks as u32, 1, 1], block: [256, 1, 1] },
+        LaunchConfig {
+            grid: [blocks as u32, 1, 1],
+            block: [256, 1, 1],
+        },
         vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
     );
-    assert_eq!(out_i32(&out[1]), x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>());
+    assert_eq!(
+        out_i32(&out[1]),
+        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
+    );
 }
 
 #[test]
@@ -136,8 +154,16 @@ fn mandelbrot_from_source() {
     let (w, h, it) = (80, 48, 200);
     let out = both(
         &k,
-        LaunchConfig { grid: [5, 6, 1], block: [16, 8, 1] },
-        vec![vec_i32(&vec![0; (w * h) as usize]), s_i32(w), s_i32(h), s_i32(it)],
+        LaunchConfig {
+            grid: [5, 6, 1],
+            block: [16, 8, 1],
+        },
+        vec![
+            vec_i32(&vec![0; (w * h) as usize]),
+            s_i32(w),
+            s_i32(h),
+            s_i32(it),
+        ],
     );
     assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, it));
 }
@@ -146,12 +172,26 @@ fn mandelbrot_from_source() {
 fn matmul_from_source() {
     let k = compile("matmul.sarek", MATMUL, "matmul");
     let n = 48usize;
-    let a: Vec<f32> = rand_seq(3, n * n).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
-    let b: Vec<f32> = rand_seq(4, n * n).iter().map(|v| (*v % 1000) as f32 / 500.0 - 1.0).collect();
+    let a: Vec<f32> = rand_seq(3, n * n)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
+    let b: Vec<f32> = rand_seq(4, n * n)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect();
     let out = both(
         &k,
-        LaunchConfig { grid: [3, 3, 1], block: [16, 16, 1] },
-        vec![vec_f32(&a), vec_f32(&b), vec_f32(&vec![0.0; n * n]), s_i32(n as i32)],
+        LaunchConfig {
+            grid: [3, 3, 1],
+            block: [16, 16, 1],
+        },
+        vec![
+            vec_f32(&a),
+            vec_f32(&b),
+            vec_f32(&vec![0.0; n * n]),
+            s_i32(n as i32),
+        ],
     );
     assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
 }
@@ -165,9 +205,18 @@ fn variants_and_helpers_from_source() {
     let q: Vec<f32> = (0..n).map(|i| 2.0 - i as f32).collect();
     let s = ArgValue::Vector(HostVector {
         len: n,
-        columns: vec![Column::I32(tags.clone()), Column::F32(p.clone()), Column::F32(q.clone()), Column::F32(p.clone())],
+        columns: vec![
+            Column::I32(tags.clone()),
+            Column::F32(p.clone()),
+            Column::F32(q.clone()),
+            Column::F32(p.clone()),
+        ],
     });
-    let out = both(&k, LaunchConfig::linear(n as u32), vec![s, vec_f32(&vec![0.0; n]), s_i32(n as i32)]);
+    let out = both(
+        &k,
+        LaunchConfig::linear(n as u32),
+        vec![s, vec_f32(&vec![0.0; n]), s_i32(n as i32)],
+    );
     let want: Vec<f32> = (0..n)
         .map(|i| match tags[i] {
             0 => 3.0 * p[i] * p[i],
@@ -184,12 +233,24 @@ fn fault_spans_point_into_the_source() {
     let file = sources.add("saxpy.sarek", SAXPY);
     let program = sarek_compiler::check(&sources, file).unwrap();
     let k = sarek_compiler::lower_kernel(&program, "saxpy").unwrap();
-    let mut args = vec![vec_f32(&[0.0; 100]), vec_f32(&[0.0; 100]), s_f32(1.0), s_i32(101)];
+    let mut args = vec![
+        vec_f32(&[0.0; 100]),
+        vec_f32(&[0.0; 100]),
+        s_f32(1.0),
+        s_i32(101),
+    ];
     match interp::run(&k, LaunchConfig::linear(101), &mut args) {
         Err(RuntimeError::Fault { span, message }) => {
-            assert_eq!(message, "out-of-bounds read of `x` (index 100, length 100) in kernel `saxpy`, block (0,0,0), thread (100,0,0)");
+            assert_eq!(
+                message,
+                "out-of-bounds read of `x` (index 100, length 100) in kernel `saxpy`, block (0,0,0), thread (100,0,0)"
+            );
             assert!(!span.is_dummy());
-            assert_eq!(sources.location(span).split(':').nth(1), Some("4"), "line of the store");
+            assert_eq!(
+                sources.location(span).split(':').nth(1),
+                Some("4"),
+                "line of the store"
+            );
         }
         r => panic!("expected a fault, got {r:?}"),
     }
@@ -209,7 +270,10 @@ struct Run {
 fn dims(s: &str) -> [u32; 3] {
     let mut d = [1; 3];
     for (i, p) in s.split(',').enumerate().take(3) {
-        d[i] = p.trim().parse().unwrap_or_else(|_| panic!("bad dimension `{s}`"));
+        d[i] = p
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("bad dimension `{s}`"));
     }
     d
 }
@@ -220,13 +284,23 @@ fn directives(src: &str) -> Vec<Run> {
         // Directives sit in a comment, one per line: `(* @run ...` or `   @run ... *)`.
         let l = line.trim();
         let l = l.strip_prefix("(*").unwrap_or(l).trim_start();
-        let Some(rest) = l.strip_prefix("@run ") else { continue };
+        let Some(rest) = l.strip_prefix("@run ") else {
+            continue;
+        };
         let rest = rest.trim().trim_end_matches("*)");
         let mut words = rest.split_whitespace();
         let Some(kernel) = words.next() else { continue };
-        let mut run = Run { kernel: kernel.into(), size: 1024, grid: None, block: None, values: vec![] };
+        let mut run = Run {
+            kernel: kernel.into(),
+            size: 1024,
+            grid: None,
+            block: None,
+            values: vec![],
+        };
         for w in words {
-            let (k, v) = w.split_once('=').unwrap_or_else(|| panic!("bad directive word `{w}`"));
+            let (k, v) = w
+                .split_once('=')
+                .unwrap_or_else(|| panic!("bad directive word `{w}`"));
             match k {
                 "size" => run.size = v.parse().unwrap(),
                 "grid" => run.grid = Some(dims(v)),
@@ -250,11 +324,18 @@ fn gen_elem(k: &Kernel, ty: &Ty, r: &mut impl FnMut() -> u64, out: &mut Vec<Lite
             Scalar::F32 => Literal::F32((r() % 2_000_000) as f32 / 1_000_000.0 - 1.0),
             Scalar::F64 => Literal::F64((r() % 2_000_000) as f64 / 1_000_000.0 - 1.0),
         }),
-        Ty::Record(id) => k.record(*id).fields.iter().for_each(|f| gen_elem(k, &f.ty, r, out)),
+        Ty::Record(id) => k
+            .record(*id)
+            .fields
+            .iter()
+            .for_each(|f| gen_elem(k, &f.ty, r, out)),
         Ty::Variant(id) => {
             let v = k.variant(*id);
             out.push(Literal::I32((r() % v.ctors.len() as u64) as i32));
-            v.ctors.iter().flat_map(|c| &c.fields).for_each(|f| gen_elem(k, f, r, out));
+            v.ctors
+                .iter()
+                .flat_map(|c| &c.fields)
+                .for_each(|f| gen_elem(k, f, r, out));
         }
         _ => {}
     }
@@ -280,7 +361,10 @@ fn inputs(k: &Kernel, run: &Run) -> Vec<ArgValue> {
                 Ty::Vector(elem) => {
                     let leaves = sarek_compiler::abi::leaves(k, elem);
                     let mut hv = HostVector::zeros(&leaves, run.size);
-                    let seq = rand_seq(0x5a7e_u64 ^ (pi as u64) << 32, run.size * (leaves.len() + 1) * 2 + 8);
+                    let seq = rand_seq(
+                        0x5a7e_u64 ^ (pi as u64) << 32,
+                        run.size * (leaves.len() + 1) * 2 + 8,
+                    );
                     let mut it = seq.into_iter();
                     let mut r = move || it.next().unwrap();
                     for i in 0..run.size {
@@ -297,10 +381,15 @@ fn inputs(k: &Kernel, run: &Run) -> Vec<ArgValue> {
                         .values
                         .iter()
                         .find(|(n, _)| *n == var.name)
-                        .unwrap_or_else(|| panic!("@run {} gives no value for `{}`", run.kernel, var.name));
+                        .unwrap_or_else(|| {
+                            panic!("@run {} gives no value for `{}`", run.kernel, var.name)
+                        });
                     ArgValue::Scalar(parse_scalar(*s, &v.1))
                 }
-                ty => panic!("@run {}: cannot generate a by-value {ty:?} parameter", run.kernel),
+                ty => panic!(
+                    "@run {}: cannot generate a by-value {ty:?} parameter",
+                    run.kernel
+                ),
             }
         })
         .collect()
@@ -308,12 +397,12 @@ fn inputs(k: &Kernel, run: &Run) -> Vec<ArgValue> {
 
 fn close(a: &Column, b: &Column) -> bool {
     match (a, b) {
-        (Column::F32(x), Column::F32(y)) => {
-            x.iter().zip(y).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= 1e-4 * (1.0 + p.abs()))
-        }
-        (Column::F64(x), Column::F64(y)) => {
-            x.iter().zip(y).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= 1e-9 * (1.0 + p.abs()))
-        }
+        (Column::F32(x), Column::F32(y)) => x.iter().zip(y).all(|(p, q)| {
+            p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= 1e-4 * (1.0 + p.abs())
+        }),
+        (Column::F64(x), Column::F64(y)) => x.iter().zip(y).all(|(p, q)| {
+            p == q || (p.is_nan() && q.is_nan()) || (p - q).abs() <= 1e-9 * (1.0 + p.abs())
+        }),
         _ => a == b,
     }
 }
@@ -325,7 +414,10 @@ fn corpus_interp_and_cpu_agree() {
         eprintln!("skipping: no corpus at {}", dir.display());
         return;
     };
-    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "sarek")).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
+        .collect();
     files.sort();
     let mut failures = Vec::new();
     let mut ran = 0;
@@ -335,13 +427,19 @@ fn corpus_interp_and_cpu_agree() {
         if runs.is_empty() {
             continue;
         }
-        let name = format!("tests/kernels/{}", path.file_name().unwrap().to_string_lossy());
+        let name = format!(
+            "tests/kernels/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
         let mut sources = SourceMap::new();
         let file = sources.add(name.clone(), src.clone());
         let program = match sarek_compiler::check(&sources, file) {
             Ok(p) => p,
             Err(d) => {
-                failures.push(format!("{name}: does not check:\n{}", diag::render_all(&d, &sources, false)));
+                failures.push(format!(
+                    "{name}: does not check:\n{}",
+                    diag::render_all(&d, &sources, false)
+                ));
                 continue;
             }
         };
@@ -349,7 +447,11 @@ fn corpus_interp_and_cpu_agree() {
             let k = match sarek_compiler::lower_kernel(&program, &run.kernel) {
                 Ok(k) => k,
                 Err(d) => {
-                    failures.push(format!("{name}: {}: {}", run.kernel, diag::render_all(&d, &sources, false)));
+                    failures.push(format!(
+                        "{name}: {}: {}",
+                        run.kernel,
+                        diag::render_all(&d, &sources, false)
+                    ));
                     continue;
                 }
             };
@@ -358,7 +460,10 @@ fn corpus_interp_and_cpu_agree() {
                 (None, None) => LaunchConfig::linear(run.size as u32),
                 (g, b) => {
                     let block = b.unwrap_or([256.min(run.size as u32).max(1), 1, 1]);
-                    LaunchConfig { grid: g.unwrap_or([(run.size as u32).div_ceil(block[0]).max(1), 1, 1]), block }
+                    LaunchConfig {
+                        grid: g.unwrap_or([(run.size as u32).div_ceil(block[0]).max(1), 1, 1]),
+                        block,
+                    }
                 }
             };
             let (mut a, mut b) = (args.clone(), args);
@@ -371,7 +476,10 @@ fn corpus_interp_and_cpu_agree() {
                         if let (ArgValue::Vector(x), ArgValue::Vector(y)) = (x, y) {
                             for (cx, cy) in x.columns.iter().zip(&y.columns) {
                                 if !close(cx, cy) {
-                                    failures.push(format!("{name}: {}: parameter {pi} differs between interp and cpu", run.kernel));
+                                    failures.push(format!(
+                                        "{name}: {}: parameter {pi} differs between interp and cpu",
+                                        run.kernel
+                                    ));
                                 }
                             }
                         }
@@ -379,7 +487,9 @@ fn corpus_interp_and_cpu_agree() {
                 }
                 (Err(e), _) | (_, Err(e)) => {
                     let at = match &e {
-                        RuntimeError::Fault { span, .. } => format!("{}: ", sources.location(*span)),
+                        RuntimeError::Fault { span, .. } => {
+                            format!("{}: ", sources.location(*span))
+                        }
                         _ => String::new(),
                     };
                     failures.push(format!("{name}: {}: {at}{e}", run.kernel));
@@ -388,5 +498,183 @@ fn corpus_interp_and_cpu_agree() {
         }
     }
     eprintln!("{ran} corpus launches run on interp and cpu");
-    assert!(failures.is_empty(), "{} corpus failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} corpus failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+// ---- corpus kernels against Rust references ------------------------------------------------
+
+fn corpus(file: &str, kernel: &str) -> Kernel {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/kernels")
+        .join(file);
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    compile(&format!("tests/kernels/{file}"), &src, kernel)
+}
+
+#[test]
+fn corpus_saxpy_against_rust() {
+    let n = 1000usize;
+    let x: Vec<f32> = rand_seq(21, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let y: Vec<f32> = rand_seq(22, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let out = both(
+        &corpus("saxpy.sarek", "saxpy"),
+        LaunchConfig::linear(n as u32),
+        vec![vec_f32(&x), vec_f32(&y), s_f32(2.0), s_i32(n as i32)],
+    );
+    assert_eq!(
+        out_f32(&out[1]),
+        x.iter()
+            .zip(&y)
+            .map(|(x, y)| 2.0 * x + y)
+            .collect::<Vec<_>>()
+    );
+    // saxpy_scaled: n = 900 of 1024 threads; y - 0.25 through a helper.
+    let out = both(
+        &corpus("saxpy.sarek", "saxpy_scaled"),
+        LaunchConfig::linear(n as u32),
+        vec![vec_f32(&x), vec_f32(&y), s_f32(-0.5), s_i32(900)],
+    );
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 900 {
+                -0.5 * x[i] + y[i] - 0.25
+            } else {
+                y[i]
+            }
+        })
+        .collect();
+    assert_eq!(out_f32(&out[1]), want);
+}
+
+#[test]
+fn corpus_reductions_against_rust() {
+    let n = 2000usize;
+    let x: Vec<i32> = rand_seq(23, n).iter().map(|v| (*v % 1000) as i32).collect();
+    let mut out_init = vec![-5; n];
+    let out = both(
+        &corpus("reduce_shared.sarek", "reduce_sum"),
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
+        vec![vec_i32(&x), vec_i32(&out_init), s_i32(n as i32)],
+    );
+    for (b, c) in x.chunks(256).enumerate() {
+        out_init[b] = c.iter().sum();
+    }
+    assert_eq!(out_i32(&out[1]), out_init);
+
+    let xf: Vec<f32> = rand_seq(24, n)
+        .iter()
+        .map(|v| (*v % 20000) as f32 / 1000.0 - 10.0)
+        .collect();
+    let out = both(
+        &corpus("reduce_shared.sarek", "reduce_max_f32"),
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
+        vec![vec_f32(&xf), vec_f32(&vec![0.0; n]), s_i32(1900)],
+    );
+    let got = out_f32(&out[1]);
+    for b in 0..8 {
+        let want = xf[b * 256..((b + 1) * 256).min(1900)]
+            .iter()
+            .fold(-1000.0f32, |m, v| m.max(*v));
+        assert_eq!(got[b], want, "block {b}");
+    }
+}
+
+#[test]
+fn corpus_matmul_against_rust() {
+    for n in [32usize, 30] {
+        let a: Vec<f32> = rand_seq(25, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = rand_seq(26, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let cfg = LaunchConfig {
+            grid: [2, 2, 1],
+            block: [16, 16, 1],
+        };
+        let args = || {
+            vec![
+                vec_f32(&a),
+                vec_f32(&b),
+                vec_f32(&[7.0; 1024]),
+                s_i32(n as i32),
+            ]
+        };
+        let mut want = vec![7.0f32; 1024];
+        want[..n * n].copy_from_slice(&matmul_ref(&a[..n * n], &b[..n * n], n));
+        // Tiled: zero padding adds exact zeros, so the sums match the plain loop bit for bit.
+        let out = both(&corpus("matmul_tiled.sarek", "matmul_tiled"), cfg, args());
+        assert_eq!(out_f32(&out[2]), want, "tiled n={n}");
+        let out = both(&corpus("matmul_tiled.sarek", "matmul_naive"), cfg, args());
+        assert_eq!(out_f32(&out[2]), want, "naive n={n}");
+    }
+}
+
+/// The corpus mandelbrot's int32 fixed-point iteration, in Rust.
+fn mandelbrot_fixed_ref(w: i32, h: i32, max_iter: i32) -> Vec<i32> {
+    let one = 1i32 << 12;
+    let mut out = vec![0; (w * h) as usize];
+    for y in 0..h {
+        for x in 0..w {
+            let cx = (x * 3 * one) / w - 2 * one;
+            let cy = (y * 3 * one) / h - (3 * one) / 2;
+            let (mut zx, mut zy, mut k) = (0i32, 0i32, 0);
+            while k < max_iter {
+                let zx2 = zx.wrapping_mul(zx) >> 12;
+                let zy2 = zy.wrapping_mul(zy) >> 12;
+                if zx2 + zy2 > 4 * one {
+                    break;
+                }
+                let nzx = zx2 - zy2 + cx;
+                zy = (2i32.wrapping_mul(zx).wrapping_mul(zy) >> 12) + cy;
+                zx = nzx;
+                k += 1;
+            }
+            out[(y * w + x) as usize] = k;
+        }
+    }
+    out
+}
+
+#[test]
+fn corpus_mandelbrot_against_rust() {
+    let (w, h, it) = (64, 48, 100);
+    let out = both(
+        &corpus("mandelbrot.sarek", "mandelbrot"),
+        LaunchConfig {
+            grid: [4, 3, 1],
+            block: [16, 16, 1],
+        },
+        vec![
+            vec_i32(&vec![-1; (w * h) as usize]),
+            s_i32(w),
+            s_i32(h),
+            s_i32(it),
+        ],
+    );
+    let got = out_i32(&out[0]);
+    assert_eq!(got, mandelbrot_fixed_ref(w, h, it));
+    assert!(
+        got.contains(&it) && got.iter().any(|&k| k < 5),
+        "both escaping and bounded points"
+    );
 }

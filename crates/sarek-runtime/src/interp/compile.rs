@@ -45,9 +45,18 @@ pub(crate) struct GeoRegs {
 
 pub(crate) enum Param {
     /// Scalar, record or variant passed by value: its leaves live in `reg..`.
-    Value { name: String, ty: Ty, reg: Reg, leaves: Vec<Scalar> },
+    Value {
+        name: String,
+        ty: Ty,
+        reg: Reg,
+        leaves: Vec<Scalar>,
+    },
     /// A vector: global memory slot `global` (index among the vector parameters).
-    Vector { name: String, ty: Ty, leaves: Vec<sarek_compiler::abi::Leaf> },
+    Vector {
+        name: String,
+        ty: Ty,
+        leaves: Vec<sarek_compiler::abi::Leaf>,
+    },
 }
 
 pub(crate) struct MemVar {
@@ -90,17 +99,49 @@ pub(crate) enum StmtKind {
     Nop,
     Eval(Expr),
     /// Copy `value`'s leaves into the registers from `dst`.
-    SetReg { dst: Reg, value: Expr },
+    SetReg {
+        dst: Reg,
+        value: Expr,
+    },
     /// Store `value`'s leaves into element `index` of memory `mem`, from leaf `off`.
-    Store { mem: u32, index: Expr, off: u32, value: Expr },
-    BindMem { dst: u32, src: u32 },
-    If { cond: Expr, then_b: Vec<Stmt>, else_b: Vec<Stmt> },
-    For { var: Reg, cnt: Reg, end: Reg, start: Expr, stop: Expr, downto: bool, body: Vec<Stmt> },
-    While { cond: Expr, body: Vec<Stmt> },
-    Match { scrut: Expr, arms: Vec<Arm> },
+    Store {
+        mem: u32,
+        index: Expr,
+        off: u32,
+        value: Expr,
+    },
+    BindMem {
+        dst: u32,
+        src: u32,
+    },
+    If {
+        cond: Expr,
+        then_b: Vec<Stmt>,
+        else_b: Vec<Stmt>,
+    },
+    For {
+        var: Reg,
+        cnt: Reg,
+        end: Reg,
+        start: Expr,
+        stop: Expr,
+        downto: bool,
+        body: Vec<Stmt>,
+    },
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
+    Match {
+        scrut: Expr,
+        arms: Vec<Arm>,
+    },
     Block(Vec<Stmt>),
     Barrier,
-    Return { value: Option<Expr>, ret: Reg },
+    Return {
+        value: Option<Expr>,
+        ret: Reg,
+    },
     Break,
     Continue,
 }
@@ -125,20 +166,74 @@ pub(crate) enum ExprKind {
     Ready,
     /// The value is a part of the child's registers (field, tag, payload).
     Part(Box<Expr>),
-    Bin { op: BinOp, ty: Scalar, a: Box<Expr>, b: Box<Expr>, guarded: bool },
-    Un { op: UnOp, ty: Scalar, a: Box<Expr> },
-    IntFn { f: IntFn, ty: Scalar, a: Box<Expr> },
-    MinMax { max: bool, ty: Scalar, a: Box<Expr>, b: Box<Expr> },
-    Math { f: MathFn, ty: Scalar, args: Vec<Expr> },
-    Convert { from: Scalar, to: Scalar, a: Box<Expr> },
-    Load { mem: u32, index: Box<Expr> },
+    Bin {
+        op: BinOp,
+        ty: Scalar,
+        a: Box<Expr>,
+        b: Box<Expr>,
+        guarded: bool,
+    },
+    Un {
+        op: UnOp,
+        ty: Scalar,
+        a: Box<Expr>,
+    },
+    IntFn {
+        f: IntFn,
+        ty: Scalar,
+        a: Box<Expr>,
+    },
+    MinMax {
+        max: bool,
+        ty: Scalar,
+        a: Box<Expr>,
+        b: Box<Expr>,
+    },
+    Math {
+        f: MathFn,
+        ty: Scalar,
+        args: Vec<Expr>,
+    },
+    Convert {
+        from: Scalar,
+        to: Scalar,
+        a: Box<Expr>,
+    },
+    Load {
+        mem: u32,
+        index: Box<Expr>,
+    },
     /// Record or constructor: parts at leaf offsets; `tag` and zeroed leaves for variants.
-    Pack { tag: Option<Reg>, parts: Vec<(u32, Expr)>, zero: Vec<u32> },
-    Select { cond: Box<Expr>, a: Box<Expr>, b: Box<Expr>, split: bool },
-    Call { func: u32, args: Vec<Arg> },
-    Atomic { op: AtomicOp, ty: Scalar, mem: u32, index: Box<Expr>, vals: Vec<Expr> },
-    Warp { op: WarpOp, a: Box<Expr>, b: Option<Box<Expr>> },
-    Length { mem: u32 },
+    Pack {
+        tag: Option<Reg>,
+        parts: Vec<(u32, Expr)>,
+        zero: Vec<u32>,
+    },
+    Select {
+        cond: Box<Expr>,
+        a: Box<Expr>,
+        b: Box<Expr>,
+        split: bool,
+    },
+    Call {
+        func: u32,
+        args: Vec<Arg>,
+    },
+    Atomic {
+        op: AtomicOp,
+        ty: Scalar,
+        mem: u32,
+        index: Box<Expr>,
+        vals: Vec<Expr>,
+    },
+    Warp {
+        op: WarpOp,
+        a: Box<Expr>,
+        b: Option<Box<Expr>>,
+    },
+    Length {
+        mem: u32,
+    },
 }
 
 pub(crate) enum Arg {
@@ -173,14 +268,30 @@ impl Expr {
 pub(crate) fn leaf_count(k: &Kernel, ty: &Ty) -> u32 {
     match ty {
         Ty::Scalar(_) => 1,
-        Ty::Record(id) => k.record(*id).fields.iter().map(|f| leaf_count(k, &f.ty)).sum(),
-        Ty::Variant(id) => 1 + k.variant(*id).ctors.iter().flat_map(|c| &c.fields).map(|t| leaf_count(k, t)).sum::<u32>(),
+        Ty::Record(id) => k
+            .record(*id)
+            .fields
+            .iter()
+            .map(|f| leaf_count(k, &f.ty))
+            .sum(),
+        Ty::Variant(id) => {
+            1 + k
+                .variant(*id)
+                .ctors
+                .iter()
+                .flat_map(|c| &c.fields)
+                .map(|t| leaf_count(k, t))
+                .sum::<u32>()
+        }
         Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => 0,
     }
 }
 
 fn leaf_scalars(k: &Kernel, ty: &Ty) -> Vec<Scalar> {
-    sarek_compiler::abi::leaves(k, ty).into_iter().map(|l| l.scalar).collect()
+    sarek_compiler::abi::leaves(k, ty)
+        .into_iter()
+        .map(|l| l.scalar)
+        .collect()
 }
 
 fn field_offset(k: &Kernel, ty: &Ty, field: u32) -> Result<u32, RuntimeError> {
@@ -188,9 +299,15 @@ fn field_offset(k: &Kernel, ty: &Ty, field: u32) -> Result<u32, RuntimeError> {
         Ty::Record(id) => {
             let fields = &k.record(*id).fields;
             if field as usize >= fields.len() {
-                return Err(bad(format!("field {field} of record `{}` does not exist", k.record(*id).name)));
+                return Err(bad(format!(
+                    "field {field} of record `{}` does not exist",
+                    k.record(*id).name
+                )));
             }
-            Ok(fields[..field as usize].iter().map(|f| leaf_count(k, &f.ty)).sum())
+            Ok(fields[..field as usize]
+                .iter()
+                .map(|f| leaf_count(k, &f.ty))
+                .sum())
         }
         _ => Err(bad(format!("field access on a value of type {ty:?}"))),
     }
@@ -200,12 +317,24 @@ fn payload_offset(k: &Kernel, ty: &Ty, ctor: u32, field: u32) -> Result<u32, Run
     match ty {
         Ty::Variant(id) => {
             let ctors = &k.variant(*id).ctors;
-            let c = ctors.get(ctor as usize).ok_or_else(|| bad(format!("constructor {ctor} does not exist")))?;
+            let c = ctors
+                .get(ctor as usize)
+                .ok_or_else(|| bad(format!("constructor {ctor} does not exist")))?;
             if field as usize >= c.fields.len() {
-                return Err(bad(format!("payload field {field} of `{}` does not exist", c.name)));
+                return Err(bad(format!(
+                    "payload field {field} of `{}` does not exist",
+                    c.name
+                )));
             }
-            let before: u32 = ctors[..ctor as usize].iter().flat_map(|c| &c.fields).map(|t| leaf_count(k, t)).sum();
-            let within: u32 = c.fields[..field as usize].iter().map(|t| leaf_count(k, t)).sum();
+            let before: u32 = ctors[..ctor as usize]
+                .iter()
+                .flat_map(|c| &c.fields)
+                .map(|t| leaf_count(k, t))
+                .sum();
+            let within: u32 = c.fields[..field as usize]
+                .iter()
+                .map(|t| leaf_count(k, t))
+                .sum();
             Ok(1 + before + within)
         }
         _ => Err(bad(format!("payload access on a value of type {ty:?}"))),
@@ -273,8 +402,19 @@ pub(crate) fn compile(k: &Kernel) -> Result<Program, RuntimeError> {
                 let leaves = leaf_scalars(k, elem);
                 let kind = if let Some((n, _)) = vector_index.get(&id) {
                     MemKind::Global(*n)
-                } else if let (Ty::Array { space, size: Some(size), .. }, true) = (&v.ty, declared.contains(&id)) {
-                    let st = Storage { size: *size as usize, leaves: leaves.len() };
+                } else if let (
+                    Ty::Array {
+                        space,
+                        size: Some(size),
+                        ..
+                    },
+                    true,
+                ) = (&v.ty, declared.contains(&id))
+                {
+                    let st = Storage {
+                        size: *size as usize,
+                        leaves: leaves.len(),
+                    };
                     match space {
                         MemSpace::Local => {
                             local.push(st);
@@ -290,7 +430,11 @@ pub(crate) fn compile(k: &Kernel) -> Result<Program, RuntimeError> {
                     MemKind::Bound
                 };
                 c.var_mem[i] = Some(c.mems.len() as u32);
-                c.mems.push(MemVar { name: v.name.clone(), leaves, kind });
+                c.mems.push(MemVar {
+                    name: v.name.clone(),
+                    leaves,
+                    kind,
+                });
             }
             ty => c.var_reg[i] = Some(c.alloc(leaf_count(k, ty))),
         }
@@ -305,8 +449,15 @@ pub(crate) fn compile(k: &Kernel) -> Result<Program, RuntimeError> {
                 ty: v.ty.clone(),
                 leaves: sarek_compiler::abi::leaves(k, elem),
             },
-            Ty::Array { .. } => return Err(bad(format!("kernel parameter `{}` is an array", v.name))),
-            ty => Param::Value { name: v.name.clone(), ty: ty.clone(), reg: c.var_reg[p.0 as usize].unwrap(), leaves: leaf_scalars(k, ty) },
+            Ty::Array { .. } => {
+                return Err(bad(format!("kernel parameter `{}` is an array", v.name)));
+            }
+            ty => Param::Value {
+                name: v.name.clone(),
+                ty: ty.clone(),
+                reg: c.var_reg[p.0 as usize].unwrap(),
+                leaves: leaf_scalars(k, ty),
+            },
         });
     }
 
@@ -317,11 +468,16 @@ pub(crate) fn compile(k: &Kernel) -> Result<Program, RuntimeError> {
         let params = f
             .params
             .iter()
-            .map(|p| match (c.var_reg[p.0 as usize], c.var_mem[p.0 as usize]) {
-                (Some(reg), _) => FParam::Value { reg, n: leaf_count(k, &k.var(*p).ty) },
-                (None, Some(m)) => FParam::Mem(m),
-                _ => unreachable!("every variable is a value or a memory"),
-            })
+            .map(
+                |p| match (c.var_reg[p.0 as usize], c.var_mem[p.0 as usize]) {
+                    (Some(reg), _) => FParam::Value {
+                        reg,
+                        n: leaf_count(k, &k.var(*p).ty),
+                    },
+                    (None, Some(m)) => FParam::Mem(m),
+                    _ => unreachable!("every variable is a value or a memory"),
+                },
+            )
             .collect();
         let body = c.block(&f.body)?;
         funcs.push(Func { params, ret, body });
@@ -350,14 +506,20 @@ fn collect_arrays(b: &ir::Block, out: &mut HashSet<VarId>) {
             ir::StmtKind::Array { var } => {
                 out.insert(*var);
             }
-            ir::StmtKind::If { then_block, else_block, .. } => {
+            ir::StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 collect_arrays(then_block, out);
                 collect_arrays(else_block, out);
             }
-            ir::StmtKind::For { body, .. } | ir::StmtKind::While { body, .. } | ir::StmtKind::Block(body) => {
-                collect_arrays(body, out)
+            ir::StmtKind::For { body, .. }
+            | ir::StmtKind::While { body, .. }
+            | ir::StmtKind::Block(body) => collect_arrays(body, out),
+            ir::StmtKind::Match { arms, .. } => {
+                arms.iter().for_each(|a| collect_arrays(&a.body, out))
             }
-            ir::StmtKind::Match { arms, .. } => arms.iter().for_each(|a| collect_arrays(&a.body, out)),
             _ => {}
         }
     }
@@ -380,13 +542,16 @@ impl Compiler<'_> {
     }
 
     fn mem_of(&self, v: VarId) -> Result<u32, RuntimeError> {
-        self.var_mem[v.0 as usize].ok_or_else(|| bad(format!("`{}` is not a vector or array", self.k.var(v).name)))
+        self.var_mem[v.0 as usize]
+            .ok_or_else(|| bad(format!("`{}` is not a vector or array", self.k.var(v).name)))
     }
 
     fn mem_arg(&self, e: &ir::Expr) -> Result<u32, RuntimeError> {
         match &e.kind {
             ir::ExprKind::Var(v) => self.mem_of(*v),
-            _ => Err(bad("a vector or array operand that is not a variable".into())),
+            _ => Err(bad(
+                "a vector or array operand that is not a variable".into()
+            )),
         }
     }
 
@@ -398,26 +563,57 @@ impl Compiler<'_> {
         use ir::StmtKind as S;
         let kind = match &s.kind {
             S::Let { init: None, .. } | S::Array { .. } | S::Fence { .. } => StmtKind::Nop,
-            S::Let { var, init: Some(init) } => match (self.var_reg[var.0 as usize], self.var_mem[var.0 as usize]) {
-                (Some(dst), _) => StmtKind::SetReg { dst, value: self.expr(init)? },
-                (None, Some(dst)) => StmtKind::BindMem { dst, src: self.mem_arg(init)? },
+            S::Let {
+                var,
+                init: Some(init),
+            } => match (self.var_reg[var.0 as usize], self.var_mem[var.0 as usize]) {
+                (Some(dst), _) => StmtKind::SetReg {
+                    dst,
+                    value: self.expr(init)?,
+                },
+                (None, Some(dst)) => StmtKind::BindMem {
+                    dst,
+                    src: self.mem_arg(init)?,
+                },
                 _ => unreachable!(),
             },
             S::Assign { place, value } => self.assign(place, value)?,
-            S::Expr(ir::Expr { kind: ir::ExprKind::Intrinsic { op: Intrinsic::BlockBarrier, .. }, .. }) => {
-                StmtKind::Barrier
-            }
-            S::Expr(ir::Expr { kind: ir::ExprKind::Intrinsic { op: Intrinsic::FenceBlock | Intrinsic::FenceDevice, .. }, .. }) => {
-                StmtKind::Nop
-            }
+            S::Expr(ir::Expr {
+                kind:
+                    ir::ExprKind::Intrinsic {
+                        op: Intrinsic::BlockBarrier,
+                        ..
+                    },
+                ..
+            }) => StmtKind::Barrier,
+            S::Expr(ir::Expr {
+                kind:
+                    ir::ExprKind::Intrinsic {
+                        op: Intrinsic::FenceBlock | Intrinsic::FenceDevice,
+                        ..
+                    },
+                ..
+            }) => StmtKind::Nop,
             S::Expr(e) => StmtKind::Eval(self.expr(e)?),
-            S::If { cond, then_block, else_block } => StmtKind::If {
+            S::If {
+                cond,
+                then_block,
+                else_block,
+            } => StmtKind::If {
                 cond: self.expr(cond)?,
                 then_b: self.block(then_block)?,
                 else_b: self.block(else_block)?,
             },
-            S::For { var, start, end, downto, body, .. } => {
-                let var = self.var_reg[var.0 as usize].ok_or_else(|| bad("loop variable".into()))?;
+            S::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                ..
+            } => {
+                let var =
+                    self.var_reg[var.0 as usize].ok_or_else(|| bad("loop variable".into()))?;
                 let (cnt, endr) = (self.alloc(1), self.alloc(1));
                 StmtKind::For {
                     var,
@@ -429,8 +625,15 @@ impl Compiler<'_> {
                     body: self.block(body)?,
                 }
             }
-            S::While { cond, body, .. } => StmtKind::While { cond: self.expr(cond)?, body: self.block(body)? },
-            S::Match { scrutinee, variant, arms } => {
+            S::While { cond, body, .. } => StmtKind::While {
+                cond: self.expr(cond)?,
+                body: self.block(body)?,
+            },
+            S::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => {
                 let scrut = self.expr(scrutinee)?;
                 let vty = Ty::Variant(*variant);
                 let mut carms = Vec::new();
@@ -439,19 +642,31 @@ impl Compiler<'_> {
                     if let Some(c) = a.ctor {
                         for (k, b) in a.bindings.iter().enumerate() {
                             if let Some(v) = b {
-                                let dst = self.var_reg[v.0 as usize].ok_or_else(|| bad("match binding".into()))?;
+                                let dst = self.var_reg[v.0 as usize]
+                                    .ok_or_else(|| bad("match binding".into()))?;
                                 let off = payload_offset(self.k, &vty, c, k as u32)?;
-                                binds.push((dst, scrut.dst + off, leaf_count(self.k, &self.k.var(*v).ty)));
+                                binds.push((
+                                    dst,
+                                    scrut.dst + off,
+                                    leaf_count(self.k, &self.k.var(*v).ty),
+                                ));
                             }
                         }
                     }
-                    carms.push(Arm { ctor: a.ctor, binds, body: self.block(&a.body)? });
+                    carms.push(Arm {
+                        ctor: a.ctor,
+                        binds,
+                        body: self.block(&a.body)?,
+                    });
                 }
                 StmtKind::Match { scrut, arms: carms }
             }
             S::Block(b) => StmtKind::Block(self.block(b)?),
             S::Barrier => StmtKind::Barrier,
-            S::Return(v) => StmtKind::Return { value: v.as_ref().map(|e| self.expr(e)).transpose()?, ret: self.ret },
+            S::Return(v) => StmtKind::Return {
+                value: v.as_ref().map(|e| self.expr(e)).transpose()?,
+                ret: self.ret,
+            },
             S::Break => StmtKind::Break,
             S::Continue => StmtKind::Continue,
             S::Native(_) => {
@@ -475,9 +690,13 @@ impl Compiler<'_> {
         }
         let mut ty = match p {
             ir::LValue::Var(v) => self.k.var(*v).ty.clone(),
-            ir::LValue::Index { base, .. } => {
-                self.k.var(*base).ty.elem().cloned().ok_or_else(|| bad("indexed place is not an array".into()))?
-            }
+            ir::LValue::Index { base, .. } => self
+                .k
+                .var(*base)
+                .ty
+                .elem()
+                .cloned()
+                .ok_or_else(|| bad("indexed place is not an array".into()))?,
             ir::LValue::Field { .. } => unreachable!(),
         };
         for f in fields.iter().rev() {
@@ -489,20 +708,30 @@ impl Compiler<'_> {
         }
         match p {
             ir::LValue::Var(v) => {
-                let reg = self.var_reg[v.0 as usize].ok_or_else(|| bad("assignment to a vector variable".into()))?;
-                Ok(StmtKind::SetReg { dst: reg + off, value: self.expr(value)? })
+                let reg = self.var_reg[v.0 as usize]
+                    .ok_or_else(|| bad("assignment to a vector variable".into()))?;
+                Ok(StmtKind::SetReg {
+                    dst: reg + off,
+                    value: self.expr(value)?,
+                })
             }
             ir::LValue::Index { base, index } => {
                 let mem = self.mem_of(*base)?;
                 let index = self.expr(index)?;
-                Ok(StmtKind::Store { mem, index, off, value: self.expr(value)? })
+                Ok(StmtKind::Store {
+                    mem,
+                    index,
+                    off,
+                    value: self.expr(value)?,
+                })
             }
             ir::LValue::Field { .. } => unreachable!(),
         }
     }
 
     fn scalar_of(&self, e: &ir::Expr) -> Result<Scalar, RuntimeError> {
-        e.ty.scalar().ok_or_else(|| bad(format!("expected a scalar operand, found {:?}", e.ty)))
+        e.ty.scalar()
+            .ok_or_else(|| bad(format!("expected a scalar operand, found {:?}", e.ty)))
     }
 
     fn boxed(&mut self, e: &ir::Expr) -> Result<Box<Expr>, RuntimeError> {
@@ -516,8 +745,9 @@ impl Compiler<'_> {
         let (dst, kind) = match &e.kind {
             E::Lit(l) => (self.constant(lit_bits(*l)), ExprKind::Ready),
             E::Var(v) => {
-                let r = self.var_reg[v.0 as usize]
-                    .ok_or_else(|| bad(format!("vector `{}` used as a value", self.k.var(*v).name)))?;
+                let r = self.var_reg[v.0 as usize].ok_or_else(|| {
+                    bad(format!("vector `{}` used as a value", self.k.var(*v).name))
+                })?;
                 (r, ExprKind::Ready)
             }
             E::Binary { op, lhs, rhs } => {
@@ -525,15 +755,37 @@ impl Compiler<'_> {
                 let a = self.boxed(lhs)?;
                 let b = self.boxed(rhs)?;
                 let guarded = matches!(op, BinOp::And | BinOp::Or) && b.impure();
-                (fresh(self), ExprKind::Bin { op: *op, ty, a, b, guarded })
+                (
+                    fresh(self),
+                    ExprKind::Bin {
+                        op: *op,
+                        ty,
+                        a,
+                        b,
+                        guarded,
+                    },
+                )
             }
             E::Unary { op, operand } => {
                 let ty = self.scalar_of(operand)?;
-                (fresh(self), ExprKind::Un { op: *op, ty, a: self.boxed(operand)? })
+                (
+                    fresh(self),
+                    ExprKind::Un {
+                        op: *op,
+                        ty,
+                        a: self.boxed(operand)?,
+                    },
+                )
             }
             E::Index { base, index } => {
                 let mem = self.mem_of(*base)?;
-                (fresh(self), ExprKind::Load { mem, index: self.boxed(index)? })
+                (
+                    fresh(self),
+                    ExprKind::Load {
+                        mem,
+                        index: self.boxed(index)?,
+                    },
+                )
             }
             E::Field { base, field } => {
                 let off = field_offset(self.k, &base.ty, *field)?;
@@ -546,9 +798,20 @@ impl Compiler<'_> {
                 for (i, f) in fields.iter().enumerate() {
                     parts.push((field_offset(self.k, &ty, i as u32)?, self.expr(f)?));
                 }
-                (fresh(self), ExprKind::Pack { tag: None, parts, zero: Vec::new() })
+                (
+                    fresh(self),
+                    ExprKind::Pack {
+                        tag: None,
+                        parts,
+                        zero: Vec::new(),
+                    },
+                )
             }
-            E::Ctor { variant, ctor, fields } => {
+            E::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => {
                 let ty = Ty::Variant(*variant);
                 let mut parts = Vec::new();
                 let mut mine = HashSet::new();
@@ -562,7 +825,14 @@ impl Compiler<'_> {
                 // deterministic (backends compare whole columns).
                 let zero = (1..n).filter(|o| !mine.contains(o)).collect();
                 let tag = self.constant(lit_bits(Literal::I32(*ctor as i32)));
-                (fresh(self), ExprKind::Pack { tag: Some(tag), parts, zero })
+                (
+                    fresh(self),
+                    ExprKind::Pack {
+                        tag: Some(tag),
+                        parts,
+                        zero,
+                    },
+                )
             }
             E::Tag(v) => {
                 let b = self.boxed(v)?;
@@ -573,7 +843,11 @@ impl Compiler<'_> {
                 let b = self.boxed(value)?;
                 (b.dst + off, ExprKind::Part(b))
             }
-            E::Select { cond, then_value, else_value } => {
+            E::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
                 let cond = self.boxed(cond)?;
                 let a = self.boxed(then_value)?;
                 let b = self.boxed(else_value)?;
@@ -581,9 +855,17 @@ impl Compiler<'_> {
                 (fresh(self), ExprKind::Select { cond, a, b, split })
             }
             E::Call { func, args } => {
-                let f = self.k.functions.get(func.0 as usize).ok_or_else(|| bad(format!("call of function {}", func.0)))?;
+                let f = self
+                    .k
+                    .functions
+                    .get(func.0 as usize)
+                    .ok_or_else(|| bad(format!("call of function {}", func.0)))?;
                 if f.params.len() != args.len() {
-                    return Err(bad(format!("call of `{}` with {} arguments", f.name, args.len())));
+                    return Err(bad(format!(
+                        "call of `{}` with {} arguments",
+                        f.name,
+                        args.len()
+                    )));
                 }
                 let mut cargs = Vec::new();
                 for (p, a) in f.params.iter().zip(args) {
@@ -593,15 +875,30 @@ impl Compiler<'_> {
                         Arg::Value(self.expr(a)?)
                     });
                 }
-                (fresh(self), ExprKind::Call { func: func.0, args: cargs })
+                (
+                    fresh(self),
+                    ExprKind::Call {
+                        func: func.0,
+                        args: cargs,
+                    },
+                )
             }
             E::Intrinsic { op, args } => return self.intrinsic(*op, args, e, n),
         };
         Ok(Expr { dst, n, kind })
     }
 
-    fn intrinsic(&mut self, op: Intrinsic, args: &[ir::Expr], e: &ir::Expr, n: u32) -> Result<Expr, RuntimeError> {
-        let arg = |i: usize| args.get(i).ok_or_else(|| bad(format!("{op:?} is missing operand {}", i + 1)));
+    fn intrinsic(
+        &mut self,
+        op: Intrinsic,
+        args: &[ir::Expr],
+        e: &ir::Expr,
+        n: u32,
+    ) -> Result<Expr, RuntimeError> {
+        let arg = |i: usize| {
+            args.get(i)
+                .ok_or_else(|| bad(format!("{op:?} is missing operand {}", i + 1)))
+        };
         let dst = self.alloc(n);
         let kind = match op {
             Intrinsic::Geometry(g) => {
@@ -614,7 +911,11 @@ impl Compiler<'_> {
                     Geometry::GlobalIdx(x) => self.geo_reg(12, a(x)),
                     Geometry::WarpSize => 15,
                 };
-                return Ok(Expr { dst: r, n: 1, kind: ExprKind::Ready });
+                return Ok(Expr {
+                    dst: r,
+                    n: 1,
+                    kind: ExprKind::Ready,
+                });
             }
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => {
                 return Err(bad(format!("{op:?} used as a value")));
@@ -639,7 +940,13 @@ impl Compiler<'_> {
                 for i in 0..a.value_operands() {
                     vals.push(self.expr(arg(2 + i)?)?);
                 }
-                ExprKind::Atomic { op: a, ty, mem, index, vals }
+                ExprKind::Atomic {
+                    op: a,
+                    ty,
+                    mem,
+                    index,
+                    vals,
+                }
             }
             Intrinsic::Math(f) => {
                 let ty = self.scalar_of(arg(0)?)?;
@@ -656,20 +963,35 @@ impl Compiler<'_> {
                     Intrinsic::Clz => IntFn::Clz,
                     _ => IntFn::Popcount,
                 };
-                ExprKind::IntFn { f, ty, a: Box::new(self.expr(arg(0)?)?) }
+                ExprKind::IntFn {
+                    f,
+                    ty,
+                    a: Box::new(self.expr(arg(0)?)?),
+                }
             }
             Intrinsic::Min | Intrinsic::Max => {
                 let ty = self.scalar_of(arg(0)?)?;
                 let a = Box::new(self.expr(arg(0)?)?);
                 let b = Box::new(self.expr(arg(1)?)?);
-                ExprKind::MinMax { max: op == Intrinsic::Max, ty, a, b }
+                ExprKind::MinMax {
+                    max: op == Intrinsic::Max,
+                    ty,
+                    a,
+                    b,
+                }
             }
             Intrinsic::Convert => {
                 let from = self.scalar_of(arg(0)?)?;
                 let to = self.scalar_of(e)?;
-                ExprKind::Convert { from, to, a: Box::new(self.expr(arg(0)?)?) }
+                ExprKind::Convert {
+                    from,
+                    to,
+                    a: Box::new(self.expr(arg(0)?)?),
+                }
             }
-            Intrinsic::Length => ExprKind::Length { mem: self.mem_arg(arg(0)?)? },
+            Intrinsic::Length => ExprKind::Length {
+                mem: self.mem_arg(arg(0)?)?,
+            },
         };
         Ok(Expr { dst, n, kind })
     }

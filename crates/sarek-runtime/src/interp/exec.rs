@@ -3,9 +3,10 @@
 //! Each register holds one word per thread of the block. A statement runs for a *mask*, the
 //! sorted list of the threads executing it: `if` splits the mask, loops iterate until no
 //! thread is left, `break`/`continue`/`return` park threads until their loop iteration or
-//! call ends. Pure operations compute every lane (the results in inactive lanes are never
-//! read), operations that can fault or have effects (memory, integer division, calls,
-//! atomics, warp operations) touch only the lanes of the mask, in thread order.
+//! call ends. Pure operations compute every lane while most threads are active (a straight
+//! loop; results in inactive lanes are never read), only the mask's lanes otherwise.
+//! Operations that can fault or have effects (memory, integer division, calls, atomics, warp
+//! operations) touch only the lanes of the mask, in thread order.
 //!
 //! Because all threads of a block advance together, a barrier is correct exactly when the
 //! whole block reaches it, which is checked (a partial mask is a fault), and a warp
@@ -45,15 +46,24 @@ struct Arr {
     size: usize,
     cols: Vec<Vec<u64>>,
     written: Vec<Vec<bool>>,
+    /// Per leaf, how many elements are still unwritten: once 0, reads skip the check.
+    unwritten: Vec<usize>,
 }
 
 impl Arr {
     fn new(size: usize, leaves: usize, owners: usize) -> Arr {
-        Arr { size, cols: vec![vec![0; size * owners]; leaves], written: vec![vec![false; size * owners]; leaves] }
+        Arr {
+            size,
+            cols: vec![vec![0; size * owners]; leaves],
+            written: vec![vec![false; size * owners]; leaves],
+            unwritten: vec![size * owners; leaves],
+        }
     }
     fn reset(&mut self) {
         self.cols.iter_mut().for_each(|c| c.fill(0));
         self.written.iter_mut().for_each(|c| c.fill(false));
+        let len = self.written.first().map_or(0, Vec::len);
+        self.unwritten.iter_mut().for_each(|u| *u = len);
     }
 }
 
@@ -91,10 +101,10 @@ impl Worker {
         for (r, v) in &p.consts {
             regs[*r as usize].fill(*v);
         }
-        for t in 0..n {
-            let (x, y, z) = coords(t as u32, block);
-            for (a, v) in [x, y, z].into_iter().enumerate() {
-                regs[p.geo.thread[a] as usize][t] = w32(v as i32);
+        for (a, &r) in p.geo.thread.iter().enumerate() {
+            for (t, slot) in regs[r as usize].iter_mut().enumerate() {
+                let (x, y, z) = coords(t as u32, block);
+                *slot = w32([x, y, z][a] as i32);
             }
         }
         for a in 0..3 {
@@ -106,8 +116,16 @@ impl Worker {
             n,
             dims: block,
             regs,
-            shared: p.shared.iter().map(|s| Arr::new(s.size, s.leaves, 1)).collect(),
-            local: p.local.iter().map(|s| Arr::new(s.size, s.leaves, n)).collect(),
+            shared: p
+                .shared
+                .iter()
+                .map(|s| Arr::new(s.size, s.leaves, 1))
+                .collect(),
+            local: p
+                .local
+                .iter()
+                .map(|s| Arr::new(s.size, s.leaves, n))
+                .collect(),
             bind: vec![MemRef::Unbound; p.mems.len()],
             loops: Vec::new(),
             rets: Vec::new(),
@@ -116,20 +134,28 @@ impl Worker {
 }
 
 fn coords(t: u32, dims: [u32; 3]) -> (u32, u32, u32) {
-    (t % dims[0], (t / dims[0]) % dims[1], t / (dims[0] * dims[1]))
+    (
+        t % dims[0],
+        (t / dims[0]) % dims[1],
+        t / (dims[0] * dims[1]),
+    )
 }
 
 /// Run block `block` of the launch to completion.
 pub(crate) fn run_block(p: &Program, g: &Globals, w: &mut Worker, block: [u32; 3]) -> R<()> {
-    let n = w.n;
-    for a in 0..3 {
-        let (br, gr, tr) = (p.geo.block[a] as usize, p.geo.global[a] as usize, p.geo.thread[a] as usize);
-        w.regs[br].fill(w32(block[a] as i32));
-        let base = (block[a] as i32).wrapping_mul(w.dims[a] as i32);
-        for t in 0..n {
-            let tid = r32(w.regs[tr][t]);
-            w.regs[gr][t] = w32(base.wrapping_add(tid));
+    for (a, &b) in block.iter().enumerate() {
+        let (br, gr, tr) = (
+            p.geo.block[a] as usize,
+            p.geo.global[a] as usize,
+            p.geo.thread[a] as usize,
+        );
+        w.regs[br].fill(w32(b as i32));
+        let base = (b as i32).wrapping_mul(w.dims[a] as i32);
+        let mut global = std::mem::take(&mut w.regs[gr]);
+        for (g, &tid) in global.iter_mut().zip(&w.regs[tr]) {
+            *g = w32(base.wrapping_add(r32(tid)));
         }
+        w.regs[gr] = global;
     }
     w.shared.iter_mut().for_each(Arr::reset);
     w.local.iter_mut().for_each(Arr::reset);
@@ -144,8 +170,14 @@ pub(crate) fn run_block(p: &Program, g: &Globals, w: &mut Worker, block: [u32; 3
     w.loops.clear();
     w.rets.clear();
     w.rets.push(Vec::new());
-    let mut ex = Exec { p, g, w, block, span: Span::DUMMY };
-    let all: Mask = (0..n as u32).collect();
+    let all: Mask = (0..w.n as u32).collect();
+    let mut ex = Exec {
+        p,
+        g,
+        w,
+        block,
+        span: Span::DUMMY,
+    };
     ex.block(&p.body, all)?;
     Ok(())
 }
@@ -166,7 +198,10 @@ impl Loc<'_> {
         let [bx, by, bz] = self.block;
         RuntimeError::Fault {
             span: self.span,
-            message: format!("{what} in kernel `{}`, block ({bx},{by},{bz}), thread ({x},{y},{z})", self.kernel),
+            message: format!(
+                "{what} in kernel `{}`, block ({bx},{by},{bz}), thread ({x},{y},{z})",
+                self.kernel
+            ),
         }
     }
 }
@@ -180,6 +215,16 @@ struct Exec<'a, 'w> {
 }
 
 /// Sorted union of two sorted lane lists.
+/// Split an owned lane list by `pred` (on the thread index), without copying in the common
+/// cases where every lane, or none, satisfies it.
+fn split_by(mask: Mask, pred: impl Fn(usize) -> bool) -> (Mask, Mask) {
+    match mask.iter().position(|&t| !pred(t as usize)) {
+        None => (mask, Mask::new()),
+        Some(0) if mask.iter().all(|&t| !pred(t as usize)) => (Mask::new(), mask),
+        Some(_) => mask.into_iter().partition(|&t| pred(t as usize)),
+    }
+}
+
 fn union(a: Mask, b: Mask) -> Mask {
     if a.is_empty() {
         return b;
@@ -213,7 +258,12 @@ fn union(a: Mask, b: Mask) -> Mask {
 
 impl<'a> Exec<'a, '_> {
     fn loc(&self) -> Loc<'a> {
-        Loc { kernel: &self.p.name, block: self.block, dims: self.w.dims, span: self.span }
+        Loc {
+            kernel: &self.p.name,
+            block: self.block,
+            dims: self.w.dims,
+            span: self.span,
+        }
     }
 
     fn full(&self, mask: &[u32]) -> bool {
@@ -221,9 +271,18 @@ impl<'a> Exec<'a, '_> {
     }
 
     /// Split `mask` by the boolean register `r`.
-    fn split(&self, mask: &[u32], r: Reg) -> (Mask, Mask) {
+    fn split(&self, mask: Mask, r: Reg) -> (Mask, Mask) {
         let c = &self.w.regs[r as usize];
-        mask.iter().partition(|&&t| c[t as usize] != 0)
+        split_by(mask, |t| c[t] != 0)
+    }
+
+    /// Lanes a pure operation computes under `mask`: all of them unless few are active.
+    fn lanes<'m>(&self, mask: &'m [u32]) -> Lanes<'m> {
+        if mask.len() * 2 >= self.w.n {
+            Lanes::All
+        } else {
+            Lanes::Only(mask)
+        }
     }
 
     /// Copy `n` leaves from `src` to `dst` on the lanes of `mask`.
@@ -270,7 +329,12 @@ impl<'a> Exec<'a, '_> {
                 self.copy(*dst, value.dst, value.n, &mask);
                 Ok(mask)
             }
-            StmtKind::Store { mem, index, off, value } => {
+            StmtKind::Store {
+                mem,
+                index,
+                off,
+                value,
+            } => {
                 self.eval(index, &mask)?;
                 self.eval(value, &mask)?;
                 self.store(*mem, index.dst, *off, value, &mask)?;
@@ -280,14 +344,34 @@ impl<'a> Exec<'a, '_> {
                 self.w.bind[*dst as usize] = self.w.bind[*src as usize];
                 Ok(mask)
             }
-            StmtKind::If { cond, then_b, else_b } => {
+            StmtKind::If {
+                cond,
+                then_b,
+                else_b,
+            } => {
                 self.eval(cond, &mask)?;
-                let (t, f) = self.split(&mask, cond.dst);
-                let t = if t.is_empty() { t } else { self.block(then_b, t)? };
-                let f = if f.is_empty() { f } else { self.block(else_b, f)? };
+                let (t, f) = self.split(mask, cond.dst);
+                let t = if t.is_empty() {
+                    t
+                } else {
+                    self.block(then_b, t)?
+                };
+                let f = if f.is_empty() {
+                    f
+                } else {
+                    self.block(else_b, f)?
+                };
                 Ok(union(t, f))
             }
-            StmtKind::For { var, cnt, end, start, stop, downto, body } => {
+            StmtKind::For {
+                var,
+                cnt,
+                end,
+                start,
+                stop,
+                downto,
+                body,
+            } => {
                 self.eval(start, &mask)?;
                 self.eval(stop, &mask)?;
                 // Counters are int64 so that `for i = a to max_int` terminates.
@@ -302,18 +386,21 @@ impl<'a> Exec<'a, '_> {
                 loop {
                     let regs = &self.w.regs;
                     let (c, e) = (&regs[*cnt as usize], &regs[*end as usize]);
-                    let (go, stop): (Mask, Mask) = active.iter().partition(|&&t| {
-                        let (c, e) = (r64(c[t as usize]), r64(e[t as usize]));
+                    let (go, stop) = split_by(active, |t| {
+                        let (c, e) = (r64(c[t]), r64(e[t]));
                         if *downto { c >= e } else { c <= e }
                     });
                     done = union(done, stop);
                     if go.is_empty() {
                         break;
                     }
+                    let regs = &mut self.w.regs;
+                    let mut v = std::mem::take(&mut regs[*var as usize]);
+                    let c = &regs[*cnt as usize];
                     for &t in &go {
-                        let regs = &mut self.w.regs;
-                        regs[*var as usize][t as usize] = w32(r64(regs[*cnt as usize][t as usize]) as i32);
+                        v[t as usize] = w32(r64(c[t as usize]) as i32);
                     }
+                    regs[*var as usize] = v;
                     self.w.loops.push(LoopCtx::default());
                     let out = self.block(body, go)?;
                     let ctx = self.w.loops.pop().expect("loop context pushed above");
@@ -332,7 +419,7 @@ impl<'a> Exec<'a, '_> {
                 loop {
                     self.span = s.span;
                     self.eval(cond, &active)?;
-                    let (go, stop) = self.split(&active, cond.dst);
+                    let (go, stop) = self.split(active, cond.dst);
                     done = union(done, stop);
                     if go.is_empty() {
                         break;
@@ -349,7 +436,9 @@ impl<'a> Exec<'a, '_> {
             StmtKind::Block(b) => self.block(b, mask),
             StmtKind::Barrier => {
                 if !self.full(&mask) {
-                    let missing = (0..self.w.n as u32).find(|t| mask.binary_search(t).is_err()).unwrap_or(0);
+                    let missing = (0..self.w.n as u32)
+                        .find(|t| mask.binary_search(t).is_err())
+                        .unwrap_or(0);
                     let (x, y, z) = coords(missing, self.w.dims);
                     return Err(self.loc().fault(
                         mask[0],
@@ -374,9 +463,15 @@ impl<'a> Exec<'a, '_> {
             }
             StmtKind::Break | StmtKind::Continue => {
                 let Some(ctx) = self.w.loops.last_mut() else {
-                    return Err(RuntimeError::Compile("`break`/`continue` outside a loop".into()));
+                    return Err(RuntimeError::Compile(
+                        "`break`/`continue` outside a loop".into(),
+                    ));
                 };
-                let slot = if matches!(s.kind, StmtKind::Break) { &mut ctx.brk } else { &mut ctx.cont };
+                let slot = if matches!(s.kind, StmtKind::Break) {
+                    &mut ctx.brk
+                } else {
+                    &mut ctx.cont
+                };
                 *slot = union(std::mem::take(slot), mask);
                 Ok(Mask::new())
             }
@@ -391,7 +486,7 @@ impl<'a> Exec<'a, '_> {
             let lanes: Mask = match arm.ctor {
                 Some(c) => {
                     let tag = &self.w.regs[scrut.dst as usize];
-                    let (mine, rest) = remaining.iter().partition(|&&t| r32(tag[t as usize]) == c as i32);
+                    let (mine, rest) = split_by(remaining, |t| r32(tag[t]) == c as i32);
                     remaining = rest;
                     mine
                 }
@@ -409,55 +504,79 @@ impl<'a> Exec<'a, '_> {
         if let Some(&t) = remaining.first() {
             self.span = span;
             let tag = r32(self.w.regs[scrut.dst as usize][t as usize]);
-            return Err(self.loc().fault(t, format!("variant value with invalid tag {tag} matched")));
+            return Err(self
+                .loc()
+                .fault(t, format!("variant value with invalid tag {tag} matched")));
         }
         Ok(out)
     }
 
     fn eval(&mut self, e: &'a Expr, mask: &[u32]) -> R<()> {
         let d = e.dst;
+        let lanes = self.lanes(mask);
         match &e.kind {
             ExprKind::Ready => {}
             ExprKind::Part(b) => self.eval(b, mask)?,
-            ExprKind::Bin { op, ty, a, b, guarded } => {
+            ExprKind::Bin {
+                op,
+                ty,
+                a,
+                b,
+                guarded,
+            } => {
                 self.eval(a, mask)?;
                 if *guarded {
                     // Short circuit: the right operand runs only where it decides the result.
                     let and = *op == BinOp::And;
                     let lhs = &self.w.regs[a.dst as usize];
-                    let sub: Mask = mask.iter().copied().filter(|&t| (lhs[t as usize] != 0) == and).collect();
+                    let sub: Mask = mask
+                        .iter()
+                        .copied()
+                        .filter(|&t| (lhs[t as usize] != 0) == and)
+                        .collect();
                     if !sub.is_empty() {
                         self.eval(b, &sub)?;
                     }
                     if and {
-                        map2(&mut self.w.regs, d, a.dst, b.dst, |x, y| if x != 0 { y } else { 0 });
+                        map2(&mut self.w.regs, lanes, d, a.dst, b.dst, |x, y| {
+                            if x != 0 { y } else { 0 }
+                        });
                     } else {
-                        map2(&mut self.w.regs, d, a.dst, b.dst, |x, y| if x != 0 { 1 } else { y });
+                        map2(&mut self.w.regs, lanes, d, a.dst, b.dst, |x, y| {
+                            if x != 0 { 1 } else { y }
+                        });
                     }
                 } else {
                     self.eval(b, mask)?;
                     if ty.is_int() && matches!(op, BinOp::Div | BinOp::Rem) {
                         let divisor = &self.w.regs[b.dst as usize];
-                        if let Some(&t) = mask.iter().find(|&&t| divisor[t as usize] & mask_of(*ty) == 0) {
-                            let what = if *op == BinOp::Div { "integer division by zero" } else { "integer `mod` by zero" };
+                        if let Some(&t) = mask
+                            .iter()
+                            .find(|&&t| divisor[t as usize] & mask_of(*ty) == 0)
+                        {
+                            let what = if *op == BinOp::Div {
+                                "integer division by zero"
+                            } else {
+                                "integer `mod` by zero"
+                            };
                             return Err(self.loc().fault(t, what));
                         }
                     }
-                    binary(&mut self.w.regs, *op, *ty, d, a.dst, b.dst);
+                    binary(&mut self.w.regs, lanes, *op, *ty, d, a.dst, b.dst);
                 }
             }
             ExprKind::Un { op, ty, a } => {
                 self.eval(a, mask)?;
-                unary(&mut self.w.regs, *op, *ty, d, a.dst);
+                unary(&mut self.w.regs, lanes, *op, *ty, d, a.dst);
             }
             ExprKind::IntFn { f, ty, a } => {
                 self.eval(a, mask)?;
-                int_fn(&mut self.w.regs, *f, *ty, d, a.dst);
+                int_fn(&mut self.w.regs, lanes, *f, *ty, d, a.dst);
             }
             ExprKind::MinMax { max, ty, a, b } => {
                 self.eval(a, mask)?;
                 self.eval(b, mask)?;
-                min_max(&mut self.w.regs, *max, *ty, d, a.dst, b.dst);
+                min_max(&mut self.w.regs, lanes, *max, *ty, d, a.dst, b.dst);
             }
             ExprKind::Math { f, ty, args } => {
                 for a in args {
@@ -468,14 +587,18 @@ impl<'a> Exec<'a, '_> {
                 let f = *f;
                 let regs = &mut self.w.regs;
                 match ty {
-                    Scalar::F64 => map3(regs, d, a, b, c, |x, y, z| wf64(math64(f, rf64(x), rf64(y), rf64(z)))),
-                    _ => map3(regs, d, a, b, c, |x, y, z| wf32(math32(f, rf32(x), rf32(y), rf32(z)))),
+                    Scalar::F64 => map3(regs, lanes, d, a, b, c, |x, y, z| {
+                        wf64(math64(f, rf64(x), rf64(y), rf64(z)))
+                    }),
+                    _ => map3(regs, lanes, d, a, b, c, |x, y, z| {
+                        wf32(math32(f, rf32(x), rf32(y), rf32(z)))
+                    }),
                 }
             }
             ExprKind::Convert { from, to, a } => {
                 self.eval(a, mask)?;
                 let (from, to) = (*from, *to);
-                map1(&mut self.w.regs, d, a.dst, |x| convert(x, from, to));
+                map1(&mut self.w.regs, lanes, d, a.dst, |x| convert(x, from, to));
             }
             ExprKind::Load { mem, index } => {
                 self.eval(index, mask)?;
@@ -485,12 +608,11 @@ impl<'a> Exec<'a, '_> {
                 for (_, p) in parts {
                     self.eval(p, mask)?;
                 }
-                let lanes = mask;
                 if let Some(t) = tag {
-                    self.copy(d, *t, 1, lanes);
+                    self.copy(d, *t, 1, mask);
                 }
                 for (off, p) in parts {
-                    self.copy(d + off, p.dst, p.n, lanes);
+                    self.copy(d + off, p.dst, p.n, mask);
                 }
                 for z in zero {
                     self.w.regs[(d + z) as usize].fill(0);
@@ -499,7 +621,7 @@ impl<'a> Exec<'a, '_> {
             ExprKind::Select { cond, a, b, split } => {
                 self.eval(cond, mask)?;
                 if *split {
-                    let (t, f) = self.split(mask, cond.dst);
+                    let (t, f) = self.split(mask.to_vec(), cond.dst);
                     if !t.is_empty() {
                         self.eval(a, &t)?;
                     }
@@ -511,7 +633,15 @@ impl<'a> Exec<'a, '_> {
                     self.eval(b, mask)?;
                 }
                 for l in 0..e.n {
-                    map3(&mut self.w.regs, d + l, cond.dst, a.dst + l, b.dst + l, |c, x, y| if c != 0 { x } else { y });
+                    map3(
+                        &mut self.w.regs,
+                        lanes,
+                        d + l,
+                        cond.dst,
+                        a.dst + l,
+                        b.dst + l,
+                        |c, x, y| if c != 0 { x } else { y },
+                    );
                 }
             }
             ExprKind::Call { func, args } => {
@@ -523,9 +653,17 @@ impl<'a> Exec<'a, '_> {
                 let f = &self.p.funcs[*func as usize];
                 for (p, a) in f.params.iter().zip(args) {
                     match (p, a) {
-                        (FParam::Value { reg, n }, Arg::Value(v)) => self.copy(*reg, v.dst, *n, mask),
-                        (FParam::Mem(m), Arg::Mem(src)) => self.w.bind[*m as usize] = self.w.bind[*src as usize],
-                        _ => return Err(RuntimeError::Compile("argument kind mismatch in a helper call".into())),
+                        (FParam::Value { reg, n }, Arg::Value(v)) => {
+                            self.copy(*reg, v.dst, *n, mask)
+                        }
+                        (FParam::Mem(m), Arg::Mem(src)) => {
+                            self.w.bind[*m as usize] = self.w.bind[*src as usize]
+                        }
+                        _ => {
+                            return Err(RuntimeError::Compile(
+                                "argument kind mismatch in a helper call".into(),
+                            ));
+                        }
                     }
                 }
                 let span = self.span;
@@ -535,7 +673,13 @@ impl<'a> Exec<'a, '_> {
                 self.span = span;
                 self.copy(d, f.ret, e.n, mask);
             }
-            ExprKind::Atomic { op, ty, mem, index, vals } => {
+            ExprKind::Atomic {
+                op,
+                ty,
+                mem,
+                index,
+                vals,
+            } => {
                 self.eval(index, mask)?;
                 for v in vals {
                     self.eval(v, mask)?;
@@ -564,44 +708,84 @@ impl<'a> Exec<'a, '_> {
     }
 
     fn unbound(&self, mem: u32) -> RuntimeError {
-        RuntimeError::Compile(format!("array `{}` used before it is bound", self.p.mems[mem as usize].name))
+        RuntimeError::Compile(format!(
+            "array `{}` used before it is bound",
+            self.p.mems[mem as usize].name
+        ))
     }
 
+    /// Element read. Every lane's index (and, for block-local memory, initialisation) is
+    /// checked first, so the copy loops that follow cannot fail half-way.
     fn load(&mut self, mem: u32, ix: Reg, e: &Expr, mask: &[u32]) -> R<()> {
         let loc = self.loc();
         let name = &self.p.mems[mem as usize].name;
         let (d, n) = (e.dst as usize, e.n as usize);
-        let Worker { regs, shared, local, bind, .. } = &mut *self.w;
-        let oob = |t: u32, i: i32, len: usize| loc.fault(t, format!("out-of-bounds read of `{name}` (index {i}, length {len})"));
+        let Worker {
+            regs,
+            shared,
+            local,
+            bind,
+            ..
+        } = &mut *self.w;
+        let idx = |regs: &[Vec<u64>], t: u32| r32(regs[ix as usize][t as usize]);
+        let oob = |t: u32, i: i32, len: usize| {
+            loc.fault(
+                t,
+                format!("out-of-bounds read of `{name}` (index {i}, length {len})"),
+            )
+        };
         match bind[mem as usize] {
             MemRef::Global(g) => {
                 let v = &self.g.vecs[g as usize];
-                for &t in mask {
-                    let i = r32(regs[ix as usize][t as usize]);
-                    if i < 0 || i as usize >= v.len {
-                        return Err(oob(t, i, v.len));
+                if let Some(&t) = mask
+                    .iter()
+                    .find(|&&t| idx(regs, t) as u32 as usize >= v.len)
+                {
+                    return Err(oob(t, idx(regs, t), v.len));
+                }
+                for (l, col) in v.cols.iter().enumerate().take(n) {
+                    let mut out = std::mem::take(&mut regs[d + l]);
+                    let ixs = &regs[ix as usize];
+                    for &t in mask {
+                        let t = t as usize;
+                        out[t] = col[r32(ixs[t]) as usize].load(Ordering::Relaxed);
                     }
-                    for l in 0..n {
-                        regs[d + l][t as usize] = v.cols[l][i as usize].load(Ordering::Relaxed);
-                    }
+                    regs[d + l] = out;
                 }
             }
             MemRef::Shared(s) | MemRef::Local(s) => {
                 let is_local = matches!(bind[mem as usize], MemRef::Local(_));
-                let arr = if is_local { &local[s as usize] } else { &shared[s as usize] };
+                let arr = if is_local {
+                    &local[s as usize]
+                } else {
+                    &shared[s as usize]
+                };
+                let at =
+                    |t: u32, i: i32| if is_local { t as usize * arr.size } else { 0 } + i as usize;
                 for &t in mask {
-                    let i = r32(regs[ix as usize][t as usize]);
-                    if i < 0 || i as usize >= arr.size {
+                    let i = idx(regs, t);
+                    if i as u32 as usize >= arr.size {
                         return Err(oob(t, i, arr.size));
                     }
-                    let at = if is_local { t as usize * arr.size + i as usize } else { i as usize };
-                    for l in 0..n {
-                        if !arr.written[l][at] {
-                            let space = if is_local { "local array" } else { "shared memory" };
-                            return Err(loc.fault(t, format!("read of {space} `{name}` (index {i}) that no thread wrote")));
-                        }
-                        regs[d + l][t as usize] = arr.cols[l][at];
+                    let unwritten = |l: usize| arr.unwritten[l] > 0 && !arr.written[l][at(t, i)];
+                    if (0..n).any(unwritten) {
+                        let space = if is_local {
+                            "local array"
+                        } else {
+                            "shared memory"
+                        };
+                        let what =
+                            format!("read of {space} `{name}` (index {i}) that no thread wrote");
+                        return Err(loc.fault(t, what));
                     }
+                }
+                for (l, col) in arr.cols.iter().enumerate().take(n) {
+                    let mut out = std::mem::take(&mut regs[d + l]);
+                    let ixs = &regs[ix as usize];
+                    for &t in mask {
+                        out[t as usize] = col[at(t, r32(ixs[t as usize]))];
+                    }
+                    regs[d + l] = out;
                 }
             }
             MemRef::Unbound => return Err(self.unbound(mem)),
@@ -609,37 +793,66 @@ impl<'a> Exec<'a, '_> {
         Ok(())
     }
 
+    /// Element (or field) write, with the same check-then-copy structure as [`Self::load`].
     fn store(&mut self, mem: u32, ix: Reg, off: u32, value: &Expr, mask: &[u32]) -> R<()> {
         let loc = self.loc();
         let name = &self.p.mems[mem as usize].name;
         let (src, n, off) = (value.dst as usize, value.n as usize, off as usize);
-        let Worker { regs, shared, local, bind, .. } = &mut *self.w;
-        let oob = |t: u32, i: i32, len: usize| loc.fault(t, format!("out-of-bounds write of `{name}` (index {i}, length {len})"));
+        let Worker {
+            regs,
+            shared,
+            local,
+            bind,
+            ..
+        } = &mut *self.w;
+        let ixs = &regs[ix as usize];
+        let idx = |t: u32| r32(ixs[t as usize]);
+        let oob = |t: u32, len: usize| {
+            let i = idx(t);
+            loc.fault(
+                t,
+                format!("out-of-bounds write of `{name}` (index {i}, length {len})"),
+            )
+        };
         match bind[mem as usize] {
             MemRef::Global(g) => {
                 let v = &self.g.vecs[g as usize];
-                for &t in mask {
-                    let i = r32(regs[ix as usize][t as usize]);
-                    if i < 0 || i as usize >= v.len {
-                        return Err(oob(t, i, v.len));
-                    }
-                    for l in 0..n {
-                        v.cols[off + l][i as usize].store(regs[src + l][t as usize], Ordering::Relaxed);
+                if let Some(&t) = mask.iter().find(|&&t| idx(t) as u32 as usize >= v.len) {
+                    return Err(oob(t, v.len));
+                }
+                for l in 0..n {
+                    let (col, from) = (&v.cols[off + l], &regs[src + l]);
+                    for &t in mask {
+                        col[idx(t) as usize].store(from[t as usize], Ordering::Relaxed);
                     }
                 }
             }
             MemRef::Shared(s) | MemRef::Local(s) => {
                 let is_local = matches!(bind[mem as usize], MemRef::Local(_));
-                let arr = if is_local { &mut local[s as usize] } else { &mut shared[s as usize] };
-                for &t in mask {
-                    let i = r32(regs[ix as usize][t as usize]);
-                    if i < 0 || i as usize >= arr.size {
-                        return Err(oob(t, i, arr.size));
+                let arr = if is_local {
+                    &mut local[s as usize]
+                } else {
+                    &mut shared[s as usize]
+                };
+                let size = arr.size;
+                if let Some(&t) = mask.iter().find(|&&t| idx(t) as u32 as usize >= size) {
+                    return Err(oob(t, size));
+                }
+                let at = |t: u32| if is_local { t as usize * size } else { 0 } + idx(t) as usize;
+                for l in 0..n {
+                    let (col, written, from) = (
+                        &mut arr.cols[off + l],
+                        &mut arr.written[off + l],
+                        &regs[src + l],
+                    );
+                    for &t in mask {
+                        col[at(t)] = from[t as usize];
                     }
-                    let at = if is_local { t as usize * arr.size + i as usize } else { i as usize };
-                    for l in 0..n {
-                        arr.cols[off + l][at] = regs[src + l][t as usize];
-                        arr.written[off + l][at] = true;
+                    let unwritten = &mut arr.unwritten[off + l];
+                    if *unwritten > 0 {
+                        for &t in mask {
+                            *unwritten -= !std::mem::replace(&mut written[at(t)], true) as usize;
+                        }
                     }
                 }
             }
@@ -663,8 +876,19 @@ impl<'a> Exec<'a, '_> {
         let name = &self.p.mems[mem as usize].name;
         let vx = vals.first().map(|v| v.dst as usize);
         let vy = vals.get(1).map(|v| v.dst as usize);
-        let Worker { regs, shared, local, bind, .. } = &mut *self.w;
-        let oob = |t: u32, i: i32, len: usize| loc.fault(t, format!("out-of-bounds atomic on `{name}` (index {i}, length {len})"));
+        let Worker {
+            regs,
+            shared,
+            local,
+            bind,
+            ..
+        } = &mut *self.w;
+        let oob = |t: u32, i: i32, len: usize| {
+            loc.fault(
+                t,
+                format!("out-of-bounds atomic on `{name}` (index {i}, length {len})"),
+            )
+        };
         for &t in mask {
             let tu = t as usize;
             let i = r32(regs[ix as usize][tu]);
@@ -679,7 +903,12 @@ impl<'a> Exec<'a, '_> {
                     let cell = &v.cols[0][i as usize];
                     let mut old = cell.load(Ordering::Relaxed);
                     while let Some(new) = atomic_apply(op, ty, old, x, y) {
-                        match cell.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                        match cell.compare_exchange_weak(
+                            old,
+                            new,
+                            Ordering::AcqRel,
+                            Ordering::Relaxed,
+                        ) {
                             Ok(_) => break,
                             Err(cur) => old = cur,
                         }
@@ -688,14 +917,29 @@ impl<'a> Exec<'a, '_> {
                 }
                 MemRef::Shared(s) | MemRef::Local(s) => {
                     let is_local = matches!(bind[mem as usize], MemRef::Local(_));
-                    let arr = if is_local { &mut local[s as usize] } else { &mut shared[s as usize] };
+                    let arr = if is_local {
+                        &mut local[s as usize]
+                    } else {
+                        &mut shared[s as usize]
+                    };
                     if i < 0 || i as usize >= arr.size {
                         return Err(oob(t, i, arr.size));
                     }
-                    let at = if is_local { tu * arr.size + i as usize } else { i as usize };
-                    if !arr.written[0][at] {
-                        let space = if is_local { "local array" } else { "shared memory" };
-                        return Err(loc.fault(t, format!("atomic on {space} `{name}` (index {i}) that no thread wrote")));
+                    let at = if is_local {
+                        tu * arr.size + i as usize
+                    } else {
+                        i as usize
+                    };
+                    if arr.unwritten[0] > 0 && !arr.written[0][at] {
+                        let space = if is_local {
+                            "local array"
+                        } else {
+                            "shared memory"
+                        };
+                        return Err(loc.fault(
+                            t,
+                            format!("atomic on {space} `{name}` (index {i}) that no thread wrote"),
+                        ));
                     }
                     let old = arr.cols[0][at];
                     if let Some(new) = atomic_apply(op, ty, old, x, y) {
@@ -717,11 +961,17 @@ impl<'a> Exec<'a, '_> {
         while i < mask.len() {
             let warp = mask[i] / WARP_SIZE;
             let live = (warp * WARP_SIZE + WARP_SIZE).min(n) - warp * WARP_SIZE;
-            let j = i + mask[i..].iter().take_while(|&&t| t / WARP_SIZE == warp).count();
+            let j = i + mask[i..]
+                .iter()
+                .take_while(|&&t| t / WARP_SIZE == warp)
+                .count();
             if (j - i) as u32 != live {
                 return Err(self.loc().fault(
                     mask[i],
-                    format!("warp operation reached by only {} of the {live} threads of warp {warp}", j - i),
+                    format!(
+                        "warp operation reached by only {} of the {live} threads of warp {warp}",
+                        j - i
+                    ),
                 ));
             }
             i = j;
@@ -747,7 +997,11 @@ impl<'a> Exec<'a, '_> {
                         WarpOp::ShuffleUp => lane - k,
                         _ => lane ^ k,
                     };
-                    let src = if (0..WARP_SIZE as i64).contains(&src) && base + src < n { base + src } else { t as i64 };
+                    let src = if (0..WARP_SIZE as i64).contains(&src) && base + src < n {
+                        base + src
+                    } else {
+                        t as i64
+                    };
                     for l in 0..e.n as usize {
                         let v = regs[a.dst as usize + l][src as usize];
                         regs[d + l][t as usize] = v;
@@ -758,14 +1012,19 @@ impl<'a> Exec<'a, '_> {
                 let mut i = 0;
                 while i < mask.len() {
                     let warp = mask[i] / WARP_SIZE;
-                    let j = i + mask[i..].iter().take_while(|&&t| t / WARP_SIZE == warp).count();
+                    let j = i + mask[i..]
+                        .iter()
+                        .take_while(|&&t| t / WARP_SIZE == warp)
+                        .count();
                     let mut bits = 0u32;
                     for &t in &mask[i..j] {
                         if regs[a.dst as usize][t as usize] != 0 {
                             bits |= 1 << (t % WARP_SIZE);
                         }
                     }
-                    let all = mask[i..j].iter().fold(0u32, |m, &t| m | 1 << (t % WARP_SIZE));
+                    let all = mask[i..j]
+                        .iter()
+                        .fold(0u32, |m, &t| m | 1 << (t % WARP_SIZE));
                     let v = match op {
                         WarpOp::VoteAll => wb(bits == all),
                         WarpOp::VoteAny => wb(bits != 0),
@@ -783,5 +1042,9 @@ impl<'a> Exec<'a, '_> {
 
 /// Bits of a register that carry a value of scalar `s` (to test an integer for zero).
 fn mask_of(s: Scalar) -> u64 {
-    if s == Scalar::I32 { 0xffff_ffff } else { u64::MAX }
+    if s == Scalar::I32 {
+        0xffff_ffff
+    } else {
+        u64::MAX
+    }
 }

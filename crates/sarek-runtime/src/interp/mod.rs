@@ -59,14 +59,23 @@ impl Device for InterpDevice {
         }
     }
 
-    fn launch(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
+    fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
         run(kernel, config, args)
     }
 }
 
 /// Run `kernel` over `config` on the interpreter, blocks in order; vectors in `args` are
 /// updated in place (left untouched when the launch fails).
-pub fn run(kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
+pub fn run(
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+) -> Result<LaunchStats, RuntimeError> {
     launch(kernel, config, args, |launch| {
         let mut worker = launch.worker();
         for b in 0..launch.blocks() {
@@ -93,12 +102,20 @@ impl Launch {
     /// Block coordinates of linear block number `b` (x fastest).
     pub fn block_index(&self, b: u64) -> [u32; 3] {
         let [gx, gy, _] = self.config.grid.map(|g| g as u64);
-        [(b % gx) as u32, ((b / gx) % gy) as u32, (b / (gx * gy)) as u32]
+        [
+            (b % gx) as u32,
+            ((b / gx) % gy) as u32,
+            (b / (gx * gy)) as u32,
+        ]
     }
 
     /// State for running blocks one after another on one OS thread.
     pub fn worker(&self) -> BlockWorker {
-        BlockWorker(Worker::new(&self.program, self.config.block, self.config.grid))
+        BlockWorker(Worker::new(
+            &self.program,
+            self.config.block,
+            self.config.grid,
+        ))
     }
 
     /// Run one block. Blocks may run concurrently (each with its own worker).
@@ -130,7 +147,11 @@ pub(crate) fn launch(
             })
             .collect(),
     };
-    let launch = Launch { program, globals, config };
+    let launch = Launch {
+        program,
+        globals,
+        config,
+    };
     // Scalar and aggregate parameters live in registers no statement writes: they become
     // constants, filled once per worker.
     let launch = with_params(launch, args);
@@ -140,10 +161,16 @@ pub(crate) fn launch(
     let mut vecs = launch.globals.vecs.into_iter();
     for a in args.iter_mut() {
         if let ArgValue::Vector(v) = a {
-            from_device(vecs.next().expect("one device vector per vector argument"), v);
+            from_device(
+                vecs.next().expect("one device vector per vector argument"),
+                v,
+            );
         }
     }
-    Ok(LaunchStats { kernel_time, total_time: total.elapsed() })
+    Ok(LaunchStats {
+        kernel_time,
+        total_time: total.elapsed(),
+    })
 }
 
 fn with_params(mut launch: Launch, args: &[ArgValue]) -> Launch {
@@ -189,7 +216,11 @@ fn describe(a: &ArgValue) -> String {
 
 /// "an int32", "a float32".
 fn article(s: Scalar) -> String {
-    let a = if s.name().starts_with(['i', 'a', 'e', 'o', 'u']) { "an" } else { "a" };
+    let a = if s.name().starts_with(['i', 'a', 'e', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
     format!("{a} {s}")
 }
 
@@ -218,7 +249,12 @@ fn check_args(k: &Kernel, p: &Program, args: &[ArgValue]) -> Result<(), RuntimeE
     }
     for (param, arg) in p.params.iter().zip(args) {
         match (param, arg) {
-            (Param::Value { name, ty, leaves, .. }, ArgValue::Scalar(l)) => {
+            (
+                Param::Value {
+                    name, ty, leaves, ..
+                },
+                ArgValue::Scalar(l),
+            ) => {
                 if leaves.len() != 1 || leaves[0] != l.scalar() || ty.scalar().is_none() {
                     return err(format!(
                         "argument `{name}` of kernel `{}` has type {}, got {} value",
@@ -228,7 +264,12 @@ fn check_args(k: &Kernel, p: &Program, args: &[ArgValue]) -> Result<(), RuntimeE
                     ));
                 }
             }
-            (Param::Value { name, ty, leaves, .. }, ArgValue::Aggregate(ls)) => {
+            (
+                Param::Value {
+                    name, ty, leaves, ..
+                },
+                ArgValue::Aggregate(ls),
+            ) => {
                 let got: Vec<Scalar> = ls.iter().map(|l| l.scalar()).collect();
                 if ty.scalar().is_some() || &got != leaves {
                     return err(format!(
@@ -242,8 +283,16 @@ fn check_args(k: &Kernel, p: &Program, args: &[ArgValue]) -> Result<(), RuntimeE
             }
             (Param::Vector { name, ty, leaves }, ArgValue::Vector(v)) => {
                 if v.columns.len() != leaves.len() {
-                    let want: Vec<String> =
-                        leaves.iter().map(|l| if l.name.is_empty() { l.scalar.to_string() } else { format!("{}: {}", l.name, l.scalar) }).collect();
+                    let want: Vec<String> = leaves
+                        .iter()
+                        .map(|l| {
+                            if l.name.is_empty() {
+                                l.scalar.to_string()
+                            } else {
+                                format!("{}: {}", l.name, l.scalar)
+                            }
+                        })
+                        .collect();
                     return err(format!(
                         "argument `{name}` of kernel `{}` ({}) needs {} column(s) ({}), got {}",
                         k.name,
@@ -254,10 +303,17 @@ fn check_args(k: &Kernel, p: &Program, args: &[ArgValue]) -> Result<(), RuntimeE
                     ));
                 }
                 if v.len > i32::MAX as usize {
-                    return err(format!("argument `{name}` has {} elements, more than int32 indices reach", v.len));
+                    return err(format!(
+                        "argument `{name}` has {} elements, more than int32 indices reach",
+                        v.len
+                    ));
                 }
                 for (leaf, col) in leaves.iter().zip(&v.columns) {
-                    let cname = if leaf.name.is_empty() { String::new() } else { format!(" column `{}`", leaf.name) };
+                    let cname = if leaf.name.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" column `{}`", leaf.name)
+                    };
                     if col.scalar() != leaf.scalar {
                         return err(format!(
                             "argument `{name}`{cname} of kernel `{}` holds {} elements, expected {}",

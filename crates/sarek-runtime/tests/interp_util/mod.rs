@@ -27,7 +27,12 @@ impl KB {
         }
     }
     pub fn var(&mut self, name: &str, ty: Ty) -> VarId {
-        self.k.vars.push(VarInfo { name: name.into(), ty, mutable: true, span: Span::DUMMY });
+        self.k.vars.push(VarInfo {
+            name: name.into(),
+            ty,
+            mutable: true,
+            span: Span::DUMMY,
+        });
         VarId(self.k.vars.len() as u32 - 1)
     }
     pub fn param(&mut self, name: &str, ty: Ty) -> VarId {
@@ -39,12 +44,25 @@ impl KB {
         self.param(name, Ty::Vector(Box::new(elem)))
     }
     pub fn array(&mut self, name: &str, elem: Ty, space: MemSpace, size: u32) -> VarId {
-        self.var(name, Ty::Array { elem: Box::new(elem), space, size: Some(size) })
+        self.var(
+            name,
+            Ty::Array {
+                elem: Box::new(elem),
+                space,
+                size: Some(size),
+            },
+        )
     }
     pub fn record(&mut self, name: &str, fields: &[(&str, Ty)]) -> RecordId {
         self.k.records.push(Record {
             name: name.into(),
-            fields: fields.iter().map(|(n, t)| Field { name: n.to_string(), ty: t.clone() }).collect(),
+            fields: fields
+                .iter()
+                .map(|(n, t)| Field {
+                    name: n.to_string(),
+                    ty: t.clone(),
+                })
+                .collect(),
             is_tuple: name.starts_with("_tup"),
         });
         RecordId(self.k.records.len() as u32 - 1)
@@ -52,12 +70,24 @@ impl KB {
     pub fn variant(&mut self, name: &str, ctors: &[(&str, Vec<Ty>)]) -> VariantId {
         self.k.variants.push(Variant {
             name: name.into(),
-            ctors: ctors.iter().map(|(n, f)| Ctor { name: n.to_string(), fields: f.clone() }).collect(),
+            ctors: ctors
+                .iter()
+                .map(|(n, f)| Ctor {
+                    name: n.to_string(),
+                    fields: f.clone(),
+                })
+                .collect(),
         });
         VariantId(self.k.variants.len() as u32 - 1)
     }
     pub fn func(&mut self, name: &str, params: Vec<VarId>, ret: Ty, body: Block) -> FuncId {
-        self.k.functions.push(Function { name: name.into(), span: Span::DUMMY, params, ret, body });
+        self.k.functions.push(Function {
+            name: name.into(),
+            span: Span::DUMMY,
+            params,
+            ret,
+            body,
+        });
         FuncId(self.k.functions.len() as u32 - 1)
     }
     pub fn v(&self, id: VarId) -> Expr {
@@ -65,14 +95,26 @@ impl KB {
     }
     pub fn idx(&self, base: VarId, i: Expr) -> Expr {
         let ty = self.k.var(base).ty.elem().unwrap().clone();
-        Expr::new(ExprKind::Index { base, index: Box::new(i) }, ty)
+        Expr::new(
+            ExprKind::Index {
+                base,
+                index: Box::new(i),
+            },
+            ty,
+        )
     }
     pub fn field(&self, e: Expr, f: u32) -> Expr {
         let ty = match &e.ty {
             Ty::Record(r) => self.k.record(*r).fields[f as usize].ty.clone(),
             _ => panic!("field of non-record"),
         };
-        Expr::new(ExprKind::Field { base: Box::new(e), field: f }, ty)
+        Expr::new(
+            ExprKind::Field {
+                base: Box::new(e),
+                field: f,
+            },
+            ty,
+        )
     }
     pub fn call(&self, f: FuncId, args: Vec<Expr>) -> Expr {
         let ty = self.k.function(f).ret.clone();
@@ -100,8 +142,19 @@ pub fn boolc(x: bool) -> Expr {
     Expr::lit(Literal::Bool(x))
 }
 pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    let ty = if op.is_comparison() { Ty::BOOL } else { a.ty.clone() };
-    Expr::new(ExprKind::Binary { op, lhs: Box::new(a), rhs: Box::new(b) }, ty)
+    let ty = if op.is_comparison() {
+        Ty::BOOL
+    } else {
+        a.ty.clone()
+    };
+    Expr::new(
+        ExprKind::Binary {
+            op,
+            lhs: Box::new(a),
+            rhs: Box::new(b),
+        },
+        ty,
+    )
 }
 pub fn add(a: Expr, b: Expr) -> Expr {
     bin(BinOp::Add, a, b)
@@ -114,7 +167,13 @@ pub fn lt(a: Expr, b: Expr) -> Expr {
 }
 pub fn un(op: UnOp, a: Expr) -> Expr {
     let ty = a.ty.clone();
-    Expr::new(ExprKind::Unary { op, operand: Box::new(a) }, ty)
+    Expr::new(
+        ExprKind::Unary {
+            op,
+            operand: Box::new(a),
+        },
+        ty,
+    )
 }
 pub fn intr(op: Intrinsic, args: Vec<Expr>, ty: Ty) -> Expr {
     Expr::new(ExprKind::Intrinsic { op, args }, ty)
@@ -134,28 +193,61 @@ pub fn convert(e: Expr, to: Scalar) -> Expr {
 
 /// Statement with a recognisable span: bytes `at..at+1` of file 0.
 pub fn st_at(kind: StmtKind, at: usize) -> Stmt {
-    Stmt { kind, span: Span::new(FileId(0), at, at + 1) }
+    Stmt {
+        kind,
+        span: Span::new(FileId(0), at, at + 1),
+    }
 }
 pub fn st(kind: StmtKind) -> Stmt {
-    Stmt { kind, span: Span::new(FileId(0), 0, 1) }
+    Stmt {
+        kind,
+        span: Span::new(FileId(0), 0, 1),
+    }
 }
 pub fn let_(v: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Let { var: v, init: Some(e) })
+    st(StmtKind::Let {
+        var: v,
+        init: Some(e),
+    })
 }
 pub fn set(v: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Assign { place: LValue::Var(v), value: e })
+    st(StmtKind::Assign {
+        place: LValue::Var(v),
+        value: e,
+    })
 }
 pub fn store(base: VarId, i: Expr, e: Expr) -> Stmt {
-    st(StmtKind::Assign { place: LValue::Index { base, index: Box::new(i) }, value: e })
+    st(StmtKind::Assign {
+        place: LValue::Index {
+            base,
+            index: Box::new(i),
+        },
+        value: e,
+    })
 }
 pub fn if_(c: Expr, t: Block, e: Block) -> Stmt {
-    st(StmtKind::If { cond: c, then_block: t, else_block: e })
+    st(StmtKind::If {
+        cond: c,
+        then_block: t,
+        else_block: e,
+    })
 }
 pub fn for_(v: VarId, a: Expr, b: Expr, body: Block) -> Stmt {
-    st(StmtKind::For { var: v, start: a, end: b, downto: false, body, unroll: None })
+    st(StmtKind::For {
+        var: v,
+        start: a,
+        end: b,
+        downto: false,
+        body,
+        unroll: None,
+    })
 }
 pub fn while_(c: Expr, body: Block) -> Stmt {
-    st(StmtKind::While { cond: c, body, unroll: None })
+    st(StmtKind::While {
+        cond: c,
+        body,
+        unroll: None,
+    })
 }
 pub fn barrier() -> Stmt {
     st(StmtKind::Barrier)
@@ -165,16 +257,28 @@ pub fn expr_st(e: Expr) -> Stmt {
 }
 
 pub fn vec_i32(x: &[i32]) -> ArgValue {
-    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::I32(x.to_vec())] })
+    ArgValue::Vector(HostVector {
+        len: x.len(),
+        columns: vec![Column::I32(x.to_vec())],
+    })
 }
 pub fn vec_i64(x: &[i64]) -> ArgValue {
-    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::I64(x.to_vec())] })
+    ArgValue::Vector(HostVector {
+        len: x.len(),
+        columns: vec![Column::I64(x.to_vec())],
+    })
 }
 pub fn vec_f32(x: &[f32]) -> ArgValue {
-    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::F32(x.to_vec())] })
+    ArgValue::Vector(HostVector {
+        len: x.len(),
+        columns: vec![Column::F32(x.to_vec())],
+    })
 }
 pub fn vec_f64(x: &[f64]) -> ArgValue {
-    ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::F64(x.to_vec())] })
+    ArgValue::Vector(HostVector {
+        len: x.len(),
+        columns: vec![Column::F64(x.to_vec())],
+    })
 }
 pub fn s_i32(x: i32) -> ArgValue {
     ArgValue::Scalar(Literal::I32(x))
@@ -240,7 +344,15 @@ pub mod kernels {
         let i = kb.var("i", Ty::I32);
         let body = vec![
             let_(i, gid()),
-            if_(lt(kb.v(i), kb.v(n)), vec![store(c, kb.v(i), add(kb.idx(a, kb.v(i)), kb.idx(b, kb.v(i))))], vec![]),
+            if_(
+                lt(kb.v(i), kb.v(n)),
+                vec![store(
+                    c,
+                    kb.v(i),
+                    add(kb.idx(a, kb.v(i)), kb.idx(b, kb.v(i))),
+                )],
+                vec![],
+            ),
         ];
         kb.finish(body)
     }
@@ -257,7 +369,11 @@ pub mod kernels {
             let_(i, gid()),
             if_(
                 lt(kb.v(i), kb.v(n)),
-                vec![store(y, kb.v(i), add(mul(kb.v(a), kb.idx(x, kb.v(i))), kb.idx(y, kb.v(i))))],
+                vec![store(
+                    y,
+                    kb.v(i),
+                    add(mul(kb.v(a), kb.idx(x, kb.v(i))), kb.idx(y, kb.v(i))),
+                )],
                 vec![],
             ),
         ];
@@ -279,7 +395,11 @@ pub mod kernels {
             st(StmtKind::Array { var: tile }),
             let_(t, tid()),
             let_(i, gid()),
-            if_(lt(kb.v(i), kb.v(n)), vec![store(tile, kb.v(t), kb.idx(x, kb.v(i)))], vec![store(tile, kb.v(t), i32c(0))]),
+            if_(
+                lt(kb.v(i), kb.v(n)),
+                vec![store(tile, kb.v(t), kb.idx(x, kb.v(i)))],
+                vec![store(tile, kb.v(t), i32c(0))],
+            ),
             barrier(),
             let_(s, i32c(block as i32 / 2)),
             while_(
@@ -300,7 +420,11 @@ pub mod kernels {
             ),
             if_(
                 bin(BinOp::Eq, kb.v(t), i32c(0)),
-                vec![store(out, geo(Geometry::BlockIdx(Axis::X)), kb.idx(tile, i32c(0)))],
+                vec![store(
+                    out,
+                    geo(Geometry::BlockIdx(Axis::X)),
+                    kb.idx(tile, i32c(0)),
+                )],
                 vec![],
             ),
         ];
@@ -333,8 +457,14 @@ pub mod kernels {
                 bin(BinOp::And, lt(kb.v(px), kb.v(w)), lt(kb.v(py), kb.v(h))),
                 vec![
                     // cx = -2.5 + 3.5 * px / w ; cy = -1.25 + 2.5 * py / h
-                    let_(cx, add(f32c(-2.5), div(mul(f32c(3.5), f(kb.v(px))), f(kb.v(w))))),
-                    let_(cy, add(f32c(-1.25), div(mul(f32c(2.5), f(kb.v(py))), f(kb.v(h))))),
+                    let_(
+                        cx,
+                        add(f32c(-2.5), div(mul(f32c(3.5), f(kb.v(px))), f(kb.v(w)))),
+                    ),
+                    let_(
+                        cy,
+                        add(f32c(-1.25), div(mul(f32c(2.5), f(kb.v(py))), f(kb.v(h)))),
+                    ),
                     let_(zx, f32c(0.0)),
                     let_(zy, f32c(0.0)),
                     let_(it, i32c(0)),
@@ -342,10 +472,20 @@ pub mod kernels {
                         bin(
                             BinOp::And,
                             lt(kb.v(it), kb.v(max_iter)),
-                            bin(BinOp::Le, add(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))), f32c(4.0)),
+                            bin(
+                                BinOp::Le,
+                                add(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))),
+                                f32c(4.0),
+                            ),
                         ),
                         vec![
-                            let_(t, add(sub(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))), kb.v(cx))),
+                            let_(
+                                t,
+                                add(
+                                    sub(mul(kb.v(zx), kb.v(zx)), mul(kb.v(zy), kb.v(zy))),
+                                    kb.v(cx),
+                                ),
+                            ),
                             set(zy, add(mul(mul(f32c(2.0), kb.v(zx)), kb.v(zy)), kb.v(cy))),
                             set(zx, kb.v(t)),
                             set(it, add(kb.v(it), i32c(1))),
@@ -415,12 +555,24 @@ pub mod kernels {
                     store(
                         ta,
                         add(mul(kb.v(ty), tl.clone()), kb.v(tx)),
-                        kb.idx(a, add(mul(kb.v(row), kb.v(n)), add(mul(kb.v(m), tl.clone()), kb.v(tx)))),
+                        kb.idx(
+                            a,
+                            add(
+                                mul(kb.v(row), kb.v(n)),
+                                add(mul(kb.v(m), tl.clone()), kb.v(tx)),
+                            ),
+                        ),
                     ),
                     store(
                         tb,
                         add(mul(kb.v(ty), tl.clone()), kb.v(tx)),
-                        kb.idx(b, add(mul(add(mul(kb.v(m), tl.clone()), kb.v(ty)), kb.v(n)), kb.v(colv))),
+                        kb.idx(
+                            b,
+                            add(
+                                mul(add(mul(kb.v(m), tl.clone()), kb.v(ty)), kb.v(n)),
+                                kb.v(colv),
+                            ),
+                        ),
                     ),
                     barrier(),
                     for_(

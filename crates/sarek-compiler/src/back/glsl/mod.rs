@@ -1,13 +1,199 @@
-//! glsl generator. (Stub.)
+//! GLSL 4.50 compute generator (for Vulkan through SPIR-V).
+//!
+//! Design, in the order the module is emitted:
+//! - names: [`legalize_shader_avoiding_params`] runs first (invalid identifiers, locals
+//!   redeclaring a binder in scope, locals spelled like a parameter), then every user name goes
+//!   through [`escape`]: a reserved GLSL name, or one already in our `sarek_` namespace, gets the
+//!   `sarek_` prefix, which is injective (seed 002's argument). Every name the generator mints
+//!   starts with `sarek_` followed by a stem no reserved word starts with (`t_`, `len_`, `sh`,
+//!   `h_`, `mk_`, `s<n>_`, `pc`), so it collides with no escaped user name.
+//! - the workgroup size is `local_size_{x,y,z}_id = 0, 1, 2` specialization constants, so one
+//!   SPIR-V module serves every block size ([`Abi::block_size_in_source`] is false);
+//! - records, tuples and variants are structs (`sarek_t_<name>`; a variant is
+//!   `{ int tag; payload fields flattened }` with constructor functions `sarek_mk_<T>_<C>`),
+//!   laid out by the std430 rules [`abi::elem_layout`] computes (bool is stored as a 32-bit
+//!   value: glslang converts `bool` members of blocks to `uint`);
+//! - every vector parameter is a std430 storage buffer (`set = 0, binding = k`, in parameter
+//!   order) whose only member is a runtime array spelled like the parameter;
+//! - scalars, by-value records/variants and the int32 length of every vector live in one
+//!   push-constant block `sarek_pc`, in parameter order, each member with an explicit
+//!   `layout(offset = N)` computed by the same code that fills the ABI descriptor;
+//! - shared arrays are module-scope `shared` variables; float32 atomics are compare-exchange
+//!   loops on `floatBitsToUint` (buffers get a `uint` alias of the same binding, shared arrays
+//!   used that way are stored as `uint`);
+//! - GLSL cannot pass buffers or shared arrays to functions, so a helper with vector or array
+//!   parameters is specialised per tuple of arrays it is called with (`sarek_s<n>_<name>`);
+//!   per-thread local arrays are passed as `inout T a[N]`.
+//!
+//! What GLSL cannot express (float64 transcendental functions, float64 / int64 atomics /
+//! subgroups where the device lacks them) is refused with a located error naming GLSL.
 
-use crate::diag::Diagnostic;
-use crate::ir::Kernel;
-use crate::target::{Generated, TargetOptions};
+mod emit;
+pub mod spirv;
 
-pub fn generate(_kernel: &Kernel, _options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    Err(unimplemented("the glsl generator"))
+use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{Kernel, Ty, VarId};
+use crate::passes::legalize::legalize_shader_avoiding_params;
+use crate::passes::reserved::reserved;
+use crate::target::{Generated, Target, TargetOptions};
+
+/// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
+pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = legalize_shader_avoiding_params(kernel);
+    emit::Writer::new(&kernel, options).generate()
 }
 
-fn unimplemented(what: &str) -> Vec<crate::diag::Diagnostic> {
-    vec![crate::diag::Diagnostic::error(crate::diag::Span::DUMMY, format!("{what} is not implemented yet"))]
+/// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already
+/// in the `sarek_` namespace, or (for names legalize leaves alone: kernel parameters, field
+/// and constructor names) not an identifier, whose invalid characters are spelled `_xHH`.
+pub fn escape(name: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
+    let valid = crate::passes::reserved::is_valid_identifier(name);
+    if valid && !is_reserved(name) {
+        return name.to_string();
+    }
+    let mut out = String::from("sarek_");
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("_x{:x}", c as u32));
+        }
+    }
+    out
+}
+
+/// A name minted from a type or constructor name: `x'` spelled `x_x27`, injectively enough
+/// for the names of one kernel.
+fn mangle(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+        } else {
+            out.push_str(&format!("_x{:x}", c as u32));
+        }
+    }
+    out
+}
+
+/// One member of the push-constant block.
+struct PushMember {
+    /// GLSL member name.
+    name: String,
+    /// GLSL type.
+    ty: String,
+    offset: u32,
+}
+
+/// The parameter bindings: storage buffers, the push-constant block and the ABI descriptor,
+/// computed together so that they cannot drift.
+struct Bindings {
+    abi: Abi,
+    push: Vec<PushMember>,
+    /// (binding, GLSL element type, member name, parameter var) per vector parameter.
+    buffers: Vec<(u32, String, String, VarId)>,
+}
+
+/// Byte alignment of a by-value type under std430: its largest leaf.
+fn std430_align(layout: &abi::ElemLayout) -> u32 {
+    layout
+        .leaves
+        .iter()
+        .map(|(_, s)| s.size())
+        .max()
+        .unwrap_or(4)
+        .max(4)
+}
+
+impl emit::Writer<'_> {
+    fn bindings(&self) -> Bindings {
+        let k = self.k;
+        let mut params = Vec::new();
+        let mut push = Vec::new();
+        let mut buffers = Vec::new();
+        let mut offset = 0u32;
+        let mut max_align = 4u32;
+        let mut binding = 0u32;
+        for p in &k.params {
+            let info = k.var(*p);
+            let kind = match &info.ty {
+                Ty::Vector(elem) => {
+                    let layout = abi::elem_layout(k, elem, LayoutRules::Std430);
+                    let name = self.names[p.0 as usize].clone();
+                    buffers.push((binding, self.ty(elem), name.clone(), *p));
+                    offset = abi::round_up(offset, 4);
+                    push.push(PushMember {
+                        name: self.length_name(*p),
+                        ty: "int".into(),
+                        offset,
+                    });
+                    let length = ArgSlot::Uniform { offset };
+                    offset += 4;
+                    let buffer = ArgSlot::Binding { group: 0, binding };
+                    binding += 1;
+                    AbiParamKind::Vector {
+                        elem: layout,
+                        buffer,
+                        length,
+                    }
+                }
+                ty => {
+                    let layout = abi::elem_layout(k, ty, LayoutRules::Std430);
+                    let align = std430_align(&layout);
+                    max_align = max_align.max(align);
+                    offset = abi::round_up(offset, align);
+                    push.push(PushMember {
+                        name: self.param_member(*p),
+                        ty: self.ty(ty),
+                        offset,
+                    });
+                    let slot = ArgSlot::Uniform { offset };
+                    offset += layout.stride;
+                    AbiParamKind::Value { layout, slot }
+                }
+            };
+            params.push(AbiParam {
+                name: info.name.clone(),
+                ty: info.ty.clone(),
+                kind,
+            });
+        }
+        let uniform_size = (!push.is_empty()).then(|| abi::round_up(offset, max_align));
+        let abi = Abi {
+            entry_point: "main".into(),
+            params,
+            uniform_size,
+            // Push constants have no descriptor binding.
+            uniform_binding: None,
+            // local_size_{x,y,z}_id: the block size is a specialization constant.
+            block_size_in_source: false,
+        };
+        Bindings { abi, push, buffers }
+    }
+
+    /// The push-constant member holding a scalar/record/variant parameter.
+    fn param_member(&self, p: VarId) -> String {
+        self.names[p.0 as usize].clone()
+    }
+
+    /// The push-constant member holding a vector parameter's length.
+    fn length_name(&self, p: VarId) -> String {
+        format!("sarek_len_{}", mangle(&self.k.var(p).name))
+    }
+}
+
+fn refusal(span: Span, message: String) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!(
+            "{} cannot compile this kernel: {message}",
+            Target::Glsl.display_name()
+        ),
+    )
+}
+
+/// The reserved-word predicate of GLSL.
+fn glsl_reserved() -> impl Fn(&str) -> bool {
+    reserved(Target::Glsl)
 }

@@ -1,0 +1,1285 @@
+//! The GLSL writer: one value per generation, holding everything the emission needs (no
+//! module state). Module layout and naming are described in the parent module.
+
+use super::{Bindings, escape, glsl_reserved, mangle, refusal};
+use crate::diag::{Diagnostic, Span};
+use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
+use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
+use crate::target::{Generated, TargetOptions};
+use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fmt::Write;
+
+/// What a helper's array-like parameter is bound to in one specialisation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum ArrArg {
+    /// A module-scope array: a kernel vector (buffer) or a shared array.
+    Global(VarId),
+    /// A per-thread local array of this size, passed `inout`.
+    Local(u32),
+}
+
+pub(super) struct Writer<'k> {
+    pub(super) k: &'k Kernel,
+    opts: &'k TargetOptions,
+    reserved: Box<dyn Fn(&str) -> bool + 'k>,
+    /// GLSL spelling of every variable.
+    pub(super) names: Vec<String>,
+    /// Shared arrays (module scope), in declaration order.
+    shared: Vec<VarId>,
+    /// Shared float arrays stored as `uint` because a float atomic uses them.
+    shared_as_uint: BTreeSet<VarId>,
+    /// Arrays (buffers or shared) a float32 atomic add uses: they get a CAS helper.
+    float_atomics: BTreeSet<VarId>,
+    /// Built-in helper functions needed, by key.
+    helpers: BTreeSet<String>,
+    /// Specialised helper instances: key -> GLSL name; texts in emission order (callees first).
+    instances: HashMap<(FuncId, Vec<ArrArg>), String>,
+    instance_text: Vec<String>,
+    /// Substitution of the helper being emitted: array parameter -> what it is bound to.
+    subst: HashMap<VarId, ArrArg>,
+    counter: u32,
+    span: Span,
+    uses_i64: bool,
+    uses_f64: bool,
+    uses_i64_atomics: bool,
+    uses_subgroups: bool,
+    errors: Vec<Diagnostic>,
+    refused: HashSet<String>,
+}
+
+impl<'k> Writer<'k> {
+    pub(super) fn new(k: &'k Kernel, opts: &'k TargetOptions) -> Writer<'k> {
+        let reserved = glsl_reserved();
+        let mut shared = Vec::new();
+        collect_shared(&k.body, &mut shared);
+        for f in &k.functions {
+            collect_shared(&f.body, &mut shared);
+        }
+        // Only shared arrays are module-scope; local arrays are declared in place.
+        shared.retain(|v| {
+            matches!(
+                k.var(*v).ty,
+                Ty::Array {
+                    space: MemSpace::Shared,
+                    ..
+                }
+            )
+        });
+        let names = k
+            .vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if shared.contains(&VarId(i as u32)) {
+                    // Module scope: sibling blocks may reuse a name, so the id makes it unique.
+                    format!("sarek_sh{i}_{}", mangle(&v.name))
+                } else {
+                    escape(&v.name, &reserved)
+                }
+            })
+            .collect();
+        Writer {
+            k,
+            opts,
+            reserved: Box::new(reserved),
+            names,
+            shared,
+            shared_as_uint: BTreeSet::new(),
+            float_atomics: BTreeSet::new(),
+            helpers: BTreeSet::new(),
+            instances: HashMap::new(),
+            instance_text: Vec::new(),
+            subst: HashMap::new(),
+            counter: 0,
+            span: k.span,
+            uses_i64: false,
+            uses_f64: false,
+            uses_i64_atomics: false,
+            uses_subgroups: false,
+            errors: Vec::new(),
+            refused: HashSet::new(),
+        }
+    }
+
+    fn refuse(&mut self, message: String) {
+        if self.refused.insert(message.clone()) {
+            self.errors.push(refusal(self.span, message));
+        }
+    }
+
+    pub(super) fn generate(mut self) -> Result<Generated, Vec<Diagnostic>> {
+        // Emission discovers which shared arrays a float atomic uses; those are stored as
+        // `uint`, which changes how every access is spelled, so emit again once it is known.
+        let mut main;
+        loop {
+            let before = self.shared_as_uint.clone();
+            self.reset();
+            main = String::new();
+            let body = self.k.body.clone();
+            self.block(&body, 1, &mut main);
+            if self.shared_as_uint == before {
+                break;
+            }
+        }
+        for p in &self.k.params {
+            let ty = self.k.var(*p).ty.clone();
+            self.note_type(&ty);
+        }
+        if !self.opts.float64 && self.uses_f64 {
+            self.span = self.k.span;
+            self.refuse("float64 is not supported by this device".into());
+        }
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        let bindings = self.bindings();
+        let source = self.assemble(&bindings, &main);
+        Ok(Generated {
+            source,
+            abi: bindings.abi,
+        })
+    }
+
+    fn reset(&mut self) {
+        self.helpers.clear();
+        self.instances.clear();
+        self.instance_text.clear();
+        self.float_atomics.clear();
+        self.subst.clear();
+        self.counter = 0;
+        self.errors.clear();
+        self.refused.clear();
+    }
+
+    // ----- types -----
+
+    fn note_type(&mut self, ty: &Ty) {
+        match ty {
+            Ty::Scalar(Scalar::I64) => self.uses_i64 = true,
+            Ty::Scalar(Scalar::F64) => self.uses_f64 = true,
+            Ty::Record(id) => {
+                for f in self.k.record(*id).fields.clone() {
+                    self.note_type(&f.ty);
+                }
+            }
+            Ty::Variant(id) => {
+                for c in self.k.variant(*id).ctors.clone() {
+                    for f in &c.fields {
+                        self.note_type(f);
+                    }
+                }
+            }
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.note_type(e),
+            _ => {}
+        }
+    }
+
+    pub(super) fn ty(&self, ty: &Ty) -> String {
+        match ty {
+            Ty::Unit => "void".into(),
+            Ty::Scalar(s) => scalar_ty(*s).into(),
+            Ty::Record(id) => format!("sarek_t_{}", mangle(&self.k.record(*id).name)),
+            Ty::Variant(id) => format!("sarek_t_{}", mangle(&self.k.variant(*id).name)),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.ty(e),
+        }
+    }
+
+    fn field_name(&self, name: &str) -> String {
+        escape(name, &*self.reserved)
+    }
+
+    fn payload_name(&self, variant: crate::ir::VariantId, ctor: u32, field: u32) -> String {
+        let c = &self.k.variant(variant).ctors[ctor as usize];
+        format!("{}_{field}", mangle(&c.name))
+    }
+
+    fn ctor_fn(&self, variant: crate::ir::VariantId, ctor: u32) -> String {
+        let v = self.k.variant(variant);
+        format!(
+            "sarek_mk_{}_{}",
+            mangle(&v.name),
+            mangle(&v.ctors[ctor as usize].name)
+        )
+    }
+
+    /// A zero value of `ty` (payload fields of other constructors).
+    fn zero(&self, ty: &Ty) -> String {
+        match ty {
+            Ty::Scalar(s) => zero_scalar(*s).into(),
+            Ty::Record(id) => {
+                let fields: Vec<String> = self
+                    .k
+                    .record(*id)
+                    .fields
+                    .iter()
+                    .map(|f| self.zero(&f.ty))
+                    .collect();
+                format!("{}({})", self.ty(ty), fields.join(", "))
+            }
+            Ty::Variant(id) => {
+                let v = self.k.variant(*id);
+                let mut parts = vec!["0".to_string()];
+                for c in &v.ctors {
+                    parts.extend(c.fields.iter().map(|f| self.zero(f)));
+                }
+                format!("{}({})", self.ty(ty), parts.join(", "))
+            }
+            _ => "0".into(),
+        }
+    }
+
+    // ----- module assembly -----
+
+    fn assemble(&mut self, b: &Bindings, main: &str) -> String {
+        let k = self.k;
+        let mut out = String::new();
+        out.push_str("#version 450\n");
+        if self.uses_i64 || self.uses_i64_atomics {
+            out.push_str("#extension GL_ARB_gpu_shader_int64 : require\n");
+        }
+        if self.uses_i64_atomics {
+            out.push_str("#extension GL_EXT_shader_atomic_int64 : require\n");
+        }
+        if self.uses_subgroups {
+            for ext in ["basic", "vote", "ballot", "shuffle"] {
+                let _ = writeln!(out, "#extension GL_KHR_shader_subgroup_{ext} : require");
+            }
+        }
+        let _ = writeln!(out, "// Kernel `{}`: generated by sarek.", k.name);
+        out.push_str(
+            "layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;\n\n",
+        );
+        // Structs, dependencies first.
+        let mut done = BTreeSet::new();
+        for i in 0..k.records.len() {
+            self.emit_struct(
+                &Ty::Record(crate::ir::RecordId(i as u32)),
+                &mut done,
+                &mut out,
+            );
+        }
+        for i in 0..k.variants.len() {
+            self.emit_struct(
+                &Ty::Variant(crate::ir::VariantId(i as u32)),
+                &mut done,
+                &mut out,
+            );
+        }
+        for (i, v) in k.variants.iter().enumerate() {
+            let id = crate::ir::VariantId(i as u32);
+            for (c, ctor) in v.ctors.iter().enumerate() {
+                let params: Vec<String> = ctor
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(j, t)| format!("{} p{j}", self.ty(t)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{} {}({}) {{",
+                    self.ty(&Ty::Variant(id)),
+                    self.ctor_fn(id, c as u32),
+                    params.join(", ")
+                );
+                let _ = writeln!(out, "    {} v;", self.ty(&Ty::Variant(id)));
+                let _ = writeln!(out, "    v.tag = {c};");
+                for (c2, ctor2) in v.ctors.iter().enumerate() {
+                    for (j, t) in ctor2.fields.iter().enumerate() {
+                        let value = if c2 == c {
+                            format!("p{j}")
+                        } else {
+                            self.zero(t)
+                        };
+                        let _ = writeln!(
+                            out,
+                            "    v.{} = {value};",
+                            self.payload_name(id, c2 as u32, j as u32)
+                        );
+                    }
+                }
+                out.push_str("    return v;\n}\n");
+            }
+        }
+        for (binding, elem, name, p) in &b.buffers {
+            let _ = writeln!(
+                out,
+                "layout(std430, set = 0, binding = {binding}) buffer sarek_buf{binding} {{ {elem} {name}[]; }};"
+            );
+            if self.float_atomics.contains(p) {
+                // A uint view of the same binding, for the float32 compare-exchange loop.
+                let _ = writeln!(
+                    out,
+                    "layout(std430, set = 0, binding = {binding}) buffer sarek_bufu{binding} {{ uint sarek_u{binding}[]; }};"
+                );
+            }
+        }
+        if !b.push.is_empty() {
+            out.push_str("layout(push_constant, std430) uniform sarek_params {\n");
+            for m in &b.push {
+                let _ = writeln!(
+                    out,
+                    "    layout(offset = {}) {} {};",
+                    m.offset, m.ty, m.name
+                );
+            }
+            out.push_str("} sarek_pc;\n");
+        }
+        for v in self.shared.clone() {
+            let Ty::Array {
+                elem,
+                size: Some(n),
+                ..
+            } = &k.var(v).ty
+            else {
+                continue;
+            };
+            let ty = if self.shared_as_uint.contains(&v) {
+                "uint".to_string()
+            } else {
+                self.ty(elem)
+            };
+            let _ = writeln!(out, "shared {ty} {}[{n}];", self.names[v.0 as usize]);
+        }
+        out.push('\n');
+        for h in self.helpers.clone() {
+            out.push_str(&builtin_helper(&h));
+        }
+        for v in self.float_atomics.clone() {
+            let view = self.uint_view(v);
+            let _ = write!(
+                out,
+                "float sarek_h_fadd{id}(int i, float v) {{\n    uint cur = {view}[i];\n    while (true) {{\n        uint prev = atomicCompSwap({view}[i], cur, floatBitsToUint(uintBitsToFloat(cur) + v));\n        if (prev == cur) return uintBitsToFloat(cur);\n        cur = prev;\n    }}\n    return 0.0;\n}}\n",
+                id = v.0
+            );
+        }
+        for t in &self.instance_text {
+            out.push_str(t);
+        }
+        out.push_str("void main() {\n");
+        out.push_str(main);
+        out.push_str("}\n");
+        out
+    }
+
+    fn emit_struct(&self, ty: &Ty, done: &mut BTreeSet<String>, out: &mut String) {
+        let name = self.ty(ty);
+        if !done.insert(name.clone()) {
+            return;
+        }
+        let members: Vec<(Ty, String)> = match ty {
+            Ty::Record(id) => self
+                .k
+                .record(*id)
+                .fields
+                .iter()
+                .map(|f| (f.ty.clone(), self.field_name(&f.name)))
+                .collect(),
+            Ty::Variant(id) => {
+                let mut m = vec![(Ty::I32, "tag".to_string())];
+                for (c, ctor) in self.k.variant(*id).ctors.iter().enumerate() {
+                    for (j, t) in ctor.fields.iter().enumerate() {
+                        m.push((t.clone(), self.payload_name(*id, c as u32, j as u32)));
+                    }
+                }
+                m
+            }
+            _ => return,
+        };
+        for (t, _) in &members {
+            self.emit_struct(t, done, out);
+        }
+        let _ = writeln!(out, "struct {name} {{");
+        for (t, n) in &members {
+            let _ = writeln!(out, "    {} {n};", self.ty(t));
+        }
+        out.push_str("};\n");
+    }
+
+    // ----- arrays -----
+
+    /// What an array-typed variable is here (through the current helper's substitution).
+    fn resolve_array(&self, v: VarId) -> ArrArg {
+        if let Some(a) = self.subst.get(&v) {
+            return a.clone();
+        }
+        match &self.k.var(v).ty {
+            Ty::Array {
+                space: MemSpace::Local,
+                size: Some(n),
+                ..
+            } => ArrArg::Local(*n),
+            _ => ArrArg::Global(v),
+        }
+    }
+
+    /// GLSL spelling of an array variable.
+    fn array_name(&self, v: VarId) -> String {
+        match self.resolve_array(v) {
+            ArrArg::Global(g) => self.names[g.0 as usize].clone(),
+            ArrArg::Local(_) => self.names[v.0 as usize].clone(),
+        }
+    }
+
+    fn is_uint_shared(&self, v: VarId) -> bool {
+        matches!(self.resolve_array(v), ArrArg::Global(g) if self.shared_as_uint.contains(&g))
+    }
+
+    fn uint_view(&self, g: VarId) -> String {
+        if self.shared.contains(&g) {
+            self.names[g.0 as usize].clone()
+        } else {
+            let binding = self
+                .k
+                .params
+                .iter()
+                .filter(|p| matches!(self.k.var(**p).ty, Ty::Vector(_)))
+                .position(|p| *p == g);
+            format!("sarek_u{}", binding.unwrap_or(0))
+        }
+    }
+
+    fn length(&self, v: VarId) -> String {
+        match self.resolve_array(v) {
+            ArrArg::Global(g) => match &self.k.var(g).ty {
+                Ty::Array { size: Some(n), .. } => n.to_string(),
+                _ => format!("sarek_pc.{}", self.length_name(g)),
+            },
+            ArrArg::Local(n) => n.to_string(),
+        }
+    }
+
+    // ----- statements -----
+
+    fn line(out: &mut String, indent: usize, text: &str) {
+        for _ in 0..indent {
+            out.push_str("    ");
+        }
+        out.push_str(text);
+        out.push('\n');
+    }
+
+    fn block(&mut self, b: &Block, indent: usize, out: &mut String) {
+        for s in b {
+            self.span = s.span;
+            self.stmt(&s.kind, indent, out);
+        }
+    }
+
+    fn var_decl(&mut self, v: VarId) -> String {
+        let ty = self.k.var(v).ty.clone();
+        self.note_type(&ty);
+        format!("{} {}", self.ty(&ty), self.names[v.0 as usize])
+    }
+
+    fn stmt(&mut self, s: &StmtKind, ind: usize, out: &mut String) {
+        match s {
+            StmtKind::Let { var, init } => {
+                let decl = self.var_decl(*var);
+                match init {
+                    Some(e) => {
+                        let e = self.expr(e);
+                        Self::line(out, ind, &format!("{decl} = {e};"));
+                    }
+                    None => Self::line(out, ind, &format!("{decl};")),
+                }
+            }
+            StmtKind::Array { var } => {
+                let info = self.k.var(*var);
+                if let Ty::Array {
+                    elem,
+                    space: MemSpace::Local,
+                    size: Some(n),
+                } = &info.ty
+                {
+                    let elem = (**elem).clone();
+                    self.note_type(&elem);
+                    let line = format!("{} {}[{n}];", self.ty(&elem), self.names[var.0 as usize]);
+                    Self::line(out, ind, &line);
+                } else {
+                    let ty = info.ty.clone();
+                    self.note_type(&ty);
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                let v = self.expr(value);
+                let line = match place {
+                    LValue::Index { base, index } if self.is_uint_shared(*base) => {
+                        let i = self.expr(index);
+                        format!("{}[{i}] = floatBitsToUint({v});", self.array_name(*base))
+                    }
+                    _ => format!("{} = {v};", self.place(place)),
+                };
+                Self::line(out, ind, &line);
+            }
+            StmtKind::Expr(e) => {
+                let e = self.expr(e);
+                Self::line(out, ind, &format!("{e};"));
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let c = self.expr(cond);
+                Self::line(out, ind, &format!("if ({c}) {{"));
+                self.block(then_block, ind + 1, out);
+                if else_block.is_empty() {
+                    Self::line(out, ind, "}");
+                } else {
+                    Self::line(out, ind, "} else {");
+                    self.block(else_block, ind + 1, out);
+                    Self::line(out, ind, "}");
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                ..
+            } => {
+                // Bounds are evaluated once, the end before the loop starts.
+                let n = self.fresh();
+                let (a, b) = (self.expr(start), self.expr(end));
+                let i = self.names[var.0 as usize].clone();
+                Self::line(out, ind, "{");
+                Self::line(out, ind + 1, &format!("int sarek_end{n} = {b};"));
+                let (cmp, step) = if *downto { (">=", "--") } else { ("<=", "++") };
+                Self::line(
+                    out,
+                    ind + 1,
+                    &format!("for (int {i} = {a}; {i} {cmp} sarek_end{n}; {i}{step}) {{"),
+                );
+                self.block(body, ind + 2, out);
+                Self::line(out, ind + 1, "}");
+                Self::line(out, ind, "}");
+            }
+            StmtKind::While { cond, body, .. } => {
+                let c = self.expr(cond);
+                Self::line(out, ind, &format!("while ({c}) {{"));
+                self.block(body, ind + 1, out);
+                Self::line(out, ind, "}");
+            }
+            StmtKind::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => {
+                // An if-chain on the tag rather than `switch`, so that `break`/`continue` in
+                // an arm still reach the enclosing loop.
+                let n = self.fresh();
+                let e = self.expr(scrutinee);
+                let t = self.ty(&Ty::Variant(*variant));
+                Self::line(out, ind, "{");
+                Self::line(out, ind + 1, &format!("{t} sarek_m{n} = {e};"));
+                let mut first = true;
+                for arm in arms {
+                    let head = match arm.ctor {
+                        Some(c) if first => format!("if (sarek_m{n}.tag == {c}) {{"),
+                        Some(c) => format!("}} else if (sarek_m{n}.tag == {c}) {{"),
+                        None if first => "{".to_string(),
+                        None => "} else {".to_string(),
+                    };
+                    let default = arm.ctor.is_none();
+                    Self::line(out, ind + 1, &head);
+                    if let Some(c) = arm.ctor {
+                        for (j, b) in arm.bindings.iter().enumerate() {
+                            if let Some(b) = b {
+                                let decl = self.var_decl(*b);
+                                let field = self.payload_name(*variant, c, j as u32);
+                                Self::line(out, ind + 2, &format!("{decl} = sarek_m{n}.{field};"));
+                            }
+                        }
+                    }
+                    self.block(&arm.body, ind + 2, out);
+                    first = false;
+                    if default {
+                        break;
+                    }
+                }
+                if !first {
+                    Self::line(out, ind + 1, "}");
+                }
+                Self::line(out, ind, "}");
+            }
+            StmtKind::Block(b) => {
+                Self::line(out, ind, "{");
+                self.block(b, ind + 1, out);
+                Self::line(out, ind, "}");
+            }
+            StmtKind::Barrier => {
+                Self::line(out, ind, "memoryBarrierShared();");
+                Self::line(out, ind, "groupMemoryBarrier();");
+                Self::line(out, ind, "barrier();");
+            }
+            StmtKind::Fence { device: false } => {
+                Self::line(out, ind, "memoryBarrierShared();");
+                Self::line(out, ind, "groupMemoryBarrier();");
+            }
+            StmtKind::Fence { device: true } => Self::line(out, ind, "memoryBarrier();"),
+            StmtKind::Return(None) => Self::line(out, ind, "return;"),
+            StmtKind::Return(Some(e)) => {
+                let e = self.expr(e);
+                Self::line(out, ind, &format!("return {e};"));
+            }
+            StmtKind::Break => Self::line(out, ind, "break;"),
+            StmtKind::Continue => Self::line(out, ind, "continue;"),
+            StmtKind::Native(src) => Self::line(out, ind, src),
+        }
+    }
+
+    fn fresh(&mut self) -> u32 {
+        self.counter += 1;
+        self.counter
+    }
+
+    fn place(&mut self, p: &LValue) -> String {
+        match p {
+            LValue::Var(v) => self.var_ref(*v),
+            LValue::Index { base, index } => {
+                let i = self.expr(index);
+                format!("{}[{i}]", self.array_name(*base))
+            }
+            LValue::Field { base, field } => {
+                let ty = self.place_ty(base);
+                let b = self.place(base);
+                format!("{b}.{}", self.member(&ty, *field))
+            }
+        }
+    }
+
+    fn place_ty(&self, p: &LValue) -> Ty {
+        match p {
+            LValue::Var(v) => self.k.var(*v).ty.clone(),
+            LValue::Index { base, .. } => self.k.var(*base).ty.elem().cloned().unwrap_or(Ty::Unit),
+            LValue::Field { base, field } => match self.place_ty(base) {
+                Ty::Record(id) => self.k.record(id).fields[*field as usize].ty.clone(),
+                _ => Ty::Unit,
+            },
+        }
+    }
+
+    fn member(&self, ty: &Ty, field: u32) -> String {
+        match ty {
+            Ty::Record(id) => self.field_name(&self.k.record(*id).fields[field as usize].name),
+            _ => format!("f{field}"),
+        }
+    }
+
+    /// A variable read: kernel scalars live in the push-constant block.
+    fn var_ref(&self, v: VarId) -> String {
+        if self.k.params.contains(&v) && !matches!(self.k.var(v).ty, Ty::Vector(_)) {
+            format!("sarek_pc.{}", self.param_member(v))
+        } else {
+            self.names[v.0 as usize].clone()
+        }
+    }
+
+    // ----- expressions -----
+
+    fn expr(&mut self, e: &Expr) -> String {
+        self.note_type(&e.ty);
+        match &e.kind {
+            ExprKind::Lit(l) => self.literal(l),
+            ExprKind::Var(v) => self.var_ref(*v),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
+                let (a, b) = (self.expr(lhs), self.expr(rhs));
+                self.binary(*op, s, a, b, rhs.ty.scalar().unwrap_or(Scalar::I32))
+            }
+            ExprKind::Unary { op, operand } => {
+                let a = self.expr(operand);
+                match op {
+                    UnOp::Neg => format!("(-{a})"),
+                    UnOp::Not => format!("(!{a})"),
+                    UnOp::BitNot => format!("(~{a})"),
+                }
+            }
+            ExprKind::Index { base, index } => {
+                let i = self.expr(index);
+                let read = format!("{}[{i}]", self.array_name(*base));
+                if self.is_uint_shared(*base) {
+                    format!("uintBitsToFloat({read})")
+                } else {
+                    read
+                }
+            }
+            ExprKind::Field { base, field } => {
+                let b = self.expr(base);
+                format!("{b}.{}", self.member(&base.ty, *field))
+            }
+            ExprKind::Record { fields, .. } => {
+                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
+                format!("{}({})", self.ty(&e.ty), args.join(", "))
+            }
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => {
+                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
+                format!("{}({})", self.ctor_fn(*variant, *ctor), args.join(", "))
+            }
+            ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
+            ExprKind::Payload { value, ctor, field } => {
+                let Ty::Variant(id) = value.ty else {
+                    return "0".into();
+                };
+                let v = self.expr(value);
+                format!("{v}.{}", self.payload_name(id, *ctor, *field))
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                let (c, a, b) = (
+                    self.expr(cond),
+                    self.expr(then_value),
+                    self.expr(else_value),
+                );
+                format!("({c} ? {a} : {b})")
+            }
+            ExprKind::Call { func, args } => self.call(*func, args),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, &e.ty),
+        }
+    }
+
+    fn literal(&mut self, l: &Literal) -> String {
+        match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(v) if *v == i32::MIN => "(-2147483647 - 1)".into(),
+            Literal::I32(v) if *v < 0 => format!("({v})"),
+            Literal::I32(v) => v.to_string(),
+            Literal::I64(v) => {
+                self.uses_i64 = true;
+                if *v == i64::MIN {
+                    "(-9223372036854775807l - 1l)".into()
+                } else if *v < 0 {
+                    format!("({v}l)")
+                } else {
+                    format!("{v}l")
+                }
+            }
+            Literal::F32(v) => {
+                float_lit(*v as f64, v.is_nan(), v.is_infinite(), format!("{v:?}"), "")
+            }
+            Literal::F64(v) => {
+                self.uses_f64 = true;
+                float_lit(*v, v.is_nan(), v.is_infinite(), format!("{v:?}"), "lf")
+            }
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, s: Scalar, a: String, b: String, rhs: Scalar) -> String {
+        let bits = if s == Scalar::I64 { 63 } else { 31 };
+        // Shift amounts are masked to the operand width, as the interpreter does.
+        let amount = |b: &str| {
+            if rhs == Scalar::I64 {
+                format!("int({b} & {bits}l)")
+            } else {
+                format!("({b} & {bits})")
+            }
+        };
+        match op {
+            BinOp::Add => format!("({a} + {b})"),
+            BinOp::Sub => format!("({a} - {b})"),
+            BinOp::Mul => format!("({a} * {b})"),
+            BinOp::Div => format!("({a} / {b})"),
+            BinOp::Rem => {
+                // GLSL `%` on negative ints is undefined (glslang emits OpSMod, the sign of the
+                // divisor) and `mod` on floats is floor-based: both get C-remainder helpers.
+                let h = match s {
+                    Scalar::I32 => "rem_i32",
+                    Scalar::I64 => "rem_i64",
+                    Scalar::F32 => "fmod_f32",
+                    _ => "fmod_f64",
+                };
+                self.helpers.insert(h.into());
+                format!("sarek_h_{h}({a}, {b})")
+            }
+            BinOp::Eq => format!("({a} == {b})"),
+            BinOp::Ne => format!("({a} != {b})"),
+            BinOp::Lt => format!("({a} < {b})"),
+            BinOp::Le => format!("({a} <= {b})"),
+            BinOp::Gt => format!("({a} > {b})"),
+            BinOp::Ge => format!("({a} >= {b})"),
+            BinOp::And => format!("({a} && {b})"),
+            BinOp::Or => format!("({a} || {b})"),
+            BinOp::BitAnd => format!("({a} & {b})"),
+            BinOp::BitOr => format!("({a} | {b})"),
+            BinOp::BitXor => format!("({a} ^ {b})"),
+            BinOp::Shl => format!("({a} << {})", amount(&b)),
+            BinOp::AShr => format!("({a} >> {})", amount(&b)),
+            BinOp::LShr if s == Scalar::I64 => format!("int64_t(uint64_t({a}) >> {})", amount(&b)),
+            BinOp::LShr => format!("int(uint({a}) >> {})", amount(&b)),
+        }
+    }
+
+    fn call(&mut self, func: FuncId, args: &[Expr]) -> String {
+        let f = self.k.function(func).clone();
+        let mut key = Vec::new();
+        let mut out_args = Vec::new();
+        for (p, a) in f.params.iter().zip(args) {
+            let array_param = matches!(self.k.var(*p).ty, Ty::Vector(_) | Ty::Array { .. });
+            if array_param {
+                let ExprKind::Var(v) = a.kind else { continue };
+                let r = self.resolve_array(v);
+                if let ArrArg::Local(_) = r {
+                    out_args.push(self.array_name(v));
+                }
+                key.push(r);
+            } else {
+                out_args.push(self.expr(a));
+            }
+        }
+        let name = self.instance(func, key);
+        format!("{name}({})", out_args.join(", "))
+    }
+
+    /// The GLSL function for `func` specialised to `key`, emitting it on first use.
+    fn instance(&mut self, func: FuncId, key: Vec<ArrArg>) -> String {
+        if let Some(n) = self.instances.get(&(func, key.clone())) {
+            return n.clone();
+        }
+        let f = self.k.function(func).clone();
+        let name = if key.is_empty() {
+            escape(&f.name, &*self.reserved)
+        } else {
+            format!("sarek_s{}_{}", self.instances.len(), mangle(&f.name))
+        };
+        self.instances.insert((func, key.clone()), name.clone());
+        let saved = std::mem::take(&mut self.subst);
+        let saved_span = self.span;
+        let mut params = Vec::new();
+        let mut arrays = key.iter();
+        for p in &f.params {
+            let ty = self.k.var(*p).ty.clone();
+            if matches!(ty, Ty::Vector(_) | Ty::Array { .. }) {
+                let a = arrays.next().cloned().unwrap_or(ArrArg::Local(0));
+                if let ArrArg::Local(n) = a {
+                    params.push(format!(
+                        "inout {} {}[{n}]",
+                        self.ty(&ty),
+                        self.names[p.0 as usize]
+                    ));
+                }
+                self.subst.insert(*p, a);
+            } else {
+                params.push(self.var_decl(*p));
+            }
+        }
+        let mut body = String::new();
+        self.block(&f.body, 1, &mut body);
+        self.note_type(&f.ret);
+        let text = format!(
+            "{} {name}({}) {{\n{body}}}\n",
+            self.ty(&f.ret),
+            params.join(", ")
+        );
+        self.instance_text.push(text);
+        self.subst = saved;
+        self.span = saved_span;
+        name
+    }
+
+    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
+        let s = ty.scalar().unwrap_or(Scalar::I32);
+        match op {
+            Intrinsic::Geometry(g) => geometry(g),
+            Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
+            Intrinsic::Warp(w) => {
+                if !self.opts.subgroups {
+                    self.refuse("warp operations need subgroups, which this device lacks".into());
+                }
+                self.uses_subgroups = true;
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                match w {
+                    WarpOp::Shuffle => format!("subgroupShuffle({}, uint({} & 31))", a[0], a[1]),
+                    WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
+                        let x = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                        let kind = match w {
+                            WarpOp::ShuffleDown => "down",
+                            WarpOp::ShuffleUp => "up",
+                            _ => "xor",
+                        };
+                        let h = format!("shfl_{kind}_{}", x.short());
+                        self.helpers.insert(h.clone());
+                        format!("sarek_h_{h}({}, {})", a[0], a[1])
+                    }
+                    WarpOp::VoteAll => format!("subgroupAll({})", a[0]),
+                    WarpOp::VoteAny => format!("subgroupAny({})", a[0]),
+                    WarpOp::Ballot => format!("int(subgroupBallot({}).x)", a[0]),
+                }
+            }
+            Intrinsic::Atomic(a) => self.atomic(a, args, s),
+            Intrinsic::Math(m) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                self.math(m, s, a)
+            }
+            Intrinsic::Abs => {
+                let a = self.expr(&args[0]);
+                format!("abs({a})")
+            }
+            Intrinsic::Min | Intrinsic::Max => {
+                let (a, b) = (self.expr(&args[0]), self.expr(&args[1]));
+                let name = if op == Intrinsic::Min { "min" } else { "max" };
+                if s.is_float() {
+                    // GLSL leaves min/max with a NaN operand undefined; C fmin ignores it.
+                    let h = format!("f{name}_{}", s.short());
+                    self.helpers.insert(h.clone());
+                    format!("sarek_h_{h}({a}, {b})")
+                } else {
+                    format!("{name}({a}, {b})")
+                }
+            }
+            Intrinsic::Clz | Intrinsic::Popcount => {
+                let src = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                let a = self.expr(&args[0]);
+                let base = if op == Intrinsic::Clz {
+                    "clz"
+                } else {
+                    "popcount"
+                };
+                let h = format!("{base}_{}", src.short());
+                self.helpers.insert(h.clone());
+                format!("{}(sarek_h_{h}({a}))", scalar_ty(s))
+            }
+            Intrinsic::Convert => {
+                let from = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                let a = self.expr(&args[0]);
+                convert(&a, from, s)
+            }
+            Intrinsic::Length => {
+                let ExprKind::Var(v) = args[0].kind else {
+                    return "0".into();
+                };
+                self.length(v)
+            }
+        }
+    }
+
+    fn atomic(&mut self, op: AtomicOp, args: &[Expr], s: Scalar) -> String {
+        let ExprKind::Var(v) = args[0].kind else {
+            return "0".into();
+        };
+        let target = self.resolve_array(v);
+        let ArrArg::Global(g) = target else {
+            self.refuse("atomics on a per-thread local array (GLSL has atomics only on buffers and shared memory)".into());
+            return "0".into();
+        };
+        let i = self.expr(&args[1]);
+        let vals: Vec<String> = args[2..].iter().map(|x| self.expr(x)).collect();
+        let mem = format!("{}[{i}]", self.names[g.0 as usize]);
+        if s == Scalar::F32 {
+            if self.shared.contains(&g) {
+                self.shared_as_uint.insert(g);
+            }
+            return match op {
+                AtomicOp::Add => {
+                    self.float_atomics.insert(g);
+                    format!("sarek_h_fadd{}({i}, {})", g.0, vals[0])
+                }
+                _ => {
+                    // Exchange: on the uint view, bit for bit.
+                    if !self.shared.contains(&g) {
+                        self.float_atomics.insert(g);
+                    }
+                    format!(
+                        "uintBitsToFloat(atomicExchange({}[{i}], floatBitsToUint({})))",
+                        self.uint_view(g),
+                        vals[0]
+                    )
+                }
+            };
+        }
+        if s == Scalar::I64 {
+            if !self.opts.int64_atomics {
+                self.refuse("int64 atomics are not supported by this device".into());
+            }
+            self.uses_i64_atomics = true;
+        }
+        let one = if s == Scalar::I64 { "1l" } else { "1" };
+        match op {
+            AtomicOp::Add => format!("atomicAdd({mem}, {})", vals[0]),
+            AtomicOp::Sub => format!("atomicAdd({mem}, -({}))", vals[0]),
+            AtomicOp::Min => format!("atomicMin({mem}, {})", vals[0]),
+            AtomicOp::Max => format!("atomicMax({mem}, {})", vals[0]),
+            AtomicOp::And => format!("atomicAnd({mem}, {})", vals[0]),
+            AtomicOp::Or => format!("atomicOr({mem}, {})", vals[0]),
+            AtomicOp::Xor => format!("atomicXor({mem}, {})", vals[0]),
+            AtomicOp::Exch => format!("atomicExchange({mem}, {})", vals[0]),
+            AtomicOp::Cas => format!("atomicCompSwap({mem}, {}, {})", vals[0], vals[1]),
+            AtomicOp::Inc => format!("atomicAdd({mem}, {one})"),
+            AtomicOp::Dec => format!("atomicAdd({mem}, -{one})"),
+        }
+    }
+
+    fn math(&mut self, m: MathFn, s: Scalar, a: Vec<String>) -> String {
+        use MathFn::*;
+        let f64 = s == Scalar::F64;
+        let helper = |w: &mut Self, name: &str| {
+            let h = format!("{name}_{}", s.short());
+            w.helpers.insert(h.clone());
+            format!("sarek_h_{h}({})", a.join(", "))
+        };
+        // GLSL 4.50 has float64 overloads only for these (§8): the rest is refused for float64.
+        let f64_ok = matches!(
+            m,
+            Sqrt | Rsqrt
+                | Floor
+                | Ceil
+                | Trunc
+                | Round
+                | Fabs
+                | Fmin
+                | Fmax
+                | Fma
+                | Copysign
+                | Hypot
+        );
+        if f64 && !f64_ok {
+            self.refuse(format!(
+                "GLSL has no float64 `{}` (only float32)",
+                m.c_name()
+            ));
+            return "0.0lf".into();
+        }
+        match m {
+            Sqrt => format!("sqrt({})", a[0]),
+            Rsqrt => format!("inversesqrt({})", a[0]),
+            Exp => format!("exp({})", a[0]),
+            Exp2 => format!("exp2({})", a[0]),
+            Log => format!("log({})", a[0]),
+            Log2 => format!("log2({})", a[0]),
+            Sin => format!("sin({})", a[0]),
+            Cos => format!("cos({})", a[0]),
+            Tan => format!("tan({})", a[0]),
+            Asin => format!("asin({})", a[0]),
+            Acos => format!("acos({})", a[0]),
+            Atan => format!("atan({})", a[0]),
+            Sinh => format!("sinh({})", a[0]),
+            Cosh => format!("cosh({})", a[0]),
+            Tanh => format!("tanh({})", a[0]),
+            Floor => format!("floor({})", a[0]),
+            Ceil => format!("ceil({})", a[0]),
+            Trunc => format!("trunc({})", a[0]),
+            Fabs => format!("abs({})", a[0]),
+            Atan2 => format!("atan({}, {})", a[0], a[1]),
+            Fma => format!("fma({}, {}, {})", a[0], a[1], a[2]),
+            Expm1 => helper(self, "expm1"),
+            Log10 => helper(self, "log10"),
+            Log1p => helper(self, "log1p"),
+            Round => helper(self, "round"),
+            Pow => {
+                // The pow helper uses fmod to test the parity of an integral exponent.
+                self.helpers.insert(format!("fmod_{}", s.short()));
+                helper(self, "pow")
+            }
+            Hypot => helper(self, "hypot"),
+            Copysign => helper(self, "copysign"),
+            Fmin => helper(self, "fmin"),
+            Fmax => helper(self, "fmax"),
+        }
+    }
+}
+
+fn collect_shared(b: &Block, out: &mut Vec<VarId>) {
+    for s in b {
+        match &s.kind {
+            StmtKind::Array { var } => out.push(*var),
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                collect_shared(then_block, out);
+                collect_shared(else_block, out);
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                collect_shared(body, out)
+            }
+            StmtKind::Match { arms, .. } => arms.iter().for_each(|a| collect_shared(&a.body, out)),
+            _ => {}
+        }
+    }
+}
+
+pub(super) fn scalar_ty(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "bool",
+        Scalar::I32 => "int",
+        Scalar::I64 => "int64_t",
+        Scalar::F32 => "float",
+        Scalar::F64 => "double",
+    }
+}
+
+fn zero_scalar(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "false",
+        Scalar::I32 => "0",
+        Scalar::I64 => "0l",
+        Scalar::F32 => "0.0",
+        Scalar::F64 => "0.0lf",
+    }
+}
+
+fn float_lit(v: f64, nan: bool, inf: bool, text: String, suffix: &str) -> String {
+    let base = if nan {
+        "uintBitsToFloat(0x7fc00000u)".to_string()
+    } else if inf {
+        let s = if v < 0.0 {
+            "0xff800000u"
+        } else {
+            "0x7f800000u"
+        };
+        format!("uintBitsToFloat({s})")
+    } else {
+        let t = if text.contains(['.', 'e', 'E']) {
+            text
+        } else {
+            format!("{text}.0")
+        };
+        let t = format!("{t}{suffix}");
+        return if v < 0.0 || t.starts_with('-') {
+            format!("({t})")
+        } else {
+            t
+        };
+    };
+    if suffix.is_empty() {
+        base
+    } else {
+        format!("double({base})")
+    }
+}
+
+fn geometry(g: Geometry) -> String {
+    let (var, axis) = match g {
+        Geometry::ThreadIdx(a) => ("gl_LocalInvocationID", a),
+        Geometry::BlockIdx(a) => ("gl_WorkGroupID", a),
+        Geometry::BlockDim(a) => ("gl_WorkGroupSize", a),
+        Geometry::GridDim(a) => ("gl_NumWorkGroups", a),
+        Geometry::GlobalIdx(a) => ("gl_GlobalInvocationID", a),
+        // The language's warp size is 32 on every target; the runtime only offers subgroups
+        // on devices whose subgroup size it can make 32.
+        Geometry::WarpSize => return "32".into(),
+    };
+    format!("int({var}.{})", axis.letter())
+}
+
+fn convert(a: &str, from: Scalar, to: Scalar) -> String {
+    if from == to {
+        return a.to_string();
+    }
+    match (from, to) {
+        (_, Scalar::Bool) => format!("({a} != {})", zero_scalar(from)),
+        (Scalar::Bool, _) => {
+            let one = match to {
+                Scalar::I64 => "1l",
+                Scalar::F32 => "1.0",
+                Scalar::F64 => "1.0lf",
+                _ => "1",
+            };
+            format!("({a} ? {one} : {})", zero_scalar(to))
+        }
+        _ => format!("{}({a})", scalar_ty(to)),
+    }
+}
+
+/// GLSL source of a built-in helper, by key `<name>_<type>`.
+fn builtin_helper(key: &str) -> String {
+    let (name, short) = key.rsplit_once('_').unwrap_or((key, "f32"));
+    let t = match short {
+        "i32" => "int",
+        "i64" => "int64_t",
+        "f64" => "double",
+        "bool" => "bool",
+        _ => "float",
+    };
+    let one = if short == "f64" { "1.0lf" } else { "1.0" };
+    let half = if short == "f64" { "0.5lf" } else { "0.5" };
+    let zero = if short == "f64" { "0.0lf" } else { "0.0" };
+    let nan = if short == "f64" {
+        "double(uintBitsToFloat(0x7fc00000u))"
+    } else {
+        "uintBitsToFloat(0x7fc00000u)"
+    };
+    let mut templates: BTreeMap<&str, String> = BTreeMap::new();
+    // C remainder: the sign of the dividend; `x mod -1` is 0 (also for the most negative x).
+    templates.insert("rem", "T sarek_h_rem_S(T a, T b) {\n    if (b == T(-1)) return T(0);\n    return a - b * (a / b);\n}\n".into());
+    // C fmod, exactly: scale |y| up by powers of two to the largest multiple not above |x|,
+    // then subtract back down; every step is exact (seed 002's WGSL helper, in GLSL).
+    templates.insert(
+        "fmod",
+        "T sarek_h_fmod_S(T x, T y) {\n    T ax = abs(x);\n    T ay = abs(y);\n    if (isnan(x) || isnan(y) || isinf(x) || ay == ZERO) return NAN;\n    if (isinf(ay) || ax < ay) return x;\n    T d = ay;\n    while (d * T(2) <= ax) d *= T(2);\n    T r = ax;\n    while (d >= ay) {\n        if (r >= d) r -= d;\n        d *= HALF;\n    }\n    return x < ZERO ? -r : r;\n}\n".into(),
+    );
+    // C round: half away from zero (GLSL `round` leaves the direction of .5 open).
+    templates.insert("round", "T sarek_h_round_S(T x) {\n    T t = trunc(x);\n    return abs(x - t) >= HALF ? t + sign(x) : t;\n}\n".into());
+    templates.insert("expm1", "T sarek_h_expm1_S(T x) {\n    return abs(x) < T(1e-5) ? x + HALF * x * x + x * x * x / T(6) : exp(x) - ONE;\n}\n".into());
+    templates.insert("log1p", "T sarek_h_log1p_S(T x) {\n    return abs(x) < T(1e-4) ? x - HALF * x * x + x * x * x / T(3) : log(ONE + x);\n}\n".into());
+    templates.insert(
+        "log10",
+        "T sarek_h_log10_S(T x) {\n    return log2(x) * T(0.30102999566398120);\n}\n".into(),
+    );
+    // C pow: negative bases with integral exponents, pow(x, 0) = 1 (GLSL leaves both undefined).
+    templates.insert(
+        "pow",
+        "T sarek_h_pow_S(T x, T y) {\n    if (y == ZERO) return ONE;\n    if (x > ZERO) return pow(x, y);\n    if (x == ZERO) return y > ZERO ? ZERO : INF;\n    if (trunc(y) != y) return NAN;\n    T r = pow(-x, y);\n    return (sarek_h_fmod_S(y, T(2)) == ZERO) ? r : -r;\n}\n".into(),
+    );
+    templates.insert("hypot", "T sarek_h_hypot_S(T x, T y) {\n    T a = abs(x);\n    T b = abs(y);\n    T m = max(a, b);\n    if (isinf(a) || isinf(b)) return INF;\n    if (m == ZERO) return ZERO;\n    T p = a / m;\n    T q = b / m;\n    return m * sqrt(p * p + q * q);\n}\n".into());
+    templates.insert(
+        "copysign",
+        "T sarek_h_copysign_S(T x, T y) {\n    bool neg = y < ZERO || (y == ZERO && ONE / y < ZERO);\n    return neg ? -abs(x) : abs(x);\n}\n".into(),
+    );
+    templates.insert(
+        "fmin",
+        "T sarek_h_fmin_S(T a, T b) {\n    return isnan(a) ? b : (isnan(b) ? a : min(a, b));\n}\n"
+            .into(),
+    );
+    templates.insert(
+        "fmax",
+        "T sarek_h_fmax_S(T a, T b) {\n    return isnan(a) ? b : (isnan(b) ? a : max(a, b));\n}\n"
+            .into(),
+    );
+    templates.insert("clz", if short == "i64" {
+        "int sarek_h_clz_S(int64_t x) {\n    uint hi = uint(uint64_t(x) >> 32);\n    uint lo = uint(uint64_t(x) & 0xffffffffUL);\n    return hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo);\n}\n".into()
+    } else {
+        "int sarek_h_clz_S(int x) {\n    return 31 - findMSB(uint(x));\n}\n".into()
+    });
+    templates.insert("popcount", if short == "i64" {
+        "int sarek_h_popcount_S(int64_t x) {\n    return bitCount(uint(uint64_t(x) >> 32)) + bitCount(uint(uint64_t(x) & 0xffffffffUL));\n}\n".into()
+    } else {
+        "int sarek_h_popcount_S(int x) {\n    return bitCount(x);\n}\n".into()
+    });
+    // Shuffles whose source lane is outside the warp return the caller's own value (CUDA's
+    // rule, which the interpreter follows); GLSL leaves those undefined.
+    let body = if let Some(kind) = name.strip_prefix("shfl_") {
+        let src = match kind {
+            "down" => "int(l) + d",
+            "up" => "int(l) - d",
+            _ => "int(l) ^ d",
+        };
+        format!(
+            "T sarek_h_{name}_S(T x, int d) {{\n    uint l = gl_SubgroupInvocationID;\n    int s = {src};\n    return subgroupShuffle(x, (s >= 0 && s < 32) ? uint(s) : l);\n}}\n"
+        )
+    } else {
+        templates.get(name).cloned().unwrap_or_default()
+    };
+    let inf = if short == "f64" {
+        "double(uintBitsToFloat(0x7f800000u))"
+    } else {
+        "uintBitsToFloat(0x7f800000u)"
+    };
+    body.replace("NAN", nan)
+        .replace("INF", inf)
+        .replace("ZERO", zero)
+        .replace("HALF", half)
+        .replace("ONE", one)
+        .replace("T(", &format!("{t}("))
+        .replace("T ", &format!("{t} "))
+        .replace("_S(", &format!("_{short}("))
+}
