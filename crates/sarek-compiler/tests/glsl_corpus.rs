@@ -232,3 +232,24 @@ fn refusals_are_located_and_name_glsl() {
         "{text}"
     );
 }
+
+#[test]
+#[ignore = "scratch: set SAREK_GLSL_FILE to print a file's GLSL and glslang's verdict"]
+fn print_one() {
+    let Ok(f) = std::env::var("SAREK_GLSL_FILE") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&f).unwrap();
+    let (sources, gens) = generate_all(&f, &text, &TargetOptions::default());
+    for (kernel, r) in gens {
+        match r {
+            Ok(g) => {
+                println!("// ===== {kernel}\n{}", g.source);
+                if let Err(e) = spirv::compile(&g.source) {
+                    println!("{e}");
+                }
+            }
+            Err(d) => println!("// ===== {kernel}: {}", render_all(&d, &sources, false)),
+        }
+    }
+}

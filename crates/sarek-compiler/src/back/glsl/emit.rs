@@ -342,7 +342,15 @@ impl<'k> Writer<'k> {
             let _ = writeln!(out, "shared {ty} {}[{n}];", self.names[v.0 as usize]);
         }
         out.push('\n');
-        for h in self.helpers.clone() {
+        // Helpers other helpers call (pow -> fmod, acos -> asin) come first.
+        let mut helpers: Vec<String> = self.helpers.iter().cloned().collect();
+        helpers.sort_by_key(|h| {
+            (
+                !(h.starts_with("fmod_") || h.starts_with("asin_")),
+                h.clone(),
+            )
+        });
+        for h in helpers {
             out.push_str(&builtin_helper(&h));
         }
         for v in self.float_atomics.clone() {
@@ -1057,8 +1065,13 @@ impl<'k> Writer<'k> {
             Sin => format!("sin({})", a[0]),
             Cos => format!("cos({})", a[0]),
             Tan => format!("tan({})", a[0]),
-            Asin => format!("asin({})", a[0]),
-            Acos => format!("acos({})", a[0]),
+            // Vulkan lets asin/acos be as loose as atan2 (4096 ulps; lavapipe is that loose):
+            // Cephes' float polynomials instead, within a few ulps.
+            Asin => helper(self, "asin"),
+            Acos => {
+                self.helpers.insert(format!("asin_{}", s.short()));
+                helper(self, "acos")
+            }
             Atan => format!("atan({})", a[0]),
             Sinh => format!("sinh({})", a[0]),
             Cosh => format!("cosh({})", a[0]),
@@ -1245,6 +1258,17 @@ fn builtin_helper(key: &str) -> String {
         "T sarek_h_fmax_S(T a, T b) {\n    return isnan(a) ? b : (isnan(b) ? a : max(a, b));\n}\n"
             .into(),
     );
+    // Cephes asinf: a polynomial on [0, 0.5], and asin(x) = pi/2 - 2 asin(sqrt((1 - x) / 2))
+    // above, so no argument near 1 loses precision.
+    templates.insert(
+        "asin",
+        "T sarek_h_asin_S(T x) {\n    T a = abs(x);\n    if (a > ONE) return NAN;\n    bool big = a > HALF;\n    T z = big ? HALF * (ONE - a) : a * a;\n    T t = big ? sqrt(z) : a;\n    T y = ((((T(4.2163199048e-2) * z + T(2.4181311049e-2)) * z + T(4.5470025998e-2)) * z + T(7.4953002686e-2)) * z + T(1.6666752422e-1)) * z * t + t;\n    if (big) y = T(1.5707963267948966) - (y + y);\n    return x < ZERO ? -y : y;\n}\n".into(),
+    );
+    // Cephes acosf: through asin of the half-angle on both ends.
+    templates.insert(
+        "acos",
+        "T sarek_h_acos_S(T x) {\n    if (x < -HALF) return T(3.1415926535897932) - T(2) * sarek_h_asin_S(sqrt(HALF * (ONE + x)));\n    if (x > HALF) return T(2) * sarek_h_asin_S(sqrt(HALF * (ONE - x)));\n    return T(1.5707963267948966) - sarek_h_asin_S(x);\n}\n".into(),
+    );
     templates.insert("clz", if short == "i64" {
         "int sarek_h_clz_S(int64_t x) {\n    uint hi = uint(uint64_t(x) >> 32);\n    uint lo = uint(uint64_t(x) & 0xffffffffUL);\n    return hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo);\n}\n".into()
     } else {
@@ -1267,7 +1291,10 @@ fn builtin_helper(key: &str) -> String {
             "T sarek_h_{name}_S(T x, int d) {{\n    uint l = gl_SubgroupInvocationID;\n    int s = {src};\n    return subgroupShuffle(x, (s >= 0 && s < 32) ? uint(s) : l);\n}}\n"
         )
     } else {
-        templates.get(name).cloned().unwrap_or_default()
+        templates
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no GLSL helper template `{name}`"))
     };
     let inf = if short == "f64" {
         "double(uintBitsToFloat(0x7f800000u))"
