@@ -253,3 +253,27 @@ fn print_one() {
         }
     }
 }
+
+#[test]
+fn emulated_warps_compile() {
+    use sarek_compiler::back::glsl::{Warps, generate_with};
+    let tools = tools();
+    let mut sources = SourceMap::new();
+    let file = sources.add("warp.sarek", WARP);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let ir = sarek_compiler::lower_kernel(&program, "warp_sum").expect("lowers");
+    // No subgroups needed: emulation works on any device.
+    let no_sub = TargetOptions {
+        subgroups: false,
+        ..TargetOptions::default()
+    };
+    let g = generate_with(&ir, &no_sub, Warps::Emulated).expect("emulated warps are not refused");
+    assert!(
+        !g.source.contains("GL_KHR_shader_subgroup")
+            && g.source.contains("shared uint sarek_ws[1024];")
+    );
+    if tools {
+        let words = spirv::compile(&g.source).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+        spirv::validate(&words).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+    }
+}
