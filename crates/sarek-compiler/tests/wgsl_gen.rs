@@ -217,7 +217,11 @@ fn generation_is_deterministic_across_threads() {
                     let mut out = vec![String::new(); n];
                     for round in 0..5 {
                         for j in 0..n {
-                            let idx = if t % 2 == 0 { (j + t + round) % n } else { (2 * n - 1 - j + t) % n };
+                            let idx = if t % 2 == 0 {
+                                (j + t + round) % n
+                            } else {
+                                (2 * n - 1 - j + t) % n
+                            };
                             out[idx] = gen_ok(&kernels[idx]).source;
                         }
                     }

@@ -404,7 +404,8 @@ fn integer_division_is_total_in_wgsl() {
     let b = vec![2, 2, -2, -2, 0, -1, 1, 0];
     let n = a.len();
     let mut args = vec![vi(a.clone()), vi(b.clone()), vi(vec![9; n]), vi(vec![9; n])];
-    d.launch(&k::int_div(), LaunchConfig::linear(n as u32), &mut args).unwrap();
+    d.launch(&k::int_div(), LaunchConfig::linear(n as u32), &mut args)
+        .unwrap();
     assert_eq!(ints(&args[2]), vec![3, -3, -3, 3, 5, i32::MIN, i32::MIN, 0]);
     assert_eq!(ints(&args[3]), vec![1, -1, 1, -1, 0, 0, 0, 0]);
 }
