@@ -145,8 +145,8 @@ impl<'a> Writer<'a> {
 
     fn ty(&self, ty: &Ty) -> String {
         match ty {
-            Ty::Unit => "bool".into(),
-            Ty::Scalar(Scalar::Bool) => "bool".into(),
+            // Unit values are never declared (unit `let`s become expression statements).
+            Ty::Unit | Ty::Scalar(Scalar::Bool) => "bool".into(),
             Ty::Scalar(Scalar::F32 | Scalar::F64) => "f32".into(),
             Ty::Scalar(Scalar::I32 | Scalar::I64) => "i32".into(),
             Ty::Record(_) | Ty::Variant(_) => self.names.ty_name(ty).unwrap_or("i32").to_string(),
