@@ -221,15 +221,32 @@ fn refusals_are_located_and_name_glsl() {
         "{text}"
     );
     let src = "let%kernel k (d : float64 vector) = let i = global_thread_id in d.(i) <- sin d.(i)";
-    let (sources, gens) = generate_all("f64.sarek", src, &TargetOptions::default());
+    let no_f64 = TargetOptions {
+        float64: false,
+        ..TargetOptions::default()
+    };
+    let (sources, gens) = generate_all("f64.sarek", src, &no_f64);
     let text = render_all(
-        gens[0].1.as_ref().expect_err("float64 sin must be refused"),
+        gens[0]
+            .1
+            .as_ref()
+            .expect_err("float64 without device support must be refused"),
         &sources,
         false,
     );
     assert!(
-        text.contains("GLSL has no float64 `sin`") && text.contains("f64.sarek:1:"),
+        text.contains("GLSL") && text.contains("float64") && text.contains("f64.sarek:1:"),
         "{text}"
+    );
+    // With float64 support, the transcendental functions GLSL lacks are helpers.
+    let (_, gens) = generate_all("f64.sarek", src, &TargetOptions::default());
+    assert!(
+        gens[0]
+            .1
+            .as_ref()
+            .expect("float64 sin compiles")
+            .source
+            .contains("sarek_h_sin_f64")
     );
 }
 

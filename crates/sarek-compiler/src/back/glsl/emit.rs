@@ -360,10 +360,11 @@ impl<'k> Writer<'k> {
         // Helpers other helpers call (pow -> fmod, acos -> asin) come first.
         let mut helpers: Vec<String> = self.helpers.iter().cloned().collect();
         helpers.sort_by_key(|h| {
-            (
-                !(h.starts_with("fmod_") || h.starts_with("asin_")),
-                h.clone(),
-            )
+            let rank = match h.strip_suffix("_f64") {
+                Some(name) => super::f64math::rank(name),
+                None => u8::from(!(h.starts_with("fmod_") || h.starts_with("asin_"))),
+            };
+            (rank, h.clone())
         });
         for h in helpers {
             out.push_str(&builtin_helper(&h));
@@ -1065,6 +1066,14 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// A float64 helper and, first, the helpers it calls.
+    fn need_f64(&mut self, name: &str) {
+        for d in super::f64math::deps(name) {
+            self.need_f64(d);
+        }
+        self.helpers.insert(format!("{name}_f64"));
+    }
+
     fn math(&mut self, m: MathFn, s: Scalar, a: Vec<String>) -> String {
         use MathFn::*;
         let f64 = s == Scalar::F64;
@@ -1089,6 +1098,31 @@ impl<'k> Writer<'k> {
                 | Hypot
         );
         if f64 && !f64_ok {
+            let name = match m {
+                Exp => "exp",
+                Exp2 => "exp2",
+                Expm1 => "expm1",
+                Log => "log",
+                Log2 => "log2",
+                Log10 => "log10",
+                Log1p => "log1p",
+                Sin => "sin",
+                Cos => "cos",
+                Tan => "tan",
+                Asin => "asin",
+                Acos => "acos",
+                Atan => "atan",
+                Atan2 => "atan2",
+                Sinh => "sinh",
+                Cosh => "cosh",
+                Tanh => "tanh",
+                Pow => "pow",
+                _ => "",
+            };
+            if super::f64math::template(name).is_some() {
+                self.need_f64(name);
+                return format!("sarek_h_{name}_f64({})", a.join(", "));
+            }
             self.refuse(format!(
                 "GLSL has no float64 `{}` (only float32)",
                 m.c_name()
@@ -1371,6 +1405,11 @@ fn builtin_helper(key: &str) -> String {
         format!(
             "{ret} sarek_h_{name}_S(bool b) {{\n    uint t = gl_LocalInvocationIndex;\n    uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;\n    memoryBarrierShared();\n    barrier();\n    sarek_ws[t] = b ? 1u : 0u;\n    memoryBarrierShared();\n    barrier();\n    uint base = t & ~31u;\n    {init}\n    for (uint k = 0u; k < 32u && base + k < n; k++) {{\n        {step}\n    }}\n    return {fin};\n}}\n"
         )
+    } else if let Some(t) = (short == "f64")
+        .then(|| super::f64math::template(name))
+        .flatten()
+    {
+        t.to_string()
     } else if let Some(kind) = name.strip_prefix("shfl_") {
         let src = match kind {
             "down" => "int(l) + d",

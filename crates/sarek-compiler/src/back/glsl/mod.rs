@@ -25,10 +25,12 @@
 //!   parameters is specialised per tuple of arrays it is called with (`sarek_s<n>_<name>`);
 //!   per-thread local arrays are passed as `inout T a[N]`.
 //!
-//! What GLSL cannot express (float64 transcendental functions, float64 / int64 atomics /
+//! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
+//! helpers in [`f64math`]. What GLSL cannot express (float64 or int64 atomics and native
 //! subgroups where the device lacks them) is refused with a located error naming GLSL.
 
 mod emit;
+mod f64math;
 pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
