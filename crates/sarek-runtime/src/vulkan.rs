@@ -271,7 +271,8 @@ impl State {
                 .params
                 .iter()
                 .filter(|p| matches!(p.kind, AbiParamKind::Vector { .. }))
-                .count();
+                .count()
+                + usize::from(abi.uniform_binding.is_some());
             let bindings: Vec<_> = (0..buffers as u32)
                 .map(|b| {
                     vk::DescriptorSetLayoutBinding::default()
@@ -290,6 +291,7 @@ impl State {
             .map_err(vk_err("descriptor set layout"))?;
             let ranges: Vec<_> = abi
                 .uniform_size
+                .filter(|_| abi.uniform_binding.is_none())
                 .map(|size| {
                     vk::PushConstantRange::default()
                         .stage_flags(vk::ShaderStageFlags::COMPUTE)
@@ -432,6 +434,7 @@ impl State {
             )));
         }
         if let Some(size) = abi.uniform_size
+            && abi.uniform_binding.is_none()
             && size > l.max_push_constants_size
         {
             return Err(RuntimeError::Compile(format!(
@@ -456,7 +459,7 @@ impl State {
         let m = &self.modules[source];
         let abi = &m.abi;
         let mut push = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        // Buffers in binding order: (binding, memory, size, element layout, arg index).
+        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block).
         let mut buffers = Vec::new();
         for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
             match (&p.kind, arg) {
@@ -525,6 +528,12 @@ impl State {
                     )));
                 }
             }
+        }
+        if let Some((_, binding)) = abi.uniform_binding {
+            // Parameters past the push-constant limit: a storage buffer, never read back.
+            let (buf, mem) = self.host_buffer(&push, scratch)?;
+            buffers.push((binding, buf, mem, push.len(), usize::MAX));
+            push.clear();
         }
         unsafe {
             let set = if buffers.is_empty() {
@@ -666,7 +675,7 @@ impl State {
                     elapsed = Duration::from_nanos(ns as u64);
                 }
             }
-            for (_, _, mem, size, i) in &buffers {
+            for (_, _, mem, size, i) in buffers.iter().filter(|b| b.4 != usize::MAX) {
                 let ptr = d
                     .map_memory(*mem, 0, *size as u64, vk::MemoryMapFlags::empty())
                     .map_err(vk_err("map memory"))?;

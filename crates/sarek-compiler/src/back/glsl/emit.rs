@@ -322,7 +322,15 @@ impl<'k> Writer<'k> {
             }
         }
         if !b.push.is_empty() {
-            out.push_str("layout(push_constant, std430) uniform sarek_params {\n");
+            match b.abi.uniform_binding {
+                None => out.push_str("layout(push_constant, std430) uniform sarek_params {\n"),
+                Some((set, binding)) => {
+                    let _ = writeln!(
+                        out,
+                        "layout(std430, set = {set}, binding = {binding}) readonly buffer sarek_params {{"
+                    );
+                }
+            }
             for m in &b.push {
                 let _ = writeln!(
                     out,

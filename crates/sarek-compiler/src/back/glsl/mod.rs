@@ -17,7 +17,8 @@
 //!   order) whose only member is a runtime array spelled like the parameter;
 //! - scalars, by-value records/variants and the int32 length of every vector live in one
 //!   push-constant block `sarek_pc`, in parameter order, each member with an explicit
-//!   `layout(offset = N)` computed by the same code that fills the ABI descriptor;
+//!   `layout(offset = N)` computed by the same code that fills the ABI descriptor (past the
+//!   128 bytes every device guarantees, the same block becomes a read-only storage buffer);
 //! - shared arrays are module-scope `shared` variables; float32 atomics are compare-exchange
 //!   loops on `floatBitsToUint` (buffers get a `uint` alias of the same binding, shared arrays
 //!   used that way are stored as `uint`);
@@ -119,6 +120,9 @@ struct Bindings {
     buffers: Vec<(u32, String, String, VarId)>,
 }
 
+/// The push-constant size every Vulkan device offers (`maxPushConstantsSize` minimum).
+pub const MAX_PUSH_CONSTANTS: u32 = 128;
+
 /// Byte alignment of a by-value type under std430: its largest leaf.
 fn std430_align(layout: &abi::ElemLayout) -> u32 {
     layout
@@ -184,12 +188,17 @@ impl emit::Writer<'_> {
             });
         }
         let uniform_size = (!push.is_empty()).then(|| abi::round_up(offset, max_align));
+        // Push constants are guaranteed only up to 128 bytes: past that the same block, with
+        // the same std430 offsets, is a read-only storage buffer after the vectors' bindings.
+        let uniform_binding = uniform_size
+            .filter(|s| *s > MAX_PUSH_CONSTANTS)
+            .map(|_| (0, binding));
         let abi = Abi {
             entry_point: "main".into(),
             params,
             uniform_size,
-            // Push constants have no descriptor binding.
-            uniform_binding: None,
+            // None: push constants (no descriptor); Some: the parameter buffer's binding.
+            uniform_binding,
             // local_size_{x,y,z}_id: the block size is a specialization constant.
             block_size_in_source: false,
         };
