@@ -1,0 +1,1444 @@
+//! The C-family writer: one pass over a legalized kernel, producing source text and the ABI.
+//!
+//! Emission goes bottom-up into separate buffers (types, generated helpers, user helpers, the
+//! kernel) that [`Writer::finish`] concatenates behind a prelude, because what the prelude
+//! needs (extension pragmas, fallback helpers) is only known once every body is written.
+
+use super::dialect::Dialect;
+use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::diag::{Diagnostic, Span};
+use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
+use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::target::{Generated, TargetOptions};
+use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids
+/// `bool` there (its size is implementation-defined), so every dialect uses a 32-bit `int`
+/// holding 0 or 1 and the ABI says so.
+pub const LAYOUT: LayoutRules = LayoutRules::C { bool_repr: Stored::BoolAsU32 };
+
+const INDENT: &str = "    ";
+
+/// Names of the Metal geometry plumbing (Metal exposes thread indices only as attributed
+/// kernel parameters, so helpers that need them receive a struct).
+struct MetalGeom {
+    ty: String,
+    var: String,
+}
+
+/// Which optional device features the generated source relies on, with the first statement
+/// that needed each (for refusals).
+#[derive(Default)]
+struct Features {
+    float64: Option<Span>,
+    int64_atomics_base: Option<Span>,
+    int64_atomics_extended: Option<Span>,
+    subgroups: Option<Span>,
+}
+
+pub(super) struct Writer<'a> {
+    k: &'a Kernel,
+    d: Dialect,
+    opts: &'a TargetOptions,
+    /// Every identifier a generated global name must avoid.
+    used: HashSet<String>,
+    var_names: Vec<String>,
+    /// Length expression of each vector/array variable in scope of the current function.
+    lens: HashMap<VarId, String>,
+    record_names: Vec<String>,
+    record_fields: Vec<Vec<String>>,
+    record_makers: Vec<String>,
+    variant_names: Vec<String>,
+    /// Per constructor, per payload component: the struct member name (`Rect_1`).
+    variant_fields: Vec<Vec<Vec<String>>>,
+    ctor_makers: Vec<Vec<String>>,
+    func_names: Vec<String>,
+    /// Metal: whether a helper takes the geometry struct.
+    func_geom: Vec<bool>,
+    geom: Option<MetalGeom>,
+    /// Generated helpers by key -> (name, definition), in first-use order.
+    helpers: Vec<(String, String, String)>,
+    features: Features,
+    diags: Vec<Diagnostic>,
+    /// Span of the statement being written (expressions carry none).
+    span: Span,
+    /// Whether the function being written reads the Metal geometry struct.
+    cur_geom: bool,
+    /// Whether the function being written is the kernel (shared arrays are hoisted there).
+    in_kernel: bool,
+    hoisted: HashSet<VarId>,
+    out: String,
+    indent: usize,
+    /// The dialect's reserved-name predicate (`passes::reserved`).
+    reserved: Box<dyn Fn(&str) -> bool>,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
+        let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
+        used.extend(k.functions.iter().map(|f| f.name.clone()));
+        let mut w = Writer {
+            k,
+            d,
+            opts,
+            used,
+            var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
+            lens: HashMap::new(),
+            record_names: Vec::new(),
+            record_fields: Vec::new(),
+            record_makers: Vec::new(),
+            variant_names: Vec::new(),
+            variant_fields: Vec::new(),
+            ctor_makers: Vec::new(),
+            func_names: k.functions.iter().map(|f| f.name.clone()).collect(),
+            func_geom: vec![false; k.functions.len()],
+            geom: None,
+            helpers: Vec::new(),
+            features: Features::default(),
+            diags: Vec::new(),
+            span: k.span,
+            cur_geom: false,
+            in_kernel: false,
+            hoisted: HashSet::new(),
+            out: String::new(),
+            indent: 0,
+            reserved,
+        };
+        w.name_types();
+        if d == Dialect::Metal {
+            w.geom = Some(MetalGeom { ty: w.fresh("sarek_geom"), var: w.fresh("geom") });
+        }
+        w
+    }
+
+    /// A global name based on `base` that no kernel identifier, keyword or earlier
+    /// generated name uses.
+    fn fresh(&mut self, base: &str) -> String {
+        let base = sanitize(base);
+        let mut name = base.clone();
+        let mut k = 1;
+        while self.used.contains(&name) || (self.reserved)(&name) {
+            name = format!("{base}_{k}");
+            k += 1;
+        }
+        self.used.insert(name.clone());
+        name
+    }
+
+    fn name_types(&mut self) {
+        let k = self.k;
+        for r in &k.records {
+            let name = self.fresh(&r.name);
+            self.record_names.push(name);
+            let mut seen = HashSet::new();
+            let fields = r
+                .fields
+                .iter()
+                .map(|f| {
+                    let mut n = sanitize(&f.name);
+                    if (self.reserved)(&n) {
+                        n = format!("{n}_");
+                    }
+                    while !seen.insert(n.clone()) {
+                        n.push('_');
+                    }
+                    n
+                })
+                .collect();
+            self.record_fields.push(fields);
+        }
+        for r in &k.records {
+            let maker = self.fresh(&format!("new_{}", r.name));
+            self.record_makers.push(maker);
+        }
+        for v in &k.variants {
+            let name = self.fresh(&v.name);
+            self.variant_names.push(name);
+            let fields = v
+                .ctors
+                .iter()
+                .map(|c| (0..c.fields.len()).map(|i| format!("{}_{i}", sanitize(&c.name))).collect())
+                .collect();
+            self.variant_fields.push(fields);
+        }
+        for v in &k.variants {
+            let makers = v.ctors.iter().map(|c| self.fresh(&format!("new_{}_{}", v.name, c.name))).collect();
+            self.ctor_makers.push(makers);
+        }
+    }
+
+    fn error(&mut self, message: String, label: &str, note: &str) {
+        let d = Diagnostic::error(self.span, message).with_label(label).with_note(note);
+        if !self.diags.iter().any(|x| x.message == d.message && x.span == d.span) {
+            self.diags.push(d);
+        }
+    }
+
+    // ---------------------------------------------------------------- types
+
+    fn scalar(&mut self, s: Scalar) -> &'static str {
+        if s == Scalar::F64 && self.features.float64.is_none() {
+            self.features.float64 = Some(self.span);
+        }
+        self.d.scalar(s)
+    }
+
+    /// Type of a value held in a variable or passed to a helper.
+    fn value_ty(&mut self, ty: &Ty) -> String {
+        match ty {
+            Ty::Unit => "void".into(),
+            Ty::Scalar(s) => self.scalar(*s).into(),
+            Ty::Record(id) => self.record_names[id.0 as usize].clone(),
+            Ty::Variant(id) => self.variant_names[id.0 as usize].clone(),
+            Ty::Vector(_) | Ty::Array { .. } => unreachable!("vectors and arrays are not values"),
+        }
+    }
+
+    /// Type of a value in memory another party sees: buffers, struct members, kernel
+    /// arguments (bool widened to int, see [`LAYOUT`]).
+    fn storage_ty(&mut self, ty: &Ty) -> String {
+        match ty {
+            Ty::Scalar(Scalar::Bool) => "int".into(),
+            _ => self.value_ty(ty),
+        }
+    }
+
+    /// Element type and address space of a vector/array type (shared and local arrays hold
+    /// plain values; global buffers hold storage types).
+    fn pointer(&mut self, ty: &Ty) -> String {
+        match ty {
+            Ty::Vector(elem) => format!("{}{}*", self.d.pointer_space(MemSpace::Global), self.storage_ty(elem)),
+            Ty::Array { elem, space, .. } => format!("{}{}*", self.d.pointer_space(*space), self.value_ty(elem)),
+            _ => unreachable!(),
+        }
+    }
+
+    fn write_types(&mut self) -> String {
+        let mut order = Vec::new();
+        let mut state = HashMap::new();
+        for i in 0..self.k.records.len() {
+            self.type_order(&Ty::Record(crate::ir::RecordId(i as u32)), &mut state, &mut order);
+        }
+        for i in 0..self.k.variants.len() {
+            self.type_order(&Ty::Variant(crate::ir::VariantId(i as u32)), &mut state, &mut order);
+        }
+        let q = self.d.helper_qualifier();
+        let mut out = String::new();
+        for ty in order {
+            match ty {
+                Ty::Record(id) => {
+                    let i = id.0 as usize;
+                    let r = &self.k.records[i];
+                    let name = self.record_names[i].clone();
+                    let _ = writeln!(out, "typedef struct {{");
+                    for (f, fname) in r.fields.iter().zip(self.record_fields[i].clone()) {
+                        let t = self.storage_ty(&f.ty);
+                        let _ = writeln!(out, "{INDENT}{t} {fname};");
+                    }
+                    let _ = writeln!(out, "}} {name};");
+                    let params: Vec<String> =
+                        r.fields.iter().enumerate().map(|(j, f)| format!("{} _{j}", self.value_ty(&f.ty))).collect();
+                    let _ = writeln!(out, "{q}{name} {}({}) {{", self.record_makers[i], params.join(", "));
+                    let _ = writeln!(out, "{INDENT}{name} _r;");
+                    for (j, fname) in self.record_fields[i].iter().enumerate() {
+                        let _ = writeln!(out, "{INDENT}_r.{fname} = _{j};");
+                    }
+                    let _ = writeln!(out, "{INDENT}return _r;\n}}\n");
+                }
+                Ty::Variant(id) => {
+                    let i = id.0 as usize;
+                    let v = &self.k.variants[i];
+                    let name = self.variant_names[i].clone();
+                    let _ = writeln!(out, "typedef struct {{\n{INDENT}int tag;");
+                    for (c, names) in v.ctors.iter().zip(self.variant_fields[i].clone()) {
+                        for (f, fname) in c.fields.iter().zip(names) {
+                            let t = self.storage_ty(f);
+                            let _ = writeln!(out, "{INDENT}{t} {fname};");
+                        }
+                    }
+                    let _ = writeln!(out, "}} {name};");
+                    for (ci, c) in v.ctors.iter().enumerate() {
+                        let params: Vec<String> =
+                            c.fields.iter().enumerate().map(|(j, f)| format!("{} _{j}", self.value_ty(f))).collect();
+                        let maker = &self.ctor_makers[i][ci];
+                        let _ = writeln!(out, "{q}{name} {maker}({}) {{", params.join(", "));
+                        // Inactive payload fields are zero so buffers compare equal everywhere.
+                        let _ = writeln!(out, "{INDENT}{name} _r = {{0}};\n{INDENT}_r.tag = {ci};");
+                        for (j, fname) in self.variant_fields[i][ci].iter().enumerate() {
+                            let _ = writeln!(out, "{INDENT}_r.{fname} = _{j};");
+                        }
+                        let _ = writeln!(out, "{INDENT}return _r;\n}}\n");
+                    }
+                }
+                _ => unreachable!(),
+            }
+        }
+        out
+    }
+
+    /// Depth-first order so that a struct is declared before any struct containing it.
+    fn type_order(&self, ty: &Ty, state: &mut HashMap<Ty, bool>, order: &mut Vec<Ty>) {
+        if !matches!(ty, Ty::Record(_) | Ty::Variant(_)) || state.contains_key(ty) {
+            return;
+        }
+        state.insert(ty.clone(), false);
+        let members: Vec<Ty> = match ty {
+            Ty::Record(id) => self.k.record(*id).fields.iter().map(|f| f.ty.clone()).collect(),
+            Ty::Variant(id) => self.k.variant(*id).ctors.iter().flat_map(|c| c.fields.clone()).collect(),
+            _ => Vec::new(),
+        };
+        for m in &members {
+            self.type_order(m, state, order);
+        }
+        state.insert(ty.clone(), true);
+        order.push(ty.clone());
+    }
+
+    // ---------------------------------------------------------------- output helpers
+
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str(INDENT);
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn var(&self, v: VarId) -> String {
+        self.var_names[v.0 as usize].clone()
+    }
+
+    fn var_ty(&self, v: VarId) -> &'a Ty {
+        &self.k.vars[v.0 as usize].ty
+    }
+
+    // ---------------------------------------------------------------- functions
+
+    /// Write everything and return the source and ABI (or the refusals).
+    pub fn finish(mut self, original: &Kernel) -> Result<Generated, Vec<Diagnostic>> {
+        let types = self.write_types();
+        let mut functions = String::new();
+        for i in 0..self.k.functions.len() {
+            functions.push_str(&self.write_function(FuncId(i as u32)));
+        }
+        let (kernel, abi) = self.write_kernel(original);
+        self.check_features();
+        if !self.diags.is_empty() {
+            return Err(self.diags);
+        }
+        let mut src = self.prelude(&original.name);
+        for part in [types, self.helpers.iter().map(|h| h.2.clone()).collect::<String>(), functions, kernel] {
+            if !part.is_empty() {
+                src.push_str(&part);
+                if !src.ends_with("\n\n") {
+                    src.push('\n');
+                }
+            }
+        }
+        while src.ends_with("\n\n") {
+            src.pop();
+        }
+        Ok(Generated { source: src, abi })
+    }
+
+    fn check_features(&mut self) {
+        let target = self.d.display_name();
+        if let Some(span) = self.features.float64 {
+            self.span = span;
+            if !self.d.has_float64() {
+                self.error(
+                    format!("float64 is not supported by {target}"),
+                    "float64 used here",
+                    "Metal Shading Language has no double type; use float32 or another target",
+                );
+            } else if self.d == Dialect::OpenCl && !self.opts.float64 {
+                self.error(
+                    format!("float64 is not supported by this {target} device"),
+                    "float64 used here",
+                    "the device lacks the cl_khr_fp64 extension",
+                );
+            }
+        }
+        let int64_atomics = self.features.int64_atomics_base.or(self.features.int64_atomics_extended);
+        if let Some(span) = int64_atomics {
+            self.span = span;
+            if self.d == Dialect::Metal {
+                self.error(
+                    format!("int64 atomics are not supported by {target}"),
+                    "int64 atomic here",
+                    "Metal has no signed 64-bit atomic read-modify-write operations",
+                );
+            } else if self.d == Dialect::OpenCl && !self.opts.int64_atomics {
+                self.error(
+                    format!("int64 atomics are not supported by this {target} device"),
+                    "int64 atomic here",
+                    "the device lacks cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics",
+                );
+            }
+        }
+        if let Some(span) = self.features.subgroups {
+            self.span = span;
+            if self.d == Dialect::OpenCl && !self.opts.subgroups {
+                self.error(
+                    format!("warp operations are not supported by this {target} device"),
+                    "warp operation here",
+                    "OpenCL C 1.2 has warp operations only through cl_khr_subgroups (and \
+                     cl_khr_subgroup_shuffle, _shuffle_relative, _ballot), which this device lacks",
+                );
+            }
+        }
+    }
+
+    fn prelude(&self, kernel_name: &str) -> String {
+        let mut p = format!("// Generated by sarek from kernel `{kernel_name}` ({}).\n", self.d.display_name());
+        match self.d {
+            Dialect::OpenCl => {
+                p.push_str("// Floating-point contraction is off: a*b+c rounds twice, as in the interpreter.\n");
+                p.push_str("#pragma OPENCL FP_CONTRACT OFF\n");
+                let f = &self.features;
+                let mut ext = Vec::new();
+                if f.float64.is_some() {
+                    ext.push("cl_khr_fp64");
+                }
+                if f.int64_atomics_base.is_some() {
+                    ext.push("cl_khr_int64_base_atomics");
+                }
+                if f.int64_atomics_extended.is_some() {
+                    ext.push("cl_khr_int64_extended_atomics");
+                }
+                if f.subgroups.is_some() {
+                    ext.push("cl_khr_subgroups");
+                }
+                for e in ext {
+                    let _ = writeln!(p, "#pragma OPENCL EXTENSION {e} : enable");
+                }
+            }
+            Dialect::Cuda => {
+                p.push_str("// Compile with --fmad=false: a*b+c must round twice, as in the interpreter.\n");
+            }
+            Dialect::Metal => {
+                p.push_str("// Compile with fast math disabled (MTLMathModeSafe) and no FMA contraction.\n");
+                p.push_str("#include <metal_stdlib>\nusing namespace metal;\n");
+            }
+        }
+        p.push('\n');
+        if let Some(g) = &self.geom {
+            let _ = writeln!(
+                p,
+                "struct {} {{\n{INDENT}uint3 thread_idx;\n{INDENT}uint3 block_idx;\n{INDENT}uint3 block_dim;\n\
+                 {INDENT}uint3 grid_dim;\n{INDENT}uint warp_size;\n}};\n",
+                g.ty
+            );
+        }
+        p
+    }
+
+    /// Register the lengths of the vector/array parameters of a function (pointer + int).
+    fn param_decls(&mut self, params: &[VarId]) -> Vec<String> {
+        let mut out = Vec::new();
+        for &p in params {
+            let ty = self.var_ty(p);
+            let name = self.var(p);
+            match ty {
+                Ty::Vector(_) | Ty::Array { .. } => {
+                    let ptr = self.pointer(ty);
+                    let len = self.fresh(&format!("{name}_len"));
+                    out.push(format!("{ptr} {name}"));
+                    out.push(format!("int {len}"));
+                    self.lens.insert(p, len);
+                }
+                _ => {
+                    let t = self.value_ty(ty);
+                    out.push(format!("{t} {name}"));
+                }
+            }
+        }
+        out
+    }
+
+    fn write_function(&mut self, id: FuncId) -> String {
+        let f = self.k.function(id);
+        self.span = f.span;
+        self.in_kernel = false;
+        self.cur_geom = false;
+        let mut params = self.param_decls(&f.params);
+        let ret = self.value_ty(&f.ret);
+        self.out.clear();
+        self.indent = 1;
+        self.block_body(&f.body);
+        let body = std::mem::take(&mut self.out);
+        if self.cur_geom {
+            self.func_geom[id.0 as usize] = true;
+            let g = self.geom.as_ref().expect("geometry struct only on Metal");
+            params.insert(0, format!("{} {}", g.ty, g.var));
+        }
+        format!(
+            "{}{} {}({}) {{\n{}}}\n\n",
+            self.d.helper_qualifier(),
+            ret,
+            self.func_names[id.0 as usize],
+            params.join(", "),
+            body
+        )
+    }
+
+    fn write_kernel(&mut self, original: &Kernel) -> (String, Abi) {
+        let k = self.k;
+        self.span = k.span;
+        self.in_kernel = true;
+        let entry = if crate::passes::reserved::is_valid_identifier(&k.name)
+            && !(self.reserved)(&k.name)
+            && !self.used.contains(&k.name)
+        {
+            self.used.insert(k.name.clone());
+            k.name.clone()
+        } else {
+            self.fresh(&k.name)
+        };
+        let mut params = Vec::new();
+        let mut abi_params = Vec::new();
+        let mut slot = 0u32;
+        for &p in &k.params {
+            let info = &k.vars[p.0 as usize];
+            self.span = info.span;
+            let name = self.var(p);
+            let src_name = original.vars.get(p.0 as usize).map_or(name.clone(), |v| v.name.clone());
+            match &info.ty {
+                Ty::Vector(elem) => {
+                    let ptr = self.pointer(&info.ty);
+                    let len = self.fresh(&format!("{name}_len"));
+                    match self.d {
+                        Dialect::Metal => {
+                            params.push(format!("{ptr} {name} [[buffer({slot})]]"));
+                            params.push(format!("constant int& {len} [[buffer({})]]", slot + 1));
+                        }
+                        _ => {
+                            params.push(format!("{ptr} {name}"));
+                            params.push(format!("int {len}"));
+                        }
+                    }
+                    self.lens.insert(p, len);
+                    abi_params.push(AbiParam {
+                        name: src_name,
+                        ty: info.ty.clone(),
+                        kind: AbiParamKind::Vector {
+                            elem: abi::elem_layout(k, elem, LAYOUT),
+                            buffer: ArgSlot::Argument(slot),
+                            length: ArgSlot::Argument(slot + 1),
+                        },
+                    });
+                    slot += 2;
+                }
+                ty => {
+                    let t = self.storage_ty(ty);
+                    match self.d {
+                        Dialect::Metal => params.push(format!("constant {t}& {name} [[buffer({slot})]]")),
+                        _ => params.push(format!("{t} {name}")),
+                    }
+                    abi_params.push(AbiParam {
+                        name: src_name,
+                        ty: ty.clone(),
+                        kind: AbiParamKind::Value { layout: value_layout(k, ty), slot: ArgSlot::Argument(slot) },
+                    });
+                    slot += 1;
+                }
+            }
+        }
+        self.out.clear();
+        self.indent = 1;
+        if let Some(g) = &self.geom {
+            let names = [
+                ("thread_idx", "uint3", "thread_position_in_threadgroup"),
+                ("block_idx", "uint3", "threadgroup_position_in_grid"),
+                ("block_dim", "uint3", "threads_per_threadgroup"),
+                ("grid_dim", "uint3", "threadgroups_per_grid"),
+                ("warp_size", "uint", "threads_per_simdgroup"),
+            ];
+            let (gty, gvar) = (g.ty.clone(), g.var.clone());
+            let mut inits = Vec::new();
+            for (field, ty, attr) in names {
+                let pname = self.fresh(&format!("sarek_{field}"));
+                params.push(format!("{ty} {pname} [[{attr}]]"));
+                inits.push(pname);
+            }
+            self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
+        }
+        self.hoist_shared(&k.body);
+        self.block_body(&k.body);
+        let body = std::mem::take(&mut self.out);
+        let sep = if self.d == Dialect::Metal { ",\n" } else { ", " };
+        let params_text = if self.d == Dialect::Metal {
+            format!("\n{INDENT}{}", params.join(&format!("{sep}{INDENT}")))
+        } else {
+            params.join(sep)
+        };
+        let src = format!("{} {entry}({params_text}) {{\n{body}}}\n", self.d.kernel_qualifier());
+        let abi = Abi {
+            entry_point: entry,
+            params: abi_params,
+            uniform_size: None,
+            uniform_binding: None,
+            block_size_in_source: false,
+        };
+        (src, abi)
+    }
+
+    /// Shared arrays are declared at the top of the kernel: OpenCL C and Metal require
+    /// block-local memory at kernel function scope. A hoisted name that another variable
+    /// of the kernel also uses gets a fresh one, since it is now in scope everywhere.
+    fn hoist_shared(&mut self, body: &Block) {
+        let mut found = Vec::new();
+        collect_shared(body, &mut found);
+        found.retain(|(v, _)| matches!(self.var_ty(*v), Ty::Array { space: MemSpace::Shared, .. }));
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for v in &self.k.vars {
+            *counts.entry(v.name.as_str()).or_default() += 1;
+        }
+        for (var, span) in found {
+            self.span = span;
+            let info = &self.k.vars[var.0 as usize];
+            if counts.get(info.name.as_str()).copied().unwrap_or(0) > 1 {
+                let n = self.fresh(&info.name);
+                self.var_names[var.0 as usize] = n;
+            }
+            let decl = self.array_decl(var);
+            self.line(&decl);
+            self.hoisted.insert(var);
+        }
+    }
+
+    fn array_decl(&mut self, var: VarId) -> String {
+        let name = self.var(var);
+        let Ty::Array { elem, space, size } = self.var_ty(var) else { unreachable!("array statement on a non-array") };
+        let n = size.unwrap_or(1);
+        self.lens.insert(var, n.to_string());
+        let t = self.value_ty(elem);
+        match space {
+            MemSpace::Shared => format!("{}{t} {name}[{n}];", self.d.shared_decl()),
+            // Per-thread arrays start zeroed, as in the interpreter.
+            _ => format!("{t} {name}[{n}] = {{0}};"),
+        }
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn block_body(&mut self, block: &Block) {
+        for s in block {
+            self.stmt(s);
+        }
+    }
+
+    fn nested(&mut self, head: &str, block: &Block) {
+        self.line(&if head.is_empty() { "{".to_string() } else { format!("{head} {{") });
+        self.indent += 1;
+        self.block_body(block);
+        self.indent -= 1;
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        self.span = s.span;
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                let ty = self.var_ty(*var);
+                if *ty == Ty::Unit {
+                    if let Some(e) = init {
+                        let e = self.expr(e);
+                        self.line(&format!("{};", strip(&e)));
+                    }
+                    return;
+                }
+                let t = self.value_ty(ty);
+                let name = self.var(*var);
+                match init {
+                    Some(e) => {
+                        let e = self.expr(e);
+                        self.line(&format!("{t} {name} = {};", strip(&e)));
+                    }
+                    None => self.line(&format!("{t} {name};")),
+                }
+            }
+            StmtKind::Array { var } => {
+                let Ty::Array { space, .. } = self.var_ty(*var) else { return };
+                if *space == MemSpace::Shared {
+                    if self.hoisted.contains(var) {
+                        return;
+                    }
+                    if self.d != Dialect::Cuda {
+                        self.error(
+                            format!("shared arrays inside helper functions are not supported by {}", self.d.display_name()),
+                            "shared array declared in a helper",
+                            "block-local memory must be declared at kernel function scope; declare it in the kernel",
+                        );
+                        return;
+                    }
+                }
+                let decl = self.array_decl(*var);
+                self.line(&decl);
+            }
+            StmtKind::Assign { place, value } => {
+                let p = self.place(place);
+                let v = self.expr(value);
+                self.line(&format!("{p} = {};", strip(&v)));
+            }
+            StmtKind::Expr(e) => {
+                let e = self.expr(e);
+                self.line(&format!("{};", strip(&e)));
+            }
+            StmtKind::If { cond, then_block, else_block } => {
+                let c = self.expr(cond);
+                self.nested(&format!("if ({})", strip(&c)), then_block);
+                if else_block.is_empty() {
+                    self.line("}");
+                } else if let [Stmt { kind: StmtKind::If { .. }, .. }] = else_block.as_slice() {
+                    // `else if` chains stay flat.
+                    self.indent += 1;
+                    let mut inner = std::mem::take(&mut self.out);
+                    self.stmt(&else_block[0]);
+                    let chained = std::mem::take(&mut self.out);
+                    let chained = chained.trim_start();
+                    inner.truncate(inner.trim_end().len());
+                    inner.push_str(&format!("\n{}}} else {}\n", INDENT.repeat(self.indent - 1), chained.trim_end()));
+                    self.out = inner;
+                    self.indent -= 1;
+                } else {
+                    self.nested("} else", else_block);
+                    self.line("}");
+                }
+            }
+            StmtKind::For { var, start, end, downto, body, unroll } => {
+                let name = self.var(*var);
+                let bound = self.fresh(&format!("{name}_end"));
+                let a = self.expr(start);
+                let b = self.expr(end);
+                let (cmp, step) = if *downto { (">=", "--") } else { ("<=", "++") };
+                if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
+                    self.line(&p);
+                }
+                let head =
+                    format!("for (int {name} = {}, {bound} = {}; {name} {cmp} {bound}; {step}{name})", strip(&a), strip(&b));
+                self.nested(&head, body);
+                self.line("}");
+            }
+            StmtKind::While { cond, body, unroll } => {
+                let c = self.expr(cond);
+                if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
+                    self.line(&p);
+                }
+                self.nested(&format!("while ({})", strip(&c)), body);
+                self.line("}");
+            }
+            StmtKind::Match { scrutinee, variant, arms } => self.match_stmt(scrutinee, *variant, arms),
+            StmtKind::Block(b) => {
+                self.nested("", b);
+                self.line("}");
+            }
+            StmtKind::Barrier => self.line(self.d.barrier()),
+            StmtKind::Fence { device } => self.line(self.d.fence(*device)),
+            StmtKind::Return(e) => match e {
+                Some(e) => {
+                    let e = self.expr(e);
+                    self.line(&format!("return {};", strip(&e)));
+                }
+                None => self.line("return;"),
+            },
+            StmtKind::Break => self.line("break;"),
+            StmtKind::Continue => self.line("continue;"),
+            StmtKind::Native(text) => {
+                for l in text.lines() {
+                    self.line(l);
+                }
+            }
+        }
+    }
+
+    /// A match is an `if` chain on the tag (a `switch` would capture `break`).
+    fn match_stmt(&mut self, scrutinee: &Expr, variant: crate::ir::VariantId, arms: &[crate::ir::MatchArm]) {
+        let vi = variant.0 as usize;
+        let (subject, scoped) = match &scrutinee.kind {
+            ExprKind::Var(v) => (self.var(*v), false),
+            _ => {
+                let t = self.variant_names[vi].clone();
+                let tmp = self.fresh("scrutinee");
+                let e = self.expr(scrutinee);
+                self.line("{");
+                self.indent += 1;
+                self.line(&format!("{t} {tmp} = {};", strip(&e)));
+                (tmp, true)
+            }
+        };
+        let mut first = true;
+        let mut default = None;
+        for arm in arms {
+            let Some(c) = arm.ctor else {
+                default = Some(arm);
+                continue;
+            };
+            let head = format!("{}if ({subject}.tag == {c})", if first { "" } else { "} else " });
+            first = false;
+            self.line(&format!("{head} {{"));
+            self.indent += 1;
+            let ctor = &self.k.variants[vi].ctors[c as usize];
+            for (j, b) in arm.bindings.iter().enumerate() {
+                if let Some(b) = b {
+                    let t = self.value_ty(&ctor.fields[j]);
+                    let field = self.variant_fields[vi][c as usize][j].clone();
+                    let read = bool_read(&ctor.fields[j], format!("{subject}.{field}"));
+                    let name = self.var(*b);
+                    self.line(&format!("{t} {name} = {};", strip(&read)));
+                }
+            }
+            self.block_body(&arm.body);
+            self.indent -= 1;
+        }
+        if let Some(arm) = default {
+            if first {
+                self.nested("", &arm.body);
+            } else {
+                self.nested("} else", &arm.body);
+            }
+            self.line("}");
+        } else if !first {
+            self.line("}");
+        }
+        if scoped {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    fn place(&mut self, p: &LValue) -> String {
+        match p {
+            LValue::Var(v) => self.var(*v),
+            LValue::Index { base, index } => {
+                let i = self.expr(index);
+                format!("{}[{}]", self.var(*base), strip(&i))
+            }
+            LValue::Field { base, field } => {
+                let ty = lvalue_ty(self.k, base);
+                let b = self.place(base);
+                format!("{b}.{}", self.field_name(&ty, *field))
+            }
+        }
+    }
+
+    fn field_name(&self, ty: &Ty, field: u32) -> String {
+        match ty {
+            Ty::Record(id) => self.record_fields[id.0 as usize][field as usize].clone(),
+            _ => unreachable!("field of a non-record"),
+        }
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    /// An expression as C text. Compound results are parenthesised, so any result is safe
+    /// as an operand; statement positions [`strip`] the outer pair.
+    fn expr(&mut self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Lit(l) => self.literal(*l),
+            ExprKind::Var(v) => self.var(*v),
+            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, &e.ty),
+            ExprKind::Unary { op, operand } => {
+                let x = self.expr(operand);
+                match (op, operand.ty.scalar()) {
+                    (UnOp::Neg, Some(s)) if s.is_int() => {
+                        let u = self.d.unsigned(s);
+                        let t = self.scalar(s);
+                        format!("(({t})(0 - ({u}){x}))")
+                    }
+                    (UnOp::Neg, _) => format!("(-{x})"),
+                    (UnOp::Not, _) => format!("(!{x})"),
+                    (UnOp::BitNot, _) => format!("(~{x})"),
+                }
+            }
+            ExprKind::Index { base, index } => {
+                let i = self.expr(index);
+                let elem = self.var_ty(*base).elem().cloned().unwrap_or(Ty::Unit);
+                let text = format!("{}[{}]", self.var(*base), strip(&i));
+                if matches!(self.var_ty(*base), Ty::Vector(_)) { bool_read(&elem, text) } else { text }
+            }
+            ExprKind::Field { base, field } => {
+                let b = self.expr(base);
+                let name = self.field_name(&base.ty, *field);
+                bool_read(&e.ty, format!("{b}.{name}"))
+            }
+            ExprKind::Record { record, fields } => {
+                let args: Vec<String> = fields.iter().map(|f| strip(&self.expr(f)).to_string()).collect();
+                format!("{}({})", self.record_makers[record.0 as usize], args.join(", "))
+            }
+            ExprKind::Ctor { variant, ctor, fields } => {
+                let args: Vec<String> = fields.iter().map(|f| strip(&self.expr(f)).to_string()).collect();
+                format!("{}({})", self.ctor_makers[variant.0 as usize][*ctor as usize], args.join(", "))
+            }
+            ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
+            ExprKind::Payload { value, ctor, field } => {
+                let Ty::Variant(id) = &value.ty else { unreachable!("payload of a non-variant") };
+                let name = self.variant_fields[id.0 as usize][*ctor as usize][*field as usize].clone();
+                let v = self.expr(value);
+                bool_read(&e.ty, format!("{v}.{name}"))
+            }
+            ExprKind::Select { cond, then_value, else_value } => {
+                let c = self.expr(cond);
+                let a = self.expr(then_value);
+                let b = self.expr(else_value);
+                format!("({c} ? {a} : {b})")
+            }
+            ExprKind::Call { func, args } => self.call(*func, args),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, &e.ty),
+        }
+    }
+
+    fn literal(&mut self, l: Literal) -> String {
+        match l {
+            Literal::Bool(b) => b.to_string(),
+            Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
+            Literal::I32(v) if v < 0 => format!("({v})"),
+            Literal::I32(v) => v.to_string(),
+            Literal::I64(v) => {
+                let sfx = self.d.i64_suffix();
+                if v == i64::MIN {
+                    format!("(-9223372036854775807{sfx} - 1{sfx})")
+                } else if v < 0 {
+                    format!("({v}{sfx})")
+                } else {
+                    format!("{v}{sfx}")
+                }
+            }
+            Literal::F32(v) => self.float_literal(v as f64, format!("{v:?}"), Scalar::F32),
+            Literal::F64(v) => self.float_literal(v, format!("{v:?}"), Scalar::F64),
+        }
+    }
+
+    fn float_literal(&mut self, v: f64, text: String, s: Scalar) -> String {
+        let t = self.scalar(s);
+        let sfx = if s == Scalar::F32 { "f" } else { "" };
+        if v.is_nan() {
+            return match self.d {
+                Dialect::Cuda if s == Scalar::F32 => "__int_as_float(0x7fc00000)".into(),
+                Dialect::Cuda => "__longlong_as_double(0x7ff8000000000000LL)".into(),
+                _ => format!("(({t})NAN)"),
+            };
+        }
+        if v.is_infinite() {
+            let sign = if v < 0.0 { "-" } else { "" };
+            return match self.d {
+                Dialect::Cuda if s == Scalar::F32 => format!("({sign}__int_as_float(0x7f800000))"),
+                Dialect::Cuda => format!("({sign}__longlong_as_double(0x7ff0000000000000LL))"),
+                _ => format!("({sign}({t})INFINITY)"),
+            };
+        }
+        // `{:?}` is the shortest text that round-trips, always with `.` or an exponent.
+        if text.starts_with('-') { format!("({text}{sfx})") } else { format!("{text}{sfx}") }
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, ty: &Ty) -> String {
+        let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
+        if operand.is_int() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl) {
+            let t = self.scalar(operand);
+            let u = self.wrapping(op, lhs, rhs, operand);
+            return format!("(({t}){u})");
+        }
+        let a = self.expr(lhs);
+        let b = self.expr(rhs);
+        let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
+        let sym = match op {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::LShr | BinOp::AShr => ">>",
+        };
+        match op {
+            // Signed overflow is undefined in C; the language wraps, so go through unsigned.
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl if operand.is_int() => {
+                let t = self.scalar(operand);
+                let u = self.wrapping(op, lhs, rhs, operand);
+                format!("(({t}){u})")
+            }
+            BinOp::LShr => {
+                let u = self.d.unsigned(operand);
+                let t = self.scalar(operand);
+                format!("(({t})(({u}){a} >> {b}))")
+            }
+            BinOp::Rem if operand.is_float() => format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b)),
+            _ => {
+                let _ = ty;
+                format!("({a} {sym} {b})")
+            }
+        }
+    }
+
+    /// A wrapping integer operation computed in the unsigned type of the same width. Nested
+    /// wrapping operations stay unsigned, so one cast back to signed suffices.
+    fn wrapping(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, s: Scalar) -> String {
+        let sym = match op {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            _ => "<<",
+        };
+        let a = self.unsigned_operand(lhs, s);
+        // The shift count is not wrapped: it only needs to be an integer.
+        let b = if op == BinOp::Shl { self.expr(rhs) } else { self.unsigned_operand(rhs, s) };
+        format!("({a} {sym} {b})")
+    }
+
+    fn unsigned_operand(&mut self, e: &Expr, s: Scalar) -> String {
+        match &e.kind {
+            ExprKind::Binary { op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl), lhs, rhs } => {
+                self.wrapping(*op, lhs, rhs, s)
+            }
+            ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
+            ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {
+                format!("{v}{}", if self.d == Dialect::Cuda { "ull" } else { "ul" })
+            }
+            _ => {
+                let x = self.expr(e);
+                format!("({}){x}", self.d.unsigned(s))
+            }
+        }
+    }
+
+    fn call(&mut self, func: FuncId, args: &[Expr]) -> String {
+        let f = self.k.function(func);
+        let mut out = Vec::new();
+        if self.func_geom[func.0 as usize] {
+            self.cur_geom = true;
+            out.push(self.geom.as_ref().map(|g| g.var.clone()).unwrap_or_default());
+        }
+        for (a, &p) in args.iter().zip(&f.params) {
+            match (self.var_ty(p), &a.kind) {
+                (Ty::Vector(_) | Ty::Array { .. }, ExprKind::Var(v)) => {
+                    out.push(self.var(*v));
+                    out.push(self.lens.get(v).cloned().unwrap_or_else(|| "0".into()));
+                }
+                _ => out.push(strip(&self.expr(a)).to_string()),
+            }
+        }
+        format!("{}({})", self.func_names[func.0 as usize], out.join(", "))
+    }
+
+    fn geometry(&mut self, g: Geometry) -> String {
+        if self.d == Dialect::Metal {
+            self.cur_geom = true;
+            let v = self.geom.as_ref().map(|g| g.var.clone()).unwrap_or_default();
+            return match g {
+                Geometry::ThreadIdx(a) => format!("((int){v}.thread_idx.{})", a.letter()),
+                Geometry::BlockIdx(a) => format!("((int){v}.block_idx.{})", a.letter()),
+                Geometry::BlockDim(a) => format!("((int){v}.block_dim.{})", a.letter()),
+                Geometry::GridDim(a) => format!("((int){v}.grid_dim.{})", a.letter()),
+                Geometry::GlobalIdx(a) => {
+                    let l = a.letter();
+                    format!("((int)({v}.block_idx.{l} * {v}.block_dim.{l} + {v}.thread_idx.{l}))")
+                }
+                Geometry::WarpSize => format!("((int){v}.warp_size)"),
+            };
+        }
+        match (self.d, g) {
+            (Dialect::OpenCl, Geometry::ThreadIdx(a)) => format!("((int)get_local_id({}))", a.index()),
+            (Dialect::OpenCl, Geometry::BlockIdx(a)) => format!("((int)get_group_id({}))", a.index()),
+            (Dialect::OpenCl, Geometry::BlockDim(a)) => format!("((int)get_local_size({}))", a.index()),
+            (Dialect::OpenCl, Geometry::GridDim(a)) => format!("((int)get_num_groups({}))", a.index()),
+            (Dialect::OpenCl, Geometry::GlobalIdx(a)) => format!("((int)get_global_id({}))", a.index()),
+            (Dialect::OpenCl, Geometry::WarpSize) => {
+                self.features.subgroups.get_or_insert(self.span);
+                "((int)get_max_sub_group_size())".into()
+            }
+            (_, Geometry::ThreadIdx(a)) => format!("((int)threadIdx.{})", a.letter()),
+            (_, Geometry::BlockIdx(a)) => format!("((int)blockIdx.{})", a.letter()),
+            (_, Geometry::BlockDim(a)) => format!("((int)blockDim.{})", a.letter()),
+            (_, Geometry::GridDim(a)) => format!("((int)gridDim.{})", a.letter()),
+            (_, Geometry::GlobalIdx(a)) => {
+                let l = a.letter();
+                format!("((int)(blockIdx.{l} * blockDim.{l} + threadIdx.{l}))")
+            }
+            (_, Geometry::WarpSize) => "warpSize".into(),
+        }
+    }
+
+    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
+        let rs = ty.scalar().unwrap_or(Scalar::I32);
+        let arg_scalar = args.first().and_then(|a| a.ty.scalar()).unwrap_or(rs);
+        match op {
+            Intrinsic::Geometry(g) => self.geometry(g),
+            // Statements in the IR; tolerated here for kernels built by hand.
+            Intrinsic::BlockBarrier => strip_semicolon(self.d.barrier()),
+            Intrinsic::FenceBlock => strip_semicolon(self.d.fence(false)),
+            Intrinsic::FenceDevice => strip_semicolon(self.d.fence(true)),
+            Intrinsic::Warp(w) => self.warp(w, args, rs),
+            Intrinsic::Atomic(a) => self.atomic(a, args, rs),
+            Intrinsic::Math(f) => {
+                let xs: Vec<String> = args.iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+                let name = match self.d.math(f, rs) {
+                    Some(n) => n,
+                    None => self.metal_math_fallback(f),
+                };
+                // Metal's `rsqrt` etc. are in `metal::`; plain names resolve through `using`.
+                format!("{name}({})", xs.join(", "))
+            }
+            Intrinsic::Abs => {
+                let x = self.expr(&args[0]);
+                let t = self.scalar(rs);
+                match (self.d, rs) {
+                    (Dialect::Cuda, Scalar::F32) => format!("fabsf({})", strip(&x)),
+                    (_, s) if s.is_float() => format!("fabs({})", strip(&x)),
+                    (Dialect::OpenCl, _) => format!("(({t})abs({}))", strip(&x)),
+                    (Dialect::Cuda, Scalar::I64) => format!("llabs({})", strip(&x)),
+                    _ => format!("abs({})", strip(&x)),
+                }
+            }
+            Intrinsic::Min | Intrinsic::Max => {
+                let a = self.expr(&args[0]);
+                let b = self.expr(&args[1]);
+                let max = op == Intrinsic::Max;
+                let name = if rs.is_float() {
+                    self.d.fminmax(max, rs)
+                } else if max {
+                    "max"
+                } else {
+                    "min"
+                };
+                format!("{name}({}, {})", strip(&a), strip(&b))
+            }
+            Intrinsic::Clz | Intrinsic::Popcount => {
+                let x = self.expr(&args[0]);
+                let t = self.scalar(rs);
+                let wide = arg_scalar == Scalar::I64;
+                let call = match (self.d, op, wide) {
+                    (Dialect::Cuda, Intrinsic::Clz, false) => format!("__clz({})", strip(&x)),
+                    (Dialect::Cuda, Intrinsic::Clz, true) => format!("__clzll({})", strip(&x)),
+                    (Dialect::Cuda, _, false) => format!("__popc((unsigned int){x})"),
+                    (Dialect::Cuda, _, true) => format!("__popcll((unsigned long long){x})"),
+                    (_, Intrinsic::Clz, _) => format!("clz({})", strip(&x)),
+                    _ => format!("popcount({})", strip(&x)),
+                };
+                format!("(({t}){call})")
+            }
+            Intrinsic::Convert => {
+                let x = self.expr(&args[0]);
+                if arg_scalar == rs {
+                    return x;
+                }
+                let t = self.scalar(rs);
+                // OpenCL's plain cast of an out-of-range float is undefined; the saturating,
+                // truncating conversion matches the interpreter (NaN -> 0).
+                if self.d == Dialect::OpenCl && arg_scalar.is_float() && rs.is_int() {
+                    format!("convert_{t}_sat_rtz({})", strip(&x))
+                } else {
+                    format!("(({t}){x})")
+                }
+            }
+            Intrinsic::Length => match &args[0].kind {
+                ExprKind::Var(v) => self.lens.get(v).cloned().unwrap_or_else(|| "0".into()),
+                _ => "0".into(),
+            },
+        }
+    }
+
+    /// Math functions Metal lacks, as small helpers (approximations documented in them).
+    fn metal_math_fallback(&mut self, f: MathFn) -> String {
+        let key = format!("math:{f:?}");
+        let base = format!("sarek_{}", f.c_name());
+        let body = match f {
+            // exp(x) - 1 cancels near 0; the series keeps relative precision there.
+            MathFn::Expm1 => "return fabs(x) < 1e-5f ? x + 0.5f * x * x : exp(x) - 1.0f;",
+            MathFn::Log1p => "return fabs(x) < 1e-4f ? x - 0.5f * x * x : log(1.0f + x);",
+            _ => "",
+        };
+        self.helper(&key, &base, |name| match f {
+            MathFn::Hypot => format!(
+                "static float {name}(float x, float y) {{\n{INDENT}// Scaled to avoid overflow of x*x.\n\
+                 {INDENT}float m = fmax(fabs(x), fabs(y));\n{INDENT}if (m == 0.0f || isinf(m)) return m;\n\
+                 {INDENT}float a = x / m, b = y / m;\n{INDENT}return m * sqrt(a * a + b * b);\n}}\n\n"
+            ),
+            _ => format!("static float {name}(float x) {{\n{INDENT}{body}\n}}\n\n"),
+        })
+    }
+
+    /// Name of a generated helper, emitting its definition on first use.
+    fn helper(&mut self, key: &str, base: &str, def: impl FnOnce(&str) -> String) -> String {
+        if let Some(h) = self.helpers.iter().find(|h| h.0 == key) {
+            return h.1.clone();
+        }
+        let name = self.fresh(base);
+        let text = def(&name);
+        self.helpers.push((key.to_string(), name.clone(), text));
+        name
+    }
+
+    fn warp(&mut self, w: WarpOp, args: &[Expr], rs: Scalar) -> String {
+        let xs: Vec<String> = args.iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+        let x_ty = args.first().and_then(|a| a.ty.scalar()).unwrap_or(rs);
+        // Shuffling a bool goes through int (none of the dialects shuffles bool everywhere).
+        let (x, unbool) = if x_ty == Scalar::Bool && !matches!(w, WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot) {
+            (format!("(int)({})", xs[0]), true)
+        } else {
+            (xs[0].clone(), false)
+        };
+        let call = match self.d {
+            Dialect::Cuda => {
+                const MASK: &str = "0xffffffffu";
+                match w {
+                    WarpOp::Shuffle => format!("__shfl_sync({MASK}, {x}, {})", xs[1]),
+                    WarpOp::ShuffleDown => format!("__shfl_down_sync({MASK}, {x}, (unsigned int)({}))", xs[1]),
+                    WarpOp::ShuffleUp => format!("__shfl_up_sync({MASK}, {x}, (unsigned int)({}))", xs[1]),
+                    WarpOp::ShuffleXor => format!("__shfl_xor_sync({MASK}, {x}, {})", xs[1]),
+                    WarpOp::VoteAll => format!("(__all_sync({MASK}, {x}) != 0)"),
+                    WarpOp::VoteAny => format!("(__any_sync({MASK}, {x}) != 0)"),
+                    WarpOp::Ballot => format!("((int)__ballot_sync({MASK}, {x}))"),
+                }
+            }
+            Dialect::Metal => match w {
+                WarpOp::Shuffle => format!("simd_shuffle({x}, (ushort)({}))", xs[1]),
+                WarpOp::ShuffleDown => format!("simd_shuffle_down({x}, (ushort)({}))", xs[1]),
+                WarpOp::ShuffleUp => format!("simd_shuffle_up({x}, (ushort)({}))", xs[1]),
+                WarpOp::ShuffleXor => format!("simd_shuffle_xor({x}, (ushort)({}))", xs[1]),
+                WarpOp::VoteAll => format!("simd_all({x})"),
+                WarpOp::VoteAny => format!("simd_any({x})"),
+                WarpOp::Ballot => format!("((int)(ulong)simd_ballot({x}))"),
+            },
+            Dialect::OpenCl => {
+                self.features.subgroups.get_or_insert(self.span);
+                match w {
+                    WarpOp::Shuffle => {
+                        format!("sub_group_shuffle({x}, (uint)({}))", xs[1])
+                    }
+                    WarpOp::ShuffleXor => {
+                        format!("sub_group_shuffle_xor({x}, (uint)({}))", xs[1])
+                    }
+                    WarpOp::ShuffleDown => {
+                        format!("sub_group_shuffle_down({x}, (uint)({}))", xs[1])
+                    }
+                    WarpOp::ShuffleUp => {
+                        format!("sub_group_shuffle_up({x}, (uint)({}))", xs[1])
+                    }
+                    WarpOp::VoteAll => format!("(sub_group_all((int)({x})) != 0)"),
+                    WarpOp::VoteAny => format!("(sub_group_any((int)({x})) != 0)"),
+                    WarpOp::Ballot => {
+                        format!("((int)sub_group_ballot((int)({x})).x)")
+                    }
+                }
+            }
+        };
+        if unbool { format!("({call} != 0)") } else { call }
+    }
+
+    fn atomic(&mut self, op: AtomicOp, args: &[Expr], rs: Scalar) -> String {
+        let target = self.d.display_name();
+        let ExprKind::Var(base) = &args[0].kind else {
+            self.error(
+                format!("{target}: an atomic needs a vector or array variable"),
+                "not a variable",
+                "the first argument of an atomic names the vector or shared array",
+            );
+            return "0".into();
+        };
+        let (elem, space) = match self.var_ty(*base) {
+            Ty::Vector(e) => ((**e).clone(), MemSpace::Global),
+            Ty::Array { elem, space, .. } => ((**elem).clone(), *space),
+            _ => (Ty::Unit, MemSpace::Global),
+        };
+        let s = elem.scalar().unwrap_or(rs);
+        if space == MemSpace::Local {
+            self.error(
+                format!("atomics on per-thread arrays are not supported by {target}"),
+                "atomic on a per-thread array",
+                "atomics apply to vectors and shared arrays",
+            );
+            return "0".into();
+        }
+        if !(s.is_int() || (s == Scalar::F32 && op == AtomicOp::Add)) {
+            self.error(
+                format!("atomic_{} on {s} is not supported by {target}", format!("{op:?}").to_lowercase()),
+                "unsupported atomic",
+                "atomics take int32 and int64 elements; atomic_add also takes float32",
+            );
+            return "0".into();
+        }
+        if s == Scalar::I64 {
+            let slot = match op {
+                AtomicOp::Min | AtomicOp::Max | AtomicOp::And | AtomicOp::Or | AtomicOp::Xor => {
+                    &mut self.features.int64_atomics_extended
+                }
+                _ => &mut self.features.int64_atomics_base,
+            };
+            slot.get_or_insert(self.span);
+        }
+        let idx = self.expr(&args[1]);
+        let vals: Vec<String> = args[2..].iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+        let ptr = format!("&{}[{}]", self.var(*base), strip(&idx));
+        let t = self.scalar(s);
+        match self.d {
+            Dialect::OpenCl => {
+                if s == Scalar::F32 {
+                    let name = self.float_cas_add(space);
+                    return format!("{name}({ptr}, {})", vals[0]);
+                }
+                let f = self.d.c_atomic(op, s).unwrap_or_default();
+                format!("{f}({ptr}{})", vals.iter().map(|v| format!(", {v}")).collect::<String>())
+            }
+            Dialect::Cuda => {
+                let f = self.d.c_atomic(op, s).unwrap_or_default();
+                if s != Scalar::I64 {
+                    return match op {
+                        AtomicOp::Inc => format!("atomicAdd({ptr}, 1)"),
+                        AtomicOp::Dec => format!("atomicSub({ptr}, 1)"),
+                        _ => format!("{f}({ptr}{})", vals.iter().map(|v| format!(", {v}")).collect::<String>()),
+                    };
+                }
+                // CUDA's 64-bit atomics take unsigned long long, except min/max (long long).
+                const U: &str = "unsigned long long";
+                let uptr = format!("({U}*){ptr}");
+                let u = |v: &str| format!("({U})({v})");
+                let call = match op {
+                    AtomicOp::Min | AtomicOp::Max => return format!("{f}({ptr}, {})", vals[0]),
+                    AtomicOp::Add => format!("atomicAdd({uptr}, {})", u(&vals[0])),
+                    AtomicOp::Sub => format!("atomicAdd({uptr}, 0ull - {})", u(&vals[0])),
+                    AtomicOp::Inc => format!("atomicAdd({uptr}, 1ull)"),
+                    AtomicOp::Dec => format!("atomicAdd({uptr}, ~0ull)"),
+                    AtomicOp::Cas => format!("atomicCAS({uptr}, {}, {})", u(&vals[0]), u(&vals[1])),
+                    _ => format!("{f}({uptr}, {})", u(&vals[0])),
+                };
+                format!("(({t}){call})")
+            }
+            Dialect::Metal => {
+                let sp = self.d.pointer_space(space);
+                let aty = if s == Scalar::F32 { "atomic_float" } else { "atomic_int" };
+                let aptr = format!("({sp}{aty}*){ptr}");
+                if op == AtomicOp::Cas {
+                    let name = self.metal_cas(space);
+                    return format!("{name}({aptr}, {}, {})", vals[0], vals[1]);
+                }
+                let f = Dialect::metal_atomic(op);
+                let v = match op {
+                    AtomicOp::Inc | AtomicOp::Dec => "1".to_string(),
+                    _ => vals[0].clone(),
+                };
+                format!("{f}({aptr}, {v}, memory_order_relaxed)")
+            }
+        }
+    }
+
+    /// OpenCL C 1.2 has no float atomics: a compare-and-swap loop on the bits, one helper per
+    /// address space (1.2 has no generic pointers).
+    fn float_cas_add(&mut self, space: MemSpace) -> String {
+        let sp = self.d.pointer_space(space);
+        let sname = if space == MemSpace::Shared { "local" } else { "global" };
+        self.helper(&format!("fadd:{sname}"), &format!("sarek_atomic_add_f32_{sname}"), |name| {
+            format!(
+                "float {name}(volatile {sp}float* p, float x) {{\n\
+                 {INDENT}volatile {sp}uint* bits = (volatile {sp}uint*)p;\n\
+                 {INDENT}uint old = *bits;\n\
+                 {INDENT}for (;;) {{\n\
+                 {INDENT}{INDENT}uint seen = atomic_cmpxchg(bits, old, as_uint(as_float(old) + x));\n\
+                 {INDENT}{INDENT}if (seen == old) return as_float(old);\n\
+                 {INDENT}{INDENT}old = seen;\n\
+                 {INDENT}}}\n}}\n\n"
+            )
+        })
+    }
+
+    /// Metal has only a weak compare-exchange; a strong CAS returning the old value retries
+    /// spurious failures.
+    fn metal_cas(&mut self, space: MemSpace) -> String {
+        let sp = self.d.pointer_space(space);
+        let sname = if space == MemSpace::Shared { "threadgroup" } else { "device" };
+        self.helper(&format!("cas:{sname}"), &format!("sarek_atomic_cas_i32_{sname}"), |name| {
+            format!(
+                "static int {name}({sp}atomic_int* p, int expected, int desired) {{\n\
+                 {INDENT}int old = expected;\n\
+                 {INDENT}while (!atomic_compare_exchange_weak_explicit(p, &old, desired, memory_order_relaxed, memory_order_relaxed)) {{\n\
+                 {INDENT}{INDENT}if (old != expected) break;\n\
+                 {INDENT}}}\n\
+                 {INDENT}return old;\n}}\n\n"
+            )
+        })
+    }
+}
+
+/// Layout of a by-value kernel argument (scalars too, so the runtime packs everything alike).
+fn value_layout(k: &Kernel, ty: &Ty) -> ElemLayout {
+    abi::elem_layout(k, ty, LAYOUT)
+}
+
+/// Reading a bool from storage (int 0/1): compare, so the C expression has bool meaning.
+fn bool_read(ty: &Ty, text: String) -> String {
+    if *ty == Ty::BOOL { format!("({text} != 0)") } else { text }
+}
+
+fn lvalue_ty(k: &Kernel, p: &LValue) -> Ty {
+    match p {
+        LValue::Var(v) => k.var(*v).ty.clone(),
+        LValue::Index { base, .. } => k.var(*base).ty.elem().cloned().unwrap_or(Ty::Unit),
+        LValue::Field { base, field } => match lvalue_ty(k, base) {
+            Ty::Record(id) => k.record(id).fields[*field as usize].ty.clone(),
+            _ => Ty::Unit,
+        },
+    }
+}
+
+fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
+    for s in block {
+        match &s.kind {
+            StmtKind::Array { var } => out.push((*var, s.span)),
+            StmtKind::If { then_block, else_block, .. } => {
+                collect_shared(then_block, out);
+                collect_shared(else_block, out);
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                collect_shared(body, out)
+            }
+            StmtKind::Match { arms, .. } => arms.iter().for_each(|a| collect_shared(&a.body, out)),
+            _ => {}
+        }
+    }
+}
+
+/// Remove one pair of parentheses enclosing the whole text.
+fn strip(s: &str) -> &str {
+    let b = s.as_bytes();
+    if b.first() != Some(&b'(') || b.last() != Some(&b')') {
+        return s;
+    }
+    let mut depth = 0i32;
+    for (i, c) in b.iter().enumerate() {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 && i + 1 != b.len() {
+                    return s;
+                }
+            }
+            _ => {}
+        }
+    }
+    &s[1..s.len() - 1]
+}
+
+fn strip_semicolon(s: &str) -> String {
+    s.trim_end_matches(';').to_string()
+}
+
+/// Replace characters C identifiers cannot hold (`'` in OCaml names).
+fn sanitize(name: &str) -> String {
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    s
+}

@@ -1,0 +1,2 @@
+pub mod ir_kernels;
+pub mod validate;
