@@ -797,6 +797,7 @@ pub fn expressible() -> Vec<Kernel> {
         arith(),
         warp(),
         int_div(),
+        fences(),
     ]
 }
 
@@ -819,5 +820,31 @@ pub fn int_div() -> Kernel {
             store(r, gid(), bin(BinOp::Rem, ai, di)),
         ],
     )];
+    b.finish()
+}
+
+/// Fences: one reached by the whole workgroup (top level, and under a condition on a scalar
+/// parameter), one under thread-dependent control flow.
+/// `memory_fence_block (); if n > 0 then memory_fence_device (); if gid = 0 then (out.(0) <- 1; memory_fence_device ())`
+pub fn fences() -> Kernel {
+    let mut b = B::new("fences");
+    let out = b.vec("out", Ty::I32);
+    let n = b.param("n", Ty::I32);
+    b.k.body = vec![
+        st(StmtKind::Fence { device: false }),
+        if_(
+            bin(BinOp::Gt, b.r(n), lit_i(0)),
+            vec![st(StmtKind::Fence { device: true })],
+            vec![],
+        ),
+        if_(
+            bin(BinOp::Eq, gid(), lit_i(0)),
+            vec![
+                store(out, lit_i(0), lit_i(1)),
+                st(StmtKind::Fence { device: true }),
+            ],
+            vec![],
+        ),
+    ];
     b.finish()
 }
