@@ -18,15 +18,31 @@ fn frontend(c: &mut Criterion) {
         })
         .unwrap_or_default();
     files.sort();
+    let sources: Vec<(String, String)> = files
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).expect("readable corpus file");
+            (p.file_stem().unwrap().to_string_lossy().into_owned(), text)
+        })
+        .collect();
     let mut group = c.benchmark_group("frontend");
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("readable corpus file");
-        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+    for (name, text) in &sources {
         group.bench_function(name, |b| {
             b.iter(|| {
-                let ast = parser::parse(FileId(0), black_box(&text)).ok();
+                let ast = parser::parse(FileId(0), black_box(text)).ok();
                 black_box(ast.map(|a| typer::check_program(&a).is_ok()))
             })
+        });
+    }
+    group.finish();
+    // The type checker alone, on an already parsed file.
+    let mut group = c.benchmark_group("typer");
+    for (name, text) in &sources {
+        let Ok(ast) = parser::parse(FileId(0), text) else {
+            continue;
+        };
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(typer::check_program(black_box(&ast)).is_ok()))
         });
     }
     group.finish();

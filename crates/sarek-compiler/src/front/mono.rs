@@ -182,13 +182,15 @@ impl Mono {
                     .join("_")
             ),
             Ty::Vector(e) => format!("vec_{}", self.mangle(e)),
-            Ty::Array { elem, space, .. } => {
+            Ty::Array { elem, space, size } => {
                 let sp = match space {
                     MemSpace::Shared => "sharr",
                     MemSpace::Local => "locarr",
                     MemSpace::Global => "arr",
                 };
-                format!("{sp}_{}", self.mangle(elem))
+                // The size is part of the instance (a helper may take `length` of it).
+                let n = size.map_or(String::new(), |n| n.to_string());
+                format!("{sp}{n}_{}", self.mangle(elem))
             }
             Ty::Param(i) => format!("p{i}"),
         }
@@ -316,9 +318,12 @@ impl VisitMut for Instantiate<'_> {
     }
     fn decl(&mut self, d: &mut VarDecl) {
         self.ty(&mut d.ty);
-        let new = VarId(*self.next_var);
-        *self.next_var += 1;
-        self.renames.insert(d.id, new);
+        // The alternatives of an or-pattern declare the same variable: one new id for all.
+        let next = &mut *self.next_var;
+        let new = *self.renames.entry(d.id).or_insert_with(|| {
+            *next += 1;
+            VarId(*next - 1)
+        });
         d.id = new;
     }
     fn var_use(&mut self, id: &mut VarId) {
@@ -383,4 +388,102 @@ fn max_var(p: &Program) -> u32 {
         m.expr(&mut k.body);
     }
     m.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Span;
+    use crate::front::tast::{FieldDef, Kernel, RecordDef, RecordId};
+
+    fn var(id: u32, ty: Ty) -> Expr {
+        Expr {
+            kind: ExprKind::Var(VarId(id)),
+            ty,
+            span: Span::DUMMY,
+        }
+    }
+
+    fn decl(id: u32, name: &str, ty: Ty) -> VarDecl {
+        VarDecl {
+            id: VarId(id),
+            name: name.into(),
+            ty,
+            mutable: false,
+            span: Span::DUMMY,
+        }
+    }
+
+    /// `let same (a : 'a) (b : 'a) = a = b` called at a record: the typer refuses the call,
+    /// and when a program reaches mono anyway (built through the API), mono refuses the
+    /// instance with the shared aggregate-equality text.
+    #[test]
+    fn aggregate_equality_after_instantiation_is_refused() {
+        let point = RecordDef {
+            name: "point".into(),
+            span: Span::DUMMY,
+            fields: vec![FieldDef {
+                name: "x".into(),
+                ty: Ty::F32,
+                span: Span::DUMMY,
+            }],
+        };
+        let same = Function {
+            id: FunId(0),
+            name: "same".into(),
+            span: Span::DUMMY,
+            type_params: 1,
+            params: vec![decl(0, "a", Ty::Param(0)), decl(1, "b", Ty::Param(0))],
+            ret: Ty::BOOL,
+            body: Expr {
+                kind: ExprKind::Binary {
+                    op: BinOp::Eq,
+                    lhs: Box::new(var(0, Ty::Param(0))),
+                    rhs: Box::new(var(1, Ty::Param(0))),
+                },
+                ty: Ty::BOOL,
+                span: Span::DUMMY,
+            },
+            recursive: false,
+            inline_depth: None,
+        };
+        let rec = Ty::Record(RecordId(0));
+        let call = |ty: Ty, a: u32, b: u32| Expr {
+            kind: ExprKind::Call {
+                func: FunId(0),
+                type_args: vec![ty.clone()],
+                args: vec![var(a, ty.clone()), var(b, ty)],
+            },
+            ty: Ty::BOOL,
+            span: Span::DUMMY,
+        };
+        let kernel = |ty: Ty| Kernel {
+            name: "k".into(),
+            span: Span::DUMMY,
+            params: vec![decl(2, "p", ty.clone()), decl(3, "q", ty.clone())],
+            body: Expr {
+                kind: ExprKind::Ignore(Box::new(call(ty, 2, 3))),
+                ty: Ty::Unit,
+                span: Span::DUMMY,
+            },
+        };
+        let program = |ty: Ty| Program {
+            records: vec![point.clone()],
+            variants: vec![],
+            functions: vec![same.clone()],
+            kernels: vec![kernel(ty)],
+        };
+
+        let ok = monomorphise(program(Ty::I32)).expect("scalar instance is fine");
+        assert_eq!(ok.functions.len(), 1);
+        assert_eq!(ok.functions[0].name, "same__i32");
+        assert_eq!(ok.functions[0].params[0].ty, Ty::I32);
+        // Binders were renamed away from the kernel's ids.
+        assert!(ok.functions[0].params.iter().all(|p| p.id.0 > 3));
+
+        let err = monomorphise(program(rec)).expect_err("record instance refused");
+        assert_eq!(err.len(), 1);
+        assert_eq!(err[0].message, aggregate_equality_message("point"));
+        assert!(err[0].notes.iter().any(|n| n.contains("same__point")));
+    }
 }

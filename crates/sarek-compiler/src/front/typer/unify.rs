@@ -13,6 +13,8 @@
 //! `let eq (a : 'a) b = a = b` stay polymorphic while still refusing `eq p q` on records at the
 //! call site.
 
+use std::borrow::Cow;
+
 use crate::diag::Span;
 use crate::front::tast::Ty;
 use crate::types::Scalar;
@@ -106,8 +108,21 @@ impl ScalarSet {
 pub(super) enum Reason {
     /// Operand of `=`, `<>`, `!=`: violations use the aggregate-equality message.
     Equality,
-    /// Any other operator or intrinsic (the string names it: "`+`", "`sqrt`").
-    Operation(String),
+    /// An unsuffixed float literal (float32 or float64).
+    FloatLiteral,
+    /// Any other operator or intrinsic, by its source spelling (`+`, `sqrt`).
+    Operation(Cow<'static, str>),
+}
+
+impl Reason {
+    /// How a message names what imposed the constraint.
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::Equality => "`=`".into(),
+            Reason::FloatLiteral => "a float literal".into(),
+            Reason::Operation(op) => format!("`{op}`"),
+        }
+    }
 }
 
 /// What an unbound variable may still become.
@@ -186,7 +201,7 @@ impl Subst {
     pub fn fresh_float_literal(&mut self, origin: Span) -> (Ty, u32) {
         let t = self.fresh_with(Constraint::Scalar {
             set: ScalarSet::FLOAT,
-            reason: Reason::Operation("a float literal".into()),
+            reason: Reason::FloatLiteral,
             origin,
         });
         let v = as_var(&t).expect("fresh variable");
@@ -222,10 +237,14 @@ impl Subst {
 
     /// Follow bindings at the root only.
     pub fn resolve(&self, t: &Ty) -> Ty {
-        let mut t = t.clone();
-        while let Some(v) = as_var(&t) {
+        self.resolve_ref(t).clone()
+    }
+
+    /// [`Subst::resolve`] without cloning.
+    pub fn resolve_ref<'a>(&'a self, mut t: &'a Ty) -> &'a Ty {
+        while let Some(v) = as_var(t) {
             match &self.vars[v as usize] {
-                VarState::Bound(b) => t = b.clone(),
+                VarState::Bound(b) => t = b,
                 VarState::Unbound { .. } => break,
             }
         }
@@ -234,23 +253,33 @@ impl Subst {
 
     /// Resolve everywhere inside `t` (unbound variables stay).
     pub fn zonk(&self, t: &Ty) -> Ty {
-        match self.resolve(t) {
+        match self.resolve_ref(t) {
             Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| self.zonk(t)).collect()),
-            Ty::Vector(e) => Ty::Vector(Box::new(self.zonk(&e))),
+            Ty::Vector(e) => Ty::Vector(Box::new(self.zonk(e))),
             Ty::Array { elem, space, size } => Ty::Array {
-                elem: Box::new(self.zonk(&elem)),
-                space,
-                size,
+                elem: Box::new(self.zonk(elem)),
+                space: *space,
+                size: *size,
             },
-            other => other,
+            other => other.clone(),
+        }
+    }
+
+    /// Whether an unbound variable remains inside `t`.
+    pub fn has_vars(&self, t: &Ty) -> bool {
+        match self.resolve_ref(t) {
+            t if as_var(t).is_some() => true,
+            Ty::Tuple(ts) => ts.iter().any(|t| self.has_vars(t)),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.has_vars(e),
+            _ => false,
         }
     }
 
     fn occurs(&self, v: u32, t: &Ty) -> bool {
-        match self.resolve(t) {
-            t if as_var(&t) == Some(v) => true,
+        match self.resolve_ref(t) {
+            t if as_var(t) == Some(v) => true,
             Ty::Tuple(ts) => ts.iter().any(|t| self.occurs(v, t)),
-            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.occurs(v, &e),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.occurs(v, e),
             _ => false,
         }
     }
@@ -273,11 +302,14 @@ impl Subst {
     }
 
     pub fn unify(&mut self, a: &Ty, b: &Ty) -> Result<(), UnifyError> {
+        {
+            let (a, b) = (self.resolve_ref(a), self.resolve_ref(b));
+            if is_error(a) || is_error(b) || a == b {
+                return Ok(());
+            }
+        }
         let a = self.resolve(a);
         let b = self.resolve(b);
-        if is_error(&a) || is_error(&b) || a == b {
-            return Ok(());
-        }
         match (as_var(&a), as_var(&b)) {
             (Some(va), Some(vb)) => self.unify_vars(va, vb),
             (Some(v), None) => self.bind_checked(v, &b),
