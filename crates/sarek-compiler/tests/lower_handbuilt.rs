@@ -655,3 +655,43 @@ fn aggregate_equality_backstop_uses_the_typer_text_and_says_it_fired() {
         err[0].notes
     );
 }
+
+#[test]
+fn mutual_recursion_is_refused() {
+    // Scoping makes this unwritable in source; the pass checks anyway.
+    let mut b = B::default();
+    let x = b.decl("x", Ty::I32);
+    let y = b.decl("y", Ty::I32);
+    let call = |f: u32, a: Expr| {
+        ex(
+            ExprKind::Call {
+                func: FunId(f),
+                type_args: vec![],
+                args: vec![a],
+            },
+            Ty::I32,
+        )
+    };
+    let fun = |id: u32, name: &str, p: &VarDecl, body: Expr| Function {
+        id: FunId(id),
+        name: name.into(),
+        span: Span::DUMMY,
+        type_params: 0,
+        params: vec![p.clone()],
+        ret: Ty::I32,
+        body,
+        recursive: false,
+        inline_depth: None,
+    };
+    let mut p = program(vec![], ex(ExprKind::Unit, Ty::Unit));
+    p.functions.push(fun(0, "even", &x, call(1, var(&x))));
+    p.functions.push(fun(1, "odd", &y, call(0, var(&y))));
+    let err = sarek_compiler::front::recursion::eliminate(p).unwrap_err();
+    assert_eq!(err.len(), 1);
+    assert!(
+        err[0].message.contains("mutual recursion"),
+        "{}",
+        err[0].message
+    );
+    assert!(err[0].message.contains("`even`") && err[0].message.contains("`odd`"));
+}

@@ -24,6 +24,24 @@ let classify (s : shape) : int32 =
   | Circle _ | Square _ -> 4
   | Empty -> 5
 
+type wrap = W of (int32 * int32) | P of int32 * (int32 * bool) | N
+
+let swap (p : int32 * int32) : int32 * int32 = let (a, b) = p in (b, a)
+
+let%kernel payloads (v : wrap vector) (out : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then begin
+    out.(i) <- (match v.(i) with
+                | W p -> let (a, b) = swap p in a * 1000 + b
+                | P (a, (b, true)) -> a + b
+                | P (a, q) -> let (b, _) = q in a - b
+                | N -> -1);
+    v.(i) <- (match v.(i) with
+              | W (a, b) -> W (swap (a + 1, b))
+              | P (a, q) -> P (a * 2, q)
+              | N -> N)
+  end
+
 let%kernel features (shapes : shape vector) (pairs : (int32 * int32) vector) (segs : seg vector)
     (cls : int32 vector) (q : int32 vector) (r : int32 vector) (m : int32 vector)
     (t : int32 vector) (w : float32 vector) (grow : shape vector) (n : int32) =
@@ -222,5 +240,54 @@ fn lowered_features_compute_what_the_source_says() {
             other => other,
         };
         assert_eq!(got, want, "value-position match at {i}");
+    }
+}
+
+#[test]
+fn scalar_tuple_payloads_are_flattened_and_round_trip() {
+    let k = lower("payloads");
+    let n = 90usize;
+    // tag i % 3: W (i, 2i) | P (i, (3i, i even)) | N
+    let v = vector(&k, 0, n, |leaf, i| {
+        let i32_ = |x: usize| Literal::I32(x as i32);
+        match (i % 3, leaf) {
+            (_, "tag") => i32_(i % 3),
+            (0, "W_0") => i32_(i),
+            (0, "W_1") => i32_(2 * i),
+            (1, "P_0") => i32_(i),
+            (1, "P_1") => i32_(3 * i),
+            (1, "P_2") => Literal::Bool(i % 2 == 0),
+            (_, "P_2") => Literal::Bool(false),
+            _ => Literal::I32(0),
+        }
+    });
+    let mut args = vec![
+        v,
+        vector(&k, 1, n, |_, _| Literal::I32(0)),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    let out = ints(column(&args[1], 0));
+    let ls = leaves(&k, k.var(k.params[0]).ty.elem().unwrap());
+    let names: Vec<&str> = ls.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["tag", "W_0", "W_1", "P_0", "P_1", "P_2"]);
+    let col = |j: usize| ints(column(&args[0], j));
+    let (tag, w0, w1, p0, p1) = (col(0), col(1), col(2), col(3), col(4));
+    for i in 0..n as i32 {
+        let u = i as usize;
+        let (want_out, want) = match i % 3 {
+            0 => (2 * i * 1000 + i, (0, 0, 0)),
+            1 if i % 2 == 0 => (i + 3 * i, (1, 2 * i, 3 * i)),
+            1 => (i - 3 * i, (1, 2 * i, 3 * i)),
+            _ => (-1, (2, 0, 0)),
+        };
+        assert_eq!(out[u], want_out, "payload match at {i}");
+        assert_eq!(tag[u], want.0, "tag at {i}");
+        match want.0 {
+            // W (swap (a + 1, b)) = W (b, a + 1)
+            0 => assert_eq!((w0[u], w1[u]), (2 * i, i + 1), "W at {i}"),
+            1 => assert_eq!((p0[u], p1[u]), (want.1, want.2), "P at {i}"),
+            _ => {}
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! Interpreter and cpu throughput on mandelbrot 1024x1024 (256 iterations, 2-D grid of 16x16
-//! blocks) and a shared-memory tiled matmul 256x256 (16x16 tiles).
+//! Interpreter and cpu throughput on the corpus kernels `mandelbrot` (int32 fixed point) at
+//! 1024x1024 with 256 iterations on a 2-D grid of 16x16 blocks, and `matmul_tiled` (two
+//! 16x16 shared tiles, barriers) at 256x256; both compiled from `tests/kernels/` source.
 //!
 //! `cargo bench -p sarek-runtime --no-default-features --bench exec` (the GPU features are not
 //! needed). Throughput is reported in elements (pixels / output entries) per second; the
@@ -9,7 +10,6 @@
 mod interp_util;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use interp_util::kernels::{mandelbrot, matmul};
 use interp_util::*;
 use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
 use std::time::Duration;
@@ -20,13 +20,22 @@ type Run = fn(
     &mut [ArgValue],
 ) -> Result<sarek_runtime::LaunchStats, sarek_runtime::RuntimeError>;
 
+fn corpus(file: &str, kernel: &str) -> sarek_compiler::ir::Kernel {
+    let path = format!("{}/../../tests/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(&path).expect("corpus file");
+    let mut sources = sarek_compiler::SourceMap::new();
+    let id = sources.add(path, src);
+    let program = sarek_compiler::check(&sources, id).expect("corpus kernel checks");
+    sarek_compiler::lower_kernel(&program, kernel).expect("corpus kernel lowers")
+}
+
 fn backends() -> [(&'static str, Run); 2] {
     [("interp", interp::run), ("cpu", cpu::run)]
 }
 
 fn bench_mandelbrot(c: &mut Criterion) {
     let (w, h, it) = (1024, 1024, 256);
-    let k = mandelbrot();
+    let k = corpus("mandelbrot.sarek", "mandelbrot");
     let cfg = LaunchConfig {
         grid: [64, 64, 1],
         block: [16, 16, 1],
@@ -56,7 +65,7 @@ fn bench_mandelbrot(c: &mut Criterion) {
 
 fn bench_matmul(c: &mut Criterion) {
     let n = 256usize;
-    let k = matmul(16);
+    let k = corpus("matmul_tiled.sarek", "matmul_tiled");
     let cfg = LaunchConfig {
         grid: [16, 16, 1],
         block: [16, 16, 1],

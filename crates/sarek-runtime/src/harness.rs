@@ -52,24 +52,23 @@ impl Directive {
     }
 }
 
-/// Every `(* @run ... *)` comment of `source`, in order. The words `size`, `grid` and `block`
-/// are directive options; every other `NAME=VALUE` is a kernel argument.
+/// Every `@run` directive of `source`, in order. A directive is a comment line whose first
+/// word is `@run` (`(* @run ... *)` alone, or one line of a longer comment); it ends at the
+/// end of the line or at `*)`. The words `size`, `grid` and `block` are directive options;
+/// every other `NAME=VALUE` is a kernel argument.
 pub fn parse_directives(source: &str) -> Result<Vec<Directive>, String> {
     let mut out = Vec::new();
-    let mut rest = source;
-    let mut offset = 0;
-    while let Some(at) = rest.find("(*") {
-        let after = rest[at + 2..].trim_start();
-        let start = offset + at;
-        if let Some(body) = after.strip_prefix("@run") {
-            let line = source[..start].matches('\n').count() + 1;
-            let end = body
-                .find("*)")
-                .ok_or_else(|| format!("line {line}: unterminated @run directive"))?;
-            out.push(parse_directive(&body[..end], line).map_err(|e| format!("line {line}: {e}"))?);
+    for (i, line) in source.lines().enumerate() {
+        let l = line.trim_start();
+        let l = l.strip_prefix("(*").unwrap_or(l).trim_start();
+        let Some(body) = l.strip_prefix("@run") else {
+            continue;
+        };
+        if !body.is_empty() && !body.starts_with(char::is_whitespace) {
+            continue;
         }
-        offset = start + 2;
-        rest = &source[offset..];
+        let body = body.find("*)").map_or(body, |end| &body[..end]);
+        out.push(parse_directive(body, i + 1).map_err(|e| format!("line {}: {e}", i + 1))?);
     }
     Ok(out)
 }
@@ -979,7 +978,7 @@ mod tests {
 
     #[test]
     fn directives() {
-        let src = "(* @run saxpy size=4096 a=2.0 n=4096 *)\n(* plain comment *)\n(*@run t grid=4,4 block=16,16 w=64 *)\nlet%kernel ...";
+        let src = "(* @run saxpy size=4096 a=2.0 n=4096 *)\n(* plain comment\n   @run t grid=4,4 block=16,16 w=64 *)\nlet%kernel ...";
         let d = parse_directives(src).unwrap();
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].kernel, "saxpy");

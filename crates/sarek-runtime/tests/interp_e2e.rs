@@ -505,3 +505,176 @@ fn corpus_interp_and_cpu_agree() {
         failures.join("\n")
     );
 }
+
+// ---- corpus kernels against Rust references ------------------------------------------------
+
+fn corpus(file: &str, kernel: &str) -> Kernel {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/kernels")
+        .join(file);
+    let src = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    compile(&format!("tests/kernels/{file}"), &src, kernel)
+}
+
+#[test]
+fn corpus_saxpy_against_rust() {
+    let n = 1000usize;
+    let x: Vec<f32> = rand_seq(21, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let y: Vec<f32> = rand_seq(22, n)
+        .iter()
+        .map(|v| (*v % 2000) as f32 / 1000.0 - 1.0)
+        .collect();
+    let out = both(
+        &corpus("saxpy.sarek", "saxpy"),
+        LaunchConfig::linear(n as u32),
+        vec![vec_f32(&x), vec_f32(&y), s_f32(2.0), s_i32(n as i32)],
+    );
+    assert_eq!(
+        out_f32(&out[1]),
+        x.iter()
+            .zip(&y)
+            .map(|(x, y)| 2.0 * x + y)
+            .collect::<Vec<_>>()
+    );
+    // saxpy_scaled: n = 900 of 1024 threads; y - 0.25 through a helper.
+    let out = both(
+        &corpus("saxpy.sarek", "saxpy_scaled"),
+        LaunchConfig::linear(n as u32),
+        vec![vec_f32(&x), vec_f32(&y), s_f32(-0.5), s_i32(900)],
+    );
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < 900 {
+                -0.5 * x[i] + y[i] - 0.25
+            } else {
+                y[i]
+            }
+        })
+        .collect();
+    assert_eq!(out_f32(&out[1]), want);
+}
+
+#[test]
+fn corpus_reductions_against_rust() {
+    let n = 2000usize;
+    let x: Vec<i32> = rand_seq(23, n).iter().map(|v| (*v % 1000) as i32).collect();
+    let mut out_init = vec![-5; n];
+    let out = both(
+        &corpus("reduce_shared.sarek", "reduce_sum"),
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
+        vec![vec_i32(&x), vec_i32(&out_init), s_i32(n as i32)],
+    );
+    for (b, c) in x.chunks(256).enumerate() {
+        out_init[b] = c.iter().sum();
+    }
+    assert_eq!(out_i32(&out[1]), out_init);
+
+    let xf: Vec<f32> = rand_seq(24, n)
+        .iter()
+        .map(|v| (*v % 20000) as f32 / 1000.0 - 10.0)
+        .collect();
+    let out = both(
+        &corpus("reduce_shared.sarek", "reduce_max_f32"),
+        LaunchConfig {
+            grid: [8, 1, 1],
+            block: [256, 1, 1],
+        },
+        vec![vec_f32(&xf), vec_f32(&vec![0.0; n]), s_i32(1900)],
+    );
+    let got = out_f32(&out[1]);
+    for b in 0..8 {
+        let want = xf[b * 256..((b + 1) * 256).min(1900)]
+            .iter()
+            .fold(-1000.0f32, |m, v| m.max(*v));
+        assert_eq!(got[b], want, "block {b}");
+    }
+}
+
+#[test]
+fn corpus_matmul_against_rust() {
+    for n in [32usize, 30] {
+        let a: Vec<f32> = rand_seq(25, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = rand_seq(26, 1024)
+            .iter()
+            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+            .collect();
+        let cfg = LaunchConfig {
+            grid: [2, 2, 1],
+            block: [16, 16, 1],
+        };
+        let args = || {
+            vec![
+                vec_f32(&a),
+                vec_f32(&b),
+                vec_f32(&[7.0; 1024]),
+                s_i32(n as i32),
+            ]
+        };
+        let mut want = vec![7.0f32; 1024];
+        want[..n * n].copy_from_slice(&matmul_ref(&a[..n * n], &b[..n * n], n));
+        // Tiled: zero padding adds exact zeros, so the sums match the plain loop bit for bit.
+        let out = both(&corpus("matmul_tiled.sarek", "matmul_tiled"), cfg, args());
+        assert_eq!(out_f32(&out[2]), want, "tiled n={n}");
+        let out = both(&corpus("matmul_tiled.sarek", "matmul_naive"), cfg, args());
+        assert_eq!(out_f32(&out[2]), want, "naive n={n}");
+    }
+}
+
+/// The corpus mandelbrot's int32 fixed-point iteration, in Rust.
+fn mandelbrot_fixed_ref(w: i32, h: i32, max_iter: i32) -> Vec<i32> {
+    let one = 1i32 << 12;
+    let mut out = vec![0; (w * h) as usize];
+    for y in 0..h {
+        for x in 0..w {
+            let cx = (x * 3 * one) / w - 2 * one;
+            let cy = (y * 3 * one) / h - (3 * one) / 2;
+            let (mut zx, mut zy, mut k) = (0i32, 0i32, 0);
+            while k < max_iter {
+                let zx2 = zx.wrapping_mul(zx) >> 12;
+                let zy2 = zy.wrapping_mul(zy) >> 12;
+                if zx2 + zy2 > 4 * one {
+                    break;
+                }
+                let nzx = zx2 - zy2 + cx;
+                zy = (2i32.wrapping_mul(zx).wrapping_mul(zy) >> 12) + cy;
+                zx = nzx;
+                k += 1;
+            }
+            out[(y * w + x) as usize] = k;
+        }
+    }
+    out
+}
+
+#[test]
+fn corpus_mandelbrot_against_rust() {
+    let (w, h, it) = (64, 48, 100);
+    let out = both(
+        &corpus("mandelbrot.sarek", "mandelbrot"),
+        LaunchConfig {
+            grid: [4, 3, 1],
+            block: [16, 16, 1],
+        },
+        vec![
+            vec_i32(&vec![-1; (w * h) as usize]),
+            s_i32(w),
+            s_i32(h),
+            s_i32(it),
+        ],
+    );
+    let got = out_i32(&out[0]);
+    assert_eq!(got, mandelbrot_fixed_ref(w, h, it));
+    assert!(
+        got.contains(&it) && got.iter().any(|&k| k < 5),
+        "both escaping and bounded points"
+    );
+}

@@ -45,7 +45,7 @@ impl Lowerer<'_> {
                     return self.finish(dest, None, e.span, out);
                 };
                 for item in init {
-                    self.lower_into(item, Dest::Discard, out)?;
+                    self.discard_scoped(item, out)?;
                 }
                 self.lower_into(last, dest, out)
             }
@@ -92,6 +92,21 @@ impl Lowerer<'_> {
                 self.finish(dest, v, e.span, out)
             }
         }
+    }
+
+    /// A sequence item whose value is dropped. A `let` there ends with the item, so its
+    /// statements get their own block: the binder's scope in the IR is the source's, and two
+    /// items binding the same name need no renaming.
+    fn discard_scoped(&mut self, item: &tast::Expr, out: &mut Block) -> LResult<()> {
+        if !matches!(item.kind, ExprKind::Let { .. }) {
+            return self.lower_into(item, Dest::Discard, out);
+        }
+        let mut block = Vec::new();
+        self.lower_into(item, Dest::Discard, &mut block)?;
+        if !block.is_empty() {
+            out.push(stmt(StmtKind::Block(block), item.span));
+        }
+        Ok(())
     }
 
     /// Deliver a computed value to its destination.
@@ -175,7 +190,7 @@ impl Lowerer<'_> {
                     return Ok(None);
                 };
                 for item in init {
-                    self.lower_into(item, Dest::Discard, out)?;
+                    self.discard_scoped(item, out)?;
                 }
                 return self.lower_value(last, out);
             }
@@ -195,7 +210,7 @@ impl Lowerer<'_> {
                 cond,
                 then_branch,
                 else_branch: Some(else_branch),
-            } if selectable(then_branch) && selectable(else_branch) => {
+            } if e.ty.scalar().is_some() && selectable(then_branch) && selectable(else_branch) => {
                 let c = self.value(cond, out)?;
                 let mut scratch = Vec::new();
                 let a = self.value(then_branch, &mut scratch)?;
@@ -276,11 +291,16 @@ impl Lowerer<'_> {
                     ty,
                 )
             }
-            ExprKind::Ctor { ctor, args, .. } => {
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                args,
+            } => {
                 let ir::Ty::Variant(vid) = ty else {
                     return self.internal(span, "constructor of a non-variant type");
                 };
                 let vals = self.operands(args.iter(), out)?;
+                let vals = self.flatten_payload(*variant, *ctor, vals, span, out)?;
                 ir::Expr::new(
                     ir::ExprKind::Ctor {
                         variant: vid,
@@ -383,6 +403,59 @@ impl Lowerer<'_> {
             }
         };
         Ok(Some(v))
+    }
+
+    /// One value per IR payload field: a scalar-tuple argument contributes its components
+    /// (taken from a tuple literal directly, else projected from a temporary).
+    fn flatten_payload(
+        &mut self,
+        variant: tast::VariantId,
+        ctor: u32,
+        vals: Vec<ir::Expr>,
+        span: Span,
+        out: &mut Block,
+    ) -> LResult<Vec<ir::Expr>> {
+        let program = self.program;
+        let Some(def) = program
+            .variants
+            .get(variant.0 as usize)
+            .and_then(|v| v.ctors.get(ctor as usize))
+        else {
+            return self.internal(span, "unknown constructor");
+        };
+        let layout = super::types::payload_layout(def);
+        let projects = layout
+            .iter()
+            .zip(&vals)
+            .any(|(l, v)| l.tuple.is_some() && !matches!(v.kind, ir::ExprKind::Record { .. }));
+        let mut fields = Vec::new();
+        for (l, v) in layout.iter().zip(vals) {
+            // Projections read a temporary evaluated here: keep every operand in order.
+            let v = if projects
+                && !self.is_stable(&v)
+                && !matches!(v.kind, ir::ExprKind::Record { .. })
+            {
+                self.spill(v, "payload", span, out)
+            } else {
+                v
+            };
+            match (&l.tuple, v.kind) {
+                (None, kind) => fields.push(ir::Expr::new(kind, v.ty)),
+                (Some(_), ir::ExprKind::Record { fields: parts, .. }) => fields.extend(parts),
+                (Some(cs), kind) => {
+                    let base = ir::Expr::new(kind, v.ty);
+                    for (j, c) in cs.iter().enumerate() {
+                        let ty = self.ty(c, span)?;
+                        let field = ir::ExprKind::Field {
+                            base: Box::new(base.clone()),
+                            field: j as u32,
+                        };
+                        fields.push(ir::Expr::new(field, ty));
+                    }
+                }
+            }
+        }
+        Ok(fields)
     }
 
     /// Lower a unit-typed expression that is not control flow or a binder.
@@ -496,8 +569,14 @@ impl Lowerer<'_> {
             ExprKind::FieldSet {
                 base, field, value, ..
             } => {
-                let place = self.place(base, out)?;
-                let v = self.value(value, out)?;
+                let mut place = self.place(base, out)?;
+                let mut scratch = Vec::new();
+                let v = self.value(value, &mut scratch)?;
+                if !scratch.is_empty() {
+                    // The value's statements must not change the element index chosen first.
+                    self.stabilise_place(&mut place, span, out);
+                    out.append(&mut scratch);
+                }
                 out.push(stmt(
                     StmtKind::Assign {
                         place: LValue::Field {
@@ -719,6 +798,20 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Spill a place's element index to a temporary unless it is already stable.
+    fn stabilise_place(&mut self, place: &mut LValue, span: Span, out: &mut Block) {
+        match place {
+            LValue::Var(_) => {}
+            LValue::Index { index, .. } => {
+                if !self.is_stable(index) {
+                    let i = std::mem::replace(&mut **index, ir::Expr::i32(0));
+                    **index = self.spill(i, "index", span, out);
+                }
+            }
+            LValue::Field { base, .. } => self.stabilise_place(base, span, out),
+        }
+    }
+
     /// The assignable place a field store writes through.
     fn place(&mut self, e: &tast::Expr, out: &mut Block) -> LResult<LValue> {
         match &e.kind {
@@ -759,6 +852,11 @@ impl Lowerer<'_> {
         span: Span,
         out: &mut Block,
     ) -> LResult<()> {
+        if value.ty == tast::Ty::Unit {
+            // `let () = e` / `let x = f ()`: only the effects remain (unit binders have no
+            // IR variable; their uses lower to nothing).
+            return self.lower_into(value, Dest::Discard, out);
+        }
         match pattern {
             tast::Pattern::Bind(decl) => {
                 if matches!(decl.ty, tast::Ty::Vector(_) | tast::Ty::Array { .. }) {
@@ -807,7 +905,7 @@ fn needs_temp(e: &tast::Expr) -> bool {
             then_branch,
             else_branch: Some(else_branch),
             ..
-        } => !(selectable(then_branch) && selectable(else_branch)),
+        } => !(e.ty.scalar().is_some() && selectable(then_branch) && selectable(else_branch)),
         ExprKind::Match { .. } => true,
         _ => false,
     }
@@ -846,7 +944,12 @@ pub(super) fn selectable(e: &tast::Expr) -> bool {
             cond,
             then_branch,
             else_branch: Some(else_branch),
-        } => selectable(cond) && selectable(then_branch) && selectable(else_branch),
+        } => {
+            e.ty.scalar().is_some()
+                && selectable(cond)
+                && selectable(then_branch)
+                && selectable(else_branch)
+        }
         _ => false,
     }
 }

@@ -10,11 +10,12 @@
 //! exhaustiveness, so if every earlier row failed, it matches.
 
 use super::expr::Dest;
+use super::types::payload_layout;
 use super::{LResult, Lowerer, stmt};
 use crate::diag::Span;
 use crate::front::tast::{self, Arm, ExprKind, Pattern};
 use crate::ir::{self, Block, StmtKind};
-use crate::types::BinOp;
+use crate::types::{BinOp, Literal, UnOp};
 
 /// A matched value: an IR expression that is cheap and stable to re-read (a variable or a
 /// projection of one), or the components of a tuple that was never built.
@@ -73,6 +74,14 @@ impl Lowerer<'_> {
         span: Span,
         out: &mut Block,
     ) -> LResult<()> {
+        if scrutinee.ty == tast::Ty::Unit {
+            // One value, so the first arm matches (its pattern binds nothing that lowers).
+            self.lower_into(scrutinee, Dest::Discard, out)?;
+            return match arms.first() {
+                Some(arm) => self.lower_into(&arm.body, dest, out),
+                None => Ok(()),
+            };
+        }
         let m = self.scrutinee(scrutinee, out)?;
         let rows: Vec<(Pattern, &Arm)> = arms
             .iter()
@@ -143,7 +152,8 @@ impl Lowerer<'_> {
             let mut bindings = Vec::new();
             let mut payloads = Vec::new();
             let mut bound_directly = vec![false; cdef.args.len()];
-            for (k, arg_ty) in cdef.args.iter().enumerate() {
+            let layout = payload_layout(cdef);
+            for (k, (arg_ty, l)) in cdef.args.iter().zip(&layout).enumerate() {
                 let used = candidates.iter().any(|r| match &r.0 {
                     Pattern::Ctor { args, .. } => {
                         !matches!(args.get(k), Some(Pattern::Wildcard) | None)
@@ -151,45 +161,48 @@ impl Lowerer<'_> {
                     _ => false,
                 });
                 if !used {
-                    bindings.push(None);
-                    // Never read: a placeholder keeps field positions aligned.
-                    let ty = self.ty(arg_ty, span)?;
-                    payloads.push(MVal::Expr(
-                        ir::Expr::new(
-                            ir::ExprKind::Payload {
-                                value: Box::new(scrutinee.clone()),
-                                ctor: c,
-                                field: k as u32,
-                            },
-                            ty,
-                        ),
-                        arg_ty.clone(),
-                    ));
+                    // Never read: placeholders keep field positions aligned.
+                    let n = l.tuple.as_ref().map_or(1, Vec::len);
+                    bindings.extend(std::iter::repeat_n(None, n));
+                    payloads.push(self.payload(scrutinee, vid, c, k, span)?);
                     continue;
                 }
-                let direct = match (&candidates[0].0, single) {
-                    (Pattern::Ctor { args, .. }, true) => match args.get(k) {
+                let direct = match (&candidates[0].0, single, &l.tuple) {
+                    (Pattern::Ctor { args, .. }, true, None) => match args.get(k) {
                         Some(Pattern::Bind(d)) => Some(d),
                         _ => None,
                     },
                     _ => None,
                 };
-                let var = match direct {
-                    Some(d) => {
-                        bound_directly[k] = true;
-                        self.bind_var(d)?
-                    }
-                    None => {
-                        let ty = self.ty(arg_ty, span)?;
-                        self.new_var(&format!("{}_{k}", cdef.name), ty, false, span)
-                    }
+                if let Some(d) = direct {
+                    bound_directly[k] = true;
+                    let var = self.bind_var(d)?;
+                    bindings.push(Some(var));
+                    let ty = self.vars[var.0 as usize].ty.clone();
+                    let e = ir::Expr::new(ir::ExprKind::Var(var), ty);
+                    payloads.push(MVal::Expr(e, arg_ty.clone()));
+                    continue;
+                }
+                // One variable per IR field, named like the field (`Rect_1`).
+                let parts: Vec<tast::Ty> = match &l.tuple {
+                    Some(cs) => cs.clone(),
+                    None => vec![arg_ty.clone()],
                 };
-                bindings.push(Some(var));
-                let ty = self.vars[var.0 as usize].ty.clone();
-                payloads.push(MVal::Expr(
-                    ir::Expr::new(ir::ExprKind::Var(var), ty),
-                    arg_ty.clone(),
-                ));
+                let mut vals = Vec::new();
+                for (j, part) in parts.iter().enumerate() {
+                    let ty = self.ty(part, span)?;
+                    let name = format!("{}_{}", cdef.name, l.first as usize + j);
+                    let var = self.new_var(&name, ty.clone(), false, span);
+                    bindings.push(Some(var));
+                    vals.push(MVal::Expr(
+                        ir::Expr::new(ir::ExprKind::Var(var), ty),
+                        part.clone(),
+                    ));
+                }
+                payloads.push(match l.tuple {
+                    Some(_) => MVal::Tuple(vals),
+                    None => vals.remove(0),
+                });
             }
             let chain_rows: Vec<Row> = candidates
                 .iter()
@@ -297,7 +310,18 @@ impl Lowerer<'_> {
                 let MVal::Expr(e, _) = m else {
                     return self.internal(span, "literal pattern against a tuple");
                 };
-                Some(binary(BinOp::Eq, e.clone(), ir::Expr::lit(*l)))
+                Some(match l {
+                    // `b = true` is `b`; `b = false` is `not b`.
+                    Literal::Bool(true) => e.clone(),
+                    Literal::Bool(false) => ir::Expr::new(
+                        ir::ExprKind::Unary {
+                            op: UnOp::Not,
+                            operand: Box::new(e.clone()),
+                        },
+                        ir::Ty::BOOL,
+                    ),
+                    _ => binary(BinOp::Eq, e.clone(), ir::Expr::lit(*l)),
+                })
             }
             Pattern::Tuple(ps) => {
                 let mut acc = None;
@@ -332,18 +356,16 @@ impl Lowerer<'_> {
                 acc
             }
             Pattern::Or(alts) => {
+                // Or-patterns are expanded before matching; kept total for safety.
                 let mut acc: Option<ir::Expr> = None;
-                for (i, alt) in alts.iter().enumerate() {
-                    match self.test(alt, m, span)? {
-                        None => return Ok(None),
-                        Some(t) => {
-                            acc = Some(if i == 0 {
-                                t
-                            } else {
-                                binary(BinOp::Or, acc.take().unwrap_or(t.clone()), t)
-                            })
-                        }
-                    }
+                for alt in alts {
+                    let Some(t) = self.test(alt, m, span)? else {
+                        return Ok(None);
+                    };
+                    acc = Some(match acc {
+                        Some(a) => binary(BinOp::Or, a, t),
+                        None => t,
+                    });
                 }
                 acc
             }
@@ -445,6 +467,8 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Argument `k` of constructor `ctor` of the variant value `e` (a scalar-tuple argument
+    /// is its flattened fields).
     fn payload(
         &mut self,
         e: &ir::Expr,
@@ -454,24 +478,35 @@ impl Lowerer<'_> {
         span: Span,
     ) -> LResult<MVal> {
         let program = self.program;
-        let Some(aty) = program
+        let Some(def) = program
             .variants
             .get(variant.0 as usize)
             .and_then(|v| v.ctors.get(ctor as usize))
-            .and_then(|c| c.args.get(k))
         else {
+            return self.internal(span, "unknown constructor");
+        };
+        let (Some(aty), Some(l)) = (def.args.get(k), payload_layout(def).into_iter().nth(k)) else {
             return self.internal(span, "constructor pattern arity");
         };
-        let ty = self.ty(aty, span)?;
-        let value = ir::Expr::new(
-            ir::ExprKind::Payload {
+        let field = |s: &mut Self, j: u32, t: &tast::Ty| -> LResult<MVal> {
+            let ty = s.ty(t, span)?;
+            let value = ir::ExprKind::Payload {
                 value: Box::new(e.clone()),
                 ctor,
-                field: k as u32,
-            },
-            ty,
-        );
-        Ok(MVal::Expr(value, aty.clone()))
+                field: l.first + j,
+            };
+            Ok(MVal::Expr(ir::Expr::new(value, ty), t.clone()))
+        };
+        match &l.tuple {
+            None => field(self, 0, aty),
+            Some(cs) => {
+                let mut parts = Vec::new();
+                for (j, c) in cs.iter().enumerate() {
+                    parts.push(field(self, j as u32, c)?);
+                }
+                Ok(MVal::Tuple(parts))
+            }
+        }
     }
 }
 

@@ -44,6 +44,30 @@ pub fn tuple_component_error(program: &Program, span: Span, tuple: &tast::Ty) ->
 const BACKSTOP_SENTENCE: &str = "this comparison was refused by lowering's backstop, after type checking accepted it \
 (for example through a polymorphic helper instantiated at this type)";
 
+/// Where each argument of a constructor lives in its flattened IR payload: the first field,
+/// and the component types when the argument is a scalar tuple (one field each).
+pub(crate) struct ArgLayout {
+    pub first: u32,
+    pub tuple: Option<Vec<tast::Ty>>,
+}
+
+/// The payload layout of constructor `ctor` (matches the registration in `Lowerer::variant`).
+pub(crate) fn payload_layout(def: &tast::CtorDef) -> Vec<ArgLayout> {
+    let mut next = 0u32;
+    def.args
+        .iter()
+        .map(|a| {
+            let tuple = match a {
+                tast::Ty::Tuple(cs) if cs.iter().all(|c| c.scalar().is_some()) => Some(cs.clone()),
+                _ => None,
+            };
+            let first = next;
+            next += tuple.as_ref().map_or(1, |cs| cs.len() as u32);
+            ArgLayout { first, tuple }
+        })
+        .collect()
+}
+
 /// Human spelling of a typed-AST type.
 pub(crate) fn ty_name(program: &Program, ty: &tast::Ty) -> String {
     match ty {
@@ -195,9 +219,16 @@ impl Lowerer<'_> {
         let mut ctors = Vec::new();
         for c in &def.ctors {
             // One IR field per payload component: `Rect of float32 * float32` already has two
-            // components in the typed AST, so it lines up with `Rect (w, h)` patterns.
+            // arguments in the typed AST; `W of (float32 * int32)` has one scalar-tuple
+            // argument, flattened the same way (see [`payload_layout`]).
             let mut fields = Vec::new();
             for a in &c.args {
+                if let tast::Ty::Tuple(cs) = a
+                    && cs.iter().all(|c| c.scalar().is_some())
+                {
+                    fields.extend(cs.iter().filter_map(|c| c.scalar().map(ir::Ty::Scalar)));
+                    continue;
+                }
                 if *a == tast::Ty::Unit {
                     return self.error(
                         Diagnostic::error(

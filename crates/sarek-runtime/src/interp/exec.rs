@@ -3,9 +3,10 @@
 //! Each register holds one word per thread of the block. A statement runs for a *mask*, the
 //! sorted list of the threads executing it: `if` splits the mask, loops iterate until no
 //! thread is left, `break`/`continue`/`return` park threads until their loop iteration or
-//! call ends. Pure operations compute every lane (the results in inactive lanes are never
-//! read), operations that can fault or have effects (memory, integer division, calls,
-//! atomics, warp operations) touch only the lanes of the mask, in thread order.
+//! call ends. Pure operations compute every lane while most threads are active (a straight
+//! loop; results in inactive lanes are never read), only the mask's lanes otherwise.
+//! Operations that can fault or have effects (memory, integer division, calls, atomics, warp
+//! operations) touch only the lanes of the mask, in thread order.
 //!
 //! Because all threads of a block advance together, a barrier is correct exactly when the
 //! whole block reaches it, which is checked (a partial mask is a fault), and a warp
@@ -45,6 +46,8 @@ struct Arr {
     size: usize,
     cols: Vec<Vec<u64>>,
     written: Vec<Vec<bool>>,
+    /// Per leaf, how many elements are still unwritten: once 0, reads skip the check.
+    unwritten: Vec<usize>,
 }
 
 impl Arr {
@@ -53,11 +56,14 @@ impl Arr {
             size,
             cols: vec![vec![0; size * owners]; leaves],
             written: vec![vec![false; size * owners]; leaves],
+            unwritten: vec![size * owners; leaves],
         }
     }
     fn reset(&mut self) {
         self.cols.iter_mut().for_each(|c| c.fill(0));
         self.written.iter_mut().for_each(|c| c.fill(false));
+        let len = self.written.first().map_or(0, Vec::len);
+        self.unwritten.iter_mut().for_each(|u| *u = len);
     }
 }
 
@@ -209,6 +215,16 @@ struct Exec<'a, 'w> {
 }
 
 /// Sorted union of two sorted lane lists.
+/// Split an owned lane list by `pred` (on the thread index), without copying in the common
+/// cases where every lane, or none, satisfies it.
+fn split_by(mask: Mask, pred: impl Fn(usize) -> bool) -> (Mask, Mask) {
+    match mask.iter().position(|&t| !pred(t as usize)) {
+        None => (mask, Mask::new()),
+        Some(0) if mask.iter().all(|&t| !pred(t as usize)) => (Mask::new(), mask),
+        Some(_) => mask.into_iter().partition(|&t| pred(t as usize)),
+    }
+}
+
 fn union(a: Mask, b: Mask) -> Mask {
     if a.is_empty() {
         return b;
@@ -255,9 +271,18 @@ impl<'a> Exec<'a, '_> {
     }
 
     /// Split `mask` by the boolean register `r`.
-    fn split(&self, mask: &[u32], r: Reg) -> (Mask, Mask) {
+    fn split(&self, mask: Mask, r: Reg) -> (Mask, Mask) {
         let c = &self.w.regs[r as usize];
-        mask.iter().partition(|&&t| c[t as usize] != 0)
+        split_by(mask, |t| c[t] != 0)
+    }
+
+    /// Lanes a pure operation computes under `mask`: all of them unless few are active.
+    fn lanes<'m>(&self, mask: &'m [u32]) -> Lanes<'m> {
+        if mask.len() * 2 >= self.w.n {
+            Lanes::All
+        } else {
+            Lanes::Only(mask)
+        }
     }
 
     /// Copy `n` leaves from `src` to `dst` on the lanes of `mask`.
@@ -325,7 +350,7 @@ impl<'a> Exec<'a, '_> {
                 else_b,
             } => {
                 self.eval(cond, &mask)?;
-                let (t, f) = self.split(&mask, cond.dst);
+                let (t, f) = self.split(mask, cond.dst);
                 let t = if t.is_empty() {
                     t
                 } else {
@@ -361,19 +386,21 @@ impl<'a> Exec<'a, '_> {
                 loop {
                     let regs = &self.w.regs;
                     let (c, e) = (&regs[*cnt as usize], &regs[*end as usize]);
-                    let (go, stop): (Mask, Mask) = active.iter().partition(|&&t| {
-                        let (c, e) = (r64(c[t as usize]), r64(e[t as usize]));
+                    let (go, stop) = split_by(active, |t| {
+                        let (c, e) = (r64(c[t]), r64(e[t]));
                         if *downto { c >= e } else { c <= e }
                     });
                     done = union(done, stop);
                     if go.is_empty() {
                         break;
                     }
+                    let regs = &mut self.w.regs;
+                    let mut v = std::mem::take(&mut regs[*var as usize]);
+                    let c = &regs[*cnt as usize];
                     for &t in &go {
-                        let regs = &mut self.w.regs;
-                        regs[*var as usize][t as usize] =
-                            w32(r64(regs[*cnt as usize][t as usize]) as i32);
+                        v[t as usize] = w32(r64(c[t as usize]) as i32);
                     }
+                    regs[*var as usize] = v;
                     self.w.loops.push(LoopCtx::default());
                     let out = self.block(body, go)?;
                     let ctx = self.w.loops.pop().expect("loop context pushed above");
@@ -392,7 +419,7 @@ impl<'a> Exec<'a, '_> {
                 loop {
                     self.span = s.span;
                     self.eval(cond, &active)?;
-                    let (go, stop) = self.split(&active, cond.dst);
+                    let (go, stop) = self.split(active, cond.dst);
                     done = union(done, stop);
                     if go.is_empty() {
                         break;
@@ -459,9 +486,7 @@ impl<'a> Exec<'a, '_> {
             let lanes: Mask = match arm.ctor {
                 Some(c) => {
                     let tag = &self.w.regs[scrut.dst as usize];
-                    let (mine, rest) = remaining
-                        .iter()
-                        .partition(|&&t| r32(tag[t as usize]) == c as i32);
+                    let (mine, rest) = split_by(remaining, |t| r32(tag[t]) == c as i32);
                     remaining = rest;
                     mine
                 }
@@ -488,6 +513,7 @@ impl<'a> Exec<'a, '_> {
 
     fn eval(&mut self, e: &'a Expr, mask: &[u32]) -> R<()> {
         let d = e.dst;
+        let lanes = self.lanes(mask);
         match &e.kind {
             ExprKind::Ready => {}
             ExprKind::Part(b) => self.eval(b, mask)?,
@@ -512,11 +538,11 @@ impl<'a> Exec<'a, '_> {
                         self.eval(b, &sub)?;
                     }
                     if and {
-                        map2(&mut self.w.regs, d, a.dst, b.dst, |x, y| {
+                        map2(&mut self.w.regs, lanes, d, a.dst, b.dst, |x, y| {
                             if x != 0 { y } else { 0 }
                         });
                     } else {
-                        map2(&mut self.w.regs, d, a.dst, b.dst, |x, y| {
+                        map2(&mut self.w.regs, lanes, d, a.dst, b.dst, |x, y| {
                             if x != 0 { 1 } else { y }
                         });
                     }
@@ -536,21 +562,21 @@ impl<'a> Exec<'a, '_> {
                             return Err(self.loc().fault(t, what));
                         }
                     }
-                    binary(&mut self.w.regs, *op, *ty, d, a.dst, b.dst);
+                    binary(&mut self.w.regs, lanes, *op, *ty, d, a.dst, b.dst);
                 }
             }
             ExprKind::Un { op, ty, a } => {
                 self.eval(a, mask)?;
-                unary(&mut self.w.regs, *op, *ty, d, a.dst);
+                unary(&mut self.w.regs, lanes, *op, *ty, d, a.dst);
             }
             ExprKind::IntFn { f, ty, a } => {
                 self.eval(a, mask)?;
-                int_fn(&mut self.w.regs, *f, *ty, d, a.dst);
+                int_fn(&mut self.w.regs, lanes, *f, *ty, d, a.dst);
             }
             ExprKind::MinMax { max, ty, a, b } => {
                 self.eval(a, mask)?;
                 self.eval(b, mask)?;
-                min_max(&mut self.w.regs, *max, *ty, d, a.dst, b.dst);
+                min_max(&mut self.w.regs, lanes, *max, *ty, d, a.dst, b.dst);
             }
             ExprKind::Math { f, ty, args } => {
                 for a in args {
@@ -561,10 +587,10 @@ impl<'a> Exec<'a, '_> {
                 let f = *f;
                 let regs = &mut self.w.regs;
                 match ty {
-                    Scalar::F64 => map3(regs, d, a, b, c, |x, y, z| {
+                    Scalar::F64 => map3(regs, lanes, d, a, b, c, |x, y, z| {
                         wf64(math64(f, rf64(x), rf64(y), rf64(z)))
                     }),
-                    _ => map3(regs, d, a, b, c, |x, y, z| {
+                    _ => map3(regs, lanes, d, a, b, c, |x, y, z| {
                         wf32(math32(f, rf32(x), rf32(y), rf32(z)))
                     }),
                 }
@@ -572,7 +598,7 @@ impl<'a> Exec<'a, '_> {
             ExprKind::Convert { from, to, a } => {
                 self.eval(a, mask)?;
                 let (from, to) = (*from, *to);
-                map1(&mut self.w.regs, d, a.dst, |x| convert(x, from, to));
+                map1(&mut self.w.regs, lanes, d, a.dst, |x| convert(x, from, to));
             }
             ExprKind::Load { mem, index } => {
                 self.eval(index, mask)?;
@@ -582,12 +608,11 @@ impl<'a> Exec<'a, '_> {
                 for (_, p) in parts {
                     self.eval(p, mask)?;
                 }
-                let lanes = mask;
                 if let Some(t) = tag {
-                    self.copy(d, *t, 1, lanes);
+                    self.copy(d, *t, 1, mask);
                 }
                 for (off, p) in parts {
-                    self.copy(d + off, p.dst, p.n, lanes);
+                    self.copy(d + off, p.dst, p.n, mask);
                 }
                 for z in zero {
                     self.w.regs[(d + z) as usize].fill(0);
@@ -596,7 +621,7 @@ impl<'a> Exec<'a, '_> {
             ExprKind::Select { cond, a, b, split } => {
                 self.eval(cond, mask)?;
                 if *split {
-                    let (t, f) = self.split(mask, cond.dst);
+                    let (t, f) = self.split(mask.to_vec(), cond.dst);
                     if !t.is_empty() {
                         self.eval(a, &t)?;
                     }
@@ -610,6 +635,7 @@ impl<'a> Exec<'a, '_> {
                 for l in 0..e.n {
                     map3(
                         &mut self.w.regs,
+                        lanes,
                         d + l,
                         cond.dst,
                         a.dst + l,
@@ -741,7 +767,8 @@ impl<'a> Exec<'a, '_> {
                     if i as u32 as usize >= arr.size {
                         return Err(oob(t, i, arr.size));
                     }
-                    if arr.written[..n].iter().any(|w| !w[at(t, i)]) {
+                    let unwritten = |l: usize| arr.unwritten[l] > 0 && !arr.written[l][at(t, i)];
+                    if (0..n).any(unwritten) {
                         let space = if is_local {
                             "local array"
                         } else {
@@ -820,7 +847,12 @@ impl<'a> Exec<'a, '_> {
                     );
                     for &t in mask {
                         col[at(t)] = from[t as usize];
-                        written[at(t)] = true;
+                    }
+                    let unwritten = &mut arr.unwritten[off + l];
+                    if *unwritten > 0 {
+                        for &t in mask {
+                            *unwritten -= !std::mem::replace(&mut written[at(t)], true) as usize;
+                        }
                     }
                 }
             }
@@ -898,7 +930,7 @@ impl<'a> Exec<'a, '_> {
                     } else {
                         i as usize
                     };
-                    if !arr.written[0][at] {
+                    if arr.unwritten[0] > 0 && !arr.written[0][at] {
                         let space = if is_local {
                             "local array"
                         } else {

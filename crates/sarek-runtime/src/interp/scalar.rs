@@ -67,22 +67,59 @@ pub(crate) fn lit_bits(l: Literal) -> u64 {
     }
 }
 
-/// `dst[t] = f(a[t], b[t])` over every lane. Registers are one `Vec` each; the destination is
-/// taken out while it is written so that the sources can be borrowed (it is never a source).
+/// Which lanes a pure operation computes: all of them (a straight loop the compiler can
+/// vectorise), or only the listed ones (cheaper when few threads are active). Lanes left out
+/// keep stale values that no reader looks at.
+#[derive(Clone, Copy)]
+pub(crate) enum Lanes<'a> {
+    All,
+    Only(&'a [u32]),
+}
+
+/// `dst[t] = f(a[t], b[t])`. Registers are one `Vec` each; the destination is taken out while
+/// it is written so that the sources can be borrowed (it is never a source).
 #[inline(always)]
-pub(crate) fn map2(regs: &mut [Vec<u64>], d: u32, a: u32, b: u32, f: impl Fn(u64, u64) -> u64) {
+pub(crate) fn map2(
+    regs: &mut [Vec<u64>],
+    lanes: Lanes,
+    d: u32,
+    a: u32,
+    b: u32,
+    f: impl Fn(u64, u64) -> u64,
+) {
     let mut out = std::mem::take(&mut regs[d as usize]);
-    for ((o, &x), &y) in out.iter_mut().zip(&regs[a as usize]).zip(&regs[b as usize]) {
-        *o = f(x, y);
+    let (xs, ys) = (&regs[a as usize], &regs[b as usize]);
+    match lanes {
+        Lanes::All => {
+            for ((o, &x), &y) in out.iter_mut().zip(xs).zip(ys) {
+                *o = f(x, y);
+            }
+        }
+        Lanes::Only(m) => {
+            for &t in m {
+                let t = t as usize;
+                out[t] = f(xs[t], ys[t]);
+            }
+        }
     }
     regs[d as usize] = out;
 }
 
 #[inline(always)]
-pub(crate) fn map1(regs: &mut [Vec<u64>], d: u32, a: u32, f: impl Fn(u64) -> u64) {
+pub(crate) fn map1(regs: &mut [Vec<u64>], lanes: Lanes, d: u32, a: u32, f: impl Fn(u64) -> u64) {
     let mut out = std::mem::take(&mut regs[d as usize]);
-    for (o, &x) in out.iter_mut().zip(&regs[a as usize]) {
-        *o = f(x);
+    let xs = &regs[a as usize];
+    match lanes {
+        Lanes::All => {
+            for (o, &x) in out.iter_mut().zip(xs) {
+                *o = f(x);
+            }
+        }
+        Lanes::Only(m) => {
+            for &t in m {
+                out[t as usize] = f(xs[t as usize]);
+            }
+        }
     }
     regs[d as usize] = out;
 }
@@ -90,6 +127,7 @@ pub(crate) fn map1(regs: &mut [Vec<u64>], d: u32, a: u32, f: impl Fn(u64) -> u64
 #[inline(always)]
 pub(crate) fn map3(
     regs: &mut [Vec<u64>],
+    lanes: Lanes,
     d: u32,
     a: u32,
     b: u32,
@@ -97,13 +135,19 @@ pub(crate) fn map3(
     f: impl Fn(u64, u64, u64) -> u64,
 ) {
     let mut out = std::mem::take(&mut regs[d as usize]);
-    for (((o, &x), &y), &z) in out
-        .iter_mut()
-        .zip(&regs[a as usize])
-        .zip(&regs[b as usize])
-        .zip(&regs[c as usize])
-    {
-        *o = f(x, y, z);
+    let (xs, ys, zs) = (&regs[a as usize], &regs[b as usize], &regs[c as usize]);
+    match lanes {
+        Lanes::All => {
+            for (((o, &x), &y), &z) in out.iter_mut().zip(xs).zip(ys).zip(zs) {
+                *o = f(x, y, z);
+            }
+        }
+        Lanes::Only(m) => {
+            for &t in m {
+                let t = t as usize;
+                out[t] = f(xs[t], ys[t], zs[t]);
+            }
+        }
     }
     regs[d as usize] = out;
 }
@@ -111,67 +155,92 @@ pub(crate) fn map3(
 /// A pure (non-faulting) binary operation over every lane. Integer `/` and `mod` are handled
 /// by the executor (they fault on zero); `&&`/`||` reach here only when their right operand
 /// is pure, so evaluating both sides is unobservable.
-pub(crate) fn binary(regs: &mut [Vec<u64>], op: BinOp, ty: Scalar, d: u32, a: u32, b: u32) {
+pub(crate) fn binary(
+    regs: &mut [Vec<u64>],
+    lanes: Lanes,
+    op: BinOp,
+    ty: Scalar,
+    d: u32,
+    a: u32,
+    b: u32,
+) {
     use BinOp::*;
     macro_rules! int_ops {
         ($rd:ident, $wr:ident, $bits:expr, $ut:ty) => {
             match op {
-                Add => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_add($rd(y)))),
-                Sub => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_sub($rd(y)))),
-                Mul => map2(regs, d, a, b, |x, y| $wr($rd(x).wrapping_mul($rd(y)))),
+                Add => map2(
+                    regs,
+                    lanes,
+                    d,
+                    a,
+                    b,
+                    |x, y| $wr($rd(x).wrapping_add($rd(y))),
+                ),
+                Sub => map2(
+                    regs,
+                    lanes,
+                    d,
+                    a,
+                    b,
+                    |x, y| $wr($rd(x).wrapping_sub($rd(y))),
+                ),
+                Mul => map2(
+                    regs,
+                    lanes,
+                    d,
+                    a,
+                    b,
+                    |x, y| $wr($rd(x).wrapping_mul($rd(y))),
+                ),
                 // Only reached for lanes already checked non-zero (see `Exec::divide`).
-                Div => map2(regs, d, a, b, |x, y| {
+                Div => map2(regs, lanes, d, a, b, |x, y| {
                     $wr($rd(x)
                         .checked_div($rd(y))
                         .unwrap_or($rd(x).wrapping_div(-1)))
                 }),
-                Rem => map2(regs, d, a, b, |x, y| {
+                Rem => map2(regs, lanes, d, a, b, |x, y| {
                     $wr($rd(x).checked_rem($rd(y)).unwrap_or(0))
                 }),
-                Eq => map2(regs, d, a, b, |x, y| wb($rd(x) == $rd(y))),
-                Ne => map2(regs, d, a, b, |x, y| wb($rd(x) != $rd(y))),
-                Lt => map2(regs, d, a, b, |x, y| wb($rd(x) < $rd(y))),
-                Le => map2(regs, d, a, b, |x, y| wb($rd(x) <= $rd(y))),
-                Gt => map2(regs, d, a, b, |x, y| wb($rd(x) > $rd(y))),
-                Ge => map2(regs, d, a, b, |x, y| wb($rd(x) >= $rd(y))),
-                BitAnd | And => map2(regs, d, a, b, |x, y| $wr($rd(x) & $rd(y))),
-                BitOr | Or => map2(regs, d, a, b, |x, y| $wr($rd(x) | $rd(y))),
-                BitXor => map2(regs, d, a, b, |x, y| $wr($rd(x) ^ $rd(y))),
-                Shl => map2(regs, d, a, b, |x, y| {
+                Eq => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) == $rd(y))),
+                Ne => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) != $rd(y))),
+                Lt => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) < $rd(y))),
+                Le => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) <= $rd(y))),
+                Gt => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) > $rd(y))),
+                Ge => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) >= $rd(y))),
+                BitAnd | And => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) & $rd(y))),
+                BitOr | Or => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) | $rd(y))),
+                BitXor => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) ^ $rd(y))),
+                Shl => map2(regs, lanes, d, a, b, |x, y| {
                     $wr($rd(x).wrapping_shl(y as u32 & ($bits - 1)))
                 }),
-                LShr => map2(regs, d, a, b, |x, y| {
+                LShr => map2(regs, lanes, d, a, b, |x, y| {
                     $wr((($rd(x) as $ut) >> (y as u32 & ($bits - 1))) as _)
                 }),
-                AShr => map2(
-                    regs,
-                    d,
-                    a,
-                    b,
-                    |x, y| $wr($rd(x) >> (y as u32 & ($bits - 1))),
-                ),
+                AShr => map2(regs, lanes, d, a, b, |x, y| {
+                    $wr($rd(x) >> (y as u32 & ($bits - 1)))
+                }),
             }
         };
     }
     macro_rules! float_ops {
         ($rd:ident, $wr:ident) => {
             match op {
-                Add => map2(regs, d, a, b, |x, y| $wr($rd(x) + $rd(y))),
-                Sub => map2(regs, d, a, b, |x, y| $wr($rd(x) - $rd(y))),
-                Mul => map2(regs, d, a, b, |x, y| $wr($rd(x) * $rd(y))),
-                Div => map2(regs, d, a, b, |x, y| $wr($rd(x) / $rd(y))),
+                Add => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) + $rd(y))),
+                Sub => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) - $rd(y))),
+                Mul => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) * $rd(y))),
+                Div => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) / $rd(y))),
                 // Rust's float `%` is C fmod.
-                Rem => map2(regs, d, a, b, |x, y| $wr($rd(x) % $rd(y))),
-                Eq => map2(regs, d, a, b, |x, y| wb($rd(x) == $rd(y))),
-                Ne => map2(regs, d, a, b, |x, y| wb($rd(x) != $rd(y))),
-                Lt => map2(regs, d, a, b, |x, y| wb($rd(x) < $rd(y))),
-                Le => map2(regs, d, a, b, |x, y| wb($rd(x) <= $rd(y))),
-                Gt => map2(regs, d, a, b, |x, y| wb($rd(x) > $rd(y))),
-                Ge => map2(regs, d, a, b, |x, y| wb($rd(x) >= $rd(y))),
+                Rem => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) % $rd(y))),
+                Eq => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) == $rd(y))),
+                Ne => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) != $rd(y))),
+                Lt => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) < $rd(y))),
+                Le => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) <= $rd(y))),
+                Gt => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) > $rd(y))),
+                Ge => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) >= $rd(y))),
                 // Not produced by the typer for floats; bitwise on the representation.
-                BitAnd | And => map2(regs, d, a, b, |x, y| x & y),
-                BitOr | Or => map2(regs, d, a, b, |x, y| x | y),
-                BitXor | Shl | LShr | AShr => map2(regs, d, a, b, |x, y| x ^ y),
+                BitAnd | And => map2(regs, lanes, d, a, b, |x, y| x & y),
+                BitOr | Or => map2(regs, lanes, d, a, b, |x, y| x | y),
+                BitXor | Shl | LShr | AShr => map2(regs, lanes, d, a, b, |x, y| x ^ y),
             }
         };
     }
@@ -181,28 +250,28 @@ pub(crate) fn binary(regs: &mut [Vec<u64>], op: BinOp, ty: Scalar, d: u32, a: u3
         Scalar::F32 => float_ops!(rf32, wf32),
         Scalar::F64 => float_ops!(rf64, wf64),
         Scalar::Bool => match op {
-            Eq => map2(regs, d, a, b, |x, y| wb(x == y)),
-            Ne | BitXor => map2(regs, d, a, b, |x, y| wb(x != y)),
-            And | BitAnd | Mul => map2(regs, d, a, b, |x, y| x & y),
-            Or | BitOr => map2(regs, d, a, b, |x, y| x | y),
-            Lt => map2(regs, d, a, b, |x, y| wb(x < y)),
-            Le => map2(regs, d, a, b, |x, y| wb(x <= y)),
-            Gt => map2(regs, d, a, b, |x, y| wb(x > y)),
-            Ge => map2(regs, d, a, b, |x, y| wb(x >= y)),
-            _ => map2(regs, d, a, b, |x, _| x),
+            Eq => map2(regs, lanes, d, a, b, |x, y| wb(x == y)),
+            Ne | BitXor => map2(regs, lanes, d, a, b, |x, y| wb(x != y)),
+            And | BitAnd | Mul => map2(regs, lanes, d, a, b, |x, y| x & y),
+            Or | BitOr => map2(regs, lanes, d, a, b, |x, y| x | y),
+            Lt => map2(regs, lanes, d, a, b, |x, y| wb(x < y)),
+            Le => map2(regs, lanes, d, a, b, |x, y| wb(x <= y)),
+            Gt => map2(regs, lanes, d, a, b, |x, y| wb(x > y)),
+            Ge => map2(regs, lanes, d, a, b, |x, y| wb(x >= y)),
+            _ => map2(regs, lanes, d, a, b, |x, _| x),
         },
     }
 }
 
-pub(crate) fn unary(regs: &mut [Vec<u64>], op: UnOp, ty: Scalar, d: u32, a: u32) {
+pub(crate) fn unary(regs: &mut [Vec<u64>], lanes: Lanes, op: UnOp, ty: Scalar, d: u32, a: u32) {
     match (op, ty) {
-        (UnOp::Neg, Scalar::I32) => map1(regs, d, a, |x| w32(r32(x).wrapping_neg())),
-        (UnOp::Neg, Scalar::I64) => map1(regs, d, a, |x| w64(r64(x).wrapping_neg())),
-        (UnOp::Neg, Scalar::F32) => map1(regs, d, a, |x| wf32(-rf32(x))),
-        (UnOp::Neg, Scalar::F64) => map1(regs, d, a, |x| wf64(-rf64(x))),
-        (UnOp::Not, _) | (_, Scalar::Bool) => map1(regs, d, a, |x| wb(x == 0)),
-        (UnOp::BitNot, Scalar::I32) => map1(regs, d, a, |x| w32(!r32(x))),
-        (UnOp::BitNot, _) => map1(regs, d, a, |x| !x),
+        (UnOp::Neg, Scalar::I32) => map1(regs, lanes, d, a, |x| w32(r32(x).wrapping_neg())),
+        (UnOp::Neg, Scalar::I64) => map1(regs, lanes, d, a, |x| w64(r64(x).wrapping_neg())),
+        (UnOp::Neg, Scalar::F32) => map1(regs, lanes, d, a, |x| wf32(-rf32(x))),
+        (UnOp::Neg, Scalar::F64) => map1(regs, lanes, d, a, |x| wf64(-rf64(x))),
+        (UnOp::Not, _) | (_, Scalar::Bool) => map1(regs, lanes, d, a, |x| wb(x == 0)),
+        (UnOp::BitNot, Scalar::I32) => map1(regs, lanes, d, a, |x| w32(!r32(x))),
+        (UnOp::BitNot, _) => map1(regs, lanes, d, a, |x| !x),
     }
 }
 
@@ -214,33 +283,45 @@ pub(crate) enum IntFn {
     Popcount,
 }
 
-pub(crate) fn int_fn(regs: &mut [Vec<u64>], f: IntFn, ty: Scalar, d: u32, a: u32) {
+pub(crate) fn int_fn(regs: &mut [Vec<u64>], lanes: Lanes, f: IntFn, ty: Scalar, d: u32, a: u32) {
     match (f, ty) {
-        (IntFn::Abs, Scalar::I32) => map1(regs, d, a, |x| w32(r32(x).wrapping_abs())),
-        (IntFn::Abs, Scalar::I64) => map1(regs, d, a, |x| w64(r64(x).wrapping_abs())),
-        (IntFn::Abs, Scalar::F32) => map1(regs, d, a, |x| wf32(rf32(x).abs())),
-        (IntFn::Abs, Scalar::F64) => map1(regs, d, a, |x| wf64(rf64(x).abs())),
-        (IntFn::Clz, Scalar::I32) => map1(regs, d, a, |x| w32(r32(x).leading_zeros() as i32)),
-        (IntFn::Clz, _) => map1(regs, d, a, |x| w64(r64(x).leading_zeros() as i64)),
-        (IntFn::Popcount, Scalar::I32) => map1(regs, d, a, |x| w32(r32(x).count_ones() as i32)),
-        (IntFn::Popcount, _) => map1(regs, d, a, |x| w64(r64(x).count_ones() as i64)),
-        (IntFn::Abs, Scalar::Bool) => map1(regs, d, a, |x| x),
+        (IntFn::Abs, Scalar::I32) => map1(regs, lanes, d, a, |x| w32(r32(x).wrapping_abs())),
+        (IntFn::Abs, Scalar::I64) => map1(regs, lanes, d, a, |x| w64(r64(x).wrapping_abs())),
+        (IntFn::Abs, Scalar::F32) => map1(regs, lanes, d, a, |x| wf32(rf32(x).abs())),
+        (IntFn::Abs, Scalar::F64) => map1(regs, lanes, d, a, |x| wf64(rf64(x).abs())),
+        (IntFn::Clz, Scalar::I32) => {
+            map1(regs, lanes, d, a, |x| w32(r32(x).leading_zeros() as i32))
+        }
+        (IntFn::Clz, _) => map1(regs, lanes, d, a, |x| w64(r64(x).leading_zeros() as i64)),
+        (IntFn::Popcount, Scalar::I32) => {
+            map1(regs, lanes, d, a, |x| w32(r32(x).count_ones() as i32))
+        }
+        (IntFn::Popcount, _) => map1(regs, lanes, d, a, |x| w64(r64(x).count_ones() as i64)),
+        (IntFn::Abs, Scalar::Bool) => map1(regs, lanes, d, a, |x| x),
     }
 }
 
 /// `min` / `max` on any numeric type (floats: IEEE `fmin`/`fmax`, a NaN operand is ignored).
-pub(crate) fn min_max(regs: &mut [Vec<u64>], max: bool, ty: Scalar, d: u32, a: u32, b: u32) {
+pub(crate) fn min_max(
+    regs: &mut [Vec<u64>],
+    lanes: Lanes,
+    max: bool,
+    ty: Scalar,
+    d: u32,
+    a: u32,
+    b: u32,
+) {
     match (ty, max) {
-        (Scalar::I32, false) => map2(regs, d, a, b, |x, y| w32(r32(x).min(r32(y)))),
-        (Scalar::I32, true) => map2(regs, d, a, b, |x, y| w32(r32(x).max(r32(y)))),
-        (Scalar::I64, false) => map2(regs, d, a, b, |x, y| w64(r64(x).min(r64(y)))),
-        (Scalar::I64, true) => map2(regs, d, a, b, |x, y| w64(r64(x).max(r64(y)))),
-        (Scalar::F32, false) => map2(regs, d, a, b, |x, y| wf32(rf32(x).min(rf32(y)))),
-        (Scalar::F32, true) => map2(regs, d, a, b, |x, y| wf32(rf32(x).max(rf32(y)))),
-        (Scalar::F64, false) => map2(regs, d, a, b, |x, y| wf64(rf64(x).min(rf64(y)))),
-        (Scalar::F64, true) => map2(regs, d, a, b, |x, y| wf64(rf64(x).max(rf64(y)))),
-        (Scalar::Bool, false) => map2(regs, d, a, b, |x, y| x & y),
-        (Scalar::Bool, true) => map2(regs, d, a, b, |x, y| x | y),
+        (Scalar::I32, false) => map2(regs, lanes, d, a, b, |x, y| w32(r32(x).min(r32(y)))),
+        (Scalar::I32, true) => map2(regs, lanes, d, a, b, |x, y| w32(r32(x).max(r32(y)))),
+        (Scalar::I64, false) => map2(regs, lanes, d, a, b, |x, y| w64(r64(x).min(r64(y)))),
+        (Scalar::I64, true) => map2(regs, lanes, d, a, b, |x, y| w64(r64(x).max(r64(y)))),
+        (Scalar::F32, false) => map2(regs, lanes, d, a, b, |x, y| wf32(rf32(x).min(rf32(y)))),
+        (Scalar::F32, true) => map2(regs, lanes, d, a, b, |x, y| wf32(rf32(x).max(rf32(y)))),
+        (Scalar::F64, false) => map2(regs, lanes, d, a, b, |x, y| wf64(rf64(x).min(rf64(y)))),
+        (Scalar::F64, true) => map2(regs, lanes, d, a, b, |x, y| wf64(rf64(x).max(rf64(y)))),
+        (Scalar::Bool, false) => map2(regs, lanes, d, a, b, |x, y| x & y),
+        (Scalar::Bool, true) => map2(regs, lanes, d, a, b, |x, y| x | y),
     }
 }
 

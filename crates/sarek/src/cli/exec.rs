@@ -172,7 +172,7 @@ pub fn run(a: RunArgs) -> CmdResult {
             println!(
                 "{:<width$}  {}[{}] {}",
                 p.name,
-                p.type_name,
+                p.type_name.trim_end_matches(" vector"),
                 v.len,
                 preview(leaves, v, 6)
             );
