@@ -242,11 +242,4 @@ impl Dialect {
             Cas => "atomic_compare_exchange_weak_explicit",
         }
     }
-
-    /// Whether `name` is a C identifier (ASCII letters, digits, `_`; no leading digit).
-    pub fn is_valid_identifier(name: &str) -> bool {
-        let mut chars = name.chars();
-        matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-    }
 }

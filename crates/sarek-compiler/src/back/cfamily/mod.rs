@@ -10,10 +10,10 @@
 //! - Kernel arguments, in parameter order: a vector is a global pointer followed by its `int`
 //!   length; scalars, records and variants are passed by value (Metal: `constant T&`), each
 //!   one [`ArgSlot::Argument`](crate::abi::ArgSlot) (Metal: one `[[buffer(n)]]` each).
-//! - Records and `_tup_*` tuples are typedef'd structs with a `make_*` constructor function;
+//! - Records and `_tup_*` tuples are typedef'd structs with a `new_*` constructor function (CUDA reserves `make_*`);
 //!   a variant is `struct { int tag; every constructor's payload fields flattened }` (the
 //!   [`abi::elem_layout`](crate::abi::elem_layout) layout under [`writer::LAYOUT`]), built by
-//!   one `make_<variant>_<Ctor>` function per constructor that zeroes inactive fields.
+//!   one `new_<variant>_<Ctor>` function per constructor that zeroes inactive fields.
 //! - `bool` in memory (buffers, struct members, kernel arguments) is a 32-bit `int` 0/1:
 //!   OpenCL forbids `bool` there. Locals and helper parameters are real `bool`s.
 //! - `match` is an `if` chain on the tag (a `switch` would capture a loop's `break`).
@@ -55,54 +55,13 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
+use crate::passes::legalize::legalize;
+use crate::passes::reserved::reserved;
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
 pub fn generate(kernel: &Kernel, dialect: Dialect, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    let legal = legalize(kernel, dialect);
-    writer::Writer::new(&legal, dialect, options).finish(kernel)
-}
-
-/// Seed 000's renaming with this dialect's reserved words.
-fn legalize(kernel: &Kernel, _dialect: Dialect) -> Kernel {
-    kernel.clone()
-}
-
-/// Whether `name` cannot be declared as an identifier in `dialect` source.
-pub(crate) fn is_reserved(dialect: Dialect, name: &str) -> bool {
-    const C: &[&str] = &[
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-        "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-        "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-        "volatile", "while", "bool", "true", "false", "uint", "ulong", "uchar", "ushort", "half", "size_t",
-        "main", "NAN", "INFINITY",
-    ];
-    const OPENCL: &[&str] = &[
-        "kernel", "__kernel", "global", "__global", "local", "__local", "constant", "__constant",
-        "private", "__private", "read_only", "write_only", "read_write", "image2d_t", "sampler_t",
-        "event_t", "barrier", "mem_fence",
-    ];
-    const CXX: &[&str] = &[
-        "class", "namespace", "template", "typename", "this", "new", "delete", "operator", "public",
-        "private", "protected", "virtual", "friend", "using", "try", "catch", "throw", "nullptr",
-        "constexpr", "decltype", "explicit", "mutable", "noexcept", "static_assert", "thread_local",
-        "alignas", "alignof", "and", "or", "not", "xor", "bitand", "bitor", "compl", "not_eq", "and_eq",
-        "or_eq", "xor_eq", "asm", "export", "typeid", "wchar_t", "char16_t", "char32_t",
-    ];
-    const CUDA: &[&str] = &[
-        "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "__syncthreads", "__global__",
-        "__device__", "__shared__", "__constant__",
-    ];
-    const METAL: &[&str] = &[
-        "kernel", "device", "constant", "threadgroup", "thread", "metal", "vertex", "fragment",
-        "uint3", "simd_shuffle",
-    ];
-    if !Dialect::is_valid_identifier(name) || C.contains(&name) {
-        return true;
-    }
-    match dialect {
-        Dialect::OpenCl => OPENCL.contains(&name),
-        Dialect::Cuda => CXX.contains(&name) || CUDA.contains(&name),
-        Dialect::Metal => CXX.contains(&name) || METAL.contains(&name),
-    }
+    let reserved = reserved(dialect.target());
+    let legal = legalize(kernel, &reserved, true);
+    writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
 }

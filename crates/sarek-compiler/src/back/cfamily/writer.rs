@@ -71,10 +71,12 @@ pub(super) struct Writer<'a> {
     hoisted: HashSet<VarId>,
     out: String,
     indent: usize,
+    /// The dialect's reserved-name predicate (`passes::reserved`).
+    reserved: Box<dyn Fn(&str) -> bool>,
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions) -> Self {
+    pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
         let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
         used.extend(k.functions.iter().map(|f| f.name.clone()));
         let mut w = Writer {
@@ -102,6 +104,7 @@ impl<'a> Writer<'a> {
             hoisted: HashSet::new(),
             out: String::new(),
             indent: 0,
+            reserved,
         };
         w.name_types();
         if d == Dialect::Metal {
@@ -116,7 +119,7 @@ impl<'a> Writer<'a> {
         let base = sanitize(base);
         let mut name = base.clone();
         let mut k = 1;
-        while self.used.contains(&name) || super::is_reserved(self.d, &name) {
+        while self.used.contains(&name) || (self.reserved)(&name) {
             name = format!("{base}_{k}");
             k += 1;
         }
@@ -135,7 +138,7 @@ impl<'a> Writer<'a> {
                 .iter()
                 .map(|f| {
                     let mut n = sanitize(&f.name);
-                    if super::is_reserved(self.d, &n) {
+                    if (self.reserved)(&n) {
                         n = format!("{n}_");
                     }
                     while !seen.insert(n.clone()) {
@@ -147,7 +150,7 @@ impl<'a> Writer<'a> {
             self.record_fields.push(fields);
         }
         for r in &k.records {
-            let maker = self.fresh(&format!("make_{}", r.name));
+            let maker = self.fresh(&format!("new_{}", r.name));
             self.record_makers.push(maker);
         }
         for v in &k.variants {
@@ -161,7 +164,7 @@ impl<'a> Writer<'a> {
             self.variant_fields.push(fields);
         }
         for v in &k.variants {
-            let makers = v.ctors.iter().map(|c| self.fresh(&format!("make_{}_{}", v.name, c.name))).collect();
+            let makers = v.ctors.iter().map(|c| self.fresh(&format!("new_{}_{}", v.name, c.name))).collect();
             self.ctor_makers.push(makers);
         }
     }
@@ -485,8 +488,8 @@ impl<'a> Writer<'a> {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
-        let entry = if Dialect::is_valid_identifier(&k.name)
-            && !super::is_reserved(self.d, &k.name)
+        let entry = if crate::passes::reserved::is_valid_identifier(&k.name)
+            && !(self.reserved)(&k.name)
             && !self.used.contains(&k.name)
         {
             self.used.insert(k.name.clone());
