@@ -1,7 +1,8 @@
 //! Parameter passing on `vulkan`: scalars of every width before and between vectors (the
-//! push-constant offsets must follow std430 alignment whatever the order), and a kernel whose
-//! parameters exceed the 128 bytes of push constants every device guarantees (they move to a
-//! storage buffer), and a vector of bools (stored as 32-bit words). Results are compared with the interpreter.
+//! push-constant offsets must follow std430 alignment whatever the order), a vector of bools
+//! (stored as 32-bit words), and a kernel whose parameters exceed the 128 bytes of push
+//! constants every device guarantees (they move to a storage buffer). Results are compared
+//! with the interpreter.
 
 use sarek_runtime::Backend;
 use sarek_runtime::harness::{Outcome, check_corpus_against_interp, required};
