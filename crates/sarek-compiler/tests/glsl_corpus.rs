@@ -232,3 +232,48 @@ fn refusals_are_located_and_name_glsl() {
         "{text}"
     );
 }
+
+#[test]
+#[ignore = "scratch: set SAREK_GLSL_FILE to print a file's GLSL and glslang's verdict"]
+fn print_one() {
+    let Ok(f) = std::env::var("SAREK_GLSL_FILE") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&f).unwrap();
+    let (sources, gens) = generate_all(&f, &text, &TargetOptions::default());
+    for (kernel, r) in gens {
+        match r {
+            Ok(g) => {
+                println!("// ===== {kernel}\n{}", g.source);
+                if let Err(e) = spirv::compile(&g.source) {
+                    println!("{e}");
+                }
+            }
+            Err(d) => println!("// ===== {kernel}: {}", render_all(&d, &sources, false)),
+        }
+    }
+}
+
+#[test]
+fn emulated_warps_compile() {
+    use sarek_compiler::back::glsl::{Warps, generate_with};
+    let tools = tools();
+    let mut sources = SourceMap::new();
+    let file = sources.add("warp.sarek", WARP);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let ir = sarek_compiler::lower_kernel(&program, "warp_sum").expect("lowers");
+    // No subgroups needed: emulation works on any device.
+    let no_sub = TargetOptions {
+        subgroups: false,
+        ..TargetOptions::default()
+    };
+    let g = generate_with(&ir, &no_sub, Warps::Emulated).expect("emulated warps are not refused");
+    assert!(
+        !g.source.contains("GL_KHR_shader_subgroup")
+            && g.source.contains("shared uint sarek_ws[1024];")
+    );
+    if tools {
+        let words = spirv::compile(&g.source).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+        spirv::validate(&words).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+    }
+}

@@ -98,13 +98,9 @@ fn literals(p: &Program, kernel: &str) -> Vec<(Literal, Ty)> {
 #[test]
 fn float_literal_defaults_to_float32() {
     let p = typed("let%kernel k (v : float32 vector) = let x = 2.5 in v.(0) <- x");
-    assert_eq!(
-        literals(&p, "k"),
-        vec![(Literal::I32(0), Ty::I32), (Literal::F32(2.5), Ty::F32)]
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-    );
+    let lits = literals(&p, "k");
+    assert!(lits.contains(&(Literal::F32(2.5), Ty::F32)), "{lits:?}");
+    assert!(lits.contains(&(Literal::I32(0), Ty::I32)), "{lits:?}");
 }
 
 #[test]
@@ -226,7 +222,7 @@ let%kernel k (v : float32 vector) (a : float32) =
   v.(0) <- scale v.(1)
 ";
     let p = typed(src);
-    let f = p.functions.iter().find(|f| f.name == "scale").unwrap();
+    let f = p.functions.iter().find(|f| f.name == "k__scale").unwrap();
     let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, vec!["a", "x"]);
     let call_args = kernel_exprs(&p, "k")
@@ -412,4 +408,166 @@ let%kernel k (f : float32 vector) (i : int32 vector) =
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), n, "duplicate VarIds after mono");
+}
+
+#[test]
+fn helper_over_arrays_is_instantiated_per_memory_space() {
+    let src = "
+let sum (a : float32 array) (n : int32) : float32 =
+  let mut s = 0.0 in
+  for i = 0 to n - 1 do s := s +. a.(i) done;
+  s
+let%kernel k (v : float32 vector) =
+  let%shared (t : float32) = 32 in
+  let l = create_array 4 Local in
+  l.(0) <- 1.0;
+  t.(thread_idx_x) <- v.(thread_idx_x);
+  block_barrier ();
+  if thread_idx_x = 0 then v.(0) <- sum t 32 +. sum l 4
+";
+    let p = typed(src);
+    assert_eq!(p.functions[0].type_params, 1);
+    let m = mono::monomorphise(p).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["sum__locarr4_f32", "sum__sharr32_f32"]);
+    use sarek_compiler::types::MemSpace;
+    let shared = m
+        .functions
+        .iter()
+        .find(|f| f.name == "sum__sharr32_f32")
+        .unwrap();
+    assert_eq!(
+        shared.params[0].ty,
+        Ty::Array {
+            elem: Box::new(Ty::F32),
+            space: MemSpace::Shared,
+            size: Some(32)
+        }
+    );
+}
+
+#[test]
+fn intrinsic_result_types() {
+    let src = "
+let%kernel k (a : int64 vector) (b : int32 vector) (f : float64 vector) (m : bool vector) =
+  a.(0) <- clz a.(1);
+  b.(0) <- warp_ballot m.(0);
+  m.(1) <- warp_vote_all m.(2);
+  f.(0) <- warp_shuffle_down f.(1) 1;
+  b.(1) <- popcount b.(2) + min b.(3) 4 + abs (-3);
+  f.(1) <- fma f.(2) f.(3) 1.0 +. Math.pow f.(4) 2.0;
+  b.(2) <- int32 (float64 b.(4) *. 0.5) + int_of_float (float_of_int 3)
+";
+    let p = typed(src);
+    let lits = literals(&p, "k");
+    // `1.0` and `2.0` meet float64 operands: float64 literals.
+    assert!(
+        lits.contains(&(Literal::F64(1.0), Ty::F64))
+            && lits.contains(&(Literal::F64(2.0), Ty::F64))
+    );
+    let ints: Vec<(Intrinsic, Ty)> = kernel_exprs(&p, "k")
+        .into_iter()
+        .filter_map(|e| match &e.kind {
+            ExprKind::Intrinsic { op, .. } => Some((*op, e.ty.clone())),
+            _ => None,
+        })
+        .collect();
+    use sarek_compiler::intrinsics::WarpOp;
+    assert!(ints.contains(&(Intrinsic::Clz, Ty::I64)));
+    assert!(ints.contains(&(Intrinsic::Warp(WarpOp::Ballot), Ty::I32)));
+    assert!(ints.contains(&(Intrinsic::Warp(WarpOp::VoteAll), Ty::BOOL)));
+    assert!(ints.contains(&(Intrinsic::Warp(WarpOp::ShuffleDown), Ty::F64)));
+    assert!(ints.contains(&(Intrinsic::Math(MathFn::Fma), Ty::F64)));
+    assert!(ints.contains(&(Intrinsic::Math(MathFn::Pow), Ty::F64)));
+    assert!(ints.contains(&(Intrinsic::Abs, Ty::I32)));
+}
+
+#[test]
+fn several_independent_errors_are_all_reported() {
+    let err = errors(
+        "let%kernel a (v : float32 vector) = v.(0) <- 1\n\
+         let%kernel b (v : int32 vector) = v.(0) <- undefined_thing\n\
+         let%kernel c (v : int32 vector) = let x = 1 in x := 2; v.(0) <- x\n",
+    );
+    assert_eq!(err.matches("error:").count(), 3, "{err}");
+    assert!(err.contains("mismatched types"));
+    assert!(err.contains("unknown variable `undefined_thing`"));
+    assert!(err.contains("`x` is immutable"));
+}
+
+#[test]
+fn helper_names_are_unique() {
+    let src = "
+let f (x : int32) : int32 = x + 1
+let f (x : int32) : int32 = f x * 2
+let%kernel k (v : int32 vector) =
+  let g (y : int32) = y + 1 in
+  v.(0) <- g (f 1);
+  let g (y : int32) = y * 3 in
+  v.(1) <- g 2
+";
+    let m = mono::monomorphise(typed(src)).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["f", "f_2", "k__g", "k__g_2"]);
+}
+
+#[test]
+fn local_helper_inside_polymorphic_helper_is_instantiated_with_it() {
+    let src = "
+type point = { x : float32; y : float32 }
+let shift (v : 'a vector) (i : int32) : unit =
+  let get (j : int32) = v.(j) in
+  v.(i) <- get (i + 1)
+let%kernel k (p : point vector) (f : float32 vector) = shift p 0; shift f 0
+";
+    let p = typed(src);
+    let get = p.functions.iter().find(|f| f.name == "shift__get").unwrap();
+    assert_eq!(get.type_params, 1);
+    let m = mono::monomorphise(p).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "shift__get__vec_f32",
+            "shift__get__vec_point",
+            "shift__vec_f32",
+            "shift__vec_point"
+        ]
+    );
+}
+
+#[test]
+fn exhaustiveness_over_nested_patterns() {
+    let shape = "type shape = Circle of float32 | Rect of float32 * float32 | Empty\n";
+    let ok = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, true) -> 1
+    | (Circle _, false) -> 2
+    | (Rect (_, _), _) | (Empty, true) -> 3
+    | (Empty, false) -> 4);
+  o.(1) <- (match s.(1) with Circle _ | Empty -> 0 | Rect (w, h) -> int32 (w *. h))"
+    );
+    typed(&ok);
+    let missing = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, _) -> 1
+    | (Rect (_, _), true) -> 3
+    | (Empty, _) -> 4)"
+    );
+    let err = errors(&missing);
+    assert!(
+        err.contains("pattern `(Rect (_, _), false)` not covered"),
+        "{err}"
+    );
+    let redundant = format!(
+        "{shape}let%kernel k (s : shape vector) (o : int32 vector) =
+  o.(0) <- (match s.(0) with Circle _ | Empty -> 0 | Rect (_, _) -> 1 | Empty -> 2)"
+    );
+    let err = errors(&redundant);
+    assert!(err.contains("this match arm is unreachable"), "{err}");
 }

@@ -52,24 +52,23 @@ impl Directive {
     }
 }
 
-/// Every `(* @run ... *)` comment of `source`, in order. The words `size`, `grid` and `block`
-/// are directive options; every other `NAME=VALUE` is a kernel argument.
+/// Every `@run` directive of `source`, in order. A directive is a comment line whose first
+/// word is `@run` (`(* @run ... *)` alone, or one line of a longer comment); it ends at the
+/// end of the line or at `*)`. The words `size`, `grid` and `block` are directive options;
+/// every other `NAME=VALUE` is a kernel argument.
 pub fn parse_directives(source: &str) -> Result<Vec<Directive>, String> {
     let mut out = Vec::new();
-    let mut rest = source;
-    let mut offset = 0;
-    while let Some(at) = rest.find("(*") {
-        let after = rest[at + 2..].trim_start();
-        let start = offset + at;
-        if let Some(body) = after.strip_prefix("@run") {
-            let line = source[..start].matches('\n').count() + 1;
-            let end = body
-                .find("*)")
-                .ok_or_else(|| format!("line {line}: unterminated @run directive"))?;
-            out.push(parse_directive(&body[..end], line).map_err(|e| format!("line {line}: {e}"))?);
+    for (i, line) in source.lines().enumerate() {
+        let l = line.trim_start();
+        let l = l.strip_prefix("(*").unwrap_or(l).trim_start();
+        let Some(body) = l.strip_prefix("@run") else {
+            continue;
+        };
+        if !body.is_empty() && !body.starts_with(char::is_whitespace) {
+            continue;
         }
-        offset = start + 2;
-        rest = &source[offset..];
+        let body = body.find("*)").map_or(body, |end| &body[..end]);
+        out.push(parse_directive(body, i + 1).map_err(|e| format!("line {}: {e}", i + 1))?);
     }
     Ok(out)
 }
@@ -160,7 +159,7 @@ impl Rng {
 
     /// Uniform in [0, n) (multiply-shift: no modulo bias worth speaking of for small n).
     pub fn below(&mut self, n: u32) -> u32 {
-        ((self.next_u64() >> 32) * u64::from(n) >> 32) as u32
+        (((self.next_u64() >> 32) * u64::from(n)) >> 32) as u32
     }
 
     /// A value of `scalar` drawn per the conventions.
@@ -979,7 +978,7 @@ mod tests {
 
     #[test]
     fn directives() {
-        let src = "(* @run saxpy size=4096 a=2.0 n=4096 *)\n(* plain comment *)\n(*@run t grid=4,4 block=16,16 w=64 *)\nlet%kernel ...";
+        let src = "(* @run saxpy size=4096 a=2.0 n=4096 *)\n(* plain comment\n   @run t grid=4,4 block=16,16 w=64 *)\nlet%kernel ...";
         let d = parse_directives(src).unwrap();
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].kernel, "saxpy");
@@ -1104,5 +1103,89 @@ mod tests {
         assert_eq!(ulps_f32(1.0, f32::from_bits(1.0f32.to_bits() + 3)), 3);
         assert_eq!(ulps_f32(-f32::from_bits(1), f32::from_bits(1)), 2);
         assert_eq!(ulps_f64(-1.0, -1.0 - f64::EPSILON), 1);
+    }
+
+    /// A kernel with one `shape vector` parameter, shape = Circle of float32 | Rect of
+    /// float32 * float32 | Empty.
+    fn shapes_kernel() -> (Kernel, Ty) {
+        use sarek_compiler::ir::{Ctor, VarInfo, Variant, VariantId};
+        let shape = Ty::Variant(VariantId(0));
+        let kernel = Kernel {
+            name: "k".into(),
+            span: sarek_compiler::Span::DUMMY,
+            vars: vec![VarInfo {
+                name: "s".into(),
+                ty: Ty::Vector(Box::new(shape.clone())),
+                mutable: false,
+                span: sarek_compiler::Span::DUMMY,
+            }],
+            params: vec![sarek_compiler::ir::VarId(0)],
+            body: vec![],
+            records: vec![],
+            variants: vec![Variant {
+                name: "shape".into(),
+                ctors: vec![
+                    Ctor {
+                        name: "Circle".into(),
+                        fields: vec![Ty::F32],
+                    },
+                    Ctor {
+                        name: "Rect".into(),
+                        fields: vec![Ty::F32, Ty::F32],
+                    },
+                    Ctor {
+                        name: "Empty".into(),
+                        fields: vec![],
+                    },
+                ],
+            }],
+            functions: vec![],
+        };
+        (kernel, shape)
+    }
+
+    #[test]
+    fn variant_vectors_generate_and_compare_by_live_fields() {
+        let (kernel, shape) = shapes_kernel();
+        let v = seeded_vector(&kernel, &shape, 300, 42, 0);
+        let Column::I32(tags) = &v.columns[0] else {
+            panic!("tag column")
+        };
+        for t in 0..3 {
+            assert!(
+                tags.iter().filter(|&&x| x == t).count() > 50,
+                "tags are uniform over 3"
+            );
+        }
+        // Payload of the other constructors stays zero; the live one is drawn in [-1, 1).
+        for (i, &t) in tags.iter().enumerate() {
+            let get = |c: usize| match v.columns[c].get(i) {
+                Literal::F32(x) => x,
+                _ => unreachable!(),
+            };
+            if t != 0 {
+                assert_eq!(get(1), 0.0);
+            } else {
+                assert!((-1.0..1.0).contains(&get(1)));
+            }
+            if t != 1 {
+                assert_eq!((get(2), get(3)), (0.0, 0.0));
+            }
+        }
+        // A difference in a dead payload field is not a mismatch; in a live one it is.
+        let i = tags.iter().position(|&t| t == 2).unwrap();
+        let mut dead = v.clone();
+        dead.columns[1].set(i, Literal::F32(9.0));
+        let tol = Tolerance::default();
+        assert!(compare_vectors(&kernel, "s", &shape, &v, &dead, &tol).ok());
+        let j = tags.iter().position(|&t| t == 1).unwrap();
+        let mut live = v.clone();
+        live.columns[3].set(j, Literal::F32(9.0));
+        let c = compare_vectors(&kernel, "s", &shape, &v, &live, &tol);
+        assert_eq!(c.mismatches, 1);
+        let m = c.first.unwrap();
+        assert_eq!((m.index, m.leaf.as_str()), (j, "Rect_1"));
+        let args = build_args(&kernel, &Inputs::new(10, 1)).unwrap();
+        assert!(matches!(&args[0], ArgValue::Vector(h) if h.len == 10 && h.columns.len() == 4));
     }
 }

@@ -36,22 +36,22 @@ fn second_compile_comes_from_the_disk_cache() {
     let _ = std::fs::remove_dir_all(&dir);
     let cache = nvrtc::ModuleCache::at(&dir);
     let source = generate(&ir_kernels::saxpy(), Dialect::Cuda, &TargetOptions::default()).unwrap().source;
-    let mut calls = 0;
-    let mut counting = |src: &str, arch: u32| {
-        calls += 1;
+    let calls = std::cell::Cell::new(0);
+    let counting = |src: &str, arch: u32| {
+        calls.set(calls.get() + 1);
         nvrtc::compile(src, arch)
     };
-    let first = cache.get_or_compile(&source, 90, 13000, version, &mut counting).unwrap();
+    let first = cache.get_or_compile(&source, 90, 13000, version, counting).unwrap();
     assert!(!first.from_cache);
     assert!(first.image.starts_with(b"\x7fELF"), "NVRTC returned a CUBIN (ELF) image");
-    let second = cache.get_or_compile(&source, 90, 13000, version, &mut counting).unwrap();
+    let second = cache.get_or_compile(&source, 90, 13000, version, counting).unwrap();
     assert!(second.from_cache);
     assert_eq!(second.image, first.image);
-    assert_eq!(calls, 1, "the second run skipped NVRTC");
+    assert_eq!(calls.get(), 1, "the second run skipped NVRTC");
     // Another driver version or architecture is another key.
-    let other = cache.get_or_compile(&source, 90, 13010, version, &mut counting).unwrap();
+    let other = cache.get_or_compile(&source, 90, 13010, version, counting).unwrap();
     assert!(!other.from_cache);
-    assert_eq!(calls, 2);
+    assert_eq!(calls.get(), 2);
     // Compile errors carry NVRTC's log.
     let bad = cache.get_or_compile("__global__ void k() { undeclared(); }", 90, 13000, version, nvrtc::compile);
     match bad {

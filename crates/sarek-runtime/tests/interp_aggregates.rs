@@ -546,3 +546,96 @@ fn shared_array_of_records() {
         (0..64).map(|t| 3 * (63 - t)).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn helpers_take_shared_and_local_arrays() {
+    // let total (a : int32 array) (k : int32) : int32 =
+    //   let s = 0 in for j = 0 to k - 1 do s := s + a.(j) done; s
+    // Called with a shared tile and with a per-thread local array.
+    let mut kb = KB::new("array_params");
+    let out = kb.vector("out", Ty::I32);
+    let fa = kb.var(
+        "a",
+        Ty::Array {
+            elem: Box::new(Ty::I32),
+            space: MemSpace::Shared,
+            size: None,
+        },
+    );
+    let fk = kb.var("k", Ty::I32);
+    let fs = kb.var("s", Ty::I32);
+    let fj = kb.var("j", Ty::I32);
+    let total = kb.func(
+        "total",
+        vec![fa, fk],
+        Ty::I32,
+        vec![
+            let_(fs, i32c(0)),
+            for_(
+                fj,
+                i32c(0),
+                bin(BinOp::Sub, kb.v(fk), i32c(1)),
+                vec![set(fs, add(kb.v(fs), kb.idx(fa, kb.v(fj))))],
+            ),
+            st(StmtKind::Return(Some(kb.v(fs)))),
+        ],
+    );
+    let tile = kb.array("tile", Ty::I32, MemSpace::Shared, 32);
+    let mine = kb.array("mine", Ty::I32, MemSpace::Local, 3);
+    let j = kb.var("j", Ty::I32);
+    let body = vec![
+        st(StmtKind::Array { var: tile }),
+        st(StmtKind::Array { var: mine }),
+        store(tile, tid(), mul(tid(), tid())),
+        for_(
+            j,
+            i32c(0),
+            i32c(2),
+            vec![store(mine, kb.v(j), add(tid(), kb.v(j)))],
+        ),
+        barrier(),
+        store(
+            out,
+            gid(),
+            add(
+                mul(
+                    i32c(1000),
+                    kb.call(total, vec![kb.v(tile), add(tid(), i32c(1))]),
+                ),
+                kb.call(total, vec![kb.v(mine), i32c(3)]),
+            ),
+        ),
+    ];
+    let k = kb.finish(body);
+    let mut args = vec![vec_i32(&[0; 64])];
+    interp::run(
+        &k,
+        LaunchConfig {
+            grid: [2, 1, 1],
+            block: [32, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    let want: Vec<i32> = (0..64)
+        .map(|g| {
+            let t = g % 32;
+            1000 * (0..=t).map(|j| j * j).sum::<i32>() + (0..3).map(|j| t + j).sum::<i32>()
+        })
+        .collect();
+    assert_eq!(out_i32(&args[0]), want);
+}
+
+#[test]
+fn native_code_is_refused() {
+    let mut kb = KB::new("native");
+    kb.vector("x", Ty::I32);
+    let k = kb.finish(vec![st(StmtKind::Native("x[0] = 1;".into()))]);
+    let err = interp::run(&k, LaunchConfig::linear(1), &mut [vec_i32(&[0])]).unwrap_err();
+    assert_eq!(
+        err,
+        sarek_runtime::RuntimeError::Compile(
+            "kernel `native` contains opaque native code, which the interpreter and the cpu backend cannot run".into()
+        )
+    );
+}

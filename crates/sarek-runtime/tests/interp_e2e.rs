@@ -678,3 +678,85 @@ fn corpus_mandelbrot_against_rust() {
         "both escaping and bounded points"
     );
 }
+
+#[test]
+fn corpus_warp_kernels_against_rust() {
+    let n = 1000usize;
+    let cfg = LaunchConfig {
+        grid: [4, 1, 1],
+        block: [256, 1, 1],
+    };
+    let a: Vec<i32> = rand_seq(27, n).iter().map(|v| (*v % 1000) as i32).collect();
+    let padded = |i: usize| if i < n { a[i] } else { 0 };
+    let out = both(
+        &corpus("warp.sarek", "warp_sum"),
+        cfg,
+        vec![vec_i32(&a), vec_i32(&[0; 1000]), s_i32(n as i32)],
+    );
+    // A butterfly over the whole warp: every lane ends with the warp total.
+    let want: Vec<i32> = (0..n)
+        .map(|i| (i / 32 * 32..i / 32 * 32 + 32).map(padded).sum())
+        .collect();
+    assert_eq!(out_i32(&out[1]), want);
+
+    let bools = || {
+        ArgValue::Vector(HostVector {
+            len: n,
+            columns: vec![Column::Bool(vec![false; n])],
+        })
+    };
+    let out = both(
+        &corpus("warp.sarek", "warp_votes"),
+        cfg,
+        vec![
+            vec_i32(&a),
+            bools(),
+            bools(),
+            vec_i32(&[0; 1000]),
+            s_i32(n as i32),
+        ],
+    );
+    let warp = |i: usize| {
+        (i / 32 * 32..i / 32 * 32 + 32)
+            .map(padded)
+            .collect::<Vec<_>>()
+    };
+    let want_all: Vec<bool> = (0..n).map(|i| warp(i).iter().all(|v| *v < 1000)).collect();
+    let want_any: Vec<bool> = (0..n).map(|i| warp(i).iter().any(|v| *v >= 990)).collect();
+    let want_odd: Vec<i32> = (0..n)
+        .map(|i| warp(i).iter().filter(|v| *v & 1 == 1).count() as i32)
+        .collect();
+    assert_eq!(col(&out[1], 0), &Column::Bool(want_all));
+    assert_eq!(col(&out[2], 0), &Column::Bool(want_any));
+    assert_eq!(out_i32(&out[3]), want_odd);
+}
+
+#[test]
+fn corpus_histograms_against_rust() {
+    let n = 4096usize;
+    let data: Vec<i32> = rand_seq(28, n).iter().map(|v| (*v % 1000) as i32).collect();
+    let init: Vec<i32> = (0..64).collect();
+    let mut want = init.clone();
+    data.iter().for_each(|d| want[(d % 64) as usize] += 1);
+    let cfg = LaunchConfig {
+        grid: [16, 1, 1],
+        block: [256, 1, 1],
+    };
+    for kernel in ["histogram", "histogram_shared"] {
+        let out = both(
+            &corpus("histogram.sarek", kernel),
+            cfg,
+            vec![vec_i32(&data), vec_i32(&init), s_i32(n as i32)],
+        );
+        assert_eq!(out_i32(&out[1]), want, "{kernel}");
+    }
+    // The compare-and-swap retry loop: every thread eventually succeeds exactly once.
+    let mut want = vec![0; 8];
+    data.iter().for_each(|d| want[(d % 8) as usize] += 1);
+    let out = both(
+        &corpus("histogram.sarek", "cas_add"),
+        cfg,
+        vec![vec_i32(&data), vec_i32(&[0; 8]), s_i32(n as i32)],
+    );
+    assert_eq!(out_i32(&out[1]), want);
+}

@@ -857,3 +857,116 @@ fn local_arrays_are_per_thread() {
         .collect();
     assert_eq!(out_i32(&args[0]), want);
 }
+
+#[test]
+fn shared_atomics_int64_float32_and_length() {
+    // Shared int64 and float32 accumulators, read back after a barrier; `length` of a shared
+    // array and of a vector; a shuffle of a record value (all leaves move together).
+    let mut kb = KB::new("shared_atomics");
+    let out64 = kb.vector("out64", Ty::I64);
+    let outf = kb.vector("outf", Ty::F32);
+    let lens = kb.vector("lens", Ty::I32);
+    let pairs = kb.vector("pairs", Ty::I32);
+    let pair = kb.record("pair", &[("a", Ty::I32), ("b", Ty::F32)]);
+    let s64 = kb.array("s64", Ty::I64, MemSpace::Shared, 2);
+    let sf = kb.array("sf", Ty::F32, MemSpace::Shared, 1);
+    let p = kb.var("p", Ty::Record(pair));
+    let q = kb.var("q", Ty::Record(pair));
+    let at = |op, args: Vec<Expr>, ty| intr(Intrinsic::Atomic(op), args, ty);
+    let len = |e: Expr| intr(Intrinsic::Length, vec![e], Ty::I32);
+    let is0 = bin(BinOp::Eq, tid(), i32c(0));
+    let body = vec![
+        st(StmtKind::Array { var: s64 }),
+        st(StmtKind::Array { var: sf }),
+        if_(
+            is0.clone(),
+            vec![
+                store(s64, i32c(0), i64c(0)),
+                store(s64, i32c(1), i64c(i64::MAX)),
+                store(sf, i32c(0), f32c(0.0)),
+            ],
+            vec![],
+        ),
+        barrier(),
+        expr_st(at(
+            AtomicOp::Add,
+            vec![
+                kb.v(s64),
+                i32c(0),
+                mul(convert(tid(), Scalar::I64), i64c(1 << 40)),
+            ],
+            Ty::I64,
+        )),
+        expr_st(at(
+            AtomicOp::Min,
+            vec![kb.v(s64), i32c(1), convert(tid(), Scalar::I64)],
+            Ty::I64,
+        )),
+        expr_st(at(
+            AtomicOp::Add,
+            vec![kb.v(sf), i32c(0), f32c(0.25)],
+            Ty::F32,
+        )),
+        barrier(),
+        if_(
+            is0,
+            vec![
+                store(out64, i32c(0), kb.idx(s64, i32c(0))),
+                store(out64, i32c(1), kb.idx(s64, i32c(1))),
+                store(outf, i32c(0), kb.idx(sf, i32c(0))),
+                store(lens, i32c(0), len(kb.v(s64))),
+                store(lens, i32c(1), len(kb.v(pairs))),
+            ],
+            vec![],
+        ),
+        let_(
+            p,
+            Expr::new(
+                ExprKind::Record {
+                    record: pair,
+                    fields: vec![tid(), convert(tid(), Scalar::F32)],
+                },
+                Ty::Record(pair),
+            ),
+        ),
+        let_(
+            q,
+            intr(
+                Intrinsic::Warp(WarpOp::ShuffleXor),
+                vec![kb.v(p), i32c(3)],
+                Ty::Record(pair),
+            ),
+        ),
+        store(
+            pairs,
+            tid(),
+            add(
+                kb.field(kb.v(q), 0),
+                convert(kb.field(kb.v(q), 1), Scalar::I32),
+            ),
+        ),
+    ];
+    let k = kb.finish(body);
+    let mut args = vec![
+        vec_i64(&[0; 2]),
+        vec_f32(&[0.0]),
+        vec_i32(&[0; 2]),
+        vec_i32(&[0; 64]),
+    ];
+    interp::run(
+        &k,
+        LaunchConfig {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    assert_eq!(out_i64(&args[0]), vec![(0..64i64).sum::<i64>() << 40, 0]);
+    assert_eq!(out_f32(&args[1]), vec![16.0]);
+    assert_eq!(out_i32(&args[2]), vec![2, 64]);
+    assert_eq!(
+        out_i32(&args[3]),
+        (0..64).map(|t| 2 * (t ^ 3)).collect::<Vec<_>>()
+    );
+}

@@ -39,9 +39,31 @@ use crate::passes::reserved::reserved;
 use crate::target::{Generated, Target, TargetOptions};
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
+/// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
+/// size must be the language's warp size, 32. [`generate_with`] can emulate them instead.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    generate_with(kernel, options, Warps::Native)
+}
+
+/// How the generator compiles warp operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Warps {
+    /// `GL_KHR_shader_subgroup_*`, for devices whose subgroup size is 32. Refused with a
+    /// located error when `options.subgroups` is false.
+    Native,
+    /// Through shared memory and barriers, warps being 32 consecutive threads of the block as
+    /// in the interpreter: exact on any device (lavapipe's subgroups have 8 lanes), slower.
+    Emulated,
+}
+
+/// [`generate`], choosing how warp operations are compiled.
+pub fn generate_with(
+    kernel: &Kernel,
+    options: &TargetOptions,
+    warps: Warps,
+) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = legalize_shader_avoiding_params(kernel);
-    emit::Writer::new(&kernel, options).generate()
+    emit::Writer::new(&kernel, options, warps).generate()
 }
 
 /// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already

@@ -1,13 +1,47 @@
-//! wgsl generator. (Stub.)
+//! The WGSL generator (seed 002).
+//!
+//! `generate` is a pure function of the kernel: each step below returns a value the next one
+//! reads, and the [`writer::Writer`] carrying per-generation state is created and consumed
+//! inside one call, so generations on several threads cannot see each other.
+//!
+//! 0. [`crate::passes::legalize::legalize_shader`] (seed 000);
+//! 1. [`check`]: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
+//!    operations without subgroups), with located errors naming WGSL;
+//! 2. [`usage`]: which array each array-typed name denotes, atomic arrays, helper
+//!    specialisations (storage buffers cannot be passed to WGSL functions);
+//! 3. [`names`]: every WGSL name, from the injective [`escape`] rule;
+//! 4. [`abi`]: bindings and `Params` uniform fields, from which both the declarations and the
+//!    ABI descriptor are built;
+//! 5. [`writer`]: the module text.
+//!
+//! The block size is a pipeline-overridable constant (`override sarek_block_x` ...), so one
+//! module serves every block size: `Abi::block_size_in_source` is false and the runtime passes
+//! the block size as pipeline constants.
+
+mod abi;
+mod check;
+pub mod escape;
+mod names;
+mod usage;
+mod writer;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::target::{Generated, TargetOptions};
 
-pub fn generate(_kernel: &Kernel, _options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    Err(unimplemented("the wgsl generator"))
-}
-
-fn unimplemented(what: &str) -> Vec<crate::diag::Diagnostic> {
-    vec![crate::diag::Diagnostic::error(crate::diag::Span::DUMMY, format!("{what} is not implemented yet"))]
+/// Generate a WGSL compute module and its ABI descriptor for `kernel`.
+pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    // Seed 000's shader variant: names that are not identifiers (`x'`, `_`) and locals that
+    // redeclare a binder in scope are renamed; reserved words are left to `escape`, and a local
+    // shadowing a scalar parameter needs nothing (references are by VarId; see `names`).
+    let kernel = &crate::passes::legalize::legalize_shader(kernel);
+    let facts = check::check(kernel, options)?;
+    let usage = usage::analyse(kernel)?;
+    let names = names::Names::new(kernel, &usage);
+    let bindings = abi::Bindings::new(kernel, &names);
+    let source = writer::Writer::new(kernel, &names, &usage, &bindings, facts.subgroups).write()?;
+    Ok(Generated {
+        source,
+        abi: bindings.abi(kernel, &names),
+    })
 }

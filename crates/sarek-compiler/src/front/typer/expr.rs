@@ -4,6 +4,8 @@
 //! set or a constructor declared by several variants); `check` infers then unifies with the
 //! expected type and reports a mismatch at the sub-expression itself.
 
+use std::borrow::Cow;
+
 use super::builtins::{self, Builtin};
 use super::env::TyMode;
 use super::messages::{aggregate_equality_help, aggregate_equality_message, did_you_mean, plural};
@@ -91,7 +93,8 @@ impl Checker {
                 }
                 d
             }
-            Reason::Operation(op) => {
+            Reason::Operation(_) | Reason::FloatLiteral => {
+                let op = reason.describe();
                 let mut d = Diagnostic::error(
                     span,
                     format!("{op} cannot be used on a value of type `{shown}`"),
@@ -144,365 +147,460 @@ impl Checker {
                 body,
             } => self.let_(pattern, *mutable, ty.as_ref(), value, body, expected, span),
             A::LetFun { decl, body } => self.let_fun(decl, body, expected),
-            A::LetShared {
-                name,
-                elem,
-                size,
-                body,
-            } => {
-                let elem = self.ty_of(elem, TyMode::Data);
-                let size_e = self.check(size, &Ty::I32);
-                let n = self.const_size(&size_e, "shared array");
-                let ty = Ty::Array {
-                    elem: Box::new(elem),
-                    space: MemSpace::Shared,
-                    size: n,
-                };
-                let var = self.decl(&name.name, ty, false, name.span);
-                let mark = self.scope.len();
-                self.push_local(&var, LocalKind::Array);
-                let body = self.infer(body, expected);
-                self.scope.truncate(mark);
-                let ty = body.ty.clone();
-                mk(
-                    T::LetShared {
-                        var,
-                        body: Box::new(body),
-                    },
-                    ty,
-                    span,
-                )
-            }
-            A::LetSuperstep {
-                name,
-                divergent,
-                step,
-                rest,
-            } => {
-                let step = self.check(step, &Ty::Unit);
-                let rest = self.infer(rest, expected);
-                let ty = rest.ty.clone();
-                mk(
-                    T::Superstep {
-                        name: name.name.clone(),
-                        divergent: *divergent,
-                        step: Box::new(step),
-                        rest: Box::new(rest),
-                    },
-                    ty,
-                    span,
-                )
-            }
-            A::LetOpen { module, body } => {
-                if !builtins::MODULES.contains(&module.name.as_str()) {
-                    let mut d =
-                        Diagnostic::error(module.span, format!("unknown module `{}`", module.name))
-                            .with_label("not a module")
-                            .with_note(format!(
-                                "the modules are {}",
-                                builtins::MODULES.map(|m| format!("`{m}`")).join(", ")
-                            ));
-                    if let Some(h) = did_you_mean(closest(&module.name, builtins::MODULES)) {
-                        d = d.with_help(h);
-                    }
-                    self.diags.push(d);
-                }
-                self.opens.push(module.name.clone());
-                let body = self.infer(body, expected);
-                self.opens.pop();
-                body
-            }
+            A::LetShared { .. } => self.infer_let_shared(e, expected),
+            A::LetSuperstep { .. } => self.infer_let_superstep(e, expected),
+            A::LetOpen { .. } => self.infer_let_open(e, expected),
             A::Assign { target, value } => self.assign(target, value, span),
-            A::If {
-                cond,
-                then_branch,
-                else_branch,
-            } => {
-                let cond = self.check_cond(cond);
-                match else_branch {
-                    None => {
-                        let t = self.infer(then_branch, Some(&Ty::Unit));
-                        if self.subst.unify(&t.ty, &Ty::Unit).is_err() {
-                            let found = self.show(&t.ty);
-                            self.diags.push(
-                                Diagnostic::error(
-                                    t.span,
-                                    "an `if` without `else` must have type `unit`",
-                                )
-                                .with_label(format!("this has type `{found}`"))
-                                .with_help("add an `else` branch to produce a value"),
-                            );
-                        }
-                        let kind = T::If {
-                            cond: Box::new(cond),
-                            then_branch: Box::new(t),
-                            else_branch: None,
-                        };
-                        mk(kind, Ty::Unit, span)
-                    }
-                    Some(els) => {
-                        let t = self.infer(then_branch, expected);
-                        let el = self.infer(els, Some(&t.ty));
-                        if let Err(err) = self.subst.unify(&t.ty, &el.ty) {
-                            match err {
-                                UnifyError::Mismatch | UnifyError::Occurs => {
-                                    let (a, b) = (self.show(&t.ty), self.show(&el.ty));
-                                    self.diags.push(
-                                        Diagnostic::error(
-                                            el.span,
-                                            "`if` and `else` have different types",
-                                        )
-                                        .with_label(format!("expected `{a}`, found `{b}`"))
-                                        .with_secondary(
-                                            t.span,
-                                            format!("this branch has type `{a}`"),
-                                        ),
-                                    );
-                                }
-                                other => self.report_unify(other, el.span, &t.ty, &el.ty),
-                            }
-                        }
-                        let ty = t.ty.clone();
-                        let kind = T::If {
-                            cond: Box::new(cond),
-                            then_branch: Box::new(t),
-                            else_branch: Some(Box::new(el)),
-                        };
-                        mk(kind, ty, span)
-                    }
-                }
-            }
-            A::For {
+            A::If { .. } => self.infer_if(e, expected),
+            A::For { .. } => self.infer_for(e),
+            A::While { .. } => self.infer_while(e),
+            A::Seq(_) => self.infer_seq(e, expected),
+            A::Match { scrutinee, arms } => self.match_(scrutinee, arms, expected, span),
+            A::Index { .. } => self.infer_index(e),
+            A::IndexSet { .. } => self.infer_index_set(e),
+            A::Field { .. } => self.infer_field(e),
+            A::FieldSet { .. } => self.infer_field_set(e),
+            A::Record(fields) => self.record(fields, expected, span),
+            A::Ctor { name, args } => self.ctor(name, args, expected, span),
+            A::Tuple(_) => self.infer_tuple(e, expected),
+            A::App { func, args } => self.app(func, args, span),
+            A::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, span),
+            A::Unary { .. } => self.infer_unary(e, expected),
+            A::Annot { .. } => self.infer_annot(e),
+            A::Pragma { .. } => self.infer_pragma(e, expected),
+            A::Attributed { .. } => self.infer_attributed(e, expected),
+            A::Extension { .. } => self.infer_extension(e),
+        }
+    }
+
+    #[inline(never)]
+    fn infer_let_shared(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::LetShared {
+            name,
+            elem,
+            size,
+            body,
+        } = &e.kind
+        else {
+            unreachable!("dispatched on the kind")
+        };
+        let elem = self.ty_of(elem, TyMode::Data);
+        let size_e = self.check(size, &Ty::I32);
+        let n = self.const_size(&size_e, "shared array");
+        let ty = Ty::Array {
+            elem: Box::new(elem),
+            space: MemSpace::Shared,
+            size: n,
+        };
+        let var = self.decl(&name.name, ty, false, name.span);
+        let mark = self.scope.len();
+        self.push_local(&var, LocalKind::Array);
+        let body = self.infer(body, expected);
+        self.scope.truncate(mark);
+        let ty = body.ty.clone();
+        mk(
+            T::LetShared {
                 var,
-                start,
-                end,
-                downto,
-                body,
-                attrs,
-            } => {
-                let start = self.check(start, &Ty::I32);
-                let end = self.check(end, &Ty::I32);
-                let var = self.decl(&var.name, Ty::I32, false, var.span);
-                let mark = self.scope.len();
-                self.push_local(&var, LocalKind::LoopIndex);
-                let body = self.check_unit_body(body, "a `for` loop body");
-                self.scope.truncate(mark);
-                let hints = self.hints(attrs);
-                let kind = T::For {
-                    var,
-                    start: Box::new(start),
-                    end: Box::new(end),
-                    downto: *downto,
-                    body: Box::new(body),
-                    hints,
+                body: Box::new(body),
+            },
+            ty,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_let_superstep(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::LetSuperstep {
+            name,
+            divergent,
+            step,
+            rest,
+        } = &e.kind
+        else {
+            unreachable!("dispatched on the kind")
+        };
+        let step = self.check(step, &Ty::Unit);
+        let rest = self.infer(rest, expected);
+        let ty = rest.ty.clone();
+        mk(
+            T::Superstep {
+                name: name.name.clone(),
+                divergent: *divergent,
+                step: Box::new(step),
+                rest: Box::new(rest),
+            },
+            ty,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_let_open(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let A::LetOpen { module, body } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        if !builtins::MODULES.contains(&module.name.as_str()) {
+            let mut d = Diagnostic::error(module.span, format!("unknown module `{}`", module.name))
+                .with_label("not a module")
+                .with_note(format!(
+                    "the modules are {}",
+                    builtins::MODULES.map(|m| format!("`{m}`")).join(", ")
+                ));
+            if let Some(h) = did_you_mean(closest(&module.name, builtins::MODULES)) {
+                d = d.with_help(h);
+            }
+            self.diags.push(d);
+        }
+        self.opens.push(module.name.clone());
+        let body = self.infer(body, expected);
+        self.opens.pop();
+        body
+    }
+
+    #[inline(never)]
+    fn infer_if(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::If {
+            cond,
+            then_branch,
+            else_branch,
+        } = &e.kind
+        else {
+            unreachable!("dispatched on the kind")
+        };
+        let cond = self.check_cond(cond);
+        match else_branch {
+            None => {
+                let t = self.infer(then_branch, Some(&Ty::Unit));
+                if self.subst.unify(&t.ty, &Ty::Unit).is_err() {
+                    let found = self.show(&t.ty);
+                    self.diags.push(
+                        Diagnostic::error(t.span, "an `if` without `else` must have type `unit`")
+                            .with_label(format!("this has type `{found}`"))
+                            .with_help("add an `else` branch to produce a value"),
+                    );
+                }
+                let kind = T::If {
+                    cond: Box::new(cond),
+                    then_branch: Box::new(t),
+                    else_branch: None,
                 };
                 mk(kind, Ty::Unit, span)
             }
-            A::While { cond, body, attrs } => {
-                let cond = self.check_cond(cond);
-                let body = self.check_unit_body(body, "a `while` loop body");
-                let hints = self.hints(attrs);
-                mk(
-                    T::While {
-                        cond: Box::new(cond),
-                        body: Box::new(body),
-                        hints,
-                    },
-                    Ty::Unit,
-                    span,
-                )
-            }
-            A::Seq(es) => {
-                let mut out = Vec::new();
-                for (i, s) in es.iter().enumerate() {
-                    if i + 1 == es.len() {
-                        out.push(self.infer(s, expected));
-                    } else {
-                        let te = self.infer(s, Some(&Ty::Unit));
-                        if self.subst.unify(&te.ty, &Ty::Unit).is_err() {
-                            let found = self.show(&te.ty);
+            Some(els) => {
+                let t = self.infer(then_branch, expected);
+                let el = self.infer(els, Some(&t.ty));
+                if let Err(err) = self.subst.unify(&t.ty, &el.ty) {
+                    match err {
+                        UnifyError::Mismatch | UnifyError::Occurs => {
+                            let (a, b) = (self.show(&t.ty), self.show(&el.ty));
                             self.diags.push(
-                                Diagnostic::error(te.span, "this expression's value is unused")
-                                    .with_label(format!("this has type `{found}`, but a statement must have type `unit`"))
-                                    .with_help("discard the value explicitly with `ignore (...)`"),
+                                Diagnostic::error(el.span, "`if` and `else` have different types")
+                                    .with_label(format!("expected `{a}`, found `{b}`"))
+                                    .with_secondary(t.span, format!("this branch has type `{a}`")),
                             );
                         }
-                        out.push(te);
+                        other => self.report_unify(other, el.span, &t.ty, &el.ty),
                     }
                 }
-                let ty = out.last().map_or(Ty::Unit, |e| e.ty.clone());
-                mk(T::Seq(out), ty, span)
-            }
-            A::Match { scrutinee, arms } => self.match_(scrutinee, arms, expected, span),
-            A::Index { base, index } => {
-                let base = self.infer(base, None);
-                let elem = self.container_elem(&base, "index");
-                let index = self.check(index, &Ty::I32);
-                mk(
-                    T::Index {
-                        base: Box::new(base),
-                        index: Box::new(index),
-                    },
-                    elem,
-                    span,
-                )
-            }
-            A::IndexSet { base, index, value } => {
-                let base = self.infer(base, None);
-                let elem = self.container_elem(&base, "index");
-                let index = self.check(index, &Ty::I32);
-                let value = self.check(value, &elem);
-                mk(
-                    T::IndexSet {
-                        base: Box::new(base),
-                        index: Box::new(index),
-                        value: Box::new(value),
-                    },
-                    Ty::Unit,
-                    span,
-                )
-            }
-            A::Field { base, field } => {
-                let base = self.infer(base, None);
-                match self.resolve_field(&base, field) {
-                    Some((record, idx, fty)) => mk(
-                        T::Field {
-                            base: Box::new(base),
-                            record,
-                            field: idx,
-                        },
-                        fty,
-                        span,
-                    ),
-                    None => err_expr(span),
-                }
-            }
-            A::FieldSet { base, field, value } => {
-                self.check_place(base);
-                let base_t = self.infer(base, None);
-                match self.resolve_field(&base_t, field) {
-                    Some((record, idx, fty)) => {
-                        let value = self.check(value, &fty);
-                        let kind = T::FieldSet {
-                            base: Box::new(base_t),
-                            record,
-                            field: idx,
-                            value: Box::new(value),
-                        };
-                        mk(kind, Ty::Unit, span)
-                    }
-                    None => {
-                        self.infer(value, None);
-                        mk(T::Unit, Ty::Unit, span)
-                    }
-                }
-            }
-            A::Record(fields) => self.record(fields, expected, span),
-            A::Ctor { name, args } => self.ctor(name, args, expected, span),
-            A::Tuple(es) => {
-                let hints: Vec<Option<Ty>> = match expected.map(|t| self.subst.resolve(t)) {
-                    Some(Ty::Tuple(ts)) if ts.len() == es.len() => {
-                        ts.into_iter().map(Some).collect()
-                    }
-                    _ => vec![None; es.len()],
+                let ty = t.ty.clone();
+                let kind = T::If {
+                    cond: Box::new(cond),
+                    then_branch: Box::new(t),
+                    else_branch: Some(Box::new(el)),
                 };
-                let parts: Vec<Expr> = es
-                    .iter()
-                    .zip(&hints)
-                    .map(|(e, h)| self.infer(e, h.as_ref()))
-                    .collect();
-                let ty = Ty::Tuple(parts.iter().map(|p| p.ty.clone()).collect());
-                mk(T::Tuple(parts), ty, span)
-            }
-            A::App { func, args } => self.app(func, args, span),
-            A::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, span),
-            A::Unary { op, operand } => {
-                let x = self.infer(operand, expected);
-                let (uop, ty) = match op {
-                    UnaryOp::Neg | UnaryOp::NegF => {
-                        let name = if *op == UnaryOp::Neg { "`-`" } else { "`-.`" };
-                        let ok = self.require(
-                            &x,
-                            ScalarSet::NUMERIC,
-                            Reason::Operation(name.into()),
-                            span,
-                        );
-                        (UnOp::Neg, if ok { x.ty.clone() } else { error_ty() })
-                    }
-                    UnaryOp::Not => {
-                        self.expect(&x, &Ty::BOOL);
-                        (UnOp::Not, Ty::BOOL)
-                    }
-                    UnaryOp::Lnot => {
-                        let ok = self.require(
-                            &x,
-                            ScalarSet::INT,
-                            Reason::Operation("`lnot`".into()),
-                            span,
-                        );
-                        (UnOp::BitNot, if ok { x.ty.clone() } else { error_ty() })
-                    }
-                };
-                // Fold `-` into a literal so constants and patterns see a literal.
-                if uop == UnOp::Neg
-                    && let T::Lit(l) = &x.kind
-                    && let Some(n) = negate(*l)
-                {
-                    return mk(T::Lit(n), ty, span);
-                }
-                mk(
-                    T::Unary {
-                        op: uop,
-                        operand: Box::new(x),
-                    },
-                    ty,
-                    span,
-                )
-            }
-            A::Annot { expr, ty } => {
-                let t = self.ty_of(ty, TyMode::Local);
-                self.check(expr, &t)
-            }
-            A::Pragma { args, body } => {
-                let mut b = self.infer(body, expected);
-                for a in args {
-                    let mut words = a.split_whitespace();
-                    if words.next() == Some("unroll") {
-                        let n = self.parse_count(words.next().unwrap_or(""), e.span, "unroll");
-                        set_unroll(&mut b, n);
-                    }
-                }
-                b
-            }
-            A::Attributed { expr, attrs } => {
-                let mut b = self.infer(expr, expected);
-                let hints = self.hints(attrs);
-                if hints.unroll.is_some() {
-                    set_unroll(&mut b, hints.unroll);
-                }
-                b
-            }
-            A::Extension { name } => {
-                let d = if name == "native" {
-                    Diagnostic::error(span, "`[%native ...]` is not supported in Sarek source")
-                        .with_label(
-                            "opaque target code cannot be checked or translated to every target",
-                        )
-                        .with_note(
-                            "target-specific source can only be injected through the Rust IR API",
-                        )
-                        .with_help("write the computation in Sarek, or use an intrinsic")
-                } else {
-                    Diagnostic::error(
-                        span,
-                        format!("the extension `[%{name}]` is not allowed in an expression"),
-                    )
-                    .with_label("unexpected extension node")
-                };
-                self.diags.push(d);
-                err_expr(span)
+                mk(kind, ty, span)
             }
         }
+    }
+
+    #[inline(never)]
+    fn infer_for(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::For {
+            var,
+            start,
+            end,
+            downto,
+            body,
+            attrs,
+        } = &e.kind
+        else {
+            unreachable!("dispatched on the kind")
+        };
+        let start = self.check(start, &Ty::I32);
+        let end = self.check(end, &Ty::I32);
+        let var = self.decl(&var.name, Ty::I32, false, var.span);
+        let mark = self.scope.len();
+        self.push_local(&var, LocalKind::LoopIndex);
+        let body = self.check_unit_body(body, "a `for` loop body");
+        self.scope.truncate(mark);
+        let hints = self.hints(attrs);
+        let kind = T::For {
+            var,
+            start: Box::new(start),
+            end: Box::new(end),
+            downto: *downto,
+            body: Box::new(body),
+            hints,
+        };
+        mk(kind, Ty::Unit, span)
+    }
+
+    #[inline(never)]
+    fn infer_while(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::While { cond, body, attrs } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let cond = self.check_cond(cond);
+        let body = self.check_unit_body(body, "a `while` loop body");
+        let hints = self.hints(attrs);
+        mk(
+            T::While {
+                cond: Box::new(cond),
+                body: Box::new(body),
+                hints,
+            },
+            Ty::Unit,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_seq(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::Seq(es) = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let mut out = Vec::new();
+        for (i, s) in es.iter().enumerate() {
+            if i + 1 == es.len() {
+                out.push(self.infer(s, expected));
+            } else {
+                let te = self.infer(s, Some(&Ty::Unit));
+                if self.subst.unify(&te.ty, &Ty::Unit).is_err() {
+                    let found = self.show(&te.ty);
+                    self.diags.push(
+                        Diagnostic::error(te.span, "this expression's value is unused")
+                            .with_label(format!(
+                                "this has type `{found}`, but a statement must have type `unit`"
+                            ))
+                            .with_help("discard the value explicitly with `ignore (...)`"),
+                    );
+                }
+                out.push(te);
+            }
+        }
+        let ty = out.last().map_or(Ty::Unit, |e| e.ty.clone());
+        mk(T::Seq(out), ty, span)
+    }
+
+    #[inline(never)]
+    fn infer_index(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::Index { base, index } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let base = self.infer(base, None);
+        let elem = self.container_elem(&base, || "index".into());
+        let index = self.check(index, &Ty::I32);
+        mk(
+            T::Index {
+                base: Box::new(base),
+                index: Box::new(index),
+            },
+            elem,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_index_set(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::IndexSet { base, index, value } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let base = self.infer(base, None);
+        let elem = self.container_elem(&base, || "index".into());
+        let index = self.check(index, &Ty::I32);
+        let value = self.check(value, &elem);
+        mk(
+            T::IndexSet {
+                base: Box::new(base),
+                index: Box::new(index),
+                value: Box::new(value),
+            },
+            Ty::Unit,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_field(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::Field { base, field } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let base = self.infer(base, None);
+        match self.resolve_field(&base, field) {
+            Some((record, idx, fty)) => mk(
+                T::Field {
+                    base: Box::new(base),
+                    record,
+                    field: idx,
+                },
+                fty,
+                span,
+            ),
+            None => err_expr(span),
+        }
+    }
+
+    #[inline(never)]
+    fn infer_field_set(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::FieldSet { base, field, value } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        self.check_place(base);
+        let base_t = self.infer(base, None);
+        match self.resolve_field(&base_t, field) {
+            Some((record, idx, fty)) => {
+                let value = self.check(value, &fty);
+                let kind = T::FieldSet {
+                    base: Box::new(base_t),
+                    record,
+                    field: idx,
+                    value: Box::new(value),
+                };
+                mk(kind, Ty::Unit, span)
+            }
+            None => {
+                self.infer(value, None);
+                mk(T::Unit, Ty::Unit, span)
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn infer_tuple(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::Tuple(es) = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let hints: Vec<Option<Ty>> = match expected.map(|t| self.subst.resolve(t)) {
+            Some(Ty::Tuple(ts)) if ts.len() == es.len() => ts.into_iter().map(Some).collect(),
+            _ => vec![None; es.len()],
+        };
+        let parts: Vec<Expr> = es
+            .iter()
+            .zip(&hints)
+            .map(|(e, h)| self.infer(e, h.as_ref()))
+            .collect();
+        let ty = Ty::Tuple(parts.iter().map(|p| p.ty.clone()).collect());
+        mk(T::Tuple(parts), ty, span)
+    }
+
+    #[inline(never)]
+    fn infer_unary(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span;
+        let A::Unary { op, operand } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let x = self.infer(operand, expected);
+        let (uop, ty) = match op {
+            UnaryOp::Neg | UnaryOp::NegF => {
+                let name = if *op == UnaryOp::Neg { "-" } else { "-." };
+                let ok = self.require(&x, ScalarSet::NUMERIC, Reason::Operation(name.into()), span);
+                (UnOp::Neg, if ok { x.ty.clone() } else { error_ty() })
+            }
+            UnaryOp::Not => {
+                self.expect(&x, &Ty::BOOL);
+                (UnOp::Not, Ty::BOOL)
+            }
+            UnaryOp::Lnot => {
+                let ok = self.require(&x, ScalarSet::INT, Reason::Operation("lnot".into()), span);
+                (UnOp::BitNot, if ok { x.ty.clone() } else { error_ty() })
+            }
+        };
+        // Fold `-` into a literal so constants and patterns see a literal.
+        if uop == UnOp::Neg
+            && let T::Lit(l) = &x.kind
+            && let Some(n) = negate(*l)
+        {
+            return mk(T::Lit(n), ty, span);
+        }
+        mk(
+            T::Unary {
+                op: uop,
+                operand: Box::new(x),
+            },
+            ty,
+            span,
+        )
+    }
+
+    #[inline(never)]
+    fn infer_annot(&mut self, e: &ast::Expr) -> Expr {
+        let A::Annot { expr, ty } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let t = self.ty_of(ty, TyMode::Local);
+        self.check(expr, &t)
+    }
+
+    #[inline(never)]
+    fn infer_pragma(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let A::Pragma { args, body } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let mut b = self.infer(body, expected);
+        for a in args {
+            let mut words = a.split_whitespace();
+            if words.next() == Some("unroll") {
+                let n = self.parse_count(words.next().unwrap_or(""), e.span, "unroll");
+                set_unroll(&mut b, n);
+            }
+        }
+        b
+    }
+
+    #[inline(never)]
+    fn infer_attributed(&mut self, e: &ast::Expr, expected: Option<&Ty>) -> Expr {
+        let A::Attributed { expr, attrs } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let mut b = self.infer(expr, expected);
+        let hints = self.hints(attrs);
+        if hints.unroll.is_some() {
+            set_unroll(&mut b, hints.unroll);
+        }
+        b
+    }
+
+    #[inline(never)]
+    fn infer_extension(&mut self, e: &ast::Expr) -> Expr {
+        let span = e.span;
+        let A::Extension { name } = &e.kind else {
+            unreachable!("dispatched on the kind")
+        };
+        let d = if name == "native" {
+            Diagnostic::error(span, "`[%native ...]` is not supported in Sarek source")
+                .with_label("opaque target code cannot be checked or translated to every target")
+                .with_note("target-specific source can only be injected through the Rust IR API")
+                .with_help("write the computation in Sarek, or use an intrinsic")
+        } else {
+            Diagnostic::error(
+                span,
+                format!("the extension `[%{name}]` is not allowed in an expression"),
+            )
+            .with_label("unexpected extension node")
+        };
+        self.diags.push(d);
+        err_expr(span)
     }
 
     fn check_cond(&mut self, cond: &ast::Expr) -> Expr {
@@ -745,6 +843,7 @@ impl Checker {
         // `let a = create_array n Local in body`
         if let A::App { func, args } = &value.kind
             && let A::Var { path, name } = &func.kind
+            && name.name == "create_array"
             && self.find_local(&name.name).is_none()
             && self.lookup_builtin(path, name) == Some(Builtin::CreateArray)
         {
@@ -904,7 +1003,7 @@ impl Checker {
     }
 
     fn let_fun(&mut self, decl: &ast::FunDecl, body: &ast::Expr, expected: Option<&Ty>) -> Expr {
-        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        let id = self.new_fun_slot(decl.name.span);
         self.frames.push(CaptureFrame {
             boundary: self.scope.len(),
             captures: vec![],
@@ -915,6 +1014,8 @@ impl Checker {
         let mut params: Vec<VarDecl> = frame.captures.into_iter().map(|(_, d)| d).collect();
         params.append(&mut f.params);
         f.params = params;
+        // Lifted helpers are named after their enclosing item: `saxpy__scale`.
+        f.name = format!("{}__{}", self.item.name, f.name);
         self.funs[id.0 as usize].scheme.params = f.params.iter().map(|p| p.ty.clone()).collect();
         self.funs[id.0 as usize].def = Some(f);
         self.item.lifted.push(id);
@@ -1065,7 +1166,8 @@ impl Checker {
     }
 
     /// Element type of an indexable value (vector or array).
-    fn container_elem(&mut self, base: &Expr, what: &str) -> Ty {
+    /// `what` names the operation for the error message (built only on error).
+    fn container_elem(&mut self, base: &Expr, what: impl FnOnce() -> String) -> Ty {
         match self.subst.resolve(&base.ty) {
             Ty::Vector(e) => *e,
             Ty::Array { elem, .. } => *elem,
@@ -1084,7 +1186,7 @@ impl Checker {
                         self.diags.push(
                             Diagnostic::error(
                                 base.span,
-                                format!("cannot {what} a value of type `{shown}`"),
+                                format!("cannot {} a value of type `{shown}`", what()),
                             )
                             .with_label("expected a vector or an array"),
                         );
@@ -1097,7 +1199,7 @@ impl Checker {
                 self.diags.push(
                     Diagnostic::error(
                         base.span,
-                        format!("cannot {what} a value of type `{shown}`"),
+                        format!("cannot {} a value of type `{shown}`", what()),
                     )
                     .with_label("expected a vector or an array"),
                 );
@@ -1493,6 +1595,9 @@ impl Checker {
         }
         match self.lookup_builtin(path, name) {
             Some(b) => {
+                if path.is_empty() {
+                    return self.builtin_call(b, &name.name, func.span, args, span);
+                }
                 let shown = path
                     .iter()
                     .map(|p| p.name.as_str())
@@ -1650,7 +1755,7 @@ impl Checker {
             }
             return err_expr(span);
         }
-        let op_name = format!("`{name}`");
+        let op_name = Cow::Owned(name.to_string());
         match b {
             Builtin::Geometry(_) | Builtin::CreateArray => unreachable!("handled above"),
             Builtin::Sync(op) => {
@@ -1740,7 +1845,7 @@ impl Checker {
             }
             Builtin::Length => {
                 let v = self.infer(&args[0], None);
-                self.container_elem(&v, "take the length of");
+                self.container_elem(&v, || "take the length of".into());
                 mk(
                     T::Intrinsic {
                         op: Intrinsic::Length,
@@ -1763,7 +1868,7 @@ impl Checker {
         op: Intrinsic,
         set: ScalarSet,
         at: Option<Scalar>,
-        op_name: String,
+        op_name: Cow<'static, str>,
         args: &[ast::Expr],
         span: Span,
     ) -> Expr {
@@ -1791,7 +1896,7 @@ impl Checker {
         span: Span,
     ) -> Expr {
         let arr = self.infer(&args[0], None);
-        let elem_ty = self.container_elem(&arr, &format!("apply `{name}` to"));
+        let elem_ty = self.container_elem(&arr, || format!("apply `{name}` to"));
         let arr_ty = self.subst.resolve(&arr.ty);
         let actual_space = match &arr_ty {
             Ty::Vector(_) => Some(MemSpace::Global),
@@ -1837,7 +1942,7 @@ impl Checker {
                 let _ = self.subst.require_scalar(
                     &t,
                     allowed,
-                    Reason::Operation(format!("`{name}`")),
+                    Reason::Operation(Cow::Owned(name.to_string())),
                     span,
                 );
             }
@@ -1951,7 +2056,7 @@ impl Checker {
                 span,
             );
         }
-        let reason = Reason::Operation(format!("`{sym}`"));
+        let reason = Reason::Operation(Cow::Borrowed(sym));
         let bop = lower_binop(op);
         let ty = match op {
             B::Eq | B::Ne => {

@@ -244,13 +244,11 @@ impl Checker {
         let def = default_rows(&rows);
         let mut w = self.witness(&def, rest_tys)?;
         let head = match &sig {
-            Some(sig) if !used.is_empty() => {
-                let (k, args) = sig
-                    .iter()
-                    .find(|(k, _)| !used.contains(k))
-                    .expect("incomplete signature");
-                Witness::Ctor(k.clone(), vec![Witness::Wild; args.len()])
-            }
+            // Name a constructor no row mentions (the signature is incomplete here).
+            Some(sig) if !used.is_empty() => match sig.iter().find(|(k, _)| !used.contains(k)) {
+                Some((k, args)) => Witness::Ctor(k.clone(), vec![Witness::Wild; args.len()]),
+                None => Witness::Wild,
+            },
             _ => Witness::Wild,
         };
         w.insert(0, head);

@@ -1,0 +1,243 @@
+//! `sarek run` and `sarek bench`, and the argument preparation `verify` shares.
+
+use super::{
+    BenchArgs, CmdResult, Failure, InputArgs, RunArgs, color, kernel_name, load, lower, open_device,
+};
+use sarek::compiler::abi::Leaf;
+use sarek::compiler::ir::Kernel;
+use sarek::compiler::types::Literal;
+use sarek::runtime::harness::{self, Inputs, ParamKind};
+use sarek::runtime::npy;
+use sarek::{ArgValue, HostVector, LaunchConfig, Program};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments and launch configuration for one run of `kernel`.
+pub struct Prepared {
+    pub args: Vec<ArgValue>,
+    pub config: LaunchConfig,
+    pub size: usize,
+}
+
+/// Split `NAME=VALUE` of option `flag`.
+fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure> {
+    s.split_once('=')
+        .filter(|(n, _)| !n.trim().is_empty())
+        .map(|(n, v)| (n.trim(), v))
+        .ok_or_else(|| Failure::user(format!("{flag} `{s}`: expected NAME=VALUE")))
+}
+
+/// Build the arguments from the command line: `--arg`s, `--input` files, seeded vectors.
+pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> {
+    let sig = harness::signature(kernel);
+    let mut args = Vec::new();
+    for a in &input.args {
+        let (n, v) = name_value("--arg", a)?;
+        args.push((n.to_string(), v.to_string()));
+    }
+    let mut size = input.size;
+    let mut vectors = Vec::new();
+    for spec in &input.inputs {
+        let (name, file) = name_value("--input", spec)?;
+        let Some(p) = sig.iter().find(|p| p.name == name) else {
+            // Let build_args word the unknown-parameter error (with its suggestion).
+            vectors.push((
+                name.to_string(),
+                HostVector {
+                    len: 0,
+                    columns: Vec::new(),
+                },
+            ));
+            continue;
+        };
+        let ParamKind::Vector { leaves, .. } = &p.kind else {
+            return Err(Failure::user(format!(
+                "--input {name}: parameter `{name}` is not a vector ({}); give it as --arg {name}=VALUE",
+                p.type_name
+            )));
+        };
+        let v = npy::read_vector(std::path::Path::new(file), leaves, size).map_err(|e| {
+            let why = match &e {
+                npy::NpyError::Io { source, .. } => super::io_reason(source),
+                other => other.to_string(),
+            };
+            Failure::user(format!(
+                "--input {name}={file}: {why} (parameter `{name}` : {})",
+                p.type_name
+            ))
+        })?;
+        size.get_or_insert(v.len);
+        vectors.push((name.to_string(), v));
+    }
+    let size = size.unwrap_or(harness::DEFAULT_SIZE);
+    let dims = |flag: &str, s: &Option<String>| {
+        s.as_deref()
+            .map(harness::parse_dims)
+            .transpose()
+            .map_err(|e| Failure::user(format!("--{flag}: {e}")))
+    };
+    let config = harness::launch_config(
+        size,
+        dims("grid", &input.grid)?,
+        dims("block", &input.block)?,
+    );
+    let inputs = Inputs {
+        size,
+        seed: input.seed,
+        args,
+        vectors,
+        arg_hint: "--arg ",
+    };
+    let args = harness::build_args(kernel, &inputs).map_err(|e| Failure::user(e.to_string()))?;
+    Ok(Prepared { args, config, size })
+}
+
+/// A runtime error as the CLI prints it (faults located in the source).
+pub fn runtime_failure(program: &Program, e: &sarek::RuntimeError) -> Failure {
+    Failure::rendered(1, program.render_runtime_error(e, color()))
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn show(l: Literal) -> String {
+    match l {
+        Literal::Bool(b) => b.to_string(),
+        Literal::I32(v) => v.to_string(),
+        Literal::I64(v) => v.to_string(),
+        Literal::F32(v) => format!("{v}"),
+        Literal::F64(v) => format!("{v}"),
+    }
+}
+
+/// The first `n` elements of a vector, records as `{x: 1, y: 2}`.
+pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
+    let elems: Vec<String> = (0..v.len.min(n))
+        .map(|i| match leaves {
+            [l] if l.name.is_empty() => show(v.columns[0].get(i)),
+            _ => {
+                let fields: Vec<String> = leaves
+                    .iter()
+                    .zip(&v.columns)
+                    .map(|(l, c)| format!("{}: {}", l.name, show(c.get(i))))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
+        })
+        .collect();
+    let more = if v.len > n { ", ..." } else { "" };
+    format!("[{}{more}]", elems.join(", "))
+}
+
+pub fn run(a: RunArgs) -> CmdResult {
+    let program = load(&a.file)?;
+    let name = kernel_name(&program, &a.kernel)?;
+    let kernel = lower(&program, &name)?;
+    let mut prepared = prepare(&kernel, &a.input)?;
+    let device = open_device(a.backend.as_deref())?;
+    let info = device.info();
+    if let Some(dir) = &a.out {
+        // Fail before running, not after.
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::io(format!(
+                "cannot create `{}`: {}",
+                dir.display(),
+                super::io_reason(&e)
+            ))
+        })?;
+    }
+    let stats = harness::run(
+        device.as_ref(),
+        &kernel,
+        prepared.config,
+        &mut prepared.args,
+    )
+    .map_err(|e| runtime_failure(&program, &e))?;
+    let c = prepared.config;
+    println!("device:  {} ({})", info.backend, info.name);
+    println!(
+        "kernel:  {name}, grid {}x{}x{}, block {}x{}x{}",
+        c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2]
+    );
+    println!(
+        "time:    {} kernel, {} total",
+        ms(stats.kernel_time),
+        ms(stats.total_time)
+    );
+    let sig = harness::signature(&kernel);
+    let width = sig.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for (p, arg) in sig.iter().zip(&prepared.args) {
+        if let (ParamKind::Vector { leaves, .. }, ArgValue::Vector(v)) = (&p.kind, arg) {
+            println!(
+                "{:<width$}  {}[{}] {}",
+                p.name,
+                p.type_name.trim_end_matches(" vector"),
+                v.len,
+                preview(leaves, v, 6)
+            );
+            if let Some(dir) = &a.out {
+                let path = dir.join(format!("{}.npy", p.name));
+                npy::write_vector(&path, leaves, v).map_err(|e| Failure::io(e.to_string()))?;
+            }
+        }
+    }
+    if let Some(dir) = &a.out {
+        println!("wrote:   {}/<param>.npy", dir.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn bench(a: BenchArgs) -> CmdResult {
+    if a.reps == 0 {
+        return Err(Failure::user("--reps must be at least 1"));
+    }
+    let program = load(&a.file)?;
+    let name = kernel_name(&program, &a.kernel)?;
+    let kernel = lower(&program, &name)?;
+    let prepared = prepare(&kernel, &a.input)?;
+    let device = open_device(a.backend.as_deref())?;
+    let info = device.info();
+    let mut times = Vec::new();
+    for rep in 0..a.warmup + a.reps {
+        // Fresh inputs every time: a kernel that updates in place sees the same data.
+        let mut args = prepared.args.clone();
+        let stats = harness::run(device.as_ref(), &kernel, prepared.config, &mut args)
+            .map_err(|e| runtime_failure(&program, &e))?;
+        if rep >= a.warmup {
+            times.push(stats.kernel_time);
+        }
+    }
+    times.sort();
+    let median = if times.len() % 2 == 1 {
+        times[times.len() / 2]
+    } else {
+        (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2
+    };
+    let bytes: u64 = prepared
+        .args
+        .iter()
+        .map(|v| match v {
+            ArgValue::Vector(h) => h
+                .columns
+                .iter()
+                .map(|c| c.len() as u64 * u64::from(c.scalar().size()))
+                .sum(),
+            _ => 0,
+        })
+        .sum();
+    let secs = median.as_secs_f64().max(1e-12);
+    println!("device:     {} ({})", info.backend, info.name);
+    println!(
+        "kernel:     {name}, size {}, {} warm-up + {} timed runs",
+        prepared.size, a.warmup, a.reps
+    );
+    println!("median:     {}", ms(median));
+    println!("min:        {}", ms(times[0]));
+    println!(
+        "throughput: {:.2} Melem/s (size / median), {:.3} GB/s (vector bytes / median)",
+        prepared.size as f64 / secs / 1e6,
+        bytes as f64 / secs / 1e9
+    );
+    Ok(ExitCode::SUCCESS)
+}

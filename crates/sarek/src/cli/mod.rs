@@ -1,0 +1,257 @@
+//! Command-line parsing and dispatch.
+//!
+//! Exit codes (docs/cli.md): 0 success; 1 a user error (a source error, an unknown kernel or
+//! backend, a bad `--arg` or `.npy`, an unavailable device, a launch the device refuses, a
+//! fault, a `verify` mismatch); 2 a usage error (clap) or an I/O error on the command line's
+//! files, and for `verify` a requested backend that is unavailable. Every error is one clear
+//! message on stderr, never a panic: a panic that escapes anyway is reported as an internal
+//! error without a backtrace.
+
+mod check;
+mod compile;
+mod devices;
+mod exec;
+mod verify;
+
+use clap::{Args, Parser, Subcommand};
+use sarek::Program;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "sarek",
+    version,
+    about = "Sarek: one kernel source for every GPU API"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check source files; diagnostics go to stderr.
+    Check {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+    /// Print the code generated for a target (all kernels when --kernel is absent).
+    Compile {
+        file: PathBuf,
+        /// ir, wgsl, glsl, opencl, cuda, metal or ptx.
+        #[arg(long, value_name = "T")]
+        target: String,
+        #[arg(long, value_name = "K")]
+        kernel: Option<String>,
+        /// Write to PATH instead of stdout.
+        #[arg(short = 'o', value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+    /// Run a kernel once and print a summary.
+    Run(RunArgs),
+    /// Run a kernel on `interp` and on other backends and compare every vector.
+    Verify(VerifyArgs),
+    /// List every backend: its devices, or why it is unavailable.
+    Devices,
+    /// Time a kernel: warm-up runs, then repetitions; median and minimum kernel time.
+    Bench(BenchArgs),
+}
+
+/// Inputs shared by `run`, `verify` and `bench`.
+#[derive(Args, Clone, Debug)]
+struct InputArgs {
+    /// Length of every generated vector (default 1024, or the length of the --input files).
+    #[arg(long, value_name = "N")]
+    size: Option<usize>,
+    /// A scalar parameter's value (records, tuples, variants: V1,V2,... of their fields).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    /// Read a vector parameter from a NumPy .npy file.
+    #[arg(long = "input", value_name = "NAME=FILE.npy")]
+    inputs: Vec<String>,
+    /// Grid size in blocks (default: enough blocks to cover --size along x).
+    #[arg(long, value_name = "X[,Y[,Z]]")]
+    grid: Option<String>,
+    /// Block size in threads (default: min(256, size) along x).
+    #[arg(long, value_name = "X[,Y[,Z]]")]
+    block: Option<String>,
+    /// Seed of the input generator.
+    #[arg(long, value_name = "S", default_value_t = sarek::runtime::harness::DEFAULT_SEED)]
+    seed: u64,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    file: PathBuf,
+    #[arg(long, value_name = "K")]
+    kernel: String,
+    /// interp, cpu, wgpu, vulkan, opencl, cuda or ptx (default: $SAREK_BACKEND, else the best
+    /// available device).
+    #[arg(long, value_name = "B")]
+    backend: Option<String>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Write every vector parameter to DIR/<param>.npy after the run.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    file: PathBuf,
+    /// The kernel (default: the file's @run directives, or its only kernel).
+    #[arg(long, value_name = "K")]
+    kernel: Option<String>,
+    /// Backends to compare with interp: a comma list, or `all` (default: every available).
+    #[arg(long, value_name = "B,B|all")]
+    backends: Option<String>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Floats agree within this absolute difference (default 1e-5 for float32, 1e-12 for
+    /// float64).
+    #[arg(long, value_name = "X")]
+    atol: Option<f64>,
+    /// Floats agree within this many units in the last place (default 256 for float32, 4096
+    /// for float64).
+    #[arg(long, value_name = "N")]
+    ulps: Option<u64>,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    file: PathBuf,
+    #[arg(long, value_name = "K")]
+    kernel: String,
+    #[arg(long, value_name = "B")]
+    backend: Option<String>,
+    #[command(flatten)]
+    input: InputArgs,
+    /// Untimed runs first.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    warmup: u32,
+    /// Timed runs.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    reps: u32,
+}
+
+/// How a command ends: an exit code and what to print on stderr.
+pub struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// A user error: exit 1, `error: <message>`.
+    pub fn user(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 1,
+            message: format!("error: {}", message.into()),
+        }
+    }
+    /// A usage or I/O error: exit 2.
+    pub fn io(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 2,
+            message: format!("error: {}", message.into()),
+        }
+    }
+    /// Already rendered text (diagnostics), exit `code`.
+    pub fn rendered(code: u8, text: String) -> Failure {
+        Failure {
+            code,
+            message: text,
+        }
+    }
+}
+
+pub type CmdResult = Result<ExitCode, Failure>;
+
+/// Colour only when stderr is a terminal (and NO_COLOR is unset).
+pub fn color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+pub fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("error: internal error (a bug in sarek, please report it): {info}");
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { files } => check::run(&files),
+        Command::Compile {
+            file,
+            target,
+            kernel,
+            output,
+        } => compile::run(&file, &target, kernel.as_deref(), output.as_deref()),
+        Command::Run(a) => exec::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::Devices => devices::run(),
+        Command::Bench(a) => exec::bench(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(f) => {
+            let msg = f.message.trim_end();
+            if !msg.is_empty() {
+                eprintln!("{msg}");
+            }
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// Read and check `path`: an unreadable file is exit 2, diagnostics exit 1.
+pub fn load(path: &Path) -> Result<Program, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::io(format!(
+            "cannot read `{}`: {}",
+            path.display(),
+            io_reason(&e)
+        ))
+    })?;
+    Program::check(&path.display().to_string(), &text).map_err(|(sources, diags)| {
+        Failure::rendered(
+            1,
+            sarek::compiler::diag::render_all(&diags, &sources, color()),
+        )
+    })
+}
+
+/// `No such file or directory` without the `(os error 2)` suffix.
+pub fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// The kernel named `name`, checked to exist.
+pub fn kernel_name(program: &Program, name: &str) -> Result<String, Failure> {
+    if program.kernel_names().contains(&name) {
+        Ok(name.to_string())
+    } else {
+        Err(Failure::user(program.unknown_kernel(name)))
+    }
+}
+
+/// Lower `name`; diagnostics are exit 1.
+pub fn lower(program: &Program, name: &str) -> Result<sarek::compiler::ir::Kernel, Failure> {
+    program
+        .lower(name)
+        .map_err(|d| Failure::rendered(1, program.render(&d, color())))
+}
+
+/// A `--backend` value; unknown names are a user error (exit 1).
+pub fn parse_backend(s: &str) -> Result<sarek::Backend, Failure> {
+    sarek::Backend::parse(s.trim()).map_err(Failure::user)
+}
+
+/// Open `--backend` or the default device.
+pub fn open_device(backend: Option<&str>) -> Result<std::sync::Arc<dyn sarek::Device>, Failure> {
+    let b = backend.map(parse_backend).transpose()?;
+    sarek::runtime::discover::open_or_default(b).map_err(|e| Failure::user(e.to_string()))
+}

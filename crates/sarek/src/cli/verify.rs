@@ -1,0 +1,306 @@
+//! `sarek verify`: the same inputs on `interp` and on other backends, every vector compared.
+//!
+//! What runs: with `--kernel K`, that kernel; without it, the file's only kernel. When the
+//! command line gives no `--arg`, `--size` or `--input` and the file has `(* @run ... *)`
+//! directives for the kernel(s), each directive is one verification instead.
+//!
+//! Exit: 1 on any mismatch, backend launch error, or refusal by a backend named explicitly in
+//! `--backends`; otherwise 2 when a requested backend is unavailable; 0 when all agree.
+
+use super::exec::{Prepared, ms, prepare, runtime_failure};
+use super::{CmdResult, Failure, VerifyArgs, kernel_name, load, lower};
+use sarek::runtime::discover;
+use sarek::runtime::harness::{self, Inputs, ParamKind, Tolerance, VectorComparison};
+use sarek::{Backend, Device, RuntimeError};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// One verification: a kernel and where its inputs come from.
+struct Job {
+    kernel: String,
+    directive: Option<harness::Directive>,
+}
+
+/// What one backend did on one job.
+enum Cell {
+    Compared(Vec<VectorComparison>),
+    Refused(String),
+    Error(String),
+}
+
+pub fn run(a: VerifyArgs) -> CmdResult {
+    let program = load(&a.file)?;
+    let text = program.sources().text(program.file()).to_string();
+    let directives = harness::parse_directives(&text)
+        .map_err(|e| Failure::user(format!("{}: {e}", a.file.display())))?;
+    let cli_inputs =
+        !a.input.args.is_empty() || a.input.size.is_some() || !a.input.inputs.is_empty();
+    let kernels: Vec<String> = match &a.kernel {
+        Some(k) => vec![kernel_name(&program, k)?],
+        None => {
+            let names = program.kernel_names();
+            if !cli_inputs && !directives.is_empty() {
+                Vec::new() // every directive, below
+            } else if names.len() == 1 {
+                vec![names[0].to_string()]
+            } else if names.is_empty() {
+                return Err(Failure::user(format!(
+                    "`{}` defines no kernel",
+                    a.file.display()
+                )));
+            } else {
+                return Err(Failure::user(format!(
+                    "`{}` has several kernels ({}); choose one with --kernel",
+                    a.file.display(),
+                    names.join(", ")
+                )));
+            }
+        }
+    };
+    let jobs: Vec<Job> = if cli_inputs {
+        kernels
+            .into_iter()
+            .map(|kernel| Job {
+                kernel,
+                directive: None,
+            })
+            .collect()
+    } else {
+        let mut jobs: Vec<Job> = directives
+            .iter()
+            .filter(|d| kernels.is_empty() || kernels.contains(&d.kernel))
+            .map(|d| Job {
+                kernel: d.kernel.clone(),
+                directive: Some(d.clone()),
+            })
+            .collect();
+        if jobs.is_empty() {
+            jobs = kernels
+                .into_iter()
+                .map(|kernel| Job {
+                    kernel,
+                    directive: None,
+                })
+                .collect();
+        }
+        jobs
+    };
+
+    // Backends: explicit ones must be available; the default is every available one.
+    let (requested, explicit_names) = match a.backends.as_deref().map(str::trim) {
+        None => (
+            Backend::ALL
+                .iter()
+                .copied()
+                .filter(|b| *b != Backend::Interp)
+                .collect::<Vec<_>>(),
+            false,
+        ),
+        Some("all") => (
+            Backend::ALL
+                .iter()
+                .copied()
+                .filter(|b| *b != Backend::Interp)
+                .collect(),
+            false,
+        ),
+        Some(list) => {
+            let mut v = Vec::new();
+            for name in list.split(',').filter(|s| !s.trim().is_empty()) {
+                let b = super::parse_backend(name)?;
+                if !v.contains(&b) {
+                    v.push(b);
+                }
+            }
+            if v.is_empty() {
+                return Err(Failure::user("--backends: no backend named"));
+            }
+            (v, true)
+        }
+    };
+    let must_exist = a.backends.is_some();
+    let interp = discover::open(Backend::Interp).map_err(|e| Failure::user(e.to_string()))?;
+    let mut devices: Vec<(Backend, Arc<dyn Device>)> = Vec::new();
+    let mut unavailable = Vec::new();
+    for b in requested {
+        match discover::open(b) {
+            Ok(d) => devices.push((b, d)),
+            Err(e) => unavailable.push((b, discover::unavailable_reason(&e))),
+        }
+    }
+    for (b, why) in &unavailable {
+        if must_exist {
+            eprintln!("error: backend `{b}` is unavailable: {why}");
+        } else {
+            println!("skipped {b}: unavailable ({why})");
+        }
+    }
+
+    let mut tol = Tolerance::default();
+    if let Some(x) = a.atol {
+        tol.f32_abs = x;
+        tol.f64_abs = x;
+    }
+    if let Some(n) = a.ulps {
+        tol.f32_ulps = n;
+        tol.f64_ulps = n;
+    }
+
+    let mut failed = false;
+    for job in &jobs {
+        let kernel = lower(&program, &job.kernel)?;
+        let Prepared { args, config, size } = match &job.directive {
+            None => prepare(&kernel, &a.input)?,
+            Some(d) => {
+                let inputs = Inputs {
+                    seed: a.input.seed,
+                    ..Inputs::from_directive(d)
+                };
+                let args = harness::build_args(&kernel, &inputs).map_err(|e| {
+                    Failure::user(format!(
+                        "{}:{}: @run {}: {e}",
+                        a.file.display(),
+                        d.line,
+                        d.kernel
+                    ))
+                })?;
+                Prepared {
+                    args,
+                    config: d.config(),
+                    size: d.size,
+                }
+            }
+        };
+        let mut expected = args.clone();
+        let stats =
+            harness::run(interp.as_ref(), &kernel, config, &mut expected).map_err(|e| match e {
+                RuntimeError::Fault { .. } => runtime_failure(&program, &e),
+                other => Failure::user(format!("interp: {other}")),
+            })?;
+        let c = config;
+        println!(
+            "{}{}: size {size}, grid {}x{}x{}, block {}x{}x{}, seed {} (interp {})",
+            job.kernel,
+            job.directive
+                .as_ref()
+                .map(|d| format!(" (@run, line {})", d.line))
+                .unwrap_or_default(),
+            c.grid[0],
+            c.grid[1],
+            c.grid[2],
+            c.block[0],
+            c.block[1],
+            c.block[2],
+            a.input.seed,
+            ms(stats.kernel_time)
+        );
+        let params: Vec<String> = harness::signature(&kernel)
+            .into_iter()
+            .filter(|p| matches!(p.kind, ParamKind::Vector { .. }))
+            .map(|p| p.name)
+            .collect();
+        let mut rows = Vec::new();
+        for (b, device) in &devices {
+            let mut found = args.clone();
+            let cell = match harness::run(device.as_ref(), &kernel, config, &mut found) {
+                Ok(_) => Cell::Compared(harness::compare_args(&kernel, &expected, &found, &tol)),
+                Err(RuntimeError::Compile(m)) => Cell::Refused(m),
+                Err(e) => Cell::Error(
+                    program
+                        .render_runtime_error(&e, false)
+                        .trim_end()
+                        .to_string(),
+                ),
+            };
+            failed |= match &cell {
+                Cell::Compared(cmp) => cmp.iter().any(|c| !c.ok()),
+                Cell::Refused(_) => explicit_names,
+                Cell::Error(_) => true,
+            };
+            rows.push((*b, cell));
+        }
+        print_table(&params, &rows);
+    }
+    if jobs.is_empty() {
+        println!("nothing to verify");
+    }
+    if devices.is_empty() {
+        println!("no backend to compare with interp");
+    }
+    if failed {
+        Ok(ExitCode::from(1))
+    } else if must_exist && !unavailable.is_empty() {
+        Ok(ExitCode::from(2))
+    } else {
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn print_table(params: &[String], rows: &[(Backend, Cell)]) {
+    let cell_text = |cell: &Cell, i: usize| match cell {
+        Cell::Compared(cmp) => match cmp.get(i) {
+            Some(c) if c.ok() => "ok".to_string(),
+            Some(c) => format!("MISMATCH {}/{}", c.mismatches, c.compared),
+            None => "-".to_string(),
+        },
+        Cell::Refused(_) => "refused".to_string(),
+        Cell::Error(_) => "ERROR".to_string(),
+    };
+    let mut table: Vec<Vec<String>> = vec![
+        std::iter::once("backend".to_string())
+            .chain(params.iter().cloned())
+            .collect(),
+    ];
+    for (b, cell) in rows {
+        let mut line = vec![b.name().to_string()];
+        match cell {
+            // One word for the whole row: the backend did not produce any vector.
+            Cell::Refused(_) | Cell::Error(_) => line.push(cell_text(cell, 0)),
+            Cell::Compared(_) => line.extend((0..params.len()).map(|i| cell_text(cell, i))),
+        }
+        table.push(line);
+    }
+    let cols = table.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            table
+                .iter()
+                .filter_map(|r| r.get(c))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in &table {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, s)| format!("{s:<w$}", w = widths[c]))
+            .collect();
+        println!("  {}", line.join("  ").trim_end());
+    }
+    for (b, cell) in rows {
+        match cell {
+            Cell::Compared(cmp) => {
+                for c in cmp.iter().filter(|c| !c.ok()) {
+                    println!(
+                        "  {b} {}: {} of {} values differ; first {}",
+                        c.param,
+                        c.mismatches,
+                        c.compared,
+                        c.first.as_ref().map(|m| m.to_string()).unwrap_or_default()
+                    );
+                }
+            }
+            Cell::Refused(m) => println!("  {b} refused the kernel: {}", first_line(m)),
+            Cell::Error(m) => println!("  {b} failed: {}", first_line(m)),
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}

@@ -1,0 +1,599 @@
+//! The `sarek` command end to end: the built binary on small kernels written here, checking
+//! exit codes, messages and the files it writes (read back with the npy module, and checked
+//! against values computed here from the inputs it wrote).
+
+use sarek::compiler::abi::Leaf;
+use sarek::compiler::types::Scalar;
+use sarek::runtime::npy;
+use sarek::runtime::value::{Column, HostVector};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn sarek_env(args: &[&str], env: &[(&str, &str)]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sarek"));
+    cmd.args(args)
+        .env_remove("SAREK_BACKEND")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().expect("the sarek binary runs");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn sarek(args: &[&str]) -> Out {
+    sarek_env(args, &[])
+}
+
+/// A fresh directory for one test.
+fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sarek-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const SAXPY: &str = "\
+(* @run saxpy size=512 a=2.0 n=500 *)
+let%kernel saxpy (x : float32 vector) (y : float32 vector) (a : float32) (n : int32) =
+  let i = global_thread_id in
+  if i < n then y.(i) <- a *. x.(i) +. y.(i)
+";
+
+const TWO_KERNELS: &str = "\
+let%kernel add (a : int32 vector) (b : int32 vector) (c : int32 vector) =
+  let i = global_thread_id in
+  if i < length c then c.(i) <- a.(i) + b.(i)
+
+let%kernel scale (v : int32 vector) (k : int32) =
+  let i = global_thread_id in
+  if i < length v then v.(i) <- v.(i) * k
+";
+
+fn f32s(v: &HostVector) -> &[f32] {
+    match &v.columns[0] {
+        Column::F32(x) => x,
+        c => panic!("expected a float32 column, got {:?}", c.scalar()),
+    }
+}
+
+fn scalar_leaf(s: Scalar) -> Vec<Leaf> {
+    vec![Leaf {
+        name: String::new(),
+        scalar: s,
+    }]
+}
+
+#[test]
+fn check_exit_codes() {
+    let d = scratch("check");
+    let ok = write(&d, "ok.sarek", SAXPY);
+    let bad = write(
+        &d,
+        "bad.sarek",
+        "let%kernel k (v : int32 vector) =\n  v.(0) <- undefined_name\n",
+    );
+    let r = sarek(&["check", &ok]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.is_empty(),
+        "nothing printed on success: {}",
+        r.stderr
+    );
+
+    let r = sarek(&["check", &ok, &bad]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("error"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("{bad}:2:")),
+        "located at the file and line: {}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("\x1b["),
+        "no colour when stderr is not a terminal"
+    );
+
+    let missing = d.join("missing.sarek").display().to_string();
+    let r = sarek(&["check", &missing]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr.trim().lines().count(),
+        1,
+        "one clear line: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("missing.sarek") && r.stderr.contains("No such file"),
+        "{}",
+        r.stderr
+    );
+
+    // Usage error: no file at all.
+    assert_eq!(sarek(&["check"]).code, 2);
+}
+
+#[test]
+fn compile_targets_and_kernels() {
+    let d = scratch("compile");
+    let two = write(&d, "two.sarek", TWO_KERNELS);
+    let r = sarek(&["compile", &two, "--target", "ir", "--kernel", "scale"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("scale") && !r.stdout.contains("kernel add"),
+        "{}",
+        r.stdout
+    );
+
+    // Without --kernel: every kernel, each under a header.
+    let r = sarek(&["compile", &two, "--target", "ir"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let add = r
+        .stdout
+        .find("// ==== kernel add ====")
+        .expect("header for add");
+    let scale = r
+        .stdout
+        .find("// ==== kernel scale ====")
+        .expect("header for scale");
+    assert!(add < scale);
+
+    let out = d.join("out.ir");
+    let r = sarek(&[
+        "compile",
+        &two,
+        "--target",
+        "ir",
+        "--kernel",
+        "add",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(std::fs::read_to_string(&out).unwrap().contains("add"));
+
+    let r = sarek(&["compile", &two, "--target", "fortran"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("unknown target `fortran`"),
+        "{}",
+        r.stderr
+    );
+
+    let r = sarek(&["compile", &two, "--target", "ir", "--kernel", "scal"]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("no kernel `scal`") && r.stderr.contains("did you mean `scale`?"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn run_writes_npy_that_matches_the_inputs() {
+    let d = scratch("run");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let out = d.join("out");
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--size",
+        "300",
+        "--arg",
+        "a=2.0",
+        "--arg",
+        "n=250",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("interp"),
+        "summary names the device: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("grid 2x1x1, block 256x1x1"),
+        "default launch: {}",
+        r.stdout
+    );
+    let x = npy::read_vector(&out.join("x.npy"), &scalar_leaf(Scalar::F32), Some(300)).unwrap();
+    let y = npy::read_vector(&out.join("y.npy"), &scalar_leaf(Scalar::F32), Some(300)).unwrap();
+    // x is an input the kernel does not write: it is the seeded generator's vector.
+    assert!(f32s(&x).iter().all(|v| (-1.0..1.0).contains(v)));
+    // Recompute y from the seeded inputs: y_out = 2 x + y_in for i < 250, y_in after.
+    let mut rng = sarek::runtime::harness::Rng::for_param(42, 1);
+    let y_in: Vec<f32> = (0..300)
+        .map(|_| match rng.scalar(Scalar::F32) {
+            sarek::compiler::types::Literal::F32(v) => v,
+            _ => unreachable!(),
+        })
+        .collect();
+    for (i, (&yi, &got)) in y_in.iter().zip(f32s(&y)).enumerate() {
+        let want = if i < 250 { 2.0 * f32s(&x)[i] + yi } else { yi };
+        assert_eq!(got, want, "y[{i}]");
+    }
+
+    // The same seed gives the same inputs; another seed other ones.
+    let out2 = d.join("out2");
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--size",
+        "300",
+        "--arg",
+        "a=2.0",
+        "--arg",
+        "n=250",
+        "--seed",
+        "7",
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let x7 = npy::read_vector(&out2.join("x.npy"), &scalar_leaf(Scalar::F32), Some(300)).unwrap();
+    assert_ne!(f32s(&x7), f32s(&x));
+
+    // Feeding the written files back as inputs reproduces the run on x.
+    let out3 = d.join("out3");
+    let xin = format!("x={}", out.join("x.npy").display());
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--input",
+        &xin,
+        "--arg",
+        "a=2.0",
+        "--arg",
+        "n=250",
+        "--out",
+        out3.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let x3 = npy::read_vector(&out3.join("x.npy"), &scalar_leaf(Scalar::F32), None).unwrap();
+    assert_eq!(f32s(&x3), f32s(&x), "--size comes from the input file");
+}
+
+#[test]
+fn run_user_errors_are_one_message_and_exit_1() {
+    let d = scratch("errors");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            file.as_str(),
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+        ];
+        args.extend_from_slice(extra);
+        sarek(&args)
+    };
+    let expect = |r: Out, needles: &[&str]| {
+        assert_eq!(r.code, 1, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+        for n in needles {
+            assert!(r.stderr.contains(n), "`{n}` not in: {}", r.stderr);
+        }
+        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+    };
+    expect(run(&["--arg", "a=2.0"]), &["`n`", "int32", "--arg n="]);
+    expect(
+        run(&["--arg", "a=two", "--arg", "n=4"]),
+        &["a=two", "not a float32"],
+    );
+    expect(
+        run(&["--arg", "a=1", "--arg", "n=4", "--arg", "nn=3"]),
+        &["no parameter `nn`", "did you mean `n`?"],
+    );
+    expect(
+        run(&["--arg", "a=1", "--arg", "n=4", "--block", "2048"]),
+        &["2048 threads", "1024"],
+    );
+
+    // .npy of the wrong dtype, then of the wrong length.
+    let ints = d.join("ints.npy");
+    npy::write_vector(
+        &ints,
+        &scalar_leaf(Scalar::I32),
+        &HostVector {
+            len: 4,
+            columns: vec![Column::I32(vec![1; 4])],
+        },
+    )
+    .unwrap();
+    let spec = format!("x={}", ints.display());
+    expect(
+        run(&["--arg", "a=1", "--arg", "n=4", "--input", &spec]),
+        &["'<i4'", "'<f4'", "`x`"],
+    );
+    let floats = d.join("floats.npy");
+    npy::write_vector(
+        &floats,
+        &scalar_leaf(Scalar::F32),
+        &HostVector {
+            len: 4,
+            columns: vec![Column::F32(vec![1.0; 4])],
+        },
+    )
+    .unwrap();
+    let spec = format!("x={}", floats.display());
+    expect(
+        run(&[
+            "--size", "8", "--arg", "a=1", "--arg", "n=4", "--input", &spec,
+        ]),
+        &["length 4", "length 8"],
+    );
+    let garbage = write(&d, "garbage.npy", "not numpy");
+    let spec = format!("x={garbage}");
+    expect(
+        run(&["--arg", "a=1", "--arg", "n=4", "--input", &spec]),
+        &["garbage.npy", "not a supported .npy"],
+    );
+
+    // Unknown backends, on the command line and in the environment.
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "gpu9000",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=4",
+    ]);
+    expect(r, &["unknown backend `gpu9000`"]);
+    let r = sarek_env(
+        &[
+            "run", &file, "--kernel", "saxpy", "--arg", "a=1", "--arg", "n=4",
+        ],
+        &[("SAREK_BACKEND", "nope")],
+    );
+    expect(r, &["SAREK_BACKEND", "unknown backend `nope`"]);
+    let r = sarek(&[
+        "run", &file, "--kernel", "saxpi", "--arg", "a=1", "--arg", "n=4",
+    ]);
+    expect(r, &["no kernel `saxpi`", "did you mean `saxpy`?"]);
+}
+
+#[test]
+fn faults_are_located_in_the_source() {
+    let d = scratch("fault");
+    let file = write(
+        &d,
+        "oob.sarek",
+        "let%kernel oob (out : int32 vector) =\n  let i = global_thread_id in\n  out.(i + 1) <- i\n",
+    );
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "oob",
+        "--backend",
+        "interp",
+        "--size",
+        "4",
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains(&format!("{file}:3:3")), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("thread"),
+        "names the thread: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn records_round_trip_through_npy_by_field_name() {
+    let d = scratch("records");
+    let file = write(
+        &d,
+        "rec.sarek",
+        "type point = { x : float32; y : float32 }\n\
+         let%kernel swap (ps : point vector) =\n\
+         \x20 let i = global_thread_id in\n\
+         \x20 if i < length ps then begin\n\
+         \x20   let p = ps.(i) in\n\
+         \x20   ps.(i) <- { x = p.y; y = p.x }\n\
+         \x20 end\n",
+    );
+    let leaves = vec![
+        Leaf {
+            name: "x".into(),
+            scalar: Scalar::F32,
+        },
+        Leaf {
+            name: "y".into(),
+            scalar: Scalar::F32,
+        },
+    ];
+    let input = d.join("ps.npy");
+    let v = HostVector {
+        len: 3,
+        columns: vec![
+            Column::F32(vec![1.0, 2.0, 3.0]),
+            Column::F32(vec![-1.0, -2.0, -3.0]),
+        ],
+    };
+    npy::write_vector(&input, &leaves, &v).unwrap();
+    let out = d.join("out");
+    let spec = format!("ps={}", input.display());
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "swap",
+        "--backend",
+        "interp",
+        "--input",
+        &spec,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got = npy::read_vector(&out.join("ps.npy"), &leaves, Some(3)).unwrap();
+    assert_eq!(
+        got.columns,
+        vec![
+            Column::F32(vec![-1.0, -2.0, -3.0]),
+            Column::F32(vec![1.0, 2.0, 3.0])
+        ]
+    );
+}
+
+#[test]
+fn verify_table_and_exit_codes() {
+    let d = scratch("verify");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    // The directive supplies size and scalars.
+    let r = sarek(&["verify", &file, "--backends", "cpu"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("size 512"), "{}", r.stdout);
+    let table: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("backend") || l.trim_start().starts_with("cpu"))
+        .collect();
+    assert_eq!(table.len(), 2, "{}", r.stdout);
+    assert!(table[0].contains('x') && table[0].contains('y'));
+    assert_eq!(
+        table[1].split_whitespace().collect::<Vec<_>>(),
+        ["cpu", "ok", "ok"]
+    );
+
+    // The command line overrides the directive.
+    let r = sarek(&[
+        "verify",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backends",
+        "cpu",
+        "--size",
+        "64",
+        "--arg",
+        "a=0.5",
+        "--arg",
+        "n=64",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("size 64"));
+
+    let r = sarek(&["verify", &file, "--backends", "cpu,bogus"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("unknown backend `bogus`"));
+
+    // A requested backend that is unavailable on this machine: exit 2.
+    let devices = sarek(&["devices"]).stdout;
+    if let Some(line) = devices.lines().find(|l| l.contains("unavailable")) {
+        let name = line.split_whitespace().next().unwrap();
+        let list = format!("cpu,{name}");
+        let r = sarek(&["verify", &file, "--backends", &list]);
+        assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("backend `{name}` is unavailable")),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stdout.contains("cpu"),
+            "the available ones still ran: {}",
+            r.stdout
+        );
+    } else {
+        eprintln!("skipping the unavailable-backend case: every backend is available here");
+    }
+}
+
+#[test]
+fn devices_lists_every_backend() {
+    let r = sarek(&["devices"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for b in sarek::Backend::ALL {
+        assert!(
+            r.stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(b.name())),
+            "{b} missing: {}",
+            r.stdout
+        );
+    }
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("interp") && l.contains("available"))
+    );
+    assert!(r.stdout.contains("default: "));
+    let r = sarek_env(&["devices"], &[("SAREK_BACKEND", "interp")]);
+    assert!(
+        r.stdout.contains("default: interp (from SAREK_BACKEND)"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn bench_reports_median_and_throughput() {
+    let d = scratch("bench");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let r = sarek(&[
+        "bench",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "cpu",
+        "--size",
+        "256",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=256",
+        "--warmup",
+        "1",
+        "--reps",
+        "3",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for w in [
+        "median:",
+        "min:",
+        "Melem/s",
+        "GB/s",
+        "1 warm-up + 3 timed runs",
+    ] {
+        assert!(r.stdout.contains(w), "`{w}` not in {}", r.stdout);
+    }
+}
