@@ -45,12 +45,8 @@ pub fn open(backend: Backend) -> Result<Arc<dyn Device>, RuntimeError> {
         Backend::OpenCl => crate::opencl::open,
         #[cfg(feature = "cuda")]
         Backend::Cuda => crate::cuda::open,
-        Backend::Ptx => {
-            return Err(RuntimeError::Unavailable {
-                backend,
-                reason: "the PTX runtime path is not implemented yet".into(),
-            });
-        }
+        #[cfg(feature = "cuda")]
+        Backend::Ptx => crate::cuda::open_ptx,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(RuntimeError::Unavailable {

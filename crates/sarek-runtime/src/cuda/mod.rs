@@ -29,9 +29,31 @@ use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How a device turns IR into a loadable module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Toolchain {
+    /// CUDA C from the C-family generator, compiled to CUBIN by NVRTC (backend `cuda`).
+    Nvrtc,
+    /// PTX from Sarek's own PTX generator, JIT-compiled by the driver (backend `ptx`).
+    DriverJit,
+}
+
 /// Open device 0 of the CUDA driver, or say why CUDA is unavailable.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    let unavailable = |reason: String| RuntimeError::Unavailable { backend: Backend::Cuda, reason };
+    open_with(Toolchain::Nvrtc)
+}
+
+/// Open device 0 of the CUDA driver for kernels emitted directly as PTX (no NVRTC needed).
+pub fn open_ptx() -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with(Toolchain::DriverJit)
+}
+
+fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
+    let backend = match toolchain {
+        Toolchain::Nvrtc => Backend::Cuda,
+        Toolchain::DriverJit => Backend::Ptx,
+    };
+    let unavailable = |reason: String| RuntimeError::Unavailable { backend, reason };
     // SAFETY: probing for the driver library only loads it.
     if !unsafe { sys::is_culib_present() } {
         return Err(unavailable("the CUDA driver library (libcuda) is not installed".into()));
@@ -41,8 +63,13 @@ pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
     if count == 0 {
         return Err(unavailable("the driver reports no CUDA device".into()));
     }
-    nvrtc::load().map_err(unavailable)?;
-    let nvrtc_version = nvrtc::version().map_err(unavailable)?;
+    let nvrtc_version = match toolchain {
+        Toolchain::Nvrtc => {
+            nvrtc::load().map_err(unavailable)?;
+            nvrtc::version().map_err(unavailable)?
+        }
+        Toolchain::DriverJit => (0, 0),
+    };
     let dev = result::device::get(0).map_err(|e| unavailable(format!("cuDeviceGet: {e}")))?;
     let attr = |a| {
         // SAFETY: `dev` is a valid device ordinal's handle.
@@ -63,9 +90,10 @@ pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
         arch: (major * 10 + minor) as u32,
         driver,
         nvrtc_version,
+        toolchain,
         cache: nvrtc::ModuleCache::default_location(),
         info: DeviceInfo {
-            backend: Backend::Cuda,
+            backend,
             name,
             max_threads_per_block: max_threads as u32,
             subgroups: true,
@@ -89,6 +117,7 @@ struct CudaDevice {
     arch: u32,
     driver: i32,
     nvrtc_version: (i32, i32),
+    toolchain: Toolchain,
     cache: nvrtc::ModuleCache,
     info: DeviceInfo,
     /// Generated source -> module loaded in `ctx`.
@@ -139,16 +168,33 @@ impl Drop for DeviceAlloc {
 impl CudaDevice {
     fn load(&self, kernel: &Kernel) -> Result<Arc<Loaded>, RuntimeError> {
         let options = TargetOptions { subgroups: true, float64: true, int64_atomics: true };
-        let generated = sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
-            .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?;
+        let generated = match self.toolchain {
+            Toolchain::Nvrtc => sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
+                .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?,
+            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(kernel, &options).map_err(|d| {
+                let msgs: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
+                RuntimeError::Compile(format!("PTX cannot run kernel `{}`: {}", kernel.name, msgs.join("; ")))
+            })?,
+        };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&generated.source) {
             return Ok(m.clone());
         }
-        let cached =
-            self.cache.get_or_compile(&generated.source, self.arch, self.driver, self.nvrtc_version, nvrtc::compile)?;
-        // SAFETY: the image is a complete CUBIN; the context is current (set by the caller).
-        let module = unsafe { result::module::load_data(cached.image.as_ptr().cast()) }.map_err(|e| {
+        // The driver takes a CUBIN image, or PTX text terminated by NUL (JIT-compiled).
+        let image = match self.toolchain {
+            Toolchain::Nvrtc => {
+                self.cache
+                    .get_or_compile(&generated.source, self.arch, self.driver, self.nvrtc_version, nvrtc::compile)?
+                    .image
+            }
+            Toolchain::DriverJit => {
+                let mut text = generated.source.clone().into_bytes();
+                text.push(0);
+                text
+            }
+        };
+        // SAFETY: the image is a complete CUBIN or NUL-terminated PTX; the context is current.
+        let module = unsafe { result::module::load_data(image.as_ptr().cast()) }.map_err(|e| {
             RuntimeError::Compile(format!("CUDA: the driver refused the module of `{}`: {e}", kernel.name))
         })?;
         let name = CString::new(generated.abi.entry_point.clone()).expect("identifier");
