@@ -4,14 +4,16 @@
 //! cargo run -p sarek --example vector_add
 //! ```
 
-use sarek::{Program, Vector};
+use sarek::Vector;
 use std::error::Error;
 
-const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/vector_add.sarek");
+// Checked at build time; generates `kernels::program()` and the typed launcher
+// `kernels::vector_add(&kernel, &mut a, &mut b, &mut c)`.
+sarek::kernel_module!(mod kernels = "../../examples/kernels/vector_add.sarek");
 
 fn main() -> Result<(), Box<dyn Error>> {
     let n = 1 << 16;
-    let program = Program::compile("vector_add.sarek", SOURCE)?;
+    let program = kernels::program()?;
     let kernel = program.kernel("vector_add")?;
     let device = sarek::default_device()?;
 
@@ -19,12 +21,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut b = Vector::from_vec((0..n).map(|i| (2 * i) as f32).collect());
     let mut c = Vector::filled(0.0f32, n);
     // Without .config(..), the launch is 1-D over the first vector: blocks of 256.
-    let stats = kernel
-        .launch()
-        .arg(&mut a)
-        .arg(&mut b)
-        .arg(&mut c)
-        .run(&*device)?;
+    let stats = kernels::vector_add(&kernel, &mut a, &mut b, &mut c).run(&*device)?;
 
     let wrong = c
         .as_slice()

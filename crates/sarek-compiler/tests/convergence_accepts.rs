@@ -238,3 +238,22 @@ let%kernel k (out : int32 vector) =
         "`block_barrier` is not reached by every thread",
     );
 }
+
+#[test]
+fn stores_by_a_helper_called_under_a_condition_are_per_thread() {
+    refuses(
+        "helper_store",
+        r#"
+let put (s : int32 array) (i : int32) (x : int32) : unit = s.(i) <- x
+
+let%kernel k (out : int32 vector) (n : int32) =
+  let%shared (s : int32) = 4 in
+  s.(0) <- 0;
+  block_barrier ();
+  if thread_idx_x < 3 then put s 0 n;
+  if s.(0) > 0 then block_barrier ();
+  out.(global_thread_id) <- s.(0)
+"#,
+        "`s` is written per thread here",
+    );
+}

@@ -221,14 +221,76 @@ fn refusals_are_located_and_name_glsl() {
         "{text}"
     );
     let src = "let%kernel k (d : float64 vector) = let i = global_thread_id in d.(i) <- sin d.(i)";
-    let (sources, gens) = generate_all("f64.sarek", src, &TargetOptions::default());
+    let no_f64 = TargetOptions {
+        float64: false,
+        ..TargetOptions::default()
+    };
+    let (sources, gens) = generate_all("f64.sarek", src, &no_f64);
     let text = render_all(
-        gens[0].1.as_ref().expect_err("float64 sin must be refused"),
+        gens[0]
+            .1
+            .as_ref()
+            .expect_err("float64 without device support must be refused"),
         &sources,
         false,
     );
     assert!(
-        text.contains("GLSL has no float64 `sin`") && text.contains("f64.sarek:1:"),
+        text.contains("GLSL") && text.contains("float64") && text.contains("f64.sarek:1:"),
         "{text}"
     );
+    // With float64 support, the transcendental functions GLSL lacks are helpers.
+    let (_, gens) = generate_all("f64.sarek", src, &TargetOptions::default());
+    assert!(
+        gens[0]
+            .1
+            .as_ref()
+            .expect("float64 sin compiles")
+            .source
+            .contains("sarek_h_sin_f64")
+    );
+}
+
+#[test]
+#[ignore = "scratch: set SAREK_GLSL_FILE to print a file's GLSL and glslang's verdict"]
+fn print_one() {
+    let Ok(f) = std::env::var("SAREK_GLSL_FILE") else {
+        return;
+    };
+    let text = std::fs::read_to_string(&f).unwrap();
+    let (sources, gens) = generate_all(&f, &text, &TargetOptions::default());
+    for (kernel, r) in gens {
+        match r {
+            Ok(g) => {
+                println!("// ===== {kernel}\n{}", g.source);
+                if let Err(e) = spirv::compile(&g.source) {
+                    println!("{e}");
+                }
+            }
+            Err(d) => println!("// ===== {kernel}: {}", render_all(&d, &sources, false)),
+        }
+    }
+}
+
+#[test]
+fn emulated_warps_compile() {
+    use sarek_compiler::back::glsl::{Warps, generate_with};
+    let tools = tools();
+    let mut sources = SourceMap::new();
+    let file = sources.add("warp.sarek", WARP);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let ir = sarek_compiler::lower_kernel(&program, "warp_sum").expect("lowers");
+    // No subgroups needed: emulation works on any device.
+    let no_sub = TargetOptions {
+        subgroups: false,
+        ..TargetOptions::default()
+    };
+    let g = generate_with(&ir, &no_sub, Warps::Emulated).expect("emulated warps are not refused");
+    assert!(
+        !g.source.contains("GL_KHR_shader_subgroup")
+            && g.source.contains("shared uint sarek_ws[1024];")
+    );
+    if tools {
+        let words = spirv::compile(&g.source).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+        spirv::validate(&words).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
+    }
 }

@@ -44,7 +44,9 @@ fn directives(src: &str) -> Vec<(String, Vec<(String, String)>)> {
 fn is_vector(k: &KernelDecl, name: &str) -> bool {
     k.params.iter().any(|p| {
         p.name.name == name
-            && matches!(&p.ty, Some(t) if matches!(&t.kind, TypeExprKind::App(_, c) if c.name == "vector"))
+            && p.ty
+                .as_ref()
+                .is_some_and(|t| matches!(&t.kind, TypeExprKind::App(_, c) if c.name == "vector"))
     })
 }
 

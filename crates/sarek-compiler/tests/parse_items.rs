@@ -176,3 +176,27 @@ fn comments_nest_and_separators_are_skipped() {
     let it = items("(* a (* b *) \"*)\" *) let x : int32 = 1;; ;; let y : int32 = (* c *) 2");
     assert_eq!(it.len(), 2);
 }
+
+#[test]
+fn tabs_count_as_eight_columns_for_the_offside_hint() {
+    // `a` (two tabs, column 16) is right of the `let` (column 4): an argument of `g`.
+    let it = items("let f (x : int32) : int32 =\n    let y = g\n\t\ta in y");
+    let ItemKind::Fun(f) = &it[0].kind else {
+        panic!()
+    };
+    assert_eq!(sexp(&f.body), "(let y (app g a) y)");
+}
+
+#[test]
+fn a_line_starting_left_of_the_let_is_not_an_argument() {
+    let err =
+        parse_str("let%kernel k (v : int32 vector) =\n  let i = f\n  v.(i) <- 0").unwrap_err();
+    assert_eq!(
+        err[0].message,
+        "expected `in` after let binding, found identifier `v`"
+    );
+    // Further right it is an argument, as in OCaml.
+    assert!(
+        parse_str("let%kernel k (v : int32 vector) =\n  let i = f\n    v in v.(i) <- 0").is_ok()
+    );
+}

@@ -5,6 +5,7 @@
 mod common;
 use common::{max_height, parse_str, render};
 use proptest::prelude::*;
+use proptest::sample::Index;
 use sarek_compiler::front::lexer::lex;
 use sarek_compiler::front::parser::MAX_DEPTH;
 use sarek_compiler::{FileId, SourceMap};
@@ -345,7 +346,7 @@ proptest! {
     #[test]
     fn mutated_corpus_never_panics(
         file in 0usize..64,
-        edits in proptest::collection::vec((0u8..3, any::<prop::sample::Index>(), any::<prop::sample::Index>()), 1..8),
+        edits in proptest::collection::vec((0u8..3, any::<Index>(), any::<Index>()), 1..8),
     ) {
         let corpus = corpus_sources();
         let mut src = corpus[file % corpus.len()].clone();
@@ -364,7 +365,9 @@ proptest! {
                 // duplicate a token
                 1 => format!("{}{} {}", &src[..e1], " ", &t1) + &src[e1..],
                 // swap two tokens
-                _ if s1 < s2 && e1 <= s2 => format!("{}{}{}{}{}", &src[..s1], t2, &src[e1..s2], t1, &src[e2..]),
+                _ if s1 < s2 && e1 <= s2 => {
+                    format!("{}{t2}{}{t1}{}", &src[..s1], &src[e1..s2], &src[e2..])
+                }
                 _ => src,
             };
         }

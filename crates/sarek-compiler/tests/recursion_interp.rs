@@ -48,7 +48,11 @@ fn gcd(a: i32, b: i32) -> i32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 fn pow_acc(b: i32, e: i32, acc: i32) -> i32 {
-    if e == 0 { acc } else { pow_acc(b, e - 1, acc.wrapping_mul(b)) }
+    if e == 0 {
+        acc
+    } else {
+        pow_acc(b, e - 1, acc.wrapping_mul(b))
+    }
 }
 fn collatz(n: i32, steps: i32) -> i32 {
     if n == 1 {
@@ -65,17 +69,28 @@ fn fib_cut(n: i32, depth: u32, limit: u32) -> i32 {
     if depth > limit {
         return 0;
     }
-    if n < 2 { n } else { fib_cut(n - 1, depth + 1, limit) + fib_cut(n - 2, depth + 1, limit) }
+    if n < 2 {
+        n
+    } else {
+        fib_cut(n - 1, depth + 1, limit) + fib_cut(n - 2, depth + 1, limit)
+    }
 }
 fn depth_cut(n: i32, depth: u32, limit: u32) -> i32 {
     if depth > limit {
         return 0;
     }
-    if n <= 0 { 0 } else { 1 + 2 * depth_cut(n - 1, depth + 1, limit) }
+    if n <= 0 {
+        0
+    } else {
+        1 + 2 * depth_cut(n - 1, depth + 1, limit)
+    }
 }
 
 fn ints(v: Vec<i32>) -> ArgValue {
-    ArgValue::Vector(HostVector { len: v.len(), columns: vec![Column::I32(v)] })
+    ArgValue::Vector(HostVector {
+        len: v.len(),
+        columns: vec![Column::I32(v)],
+    })
 }
 fn out(arg: &ArgValue) -> Vec<i32> {
     match arg {
@@ -116,7 +131,13 @@ fn eliminated_recursion_computes_the_recursive_definitions() {
         ArgValue::Scalar(Literal::I32(n as i32)),
     ];
     sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
-    let (g, p, c, f, d) = (out(&args[2]), out(&args[3]), out(&args[4]), out(&args[5]), out(&args[6]));
+    let (g, p, c, f, d) = (
+        out(&args[2]),
+        out(&args[3]),
+        out(&args[4]),
+        out(&args[5]),
+        out(&args[6]),
+    );
     for i in 0..n {
         assert_eq!(g[i], gcd(a[i], b[i]), "gcd at {i}");
         assert_eq!(p[i], pow_acc(a[i] % 5, b[i] % 7, 1), "pow at {i}");
@@ -132,7 +153,11 @@ fn eliminated_recursion_computes_the_recursive_definitions() {
     }
     // fib 12 needs 11 levels: past the declared depth the residual call yields 0.
     assert_ne!(f[12], fib(12));
-    assert_eq!(d[12], (1 << 12) - 1, "depth 12 is within its declared depth");
+    assert_eq!(
+        d[12],
+        (1 << 12) - 1,
+        "depth 12 is within its declared depth"
+    );
 }
 
 #[test]

@@ -222,7 +222,7 @@ let%kernel k (v : float32 vector) (a : float32) =
   v.(0) <- scale v.(1)
 ";
     let p = typed(src);
-    let f = p.functions.iter().find(|f| f.name == "scale").unwrap();
+    let f = p.functions.iter().find(|f| f.name == "k__scale").unwrap();
     let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, vec!["a", "x"]);
     let call_args = kernel_exprs(&p, "k")
@@ -494,4 +494,80 @@ fn several_independent_errors_are_all_reported() {
     assert!(err.contains("mismatched types"));
     assert!(err.contains("unknown variable `undefined_thing`"));
     assert!(err.contains("`x` is immutable"));
+}
+
+#[test]
+fn helper_names_are_unique() {
+    let src = "
+let f (x : int32) : int32 = x + 1
+let f (x : int32) : int32 = f x * 2
+let%kernel k (v : int32 vector) =
+  let g (y : int32) = y + 1 in
+  v.(0) <- g (f 1);
+  let g (y : int32) = y * 3 in
+  v.(1) <- g 2
+";
+    let m = mono::monomorphise(typed(src)).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["f", "f_2", "k__g", "k__g_2"]);
+}
+
+#[test]
+fn local_helper_inside_polymorphic_helper_is_instantiated_with_it() {
+    let src = "
+type point = { x : float32; y : float32 }
+let shift (v : 'a vector) (i : int32) : unit =
+  let get (j : int32) = v.(j) in
+  v.(i) <- get (i + 1)
+let%kernel k (p : point vector) (f : float32 vector) = shift p 0; shift f 0
+";
+    let p = typed(src);
+    let get = p.functions.iter().find(|f| f.name == "shift__get").unwrap();
+    assert_eq!(get.type_params, 1);
+    let m = mono::monomorphise(p).unwrap();
+    let mut names: Vec<&str> = m.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "shift__get__vec_f32",
+            "shift__get__vec_point",
+            "shift__vec_f32",
+            "shift__vec_point"
+        ]
+    );
+}
+
+#[test]
+fn exhaustiveness_over_nested_patterns() {
+    let shape = "type shape = Circle of float32 | Rect of float32 * float32 | Empty\n";
+    let ok = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, true) -> 1
+    | (Circle _, false) -> 2
+    | (Rect (_, _), _) | (Empty, true) -> 3
+    | (Empty, false) -> 4);
+  o.(1) <- (match s.(1) with Circle _ | Empty -> 0 | Rect (w, h) -> int32 (w *. h))"
+    );
+    typed(&ok);
+    let missing = format!(
+        "{shape}let%kernel k (s : shape vector) (b : bool vector) (o : int32 vector) =
+  o.(0) <- (match (s.(0), b.(0)) with
+    | (Circle _, _) -> 1
+    | (Rect (_, _), true) -> 3
+    | (Empty, _) -> 4)"
+    );
+    let err = errors(&missing);
+    assert!(
+        err.contains("pattern `(Rect (_, _), false)` not covered"),
+        "{err}"
+    );
+    let redundant = format!(
+        "{shape}let%kernel k (s : shape vector) (o : int32 vector) =
+  o.(0) <- (match s.(0) with Circle _ | Empty -> 0 | Rect (_, _) -> 1 | Empty -> 2)"
+    );
+    let err = errors(&redundant);
+    assert!(err.contains("this match arm is unreachable"), "{err}");
 }

@@ -26,6 +26,87 @@ fn naga_validate(src: &str) -> Result<(), String> {
         .map_err(|e| e.emit_to_string(src))
 }
 
+/// Byte offsets of every scalar leaf of a naga type placed at `base`.
+fn naga_leaves(module: &naga::Module, ty: naga::Handle<naga::Type>, base: u32, out: &mut Vec<u32>) {
+    match &module.types[ty].inner {
+        naga::TypeInner::Struct { members, .. } => {
+            for m in members {
+                naga_leaves(module, m.ty, base + m.offset, out);
+            }
+        }
+        _ => out.push(base),
+    }
+}
+
+/// The ABI descriptor agrees with the layout naga computes for the WGSL declarations: the
+/// bindings, the `Params` field offsets, and each storage array's stride and leaf offsets.
+fn abi_matches_naga_layout(g: &sarek_compiler::Generated) -> Result<(), String> {
+    use sarek_compiler::abi::{AbiParamKind, ArgSlot};
+    let module = naga::front::wgsl::parse_str(&g.source).map_err(|e| e.to_string())?;
+    let mut uniform_offsets = Vec::new();
+    let mut storage = std::collections::BTreeMap::new();
+    for (_, var) in module.global_variables.iter() {
+        let Some(rb) = &var.binding else { continue };
+        match (&var.space, &module.types[var.ty].inner) {
+            (naga::AddressSpace::Uniform, naga::TypeInner::Struct { members, span }) => {
+                if g.abi.uniform_binding != Some((rb.group, rb.binding)) {
+                    return Err(format!(
+                        "uniform at {rb:?}, ABI says {:?}",
+                        g.abi.uniform_binding
+                    ));
+                }
+                if g.abi.uniform_size.unwrap_or(0) < *span {
+                    return Err(format!(
+                        "uniform is {span} bytes, ABI says {:?}",
+                        g.abi.uniform_size
+                    ));
+                }
+                uniform_offsets = members.iter().map(|m| m.offset).collect();
+            }
+            (naga::AddressSpace::Storage { .. }, naga::TypeInner::Array { base, stride, .. }) => {
+                let mut leaves = Vec::new();
+                naga_leaves(&module, *base, 0, &mut leaves);
+                storage.insert((rb.group, rb.binding), (*stride, leaves));
+            }
+            (space, _) => return Err(format!("unexpected binding in {space:?}")),
+        }
+    }
+    let mut abi_uniform = Vec::new();
+    let mut abi_storage = std::collections::BTreeMap::new();
+    for p in &g.abi.params {
+        match &p.kind {
+            AbiParamKind::Value {
+                layout,
+                slot: ArgSlot::Uniform { offset },
+            } => abi_uniform.extend(layout.leaves.iter().map(|(o, _)| offset + o)),
+            AbiParamKind::Vector {
+                elem,
+                buffer: ArgSlot::Binding { group, binding },
+                length,
+            } => {
+                if let ArgSlot::Uniform { offset } = length {
+                    abi_uniform.push(*offset);
+                }
+                let leaves: Vec<u32> = elem.leaves.iter().map(|(o, _)| *o).collect();
+                abi_storage.insert((*group, *binding), (elem.stride, leaves));
+            }
+            _ => {}
+        }
+    }
+    abi_uniform.sort();
+    if abi_uniform != uniform_offsets {
+        return Err(format!(
+            "Params offsets {uniform_offsets:?}, ABI offsets {abi_uniform:?}"
+        ));
+    }
+    if abi_storage != storage {
+        return Err(format!(
+            "storage layouts (naga) {storage:?}, ABI {abi_storage:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// Returns (generated, refused) counts for `options`.
 fn run_corpus(options: &TargetOptions, snapshot: bool) -> (usize, usize) {
     let (mut generated, mut refused) = (0, 0);
@@ -106,4 +187,16 @@ fn corpus_without_subgroups() {
     };
     let (generated, _) = run_corpus(&options, false);
     assert!(generated > 0);
+}
+
+#[path = "wgsl_common/mod.rs"]
+mod wgsl_common;
+
+#[test]
+fn hand_built_abi_matches_naga_layout() {
+    for kernel in wgsl_common::expressible() {
+        let g = sarek_compiler::back::wgsl::generate(&kernel, &TargetOptions::default()).unwrap();
+        abi_matches_naga_layout(&g)
+            .unwrap_or_else(|e| panic!("kernel `{}`: {e}\n{}", kernel.name, g.source));
+    }
 }

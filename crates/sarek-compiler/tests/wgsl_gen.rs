@@ -217,7 +217,11 @@ fn generation_is_deterministic_across_threads() {
                     let mut out = vec![String::new(); n];
                     for round in 0..5 {
                         for j in 0..n {
-                            let idx = if t % 2 == 0 { (j + t + round) % n } else { (2 * n - 1 - j + t) % n };
+                            let idx = if t % 2 == 0 {
+                                (j + t + round) % n
+                            } else {
+                                (2 * n - 1 - j + t) % n
+                            };
                             out[idx] = gen_ok(&kernels[idx]).source;
                         }
                     }
@@ -285,4 +289,24 @@ fn reserved_tables_match_naga() {
         );
         naga_validate(&probe(&escape(w))).unwrap_or_else(|e| panic!("escaped `{w}`: {e}"));
     }
+}
+
+#[test]
+fn fences_become_barriers_only_where_the_workgroup_is_converged() {
+    let g = gen_ok(&k::fences());
+    let body = &g.source[g.source.find("fn fences").unwrap()..];
+    // Top level: a block barrier; under `n > 0` (uniform): a storage barrier.
+    assert!(
+        body.contains(
+            "    workgroupBarrier();\n    if ((params.n > 0i)) {\n        storageBarrier();"
+        ),
+        "{body}"
+    );
+    // Under `gid = 0`: no barrier, a comment.
+    let divergent = &body[body.find("sarek_gid.x) == 0i").unwrap()..];
+    assert!(!divergent.contains("Barrier()"), "{divergent}");
+    assert!(
+        divergent.contains("// memory_fence_device (): no WGSL equivalent"),
+        "{divergent}"
+    );
 }

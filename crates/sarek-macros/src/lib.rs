@@ -11,12 +11,22 @@
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
 //!
-//! The facade crate re-exports both (`sarek::include_kernel!`); `sarek::Program::compile`
+//! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")`: a module with the checked
+//!   `SOURCE`, `program()` to compile it, and one typed launcher per kernel,
+//!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
+//!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
+//!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
+//!   `Vec<Literal>`); it returns the `sarek::Launch` to configure and run.
+//!
+//! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.
 
 use proc_macro::TokenStream;
-use quote::quote_spanned;
-use syn::{LitStr, parse_macro_input};
+use quote::{format_ident, quote, quote_spanned};
+use sarek_compiler::front::tast::Ty;
+use sarek_compiler::types::Scalar;
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token, Visibility, parse_macro_input};
 
 /// Check an inline Sarek source at compile time; expands to the source text.
 #[proc_macro]
@@ -52,16 +62,155 @@ pub fn include_kernel(input: TokenStream) -> TokenStream {
     }
 }
 
+/// `[VIS] mod NAME = "path"`.
+struct ModuleSpec {
+    vis: Visibility,
+    name: Ident,
+    path: LitStr,
+}
+
+impl Parse for ModuleSpec {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let vis = input.parse()?;
+        input.parse::<Token![mod]>()?;
+        let name = input.parse()?;
+        input.parse::<Token![=]>()?;
+        let path = input.parse()?;
+        Ok(ModuleSpec { vis, name, path })
+    }
+}
+
+/// Check a Sarek file and generate a module with its source and typed launchers.
+#[proc_macro]
+pub fn kernel_module(input: TokenStream) -> TokenStream {
+    let ModuleSpec {
+        vis,
+        name,
+        path: lit,
+    } = parse_macro_input!(input as ModuleSpec);
+    let rel = lit.value();
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    let path = std::path::Path::new(&root).join(&rel);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            let msg = format!("cannot read Sarek kernel `{}`: {e}", path.display());
+            return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
+        }
+    };
+    let program = match front(&rel, &text) {
+        Ok(p) => p,
+        Err(msg) => return quote_spanned!(lit.span()=> compile_error!(#msg);).into(),
+    };
+    let launchers = program.kernels.iter().map(|k| {
+        let fname = rust_ident(&k.name);
+        let kname = &k.name;
+        let mut params = Vec::new();
+        let mut pushes = Vec::new();
+        let mut doc = format!("Launch kernel `{kname}`:");
+        for p in &k.params {
+            let id = rust_ident(&p.name);
+            let (ty, push) = match &p.ty {
+                Ty::Scalar(s) => {
+                    let t = rust_scalar(*s);
+                    (quote!(#t), quote!(.scalar(#id)))
+                }
+                Ty::Vector(e) => match e.as_ref() {
+                    Ty::Scalar(s) => {
+                        let t = rust_scalar(*s);
+                        (quote!(&'a mut ::sarek::Vector<#t>), quote!(.arg(#id)))
+                    }
+                    _ => (quote!(&'a mut ::sarek::HostVector), quote!(.arg(#id))),
+                },
+                _ => (
+                    quote!(::std::vec::Vec<::sarek::compiler::types::Literal>),
+                    quote!(.aggregate(#id)),
+                ),
+            };
+            doc.push_str(&format!(" `{}`", p.name));
+            params.push(quote!(#id: #ty));
+            pushes.push(push);
+        }
+        doc.push_str(". Returns the launch to configure (`.config`) and `.run` on a device.");
+        quote! {
+            #[doc = #doc]
+            #[allow(clippy::too_many_arguments)]
+            pub fn #fname<'a>(kernel: &'a ::sarek::Kernel, #(#params),*) -> ::sarek::Launch<'a> {
+                debug_assert_eq!(kernel.name(), #kname, "a launcher for another kernel");
+                kernel.launch() #(#pushes)*
+            }
+        }
+    });
+    let abs = path.display().to_string();
+    quote! {
+        #vis mod #name {
+            /// The checked kernel source.
+            pub const SOURCE: &str = include_str!(#abs);
+            /// The path the source was read from (relative to the crate root).
+            pub const PATH: &str = #rel;
+            /// Compile the source (it checked at build time, so this fails only if the
+            /// compiler changed in between).
+            pub fn program() -> ::std::result::Result<::sarek::Program, ::sarek::Error> {
+                ::sarek::Program::compile(PATH, SOURCE)
+            }
+            #(#launchers)*
+        }
+    }
+    .into()
+}
+
+fn rust_scalar(s: Scalar) -> proc_macro2::TokenStream {
+    match s {
+        Scalar::Bool => quote!(bool),
+        Scalar::I32 => quote!(i32),
+        Scalar::I64 => quote!(i64),
+        Scalar::F32 => quote!(f32),
+        Scalar::F64 => quote!(f64),
+    }
+}
+
+/// A Sarek identifier as a Rust one: `'` becomes `_prime`, Rust keywords get `r#` (or a
+/// trailing `_` for those that cannot be raw).
+fn rust_ident(name: &str) -> Ident {
+    let name = name.replace('\'', "_prime");
+    match name.as_str() {
+        "self" | "Self" | "super" | "crate" | "_" => format_ident!("{}_", name),
+        _ if syn::parse_str::<Ident>(&name).is_ok() => format_ident!("{}", name),
+        _ => Ident::new_raw(&name, proc_macro2::Span::call_site()),
+    }
+}
+
 /// Run the front end; on errors, the rendered diagnostics (no colour).
 fn check(name: &str, text: &str) -> Result<(), String> {
+    front(name, text).map(|_| ())
+}
+
+fn front(name: &str, text: &str) -> Result<sarek_compiler::front::tast::Program, String> {
     let mut sources = sarek_compiler::SourceMap::new();
     let file = sources.add(name, text);
-    sarek_compiler::check(&sources, file)
-        .map(|_| ())
-        .map_err(|d| {
-            format!(
-                "Sarek kernel rejected:\n{}",
-                sarek_compiler::diag::render_all(&d, &sources, false)
-            )
-        })
+    sarek_compiler::check(&sources, file).map_err(|d| {
+        format!(
+            "Sarek kernel rejected:\n{}",
+            sarek_compiler::diag::render_all(&d, &sources, false)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diagnostics_are_rendered_with_their_location() {
+        assert_eq!(
+            super::check("ok.sarek", "let%kernel k (v : int32 vector) = v.(0) <- 1"),
+            Ok(())
+        );
+        let msg = super::check(
+            "bad.sarek",
+            "let%kernel k (v : int32 vector) =\n  v.(0) <- undefined_name\n",
+        )
+        .unwrap_err();
+        assert!(msg.starts_with("Sarek kernel rejected:\nerror"), "{msg}");
+        assert!(msg.contains("bad.sarek:2:"), "{msg}");
+        assert!(msg.contains("undefined_name"), "{msg}");
+    }
 }

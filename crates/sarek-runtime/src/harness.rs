@@ -1104,4 +1104,88 @@ mod tests {
         assert_eq!(ulps_f32(-f32::from_bits(1), f32::from_bits(1)), 2);
         assert_eq!(ulps_f64(-1.0, -1.0 - f64::EPSILON), 1);
     }
+
+    /// A kernel with one `shape vector` parameter, shape = Circle of float32 | Rect of
+    /// float32 * float32 | Empty.
+    fn shapes_kernel() -> (Kernel, Ty) {
+        use sarek_compiler::ir::{Ctor, VarInfo, Variant, VariantId};
+        let shape = Ty::Variant(VariantId(0));
+        let kernel = Kernel {
+            name: "k".into(),
+            span: sarek_compiler::Span::DUMMY,
+            vars: vec![VarInfo {
+                name: "s".into(),
+                ty: Ty::Vector(Box::new(shape.clone())),
+                mutable: false,
+                span: sarek_compiler::Span::DUMMY,
+            }],
+            params: vec![sarek_compiler::ir::VarId(0)],
+            body: vec![],
+            records: vec![],
+            variants: vec![Variant {
+                name: "shape".into(),
+                ctors: vec![
+                    Ctor {
+                        name: "Circle".into(),
+                        fields: vec![Ty::F32],
+                    },
+                    Ctor {
+                        name: "Rect".into(),
+                        fields: vec![Ty::F32, Ty::F32],
+                    },
+                    Ctor {
+                        name: "Empty".into(),
+                        fields: vec![],
+                    },
+                ],
+            }],
+            functions: vec![],
+        };
+        (kernel, shape)
+    }
+
+    #[test]
+    fn variant_vectors_generate_and_compare_by_live_fields() {
+        let (kernel, shape) = shapes_kernel();
+        let v = seeded_vector(&kernel, &shape, 300, 42, 0);
+        let Column::I32(tags) = &v.columns[0] else {
+            panic!("tag column")
+        };
+        for t in 0..3 {
+            assert!(
+                tags.iter().filter(|&&x| x == t).count() > 50,
+                "tags are uniform over 3"
+            );
+        }
+        // Payload of the other constructors stays zero; the live one is drawn in [-1, 1).
+        for (i, &t) in tags.iter().enumerate() {
+            let get = |c: usize| match v.columns[c].get(i) {
+                Literal::F32(x) => x,
+                _ => unreachable!(),
+            };
+            if t != 0 {
+                assert_eq!(get(1), 0.0);
+            } else {
+                assert!((-1.0..1.0).contains(&get(1)));
+            }
+            if t != 1 {
+                assert_eq!((get(2), get(3)), (0.0, 0.0));
+            }
+        }
+        // A difference in a dead payload field is not a mismatch; in a live one it is.
+        let i = tags.iter().position(|&t| t == 2).unwrap();
+        let mut dead = v.clone();
+        dead.columns[1].set(i, Literal::F32(9.0));
+        let tol = Tolerance::default();
+        assert!(compare_vectors(&kernel, "s", &shape, &v, &dead, &tol).ok());
+        let j = tags.iter().position(|&t| t == 1).unwrap();
+        let mut live = v.clone();
+        live.columns[3].set(j, Literal::F32(9.0));
+        let c = compare_vectors(&kernel, "s", &shape, &v, &live, &tol);
+        assert_eq!(c.mismatches, 1);
+        let m = c.first.unwrap();
+        assert_eq!((m.index, m.leaf.as_str()), (j, "Rect_1"));
+        let args = build_args(&kernel, &Inputs::new(10, 1)).unwrap();
+        assert!(matches!(&args[0], ArgValue::Vector(h) if h.len == 10 && h.columns.len() == 4));
+    }
 }

@@ -14,18 +14,18 @@
 //!   constants at the ABI's offsets, dispatches, waits on a fence, and unpacks the buffers
 //!   back into the host vectors. Kernel time comes from timestamp queries when the queue has
 //!   them, else from the wall clock around submit and wait.
-//! - Subgroup (warp) operations are offered only when the device's subgroup size is the
-//!   language's warp size (32); elsewhere (lavapipe has 8) the generator refuses such kernels
-//!   with a located error rather than compute different answers.
+//! - Warp operations use native subgroups when the device's subgroup size is the language's
+//!   warp size (32) with vote, ballot and shuffle; elsewhere (lavapipe has 8 lanes) the
+//!   generator emulates them in shared memory, so results match the interpreter everywhere.
 
 use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
 use crate::value::{ArgValue, HostVector};
 use ash::vk;
+use sarek_compiler::TargetOptions;
 use sarek_compiler::abi::{AbiParamKind, ArgSlot, ElemLayout, Stored};
-use sarek_compiler::back::glsl::spirv;
+use sarek_compiler::back::glsl::{self, Warps, spirv};
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::types::{Literal, Scalar};
-use sarek_compiler::{Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -82,6 +82,7 @@ struct State {
     timestamps: bool,
     info: DeviceInfo,
     options: TargetOptions,
+    warps: Warps,
     modules: HashMap<String, Module>,
     pipelines: HashMap<(String, [u32; 3]), vk::Pipeline>,
 }
@@ -171,7 +172,7 @@ impl State {
             | vk::SubgroupFeatureFlags::VOTE
             | vk::SubgroupFeatureFlags::BALLOT
             | vk::SubgroupFeatureFlags::SHUFFLE;
-        let subgroups = subgroup.subgroup_size == WARP_SIZE
+        let native_warps = subgroup.subgroup_size == WARP_SIZE
             && subgroup.supported_operations.contains(ops)
             && subgroup
                 .supported_stages
@@ -219,7 +220,8 @@ impl State {
             backend: Backend::Vulkan,
             name,
             max_threads_per_block: limits.max_compute_work_group_invocations,
-            subgroups,
+            // Warp operations run everywhere: natively or emulated in shared memory.
+            subgroups: true,
             float64,
         };
         Ok(State {
@@ -234,9 +236,14 @@ impl State {
             timestamps: ts_bits > 0 && limits.timestamp_compute_and_graphics == vk::TRUE,
             info,
             options: TargetOptions {
-                subgroups,
+                subgroups: true,
                 float64,
                 int64_atomics,
+            },
+            warps: if native_warps {
+                Warps::Native
+            } else {
+                Warps::Emulated
             },
             modules: HashMap::new(),
             pipelines: HashMap::new(),
@@ -264,7 +271,8 @@ impl State {
                 .params
                 .iter()
                 .filter(|p| matches!(p.kind, AbiParamKind::Vector { .. }))
-                .count();
+                .count()
+                + usize::from(abi.uniform_binding.is_some());
             let bindings: Vec<_> = (0..buffers as u32)
                 .map(|b| {
                     vk::DescriptorSetLayoutBinding::default()
@@ -283,6 +291,7 @@ impl State {
             .map_err(vk_err("descriptor set layout"))?;
             let ranges: Vec<_> = abi
                 .uniform_size
+                .filter(|_| abi.uniform_binding.is_none())
                 .map(|size| {
                     vk::PushConstantRange::default()
                         .stage_flags(vk::ShaderStageFlags::COMPUTE)
@@ -365,7 +374,7 @@ impl State {
     ) -> Result<LaunchStats, RuntimeError> {
         let start = Instant::now();
         let generated =
-            sarek_compiler::generate(kernel, Target::Glsl, &self.options).map_err(|diags| {
+            glsl::generate_with(kernel, &self.options, self.warps).map_err(|diags| {
                 RuntimeError::Compile(
                     diags
                         .iter()
@@ -425,6 +434,7 @@ impl State {
             )));
         }
         if let Some(size) = abi.uniform_size
+            && abi.uniform_binding.is_none()
             && size > l.max_push_constants_size
         {
             return Err(RuntimeError::Compile(format!(
@@ -449,7 +459,7 @@ impl State {
         let m = &self.modules[source];
         let abi = &m.abi;
         let mut push = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        // Buffers in binding order: (binding, memory, size, element layout, arg index).
+        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block).
         let mut buffers = Vec::new();
         for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
             match (&p.kind, arg) {
@@ -518,6 +528,12 @@ impl State {
                     )));
                 }
             }
+        }
+        if let Some((_, binding)) = abi.uniform_binding {
+            // Parameters past the push-constant limit: a storage buffer, never read back.
+            let (buf, mem) = self.host_buffer(&push, scratch)?;
+            buffers.push((binding, buf, mem, push.len(), usize::MAX));
+            push.clear();
         }
         unsafe {
             let set = if buffers.is_empty() {
@@ -659,7 +675,7 @@ impl State {
                     elapsed = Duration::from_nanos(ns as u64);
                 }
             }
-            for (_, _, mem, size, i) in &buffers {
+            for (_, _, mem, size, i) in buffers.iter().filter(|b| b.4 != usize::MAX) {
                 let ptr = d
                     .map_memory(*mem, 0, *size as u64, vk::MemoryMapFlags::empty())
                     .map_err(vk_err("map memory"))?;

@@ -404,7 +404,51 @@ fn integer_division_is_total_in_wgsl() {
     let b = vec![2, 2, -2, -2, 0, -1, 1, 0];
     let n = a.len();
     let mut args = vec![vi(a.clone()), vi(b.clone()), vi(vec![9; n]), vi(vec![9; n])];
-    d.launch(&k::int_div(), LaunchConfig::linear(n as u32), &mut args).unwrap();
+    d.launch(&k::int_div(), LaunchConfig::linear(n as u32), &mut args)
+        .unwrap();
     assert_eq!(ints(&args[2]), vec![3, -3, -3, 3, 5, i32::MIN, i32::MIN, 0]);
     assert_eq!(ints(&args[3]), vec![1, -1, 1, -1, 0, 0, 0, 0]);
+}
+
+#[test]
+fn shared_atomics_through_a_helper() {
+    let Some(d) = device() else { return };
+    let n = 256;
+    let v: Vec<i32> = (0..n).map(|i| (i * 7 + 3) % 13).collect();
+    let mut args = vec![vi(v.clone()), vi(vec![-1; 16])];
+    d.launch(
+        &k::shared_atomics(),
+        LaunchConfig {
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+        },
+        &mut args,
+    )
+    .unwrap();
+    let mut want = vec![0; 16];
+    for (i, x) in v.iter().enumerate() {
+        want[(i / 64) * 4 + (*x % 4) as usize] += 1;
+    }
+    assert_eq!(ints(&args[1]), want);
+}
+
+#[test]
+fn variant_with_bool_payload_in_storage() {
+    let Some(d) = device() else { return };
+    // leaves: tag, On_0 (bool), On_1 (f32)
+    let tag = vec![0, 1, 0, 1];
+    let b = vec![true, false, false, true];
+    let x = vec![1.5f32, 0.0, -2.0, 0.0];
+    let mut args = vec![ArgValue::Vector(HostVector {
+        len: 4,
+        columns: vec![Column::I32(tag), Column::Bool(b), Column::F32(x)],
+    })];
+    d.launch(&k::bool_variant(), LaunchConfig::linear(4), &mut args)
+        .unwrap();
+    assert_eq!(*col(&args[0], 0), Column::I32(vec![0, 0, 0, 0]));
+    assert_eq!(
+        *col(&args[0], 1),
+        Column::Bool(vec![false, true, true, true])
+    );
+    assert_eq!(*col(&args[0], 2), Column::F32(vec![3.0, 1.0, -4.0, 1.0]));
 }

@@ -21,11 +21,17 @@
 //! # Ok::<(), sarek::Error>(())
 //! ```
 //!
-//! [`include_kernel!`] and [`kernel_source!`] check a kernel source while the Rust program
-//! compiles: a Sarek error becomes a Rust compile error.
+//! [`include_kernel!`], [`kernel_source!`] and [`kernel_module!`] check a kernel source while
+//! the Rust program compiles: a Sarek error becomes a Rust compile error. `kernel_module!` also
+//! writes one typed launcher per kernel.
+//!
+//! ```compile_fail
+//! // `undefined_name` is not bound: this is a Rust compile error with the Sarek diagnostic.
+//! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
+//! ```
 
 pub use sarek_compiler as compiler;
-pub use sarek_macros::{include_kernel, kernel_source};
+pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
 pub use sarek_runtime as runtime;
 
 pub use sarek_compiler::{Target, TargetOptions};

@@ -38,6 +38,7 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
         seen: HashSet::new(),
         call_stack: Vec::new(),
         sync_memo: HashMap::new(),
+        names: binder_names(program),
     };
     for k in &program.kernels {
         a.vars.clear();
@@ -84,6 +85,17 @@ struct Ctx {
     divergent: Option<Cond>,
     /// The plain superstep whose body this is: (name, header span).
     plain_superstep: Option<(String, Span)>,
+    /// Inside a helper called under a thread-dependent condition: the helper's own code is
+    /// checked on its own (the call site reports its barriers), but its stores still happen
+    /// in only some threads.
+    caller_divergent: Option<Cond>,
+}
+
+impl Ctx {
+    /// The condition under which a store here happens in only some threads.
+    fn store_divergence(&self) -> Option<&Cond> {
+        self.divergent.as_ref().or(self.caller_divergent.as_ref())
+    }
 }
 
 struct Analyzer<'p> {
@@ -100,6 +112,8 @@ struct Analyzer<'p> {
     seen: HashSet<(Span, String)>,
     call_stack: Vec<FunId>,
     sync_memo: HashMap<FunId, Option<(Span, String)>>,
+    /// Source names of the program's variables.
+    names: HashMap<VarId, String>,
 }
 
 impl<'p> Analyzer<'p> {
@@ -188,6 +202,7 @@ impl<'p> Analyzer<'p> {
                 origin: origin.clone(),
             }),
             plain_superstep: ctx.plain_superstep.clone(),
+            caller_divergent: ctx.caller_divergent.clone(),
         }
     }
 
@@ -354,6 +369,7 @@ impl<'p> Analyzer<'p> {
                 let header = superstep_header(e);
                 let step_ctx = Ctx {
                     divergent: ctx.divergent.clone(),
+                    caller_divergent: ctx.caller_divergent.clone(),
                     plain_superstep: if *divergent {
                         None
                     } else {
@@ -377,7 +393,7 @@ impl<'p> Analyzer<'p> {
         let name = self.var_name(var);
         if let Some(o) = v {
             self.mark_var(var, o);
-        } else if let Some(c) = &ctx.divergent {
+        } else if let Some(c) = ctx.store_divergence() {
             let what = format!("`{name}` is assigned under a thread-dependent {}", c.kind);
             self.mark_var(var, Origin { span, what });
         }
@@ -388,7 +404,7 @@ impl<'p> Analyzer<'p> {
             ExprKind::Var(id) => self.var_name(*id),
             _ => "the array".into(),
         };
-        if v.is_some() || ctx.divergent.is_some() {
+        if v.is_some() || ctx.store_divergence().is_some() {
             let what = format!("`{name}` is written per thread here");
             self.mark_memory(array, Origin { span, what });
         }
@@ -409,36 +425,9 @@ impl<'p> Analyzer<'p> {
     }
 
     fn var_name(&self, id: VarId) -> String {
-        fn find(e: &Expr, id: VarId) -> Option<String> {
-            let own = match &e.kind {
-                ExprKind::Let { pattern, .. } => pattern_name(pattern, id),
-                ExprKind::For { var, .. }
-                | ExprKind::LetShared { var, .. }
-                | ExprKind::LetLocalArray { var, .. } => (var.id == id).then(|| var.name.clone()),
-                ExprKind::Match { arms, .. } => {
-                    arms.iter().find_map(|a| pattern_name(&a.pattern, id))
-                }
-                _ => None,
-            };
-            own.or_else(|| children(e).into_iter().find_map(|c| find(c, id)))
-        }
-        let p = self.program;
-        let params = p
-            .functions
-            .iter()
-            .flat_map(|f| &f.params)
-            .chain(p.kernels.iter().flat_map(|k| &k.params));
-        params
-            .clone()
-            .find(|d| d.id == id)
-            .map(|d| d.name.clone())
-            .or_else(|| {
-                p.functions
-                    .iter()
-                    .map(|f| &f.body)
-                    .chain(p.kernels.iter().map(|k| &k.body))
-                    .find_map(|b| find(b, id))
-            })
+        self.names
+            .get(&id)
+            .cloned()
             .unwrap_or_else(|| "a variable".into())
     }
 
@@ -524,7 +513,11 @@ impl<'p> Analyzer<'p> {
                 self.alias.insert(p.id, r);
             }
         }
-        let r = self.fixpoint(&f.body, &Ctx::default());
+        let callee_ctx = Ctx {
+            caller_divergent: ctx.store_divergence().cloned(),
+            ..Ctx::default()
+        };
+        let r = self.fixpoint(&f.body, &callee_ctx);
         self.vars = saved;
         self.call_stack.pop();
         r.map(|_| Origin {
@@ -587,14 +580,46 @@ fn source_name(name: &str) -> &str {
     }
 }
 
-fn pattern_name(p: &Pattern, id: VarId) -> Option<String> {
-    match p {
-        Pattern::Bind(d) => (d.id == id).then(|| d.name.clone()),
-        Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
-            ps.iter().find_map(|p| pattern_name(p, id))
+/// The source name of every variable of the program (for messages).
+fn binder_names(program: &Program) -> HashMap<VarId, String> {
+    fn pattern(p: &Pattern, out: &mut HashMap<VarId, String>) {
+        match p {
+            Pattern::Bind(d) => {
+                out.insert(d.id, d.name.clone());
+            }
+            Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
+                ps.iter().for_each(|p| pattern(p, out));
+            }
+            Pattern::Wildcard | Pattern::Lit(_) => {}
         }
-        Pattern::Wildcard | Pattern::Lit(_) => None,
     }
+    fn expr(e: &Expr, out: &mut HashMap<VarId, String>) {
+        match &e.kind {
+            ExprKind::Let { pattern: p, .. } => pattern(p, out),
+            ExprKind::For { var, .. }
+            | ExprKind::LetShared { var, .. }
+            | ExprKind::LetLocalArray { var, .. } => {
+                out.insert(var.id, var.name.clone());
+            }
+            ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, out)),
+            _ => {}
+        }
+        children(e).into_iter().for_each(|c| expr(c, out));
+    }
+    let mut out = HashMap::new();
+    for f in &program.functions {
+        f.params.iter().for_each(|p| {
+            out.insert(p.id, p.name.clone());
+        });
+        expr(&f.body, &mut out);
+    }
+    for k in &program.kernels {
+        k.params.iter().for_each(|p| {
+            out.insert(p.id, p.name.clone());
+        });
+        expr(&k.body, &mut out);
+    }
+    out
 }
 
 /// Adds a label at the origin of the variance when it is not the condition itself.

@@ -234,7 +234,8 @@ pub struct Token {
     pub span: Span,
     /// No other token precedes this one on its line.
     pub first_on_line: bool,
-    /// 0-based byte column of the token's first character.
+    /// 0-based visual column of the token's first character (characters, tabs to the next
+    /// multiple of 8): what a reader sees when comparing indentation.
     pub col: u32,
 }
 
@@ -290,6 +291,9 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'\''
 }
 
+/// Tab stops for visual columns.
+const TAB_WIDTH: u32 = 8;
+
 /// Lexical errors reported before the lexer gives up on a file.
 const MAX_LEX_ERRORS: usize = 50;
 
@@ -314,6 +318,9 @@ struct Lexer<'a> {
     line_begin: usize,
     /// Offset up to which `line_begin` accounts for newlines.
     scanned: usize,
+    /// Visual column `col` of byte offset `col_pos` (on the current line).
+    col_pos: usize,
+    col: u32,
 }
 
 /// Tokenize one file. Always ends with an `Eof` token; errors are reported alongside.
@@ -327,6 +334,8 @@ pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         diags: Vec::new(),
         line_begin: 0,
         scanned: 0,
+        col_pos: 0,
+        col: 0,
     };
     lx.run();
     (lx.tokens, lx.diags)
@@ -361,7 +370,21 @@ impl<'a> Lexer<'a> {
             .tokens
             .last()
             .is_none_or(|t| (t.span.end as usize) <= self.line_begin);
-        let col = (start - self.line_begin) as u32;
+        // Visual column, measured from the previous token of the same line.
+        if self.col_pos < self.line_begin || self.col_pos > start {
+            self.col_pos = self.line_begin;
+            self.col = 0;
+        }
+        for &c in &self.src[self.col_pos..start] {
+            match c {
+                b'\t' => self.col = (self.col / TAB_WIDTH + 1) * TAB_WIDTH,
+                // UTF-8 continuation bytes do not start a character.
+                0x80..=0xbf => {}
+                _ => self.col += 1,
+            }
+        }
+        self.col_pos = start;
+        let col = self.col;
         self.tokens.push(Token {
             tok,
             span: self.span(start, self.pos),
@@ -982,6 +1005,27 @@ mod tests {
                 Tok::SemiSemi,
             ]
         );
+    }
+
+    #[test]
+    fn layout_columns() {
+        let (t, _) = lex(FileId(0), "let x =\n\tf\n        a (* é *) b\n  c");
+        let cols: Vec<(bool, u32)> = t.iter().map(|t| (t.first_on_line, t.col)).collect();
+        // let x = / f / a b / c / Eof
+        assert_eq!(
+            &cols[..7],
+            &[
+                (true, 0),
+                (false, 4),
+                (false, 6),
+                (true, 8),
+                (true, 8),
+                (false, 18),
+                (true, 2)
+            ]
+        );
+        assert!(t[0].line_start());
+        assert!(!t[3].line_start());
     }
 
     #[test]

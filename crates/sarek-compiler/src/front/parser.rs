@@ -2,17 +2,35 @@
 //!
 //! A hand-written recursive-descent parser following OCaml's grammar for the subset Sarek
 //! uses. Binary operators are parsed by precedence climbing over OCaml's precedence table
-//! (see [`expr`]); constructs that extend as far right as possible (`let`, `match`, `fun`,
-//! `if`) are parsed at the levels OCaml gives them, so `if c then a; b` is `(if c then a); b`
-//! and a `match` arm swallows the following arms of an inner `match`.
+//! (reproduced in `parser/expr.rs`); constructs that extend as far right as possible
+//! (`let`, `match`, `fun`, `if`) are parsed at the levels OCaml gives them, so
+//! `if c then a; b` is `(if c then a); b` and a `match` arm swallows the following arms of
+//! an inner `match`.
 //!
 //! Errors: every syntax error is a located [`Diagnostic`]; the parser then skips to the next
 //! top-level item (a `let`/`type` in column 1, or the token after `;;`) and continues, so
 //! independent errors in one file are all reported.
 //!
-//! Robustness: all recursion goes through a depth guard ([`MAX_DEPTH`]); deeper nesting is a
-//! located error that ends parsing. This also bounds the depth of the AST, so the recursive
-//! passes downstream cannot overflow the stack either.
+//! Robustness: all recursion goes through a depth guard ([`MAX_DEPTH`]) that also grows the
+//! stack on demand, and every expression node checks its height against the same limit, so
+//! no accepted expression is more than [`MAX_DEPTH`] levels deep: recursive passes over the
+//! AST (and its `Drop`) are bounded too. Exceeding the limit is a located error that ends
+//! parsing.
+//!
+//! Decisions where OCaml is silent or Sarek differs (the valid programs OCaml accepts mean
+//! the same here):
+//! - A literal never takes arguments: `for i = 0 to 3 v.(i) <- 0 done` reports the missing
+//!   `do` instead of applying `3`.
+//! - Layout is used for diagnostics only: inside a `let` value, an application does not take
+//!   an argument that starts a line at or left of the `let` keyword (a forgotten `in`), and
+//!   after an operator, `then`, `else` or `->` a `let`/`type` in column 1 is a new item.
+//! - `[@attr]` after a `for`/`while` loop goes to the loop's attributes; after any other
+//!   simple expression it wraps it in `ExprKind::Attributed`.
+//! - A `()` parameter is a parameter `_` of type `unit`.
+//! - `C a b` is an error (constructor arguments are a tuple `C (a, b)`); `C (a, b)` gives
+//!   the constructor two arguments; module qualification of constructors is dropped.
+//! - Integer literals keep their value as written (hexadecimal up to 2^64 - 1); the typer
+//!   checks the range and wraps like OCaml. `1d` is an integral float64 literal.
 
 mod errors;
 mod expr;
@@ -23,7 +41,8 @@ use crate::front::ast::Program;
 use crate::front::lexer::{self, Tok, Token};
 pub(crate) use errors::SyntaxError;
 
-/// Maximum nesting depth of expressions, patterns and types (also bounds the AST depth).
+/// Limit on the parser's nesting depth, on the height of every expression (so passes that
+/// recurse over the AST recurse at most this deep) and on the node count of a type.
 pub const MAX_DEPTH: usize = 256;
 
 /// Grow the stack when less than this is left (more than one nesting level ever needs).

@@ -314,9 +314,26 @@ fn for_each_var_mut(e: &mut Expr, f: &mut impl FnMut(&mut VarId)) {
 }
 
 fn max_var(program: &Program) -> u32 {
+    fn pattern(p: &Pattern, m: &mut u32) {
+        match p {
+            Pattern::Bind(d) => *m = (*m).max(d.id.0),
+            Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
+                ps.iter().for_each(|p| pattern(p, m))
+            }
+            Pattern::Wildcard | Pattern::Lit(_) => {}
+        }
+    }
     fn expr(e: &Expr, m: &mut u32) {
-        let mut e = e.clone();
-        for_each_var_mut(&mut e, &mut |id| *m = (*m).max(id.0));
+        match &e.kind {
+            ExprKind::Var(id) | ExprKind::Assign { var: id, .. } => *m = (*m).max(id.0),
+            ExprKind::Let { pattern: p, .. } => pattern(p, m),
+            ExprKind::For { var, .. }
+            | ExprKind::LetShared { var, .. }
+            | ExprKind::LetLocalArray { var, .. } => *m = (*m).max(var.id.0),
+            ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, m)),
+            _ => {}
+        }
+        children(e).into_iter().for_each(|c| expr(c, m));
     }
     let mut m = 0;
     for f in &program.functions {

@@ -45,7 +45,7 @@ impl Lowerer<'_> {
                     return self.finish(dest, None, e.span, out);
                 };
                 for item in init {
-                    self.lower_into(item, Dest::Discard, out)?;
+                    self.discard_scoped(item, out)?;
                 }
                 self.lower_into(last, dest, out)
             }
@@ -92,6 +92,21 @@ impl Lowerer<'_> {
                 self.finish(dest, v, e.span, out)
             }
         }
+    }
+
+    /// A sequence item whose value is dropped. A `let` there ends with the item, so its
+    /// statements get their own block: the binder's scope in the IR is the source's, and two
+    /// items binding the same name need no renaming.
+    fn discard_scoped(&mut self, item: &tast::Expr, out: &mut Block) -> LResult<()> {
+        if !matches!(item.kind, ExprKind::Let { .. }) {
+            return self.lower_into(item, Dest::Discard, out);
+        }
+        let mut block = Vec::new();
+        self.lower_into(item, Dest::Discard, &mut block)?;
+        if !block.is_empty() {
+            out.push(stmt(StmtKind::Block(block), item.span));
+        }
+        Ok(())
     }
 
     /// Deliver a computed value to its destination.
@@ -175,7 +190,7 @@ impl Lowerer<'_> {
                     return Ok(None);
                 };
                 for item in init {
-                    self.lower_into(item, Dest::Discard, out)?;
+                    self.discard_scoped(item, out)?;
                 }
                 return self.lower_value(last, out);
             }

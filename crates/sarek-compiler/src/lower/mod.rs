@@ -15,6 +15,11 @@
 //!   branches are effect-free and cannot fault).
 //! - `match` ([`pattern`]) becomes `StmtKind::Match` on the constructor, with if-chains for
 //!   nested, literal and tuple patterns; or-patterns are expanded (bodies duplicated).
+//!   Constructor payloads are flat: one IR field per component, a scalar-tuple argument
+//!   (`W of (float32 * int32)`) included, so construction, patterns and the `<Ctor>_<k>`
+//!   host fields line up field for field.
+//! - Vectors and arrays are named, never computed: a `let` of one aliases it, and choosing
+//!   one at run time (an `if` over vectors, a helper returning one) is a located error.
 //!
 //! Every binder gets a fresh IR variable when it is lowered, so a body lowered twice (an
 //! or-pattern, a wildcard arm shared by several constructors) never declares one variable

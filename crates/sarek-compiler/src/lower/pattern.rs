@@ -356,18 +356,16 @@ impl Lowerer<'_> {
                 acc
             }
             Pattern::Or(alts) => {
+                // Or-patterns are expanded before matching; kept total for safety.
                 let mut acc: Option<ir::Expr> = None;
-                for (i, alt) in alts.iter().enumerate() {
-                    match self.test(alt, m, span)? {
-                        None => return Ok(None),
-                        Some(t) => {
-                            acc = Some(if i == 0 {
-                                t
-                            } else {
-                                binary(BinOp::Or, acc.take().unwrap_or(t.clone()), t)
-                            })
-                        }
-                    }
+                for alt in alts {
+                    let Some(t) = self.test(alt, m, span)? else {
+                        return Ok(None);
+                    };
+                    acc = Some(match acc {
+                        Some(a) => binary(BinOp::Or, a, t),
+                        None => t,
+                    });
                 }
                 acc
             }

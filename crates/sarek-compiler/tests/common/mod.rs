@@ -328,3 +328,78 @@ pub fn max_height(p: &Program) -> usize {
     }
     max
 }
+
+fn params(ps: &[Param]) -> String {
+    ps.iter()
+        .map(|p| match &p.ty {
+            Some(t) => format!("{}:{}", p.name.name, ty(t)),
+            None => p.name.name.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A span-free rendering of a whole program (items, declarations and bodies).
+pub fn program_sexp(p: &Program) -> String {
+    let mut out = String::new();
+    for item in &p.items {
+        let line = match &item.kind {
+            ItemKind::Type(TypeDecl {
+                name,
+                kind: TypeDeclKind::Record(fs),
+            }) => format!(
+                "type {} = {{{}}}",
+                name.name,
+                fs.iter()
+                    .map(|f| format!(
+                        "{}{}:{}",
+                        if f.mutable { "mutable " } else { "" },
+                        f.name.name,
+                        ty(&f.ty)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            ItemKind::Type(TypeDecl {
+                name,
+                kind: TypeDeclKind::Variant(cs),
+            }) => format!(
+                "type {} = {}",
+                name.name,
+                cs.iter()
+                    .map(|c| format!(
+                        "{}[{}]",
+                        c.name.name,
+                        c.args.iter().map(ty).collect::<Vec<_>>().join(",")
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+            ItemKind::Const { name, ty: t, value } => {
+                format!("const {}:{} = {}", name.name, ty(t), sexp(value))
+            }
+            ItemKind::Fun(f) => format!(
+                "fun{} {} ({}){}{} = {}",
+                if f.recursive { " rec" } else { "" },
+                f.name.name,
+                params(&f.params),
+                f.ret
+                    .as_ref()
+                    .map(|t| format!(" : {}", ty(t)))
+                    .unwrap_or_default(),
+                attrs(&f.attrs),
+                sexp(&f.body)
+            ),
+            ItemKind::Kernel(k) => format!(
+                "kernel {} ({}) = {}",
+                k.name.name,
+                params(&k.params),
+                sexp(&k.body)
+            ),
+        };
+        out.push_str(&line);
+        out.push_str(&attrs(&item.attrs));
+        out.push('\n');
+    }
+    out
+}

@@ -797,6 +797,9 @@ pub fn expressible() -> Vec<Kernel> {
         arith(),
         warp(),
         int_div(),
+        fences(),
+        shared_atomics(),
+        bool_variant(),
     ]
 }
 
@@ -818,6 +821,158 @@ pub fn int_div() -> Kernel {
             store(q, gid(), bin(BinOp::Div, ai.clone(), di.clone())),
             store(r, gid(), bin(BinOp::Rem, ai, di)),
         ],
+    )];
+    b.finish()
+}
+
+/// Fences: one reached by the whole workgroup (top level, and under a condition on a scalar
+/// parameter), one under thread-dependent control flow.
+/// `memory_fence_block (); if n > 0 then memory_fence_device (); if gid = 0 then (out.(0) <- 1; memory_fence_device ())`
+pub fn fences() -> Kernel {
+    let mut b = B::new("fences");
+    let out = b.vec("out", Ty::I32);
+    let n = b.param("n", Ty::I32);
+    b.k.body = vec![
+        st(StmtKind::Fence { device: false }),
+        if_(
+            bin(BinOp::Gt, b.r(n), lit_i(0)),
+            vec![st(StmtKind::Fence { device: true })],
+            vec![],
+        ),
+        if_(
+            bin(BinOp::Eq, gid(), lit_i(0)),
+            vec![
+                store(out, lit_i(0), lit_i(1)),
+                st(StmtKind::Fence { device: true }),
+            ],
+            vec![],
+        ),
+    ];
+    b.finish()
+}
+
+/// Atomics on a shared array through a helper that takes it as a parameter:
+/// `let bump (c : int32 array) (k : int32) = ignore (atomic_add c k 1)`;
+/// `let%shared counts = 4 in (if t < 4 then counts.(t) <- 0); barrier; bump counts (v.(i) mod 4); barrier;
+///  if t < 4 then out.(block * 4 + t) <- counts.(t)`
+pub fn shared_atomics() -> Kernel {
+    let mut b = B::new("shared_atomics");
+    let v = b.vec("v", Ty::I32);
+    let out = b.vec("out", Ty::I32);
+    let arr_ty = Ty::Array {
+        elem: Box::new(Ty::I32),
+        space: MemSpace::Shared,
+        size: None,
+    };
+    let c = b.var("c", arr_ty, false);
+    let k = b.var("k", Ty::I32, false);
+    let bump = Function {
+        name: "bump".into(),
+        span: Span::DUMMY,
+        params: vec![c, k],
+        ret: Ty::Unit,
+        body: vec![st(StmtKind::Expr(intr(
+            Intrinsic::Atomic(AtomicOp::Add),
+            vec![b.r(c), b.r(k), lit_i(1)],
+            Ty::I32,
+        )))],
+    };
+    b.k.functions = vec![bump];
+    let counts = b.var(
+        "counts",
+        Ty::Array {
+            elem: Box::new(Ty::I32),
+            space: MemSpace::Shared,
+            size: Some(4),
+        },
+        false,
+    );
+    let t = geo(Geometry::ThreadIdx(Axis::X));
+    let blk = geo(Geometry::BlockIdx(Axis::X));
+    let counts_ref = b.r(counts);
+    b.k.body = vec![
+        st(StmtKind::Array { var: counts }),
+        if_(
+            bin(BinOp::Lt, t.clone(), lit_i(4)),
+            vec![store(counts, t.clone(), lit_i(0))],
+            vec![],
+        ),
+        st(StmtKind::Barrier),
+        st(StmtKind::Expr(Expr::new(
+            ExprKind::Call {
+                func: FuncId(0),
+                args: vec![counts_ref, bin(BinOp::Rem, b.at(v, gid()), lit_i(4))],
+            },
+            Ty::Unit,
+        ))),
+        st(StmtKind::Barrier),
+        if_(
+            bin(BinOp::Lt, t.clone(), lit_i(4)),
+            vec![store(
+                out,
+                bin(BinOp::Add, bin(BinOp::Mul, blk, lit_i(4)), t.clone()),
+                b.at(counts, t),
+            )],
+            vec![],
+        ),
+    ];
+    b.finish()
+}
+
+/// A variant with a bool payload through storage: `type flag = On of bool * float32 | Off`;
+/// `f.(i) <- (match f.(i) with On (b, x) -> On (not b, x *. 2.0) | Off -> On (true, 1.0))`.
+pub fn bool_variant() -> Kernel {
+    let mut b = B::new("bool_variant");
+    b.k.variants.push(Variant {
+        name: "flag".into(),
+        ctors: vec![
+            Ctor {
+                name: "On".into(),
+                fields: vec![Ty::BOOL, Ty::F32],
+            },
+            Ctor {
+                name: "Off".into(),
+                fields: vec![],
+            },
+        ],
+    });
+    let vt = Ty::Variant(VariantId(0));
+    let f = b.vec("f", vt.clone());
+    let bb = b.var("b", Ty::BOOL, false);
+    let x = b.var("x", Ty::F32, false);
+    let mk = |fields: Vec<Expr>| {
+        Expr::new(
+            ExprKind::Ctor {
+                variant: VariantId(0),
+                ctor: 0,
+                fields,
+            },
+            vt.clone(),
+        )
+    };
+    let on = mk(vec![
+        un(UnOp::Not, b.r(bb)),
+        bin(BinOp::Mul, b.r(x), lit_f(2.0)),
+    ]);
+    let fresh = mk(vec![lit_b(true), lit_f(1.0)]);
+    b.k.body = vec![b.guarded(
+        f,
+        vec![st(StmtKind::Match {
+            scrutinee: b.at(f, gid()),
+            variant: VariantId(0),
+            arms: vec![
+                MatchArm {
+                    ctor: Some(0),
+                    bindings: vec![Some(bb), Some(x)],
+                    body: vec![store(f, gid(), on)],
+                },
+                MatchArm {
+                    ctor: Some(1),
+                    bindings: vec![],
+                    body: vec![store(f, gid(), fresh)],
+                },
+            ],
+        })],
     )];
     b.finish()
 }

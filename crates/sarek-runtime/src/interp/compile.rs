@@ -242,6 +242,12 @@ pub(crate) enum Arg {
 }
 
 impl Expr {
+    /// Whether the node writes its value into `dst` itself (so `dst` may be retargeted), as
+    /// opposed to finding it in registers that already hold it.
+    fn computes_into_dst(&self) -> bool {
+        !matches!(self.kind, ExprKind::Ready | ExprKind::Part(_))
+    }
+
     /// Whether evaluating it can fault or have an effect (so it must only run on the lanes
     /// that really evaluate it: short-circuit operands, select branches).
     fn impure(&self) -> bool {
@@ -567,10 +573,16 @@ impl Compiler<'_> {
                 var,
                 init: Some(init),
             } => match (self.var_reg[var.0 as usize], self.var_mem[var.0 as usize]) {
-                (Some(dst), _) => StmtKind::SetReg {
-                    dst,
-                    value: self.expr(init)?,
-                },
+                (Some(dst), _) => {
+                    let mut value = self.expr(init)?;
+                    // A fresh declaration may be computed straight into the variable (saving
+                    // a copy): lanes outside the mask cannot read it before they execute
+                    // this `Let` again, since every binder is a distinct variable.
+                    if value.computes_into_dst() {
+                        value.dst = dst;
+                    }
+                    StmtKind::SetReg { dst, value }
+                }
                 (None, Some(dst)) => StmtKind::BindMem {
                     dst,
                     src: self.mem_arg(init)?,

@@ -20,6 +20,10 @@
 //! (or per-thread local) memory no thread wrote, and a `match` on an invalid variant tag are
 //! [`RuntimeError::Fault`]s carrying the statement's span and naming the kernel, the block and
 //! the thread. Blocks run in order and stop at the first fault, so faults are deterministic.
+//! A launch that fails leaves `args` untouched.
+//!
+//! Stored variants are deterministic: constructing one zeroes the payload leaves of the other
+//! constructors (backends compare whole columns).
 
 pub(crate) mod compile;
 pub(crate) mod exec;

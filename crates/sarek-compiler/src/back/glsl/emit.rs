@@ -1,7 +1,7 @@
 //! The GLSL writer: one value per generation, holding everything the emission needs (no
 //! module state). Module layout and naming are described in the parent module.
 
-use super::{Bindings, escape, glsl_reserved, mangle, refusal};
+use super::{Bindings, Warps, escape, glsl_reserved, mangle, refusal};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
@@ -44,12 +44,16 @@ pub(super) struct Writer<'k> {
     uses_f64: bool,
     uses_i64_atomics: bool,
     uses_subgroups: bool,
+    warps: Warps,
+    /// Emulated warps: the shared scratch, and its high words for 64-bit values.
+    uses_warp_scratch: bool,
+    uses_warp_scratch_hi: bool,
     errors: Vec<Diagnostic>,
     refused: HashSet<String>,
 }
 
 impl<'k> Writer<'k> {
-    pub(super) fn new(k: &'k Kernel, opts: &'k TargetOptions) -> Writer<'k> {
+    pub(super) fn new(k: &'k Kernel, opts: &'k TargetOptions, warps: Warps) -> Writer<'k> {
         let reserved = glsl_reserved();
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
@@ -97,6 +101,9 @@ impl<'k> Writer<'k> {
             uses_f64: false,
             uses_i64_atomics: false,
             uses_subgroups: false,
+            warps,
+            uses_warp_scratch: false,
+            uses_warp_scratch_hi: false,
             errors: Vec::new(),
             refused: HashSet::new(),
         }
@@ -315,7 +322,15 @@ impl<'k> Writer<'k> {
             }
         }
         if !b.push.is_empty() {
-            out.push_str("layout(push_constant, std430) uniform sarek_params {\n");
+            match b.abi.uniform_binding {
+                None => out.push_str("layout(push_constant, std430) uniform sarek_params {\n"),
+                Some((set, binding)) => {
+                    let _ = writeln!(
+                        out,
+                        "layout(std430, set = {set}, binding = {binding}) readonly buffer sarek_params {{"
+                    );
+                }
+            }
             for m in &b.push {
                 let _ = writeln!(
                     out,
@@ -324,6 +339,14 @@ impl<'k> Writer<'k> {
                 );
             }
             out.push_str("} sarek_pc;\n");
+        }
+        if self.uses_warp_scratch {
+            // One word per thread of a block of up to 1024 threads (every Vulkan device's
+            // maxComputeWorkGroupInvocations that we know of; larger blocks are refused).
+            out.push_str("shared uint sarek_ws[1024];\n");
+            if self.uses_warp_scratch_hi {
+                out.push_str("shared uint sarek_ws_hi[1024];\n");
+            }
         }
         for v in self.shared.clone() {
             let Ty::Array {
@@ -342,7 +365,16 @@ impl<'k> Writer<'k> {
             let _ = writeln!(out, "shared {ty} {}[{n}];", self.names[v.0 as usize]);
         }
         out.push('\n');
-        for h in self.helpers.clone() {
+        // Helpers other helpers call (pow -> fmod, acos -> asin) come first.
+        let mut helpers: Vec<String> = self.helpers.iter().cloned().collect();
+        helpers.sort_by_key(|h| {
+            let rank = match h.strip_suffix("_f64") {
+                Some(name) => super::f64math::rank(name),
+                None => u8::from(!(h.starts_with("fmod_") || h.starts_with("asin_"))),
+            };
+            (rank, h.clone())
+        });
+        for h in helpers {
             out.push_str(&builtin_helper(&h));
         }
         for v in self.float_atomics.clone() {
@@ -891,11 +923,14 @@ impl<'k> Writer<'k> {
             Intrinsic::Geometry(g) => geometry(g),
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
             Intrinsic::Warp(w) => {
-                if !self.opts.subgroups {
+                if self.warps == Warps::Native && !self.opts.subgroups {
                     self.refuse("warp operations need subgroups, which this device lacks".into());
                 }
-                self.uses_subgroups = true;
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                if self.warps == Warps::Emulated {
+                    return self.emulated_warp(w, &args[0].ty, &a);
+                }
+                self.uses_subgroups = true;
                 match w {
                     WarpOp::Shuffle => format!("subgroupShuffle({}, uint({} & 31))", a[0], a[1]),
                     WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
@@ -961,6 +996,28 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// A warp operation through shared memory: warps are 32 consecutive threads of the block
+    /// in linear order, as in the interpreter. Valid because the convergence check only lets
+    /// warp operations run where the whole block runs them, so the barriers are reached.
+    fn emulated_warp(&mut self, w: WarpOp, ty: &Ty, a: &[String]) -> String {
+        let x = ty.scalar().unwrap_or(Scalar::I32);
+        self.uses_warp_scratch = true;
+        if matches!(x, Scalar::I64 | Scalar::F64) {
+            self.uses_warp_scratch_hi = true;
+        }
+        let name = match w {
+            WarpOp::Shuffle => format!("wshfl_idx_{}", x.short()),
+            WarpOp::ShuffleDown => format!("wshfl_down_{}", x.short()),
+            WarpOp::ShuffleUp => format!("wshfl_up_{}", x.short()),
+            WarpOp::ShuffleXor => format!("wshfl_xor_{}", x.short()),
+            WarpOp::VoteAll => "wall_bool".into(),
+            WarpOp::VoteAny => "wany_bool".into(),
+            WarpOp::Ballot => "wballot_bool".into(),
+        };
+        self.helpers.insert(name.clone());
+        format!("sarek_h_{name}({})", a.join(", "))
+    }
+
     fn atomic(&mut self, op: AtomicOp, args: &[Expr], s: Scalar) -> String {
         let ExprKind::Var(v) = args[0].kind else {
             return "0".into();
@@ -1017,6 +1074,14 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// A float64 helper and, first, the helpers it calls.
+    fn need_f64(&mut self, name: &str) {
+        for d in super::f64math::deps(name) {
+            self.need_f64(d);
+        }
+        self.helpers.insert(format!("{name}_f64"));
+    }
+
     fn math(&mut self, m: MathFn, s: Scalar, a: Vec<String>) -> String {
         use MathFn::*;
         let f64 = s == Scalar::F64;
@@ -1041,6 +1106,31 @@ impl<'k> Writer<'k> {
                 | Hypot
         );
         if f64 && !f64_ok {
+            let name = match m {
+                Exp => "exp",
+                Exp2 => "exp2",
+                Expm1 => "expm1",
+                Log => "log",
+                Log2 => "log2",
+                Log10 => "log10",
+                Log1p => "log1p",
+                Sin => "sin",
+                Cos => "cos",
+                Tan => "tan",
+                Asin => "asin",
+                Acos => "acos",
+                Atan => "atan",
+                Atan2 => "atan2",
+                Sinh => "sinh",
+                Cosh => "cosh",
+                Tanh => "tanh",
+                Pow => "pow",
+                _ => "",
+            };
+            if super::f64math::template(name).is_some() {
+                self.need_f64(name);
+                return format!("sarek_h_{name}_f64({})", a.join(", "));
+            }
             self.refuse(format!(
                 "GLSL has no float64 `{}` (only float32)",
                 m.c_name()
@@ -1057,8 +1147,13 @@ impl<'k> Writer<'k> {
             Sin => format!("sin({})", a[0]),
             Cos => format!("cos({})", a[0]),
             Tan => format!("tan({})", a[0]),
-            Asin => format!("asin({})", a[0]),
-            Acos => format!("acos({})", a[0]),
+            // Vulkan lets asin/acos be as loose as atan2 (4096 ulps; lavapipe is that loose):
+            // Cephes' float polynomials instead, within a few ulps.
+            Asin => helper(self, "asin"),
+            Acos => {
+                self.helpers.insert(format!("asin_{}", s.short()));
+                helper(self, "acos")
+            }
             Atan => format!("atan({})", a[0]),
             Sinh => format!("sinh({})", a[0]),
             Cosh => format!("cosh({})", a[0]),
@@ -1245,6 +1340,17 @@ fn builtin_helper(key: &str) -> String {
         "T sarek_h_fmax_S(T a, T b) {\n    return isnan(a) ? b : (isnan(b) ? a : max(a, b));\n}\n"
             .into(),
     );
+    // Cephes asinf: a polynomial on [0, 0.5], and asin(x) = pi/2 - 2 asin(sqrt((1 - x) / 2))
+    // above, so no argument near 1 loses precision.
+    templates.insert(
+        "asin",
+        "T sarek_h_asin_S(T x) {\n    T a = abs(x);\n    if (a > ONE) return NAN;\n    bool big = a > HALF;\n    T z = big ? HALF * (ONE - a) : a * a;\n    T t = big ? sqrt(z) : a;\n    T y = ((((T(4.2163199048e-2) * z + T(2.4181311049e-2)) * z + T(4.5470025998e-2)) * z + T(7.4953002686e-2)) * z + T(1.6666752422e-1)) * z * t + t;\n    if (big) y = T(1.5707963267948966) - (y + y);\n    return x < ZERO ? -y : y;\n}\n".into(),
+    );
+    // Cephes acosf: through asin of the half-angle on both ends.
+    templates.insert(
+        "acos",
+        "T sarek_h_acos_S(T x) {\n    if (x < -HALF) return T(3.1415926535897932) - T(2) * sarek_h_asin_S(sqrt(HALF * (ONE + x)));\n    if (x > HALF) return T(2) * sarek_h_asin_S(sqrt(HALF * (ONE - x)));\n    return T(1.5707963267948966) - sarek_h_asin_S(x);\n}\n".into(),
+    );
     templates.insert("clz", if short == "i64" {
         "int sarek_h_clz_S(int64_t x) {\n    uint hi = uint(uint64_t(x) >> 32);\n    uint lo = uint(uint64_t(x) & 0xffffffffUL);\n    return hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo);\n}\n".into()
     } else {
@@ -1257,7 +1363,62 @@ fn builtin_helper(key: &str) -> String {
     });
     // Shuffles whose source lane is outside the warp return the caller's own value (CUDA's
     // rule, which the interpreter follows); GLSL leaves those undefined.
-    let body = if let Some(kind) = name.strip_prefix("shfl_") {
+    let body = if let Some(kind) = name.strip_prefix("wshfl_") {
+        let src = match kind {
+            "down" => "lane + d",
+            "up" => "lane - d",
+            "xor" => "lane ^ d",
+            _ => "d & 31",
+        };
+        let (store, load) = match short {
+            "bool" => ("sarek_ws[t] = x ? 1u : 0u;", "sarek_ws[src] != 0u"),
+            "i32" => ("sarek_ws[t] = uint(x);", "int(sarek_ws[src])"),
+            "f32" => (
+                "sarek_ws[t] = floatBitsToUint(x);",
+                "uintBitsToFloat(sarek_ws[src])",
+            ),
+            "i64" => (
+                "sarek_ws[t] = uint(uint64_t(x));\n    sarek_ws_hi[t] = uint(uint64_t(x) >> 32);",
+                "int64_t((uint64_t(sarek_ws_hi[src]) << 32) | uint64_t(sarek_ws[src]))",
+            ),
+            _ => (
+                "uvec2 w = unpackDouble2x32(x);\n    sarek_ws[t] = w.x;\n    sarek_ws_hi[t] = w.y;",
+                "packDouble2x32(uvec2(sarek_ws[src], sarek_ws_hi[src]))",
+            ),
+        };
+        format!(
+            "T sarek_h_{name}_S(T x, int d) {{\n    uint t = gl_LocalInvocationIndex;\n    uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;\n    memoryBarrierShared();\n    barrier();\n    {store}\n    memoryBarrierShared();\n    barrier();\n    int lane = int(t & 31u);\n    int s = {src};\n    int at = int(t) - lane + s;\n    uint src = (s >= 0 && s < 32 && uint(at) < n) ? uint(at) : t;\n    return {load};\n}}\n"
+        )
+    } else if matches!(name, "wall" | "wany" | "wballot") {
+        let (ret, init, step, fin) = match name {
+            "wall" => (
+                "bool",
+                "bool r = true;",
+                "r = r && sarek_ws[base + k] != 0u;",
+                "r",
+            ),
+            "wany" => (
+                "bool",
+                "bool r = false;",
+                "r = r || sarek_ws[base + k] != 0u;",
+                "r",
+            ),
+            _ => (
+                "int",
+                "uint r = 0u;",
+                "if (sarek_ws[base + k] != 0u) r |= 1u << k;",
+                "int(r)",
+            ),
+        };
+        format!(
+            "{ret} sarek_h_{name}_S(bool b) {{\n    uint t = gl_LocalInvocationIndex;\n    uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;\n    memoryBarrierShared();\n    barrier();\n    sarek_ws[t] = b ? 1u : 0u;\n    memoryBarrierShared();\n    barrier();\n    uint base = t & ~31u;\n    {init}\n    for (uint k = 0u; k < 32u && base + k < n; k++) {{\n        {step}\n    }}\n    return {fin};\n}}\n"
+        )
+    } else if let Some(t) = (short == "f64")
+        .then(|| super::f64math::template(name))
+        .flatten()
+    {
+        t.to_string()
+    } else if let Some(kind) = name.strip_prefix("shfl_") {
         let src = match kind {
             "down" => "int(l) + d",
             "up" => "int(l) - d",
@@ -1267,7 +1428,10 @@ fn builtin_helper(key: &str) -> String {
             "T sarek_h_{name}_S(T x, int d) {{\n    uint l = gl_SubgroupInvocationID;\n    int s = {src};\n    return subgroupShuffle(x, (s >= 0 && s < 32) ? uint(s) : l);\n}}\n"
         )
     } else {
-        templates.get(name).cloned().unwrap_or_default()
+        templates
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no GLSL helper template `{name}`"))
     };
     let inf = if short == "f64" {
         "double(uintBitsToFloat(0x7f800000u))"

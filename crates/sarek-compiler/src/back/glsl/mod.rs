@@ -17,7 +17,8 @@
 //!   order) whose only member is a runtime array spelled like the parameter;
 //! - scalars, by-value records/variants and the int32 length of every vector live in one
 //!   push-constant block `sarek_pc`, in parameter order, each member with an explicit
-//!   `layout(offset = N)` computed by the same code that fills the ABI descriptor;
+//!   `layout(offset = N)` computed by the same code that fills the ABI descriptor (past the
+//!   128 bytes every device guarantees, the same block becomes a read-only storage buffer);
 //! - shared arrays are module-scope `shared` variables; float32 atomics are compare-exchange
 //!   loops on `floatBitsToUint` (buffers get a `uint` alias of the same binding, shared arrays
 //!   used that way are stored as `uint`);
@@ -25,10 +26,12 @@
 //!   parameters is specialised per tuple of arrays it is called with (`sarek_s<n>_<name>`);
 //!   per-thread local arrays are passed as `inout T a[N]`.
 //!
-//! What GLSL cannot express (float64 transcendental functions, float64 / int64 atomics /
+//! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
+//! helpers in [`f64math`]. What GLSL cannot express (float64 or int64 atomics and native
 //! subgroups where the device lacks them) is refused with a located error naming GLSL.
 
 mod emit;
+mod f64math;
 pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
@@ -39,9 +42,31 @@ use crate::passes::reserved::reserved;
 use crate::target::{Generated, Target, TargetOptions};
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
+/// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
+/// size must be the language's warp size, 32. [`generate_with`] can emulate them instead.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    generate_with(kernel, options, Warps::Native)
+}
+
+/// How the generator compiles warp operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Warps {
+    /// `GL_KHR_shader_subgroup_*`, for devices whose subgroup size is 32. Refused with a
+    /// located error when `options.subgroups` is false.
+    Native,
+    /// Through shared memory and barriers, warps being 32 consecutive threads of the block as
+    /// in the interpreter: exact on any device (lavapipe's subgroups have 8 lanes), slower.
+    Emulated,
+}
+
+/// [`generate`], choosing how warp operations are compiled.
+pub fn generate_with(
+    kernel: &Kernel,
+    options: &TargetOptions,
+    warps: Warps,
+) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = legalize_shader_avoiding_params(kernel);
-    emit::Writer::new(&kernel, options).generate()
+    emit::Writer::new(&kernel, options, warps).generate()
 }
 
 /// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already
@@ -94,6 +119,9 @@ struct Bindings {
     /// (binding, GLSL element type, member name, parameter var) per vector parameter.
     buffers: Vec<(u32, String, String, VarId)>,
 }
+
+/// The push-constant size every Vulkan device offers (`maxPushConstantsSize` minimum).
+pub const MAX_PUSH_CONSTANTS: u32 = 128;
 
 /// Byte alignment of a by-value type under std430: its largest leaf.
 fn std430_align(layout: &abi::ElemLayout) -> u32 {
@@ -160,12 +188,17 @@ impl emit::Writer<'_> {
             });
         }
         let uniform_size = (!push.is_empty()).then(|| abi::round_up(offset, max_align));
+        // Push constants are guaranteed only up to 128 bytes: past that the same block, with
+        // the same std430 offsets, is a read-only storage buffer after the vectors' bindings.
+        let uniform_binding = uniform_size
+            .filter(|s| *s > MAX_PUSH_CONSTANTS)
+            .map(|_| (0, binding));
         let abi = Abi {
             entry_point: "main".into(),
             params,
             uniform_size,
-            // Push constants have no descriptor binding.
-            uniform_binding: None,
+            // None: push constants (no descriptor); Some: the parameter buffer's binding.
+            uniform_binding,
             // local_size_{x,y,z}_id: the block size is a specialization constant.
             block_size_in_source: false,
         };

@@ -45,6 +45,13 @@ pub(super) struct Writer<'a> {
     /// sees kernel parameters, which is the per-helper narrowing by construction.
     uniform: BTreeMap<VarId, (String, bool)>,
     counter: u32,
+    /// How many enclosing constructs may be thread-dependent (decides what a fence becomes).
+    divergent: u32,
+    /// A `return`/`break`/`continue` under thread-dependent control flow was written: what
+    /// follows is no longer reached by the whole workgroup.
+    exited_divergently: bool,
+    /// Immutable locals whose value is the same in every thread of a workgroup.
+    uniform_vars: BTreeSet<VarId>,
     span: Span,
     diags: Vec<Diagnostic>,
 }
@@ -103,6 +110,9 @@ impl<'a> Writer<'a> {
             env: BTreeMap::new(),
             uniform: BTreeMap::new(),
             counter: 0,
+            divergent: 0,
+            exited_divergently: false,
+            uniform_vars: BTreeSet::new(),
             span: k.span,
             diags: Vec::new(),
         }
@@ -145,8 +155,8 @@ impl<'a> Writer<'a> {
 
     fn ty(&self, ty: &Ty) -> String {
         match ty {
-            Ty::Unit => "bool".into(),
-            Ty::Scalar(Scalar::Bool) => "bool".into(),
+            // Unit values are never declared (unit `let`s become expression statements).
+            Ty::Unit | Ty::Scalar(Scalar::Bool) => "bool".into(),
             Ty::Scalar(Scalar::F32 | Scalar::F64) => "f32".into(),
             Ty::Scalar(Scalar::I32 | Scalar::I64) => "i32".into(),
             Ty::Record(_) | Ty::Variant(_) => self.names.ty_name(ty).unwrap_or("i32").to_string(),
@@ -417,6 +427,9 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.env.clear();
         self.uniform.clear();
+        self.uniform_vars.clear();
+        self.divergent = 0;
+        self.exited_divergently = false;
         self.indent = 1;
         let mut aggregates = Vec::new();
         for (p, b) in &self.bindings.params {
@@ -448,6 +461,7 @@ impl<'a> Writer<'a> {
         }
         // Rebuild by-value records/variants from their flattened uniform fields.
         for (p, fields) in &aggregates {
+            self.uniform_vars.insert(*p);
             let ty = self.k.var(*p).ty.clone();
             let mut it = fields.iter().map(|f| {
                 let f = &self.bindings.fields[*f];
@@ -522,6 +536,10 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.env.clear();
         self.uniform.clear();
+        self.uniform_vars.clear();
+        // A helper may be called from thread-dependent control flow: assume it is.
+        self.divergent = 1;
+        self.exited_divergently = false;
         self.indent = 1;
         self.span = f.span;
         let mut params = Vec::new();
@@ -629,8 +647,91 @@ impl<'a> Writer<'a> {
         self.usage.atomic.contains(&root)
     }
 
+    /// Whether `e` has the same value in every thread of a workgroup, judged syntactically:
+    /// literals, kernel scalar parameters, immutable locals bound to such values, block and
+    /// grid geometry, lengths, and pure operations on them.
+    fn is_uniform(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Lit(_) => true,
+            ExprKind::Var(v) => self.uniform.contains_key(v) || self.uniform_vars.contains(v),
+            ExprKind::Binary { lhs, rhs, .. } => self.is_uniform(lhs) && self.is_uniform(rhs),
+            ExprKind::Unary { operand: x, .. }
+            | ExprKind::Field { base: x, .. }
+            | ExprKind::Tag(x)
+            | ExprKind::Payload { value: x, .. } => self.is_uniform(x),
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                self.is_uniform(cond) && self.is_uniform(then_value) && self.is_uniform(else_value)
+            }
+            ExprKind::Record { fields, .. } | ExprKind::Ctor { fields, .. } => {
+                fields.iter().all(|f| self.is_uniform(f))
+            }
+            ExprKind::Intrinsic { op, args } => match op {
+                Intrinsic::Geometry(g) => !g.is_thread_varying(),
+                Intrinsic::Length => true,
+                Intrinsic::Math(_)
+                | Intrinsic::Abs
+                | Intrinsic::Min
+                | Intrinsic::Max
+                | Intrinsic::Clz
+                | Intrinsic::Popcount
+                | Intrinsic::Convert => args.iter().all(|a| self.is_uniform(a)),
+                _ => false,
+            },
+            ExprKind::Index { .. } | ExprKind::Call { .. } => false,
+        }
+    }
+
+    /// Whether the control structure `s` may run differently in different threads.
+    fn diverges(&self, s: &Stmt) -> bool {
+        fn exits(b: &Block) -> bool {
+            b.iter().any(|s| match &s.kind {
+                StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => exits(then_block) || exits(else_block),
+                StmtKind::Block(b) => exits(b),
+                StmtKind::Match { arms, .. } => arms.iter().any(|a| exits(&a.body)),
+                // Exits of nested loops stay inside them (a `return` is found by the caller's
+                // own check when that loop is visited).
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => {
+                    body.iter().any(|s| matches!(s.kind, StmtKind::Return(_)))
+                }
+                _ => false,
+            })
+        }
+        match &s.kind {
+            StmtKind::If { cond, .. } => !self.is_uniform(cond),
+            StmtKind::Match { scrutinee, .. } => !self.is_uniform(scrutinee),
+            StmtKind::For {
+                start, end, body, ..
+            } => !(self.is_uniform(start) && self.is_uniform(end)) || exits(body),
+            StmtKind::While { cond, body, .. } => !self.is_uniform(cond) || exits(body),
+            _ => false,
+        }
+    }
+
     fn stmt(&mut self, s: &Stmt) {
+        let diverges = self.diverges(s);
+        self.divergent += u32::from(diverges);
+        self.stmt_inner(s);
+        self.divergent -= u32::from(diverges);
+    }
+
+    fn stmt_inner(&mut self, s: &Stmt) {
         self.span = s.span;
+        if matches!(
+            s.kind,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(_)
+        ) && self.divergent > 0
+        {
+            self.exited_divergently = true;
+        }
         match &s.kind {
             StmtKind::Let { var, init } => {
                 let info = self.k.var(*var).clone();
@@ -656,6 +757,9 @@ impl<'a> Writer<'a> {
                     return;
                 }
                 let t = self.ty(&info.ty);
+                if !info.mutable && init.as_ref().is_some_and(|e| self.is_uniform(e)) {
+                    self.uniform_vars.insert(*var);
+                }
                 match init {
                     Some(e) => {
                         let e = self.expr(e);
@@ -706,6 +810,9 @@ impl<'a> Writer<'a> {
             } => {
                 // Inclusive bounds evaluated once; the exit test runs before the step can
                 // overflow (`for i = a to max_int` terminates), and `continue` reaches it.
+                if self.is_uniform(start) && self.is_uniform(end) {
+                    self.uniform_vars.insert(*var);
+                }
                 let k = self.fresh();
                 let cur = format!("sarek_it{k}");
                 let (s, e) = (self.expr(start), self.expr(end));
@@ -811,8 +918,20 @@ impl<'a> Writer<'a> {
                 self.line("storageBarrier();");
                 self.line("workgroupBarrier();");
             }
-            // WGSL has no standalone fence: the barrier of the same scope is the closest
-            // (it also synchronises, so a fence must be reached by the whole workgroup).
+            // WGSL has no standalone fence. Where the whole workgroup reaches the fence, the
+            // barrier of its scope is the closest (it orders memory, and synchronises too);
+            // under thread-dependent control flow a barrier is undefined behaviour (it can hang
+            // the workgroup), so the fence is dropped there, with a comment saying so.
+            StmtKind::Fence { device } if self.divergent > 0 || self.exited_divergently => {
+                let which = if *device {
+                    "memory_fence_device"
+                } else {
+                    "memory_fence_block"
+                };
+                self.line(format!(
+                    "// {which} (): no WGSL equivalent under thread-dependent control flow (barriers must be uniform)"
+                ));
+            }
             StmtKind::Fence { device: true } => self.line("storageBarrier();"),
             StmtKind::Fence { device: false } => self.line("workgroupBarrier();"),
             StmtKind::Return(None) => self.line("return;"),

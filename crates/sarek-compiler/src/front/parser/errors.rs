@@ -110,7 +110,11 @@ impl Parser {
                 Diagnostic::error(here, format!("expected {what}, found {found}"))
                     .with_label(format!("expected {what}"))
             }
-            SyntaxError::Unclosed { close, open_text, open } => {
+            SyntaxError::Unclosed {
+                close,
+                open_text,
+                open,
+            } => {
                 let msg = if *self.peek() == Tok::Eof {
                     format!("unclosed `{open_text}`: expected `{close}` before the end of the file")
                 } else {
@@ -120,11 +124,12 @@ impl Parser {
                     .with_label(format!("expected `{close}`"))
                     .with_secondary(open, format!("unclosed `{open_text}` opened here"))
             }
-            SyntaxError::AnonymousFunction => Diagnostic::error(here, "anonymous functions are not supported")
-                .with_label("functions are defined with `let`")
-                .with_help(
-                    "define a helper: `let f (x : t) = ... in`; `fun` only appears in `[%kernel fun ... -> ...]`",
-                ),
+            SyntaxError::AnonymousFunction => {
+                Diagnostic::error(here, "anonymous functions are not supported")
+                    .with_label("functions are defined with `let`")
+                    .with_help("define a helper with `let f (x : t) = ... in`")
+                    .with_note("`fun` only appears in `[%kernel fun ... -> ...]`")
+            }
             SyntaxError::AssignArrow { lhs } => {
                 Diagnostic::error(lhs, "cannot assign to this expression with `<-`")
                     .with_label("`<-` writes an element `v.(i)` or a field `e.x`")
@@ -138,30 +143,35 @@ impl Parser {
             SyntaxError::ConstructorArguments { ctor } => {
                 Diagnostic::error(here, "too many arguments for a constructor")
                     .with_label("unexpected argument")
-                    .with_help(format!("pass several arguments as a tuple: `{ctor} (a, b)`"))
+                    .with_help(format!(
+                        "pass several arguments as a tuple: `{ctor} (a, b)`"
+                    ))
             }
             SyntaxError::KernelExtensionInExpression { name } => Diagnostic::error(
                 here,
                 format!("`[%{name} ...]` is only allowed as the value of a top-level `let`"),
             )
             .with_label("not allowed inside an expression")
-            .with_help(format!("write `let name = [%{name} fun (p : t) -> ...]` at top level")),
-            SyntaxError::StringExpression => {
-                Diagnostic::error(here, "string literals are only allowed in `pragma [\"...\"]`")
-                    .with_label("unexpected string")
-            }
+            .with_help(format!(
+                "write `let name = [%{name} fun (p : t) -> ...]` at top level"
+            )),
+            SyntaxError::StringExpression => Diagnostic::error(
+                here,
+                "string literals are only allowed in `pragma [\"...\"]`",
+            )
+            .with_label("unexpected string"),
             SyntaxError::RecordUpdate { span } => {
                 Diagnostic::error(span, "record update `{ e with ... }` is not supported")
                     .with_label("write a new record literal with every field")
             }
-            SyntaxError::EmptyRecord { span } => {
-                Diagnostic::error(span, "empty record literal").with_label("a record needs its fields")
-            }
-            SyntaxError::MissingThen { if_span } => {
-                Diagnostic::error(here, format!("expected `then` after the condition, found {found}"))
-                    .with_label("expected `then`")
-                    .with_secondary(if_span, "this `if` has no `then`")
-            }
+            SyntaxError::EmptyRecord { span } => Diagnostic::error(span, "empty record literal")
+                .with_label("a record needs its fields"),
+            SyntaxError::MissingThen { if_span } => Diagnostic::error(
+                here,
+                format!("expected `then` after the condition, found {found}"),
+            )
+            .with_label("expected `then`")
+            .with_secondary(if_span, "this `if` has no `then`"),
             SyntaxError::MissingWith { match_span } => Diagnostic::error(
                 here,
                 format!("expected `with` after the matched expression, found {found}"),
@@ -169,11 +179,32 @@ impl Parser {
             .with_label("expected `with`")
             .with_secondary(match_span, "this `match` has no `with`"),
             SyntaxError::MissingIn { let_span } => {
-                let mut d = Diagnostic::error(here, format!("expected `in` after let binding, found {found}"))
-                    .with_label("expected `in`")
-                    .with_secondary(let_span, "this `let` needs an `in`");
-                if matches!(self.peek(), Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof) {
-                    d = d.with_note("a local binding is `let x = e in body`; top-level items cannot be nested");
+                let mut d = Diagnostic::error(
+                    here,
+                    format!("expected `in` after let binding, found {found}"),
+                )
+                .with_label("expected `in`")
+                .with_secondary(let_span, "this `let` needs an `in`");
+                // `e;` right before a top-level item makes the item part of `e`'s sequence.
+                let k = self.toks.partition_point(|t| t.span.start < let_span.start);
+                let after_semi =
+                    k > 0 && self.toks[k].line_start() && self.toks[k - 1].tok == Tok::Semi;
+                if after_semi {
+                    d = d
+                        .with_secondary(
+                            self.toks[k - 1].span,
+                            "this `;` makes the `let` below part of this expression",
+                        )
+                        .with_help(
+                            "if this `let` starts a new top-level item, remove the `;` before it",
+                        );
+                } else if matches!(
+                    self.peek(),
+                    Tok::Let | Tok::LetExt(_) | Tok::Type | Tok::Eof
+                ) {
+                    d = d.with_note(
+                        "a local binding is `let x = e in body`; top-level items cannot be nested",
+                    );
                 } else if self.toks[self.pos].first_on_line {
                     d = d.with_help("add `in` at the end of the previous line");
                 }
@@ -214,14 +245,16 @@ impl Parser {
                     .with_label("this starts a new top-level item")
                     .with_secondary(after, "an expression is missing after this")
             }
-            SyntaxError::OperandAfterPrefix { op } => {
-                Diagnostic::error(here, format!("expected an operand after `{op}`, found {found}"))
-                    .with_label("expected an operand")
-            }
-            SyntaxError::TypeExpectedFoundConstructor { name } => {
-                Diagnostic::error(here, format!("expected a type, found constructor or module `{name}`"))
-                    .with_label("type names are lowercase")
-            }
+            SyntaxError::OperandAfterPrefix { op } => Diagnostic::error(
+                here,
+                format!("expected an operand after `{op}`, found {found}"),
+            )
+            .with_label("expected an operand"),
+            SyntaxError::TypeExpectedFoundConstructor { name } => Diagnostic::error(
+                here,
+                format!("expected a type, found constructor or module `{name}`"),
+            )
+            .with_label("type names are lowercase"),
             SyntaxError::TooDeep => Diagnostic::error(here, "expression nested too deeply")
                 .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
                 .with_help("split the expression with `let` bindings or helper functions"),

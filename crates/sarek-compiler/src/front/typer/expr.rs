@@ -4,6 +4,8 @@
 //! set or a constructor declared by several variants); `check` infers then unifies with the
 //! expected type and reports a mismatch at the sub-expression itself.
 
+use std::borrow::Cow;
+
 use super::builtins::{self, Builtin};
 use super::env::TyMode;
 use super::messages::{aggregate_equality_help, aggregate_equality_message, did_you_mean, plural};
@@ -91,7 +93,8 @@ impl Checker {
                 }
                 d
             }
-            Reason::Operation(op) => {
+            Reason::Operation(_) | Reason::FloatLiteral => {
+                let op = reason.describe();
                 let mut d = Diagnostic::error(
                     span,
                     format!("{op} cannot be used on a value of type `{shown}`"),
@@ -402,7 +405,7 @@ impl Checker {
             unreachable!("dispatched on the kind")
         };
         let base = self.infer(base, None);
-        let elem = self.container_elem(&base, "index");
+        let elem = self.container_elem(&base, || "index".into());
         let index = self.check(index, &Ty::I32);
         mk(
             T::Index {
@@ -421,7 +424,7 @@ impl Checker {
             unreachable!("dispatched on the kind")
         };
         let base = self.infer(base, None);
-        let elem = self.container_elem(&base, "index");
+        let elem = self.container_elem(&base, || "index".into());
         let index = self.check(index, &Ty::I32);
         let value = self.check(value, &elem);
         mk(
@@ -510,7 +513,7 @@ impl Checker {
         let x = self.infer(operand, expected);
         let (uop, ty) = match op {
             UnaryOp::Neg | UnaryOp::NegF => {
-                let name = if *op == UnaryOp::Neg { "`-`" } else { "`-.`" };
+                let name = if *op == UnaryOp::Neg { "-" } else { "-." };
                 let ok = self.require(&x, ScalarSet::NUMERIC, Reason::Operation(name.into()), span);
                 (UnOp::Neg, if ok { x.ty.clone() } else { error_ty() })
             }
@@ -519,7 +522,7 @@ impl Checker {
                 (UnOp::Not, Ty::BOOL)
             }
             UnaryOp::Lnot => {
-                let ok = self.require(&x, ScalarSet::INT, Reason::Operation("`lnot`".into()), span);
+                let ok = self.require(&x, ScalarSet::INT, Reason::Operation("lnot".into()), span);
                 (UnOp::BitNot, if ok { x.ty.clone() } else { error_ty() })
             }
         };
@@ -840,6 +843,7 @@ impl Checker {
         // `let a = create_array n Local in body`
         if let A::App { func, args } = &value.kind
             && let A::Var { path, name } = &func.kind
+            && name.name == "create_array"
             && self.find_local(&name.name).is_none()
             && self.lookup_builtin(path, name) == Some(Builtin::CreateArray)
         {
@@ -999,7 +1003,7 @@ impl Checker {
     }
 
     fn let_fun(&mut self, decl: &ast::FunDecl, body: &ast::Expr, expected: Option<&Ty>) -> Expr {
-        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        let id = self.new_fun_slot(decl.name.span);
         self.frames.push(CaptureFrame {
             boundary: self.scope.len(),
             captures: vec![],
@@ -1010,6 +1014,8 @@ impl Checker {
         let mut params: Vec<VarDecl> = frame.captures.into_iter().map(|(_, d)| d).collect();
         params.append(&mut f.params);
         f.params = params;
+        // Lifted helpers are named after their enclosing item: `saxpy__scale`.
+        f.name = format!("{}__{}", self.item.name, f.name);
         self.funs[id.0 as usize].scheme.params = f.params.iter().map(|p| p.ty.clone()).collect();
         self.funs[id.0 as usize].def = Some(f);
         self.item.lifted.push(id);
@@ -1160,7 +1166,8 @@ impl Checker {
     }
 
     /// Element type of an indexable value (vector or array).
-    fn container_elem(&mut self, base: &Expr, what: &str) -> Ty {
+    /// `what` names the operation for the error message (built only on error).
+    fn container_elem(&mut self, base: &Expr, what: impl FnOnce() -> String) -> Ty {
         match self.subst.resolve(&base.ty) {
             Ty::Vector(e) => *e,
             Ty::Array { elem, .. } => *elem,
@@ -1179,7 +1186,7 @@ impl Checker {
                         self.diags.push(
                             Diagnostic::error(
                                 base.span,
-                                format!("cannot {what} a value of type `{shown}`"),
+                                format!("cannot {} a value of type `{shown}`", what()),
                             )
                             .with_label("expected a vector or an array"),
                         );
@@ -1192,7 +1199,7 @@ impl Checker {
                 self.diags.push(
                     Diagnostic::error(
                         base.span,
-                        format!("cannot {what} a value of type `{shown}`"),
+                        format!("cannot {} a value of type `{shown}`", what()),
                     )
                     .with_label("expected a vector or an array"),
                 );
@@ -1588,6 +1595,9 @@ impl Checker {
         }
         match self.lookup_builtin(path, name) {
             Some(b) => {
+                if path.is_empty() {
+                    return self.builtin_call(b, &name.name, func.span, args, span);
+                }
                 let shown = path
                     .iter()
                     .map(|p| p.name.as_str())
@@ -1745,7 +1755,7 @@ impl Checker {
             }
             return err_expr(span);
         }
-        let op_name = format!("`{name}`");
+        let op_name = Cow::Owned(name.to_string());
         match b {
             Builtin::Geometry(_) | Builtin::CreateArray => unreachable!("handled above"),
             Builtin::Sync(op) => {
@@ -1835,7 +1845,7 @@ impl Checker {
             }
             Builtin::Length => {
                 let v = self.infer(&args[0], None);
-                self.container_elem(&v, "take the length of");
+                self.container_elem(&v, || "take the length of".into());
                 mk(
                     T::Intrinsic {
                         op: Intrinsic::Length,
@@ -1858,7 +1868,7 @@ impl Checker {
         op: Intrinsic,
         set: ScalarSet,
         at: Option<Scalar>,
-        op_name: String,
+        op_name: Cow<'static, str>,
         args: &[ast::Expr],
         span: Span,
     ) -> Expr {
@@ -1886,7 +1896,7 @@ impl Checker {
         span: Span,
     ) -> Expr {
         let arr = self.infer(&args[0], None);
-        let elem_ty = self.container_elem(&arr, &format!("apply `{name}` to"));
+        let elem_ty = self.container_elem(&arr, || format!("apply `{name}` to"));
         let arr_ty = self.subst.resolve(&arr.ty);
         let actual_space = match &arr_ty {
             Ty::Vector(_) => Some(MemSpace::Global),
@@ -1932,7 +1942,7 @@ impl Checker {
                 let _ = self.subst.require_scalar(
                     &t,
                     allowed,
-                    Reason::Operation(format!("`{name}`")),
+                    Reason::Operation(Cow::Owned(name.to_string())),
                     span,
                 );
             }
@@ -2046,7 +2056,7 @@ impl Checker {
                 span,
             );
         }
-        let reason = Reason::Operation(format!("`{sym}`"));
+        let reason = Reason::Operation(Cow::Borrowed(sym));
         let bop = lower_binop(op);
         let ty = match op {
             B::Eq | B::Ne => {

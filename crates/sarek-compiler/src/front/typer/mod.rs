@@ -11,10 +11,17 @@
 //!   of t") so each call site checks its instance;
 //! - a kernel is checked with annotated parameters and a unit body.
 //!
-//! Local helpers (`let f (a : t) = e in body`) are lifted to top-level [`tast::Function`]s:
-//! the variables they capture become extra *leading* parameters, passed by value at each call,
-//! and such a helper may not assign a captured variable. A local helper inside a polymorphic
-//! helper shares that helper's type parameters.
+//! Local helpers (`let f (a : t) = e in body`) are lifted to top-level [`tast::Function`]s
+//! named `<item>__<name>`. The variables they capture become extra *leading* parameters,
+//! passed by value at each call, so such a helper may not assign a captured variable. A local
+//! helper inside a polymorphic helper shares that helper's type parameters. Local helpers are
+//! monomorphic and not recursive (as `let` without `rec` in OCaml).
+//!
+//! Other decisions where LANGUAGE.md is silent: a statement in a sequence must have type
+//! `unit` (use `ignore`); an unreachable match arm is an error; the count of an int64 shift
+//! may be an int32 (converted); `'a` in an annotation is a unification variable as in OCaml,
+//! generalised when it stays free; a helper parameter written `t array` is generic in the
+//! array's memory space and size (mono instantiates per array type).
 //!
 //! Errors are collected, never thrown: an ill-typed node gets the error type, which unifies
 //! with everything, so one mistake does not cascade and every independent error of the file
@@ -116,6 +123,8 @@ struct CaptureFrame {
 /// Per-item state.
 #[derive(Default)]
 struct ItemCtx {
+    /// Name of the helper or kernel being checked (prefix of its lifted helpers' names).
+    name: String,
     tyvars: HashMap<String, Ty>,
     /// Float-literal variables created in this item (defaulted at its end).
     lit_vars: Vec<u32>,
@@ -165,15 +174,18 @@ impl Checker {
         });
     }
 
-    fn begin_item(&mut self) {
-        self.item = ItemCtx::default();
+    fn begin_item(&mut self, name: &str) {
+        self.item = ItemCtx {
+            name: name.to_string(),
+            ..ItemCtx::default()
+        };
         self.scope.clear();
         self.frames.clear();
         self.opens.clear();
     }
 
     fn check_const(&mut self, name: &ast::Ident, ty: &ast::TypeExpr, value: &ast::Expr) {
-        self.begin_item();
+        self.begin_item(&name.name);
         let ty = self.ty_of(ty, TyMode::Const);
         let mut value = self.check(value, &ty);
         self.default_literals();
@@ -305,8 +317,8 @@ impl Checker {
         }
     }
 
-    fn new_fun_slot(&mut self, name: &str, span: Span) -> FunId {
-        let _ = name;
+    /// Reserve a helper id (before its body, so it can call itself); `span` is its name.
+    fn new_fun_slot(&mut self, span: Span) -> FunId {
         self.funs.push(FunSlot {
             span,
             scheme: Scheme {
@@ -321,8 +333,8 @@ impl Checker {
     }
 
     fn check_top_function(&mut self, decl: &ast::FunDecl) {
-        self.begin_item();
-        let id = self.new_fun_slot(&decl.name.name, decl.name.span);
+        self.begin_item(&decl.name.name);
+        let id = self.new_fun_slot(decl.name.span);
         let mut f = self.check_function_body(decl, id, false);
         self.default_literals();
 
@@ -406,7 +418,7 @@ impl Checker {
     }
 
     fn check_kernel(&mut self, k: &ast::KernelDecl) {
-        self.begin_item();
+        self.begin_item(&k.name.name);
         if self.kernels.iter().any(|x| x.name == k.name.name) {
             self.diags.push(
                 Diagnostic::error(
@@ -518,10 +530,27 @@ impl Checker {
         for (k, i) in order.iter().enumerate() {
             new_id[*i] = FunId(k as u32);
         }
+        // Helper names are made unique (a later top-level helper may shadow an earlier one, two
+        // lifted helpers may share a name): a clash gets `_2`, `_3`, ... checked against every
+        // name of the program, so generated code never declares one name twice.
+        let mut taken: std::collections::HashSet<String> =
+            self.kernels.iter().map(|k| k.name.clone()).collect();
+        taken.extend(self.env.records.iter().map(|r| r.name.clone()));
+        taken.extend(self.env.variants.iter().map(|v| v.name.clone()));
+        let all_names: Vec<String> = defs.iter().flatten().map(|f| f.name.clone()).collect();
         let mut functions = Vec::new();
         for i in order {
             if let Some(mut f) = defs[i].take() {
                 f.id = new_id[i];
+                if taken.contains(&f.name) {
+                    let base = f.name.clone();
+                    let mut k = 2;
+                    while taken.contains(&f.name) || all_names.contains(&f.name) {
+                        f.name = format!("{base}_{k}");
+                        k += 1;
+                    }
+                }
+                taken.insert(f.name.clone());
                 renumber_calls(&mut f.body, &new_id);
                 functions.push(f);
             }

@@ -13,6 +13,8 @@
 //! `let eq (a : 'a) b = a = b` stay polymorphic while still refusing `eq p q` on records at the
 //! call site.
 
+use std::borrow::Cow;
+
 use crate::diag::Span;
 use crate::front::tast::Ty;
 use crate::types::Scalar;
@@ -106,8 +108,21 @@ impl ScalarSet {
 pub(super) enum Reason {
     /// Operand of `=`, `<>`, `!=`: violations use the aggregate-equality message.
     Equality,
-    /// Any other operator or intrinsic (the string names it: "`+`", "`sqrt`").
-    Operation(String),
+    /// An unsuffixed float literal (float32 or float64).
+    FloatLiteral,
+    /// Any other operator or intrinsic, by its source spelling (`+`, `sqrt`).
+    Operation(Cow<'static, str>),
+}
+
+impl Reason {
+    /// How a message names what imposed the constraint.
+    pub fn describe(&self) -> String {
+        match self {
+            Reason::Equality => "`=`".into(),
+            Reason::FloatLiteral => "a float literal".into(),
+            Reason::Operation(op) => format!("`{op}`"),
+        }
+    }
 }
 
 /// What an unbound variable may still become.
@@ -186,7 +201,7 @@ impl Subst {
     pub fn fresh_float_literal(&mut self, origin: Span) -> (Ty, u32) {
         let t = self.fresh_with(Constraint::Scalar {
             set: ScalarSet::FLOAT,
-            reason: Reason::Operation("a float literal".into()),
+            reason: Reason::FloatLiteral,
             origin,
         });
         let v = as_var(&t).expect("fresh variable");

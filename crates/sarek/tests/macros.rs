@@ -1,0 +1,93 @@
+//! The compile-time checked kernel macros: a kernel accepted while this test compiled runs.
+//! (The refusal side is the `compile_fail` doc test on `sarek::kernel_source!` and the unit
+//! test of the rendered message in sarek-macros.)
+
+use sarek::{Program, Vector};
+
+const INLINE: &str = sarek::kernel_source!(
+    "let%kernel fill (v : int32 vector) (k : int32) =
+       let i = global_thread_id in
+       if i < length v then v.(i) <- i * k"
+);
+
+const FILE: &str = sarek::include_kernel!("../../examples/kernels/vector_add.sarek");
+
+sarek::kernel_module!(mod matmul = "../../examples/kernels/matmul.sarek");
+
+#[test]
+fn checked_sources_compile_and_run() {
+    let program = Program::compile("inline.sarek", INLINE).unwrap();
+    let fill = program.kernel("fill").unwrap();
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    let mut v = Vector::filled(0i32, 10);
+    fill.launch()
+        .arg(&mut v)
+        .scalar(3i32)
+        .run(&*device)
+        .unwrap();
+    assert_eq!(v.to_vec(), (0..10).map(|i| i * 3).collect::<Vec<_>>());
+    assert_eq!(v.last_device(), Some(sarek::Backend::Interp));
+
+    assert!(FILE.contains("let%kernel vector_add"));
+    assert_eq!(
+        Program::compile("vector_add.sarek", FILE)
+            .unwrap()
+            .kernel_names(),
+        ["vector_add"]
+    );
+}
+
+#[test]
+fn launch_checks_arguments_against_the_signature() {
+    let program = Program::compile("inline.sarek", INLINE).unwrap();
+    let fill = program.kernel("fill").unwrap();
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    let mut v = Vector::filled(0i32, 4);
+    let e = fill
+        .launch()
+        .arg(&mut v)
+        .scalar(3.0f32)
+        .run(&*device)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "parameter `k` has type int32, but float32 was given"
+    );
+    let e = fill.launch().arg(&mut v).run(&*device).unwrap_err();
+    assert_eq!(e.to_string(), "kernel `fill` takes 2 arguments, 1 given");
+    let mut wrong = Vector::filled(0.0f32, 4);
+    let e = fill
+        .launch()
+        .arg(&mut wrong)
+        .scalar(1i32)
+        .run(&*device)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("parameter `v` has type int32 vector"),
+        "{e}"
+    );
+    // The vector is handed back even when the launch is refused.
+    assert_eq!(v.len(), 4);
+}
+
+#[test]
+fn typed_launchers_take_rust_types() {
+    let program = matmul::program().unwrap();
+    assert_eq!(matmul::PATH, "../../examples/kernels/matmul.sarek");
+    let kernel = program.kernel("matmul").unwrap();
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    // 2x2 integers: exact in float32. [[1,2],[3,4]] * [[5,6],[7,8]] = [[19,22],[43,50]].
+    let mut a = Vector::from_vec(vec![1.0f32, 2.0, 3.0, 4.0]);
+    let mut b = Vector::from_vec(vec![5.0f32, 6.0, 7.0, 8.0]);
+    let mut c = Vector::filled(0.0f32, 4);
+    let config = sarek::LaunchConfig {
+        grid: [1, 1, 1],
+        block: [16, 16, 1],
+    };
+    matmul::matmul(&kernel, &mut a, &mut b, &mut c, 2)
+        .config(config)
+        .run(&*device)
+        .unwrap();
+    assert_eq!(c.to_vec(), vec![19.0, 22.0, 43.0, 50.0]);
+}
