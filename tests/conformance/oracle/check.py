@@ -362,6 +362,27 @@ def variants_npy(b):
     check(f"variants_npy[{b}].kinds", o["kinds"], np.array([1, 2, 1] * 86, np.int32)[:n])
 
 
+@case
+def matmul_tiled(b):
+    n = 32
+    a = rng.uniform(-1, 1, 1024).astype(np.float32); m = rng.uniform(-1, 1, 1024).astype(np.float32)
+    o, err = run("c36_matmul_tiled.sarek", "matmul_tiled", b, 1024, ["n=32"], {"a": a, "b": m}, ["--grid", "4,4", "--block", "8,8"])
+    if err: return failures.append(f"matmul_tiled[{b}]: {err}")
+    want = (a.reshape(n, n).astype(np.float64) @ m.reshape(n, n).astype(np.float64)).reshape(-1)
+    check(f"matmul_tiled[{b}].c", o["c"], want, rtol=1e-4, atol=1e-5)
+
+
+@case
+def scalar_params(b):
+    o, err = run("c37_scalar_params.sarek", "scalar_params", b, 256,
+                 ["flag=true", "big=5000000000", "wide=0.125", "f=1.5", "p=2,0.5", "n=256"])
+    if err: return failures.append(f"scalar_params[{b}]: {err}")
+    i = np.arange(256)
+    check(f"scalar_params[{b}].o64", o["o64"], (5000000000 + i).astype(np.int64))
+    check(f"scalar_params[{b}].od", o["od"], 0.125 * i)
+    check(f"scalar_params[{b}].of32", o["of32"], (np.float32(1.5) * (2 * i).astype(np.float32) + np.float32(0.5)).astype(np.float32))
+
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")
