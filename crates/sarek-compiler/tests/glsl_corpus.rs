@@ -294,3 +294,59 @@ fn emulated_warps_compile() {
         spirv::validate(&words).unwrap_or_else(|e| panic!("{e}\n{}", g.source));
     }
 }
+
+#[test]
+fn escaping_is_injective_and_yields_identifiers() {
+    use sarek_compiler::back::glsl::escape;
+    use sarek_compiler::passes::reserved::{is_valid_identifier, reserved};
+    let r = reserved(Target::Glsl);
+    let names = [
+        "x",
+        "if",
+        "sarek_if",
+        "sarek_sarek_if",
+        "x'",
+        "x_x27",
+        "sarek_x_x27",
+        "int",
+        "int_1",
+        "main",
+        "gl_Foo",
+        "sarek_",
+        "_",
+        "a__b",
+        "sarek_a__b",
+        "sarek_h_rem_i32",
+        "sarek_pc",
+        "float",
+        "sarek_float",
+    ];
+    let escaped: Vec<String> = names.iter().map(|n| escape(n, &r)).collect();
+    for (n, e) in names.iter().zip(&escaped) {
+        assert!(is_valid_identifier(e), "{n} -> {e}");
+        // Never a reserved word; `__` only survives as a glslang warning, never an error.
+        assert!(
+            !r(e) || e.contains("__") || e.starts_with("sarek_"),
+            "{n} -> {e}"
+        );
+    }
+    let mut unique = escaped.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), escaped.len(), "{escaped:?}");
+}
+
+#[test]
+fn int64_atomics_without_device_support_are_refused() {
+    let src = "let%kernel k (h : int64 vector) = ignore (atomic_add h 0 1L)";
+    let opts = TargetOptions {
+        int64_atomics: false,
+        ..TargetOptions::default()
+    };
+    let (sources, gens) = generate_all("a64.sarek", src, &opts);
+    let text = render_all(gens[0].1.as_ref().expect_err("refused"), &sources, false);
+    assert!(
+        text.contains("GLSL") && text.contains("int64 atomics") && text.contains("a64.sarek:1:"),
+        "{text}"
+    );
+}

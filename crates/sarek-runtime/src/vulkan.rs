@@ -219,7 +219,8 @@ impl State {
         let info = DeviceInfo {
             backend: Backend::Vulkan,
             name,
-            max_threads_per_block: limits.max_compute_work_group_invocations,
+            // Emulated warps keep one scratch word per thread for up to 1024 threads.
+            max_threads_per_block: limits.max_compute_work_group_invocations.min(1024),
             // Warp operations run everywhere: natively or emulated in shared memory.
             subgroups: true,
             float64,
@@ -426,11 +427,11 @@ impl State {
                 )));
             }
         }
-        if config.threads_per_block() > l.max_compute_work_group_invocations {
+        if config.threads_per_block() > self.info.max_threads_per_block {
             return Err(RuntimeError::Launch(format!(
                 "{} threads per block exceed this device's {}",
                 config.threads_per_block(),
-                l.max_compute_work_group_invocations
+                self.info.max_threads_per_block
             )));
         }
         if let Some(size) = abi.uniform_size

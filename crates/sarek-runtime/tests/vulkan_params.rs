@@ -1,16 +1,18 @@
 //! Parameter passing on `vulkan`: scalars of every width before and between vectors (the
-//! push-constant offsets must follow std430 alignment whatever the order), and a kernel whose
-//! parameters exceed the 128 bytes of push constants every device guarantees (they move to a
-//! storage buffer). Results are compared with the interpreter.
+//! push-constant offsets must follow std430 alignment whatever the order), a vector of bools
+//! (stored as 32-bit words), and a kernel whose parameters exceed the 128 bytes of push
+//! constants every device guarantees (they move to a storage buffer). Results are compared
+//! with the interpreter.
 
 use sarek_runtime::Backend;
 use sarek_runtime::harness::{Outcome, check_corpus_against_interp, required};
 
 const SRC: &str = r#"(* @run mixed size=100 flag=true k=3 big=123456789012 s=0.5 *)
 (* @run many size=64 n=64 p0=0.25 p1=1.25 p2=2.25 p3=3.25 p4=4.25 p5=5.25 p6=6.25 p7=7.25 p8=8.25 p9=9.25 p10=10.25 p11=11.25 p12=12.25 p13=13.25 p14=14.25 p15=15.25 p16=16.25 p17=17.25 *)
-let%kernel mixed (flag : bool) (k : int32) (out : float64 vector) (big : int64) (s : float32) (idx : int64 vector) =
+let%kernel mixed (flag : bool) (k : int32) (out : float64 vector) (big : int64) (s : float32) (idx : int64 vector) (flags : bool vector) =
   let i = global_thread_id in
   if i < length out then begin
+    flags.(i) <- not flags.(i) && i mod 3 <> 0;
     out.(i) <- (if flag then float64 s else 0.0d) +. float64 k +. float64 i;
     idx.(i) <- big + Int64.of_int i
   end

@@ -7,7 +7,9 @@
 //!
 //! Our IR stores each variable's name once, in [`Kernel::vars`], and every reference is a
 //! [`VarId`]; so "every reference in its scope follows the renamed binder" holds by
-//! construction, and var-id disambiguation of like-named binders is free. What remains is
+//! construction, and var-id disambiguation of like-named binders is free (so are the seed's
+//! rules for array references that carry only a name, and for a let-bound array whose
+//! declaration outlives its scope: here an array is a binder like any other). What remains is
 //! deciding which binders to rename, which needs the target's scoping: a binder is checked
 //! against the names of the binders *visible* where it is declared (innermost-binder scoping:
 //! enclosing blocks, the helper's parameters, the module-level helper names), with `let` and

@@ -253,7 +253,11 @@ fn print_table(params: &[String], rows: &[(Backend, Cell)]) {
     ];
     for (b, cell) in rows {
         let mut line = vec![b.name().to_string()];
-        line.extend((0..params.len().max(1)).map(|i| cell_text(cell, i)));
+        match cell {
+            // One word for the whole row: the backend did not produce any vector.
+            Cell::Refused(_) | Cell::Error(_) => line.push(cell_text(cell, 0)),
+            Cell::Compared(_) => line.extend((0..params.len()).map(|i| cell_text(cell, i))),
+        }
         table.push(line);
     }
     let cols = table.iter().map(Vec::len).max().unwrap_or(0);

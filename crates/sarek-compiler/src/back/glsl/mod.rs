@@ -66,6 +66,11 @@ pub fn generate_with(
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = legalize_shader_avoiding_params(kernel);
+    debug_assert_eq!(
+        crate::ir::validate::validate(&kernel),
+        Ok(()),
+        "legalize produced invalid IR"
+    );
     emit::Writer::new(&kernel, options, warps).generate()
 }
 

@@ -1,18 +1,35 @@
 //! The WGSL generator (seed 002).
 //!
 //! `generate` is a pure function of the kernel: each step below returns a value the next one
-//! reads, and the [`writer::Writer`] carrying per-generation state is created and consumed
+//! reads, and the `writer::Writer` carrying per-generation state is created and consumed
 //! inside one call, so generations on several threads cannot see each other.
 //!
 //! 0. [`crate::passes::legalize::legalize_shader`] (seed 000);
-//! 1. [`check`]: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
+//! 1. `check`: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
 //!    operations without subgroups), with located errors naming WGSL;
-//! 2. [`usage`]: which array each array-typed name denotes, atomic arrays, helper
+//! 2. `usage`: which array each array-typed name denotes, atomic arrays, helper
 //!    specialisations (storage buffers cannot be passed to WGSL functions);
-//! 3. [`names`]: every WGSL name, from the injective [`escape`] rule;
-//! 4. [`abi`]: bindings and `Params` uniform fields, from which both the declarations and the
+//! 3. `names`: every WGSL name, from the injective [`escape`] rule;
+//! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
-//! 5. [`writer`]: the module text.
+//! 5. `writer`: the module text.
+//!
+//! Semantics worth knowing (each is commented where it is emitted):
+//! - integer `/` and `mod` are total in WGSL: `x / 0 = x`, `x mod 0 = 0`, `min_int / -1 =
+//!   min_int`, `min_int mod -1 = 0` (the interpreter faults instead); shift counts are taken
+//!   modulo 32; `lsr` is a `u32` shift through `bitcast`, `asr` the `i32` shift;
+//! - float `mod` is C `fmod`, exact, through `sarek_fmod`; `round` rounds half away from zero;
+//!   `asin`/`acos` are spelled through `atan2`, as WGSL defines their accuracy;
+//! - a block barrier is `storageBarrier(); workgroupBarrier();` (global and shared memory, as
+//!   CUDA's `__syncthreads`); a fence is the barrier of its scope where the whole workgroup
+//!   reaches it and is dropped (with a comment) under thread-dependent control flow, since WGSL
+//!   has no fence and a non-uniform barrier is undefined;
+//! - warp operations are subgroup built-ins; the runtime enables them only on 32-lane subgroups;
+//! - atomics: an array used atomically anywhere is `array<atomic<i32>>` (`atomic<u32>` holding
+//!   float32 bits), plain accesses become `atomicLoad`/`atomicStore`, float32 operations and
+//!   `atomic_cas` are compare-exchange loops (WGSL's exchange is weak and may fail spuriously);
+//! - bools in storage are `u32` (host-shareable mirror structs for records and variants);
+//! - `select()` serves value-position `if` on scalars; aggregates go through a tiny function.
 //!
 //! The block size is a pipeline-overridable constant (`override sarek_block_x` ...), so one
 //! module serves every block size: `Abi::block_size_in_source` is false and the runtime passes
