@@ -116,7 +116,11 @@ impl<'a> Writer<'a> {
     /// A global name based on `base` that no kernel identifier, keyword or earlier
     /// generated name uses.
     fn fresh(&mut self, base: &str) -> String {
-        let base = sanitize(base);
+        let mut base = sanitize(base);
+        // A name reserved by prefix (`atomic_*`, `get_*`) stays reserved whatever the suffix.
+        if (self.reserved)(&base) && (self.reserved)(&format!("{base}_1")) {
+            base = format!("sarek_{base}");
+        }
         let mut name = base.clone();
         let mut k = 1;
         while self.used.contains(&name) || (self.reserved)(&name) {
@@ -192,7 +196,15 @@ impl<'a> Writer<'a> {
             Ty::Scalar(s) => self.scalar(*s).into(),
             Ty::Record(id) => self.record_names[id.0 as usize].clone(),
             Ty::Variant(id) => self.variant_names[id.0 as usize].clone(),
-            Ty::Vector(_) | Ty::Array { .. } => unreachable!("vectors and arrays are not values"),
+            Ty::Vector(_) | Ty::Array { .. } => {
+                // Lowering binds vectors and arrays only as parameters and array statements.
+                self.error(
+                    format!("{} cannot copy a vector or array into a variable", self.d.display_name()),
+                    "vector or array used as a value",
+                    "index it, or pass it to a helper",
+                );
+                "void".into()
+            }
         }
     }
 

@@ -1,9 +1,0 @@
-//! opencl backend. (Stub.)
-
-use crate::device::{Backend, Device, RuntimeError};
-use std::sync::Arc;
-
-/// Open the best device of this backend, or say why it is unavailable.
-pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    Err(RuntimeError::Unavailable { backend: Backend::OpenCl, reason: "not implemented yet".into() })
-}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Run the CUDA backend on the GPU machine (an NVIDIA H200) over the whole corpus.
+#
+# The GPU machine has the NVIDIA driver and the `nvidia-cuda-nvrtc` wheel but no Rust
+# toolchain, so the `sarek` binary is built here and carried there:
+#
+#   scripts/gpu.sh build    build `sarek` (release, default features) and stage it in .gpu/
+#   scripts/gpu.sh remote   what runs on the GPU machine: `sarek devices`, then
+#                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
+#                           exit 1 if any file failed (the log is also written to $OUT when set)
+#   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
+#                             run(command="bash scripts/gpu.sh remote", carry=[".gpu"])
+#
+# The binary loads libcuda and libnvrtc at run time: the remote step finds libnvrtc in the
+# machine's Python packages and points SAREK_NVRTC_LIB at it. Compiled kernels are cached in
+# $XDG_CACHE_HOME/sarek/cuda (a fresh machine starts empty).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build() {
+    cargo build --release -p sarek
+    mkdir -p .gpu
+    cp target/release/sarek .gpu/sarek
+    # .gpu/ travels with the run tool's `carry`; keep it out of git.
+    local exclude
+    exclude=$(git rev-parse --git-path info/exclude)
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
+    echo "staged .gpu/sarek ($(du -h .gpu/sarek | cut -f1))"
+}
+
+find_nvrtc() {
+    local dirs
+    dirs=$(python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null || true)
+    for d in $dirs /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
+        [ -d "$d" ] || continue
+        local f
+        f=$(find "$d" -maxdepth 5 -name 'libnvrtc.so*' ! -name '*builtins*' 2>/dev/null | sort | head -n 1)
+        if [ -n "$f" ]; then echo "$f"; return 0; fi
+    done
+    return 1
+}
+
+remote() {
+    local log=${OUT:-/tmp}/gpu-verify.log
+    local bin=.gpu/sarek
+    [ -x "$bin" ] || { echo "no $bin: run 'scripts/gpu.sh build' here and carry .gpu" >&2; exit 2; }
+    if nvrtc=$(find_nvrtc); then
+        export SAREK_NVRTC_LIB=$nvrtc
+        export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/sarek-cache}
+    {
+        echo "== machine"
+        nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+        echo "libnvrtc: ${SAREK_NVRTC_LIB:-not found}"
+        echo "== sarek devices"
+        "$bin" devices || true
+        local pass=0 fail=0 unavailable=0 failed=()
+        for f in tests/kernels/*.sarek; do
+            echo "== sarek verify $f --backends cuda"
+            set +e
+            "$bin" verify "$f" --backends cuda
+            local rc=$?
+            set -e
+            case $rc in
+                0) pass=$((pass + 1)) ;;
+                2) unavailable=$((unavailable + 1)); failed+=("$f (cuda unavailable)") ;;
+                *) fail=$((fail + 1)); failed+=("$f (exit $rc)") ;;
+            esac
+        done
+        echo "== summary: $pass files agree with interp on cuda, $fail disagree or fail, $unavailable unavailable"
+        for f in "${failed[@]}"; do echo "   $f"; done
+        # A second pass over one file shows the on-disk cache at work (no NVRTC).
+        echo "== cache: $(ls "$XDG_CACHE_HOME/sarek/cuda" 2>/dev/null | grep -c '\.cubin$') compiled modules cached"
+        [ "$fail" -eq 0 ] && [ "$unavailable" -eq 0 ]
+    } 2>&1 | tee "$log"
+    return "${PIPESTATUS[0]}"
+}
+
+case "${1:-all}" in
+    build) build ;;
+    remote) remote ;;
+    all)
+        build
+        cat <<'EOF'
+Now run on the GPU machine (device `run` tool, kind nvidia-h200):
+  run(command="bash scripts/gpu.sh remote", carry=[".gpu"], timeout_s=600)
+The log comes back as $OUT/gpu-verify.log.
+EOF
+        ;;
+    *) echo "usage: $0 [build|remote]" >&2; exit 2 ;;
+esac
