@@ -26,10 +26,6 @@ use std::time::Duration;
 /// name for generator failures, a backend name for execution failures, or `expect` for a
 /// negative kernel.
 const KNOWN: &[(&str, &str, &str)] = &[
-    ("F1", "c21_atomics_int32", "cuda"),
-    ("F1", "c22_atomics_wide", "cuda"),
-    ("F4", "c07_math32", "vulkan"),
-    ("F4", "c07_math32", "wgpu"),
     ("F6", "e28_unknown_helper_suggestion", "expect"),
 ];
 
