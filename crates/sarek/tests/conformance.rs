@@ -16,8 +16,8 @@
 //! so FINDINGS.md can be updated.
 
 use sarek::compiler::{self, SourceMap, Target, TargetOptions};
-use sarek::runtime::harness::{self, Outcome};
 use sarek::runtime::Backend;
+use sarek::runtime::harness::{self, Outcome};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -25,9 +25,7 @@ use std::time::Duration;
 /// (finding, file stem, what) for failures that are open in FINDINGS.md. `what` is a target
 /// name for generator failures, a backend name for execution failures, or `expect` for a
 /// negative kernel.
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("F6", "e28_unknown_helper_suggestion", "expect"),
-];
+const KNOWN: &[(&str, &str, &str)] = &[("F6", "e28_unknown_helper_suggestion", "expect")];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -125,11 +123,19 @@ fn generators() {
         };
         let directives = harness::parse_directives(&text).unwrap_or_default();
         if directives.is_empty() {
-            failures.push((name.clone(), "directives".into(), "no @run directive".into()));
+            failures.push((
+                name.clone(),
+                "directives".into(),
+                "no @run directive".into(),
+            ));
         }
         for k in &program.kernels {
             if !directives.iter().any(|d| d.kernel == k.name) {
-                failures.push((name.clone(), "directives".into(), format!("kernel `{}` never runs", k.name)));
+                failures.push((
+                    name.clone(),
+                    "directives".into(),
+                    format!("kernel `{}` never runs", k.name),
+                ));
             }
             let kernel = match compiler::lower_kernel(&program, &k.name) {
                 Ok(k) => k,
@@ -148,7 +154,11 @@ fn generators() {
                 match r {
                     Ok(Ok(g)) => {
                         if g.source.trim().is_empty() {
-                            failures.push((name.clone(), target.name().into(), "empty source".into()));
+                            failures.push((
+                                name.clone(),
+                                target.name().into(),
+                                "empty source".into(),
+                            ));
                         }
                     }
                     Ok(Err(diags)) => {
@@ -199,7 +209,11 @@ fn backends_agree_with_interp() {
         let report = harness::check_corpus_against_interp(backend, &dir());
         if let Some(why) = &report.unavailable {
             if harness::required(backend) {
-                failures.push(("*".into(), backend.name().into(), format!("required but unavailable: {why}")));
+                failures.push((
+                    "*".into(),
+                    backend.name().into(),
+                    format!("required but unavailable: {why}"),
+                ));
             } else {
                 eprintln!("skip {backend}: {why}");
             }
@@ -223,7 +237,11 @@ fn backends_agree_with_interp() {
                 Outcome::BackendError(m) => format!("error: {m}"),
                 Outcome::Broken(m) => format!("broken: {m}"),
             };
-            failures.push((file, backend.name().into(), format!("line {} {}: {why}", e.line, e.kernel)));
+            failures.push((
+                file,
+                backend.name().into(),
+                format!("line {} {}: {why}", e.line, e.kernel),
+            ));
         }
     }
     conclude("backends_agree_with_interp", failures, &checked);
@@ -265,9 +283,9 @@ fn negative_kernels() {
                         .expect("a target name");
                     let mut all = Vec::new();
                     for k in &program.kernels {
-                        match compiler::lower_kernel(&program, &k.name)
-                            .and_then(|ir| compiler::generate(&ir, target, &TargetOptions::default()))
-                        {
+                        match compiler::lower_kernel(&program, &k.name).and_then(|ir| {
+                            compiler::generate(&ir, target, &TargetOptions::default())
+                        }) {
                             Ok(_) => {}
                             Err(d) => all.extend(d),
                         }
@@ -290,7 +308,11 @@ fn negative_kernels() {
         let located = msg.contains(&format!("tests/conformance/errors/{name}.sarek:"));
         let has = msg.to_lowercase().contains(&want.to_lowercase());
         if !located || !has {
-            failures.push((name, "expect".into(), format!("want a located message containing `{want}`, got:\n{msg}")));
+            failures.push((
+                name,
+                "expect".into(),
+                format!("want a located message containing `{want}`, got:\n{msg}"),
+            ));
         }
     }
     conclude("negative_kernels", failures, &checked);
@@ -314,5 +336,9 @@ fn numpy_oracle() {
         .output()
         .expect("python3 runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "oracle failures:\n{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "oracle failures:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
