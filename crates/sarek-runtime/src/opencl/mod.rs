@@ -33,11 +33,18 @@ use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::TargetOptions;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Open the best OpenCL device, or say why there is none.
+/// Open the best OpenCL device, or say why there is none. The device (its context, queue and
+/// program cache) is opened once per process and shared: PoCL crashes when several threads
+/// initialise platforms and contexts at once, and a shared cache builds each kernel once.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
+    static DEVICE: OnceLock<Result<Arc<OpenClDevice>, RuntimeError>> = OnceLock::new();
+    DEVICE.get_or_init(open_best).clone().map(|d| d as Arc<dyn Device>)
+}
+
+fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
     let unavailable = |reason: String| RuntimeError::Unavailable { backend: Backend::OpenCl, reason };
     let platforms = opencl3::platform::get_platforms()
         .map_err(|e| unavailable(format!("no OpenCL runtime or platform ({e})")))?;
