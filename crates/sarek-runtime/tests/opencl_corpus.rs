@@ -12,10 +12,21 @@ fn corpus_agrees_with_interp() {
     let report = check_corpus_against_interp(Backend::OpenCl, &dir);
     eprint!("{report}");
     if let Some(why) = &report.unavailable {
-        assert!(!required(Backend::OpenCl), "opencl is required but unavailable: {why}");
+        assert!(
+            !required(Backend::OpenCl),
+            "opencl is required but unavailable: {why}"
+        );
         return;
     }
-    assert!(!report.entries.is_empty(), "no corpus directives found in {}", dir.display());
+    assert!(
+        !report.entries.is_empty(),
+        "no corpus directives found in {}",
+        dir.display()
+    );
     let failures = report.failures();
-    assert!(failures.is_empty(), "{} corpus directives disagree or fail on opencl", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} corpus directives disagree or fail on opencl",
+        failures.len()
+    );
 }
