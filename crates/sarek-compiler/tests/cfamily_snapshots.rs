@@ -11,7 +11,11 @@ use sarek_compiler::back::cfamily::{Dialect, generate};
 fn snapshots() {
     let options = TargetOptions::default();
     for case in support::validate::cases() {
-        for (dialect, ext) in [(Dialect::OpenCl, "opencl"), (Dialect::Cuda, "cuda"), (Dialect::Metal, "metal")] {
+        for (dialect, ext) in [
+            (Dialect::OpenCl, "opencl"),
+            (Dialect::Cuda, "cuda"),
+            (Dialect::Metal, "metal"),
+        ] {
             let text = match generate(&case.kernel, dialect, &options) {
                 Ok(g) => g.source,
                 Err(diags) => {

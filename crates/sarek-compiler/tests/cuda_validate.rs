@@ -25,7 +25,10 @@ fn nvrtc_sm90() {
             }
         };
         if let Err(log) = compile(&g.source) {
-            panic!("{}: NVRTC rejected the CUDA C:\n{log}\n{}", case.name, g.source);
+            panic!(
+                "{}: NVRTC rejected the CUDA C:\n{log}\n{}",
+                case.name, g.source
+            );
         }
         checked += 1;
     }
@@ -39,7 +42,11 @@ fn compile(source: &str) -> Result<(), String> {
     // SAFETY: `prog` is a live program; the options are valid C strings.
     let res = unsafe { result::compile_program(prog, &opts) };
     let log = unsafe { result::get_program_log(prog) }
-        .map(|l| unsafe { CStr::from_ptr(l.as_ptr()) }.to_string_lossy().into_owned())
+        .map(|l| {
+            unsafe { CStr::from_ptr(l.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
         .unwrap_or_default();
     unsafe { result::destroy_program(prog) }.ok();
     res.map_err(|e| format!("{e:?}\n{log}"))

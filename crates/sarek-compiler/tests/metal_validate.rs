@@ -15,11 +15,16 @@ fn clang_with_shim() {
     if Command::new("clang++").arg("--version").output().is_err() {
         return skip("metal", "clang++ is not installed");
     }
-    let shim = support::validate::workspace_root().join("crates/sarek-compiler/tests/support/metal_shim.h");
+    let shim = support::validate::workspace_root()
+        .join("crates/sarek-compiler/tests/support/metal_shim.h");
     let dir = std::env::temp_dir().join(format!("sarek-metal-{}", std::process::id()));
     // `#include <metal_stdlib>` in the generated source resolves to the shim.
     std::fs::create_dir_all(dir.join("include")).unwrap();
-    std::fs::write(dir.join("include/metal_stdlib"), format!("#include \"{}\"\n", shim.display())).unwrap();
+    std::fs::write(
+        dir.join("include/metal_stdlib"),
+        format!("#include \"{}\"\n", shim.display()),
+    )
+    .unwrap();
     let mut checked = 0;
     for case in cases() {
         let g = match generate(&case.kernel, Dialect::Metal, &TargetOptions::default()) {
@@ -32,7 +37,14 @@ fn clang_with_shim() {
         let path = dir.join(format!("{}.metal", case.name));
         std::fs::write(&path, &g.source).unwrap();
         let out = Command::new("clang++")
-            .args(["-x", "c++", "-std=c++17", "-fsyntax-only", "-Wno-unknown-attributes", "-include"])
+            .args([
+                "-x",
+                "c++",
+                "-std=c++17",
+                "-fsyntax-only",
+                "-Wno-unknown-attributes",
+                "-include",
+            ])
             .arg(&shim)
             .arg("-I")
             .arg(dir.join("include"))

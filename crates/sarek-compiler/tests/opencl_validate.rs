@@ -28,7 +28,13 @@ fn clang_syntax() {
         let path = dir.join(format!("{}.cl", case.name));
         std::fs::write(&path, &g.source).unwrap();
         let mut cmd = Command::new("clang");
-        cmd.args(["-x", "cl", "-fsyntax-only", "-Xclang", "-finclude-default-header"]);
+        cmd.args([
+            "-x",
+            "cl",
+            "-fsyntax-only",
+            "-Xclang",
+            "-finclude-default-header",
+        ]);
         // Subgroup built-ins are declared by clang's header for OpenCL C 2.0 only.
         if g.source.contains("sub_group_") {
             cmd.args(["-cl-std=CL2.0", "-target", "spir64"]);
@@ -61,7 +67,8 @@ fn pocl_build() {
             && ext.contains("cl_khr_subgroup_shuffle_relative")
             && ext.contains("cl_khr_subgroup_ballot"),
         float64: ext.contains("cl_khr_fp64"),
-        int64_atomics: ext.contains("cl_khr_int64_base_atomics") && ext.contains("cl_khr_int64_extended_atomics"),
+        int64_atomics: ext.contains("cl_khr_int64_base_atomics")
+            && ext.contains("cl_khr_int64_extended_atomics"),
     };
     let context = opencl3::context::Context::from_device(&device).expect("context");
     let (mut built, mut refused) = (0, 0);
@@ -74,21 +81,32 @@ fn pocl_build() {
                 continue;
             }
         };
-        if let Err(log) = opencl3::program::Program::create_and_build_from_source(&context, &g.source, "-cl-std=CL1.2") {
-            panic!("{}: PoCL rejected the OpenCL C:\n{log}\n{}", case.name, g.source);
+        if let Err(log) = opencl3::program::Program::create_and_build_from_source(
+            &context,
+            &g.source,
+            "-cl-std=CL1.2",
+        ) {
+            panic!(
+                "{}: PoCL rejected the OpenCL C:\n{log}\n{}",
+                case.name, g.source
+            );
         }
         built += 1;
     }
-    eprintln!("{}: built {built} kernels, {refused} refused for this device", device.name().unwrap_or_default());
+    eprintln!(
+        "{}: built {built} kernels, {refused} refused for this device",
+        device.name().unwrap_or_default()
+    );
 }
 
 fn first_device() -> Result<Device, String> {
-    let platforms = opencl3::platform::get_platforms().map_err(|e| format!("no OpenCL platform ({e})"))?;
+    let platforms =
+        opencl3::platform::get_platforms().map_err(|e| format!("no OpenCL platform ({e})"))?;
     for p in platforms {
-        if let Ok(ids) = p.get_devices(CL_DEVICE_TYPE_ALL) {
-            if let Some(id) = ids.first() {
-                return Ok(Device::new(*id));
-            }
+        if let Ok(ids) = p.get_devices(CL_DEVICE_TYPE_ALL)
+            && let Some(id) = ids.first()
+        {
+            return Ok(Device::new(*id));
         }
     }
     Err("no OpenCL device".into())

@@ -10,7 +10,10 @@ use sarek_runtime::RuntimeError;
 use sarek_runtime::cuda::nvrtc;
 
 fn required() -> bool {
-    std::env::var("SAREK_REQUIRE_BACKENDS").is_ok_and(|v| v.split(',').any(|b| b.trim() == "cuda" || b.trim() == "all"))
+    std::env::var("SAREK_REQUIRE_BACKENDS").is_ok_and(|v| {
+        v.split(',')
+            .any(|b| b.trim() == "cuda" || b.trim() == "all")
+    })
 }
 
 #[test]
@@ -28,32 +31,56 @@ fn open_without_a_gpu_is_unavailable_or_works() {
 #[test]
 fn second_compile_comes_from_the_disk_cache() {
     if let Err(reason) = nvrtc::load() {
-        assert!(!required(), "cuda is required but NVRTC is unavailable: {reason}");
+        assert!(
+            !required(),
+            "cuda is required but NVRTC is unavailable: {reason}"
+        );
         return eprintln!("skipping: {reason}");
     }
     let version = nvrtc::version().unwrap();
     let dir = std::env::temp_dir().join(format!("sarek-cuda-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cache = nvrtc::ModuleCache::at(&dir);
-    let source = generate(&ir_kernels::saxpy(), Dialect::Cuda, &TargetOptions::default()).unwrap().source;
+    let source = generate(
+        &ir_kernels::saxpy(),
+        Dialect::Cuda,
+        &TargetOptions::default(),
+    )
+    .unwrap()
+    .source;
     let calls = std::cell::Cell::new(0);
     let counting = |src: &str, arch: u32| {
         calls.set(calls.get() + 1);
         nvrtc::compile(src, arch)
     };
-    let first = cache.get_or_compile(&source, 90, 13000, version, counting).unwrap();
+    let first = cache
+        .get_or_compile(&source, 90, 13000, version, counting)
+        .unwrap();
     assert!(!first.from_cache);
-    assert!(first.image.starts_with(b"\x7fELF"), "NVRTC returned a CUBIN (ELF) image");
-    let second = cache.get_or_compile(&source, 90, 13000, version, counting).unwrap();
+    assert!(
+        first.image.starts_with(b"\x7fELF"),
+        "NVRTC returned a CUBIN (ELF) image"
+    );
+    let second = cache
+        .get_or_compile(&source, 90, 13000, version, counting)
+        .unwrap();
     assert!(second.from_cache);
     assert_eq!(second.image, first.image);
     assert_eq!(calls.get(), 1, "the second run skipped NVRTC");
     // Another driver version or architecture is another key.
-    let other = cache.get_or_compile(&source, 90, 13010, version, counting).unwrap();
+    let other = cache
+        .get_or_compile(&source, 90, 13010, version, counting)
+        .unwrap();
     assert!(!other.from_cache);
     assert_eq!(calls.get(), 2);
     // Compile errors carry NVRTC's log.
-    let bad = cache.get_or_compile("__global__ void k() { undeclared(); }", 90, 13000, version, nvrtc::compile);
+    let bad = cache.get_or_compile(
+        "__global__ void k() { undeclared(); }",
+        90,
+        13000,
+        version,
+        nvrtc::compile,
+    );
     match bad {
         Err(RuntimeError::Compile(log)) => assert!(log.contains("undeclared"), "{log}"),
         other => panic!("expected a compile error, got {other:?}"),

@@ -23,7 +23,12 @@ fn sp() -> Span {
 
 impl B {
     fn var(&mut self, name: &str, ty: Ty) -> VarId {
-        self.vars.push(VarInfo { name: name.into(), ty, mutable: false, span: sp() });
+        self.vars.push(VarInfo {
+            name: name.into(),
+            ty,
+            mutable: false,
+            span: sp(),
+        });
         VarId(self.vars.len() as u32 - 1)
     }
     fn mvar(&mut self, name: &str, ty: Ty) -> VarId {
@@ -36,7 +41,13 @@ impl B {
     }
     fn idx(&self, base: VarId, i: Expr) -> Expr {
         let ty = self.vars[base.0 as usize].ty.elem().unwrap().clone();
-        Expr::new(ExprKind::Index { base, index: Box::new(i) }, ty)
+        Expr::new(
+            ExprKind::Index {
+                base,
+                index: Box::new(i),
+            },
+            ty,
+        )
     }
     fn kernel(self, name: &str, params: Vec<VarId>, body: Block) -> Kernel {
         Kernel {
@@ -56,14 +67,29 @@ fn st(kind: StmtKind) -> Stmt {
     Stmt { kind, span: sp() }
 }
 fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    let ty = if op.is_comparison() { Ty::BOOL } else { a.ty.clone() };
-    Expr::new(ExprKind::Binary { op, lhs: Box::new(a), rhs: Box::new(b) }, ty)
+    let ty = if op.is_comparison() {
+        Ty::BOOL
+    } else {
+        a.ty.clone()
+    };
+    Expr::new(
+        ExprKind::Binary {
+            op,
+            lhs: Box::new(a),
+            rhs: Box::new(b),
+        },
+        ty,
+    )
 }
 fn intr(op: Intrinsic, args: Vec<Expr>, ty: Ty) -> Expr {
     Expr::new(ExprKind::Intrinsic { op, args }, ty)
 }
 fn gid() -> Expr {
-    intr(Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)), vec![], Ty::I32)
+    intr(
+        Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),
+        vec![],
+        Ty::I32,
+    )
 }
 fn geo(g: Geometry) -> Expr {
     intr(Intrinsic::Geometry(g), vec![], Ty::I32)
@@ -78,13 +104,26 @@ fn let_(var: VarId, e: Expr) -> Stmt {
     st(StmtKind::Let { var, init: Some(e) })
 }
 fn set(base: VarId, i: Expr, e: Expr) -> Stmt {
-    st(StmtKind::Assign { place: LValue::Index { base, index: Box::new(i) }, value: e })
+    st(StmtKind::Assign {
+        place: LValue::Index {
+            base,
+            index: Box::new(i),
+        },
+        value: e,
+    })
 }
 fn assign(var: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Assign { place: LValue::Var(var), value: e })
+    st(StmtKind::Assign {
+        place: LValue::Var(var),
+        value: e,
+    })
 }
 fn if_(c: Expr, t: Block, e: Block) -> Stmt {
-    st(StmtKind::If { cond: c, then_block: t, else_block: e })
+    st(StmtKind::If {
+        cond: c,
+        then_block: t,
+        else_block: e,
+    })
 }
 fn vec_of(t: Ty) -> Ty {
     Ty::Vector(Box::new(t))
@@ -94,7 +133,10 @@ fn guarded(b: &mut B, v: VarId, body: impl FnOnce(&mut B, VarId) -> Block) -> Bl
     let i = b.var("i", Ty::I32);
     let len = intr(Intrinsic::Length, vec![b.v(v)], Ty::I32);
     let inner = body(b, i);
-    vec![let_(i, gid()), if_(bin(BinOp::Lt, b.v(i), len), inner, vec![])]
+    vec![
+        let_(i, gid()),
+        if_(bin(BinOp::Lt, b.v(i), len), inner, vec![]),
+    ]
 }
 
 /// y[i] = a * x[i] + y[i]
@@ -112,7 +154,11 @@ pub fn saxpy() -> Kernel {
             vec![set(
                 y,
                 b.v(i),
-                bin(BinOp::Add, bin(BinOp::Mul, b.v(a), b.idx(x, b.v(i))), b.idx(y, b.v(i))),
+                bin(
+                    BinOp::Add,
+                    bin(BinOp::Mul, b.v(a), b.idx(x, b.v(i))),
+                    b.idx(y, b.v(i)),
+                ),
             )],
             vec![],
         ),
@@ -125,21 +171,51 @@ pub fn shapes() -> Kernel {
     let mut b = B::default();
     b.records.push(Record {
         name: "point".into(),
-        fields: vec![Field { name: "x".into(), ty: Ty::F32 }, Field { name: "y".into(), ty: Ty::F32 }],
+        fields: vec![
+            Field {
+                name: "x".into(),
+                ty: Ty::F32,
+            },
+            Field {
+                name: "y".into(),
+                ty: Ty::F32,
+            },
+        ],
         is_tuple: false,
     });
     b.records.push(Record {
         name: "_tup_i32_bool".into(),
-        fields: vec![Field { name: "_0".into(), ty: Ty::I32 }, Field { name: "_1".into(), ty: Ty::BOOL }],
+        fields: vec![
+            Field {
+                name: "_0".into(),
+                ty: Ty::I32,
+            },
+            Field {
+                name: "_1".into(),
+                ty: Ty::BOOL,
+            },
+        ],
         is_tuple: true,
     });
     b.variants.push(Variant {
         name: "shape".into(),
         ctors: vec![
-            Ctor { name: "Circle".into(), fields: vec![Ty::F32] },
-            Ctor { name: "Rect".into(), fields: vec![Ty::F32, Ty::F32] },
-            Ctor { name: "Empty".into(), fields: vec![] },
-            Ctor { name: "At".into(), fields: vec![Ty::Record(RecordId(0))] },
+            Ctor {
+                name: "Circle".into(),
+                fields: vec![Ty::F32],
+            },
+            Ctor {
+                name: "Rect".into(),
+                fields: vec![Ty::F32, Ty::F32],
+            },
+            Ctor {
+                name: "Empty".into(),
+                fields: vec![],
+            },
+            Ctor {
+                name: "At".into(),
+                fields: vec![Ty::Record(RecordId(0))],
+            },
         ],
     });
     let shape = Ty::Variant(VariantId(0));
@@ -161,47 +237,111 @@ pub fn shapes() -> Kernel {
             MatchArm {
                 ctor: Some(0),
                 bindings: vec![Some(r)],
-                body: vec![assign(area, bin(BinOp::Mul, bin(BinOp::Mul, f32(3.14159), b.v(r)), b.v(r)))],
+                body: vec![assign(
+                    area,
+                    bin(BinOp::Mul, bin(BinOp::Mul, f32(2.5), b.v(r)), b.v(r)),
+                )],
             },
-            MatchArm { ctor: Some(1), bindings: vec![Some(w), Some(h)], body: vec![assign(area, bin(BinOp::Mul, b.v(w), b.v(h)))] },
+            MatchArm {
+                ctor: Some(1),
+                bindings: vec![Some(w), Some(h)],
+                body: vec![assign(area, bin(BinOp::Mul, b.v(w), b.v(h)))],
+            },
             MatchArm {
                 ctor: Some(3),
                 bindings: vec![Some(p)],
                 body: vec![assign(
                     area,
-                    Expr::new(ExprKind::Field { base: Box::new(b.v(p)), field: 0 }, Ty::F32),
+                    Expr::new(
+                        ExprKind::Field {
+                            base: Box::new(b.v(p)),
+                            field: 0,
+                        },
+                        Ty::F32,
+                    ),
                 )],
             },
-            MatchArm { ctor: None, bindings: vec![], body: vec![assign(area, f32(0.0))] },
+            MatchArm {
+                ctor: None,
+                bindings: vec![],
+                body: vec![assign(area, f32(0.0))],
+            },
         ];
-        let field = |e: Expr, f: u32| Expr::new(ExprKind::Field { base: Box::new(e), field: f }, Ty::F32);
+        let field = |e: Expr, f: u32| {
+            Expr::new(
+                ExprKind::Field {
+                    base: Box::new(e),
+                    field: f,
+                },
+                Ty::F32,
+            )
+        };
         let big = bin(BinOp::Gt, b.v(area), f32(1.0));
-        let ctor_circle = Expr::new(ExprKind::Ctor { variant: VariantId(0), ctor: 0, fields: vec![b.v(area)] }, shape.clone());
-        let ctor_empty = Expr::new(ExprKind::Ctor { variant: VariantId(0), ctor: 2, fields: vec![] }, shape.clone());
+        let ctor_circle = Expr::new(
+            ExprKind::Ctor {
+                variant: VariantId(0),
+                ctor: 0,
+                fields: vec![b.v(area)],
+            },
+            shape.clone(),
+        );
+        let ctor_empty = Expr::new(
+            ExprKind::Ctor {
+                variant: VariantId(0),
+                ctor: 2,
+                fields: vec![],
+            },
+            shape.clone(),
+        );
         let moved = Expr::new(
             ExprKind::Record {
                 record: RecordId(0),
                 fields: vec![
-                    bin(BinOp::Add, field(b.idx(pts, b.v(i)), 0), field(b.v(origin), 0)),
-                    bin(BinOp::Sub, field(b.idx(pts, b.v(i)), 1), field(b.v(origin), 1)),
+                    bin(
+                        BinOp::Add,
+                        field(b.idx(pts, b.v(i)), 0),
+                        field(b.v(origin), 0),
+                    ),
+                    bin(
+                        BinOp::Sub,
+                        field(b.idx(pts, b.v(i)), 1),
+                        field(b.v(origin), 1),
+                    ),
                 ],
             },
             point.clone(),
         );
         let tag_of = Expr::new(ExprKind::Tag(Box::new(b.idx(s, b.v(i)))), Ty::I32);
         let tuple = Expr::new(
-            ExprKind::Record { record: RecordId(1), fields: vec![tag_of, big.clone()] },
+            ExprKind::Record {
+                record: RecordId(1),
+                fields: vec![tag_of, big.clone()],
+            },
             tup.clone(),
         );
         vec![
-            st(StmtKind::Let { var: area, init: None }),
-            st(StmtKind::Match { scrutinee: si, variant: VariantId(0), arms }),
+            st(StmtKind::Let {
+                var: area,
+                init: None,
+            }),
+            st(StmtKind::Match {
+                scrutinee: si,
+                variant: VariantId(0),
+                arms,
+            }),
             set(out, b.v(i), b.v(area)),
-            if_(big.clone(), vec![set(s, b.v(i), ctor_circle)], vec![set(s, b.v(i), ctor_empty)]),
+            if_(
+                big.clone(),
+                vec![set(s, b.v(i), ctor_circle)],
+                vec![set(s, b.v(i), ctor_empty)],
+            ),
             set(pts, b.v(i), moved),
             st(StmtKind::Assign {
                 place: LValue::Field {
-                    base: Box::new(LValue::Index { base: pts, index: Box::new(b.v(i)) }),
+                    base: Box::new(LValue::Index {
+                        base: pts,
+                        index: Box::new(b.v(i)),
+                    }),
                     field: 1,
                 },
                 value: bin(
@@ -229,8 +369,22 @@ pub fn reduce() -> Kernel {
     let x = b.var("x", vec_of(Ty::F32));
     let total = b.var("total", vec_of(Ty::F32));
     let counts = b.var("counts", vec_of(Ty::I32));
-    let tile = b.var("tile", Ty::Array { elem: Box::new(Ty::F32), space: MemSpace::Shared, size: Some(256) });
-    let hist = b.var("hist", Ty::Array { elem: Box::new(Ty::I32), space: MemSpace::Shared, size: Some(4) });
+    let tile = b.var(
+        "tile",
+        Ty::Array {
+            elem: Box::new(Ty::F32),
+            space: MemSpace::Shared,
+            size: Some(256),
+        },
+    );
+    let hist = b.var(
+        "hist",
+        Ty::Array {
+            elem: Box::new(Ty::I32),
+            space: MemSpace::Shared,
+            size: Some(4),
+        },
+    );
     let t = b.var("t", Ty::I32);
     let g = b.var("g", Ty::I32);
     let s = b.mvar("s", Ty::I32);
@@ -245,17 +399,40 @@ pub fn reduce() -> Kernel {
         set(
             tile,
             tv.clone(),
-            st_select(bin(BinOp::Lt, b.v(g), intr(Intrinsic::Length, vec![b.v(x)], Ty::I32)), b.idx(x, b.v(g)), f32(0.0)),
+            st_select(
+                bin(
+                    BinOp::Lt,
+                    b.v(g),
+                    intr(Intrinsic::Length, vec![b.v(x)], Ty::I32),
+                ),
+                b.idx(x, b.v(g)),
+                f32(0.0),
+            ),
         ),
-        if_(bin(BinOp::Lt, tv.clone(), i32(4)), vec![set(hist, tv.clone(), i32(0))], vec![]),
+        if_(
+            bin(BinOp::Lt, tv.clone(), i32(4)),
+            vec![set(hist, tv.clone(), i32(0))],
+            vec![],
+        ),
         st(StmtKind::Barrier),
-        let_(s, bin(BinOp::LShr, geo(Geometry::BlockDim(Axis::X)), i32(1))),
+        let_(
+            s,
+            bin(BinOp::LShr, geo(Geometry::BlockDim(Axis::X)), i32(1)),
+        ),
         st(StmtKind::While {
             cond: bin(BinOp::Gt, b.v(s), i32(0)),
             body: vec![
                 if_(
                     bin(BinOp::Lt, tv.clone(), b.v(s)),
-                    vec![set(tile, tv.clone(), bin(BinOp::Add, b.idx(tile, tv.clone()), b.idx(tile, bin(BinOp::Add, tv.clone(), b.v(s)))))],
+                    vec![set(
+                        tile,
+                        tv.clone(),
+                        bin(
+                            BinOp::Add,
+                            b.idx(tile, tv.clone()),
+                            b.idx(tile, bin(BinOp::Add, tv.clone(), b.v(s))),
+                        ),
+                    )],
                     vec![],
                 ),
                 st(StmtKind::Barrier),
@@ -263,23 +440,74 @@ pub fn reduce() -> Kernel {
             ],
             unroll: None,
         }),
-        st(StmtKind::Expr(atomic(AtomicOp::Inc, vec![b.v(hist), bin(BinOp::BitAnd, tv.clone(), i32(3))], Ty::I32))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Inc,
+            vec![b.v(hist), bin(BinOp::BitAnd, tv.clone(), i32(3))],
+            Ty::I32,
+        ))),
         st(StmtKind::Fence { device: false }),
         st(StmtKind::Barrier),
         if_(
             bin(BinOp::Eq, tv.clone(), i32(0)),
             vec![
-                st(StmtKind::Expr(atomic(AtomicOp::Add, vec![b.v(total), i32(0), b.idx(tile, i32(0))], Ty::F32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Add, vec![b.v(counts), i32(0), b.idx(hist, i32(0))], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Sub, vec![b.v(counts), i32(1), i32(2)], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Max, vec![b.v(counts), i32(2), geo(Geometry::BlockIdx(Axis::X))], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Min, vec![b.v(counts), i32(3), geo(Geometry::BlockIdx(Axis::X))], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Or, vec![b.v(counts), i32(4), i32(1)], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::And, vec![b.v(counts), i32(5), i32(6)], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Xor, vec![b.v(counts), i32(6), i32(5)], Ty::I32))),
-                st(StmtKind::Expr(atomic(AtomicOp::Dec, vec![b.v(counts), i32(7)], Ty::I32))),
-                let_(old, atomic(AtomicOp::Cas, vec![b.v(counts), i32(8), i32(0), i32(1)], Ty::I32)),
-                st(StmtKind::Expr(atomic(AtomicOp::Exch, vec![b.v(counts), i32(9), b.v(old)], Ty::I32))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Add,
+                    vec![b.v(total), i32(0), b.idx(tile, i32(0))],
+                    Ty::F32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Add,
+                    vec![b.v(counts), i32(0), b.idx(hist, i32(0))],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Sub,
+                    vec![b.v(counts), i32(1), i32(2)],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Max,
+                    vec![b.v(counts), i32(2), geo(Geometry::BlockIdx(Axis::X))],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Min,
+                    vec![b.v(counts), i32(3), geo(Geometry::BlockIdx(Axis::X))],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Or,
+                    vec![b.v(counts), i32(4), i32(1)],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::And,
+                    vec![b.v(counts), i32(5), i32(6)],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Xor,
+                    vec![b.v(counts), i32(6), i32(5)],
+                    Ty::I32,
+                ))),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Dec,
+                    vec![b.v(counts), i32(7)],
+                    Ty::I32,
+                ))),
+                let_(
+                    old,
+                    atomic(
+                        AtomicOp::Cas,
+                        vec![b.v(counts), i32(8), i32(0), i32(1)],
+                        Ty::I32,
+                    ),
+                ),
+                st(StmtKind::Expr(atomic(
+                    AtomicOp::Exch,
+                    vec![b.v(counts), i32(9), b.v(old)],
+                    Ty::I32,
+                ))),
                 st(StmtKind::Fence { device: true }),
             ],
             vec![],
@@ -290,7 +518,14 @@ pub fn reduce() -> Kernel {
 
 fn st_select(c: Expr, a: Expr, e: Expr) -> Expr {
     let ty = a.ty.clone();
-    Expr::new(ExprKind::Select { cond: Box::new(c), then_value: Box::new(a), else_value: Box::new(e) }, ty)
+    Expr::new(
+        ExprKind::Select {
+            cond: Box::new(c),
+            then_value: Box::new(a),
+            else_value: Box::new(e),
+        },
+        ty,
+    )
 }
 
 /// int64 atomics (refused where the device or dialect has none).
@@ -303,14 +538,38 @@ pub fn atomics64() -> Kernel {
     let wide = intr(Intrinsic::Convert, vec![b.v(i)], Ty::I64);
     let body = vec![
         let_(i, gid()),
-        let_(w, bin(BinOp::Mul, wide, Expr::lit(Literal::I64(3_000_000_000)))),
-        st(StmtKind::Expr(atomic(AtomicOp::Add, vec![b.v(acc), i32(0), b.v(w)]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Max, vec![b.v(acc), i32(1), b.v(w)]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Min, vec![b.v(acc), i32(2), b.v(w)]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Sub, vec![b.v(acc), i32(3), Expr::lit(Literal::I64(1))]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Xor, vec![b.v(acc), i32(4), b.v(w)]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Inc, vec![b.v(acc), i32(5)]))),
-        st(StmtKind::Expr(atomic(AtomicOp::Cas, vec![b.v(acc), i32(6), Expr::lit(Literal::I64(0)), b.v(w)]))),
+        let_(
+            w,
+            bin(BinOp::Mul, wide, Expr::lit(Literal::I64(3_000_000_000))),
+        ),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Add,
+            vec![b.v(acc), i32(0), b.v(w)],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Max,
+            vec![b.v(acc), i32(1), b.v(w)],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Min,
+            vec![b.v(acc), i32(2), b.v(w)],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Sub,
+            vec![b.v(acc), i32(3), Expr::lit(Literal::I64(1))],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Xor,
+            vec![b.v(acc), i32(4), b.v(w)],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Inc,
+            vec![b.v(acc), i32(5)],
+        ))),
+        st(StmtKind::Expr(atomic(
+            AtomicOp::Cas,
+            vec![b.v(acc), i32(6), Expr::lit(Literal::I64(0)), b.v(w)],
+        ))),
     ];
     b.kernel("atomics64", vec![acc], body)
 }
@@ -326,9 +585,26 @@ pub fn bits() -> Kernel {
         let x = b.var("x", Ty::I32);
         let acc = b.mvar("acc", Ty::I32);
         let k = b.var("k", Ty::I32);
-        let local = b.var("scratch", Ty::Array { elem: Box::new(Ty::I32), space: MemSpace::Local, size: Some(4) });
+        let local = b.var(
+            "scratch",
+            Ty::Array {
+                elem: Box::new(Ty::I32),
+                space: MemSpace::Local,
+                size: Some(4),
+            },
+        );
         let ai = b.idx(a, b.v(i));
-        let ops = [BinOp::LShr, BinOp::AShr, BinOp::Shl, BinOp::BitAnd, BinOp::BitOr, BinOp::BitXor, BinOp::Div, BinOp::Rem, BinOp::Sub];
+        let ops = [
+            BinOp::LShr,
+            BinOp::AShr,
+            BinOp::Shl,
+            BinOp::BitAnd,
+            BinOp::BitOr,
+            BinOp::BitXor,
+            BinOp::Div,
+            BinOp::Rem,
+            BinOp::Sub,
+        ];
         let mut stmts = vec![
             let_(x, ai),
             let_(acc, i32(-2147483648)),
@@ -336,7 +612,10 @@ pub fn bits() -> Kernel {
         ];
         for (n, op) in ops.iter().enumerate() {
             let rhs = i32(n as i32 + 1);
-            stmts.push(assign(acc, bin(BinOp::BitXor, b.v(acc), bin(*op, b.v(x), rhs))));
+            stmts.push(assign(
+                acc,
+                bin(BinOp::BitXor, b.v(acc), bin(*op, b.v(x), rhs)),
+            ));
         }
         stmts.push(st(StmtKind::For {
             var: k,
@@ -352,34 +631,99 @@ pub fn bits() -> Kernel {
             start: i32(3),
             end: i32(0),
             downto: true,
-            body: vec![assign(acc, bin(BinOp::Add, b.v(acc), b.idx(local, b.v(k2))))],
+            body: vec![assign(
+                acc,
+                bin(BinOp::Add, b.v(acc), b.idx(local, b.v(k2))),
+            )],
             unroll: None,
         }));
         let fl = b.idx(flags, b.v(i));
-        let neg = Expr::new(ExprKind::Unary { op: UnOp::Neg, operand: Box::new(b.v(acc)) }, Ty::I32);
-        let not = Expr::new(ExprKind::Unary { op: UnOp::Not, operand: Box::new(fl.clone()) }, Ty::BOOL);
-        let bnot = Expr::new(ExprKind::Unary { op: UnOp::BitNot, operand: Box::new(b.v(x)) }, Ty::I32);
-        stmts.push(assign(acc, bin(BinOp::Add, b.v(acc), intr(Intrinsic::Clz, vec![b.v(x)], Ty::I32))));
-        stmts.push(assign(acc, bin(BinOp::Add, b.v(acc), intr(Intrinsic::Popcount, vec![bnot], Ty::I32))));
-        stmts.push(assign(acc, intr(Intrinsic::Max, vec![b.v(acc), intr(Intrinsic::Abs, vec![neg], Ty::I32)], Ty::I32)));
-        stmts.push(assign(acc, intr(Intrinsic::Min, vec![b.v(acc), i32(1_000_000)], Ty::I32)));
+        let neg = Expr::new(
+            ExprKind::Unary {
+                op: UnOp::Neg,
+                operand: Box::new(b.v(acc)),
+            },
+            Ty::I32,
+        );
+        let not = Expr::new(
+            ExprKind::Unary {
+                op: UnOp::Not,
+                operand: Box::new(fl.clone()),
+            },
+            Ty::BOOL,
+        );
+        let bnot = Expr::new(
+            ExprKind::Unary {
+                op: UnOp::BitNot,
+                operand: Box::new(b.v(x)),
+            },
+            Ty::I32,
+        );
+        stmts.push(assign(
+            acc,
+            bin(
+                BinOp::Add,
+                b.v(acc),
+                intr(Intrinsic::Clz, vec![b.v(x)], Ty::I32),
+            ),
+        ));
+        stmts.push(assign(
+            acc,
+            bin(
+                BinOp::Add,
+                b.v(acc),
+                intr(Intrinsic::Popcount, vec![bnot], Ty::I32),
+            ),
+        ));
+        stmts.push(assign(
+            acc,
+            intr(
+                Intrinsic::Max,
+                vec![b.v(acc), intr(Intrinsic::Abs, vec![neg], Ty::I32)],
+                Ty::I32,
+            ),
+        ));
+        stmts.push(assign(
+            acc,
+            intr(Intrinsic::Min, vec![b.v(acc), i32(1_000_000)], Ty::I32),
+        ));
         let fi = b.idx(f, b.v(i));
         stmts.push(assign(
             acc,
-            bin(BinOp::Add, b.v(acc), intr(Intrinsic::Convert, vec![bin(BinOp::Rem, fi.clone(), f32(0.75))], Ty::I32)),
+            bin(
+                BinOp::Add,
+                b.v(acc),
+                intr(
+                    Intrinsic::Convert,
+                    vec![bin(BinOp::Rem, fi.clone(), f32(0.75))],
+                    Ty::I32,
+                ),
+            ),
         ));
-        stmts.push(set(f, b.v(i), intr(Intrinsic::Convert, vec![b.v(acc)], Ty::F32)));
+        stmts.push(set(
+            f,
+            b.v(i),
+            intr(Intrinsic::Convert, vec![b.v(acc)], Ty::F32),
+        ));
         stmts.push(set(a, b.v(i), b.v(acc)));
         stmts.push(set(
             flags,
             b.v(i),
-            bin(BinOp::Or, bin(BinOp::And, not, b.v(on)), bin(BinOp::Ne, b.v(x), i32(7))),
+            bin(
+                BinOp::Or,
+                bin(BinOp::And, not, b.v(on)),
+                bin(BinOp::Ne, b.v(x), i32(7)),
+            ),
         ));
         stmts.push(st(StmtKind::While {
             cond: bin(BinOp::Ge, b.v(acc), i32(100)),
             body: vec![
                 assign(acc, bin(BinOp::Div, b.v(acc), i32(2))),
-                if_(bin(BinOp::Eq, b.v(acc), i32(101)), vec![st(StmtKind::Break)], vec![st(StmtKind::Continue)]),
+                if_(
+                    bin(BinOp::Eq, b.v(acc), i32(101)),
+                    vec![st(StmtKind::Break)],
+                    vec![st(StmtKind::Continue)],
+                ),
             ],
             unroll: Some(2),
         }));
@@ -396,11 +740,25 @@ pub fn helpers() -> Kernel {
     let lo = b.var("lo", Ty::F32);
     let hi = b.var("hi", Ty::F32);
     let clamp_body = vec![
-        if_(bin(BinOp::Lt, b.v(x), b.v(lo)), vec![st(StmtKind::Return(Some(b.v(lo))))], vec![]),
-        if_(bin(BinOp::Gt, b.v(x), b.v(hi)), vec![st(StmtKind::Return(Some(b.v(hi))))], vec![]),
+        if_(
+            bin(BinOp::Lt, b.v(x), b.v(lo)),
+            vec![st(StmtKind::Return(Some(b.v(lo))))],
+            vec![],
+        ),
+        if_(
+            bin(BinOp::Gt, b.v(x), b.v(hi)),
+            vec![st(StmtKind::Return(Some(b.v(hi))))],
+            vec![],
+        ),
         st(StmtKind::Return(Some(b.v(x)))),
     ];
-    b.functions.push(Function { name: "clamp".into(), span: sp(), params: vec![x, lo, hi], ret: Ty::F32, body: clamp_body });
+    b.functions.push(Function {
+        name: "clamp".into(),
+        span: sp(),
+        params: vec![x, lo, hi],
+        ret: Ty::F32,
+        body: clamp_body,
+    });
     // sum_first(v, n): sum of v[0..min(n, length v))
     let v = b.var("v", vec_of(Ty::F32));
     let n = b.var("n", Ty::I32);
@@ -412,55 +770,121 @@ pub fn helpers() -> Kernel {
         st(StmtKind::For {
             var: j,
             start: i32(0),
-            end: bin(BinOp::Sub, intr(Intrinsic::Min, vec![b.v(n), len], Ty::I32), i32(1)),
+            end: bin(
+                BinOp::Sub,
+                intr(Intrinsic::Min, vec![b.v(n), len], Ty::I32),
+                i32(1),
+            ),
             downto: false,
             body: vec![assign(acc, bin(BinOp::Add, b.v(acc), b.idx(v, b.v(j))))],
             unroll: None,
         }),
         st(StmtKind::Return(Some(b.v(acc)))),
     ];
-    b.functions.push(Function { name: "sum_first".into(), span: sp(), params: vec![v, n], ret: Ty::F32, body: sum_body });
+    b.functions.push(Function {
+        name: "sum_first".into(),
+        span: sp(),
+        params: vec![v, n],
+        ret: Ty::F32,
+        body: sum_body,
+    });
     // bump(arr, k): arr[k] += 1 (shared array), no result
-    let arr = b.var("arr", Ty::Array { elem: Box::new(Ty::I32), space: MemSpace::Shared, size: None });
+    let arr = b.var(
+        "arr",
+        Ty::Array {
+            elem: Box::new(Ty::I32),
+            space: MemSpace::Shared,
+            size: None,
+        },
+    );
     let k = b.var("k", Ty::I32);
-    let bump_body = vec![
-        if_(
-            bin(BinOp::Lt, b.v(k), intr(Intrinsic::Length, vec![b.v(arr)], Ty::I32)),
-            vec![st(StmtKind::Expr(intr(Intrinsic::Atomic(AtomicOp::Add), vec![b.v(arr), b.v(k), i32(1)], Ty::I32)))],
-            vec![],
+    let bump_body = vec![if_(
+        bin(
+            BinOp::Lt,
+            b.v(k),
+            intr(Intrinsic::Length, vec![b.v(arr)], Ty::I32),
         ),
-    ];
-    b.functions.push(Function { name: "bump".into(), span: sp(), params: vec![arr, k], ret: Ty::Unit, body: bump_body });
+        vec![st(StmtKind::Expr(intr(
+            Intrinsic::Atomic(AtomicOp::Add),
+            vec![b.v(arr), b.v(k), i32(1)],
+            Ty::I32,
+        )))],
+        vec![],
+    )];
+    b.functions.push(Function {
+        name: "bump".into(),
+        span: sp(),
+        params: vec![arr, k],
+        ret: Ty::Unit,
+        body: bump_body,
+    });
     // lane(): thread index (needs the geometry on Metal)
     b.functions.push(Function {
         name: "lane".into(),
         span: sp(),
         params: vec![],
         ret: Ty::I32,
-        body: vec![st(StmtKind::Return(Some(geo(Geometry::ThreadIdx(Axis::X)))))],
+        body: vec![st(StmtKind::Return(Some(geo(Geometry::ThreadIdx(
+            Axis::X,
+        )))))],
     });
 
     let data = b.var("data", vec_of(Ty::F32));
     let out = b.var("out", vec_of(Ty::F32));
     let seen = b.var("seen", vec_of(Ty::I32));
-    let counts = b.var("counts", Ty::Array { elem: Box::new(Ty::I32), space: MemSpace::Shared, size: Some(8) });
+    let counts = b.var(
+        "counts",
+        Ty::Array {
+            elem: Box::new(Ty::I32),
+            space: MemSpace::Shared,
+            size: Some(8),
+        },
+    );
     let t = b.var("t", Ty::I32);
-    let call = |f: u32, args: Vec<Expr>, ty: Ty| Expr::new(ExprKind::Call { func: FuncId(f), args }, ty);
+    let call = |f: u32, args: Vec<Expr>, ty: Ty| {
+        Expr::new(
+            ExprKind::Call {
+                func: FuncId(f),
+                args,
+            },
+            ty,
+        )
+    };
     let body = vec![
         st(StmtKind::Array { var: counts }),
         let_(t, call(3, vec![], Ty::I32)),
-        if_(bin(BinOp::Lt, b.v(t), i32(8)), vec![set(counts, b.v(t), i32(0))], vec![]),
+        if_(
+            bin(BinOp::Lt, b.v(t), i32(8)),
+            vec![set(counts, b.v(t), i32(0))],
+            vec![],
+        ),
         st(StmtKind::Barrier),
-        st(StmtKind::Expr(call(2, vec![b.v(counts), bin(BinOp::BitAnd, b.v(t), i32(7))], Ty::Unit))),
+        st(StmtKind::Expr(call(
+            2,
+            vec![b.v(counts), bin(BinOp::BitAnd, b.v(t), i32(7))],
+            Ty::Unit,
+        ))),
         st(StmtKind::Barrier),
         st(StmtKind::Block(guarded(&mut b, out, |b, i| {
             let s = call(1, vec![b.v(data), i32(4)], Ty::F32);
-            let c = call(0, vec![bin(BinOp::Add, b.idx(data, b.v(i)), s), f32(-1.0), f32(1.0)], Ty::F32);
+            let c = call(
+                0,
+                vec![bin(BinOp::Add, b.idx(data, b.v(i)), s), f32(-1.0), f32(1.0)],
+                Ty::F32,
+            );
             vec![set(out, b.v(i), c)]
         }))),
         if_(
             bin(BinOp::Lt, b.v(t), i32(8)),
-            vec![set(seen, bin(BinOp::Add, bin(BinOp::Mul, geo(Geometry::BlockIdx(Axis::X)), i32(8)), b.v(t)), b.idx(counts, b.v(t)))],
+            vec![set(
+                seen,
+                bin(
+                    BinOp::Add,
+                    bin(BinOp::Mul, geo(Geometry::BlockIdx(Axis::X)), i32(8)),
+                    b.v(t),
+                ),
+                b.idx(counts, b.v(t)),
+            )],
             vec![],
         ),
     ];
@@ -487,32 +911,63 @@ fn math(s: Scalar, name: &str) -> Kernel {
         use MathFn::*;
         let acc = b.mvar("acc", ty.clone());
         let xi = b.idx(x, b.v(i));
-        let lit = |v: f64| if s == Scalar::F32 { Expr::lit(Literal::F32(v as f32)) } else { Expr::lit(Literal::F64(v)) };
+        let lit = |v: f64| {
+            if s == Scalar::F32 {
+                Expr::lit(Literal::F32(v as f32))
+            } else {
+                Expr::lit(Literal::F64(v))
+            }
+        };
         // Arguments kept in each function's domain: a in [0, 1], a + 1 > 0.
         let a = intr(Intrinsic::Math(Fabs), vec![xi.clone()], ty.clone());
         let mut stmts = vec![let_(acc, lit(0.0))];
-        for f in [Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Fabs] {
+        for f in [
+            Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos,
+            Atan, Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Fabs,
+        ] {
             let arg = match f {
                 Log | Log2 | Log10 | Rsqrt => bin(BinOp::Add, a.clone(), lit(1.0)),
                 _ => a.clone(),
             };
-            stmts.push(assign(acc, bin(BinOp::Add, b.v(acc), intr(Intrinsic::Math(f), vec![arg], ty.clone()))));
+            stmts.push(assign(
+                acc,
+                bin(
+                    BinOp::Add,
+                    b.v(acc),
+                    intr(Intrinsic::Math(f), vec![arg], ty.clone()),
+                ),
+            ));
         }
         for f in [Pow, Atan2, Hypot, Copysign, Fmin, Fmax] {
             let call = intr(Intrinsic::Math(f), vec![a.clone(), lit(0.5)], ty.clone());
             stmts.push(assign(acc, bin(BinOp::Add, b.v(acc), call)));
         }
-        let fma = intr(Intrinsic::Math(Fma), vec![a.clone(), lit(2.0), b.v(acc)], ty.clone());
+        let fma = intr(
+            Intrinsic::Math(Fma),
+            vec![a.clone(), lit(2.0), b.v(acc)],
+            ty.clone(),
+        );
         stmts.push(assign(acc, fma));
-        stmts.push(assign(acc, intr(Intrinsic::Max, vec![b.v(acc), lit(-1.0e30)], ty.clone())));
+        stmts.push(assign(
+            acc,
+            intr(Intrinsic::Max, vec![b.v(acc), lit(-1.0e30)], ty.clone()),
+        ));
         stmts.push(assign(acc, bin(BinOp::Rem, b.v(acc), lit(1000.0))));
         stmts.push(set(y, b.v(i), b.v(acc)));
         if s == Scalar::F64 {
             let w = intr(Intrinsic::Convert, vec![b.v(acc)], Ty::I64);
-            let shifted = bin(BinOp::LShr, bin(BinOp::Mul, w, Expr::lit(Literal::I64(-7))), Expr::lit(Literal::I64(3)));
+            let shifted = bin(
+                BinOp::LShr,
+                bin(BinOp::Mul, w, Expr::lit(Literal::I64(-7))),
+                Expr::lit(Literal::I64(3)),
+            );
             stmts.push(set(wide, b.v(i), shifted));
         } else {
-            stmts.push(set(wide, b.v(i), intr(Intrinsic::Convert, vec![b.v(i)], Ty::I64)));
+            stmts.push(set(
+                wide,
+                b.v(i),
+                intr(Intrinsic::Convert, vec![b.v(i)], Ty::I64),
+            ));
         }
         stmts
     });
@@ -538,13 +993,29 @@ pub fn warp() -> Kernel {
             bin(
                 BinOp::Add,
                 w(WarpOp::ShuffleDown, vec![b.v(v), i32(1)], Ty::F32),
-                bin(BinOp::Add, w(WarpOp::ShuffleXor, vec![b.v(v), i32(2)], Ty::F32), w(WarpOp::Shuffle, vec![b.v(v), i32(0)], Ty::F32)),
+                bin(
+                    BinOp::Add,
+                    w(WarpOp::ShuffleXor, vec![b.v(v), i32(2)], Ty::F32),
+                    w(WarpOp::Shuffle, vec![b.v(v), i32(0)], Ty::F32),
+                ),
             ),
         ),
         set(mask, b.v(t), w(WarpOp::Ballot, vec![b.v(ok)], Ty::I32)),
         if_(
-            bin(BinOp::And, w(WarpOp::VoteAll, vec![b.v(ok)], Ty::BOOL), w(WarpOp::VoteAny, vec![b.v(ok)], Ty::BOOL)),
-            vec![set(mask, b.v(t), bin(BinOp::Add, w(WarpOp::ShuffleUp, vec![b.v(t), i32(1)], Ty::I32), geo(Geometry::WarpSize)))],
+            bin(
+                BinOp::And,
+                w(WarpOp::VoteAll, vec![b.v(ok)], Ty::BOOL),
+                w(WarpOp::VoteAny, vec![b.v(ok)], Ty::BOOL),
+            ),
+            vec![set(
+                mask,
+                b.v(t),
+                bin(
+                    BinOp::Add,
+                    w(WarpOp::ShuffleUp, vec![b.v(t), i32(1)], Ty::I32),
+                    geo(Geometry::WarpSize),
+                ),
+            )],
             vec![],
         ),
     ];
@@ -553,5 +1024,15 @@ pub fn warp() -> Kernel {
 
 /// Every hand-built kernel by name.
 pub fn all() -> Vec<Kernel> {
-    vec![saxpy(), shapes(), reduce(), atomics64(), bits(), helpers(), math32(), math64(), warp()]
+    vec![
+        saxpy(),
+        shapes(),
+        reduce(),
+        atomics64(),
+        bits(),
+        helpers(),
+        math32(),
+        math64(),
+        warp(),
+    ]
 }

@@ -21,18 +21,27 @@ pub struct Case {
 /// Whether `SAREK_REQUIRE_BACKENDS` names `backend` (then a missing tool is a failure).
 pub fn required(backend: &str) -> bool {
     std::env::var("SAREK_REQUIRE_BACKENDS")
-        .map(|v| v.split(',').any(|b| b.trim() == backend || b.trim() == "all"))
+        .map(|v| {
+            v.split(',')
+                .any(|b| b.trim() == backend || b.trim() == "all")
+        })
         .unwrap_or(false)
 }
 
 /// Print why a check is skipped, or fail when the backend is required.
 pub fn skip(backend: &str, reason: &str) {
-    assert!(!required(backend), "{backend} is required (SAREK_REQUIRE_BACKENDS) but unavailable: {reason}");
+    assert!(
+        !required(backend),
+        "{backend} is required (SAREK_REQUIRE_BACKENDS) but unavailable: {reason}"
+    );
     eprintln!("skipping {backend} validation: {reason}");
 }
 
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// Hand-built kernels and every kernel of the corpus the front end accepts. Corpus files
@@ -40,7 +49,12 @@ pub fn workspace_root() -> PathBuf {
 pub fn cases() -> Vec<Case> {
     let mut out: Vec<Case> = super::ir_kernels::all()
         .into_iter()
-        .map(|k| Case { name: format!("ir__{}", k.name), kernel: k, from_source: false, sources: SourceMap::new() })
+        .map(|k| Case {
+            name: format!("ir__{}", k.name),
+            kernel: k,
+            from_source: false,
+            sources: SourceMap::new(),
+        })
         .collect();
     let dir = workspace_root().join("tests/kernels");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -56,7 +70,10 @@ pub fn cases() -> Vec<Case> {
         let program = match sarek_compiler::check(&sources, file) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("corpus {stem}: front end refused it ({}); not validated here", first(&e));
+                eprintln!(
+                    "corpus {stem}: front end refused it ({}); not validated here",
+                    first(&e)
+                );
                 continue;
             }
         };
@@ -68,7 +85,11 @@ pub fn cases() -> Vec<Case> {
                     from_source: true,
                     sources: sources.clone(),
                 }),
-                Err(e) => eprintln!("corpus {stem}/{}: lowering failed ({}); not validated here", k.name, first(&e)),
+                Err(e) => eprintln!(
+                    "corpus {stem}/{}: lowering failed ({}); not validated here",
+                    k.name,
+                    first(&e)
+                ),
             }
         }
     }
@@ -76,7 +97,9 @@ pub fn cases() -> Vec<Case> {
 }
 
 fn first(diags: &[Diagnostic]) -> String {
-    diags.first().map_or_else(|| "no message".into(), |d| d.message.clone())
+    diags
+        .first()
+        .map_or_else(|| "no message".into(), |d| d.message.clone())
 }
 
 /// A generator refusal must name the target and, for source kernels, point into the source.
@@ -91,7 +114,12 @@ pub fn assert_refusal(case: &Case, dialect: Dialect, diags: &[Diagnostic]) {
             d.message
         );
         if case.from_source {
-            assert!(!d.span.is_dummy(), "{}: refusal is not located: {}", case.name, d.message);
+            assert!(
+                !d.span.is_dummy(),
+                "{}: refusal is not located: {}",
+                case.name,
+                d.message
+            );
         }
     }
 }
@@ -108,7 +136,10 @@ pub fn load_nvrtc() -> Result<(), String> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Ok(());
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB").map(PathBuf::from).into_iter().collect();
+    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
     candidates.push(PathBuf::from(
         "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13",
     ));
@@ -123,6 +154,8 @@ pub fn load_nvrtc() -> Result<(), String> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(format!("libnvrtc not found on the library path nor at {candidates:?}"))
+        Err(format!(
+            "libnvrtc not found on the library path nor at {candidates:?}"
+        ))
     }
 }

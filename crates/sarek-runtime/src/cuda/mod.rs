@@ -14,6 +14,10 @@
 
 pub mod nvrtc;
 
+// Packing is shared with the OpenCL backend; compiled here too when that one is off.
+#[cfg(feature = "opencl")]
+use crate::opencl::pack;
+#[cfg(not(feature = "opencl"))]
 #[path = "../opencl/pack.rs"]
 mod pack;
 
@@ -56,10 +60,13 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
     let unavailable = |reason: String| RuntimeError::Unavailable { backend, reason };
     // SAFETY: probing for the driver library only loads it.
     if !unsafe { sys::is_culib_present() } {
-        return Err(unavailable("the CUDA driver library (libcuda) is not installed".into()));
+        return Err(unavailable(
+            "the CUDA driver library (libcuda) is not installed".into(),
+        ));
     }
     result::init().map_err(|e| unavailable(format!("cuInit failed: {e}")))?;
-    let count = result::device::get_count().map_err(|e| unavailable(format!("no CUDA device: {e}")))?;
+    let count =
+        result::device::get_count().map_err(|e| unavailable(format!("no CUDA device: {e}")))?;
     if count == 0 {
         return Err(unavailable("the driver reports no CUDA device".into()));
     }
@@ -73,7 +80,8 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
     let dev = result::device::get(0).map_err(|e| unavailable(format!("cuDeviceGet: {e}")))?;
     let attr = |a| {
         // SAFETY: `dev` is a valid device ordinal's handle.
-        unsafe { result::device::get_attribute(dev, a) }.map_err(|e| unavailable(format!("cuDeviceGetAttribute: {e}")))
+        unsafe { result::device::get_attribute(dev, a) }
+            .map_err(|e| unavailable(format!("cuDeviceGetAttribute: {e}")))
     };
     let major = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
@@ -81,9 +89,12 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
     let name = result::device::get_name(dev).unwrap_or_else(|_| "CUDA device".into());
     let mut driver = 0;
     // SAFETY: valid out-pointer.
-    unsafe { sys::cuDriverGetVersion(&mut driver) }.result().map_err(|e| unavailable(format!("cuDriverGetVersion: {e}")))?;
+    unsafe { sys::cuDriverGetVersion(&mut driver) }
+        .result()
+        .map_err(|e| unavailable(format!("cuDriverGetVersion: {e}")))?;
     // SAFETY: retains the device's primary context, released in `Drop`.
-    let ctx = unsafe { result::primary_ctx::retain(dev) }.map_err(|e| unavailable(format!("cuDevicePrimaryCtxRetain: {e}")))?;
+    let ctx = unsafe { result::primary_ctx::retain(dev) }
+        .map_err(|e| unavailable(format!("cuDevicePrimaryCtxRetain: {e}")))?;
     Ok(Arc::new(CudaDevice {
         dev,
         ctx,
@@ -199,9 +210,17 @@ impl CudaDevice {
         })?;
         let name = CString::new(generated.abi.entry_point.clone()).expect("identifier");
         // SAFETY: `module` was just loaded.
-        let function = unsafe { result::module::get_function(module, name) }
-            .map_err(|e| RuntimeError::Compile(format!("CUDA: no entry point `{}`: {e}", generated.abi.entry_point)))?;
-        let loaded = Arc::new(Loaded { module, function, abi: generated.abi });
+        let function = unsafe { result::module::get_function(module, name) }.map_err(|e| {
+            RuntimeError::Compile(format!(
+                "CUDA: no entry point `{}`: {e}",
+                generated.abi.entry_point
+            ))
+        })?;
+        let loaded = Arc::new(Loaded {
+            module,
+            function,
+            abi: generated.abi,
+        });
         modules.insert(generated.source, loaded.clone());
         Ok(loaded)
     }
@@ -212,7 +231,12 @@ impl Device for CudaDevice {
         self.info.clone()
     }
 
-    fn launch(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
+    fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
         let started = Instant::now();
         // SAFETY: the primary context lives as long as `self`.
         unsafe { result::ctx::set_current(self.ctx) }.map_err(drv("making the context current"))?;
@@ -231,31 +255,53 @@ impl Device for CudaDevice {
         let mut allocs: Vec<Option<(DeviceAlloc, usize)>> = Vec::new();
         for (param, arg) in abi.params.iter().zip(args.iter()) {
             match (&param.kind, arg) {
-                (AbiParamKind::Vector { elem, buffer, length }, ArgValue::Vector(v)) => {
+                (
+                    AbiParamKind::Vector {
+                        elem,
+                        buffer,
+                        length,
+                    },
+                    ArgValue::Vector(v),
+                ) => {
                     let bytes = pack::pack_vector(v, elem, &param.name)?;
                     // SAFETY: fresh allocation of the image's size, then a synchronous copy.
-                    let ptr = DeviceAlloc(unsafe { result::malloc_sync(bytes.len()) }.map_err(drv("allocating"))?);
-                    unsafe { result::memcpy_htod_sync(ptr.0, &bytes) }.map_err(drv("copying to the device"))?;
+                    let ptr = DeviceAlloc(
+                        unsafe { result::malloc_sync(bytes.len()) }.map_err(drv("allocating"))?,
+                    );
+                    unsafe { result::memcpy_htod_sync(ptr.0, &bytes) }
+                        .map_err(drv("copying to the device"))?;
                     let len = i32::try_from(v.len).map_err(|_| {
-                        RuntimeError::Arguments(format!("vector `{}` is longer than int32 allows", param.name))
+                        RuntimeError::Arguments(format!(
+                            "vector `{}` is longer than int32 allows",
+                            param.name
+                        ))
                     })?;
                     slots.push((argument(buffer)?, vec![ptr.0]));
                     slots.push((argument(length)?, words(&len.to_le_bytes())));
                     allocs.push(Some((ptr, bytes.len())));
                 }
                 (AbiParamKind::Value { layout, slot }, a) => {
-                    slots.push((argument(slot)?, words(&pack::pack_value(a, layout, &param.name)?)));
+                    slots.push((
+                        argument(slot)?,
+                        words(&pack::pack_value(a, layout, &param.name)?),
+                    ));
                     allocs.push(None);
                 }
                 (AbiParamKind::Vector { .. }, _) => {
-                    return Err(RuntimeError::Arguments(format!("parameter `{}` takes a vector", param.name)));
+                    return Err(RuntimeError::Arguments(format!(
+                        "parameter `{}` takes a vector",
+                        param.name
+                    )));
                 }
             }
         }
         slots.sort_by_key(|s| s.0);
-        let mut params: Vec<*mut c_void> = slots.iter_mut().map(|s| s.1.as_mut_ptr().cast()).collect();
-        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(drv("creating an event"))?;
-        let end = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).map_err(drv("creating an event"))?;
+        let mut params: Vec<*mut c_void> =
+            slots.iter_mut().map(|s| s.1.as_mut_ptr().cast()).collect();
+        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(drv("creating an event"))?;
+        let end = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(drv("creating an event"))?;
         let stream = result::stream::null();
         let [gx, gy, gz] = config.grid;
         let [bx, by, bz] = config.block;
@@ -263,7 +309,16 @@ impl Device for CudaDevice {
         // the synchronisation below; the function belongs to the current context.
         let launched = unsafe {
             result::event::record(start, stream)
-                .and_then(|()| result::launch_kernel(loaded.function, (gx, gy, gz), (bx, by, bz), 0, stream, &mut params))
+                .and_then(|()| {
+                    result::launch_kernel(
+                        loaded.function,
+                        (gx, gy, gz),
+                        (bx, by, bz),
+                        0,
+                        stream,
+                        &mut params,
+                    )
+                })
                 .and_then(|()| result::event::record(end, stream))
                 .and_then(|()| result::event::synchronize(end))
         };
@@ -274,23 +329,34 @@ impl Device for CudaDevice {
             let _ = result::event::destroy(end);
         }
         launched.map_err(drv("running the kernel"))?;
-        let kernel_time = elapsed.map_or_else(|_| started.elapsed(), |ms| Duration::from_secs_f64(f64::from(ms) / 1e3));
+        let kernel_time = elapsed.map_or_else(
+            |_| started.elapsed(),
+            |ms| Duration::from_secs_f64(f64::from(ms) / 1e3),
+        );
         for ((param, arg), alloc) in abi.params.iter().zip(args.iter_mut()).zip(&allocs) {
-            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some((ptr, size))) = (&param.kind, arg, alloc) {
+            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some((ptr, size))) =
+                (&param.kind, arg, alloc)
+            {
                 let mut bytes = vec![0u8; *size];
                 // SAFETY: the allocation holds `size` bytes; the kernel has finished.
-                unsafe { result::memcpy_dtoh_sync(&mut bytes, ptr.0) }.map_err(drv("copying back"))?;
+                unsafe { result::memcpy_dtoh_sync(&mut bytes, ptr.0) }
+                    .map_err(drv("copying back"))?;
                 pack::unpack_vector(&bytes, v, elem);
             }
         }
-        Ok(LaunchStats { kernel_time, total_time: started.elapsed() })
+        Ok(LaunchStats {
+            kernel_time,
+            total_time: started.elapsed(),
+        })
     }
 }
 
 fn argument(slot: &ArgSlot) -> Result<u32, RuntimeError> {
     match slot {
         ArgSlot::Argument(n) => Ok(*n),
-        other => Err(RuntimeError::Launch(format!("CUDA ABI slot {other:?} is not a kernel argument"))),
+        other => Err(RuntimeError::Launch(format!(
+            "CUDA ABI slot {other:?} is not a kernel argument"
+        ))),
     }
 }
 
@@ -298,6 +364,8 @@ fn argument(slot: &ArgSlot) -> Result<u32, RuntimeError> {
 fn words(bytes: &[u8]) -> Vec<u64> {
     let mut w = vec![0u64; bytes.len().div_ceil(8).max(1)];
     // SAFETY: `w` has at least `bytes.len()` bytes.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), w.as_mut_ptr().cast::<u8>(), bytes.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), w.as_mut_ptr().cast::<u8>(), bytes.len())
+    };
     w
 }

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 pub const OPTIONS: &[&str] = &["--fmad=false", "--prec-div=true", "--prec-sqrt=true"];
 
 /// Where the wheel `nvidia-cuda-nvrtc` puts the library on the CI image.
-const WHEEL_LIB: &str = "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13";
+const WHEEL_LIB: &str =
+    "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13";
 
 /// Make `libnvrtc` loadable by cudarc. If the system loader does not find it, load it by
 /// absolute path (`SAREK_NVRTC_LIB`, else the CI wheel) so that cudarc's later
@@ -26,7 +27,10 @@ pub fn load() -> Result<(), String> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Ok(());
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB").map(PathBuf::from).into_iter().collect();
+    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
     candidates.push(PathBuf::from(WHEEL_LIB));
     for c in candidates.iter().filter(|c| c.exists()) {
         // SAFETY: as above. The library stays loaded for the life of the process.
@@ -56,15 +60,23 @@ pub fn version() -> Result<(i32, i32), String> {
 pub fn compile(source: &str, arch: u32) -> Result<Vec<u8>, String> {
     use cudarc::nvrtc::result;
     let src = CString::new(source).map_err(|_| "source contains a NUL byte".to_string())?;
-    let prog = result::create_program(&src, None).map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
+    let prog =
+        result::create_program(&src, None).map_err(|e| format!("nvrtcCreateProgram: {e:?}"))?;
     let mut opts: Vec<String> = vec![format!("--gpu-architecture=sm_{arch}")];
     opts.extend(OPTIONS.iter().map(|s| s.to_string()));
     // SAFETY: `prog` is live until destroyed below; options are valid strings.
     let outcome = unsafe { result::compile_program(prog, &opts) };
     let log = unsafe { result::get_program_log(prog) }
-        .map(|l| unsafe { CStr::from_ptr(l.as_ptr()) }.to_string_lossy().trim().to_string())
+        .map(|l| {
+            unsafe { CStr::from_ptr(l.as_ptr()) }
+                .to_string_lossy()
+                .trim()
+                .to_string()
+        })
         .unwrap_or_default();
-    let image = outcome.map_err(|e| format!("{e:?}\n{log}")).and_then(|()| cubin(prog));
+    let image = outcome
+        .map_err(|e| format!("{e:?}\n{log}"))
+        .and_then(|()| cubin(prog));
     // SAFETY: destroyed once, after its last use.
     unsafe { result::destroy_program(prog) }.ok();
     image
@@ -75,9 +87,13 @@ fn cubin(prog: cudarc::nvrtc::sys::nvrtcProgram) -> Result<Vec<u8>, String> {
     let mut size = 0usize;
     // SAFETY: `prog` compiled successfully; the buffer has the size NVRTC reported.
     unsafe {
-        sys::nvrtcGetCUBINSize(prog, &mut size).result().map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
+        sys::nvrtcGetCUBINSize(prog, &mut size)
+            .result()
+            .map_err(|e| format!("nvrtcGetCUBINSize: {e:?}"))?;
         let mut buf = vec![0u8; size];
-        sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()).result().map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
+        sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast())
+            .result()
+            .map_err(|e| format!("nvrtcGetCUBIN: {e:?}"))?;
         Ok(buf)
     }
 }
@@ -132,16 +148,29 @@ impl ModuleCache {
             OPTIONS.join(" ")
         );
         let stem = format!("{:016x}", fnv1a(key.as_bytes()));
-        let (key_path, bin_path) = (self.dir.join(format!("{stem}.key")), self.dir.join(format!("{stem}.cubin")));
+        let (key_path, bin_path) = (
+            self.dir.join(format!("{stem}.key")),
+            self.dir.join(format!("{stem}.cubin")),
+        );
         // The key file guards against hash collisions: a hit needs the full key to match.
-        if let (Ok(k), Ok(image)) = (std::fs::read_to_string(&key_path), std::fs::read(&bin_path)) {
-            if k == key && !image.is_empty() {
-                return Ok(Cached { image, from_cache: true });
-            }
+        if let (Ok(k), Ok(image)) = (std::fs::read_to_string(&key_path), std::fs::read(&bin_path))
+            && k == key
+            && !image.is_empty()
+        {
+            return Ok(Cached {
+                image,
+                from_cache: true,
+            });
         }
-        let image = compile(source, arch).map_err(|log| RuntimeError::Compile(format!("NVRTC rejected the CUDA C:\n{log}")))?;
-        let _ = self.store(&key_path, key.as_bytes()).and_then(|()| self.store(&bin_path, &image));
-        Ok(Cached { image, from_cache: false })
+        let image = compile(source, arch)
+            .map_err(|log| RuntimeError::Compile(format!("NVRTC rejected the CUDA C:\n{log}")))?;
+        let _ = self
+            .store(&key_path, key.as_bytes())
+            .and_then(|()| self.store(&bin_path, &image));
+        Ok(Cached {
+            image,
+            from_cache: false,
+        })
     }
 
     /// Write through a temporary file and rename, so a concurrent reader never sees half a file.
@@ -157,5 +186,7 @@ impl ModuleCache {
 
 /// FNV-1a, 64-bit: a hash that is stable across Rust versions (the std hasher is not).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

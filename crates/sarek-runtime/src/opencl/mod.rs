@@ -22,7 +22,10 @@ use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, Runt
 use crate::value::ArgValue;
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
-use opencl3::device::{CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU, CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT};
+use opencl3::device::{
+    CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU,
+    CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT,
+};
 use opencl3::kernel::Kernel as ClKernel;
 use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
@@ -33,12 +36,25 @@ use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::TargetOptions;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Open the best OpenCL device, or say why there is none.
+/// Open the best OpenCL device, or say why there is none. The device (its context, queue and
+/// program cache) is opened once per process and shared: PoCL crashes when several threads
+/// initialise platforms and contexts at once, and a shared cache builds each kernel once.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    let unavailable = |reason: String| RuntimeError::Unavailable { backend: Backend::OpenCl, reason };
+    static DEVICE: OnceLock<Result<Arc<OpenClDevice>, RuntimeError>> = OnceLock::new();
+    DEVICE
+        .get_or_init(open_best)
+        .clone()
+        .map(|d| d as Arc<dyn Device>)
+}
+
+fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
+    let unavailable = |reason: String| RuntimeError::Unavailable {
+        backend: Backend::OpenCl,
+        reason,
+    };
     let platforms = opencl3::platform::get_platforms()
         .map_err(|e| unavailable(format!("no OpenCL runtime or platform ({e})")))?;
     let mut fallback = None;
@@ -55,7 +71,10 @@ pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
     }
     match fallback {
         Some(d) => Ok(Arc::new(OpenClDevice::new(d)?)),
-        None => Err(unavailable(format!("{} platform(s) but no device", platforms.len()))),
+        None => Err(unavailable(format!(
+            "{} platform(s) but no device",
+            platforms.len()
+        ))),
     }
 }
 
@@ -98,27 +117,44 @@ impl OpenClDevice {
         if device.single_fp_config().unwrap_or(0) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0 {
             build_options.push_str(" -cl-fp32-correctly-rounded-divide-sqrt");
         }
-        let unavailable = |what: &str, e: opencl3::error_codes::ClError| RuntimeError::Unavailable {
-            backend: Backend::OpenCl,
-            reason: format!("{name}: {what} failed ({e})"),
-        };
-        let context = Context::from_device(&device).map_err(|e| unavailable("creating a context", e))?;
+        let unavailable =
+            |what: &str, e: opencl3::error_codes::ClError| RuntimeError::Unavailable {
+                backend: Backend::OpenCl,
+                reason: format!("{name}: {what} failed ({e})"),
+            };
+        let context =
+            Context::from_device(&device).map_err(|e| unavailable("creating a context", e))?;
         #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 entry point, PoCL has both.
         let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
             .map_err(|e| unavailable("creating a command queue", e))?;
         let info = DeviceInfo {
             backend: Backend::OpenCl,
             name,
-            max_threads_per_block: device.max_work_group_size().unwrap_or(256).min(u32::MAX as usize) as u32,
+            max_threads_per_block: device
+                .max_work_group_size()
+                .unwrap_or(256)
+                .min(u32::MAX as usize) as u32,
             subgroups: options.subgroups,
             float64: options.float64,
         };
-        Ok(OpenClDevice { context, queue, info, options, build_options, cache: Mutex::new(HashMap::new()) })
+        Ok(OpenClDevice {
+            context,
+            queue,
+            info,
+            options,
+            build_options,
+            cache: Mutex::new(HashMap::new()),
+        })
     }
 
-    fn compile(&self, kernel: &Kernel, cache: &mut HashMap<String, Arc<Compiled>>) -> Result<Arc<Compiled>, RuntimeError> {
-        let generated = sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
-            .map_err(|diags| pack::refused(kernel, Dialect::OpenCl, &diags))?;
+    fn compile(
+        &self,
+        kernel: &Kernel,
+        cache: &mut HashMap<String, Arc<Compiled>>,
+    ) -> Result<Arc<Compiled>, RuntimeError> {
+        let generated =
+            sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
+                .map_err(|diags| pack::refused(kernel, Dialect::OpenCl, &diags))?;
         if let Some(c) = cache.get(&generated.source) {
             return Ok(c.clone());
         }
@@ -127,17 +163,25 @@ impl OpenClDevice {
             // The subgroup built-ins are OpenCL C 2.0 functions.
             options = options.replace("-cl-std=CL1.2", "-cl-std=CL2.0");
         }
-        let program = Program::create_and_build_from_source(&self.context, &generated.source, &options)
-            .map_err(|log| {
-                RuntimeError::Compile(format!(
-                    "OpenCL C of kernel `{}` failed to build on {}:\n{log}",
-                    kernel.name, self.info.name
-                ))
-            })?;
+        let program =
+            Program::create_and_build_from_source(&self.context, &generated.source, &options)
+                .map_err(|log| {
+                    RuntimeError::Compile(format!(
+                        "OpenCL C of kernel `{}` failed to build on {}:\n{log}",
+                        kernel.name, self.info.name
+                    ))
+                })?;
         let cl_kernel = ClKernel::create(&program, &generated.abi.entry_point).map_err(|e| {
-            RuntimeError::Compile(format!("OpenCL: no entry point `{}` ({e})", generated.abi.entry_point))
+            RuntimeError::Compile(format!(
+                "OpenCL: no entry point `{}` ({e})",
+                generated.abi.entry_point
+            ))
         })?;
-        let compiled = Arc::new(Compiled { _program: program, kernel: Mutex::new(cl_kernel), abi: generated.abi });
+        let compiled = Arc::new(Compiled {
+            _program: program,
+            kernel: Mutex::new(cl_kernel),
+            abi: generated.abi,
+        });
         cache.insert(generated.source, compiled.clone());
         Ok(compiled)
     }
@@ -159,15 +203,19 @@ trait SetArgRaw {
 impl SetArgRaw for ClKernel {
     unsafe fn set_arg_raw(&self, index: u32, bytes: &[u8]) -> opencl3::Result<()> {
         // SAFETY: forwarded from the caller.
-        unsafe { opencl3::kernel::set_kernel_arg(self.get(), index, bytes.len(), bytes.as_ptr().cast()) }
-            .map_err(opencl3::error_codes::ClError)
+        unsafe {
+            opencl3::kernel::set_kernel_arg(self.get(), index, bytes.len(), bytes.as_ptr().cast())
+        }
+        .map_err(opencl3::error_codes::ClError)
     }
 }
 
 fn argument(slot: &sarek_compiler::abi::ArgSlot) -> Result<u32, RuntimeError> {
     match slot {
         sarek_compiler::abi::ArgSlot::Argument(n) => Ok(*n),
-        other => Err(RuntimeError::Launch(format!("OpenCL ABI slot {other:?} is not a kernel argument"))),
+        other => Err(RuntimeError::Launch(format!(
+            "OpenCL ABI slot {other:?} is not a kernel argument"
+        ))),
     }
 }
 
@@ -176,7 +224,12 @@ impl Device for OpenClDevice {
         self.info.clone()
     }
 
-    fn launch(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError> {
+    fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
         let started = Instant::now();
         let compiled = {
             let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -196,7 +249,14 @@ impl Device for OpenClDevice {
         let mut slots: Vec<(u32, Slot)> = Vec::new();
         for (param, arg) in abi.params.iter().zip(args.iter()) {
             match (&param.kind, arg) {
-                (AbiParamKind::Vector { elem, buffer, length }, ArgValue::Vector(v)) => {
+                (
+                    AbiParamKind::Vector {
+                        elem,
+                        buffer,
+                        length,
+                    },
+                    ArgValue::Vector(v),
+                ) => {
                     let mut bytes = pack::pack_vector(v, elem, &param.name)?;
                     // SAFETY: `bytes` is a live host allocation of that size, copied at creation.
                     let buf = unsafe {
@@ -209,18 +269,27 @@ impl Device for OpenClDevice {
                     }
                     .map_err(cl_err("allocating a buffer"))?;
                     let len = i32::try_from(v.len).map_err(|_| {
-                        RuntimeError::Arguments(format!("vector `{}` is longer than int32 allows", param.name))
+                        RuntimeError::Arguments(format!(
+                            "vector `{}` is longer than int32 allows",
+                            param.name
+                        ))
                     })?;
                     slots.push((argument(buffer)?, Slot::Mem(buf.get())));
                     slots.push((argument(length)?, Slot::Bytes(len.to_le_bytes().to_vec())));
                     buffers.push(Some(buf));
                 }
                 (AbiParamKind::Value { layout, slot }, a) => {
-                    slots.push((argument(slot)?, Slot::Bytes(pack::pack_value(a, layout, &param.name)?)));
+                    slots.push((
+                        argument(slot)?,
+                        Slot::Bytes(pack::pack_value(a, layout, &param.name)?),
+                    ));
                     buffers.push(None);
                 }
                 (AbiParamKind::Vector { .. }, _) => {
-                    return Err(RuntimeError::Arguments(format!("parameter `{}` takes a vector", param.name)));
+                    return Err(RuntimeError::Arguments(format!(
+                        "parameter `{}` takes a vector",
+                        param.name
+                    )));
                 }
             }
         }
@@ -236,27 +305,47 @@ impl Device for OpenClDevice {
             }
             .map_err(cl_err("setting an argument"))?;
         }
-        let global: Vec<usize> = (0..3).map(|i| config.grid[i] as usize * config.block[i] as usize).collect();
+        let global: Vec<usize> = (0..3)
+            .map(|i| config.grid[i] as usize * config.block[i] as usize)
+            .collect();
         let local: Vec<usize> = config.block.iter().map(|&b| b as usize).collect();
         // SAFETY: every argument is set; the sizes arrays have work_dim = 3 entries.
         let event = unsafe {
-            self.queue.enqueue_nd_range_kernel(k.get(), 3, std::ptr::null(), global.as_ptr(), local.as_ptr(), &[])
+            self.queue.enqueue_nd_range_kernel(
+                k.get(),
+                3,
+                std::ptr::null(),
+                global.as_ptr(),
+                local.as_ptr(),
+                &[],
+            )
         }
         .map_err(cl_err("enqueueing the kernel"))?;
         event.wait().map_err(cl_err("running the kernel"))?;
-        let kernel_time = match (event.profiling_command_start(), event.profiling_command_end()) {
+        let kernel_time = match (
+            event.profiling_command_start(),
+            event.profiling_command_end(),
+        ) {
             (Ok(s), Ok(e)) => Duration::from_nanos(e.saturating_sub(s)),
             _ => started.elapsed(),
         };
         for ((param, arg), buf) in abi.params.iter().zip(args.iter_mut()).zip(&buffers) {
-            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some(buf)) = (&param.kind, arg, buf) {
+            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some(buf)) =
+                (&param.kind, arg, buf)
+            {
                 let mut bytes = vec![0u8; elem.stride as usize * v.len.max(1)];
                 // SAFETY: blocking read of the whole buffer into a slice of its size.
-                unsafe { self.queue.enqueue_read_buffer(buf, CL_BLOCKING, 0, &mut bytes, &[]) }
-                    .map_err(cl_err("reading a buffer back"))?;
+                unsafe {
+                    self.queue
+                        .enqueue_read_buffer(buf, CL_BLOCKING, 0, &mut bytes, &[])
+                }
+                .map_err(cl_err("reading a buffer back"))?;
                 pack::unpack_vector(&bytes, v, elem);
             }
         }
-        Ok(LaunchStats { kernel_time, total_time: started.elapsed() })
+        Ok(LaunchStats {
+            kernel_time,
+            total_time: started.elapsed(),
+        })
     }
 }

@@ -11,7 +11,11 @@ use sarek_compiler::types::Literal;
 
 /// The device image of a vector (at least one element's worth of bytes, since neither
 /// OpenCL nor CUDA allocates an empty buffer).
-pub fn pack_vector(v: &HostVector, layout: &ElemLayout, name: &str) -> Result<Vec<u8>, RuntimeError> {
+pub fn pack_vector(
+    v: &HostVector,
+    layout: &ElemLayout,
+    name: &str,
+) -> Result<Vec<u8>, RuntimeError> {
     if v.columns.len() != layout.leaves.len() {
         return Err(RuntimeError::Arguments(format!(
             "vector `{name}` has {} columns, its element type has {} leaves",
@@ -31,7 +35,12 @@ pub fn pack_vector(v: &HostVector, layout: &ElemLayout, name: &str) -> Result<Ve
         }
         for i in 0..v.len {
             let at = i * stride + offset as usize;
-            write_leaf(&mut bytes[at..at + stored.size() as usize], col.get(i), stored, name)?;
+            write_leaf(
+                &mut bytes[at..at + stored.size() as usize],
+                col.get(i),
+                stored,
+                name,
+            )?;
         }
     }
     Ok(bytes)
@@ -51,12 +60,18 @@ pub fn unpack_vector(bytes: &[u8], v: &mut HostVector, layout: &ElemLayout) {
 }
 
 /// The bytes of a by-value argument (scalar, record, variant), `layout.stride` long.
-pub fn pack_value(arg: &ArgValue, layout: &ElemLayout, name: &str) -> Result<Vec<u8>, RuntimeError> {
+pub fn pack_value(
+    arg: &ArgValue,
+    layout: &ElemLayout,
+    name: &str,
+) -> Result<Vec<u8>, RuntimeError> {
     let leaves: Vec<Literal> = match arg {
         ArgValue::Scalar(l) => vec![*l],
         ArgValue::Aggregate(ls) => ls.clone(),
         ArgValue::Vector(_) => {
-            return Err(RuntimeError::Arguments(format!("parameter `{name}` takes a value, got a vector")));
+            return Err(RuntimeError::Arguments(format!(
+                "parameter `{name}` takes a value, got a vector"
+            )));
         }
     };
     if leaves.len() != layout.leaves.len() {
@@ -69,13 +84,22 @@ pub fn pack_value(arg: &ArgValue, layout: &ElemLayout, name: &str) -> Result<Vec
     let mut bytes = vec![0u8; layout.stride as usize];
     for (value, &(offset, stored)) in leaves.into_iter().zip(&layout.leaves) {
         let at = offset as usize;
-        write_leaf(&mut bytes[at..at + stored.size() as usize], value, stored, name)?;
+        write_leaf(
+            &mut bytes[at..at + stored.size() as usize],
+            value,
+            stored,
+            name,
+        )?;
     }
     Ok(bytes)
 }
 
 /// A generator refusal as a runtime error (the caller has no source map here: messages only).
-pub fn refused(kernel: &Kernel, dialect: Dialect, diags: &[sarek_compiler::Diagnostic]) -> RuntimeError {
+pub fn refused(
+    kernel: &Kernel,
+    dialect: Dialect,
+    diags: &[sarek_compiler::Diagnostic],
+) -> RuntimeError {
     let msgs: Vec<String> = diags
         .iter()
         .map(|d| {
@@ -91,7 +115,12 @@ pub fn refused(kernel: &Kernel, dialect: Dialect, diags: &[sarek_compiler::Diagn
     ))
 }
 
-fn write_leaf(out: &mut [u8], value: Literal, stored: Stored, name: &str) -> Result<(), RuntimeError> {
+fn write_leaf(
+    out: &mut [u8],
+    value: Literal,
+    stored: Stored,
+    name: &str,
+) -> Result<(), RuntimeError> {
     match (stored, value) {
         (Stored::BoolAsU32, Literal::Bool(b)) => out.copy_from_slice(&u32::from(b).to_le_bytes()),
         (Stored::BoolAsU8, Literal::Bool(b)) => out[0] = u8::from(b),
@@ -131,11 +160,19 @@ mod tests {
         // struct { int tag; double a; int flag(bool) } -> tag@0, a@8, flag@16, stride 24
         let layout = ElemLayout {
             stride: 24,
-            leaves: vec![(0, Stored::Native(Scalar::I32)), (8, Stored::Native(Scalar::F64)), (16, Stored::BoolAsU32)],
+            leaves: vec![
+                (0, Stored::Native(Scalar::I32)),
+                (8, Stored::Native(Scalar::F64)),
+                (16, Stored::BoolAsU32),
+            ],
         };
         let v = HostVector {
             len: 2,
-            columns: vec![Column::I32(vec![1, -2]), Column::F64(vec![0.5, -1.25]), Column::Bool(vec![true, false])],
+            columns: vec![
+                Column::I32(vec![1, -2]),
+                Column::F64(vec![0.5, -1.25]),
+                Column::Bool(vec![true, false]),
+            ],
         };
         let bytes = pack_vector(&v, &layout, "v").unwrap();
         assert_eq!(bytes.len(), 48);
@@ -145,9 +182,18 @@ mod tests {
         assert_eq!(&bytes[16..20], &1u32.to_le_bytes());
         let mut back = HostVector::zeros(
             &[
-                sarek_compiler::abi::Leaf { name: "tag".into(), scalar: Scalar::I32 },
-                sarek_compiler::abi::Leaf { name: "a".into(), scalar: Scalar::F64 },
-                sarek_compiler::abi::Leaf { name: "flag".into(), scalar: Scalar::Bool },
+                sarek_compiler::abi::Leaf {
+                    name: "tag".into(),
+                    scalar: Scalar::I32,
+                },
+                sarek_compiler::abi::Leaf {
+                    name: "a".into(),
+                    scalar: Scalar::F64,
+                },
+                sarek_compiler::abi::Leaf {
+                    name: "flag".into(),
+                    scalar: Scalar::Bool,
+                },
             ],
             2,
         );

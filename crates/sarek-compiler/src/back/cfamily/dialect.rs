@@ -106,7 +106,9 @@ impl Dialect {
         match self {
             Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
             Dialect::Cuda => "__syncthreads();",
-            Dialect::Metal => "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);",
+            Dialect::Metal => {
+                "threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);"
+            }
         }
     }
 
@@ -147,7 +149,11 @@ impl Dialect {
                 MathFn::Expm1 | MathFn::Log1p | MathFn::Hypot => None,
                 _ => Some(base.to_string()),
             },
-            Dialect::Cuda => Some(if s == Scalar::F32 { format!("{base}f") } else { base.to_string() }),
+            Dialect::Cuda => Some(if s == Scalar::F32 {
+                format!("{base}f")
+            } else {
+                base.to_string()
+            }),
         }
     }
 

@@ -60,7 +60,11 @@ use crate::passes::reserved::reserved;
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
-pub fn generate(kernel: &Kernel, dialect: Dialect, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+pub fn generate(
+    kernel: &Kernel,
+    dialect: Dialect,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
     let reserved = reserved(dialect.target());
     let legal = legalize(kernel, &reserved, true);
     writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)

@@ -17,7 +17,9 @@ use std::fmt::Write as _;
 /// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids
 /// `bool` there (its size is implementation-defined), so every dialect uses a 32-bit `int`
 /// holding 0 or 1 and the ABI says so.
-pub const LAYOUT: LayoutRules = LayoutRules::C { bool_repr: Stored::BoolAsU32 };
+pub const LAYOUT: LayoutRules = LayoutRules::C {
+    bool_repr: Stored::BoolAsU32,
+};
 
 const INDENT: &str = "    ";
 
@@ -76,7 +78,12 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
+    pub fn new(
+        k: &'a Kernel,
+        d: Dialect,
+        opts: &'a TargetOptions,
+        reserved: Box<dyn Fn(&str) -> bool>,
+    ) -> Self {
         let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
         used.extend(k.functions.iter().map(|f| f.name.clone()));
         let mut w = Writer {
@@ -108,7 +115,10 @@ impl<'a> Writer<'a> {
         };
         w.name_types();
         if d == Dialect::Metal {
-            w.geom = Some(MetalGeom { ty: w.fresh("sarek_geom"), var: w.fresh("geom") });
+            w.geom = Some(MetalGeom {
+                ty: w.fresh("sarek_geom"),
+                var: w.fresh("geom"),
+            });
         }
         w
     }
@@ -163,19 +173,33 @@ impl<'a> Writer<'a> {
             let fields = v
                 .ctors
                 .iter()
-                .map(|c| (0..c.fields.len()).map(|i| format!("{}_{i}", sanitize(&c.name))).collect())
+                .map(|c| {
+                    (0..c.fields.len())
+                        .map(|i| format!("{}_{i}", sanitize(&c.name)))
+                        .collect()
+                })
                 .collect();
             self.variant_fields.push(fields);
         }
         for v in &k.variants {
-            let makers = v.ctors.iter().map(|c| self.fresh(&format!("new_{}_{}", v.name, c.name))).collect();
+            let makers = v
+                .ctors
+                .iter()
+                .map(|c| self.fresh(&format!("new_{}_{}", v.name, c.name)))
+                .collect();
             self.ctor_makers.push(makers);
         }
     }
 
     fn error(&mut self, message: String, label: &str, note: &str) {
-        let d = Diagnostic::error(self.span, message).with_label(label).with_note(note);
-        if !self.diags.iter().any(|x| x.message == d.message && x.span == d.span) {
+        let d = Diagnostic::error(self.span, message)
+            .with_label(label)
+            .with_note(note);
+        if !self
+            .diags
+            .iter()
+            .any(|x| x.message == d.message && x.span == d.span)
+        {
             self.diags.push(d);
         }
     }
@@ -199,7 +223,10 @@ impl<'a> Writer<'a> {
             Ty::Vector(_) | Ty::Array { .. } => {
                 // Lowering binds vectors and arrays only as parameters and array statements.
                 self.error(
-                    format!("{} cannot copy a vector or array into a variable", self.d.display_name()),
+                    format!(
+                        "{} cannot copy a vector or array into a variable",
+                        self.d.display_name()
+                    ),
                     "vector or array used as a value",
                     "index it, or pass it to a helper",
                 );
@@ -221,8 +248,14 @@ impl<'a> Writer<'a> {
     /// plain values; global buffers hold storage types).
     fn pointer(&mut self, ty: &Ty) -> String {
         match ty {
-            Ty::Vector(elem) => format!("{}{}*", self.d.pointer_space(MemSpace::Global), self.storage_ty(elem)),
-            Ty::Array { elem, space, .. } => format!("{}{}*", self.d.pointer_space(*space), self.value_ty(elem)),
+            Ty::Vector(elem) => format!(
+                "{}{}*",
+                self.d.pointer_space(MemSpace::Global),
+                self.storage_ty(elem)
+            ),
+            Ty::Array { elem, space, .. } => {
+                format!("{}{}*", self.d.pointer_space(*space), self.value_ty(elem))
+            }
             _ => unreachable!(),
         }
     }
@@ -231,10 +264,18 @@ impl<'a> Writer<'a> {
         let mut order = Vec::new();
         let mut state = HashMap::new();
         for i in 0..self.k.records.len() {
-            self.type_order(&Ty::Record(crate::ir::RecordId(i as u32)), &mut state, &mut order);
+            self.type_order(
+                &Ty::Record(crate::ir::RecordId(i as u32)),
+                &mut state,
+                &mut order,
+            );
         }
         for i in 0..self.k.variants.len() {
-            self.type_order(&Ty::Variant(crate::ir::VariantId(i as u32)), &mut state, &mut order);
+            self.type_order(
+                &Ty::Variant(crate::ir::VariantId(i as u32)),
+                &mut state,
+                &mut order,
+            );
         }
         let q = self.d.helper_qualifier();
         let mut out = String::new();
@@ -250,9 +291,18 @@ impl<'a> Writer<'a> {
                         let _ = writeln!(out, "{INDENT}{t} {fname};");
                     }
                     let _ = writeln!(out, "}} {name};");
-                    let params: Vec<String> =
-                        r.fields.iter().enumerate().map(|(j, f)| format!("{} _{j}", self.value_ty(&f.ty))).collect();
-                    let _ = writeln!(out, "{q}{name} {}({}) {{", self.record_makers[i], params.join(", "));
+                    let params: Vec<String> = r
+                        .fields
+                        .iter()
+                        .enumerate()
+                        .map(|(j, f)| format!("{} _{j}", self.value_ty(&f.ty)))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "{q}{name} {}({}) {{",
+                        self.record_makers[i],
+                        params.join(", ")
+                    );
                     let _ = writeln!(out, "{INDENT}{name} _r;");
                     for (j, fname) in self.record_fields[i].iter().enumerate() {
                         let _ = writeln!(out, "{INDENT}_r.{fname} = _{j};");
@@ -272,8 +322,12 @@ impl<'a> Writer<'a> {
                     }
                     let _ = writeln!(out, "}} {name};");
                     for (ci, c) in v.ctors.iter().enumerate() {
-                        let params: Vec<String> =
-                            c.fields.iter().enumerate().map(|(j, f)| format!("{} _{j}", self.value_ty(f))).collect();
+                        let params: Vec<String> = c
+                            .fields
+                            .iter()
+                            .enumerate()
+                            .map(|(j, f)| format!("{} _{j}", self.value_ty(f)))
+                            .collect();
                         let maker = &self.ctor_makers[i][ci];
                         let _ = writeln!(out, "{q}{name} {maker}({}) {{", params.join(", "));
                         // Inactive payload fields are zero so buffers compare equal everywhere.
@@ -297,8 +351,20 @@ impl<'a> Writer<'a> {
         }
         state.insert(ty.clone(), false);
         let members: Vec<Ty> = match ty {
-            Ty::Record(id) => self.k.record(*id).fields.iter().map(|f| f.ty.clone()).collect(),
-            Ty::Variant(id) => self.k.variant(*id).ctors.iter().flat_map(|c| c.fields.clone()).collect(),
+            Ty::Record(id) => self
+                .k
+                .record(*id)
+                .fields
+                .iter()
+                .map(|f| f.ty.clone())
+                .collect(),
+            Ty::Variant(id) => self
+                .k
+                .variant(*id)
+                .ctors
+                .iter()
+                .flat_map(|c| c.fields.clone())
+                .collect(),
             _ => Vec::new(),
         };
         for m in &members {
@@ -341,7 +407,12 @@ impl<'a> Writer<'a> {
             return Err(self.diags);
         }
         let mut src = self.prelude(&original.name);
-        for part in [types, self.helpers.iter().map(|h| h.2.clone()).collect::<String>(), functions, kernel] {
+        for part in [
+            types,
+            self.helpers.iter().map(|h| h.2.clone()).collect::<String>(),
+            functions,
+            kernel,
+        ] {
             if !part.is_empty() {
                 src.push_str(&part);
                 if !src.ends_with("\n\n") {
@@ -373,7 +444,10 @@ impl<'a> Writer<'a> {
                 );
             }
         }
-        let int64_atomics = self.features.int64_atomics_base.or(self.features.int64_atomics_extended);
+        let int64_atomics = self
+            .features
+            .int64_atomics_base
+            .or(self.features.int64_atomics_extended);
         if let Some(span) = int64_atomics {
             self.span = span;
             if self.d == Dialect::Metal {
@@ -404,7 +478,10 @@ impl<'a> Writer<'a> {
     }
 
     fn prelude(&self, kernel_name: &str) -> String {
-        let mut p = format!("// Generated by sarek from kernel `{kernel_name}` ({}).\n", self.d.display_name());
+        let mut p = format!(
+            "// Generated by sarek from kernel `{kernel_name}` ({}).\n",
+            self.d.display_name()
+        );
         match self.d {
             Dialect::OpenCl => {
                 p.push_str("// Floating-point contraction is off: a*b+c rounds twice, as in the interpreter.\n");
@@ -516,7 +593,10 @@ impl<'a> Writer<'a> {
             let info = &k.vars[p.0 as usize];
             self.span = info.span;
             let name = self.var(p);
-            let src_name = original.vars.get(p.0 as usize).map_or(name.clone(), |v| v.name.clone());
+            let src_name = original
+                .vars
+                .get(p.0 as usize)
+                .map_or(name.clone(), |v| v.name.clone());
             match &info.ty {
                 Ty::Vector(elem) => {
                     let ptr = self.pointer(&info.ty);
@@ -546,13 +626,18 @@ impl<'a> Writer<'a> {
                 ty => {
                     let t = self.storage_ty(ty);
                     match self.d {
-                        Dialect::Metal => params.push(format!("constant {t}& {name} [[buffer({slot})]]")),
+                        Dialect::Metal => {
+                            params.push(format!("constant {t}& {name} [[buffer({slot})]]"))
+                        }
                         _ => params.push(format!("{t} {name}")),
                     }
                     abi_params.push(AbiParam {
                         name: src_name,
                         ty: ty.clone(),
-                        kind: AbiParamKind::Value { layout: value_layout(k, ty), slot: ArgSlot::Argument(slot) },
+                        kind: AbiParamKind::Value {
+                            layout: value_layout(k, ty),
+                            slot: ArgSlot::Argument(slot),
+                        },
                     });
                     slot += 1;
                 }
@@ -580,13 +665,20 @@ impl<'a> Writer<'a> {
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
         let body = std::mem::take(&mut self.out);
-        let sep = if self.d == Dialect::Metal { ",\n" } else { ", " };
+        let sep = if self.d == Dialect::Metal {
+            ",\n"
+        } else {
+            ", "
+        };
         let params_text = if self.d == Dialect::Metal {
             format!("\n{INDENT}{}", params.join(&format!("{sep}{INDENT}")))
         } else {
             params.join(sep)
         };
-        let src = format!("{} {entry}({params_text}) {{\n{body}}}\n", self.d.kernel_qualifier());
+        let src = format!(
+            "{} {entry}({params_text}) {{\n{body}}}\n",
+            self.d.kernel_qualifier()
+        );
         let abi = Abi {
             entry_point: entry,
             params: abi_params,
@@ -603,7 +695,15 @@ impl<'a> Writer<'a> {
     fn hoist_shared(&mut self, body: &Block) {
         let mut found = Vec::new();
         collect_shared(body, &mut found);
-        found.retain(|(v, _)| matches!(self.var_ty(*v), Ty::Array { space: MemSpace::Shared, .. }));
+        found.retain(|(v, _)| {
+            matches!(
+                self.var_ty(*v),
+                Ty::Array {
+                    space: MemSpace::Shared,
+                    ..
+                }
+            )
+        });
         let mut counts: HashMap<&str, usize> = HashMap::new();
         for v in &self.k.vars {
             *counts.entry(v.name.as_str()).or_default() += 1;
@@ -623,7 +723,9 @@ impl<'a> Writer<'a> {
 
     fn array_decl(&mut self, var: VarId) -> String {
         let name = self.var(var);
-        let Ty::Array { elem, space, size } = self.var_ty(var) else { unreachable!("array statement on a non-array") };
+        let Ty::Array { elem, space, size } = self.var_ty(var) else {
+            unreachable!("array statement on a non-array")
+        };
         let n = size.unwrap_or(1);
         self.lens.insert(var, n.to_string());
         let t = self.value_ty(elem);
@@ -643,7 +745,11 @@ impl<'a> Writer<'a> {
     }
 
     fn nested(&mut self, head: &str, block: &Block) {
-        self.line(&if head.is_empty() { "{".to_string() } else { format!("{head} {{") });
+        self.line(&if head.is_empty() {
+            "{".to_string()
+        } else {
+            format!("{head} {{")
+        });
         self.indent += 1;
         self.block_body(block);
         self.indent -= 1;
@@ -672,7 +778,9 @@ impl<'a> Writer<'a> {
                 }
             }
             StmtKind::Array { var } => {
-                let Ty::Array { space, .. } = self.var_ty(*var) else { return };
+                let Ty::Array { space, .. } = self.var_ty(*var) else {
+                    return;
+                };
                 if *space == MemSpace::Shared {
                     if self.hoisted.contains(var) {
                         return;
@@ -698,28 +806,45 @@ impl<'a> Writer<'a> {
                 let e = self.expr(e);
                 self.line(&format!("{};", strip(&e)));
             }
-            StmtKind::If { cond, then_block, else_block } => {
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
                 let c = self.expr(cond);
                 self.nested(&format!("if ({})", strip(&c)), then_block);
-                if else_block.is_empty() {
-                    self.line("}");
-                } else if let [Stmt { kind: StmtKind::If { .. }, .. }] = else_block.as_slice() {
-                    // `else if` chains stay flat.
-                    self.indent += 1;
-                    let mut inner = std::mem::take(&mut self.out);
-                    self.stmt(&else_block[0]);
-                    let chained = std::mem::take(&mut self.out);
-                    let chained = chained.trim_start();
-                    inner.truncate(inner.trim_end().len());
-                    inner.push_str(&format!("\n{}}} else {}\n", INDENT.repeat(self.indent - 1), chained.trim_end()));
-                    self.out = inner;
-                    self.indent -= 1;
-                } else {
-                    self.nested("} else", else_block);
-                    self.line("}");
+                // `else if` chains stay flat.
+                let mut rest = else_block;
+                while let [
+                    Stmt {
+                        kind:
+                            StmtKind::If {
+                                cond,
+                                then_block,
+                                else_block,
+                            },
+                        span,
+                    },
+                ] = rest.as_slice()
+                {
+                    self.span = *span;
+                    let c = self.expr(cond);
+                    self.nested(&format!("}} else if ({})", strip(&c)), then_block);
+                    rest = else_block;
                 }
+                if !rest.is_empty() {
+                    self.nested("} else", rest);
+                }
+                self.line("}");
             }
-            StmtKind::For { var, start, end, downto, body, unroll } => {
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                unroll,
+            } => {
                 let name = self.var(*var);
                 let bound = self.fresh(&format!("{name}_end"));
                 let a = self.expr(start);
@@ -728,8 +853,11 @@ impl<'a> Writer<'a> {
                 if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
                     self.line(&p);
                 }
-                let head =
-                    format!("for (int {name} = {}, {bound} = {}; {name} {cmp} {bound}; {step}{name})", strip(&a), strip(&b));
+                let head = format!(
+                    "for (int {name} = {}, {bound} = {}; {name} {cmp} {bound}; {step}{name})",
+                    strip(&a),
+                    strip(&b)
+                );
                 self.nested(&head, body);
                 self.line("}");
             }
@@ -741,7 +869,11 @@ impl<'a> Writer<'a> {
                 self.nested(&format!("while ({})", strip(&c)), body);
                 self.line("}");
             }
-            StmtKind::Match { scrutinee, variant, arms } => self.match_stmt(scrutinee, *variant, arms),
+            StmtKind::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => self.match_stmt(scrutinee, *variant, arms),
             StmtKind::Block(b) => {
                 self.nested("", b);
                 self.line("}");
@@ -766,7 +898,12 @@ impl<'a> Writer<'a> {
     }
 
     /// A match is an `if` chain on the tag (a `switch` would capture `break`).
-    fn match_stmt(&mut self, scrutinee: &Expr, variant: crate::ir::VariantId, arms: &[crate::ir::MatchArm]) {
+    fn match_stmt(
+        &mut self,
+        scrutinee: &Expr,
+        variant: crate::ir::VariantId,
+        arms: &[crate::ir::MatchArm],
+    ) {
         let vi = variant.0 as usize;
         let (subject, scoped) = match &scrutinee.kind {
             ExprKind::Var(v) => (self.var(*v), false),
@@ -787,7 +924,10 @@ impl<'a> Writer<'a> {
                 default = Some(arm);
                 continue;
             };
-            let head = format!("{}if ({subject}.tag == {c})", if first { "" } else { "} else " });
+            let head = format!(
+                "{}if ({subject}.tag == {c})",
+                if first { "" } else { "} else " }
+            );
             first = false;
             self.line(&format!("{head} {{"));
             self.indent += 1;
@@ -868,7 +1008,11 @@ impl<'a> Writer<'a> {
                 let i = self.expr(index);
                 let elem = self.var_ty(*base).elem().cloned().unwrap_or(Ty::Unit);
                 let text = format!("{}[{}]", self.var(*base), strip(&i));
-                if matches!(self.var_ty(*base), Ty::Vector(_)) { bool_read(&elem, text) } else { text }
+                if matches!(self.var_ty(*base), Ty::Vector(_)) {
+                    bool_read(&elem, text)
+                } else {
+                    text
+                }
             }
             ExprKind::Field { base, field } => {
                 let b = self.expr(base);
@@ -876,21 +1020,46 @@ impl<'a> Writer<'a> {
                 bool_read(&e.ty, format!("{b}.{name}"))
             }
             ExprKind::Record { record, fields } => {
-                let args: Vec<String> = fields.iter().map(|f| strip(&self.expr(f)).to_string()).collect();
-                format!("{}({})", self.record_makers[record.0 as usize], args.join(", "))
+                let args: Vec<String> = fields
+                    .iter()
+                    .map(|f| strip(&self.expr(f)).to_string())
+                    .collect();
+                format!(
+                    "{}({})",
+                    self.record_makers[record.0 as usize],
+                    args.join(", ")
+                )
             }
-            ExprKind::Ctor { variant, ctor, fields } => {
-                let args: Vec<String> = fields.iter().map(|f| strip(&self.expr(f)).to_string()).collect();
-                format!("{}({})", self.ctor_makers[variant.0 as usize][*ctor as usize], args.join(", "))
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => {
+                let args: Vec<String> = fields
+                    .iter()
+                    .map(|f| strip(&self.expr(f)).to_string())
+                    .collect();
+                format!(
+                    "{}({})",
+                    self.ctor_makers[variant.0 as usize][*ctor as usize],
+                    args.join(", ")
+                )
             }
             ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
             ExprKind::Payload { value, ctor, field } => {
-                let Ty::Variant(id) = &value.ty else { unreachable!("payload of a non-variant") };
-                let name = self.variant_fields[id.0 as usize][*ctor as usize][*field as usize].clone();
+                let Ty::Variant(id) = &value.ty else {
+                    unreachable!("payload of a non-variant")
+                };
+                let name =
+                    self.variant_fields[id.0 as usize][*ctor as usize][*field as usize].clone();
                 let v = self.expr(value);
                 bool_read(&e.ty, format!("{v}.{name}"))
             }
-            ExprKind::Select { cond, then_value, else_value } => {
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
                 let c = self.expr(cond);
                 let a = self.expr(then_value);
                 let b = self.expr(else_value);
@@ -941,7 +1110,11 @@ impl<'a> Writer<'a> {
             };
         }
         // `{:?}` is the shortest text that round-trips, always with `.` or an exponent.
-        if text.starts_with('-') { format!("({text}{sfx})") } else { format!("{text}{sfx}") }
+        if text.starts_with('-') {
+            format!("({text}{sfx})")
+        } else {
+            format!("{text}{sfx}")
+        }
     }
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, ty: &Ty) -> String {
@@ -986,7 +1159,9 @@ impl<'a> Writer<'a> {
                 let t = self.scalar(operand);
                 format!("(({t})(({u}){a} >> {b}))")
             }
-            BinOp::Rem if operand.is_float() => format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b)),
+            BinOp::Rem if operand.is_float() => {
+                format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b))
+            }
             _ => {
                 let _ = ty;
                 format!("({a} {sym} {b})")
@@ -1005,15 +1180,21 @@ impl<'a> Writer<'a> {
         };
         let a = self.unsigned_operand(lhs, s);
         // The shift count is not wrapped: it only needs to be an integer.
-        let b = if op == BinOp::Shl { self.expr(rhs) } else { self.unsigned_operand(rhs, s) };
+        let b = if op == BinOp::Shl {
+            self.expr(rhs)
+        } else {
+            self.unsigned_operand(rhs, s)
+        };
         format!("({a} {sym} {b})")
     }
 
     fn unsigned_operand(&mut self, e: &Expr, s: Scalar) -> String {
         match &e.kind {
-            ExprKind::Binary { op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl), lhs, rhs } => {
-                self.wrapping(*op, lhs, rhs, s)
-            }
+            ExprKind::Binary {
+                op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl),
+                lhs,
+                rhs,
+            } => self.wrapping(*op, lhs, rhs, s),
             ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
             ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {
                 format!("{v}{}", if self.d == Dialect::Cuda { "ull" } else { "ul" })
@@ -1030,7 +1211,12 @@ impl<'a> Writer<'a> {
         let mut out = Vec::new();
         if self.func_geom[func.0 as usize] {
             self.cur_geom = true;
-            out.push(self.geom.as_ref().map(|g| g.var.clone()).unwrap_or_default());
+            out.push(
+                self.geom
+                    .as_ref()
+                    .map(|g| g.var.clone())
+                    .unwrap_or_default(),
+            );
         }
         for (a, &p) in args.iter().zip(&f.params) {
             match (self.var_ty(p), &a.kind) {
@@ -1047,7 +1233,11 @@ impl<'a> Writer<'a> {
     fn geometry(&mut self, g: Geometry) -> String {
         if self.d == Dialect::Metal {
             self.cur_geom = true;
-            let v = self.geom.as_ref().map(|g| g.var.clone()).unwrap_or_default();
+            let v = self
+                .geom
+                .as_ref()
+                .map(|g| g.var.clone())
+                .unwrap_or_default();
             return match g {
                 Geometry::ThreadIdx(a) => format!("((int){v}.thread_idx.{})", a.letter()),
                 Geometry::BlockIdx(a) => format!("((int){v}.block_idx.{})", a.letter()),
@@ -1061,11 +1251,21 @@ impl<'a> Writer<'a> {
             };
         }
         match (self.d, g) {
-            (Dialect::OpenCl, Geometry::ThreadIdx(a)) => format!("((int)get_local_id({}))", a.index()),
-            (Dialect::OpenCl, Geometry::BlockIdx(a)) => format!("((int)get_group_id({}))", a.index()),
-            (Dialect::OpenCl, Geometry::BlockDim(a)) => format!("((int)get_local_size({}))", a.index()),
-            (Dialect::OpenCl, Geometry::GridDim(a)) => format!("((int)get_num_groups({}))", a.index()),
-            (Dialect::OpenCl, Geometry::GlobalIdx(a)) => format!("((int)get_global_id({}))", a.index()),
+            (Dialect::OpenCl, Geometry::ThreadIdx(a)) => {
+                format!("((int)get_local_id({}))", a.index())
+            }
+            (Dialect::OpenCl, Geometry::BlockIdx(a)) => {
+                format!("((int)get_group_id({}))", a.index())
+            }
+            (Dialect::OpenCl, Geometry::BlockDim(a)) => {
+                format!("((int)get_local_size({}))", a.index())
+            }
+            (Dialect::OpenCl, Geometry::GridDim(a)) => {
+                format!("((int)get_num_groups({}))", a.index())
+            }
+            (Dialect::OpenCl, Geometry::GlobalIdx(a)) => {
+                format!("((int)get_global_id({}))", a.index())
+            }
             (Dialect::OpenCl, Geometry::WarpSize) => {
                 self.features.subgroups.get_or_insert(self.span);
                 "((int)get_max_sub_group_size())".into()
@@ -1094,7 +1294,10 @@ impl<'a> Writer<'a> {
             Intrinsic::Warp(w) => self.warp(w, args, rs),
             Intrinsic::Atomic(a) => self.atomic(a, args, rs),
             Intrinsic::Math(f) => {
-                let xs: Vec<String> = args.iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+                let xs: Vec<String> = args
+                    .iter()
+                    .map(|a| strip(&self.expr(a)).to_string())
+                    .collect();
                 let name = match self.d.math(f, rs) {
                     Some(n) => n,
                     None => self.metal_math_fallback(f),
@@ -1193,10 +1396,15 @@ impl<'a> Writer<'a> {
     }
 
     fn warp(&mut self, w: WarpOp, args: &[Expr], rs: Scalar) -> String {
-        let xs: Vec<String> = args.iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+        let xs: Vec<String> = args
+            .iter()
+            .map(|a| strip(&self.expr(a)).to_string())
+            .collect();
         let x_ty = args.first().and_then(|a| a.ty.scalar()).unwrap_or(rs);
         // Shuffling a bool goes through int (none of the dialects shuffles bool everywhere).
-        let (x, unbool) = if x_ty == Scalar::Bool && !matches!(w, WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot) {
+        let (x, unbool) = if x_ty == Scalar::Bool
+            && !matches!(w, WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot)
+        {
             (format!("(int)({})", xs[0]), true)
         } else {
             (xs[0].clone(), false)
@@ -1206,8 +1414,12 @@ impl<'a> Writer<'a> {
                 const MASK: &str = "0xffffffffu";
                 match w {
                     WarpOp::Shuffle => format!("__shfl_sync({MASK}, {x}, {})", xs[1]),
-                    WarpOp::ShuffleDown => format!("__shfl_down_sync({MASK}, {x}, (unsigned int)({}))", xs[1]),
-                    WarpOp::ShuffleUp => format!("__shfl_up_sync({MASK}, {x}, (unsigned int)({}))", xs[1]),
+                    WarpOp::ShuffleDown => {
+                        format!("__shfl_down_sync({MASK}, {x}, (unsigned int)({}))", xs[1])
+                    }
+                    WarpOp::ShuffleUp => {
+                        format!("__shfl_up_sync({MASK}, {x}, (unsigned int)({}))", xs[1])
+                    }
                     WarpOp::ShuffleXor => format!("__shfl_xor_sync({MASK}, {x}, {})", xs[1]),
                     WarpOp::VoteAll => format!("(__all_sync({MASK}, {x}) != 0)"),
                     WarpOp::VoteAny => format!("(__any_sync({MASK}, {x}) != 0)"),
@@ -1246,7 +1458,11 @@ impl<'a> Writer<'a> {
                 }
             }
         };
-        if unbool { format!("({call} != 0)") } else { call }
+        if unbool {
+            format!("({call} != 0)")
+        } else {
+            call
+        }
     }
 
     fn atomic(&mut self, op: AtomicOp, args: &[Expr], rs: Scalar) -> String {
@@ -1275,7 +1491,10 @@ impl<'a> Writer<'a> {
         }
         if !(s.is_int() || (s == Scalar::F32 && op == AtomicOp::Add)) {
             self.error(
-                format!("atomic_{} on {s} is not supported by {target}", format!("{op:?}").to_lowercase()),
+                format!(
+                    "atomic_{} on {s} is not supported by {target}",
+                    format!("{op:?}").to_lowercase()
+                ),
                 "unsupported atomic",
                 "atomics take int32 and int64 elements; atomic_add also takes float32",
             );
@@ -1291,7 +1510,10 @@ impl<'a> Writer<'a> {
             slot.get_or_insert(self.span);
         }
         let idx = self.expr(&args[1]);
-        let vals: Vec<String> = args[2..].iter().map(|a| strip(&self.expr(a)).to_string()).collect();
+        let vals: Vec<String> = args[2..]
+            .iter()
+            .map(|a| strip(&self.expr(a)).to_string())
+            .collect();
         let ptr = format!("&{}[{}]", self.var(*base), strip(&idx));
         let t = self.scalar(s);
         match self.d {
@@ -1301,7 +1523,10 @@ impl<'a> Writer<'a> {
                     return format!("{name}({ptr}, {})", vals[0]);
                 }
                 let f = self.d.c_atomic(op, s).unwrap_or_default();
-                format!("{f}({ptr}{})", vals.iter().map(|v| format!(", {v}")).collect::<String>())
+                format!(
+                    "{f}({ptr}{})",
+                    vals.iter().map(|v| format!(", {v}")).collect::<String>()
+                )
             }
             Dialect::Cuda => {
                 let f = self.d.c_atomic(op, s).unwrap_or_default();
@@ -1309,7 +1534,10 @@ impl<'a> Writer<'a> {
                     return match op {
                         AtomicOp::Inc => format!("atomicAdd({ptr}, 1)"),
                         AtomicOp::Dec => format!("atomicSub({ptr}, 1)"),
-                        _ => format!("{f}({ptr}{})", vals.iter().map(|v| format!(", {v}")).collect::<String>()),
+                        _ => format!(
+                            "{f}({ptr}{})",
+                            vals.iter().map(|v| format!(", {v}")).collect::<String>()
+                        ),
                     };
                 }
                 // CUDA's 64-bit atomics take unsigned long long, except min/max (long long).
@@ -1329,7 +1557,11 @@ impl<'a> Writer<'a> {
             }
             Dialect::Metal => {
                 let sp = self.d.pointer_space(space);
-                let aty = if s == Scalar::F32 { "atomic_float" } else { "atomic_int" };
+                let aty = if s == Scalar::F32 {
+                    "atomic_float"
+                } else {
+                    "atomic_int"
+                };
                 let aptr = format!("({sp}{aty}*){ptr}");
                 if op == AtomicOp::Cas {
                     let name = self.metal_cas(space);
@@ -1349,7 +1581,11 @@ impl<'a> Writer<'a> {
     /// address space (1.2 has no generic pointers).
     fn float_cas_add(&mut self, space: MemSpace) -> String {
         let sp = self.d.pointer_space(space);
-        let sname = if space == MemSpace::Shared { "local" } else { "global" };
+        let sname = if space == MemSpace::Shared {
+            "local"
+        } else {
+            "global"
+        };
         self.helper(&format!("fadd:{sname}"), &format!("sarek_atomic_add_f32_{sname}"), |name| {
             format!(
                 "float {name}(volatile {sp}float* p, float x) {{\n\
@@ -1368,7 +1604,11 @@ impl<'a> Writer<'a> {
     /// spurious failures.
     fn metal_cas(&mut self, space: MemSpace) -> String {
         let sp = self.d.pointer_space(space);
-        let sname = if space == MemSpace::Shared { "threadgroup" } else { "device" };
+        let sname = if space == MemSpace::Shared {
+            "threadgroup"
+        } else {
+            "device"
+        };
         self.helper(&format!("cas:{sname}"), &format!("sarek_atomic_cas_i32_{sname}"), |name| {
             format!(
                 "static int {name}({sp}atomic_int* p, int expected, int desired) {{\n\
@@ -1389,7 +1629,11 @@ fn value_layout(k: &Kernel, ty: &Ty) -> ElemLayout {
 
 /// Reading a bool from storage (int 0/1): compare, so the C expression has bool meaning.
 fn bool_read(ty: &Ty, text: String) -> String {
-    if *ty == Ty::BOOL { format!("({text} != 0)") } else { text }
+    if *ty == Ty::BOOL {
+        format!("({text} != 0)")
+    } else {
+        text
+    }
 }
 
 fn lvalue_ty(k: &Kernel, p: &LValue) -> Ty {
@@ -1407,7 +1651,11 @@ fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
     for s in block {
         match &s.kind {
             StmtKind::Array { var } => out.push((*var, s.span)),
-            StmtKind::If { then_block, else_block, .. } => {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
                 collect_shared(then_block, out);
                 collect_shared(else_block, out);
             }
@@ -1448,7 +1696,16 @@ fn strip_semicolon(s: &str) -> String {
 
 /// Replace characters C identifiers cannot hold (`'` in OCaml names).
 fn sanitize(name: &str) -> String {
-    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let mut s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
         s.insert(0, '_');
     }

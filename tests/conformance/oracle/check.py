@@ -1,0 +1,389 @@
+#!/usr/bin/env python3
+"""Independent oracle for tests/conformance: runs kernels through `sarek run` with inputs
+made here (`--input`), reads the `--out` .npy files back, and compares with NumPy
+computations written from LANGUAGE.md (not from the interpreter).
+
+usage: check.py SAREK_BINARY [BACKEND...]   (default backends: interp cpu)
+"""
+import os, subprocess, sys, tempfile
+import numpy as np
+
+SAREK = sys.argv[1]
+BACKENDS = sys.argv[2:] or ["interp", "cpu"]
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+rng = np.random.default_rng(7)
+failures = []
+
+
+def run(file, kernel, backend, size, args=(), inputs=None, extra=()):
+    d = tempfile.mkdtemp()
+    cmd = [SAREK, "run", os.path.join(HERE, file), "--kernel", kernel, "--backend", backend,
+           "--size", str(size), "--out", d] + list(extra)
+    for a in args:
+        cmd += ["--arg", a]
+    for name, arr in (inputs or {}).items():
+        p = os.path.join(d, "in_" + name + ".npy")
+        np.save(p, arr)
+        cmd += ["--input", f"{name}={p}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None, r.stderr.strip()[-800:]
+    return {f[:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d)
+            if f.endswith(".npy") and not f.startswith("in_")}, None
+
+
+def check(tag, got, want, rtol=0.0, atol=0.0):
+    got = np.asarray(got); want = np.asarray(want)
+    if got.shape != want.shape:
+        failures.append(f"{tag}: shape {got.shape} vs {want.shape}"); return
+    if rtol or atol:
+        bad = ~np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol)
+    else:
+        bad = got != want
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        failures.append(f"{tag}: {bad.sum()} differ, first at {tuple(i)}: got {got[tuple(i)]!r} want {want[tuple(i)]!r}")
+
+
+def i32(n, lo=0, hi=1000):
+    return rng.integers(lo, hi, n).astype(np.int32)
+
+
+def cdiv(a, b):  # C truncating division
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def cmod(a, b):
+    return a - cdiv(a, b) * b
+
+
+def wrap32(x):
+    return np.asarray(x).astype(np.int64).astype(np.int32)
+
+
+def case(fn):
+    for b in BACKENDS:
+        try:
+            fn(b)
+        except Exception as e:  # a crash of the oracle itself is a failure too
+            failures.append(f"{fn.__name__}[{b}]: oracle error {e!r}")
+    return fn
+
+
+@case
+def int_precedence(b):
+    n = 1000
+    a, bb, c = i32(n), i32(n), i32(n)
+    o, err = run("c01_int_precedence.sarek", "int_precedence", b, n, ["n=1000"], {"a": a, "b": bb, "c": c})
+    if err: return failures.append(f"int_precedence[{b}]: {err}")
+    x, y, z = a.astype(np.int64), bb.astype(np.int64) + 1, c.astype(np.int64)
+    check(f"int_precedence[{b}].ok", o["ok"], np.ones(n, np.int32))
+    check(f"int_precedence[{b}].value", o["value"], wrap32(x + y * z - ((x << 2) + 1) + ((x | y) & z) - (x % 7) * 3))
+
+
+@case
+def bool_precedence(b):
+    n, size = 1000, 1024
+    p, q, r = (rng.integers(0, 2, size).astype(bool) for _ in range(3))
+    v = i32(size)
+    o, err = run("c02_bool_precedence.sarek", "bool_precedence", b, size, ["n=1000"], {"p": p, "q": q, "r": r, "v": v})
+    if err: return failures.append(f"bool_precedence[{b}]: {err}")
+    s = slice(0, n)
+    check(f"bool_precedence[{b}].o1", o["o1"][s], (~p & q)[s])
+    check(f"bool_precedence[{b}].o2", o["o2"][s], (p | (q & r))[s])
+    check(f"bool_precedence[{b}].o3", o["o3"][s], ((p == q) | ((q == r) & (v % 2 == 0)))[s])
+    want = (v > 500) * 1 + (v < 250) * 10 + (~p) * 100 + 1000
+    check(f"bool_precedence[{b}].o4", o["o4"][s], want[s].astype(np.int32))
+
+
+@case
+def float_ops(b):
+    n = 1024
+    x = rng.uniform(-1, 1, n).astype(np.float32); y = rng.uniform(-1, 1, n).astype(np.float32)
+    o, err = run("c03_float_ops.sarek", "float_ops", b, n, ["n=1024"], {"x": x, "y": y})
+    if err: return failures.append(f"float_ops[{b}]: {err}")
+    d = y * y + np.float32(1)
+    check(f"float_ops[{b}].out", o["out"], x + y * np.float32(2) - x / d + (-x) + y, rtol=1e-5, atol=1e-6)
+    check(f"float_ops[{b}].iout", o["iout"], np.full(n, 6, np.int32))
+    check(f"float_ops[{b}].flags", o["flags"], np.ones(n, bool))
+
+
+@case
+def literals(b):
+    o, err = run("c04_literals.sarek", "literals", b, 64, ["n=64"])
+    if err: return failures.append(f"literals[{b}]: {err}")
+    k = np.arange(64) % 8
+    check(f"literals[{b}].i32s", o["i32s"], np.array([1, 1, 255, 0x7fffffff, -5, 255, 0, 255], np.int32)[k])
+    check(f"literals[{b}].i64s", o["i64s"], np.where(k < 4, 1 + k, 0x100000001).astype(np.int64))
+    check(f"literals[{b}].f32s", o["f32s"], np.where(k == 0, 1.5, np.where(k == 1, 0.25, -2.0)).astype(np.float32))
+    check(f"literals[{b}].f64s", o["f64s"], np.where(k < 4, 2.5, 1.0 / 3.0))
+    check(f"literals[{b}].bs", o["bs"], k % 2 == 0)
+
+
+@case
+def literals_ocaml(b):
+    o, err = run("c05_literals_ocaml.sarek", "literals_ocaml", b, 32, ["n=32"])
+    if err: return failures.append(f"literals_ocaml[{b}]: {err}")
+    i = np.arange(32)
+    check(f"literals_ocaml[{b}].a", o["a"], (1020 + i).astype(np.int32))
+    check(f"literals_ocaml[{b}].b", o["b"], np.full(32, 255 + 10**12, np.int64))
+    check(f"literals_ocaml[{b}].f", o["f"], (np.float32(1002.25) + i).astype(np.float32))
+
+
+@case
+def conversions(b):
+    n = 1024
+    x = rng.uniform(-1, 1, n).astype(np.float32); k = i32(n); d = rng.uniform(-1, 1, n)
+    o, err = run("c06_conversions.sarek", "conversions", b, n, ["n=1024"], {"x": x, "k": k, "d": d})
+    if err: return failures.append(f"conversions[{b}]: {err}")
+    f = x * np.float32(100); j = k.astype(np.int64) - 500; g = d * 1000.0
+    tf, tg = np.trunc(f).astype(np.int64), np.trunc(g).astype(np.int64)
+    check(f"conversions[{b}].to_i32", o["to_i32"], (tf + tg + j - 2).astype(np.int32))
+    check(f"conversions[{b}].to_i64", o["to_i64"], tf + j * 3000000 + tg - 7)
+    check(f"conversions[{b}].to_f32", o["to_f32"], (j.astype(np.float32) + g.astype(np.float32) + j.astype(np.float32)), rtol=1e-6)
+    check(f"conversions[{b}].to_f64", o["to_f64"], f.astype(np.float64) + 2 * j + g, rtol=1e-12)
+    check(f"conversions[{b}].alias_i", o["alias_i"], (3 * tf).astype(np.int32))
+    jf = j.astype(np.float32)
+    check(f"conversions[{b}].alias_f", o["alias_f"], jf + jf + jf + g.astype(np.float32) + f, rtol=1e-5, atol=1e-4)
+
+
+@case
+def round_halves(b):
+    o, err = run("c08_round_halves.sarek", "round_halves", b, 64, ["n=64"])
+    if err: return failures.append(f"round_halves[{b}]: {err}")
+    h = np.arange(64) - 32 + 0.5
+    want = np.sign(h) * np.floor(np.abs(h) + 0.5)
+    check(f"round_halves[{b}].o32", o["o32"], want.astype(np.float32))
+    check(f"round_halves[{b}].o64", o["o64"], want)
+
+
+def clz32(v):
+    v = np.asarray(v).astype(np.uint32)
+    return np.array([32 - int(t).bit_length() for t in v], np.int64)
+
+
+def clz64(v):
+    v = np.asarray(v).astype(np.uint64)
+    return np.array([64 - int(t).bit_length() for t in v], np.int64)
+
+
+def pop(v, bits):
+    m = (1 << bits) - 1
+    return np.array([bin(int(t) & m).count("1") for t in v], np.int64)
+
+
+@case
+def numeric_bits(b):
+    n = 1024
+    a, bb = i32(n), i32(n)
+    f = rng.uniform(-1, 1, n).astype(np.float32); d = rng.uniform(-1, 1, n)
+    o, err = run("c10_numeric_bits.sarek", "numeric_bits", b, n, ["n=1024"], {"a": a, "b": bb, "f": f, "d": d})
+    if err: return failures.append(f"numeric_bits[{b}]: {err}")
+    x = a.astype(np.int64) - 500; y = bb.astype(np.int64) - 500
+    want = (np.abs(x) + np.minimum(x, y) * 3 + np.maximum(x, y) * 7 + clz32(a) + pop(a, 32) * 100
+            + clz32(x) * 1000 + 0 + 32 * 100000)
+    check(f"numeric_bits[{b}].oi", o["oi"], want.astype(np.int32))
+    lx = x * 100000; ly = y
+    wl = np.abs(lx) + np.minimum(lx, ly) + np.maximum(lx, ly) + clz64(lx) + pop(lx, 64) + 64 * 1000 + 64 * 100000
+    check(f"numeric_bits[{b}].ol", o["ol"], wl)
+    check(f"numeric_bits[{b}].of32", o["of32"], np.abs(f) + np.minimum(f, np.float32(0.25)) * np.float32(3) + np.maximum(f, np.float32(-0.25)) * np.float32(5), rtol=1e-6, atol=1e-6)
+    check(f"numeric_bits[{b}].of64", o["of64"], np.abs(d) + np.minimum(d, 0.25) * 3 + np.maximum(d, -0.25) * 5, rtol=1e-12)
+
+
+@case
+def mutable_loops(b):
+    n = 1024
+    a = i32(n)
+    o, err = run("c17_mutable_loops.sarek", "mutable_loops", b, n, ["n=1024"], {"a": a})
+    if err: return failures.append(f"mutable_loops[{b}]: {err}")
+    su, sd, st = [], [], []
+    for v in a.tolist():
+        m = v % 20
+        su.append(m * (m + 1) // 2)
+        t = 0
+        for j in range(m, 0, -1):
+            t = t * 2 % 1009 + j
+        sd.append(t + 5)
+        x, c = v + 1, 0
+        while x != 1 and c < 500:
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+            c += 1
+        st.append(c)
+    acc = 0
+    for r in range(3):
+        for q in range(r, 3):
+            acc = acc * 3 + q
+    check(f"mutable_loops[{b}].sum_up", o["sum_up"], np.array(su, np.int32))
+    check(f"mutable_loops[{b}].sum_down", o["sum_down"], np.array(sd, np.int32))
+    check(f"mutable_loops[{b}].steps", o["steps"], np.array(st, np.int32))
+    check(f"mutable_loops[{b}].order", o["order"], np.full(n, 3000 + acc, np.int32))
+
+
+@case
+def match_patterns(b):
+    n = 1024
+    a = i32(n); bb = rng.integers(0, 2, n).astype(bool)
+    o, err = run("c18_match_patterns.sarek", "match_patterns", b, n, ["n=1024"], {"a": a, "b": bb})
+    if err: return failures.append(f"match_patterns[{b}]: {err}")
+    def cl(x):
+        return {0: 100, 1: 200, 2: 200, 3: 200, -1: 300, 42: 400}.get(x, 500)
+    x = a % 6 - 1
+    check(f"match_patterns[{b}].o", o["o"], np.array([cl(int(u)) + cl(int(v) % 50) for u, v in zip(x, a)], np.int32))
+    check(f"match_patterns[{b}].ob", o["ob"], np.where(bb, 1, np.where(x == 4, 7, x * 2)).astype(np.int32))
+
+
+@case
+def shared_reduce(b):
+    n = 1000
+    a = i32(n)
+    o, err = run("c19_shared_reduce.sarek", "shared_reduce", b, n, ["n=1000"], {"a": a}, ["--block", "64"])
+    if err: return failures.append(f"shared_reduce[{b}]: {err}")
+    nb = (n + 63) // 64
+    sums = [int(a[k * 64:(k + 1) * 64].sum()) for k in range(nb)]
+    maxs = [int(a[k * 64:(k + 1) * 64].max()) for k in range(nb)]
+    check(f"shared_reduce[{b}].sums", o["sums"][:nb], np.array(sums, np.int32))
+    check(f"shared_reduce[{b}].maxs", o["maxs"][:nb], np.array(maxs, np.int32))
+
+
+@case
+def atomics_int32(b):
+    n = 1024
+    a = i32(n); acc = i32(n, -1000, 1000); own = i32(n); olds = np.zeros(n, np.int32)
+    o, err = run("c21_atomics_int32.sarek", "atomics_int32", b, n, ["n=1024"], {"a": a, "acc": acc, "own": own, "olds": olds})
+    if err: return failures.append(f"atomics_int32[{b}]: {err}")
+    v = a.astype(np.int64); w = acc.astype(np.int64).copy()
+    w[0] += v.sum(); w[1] -= v.sum(); w[2] = min(w[2], (v - 500).min()); w[3] = max(w[3], (v + 7).max())
+    m = 0xFFFFFFFF
+    for t in v.tolist():
+        w[4] &= ~(1 << (t % 31)); w[5] |= (1 << (t % 31)); w[6] ^= t
+    w[7] += n; w[8] -= n; w[9] += n; w[10] += 2 * n; w[11] += n
+    check(f"atomics_int32[{b}].acc", o["acc"], wrap32(w))
+    check(f"atomics_int32[{b}].own", o["own"], (a + 1).astype(np.int32))
+    check(f"atomics_int32[{b}].olds", o["olds"], wrap32(own.astype(np.int64) + 2 * v * 3 + (v + 1) * 5))
+
+
+@case
+def shifts(b):
+    n = 1024
+    a = i32(n)
+    o, err = run("c25_shifts.sarek", "shifts", b, 8 * n, ["n=1024"], {"a": np.concatenate([a, i32(7 * n)])})
+    if err: return failures.append(f"shifts[{b}]: {err}")
+    av = a.astype(np.int64)
+    x = -(av + 1); y = av * 7919 - 3000000; k = av % 32; m = av % 64
+    u32 = lambda t: np.asarray(t).astype(np.int64) & 0xFFFFFFFF
+    e32 = np.stack([u32(x) >> 1, x >> 1, u32(x) >> k, y >> k, u32(y) >> k,
+                    np.full(n, 0xFFFFFFFF >> 28), (~y) ^ (x << 3), x], axis=1).reshape(-1)
+    check(f"shifts[{b}].o32", o["o32"], wrap32(e32 & 0xFFFFFFFF))
+    lx = [int(t) * 1000003 for t in x.tolist()]
+    U = (1 << 64) - 1
+    def s64(t):
+        t &= U
+        return t - (1 << 64) if t >> 63 else t
+    e64 = []
+    for L, mm in zip(lx, m.tolist()):
+        e64 += [s64((L & U) >> 1), L >> 7, s64((L & U) >> mm), L >> mm, s64(U >> 60), s64(L << (mm % 16)), ~L, L]
+    check(f"shifts[{b}].o64", o["o64"], np.array(e64, np.int64))
+
+
+@case
+def int_arith(b):
+    n = 1024
+    a, bb = i32(n), i32(n)
+    o, err = run("c26_int_arith.sarek", "int_arith", b, n, ["n=1024"], {"a": a, "b": bb})
+    if err: return failures.append(f"int_arith[{b}]: {err}")
+    x = a.astype(np.int64) - 500; y = bb.astype(np.int64) % 13 - 6; y = np.where(y == 0, 7, y)
+    check(f"int_arith[{b}].q32", o["q32"], cdiv(x, y).astype(np.int32))
+    check(f"int_arith[{b}].r32", o["r32"], cmod(x, y).astype(np.int32))
+    big = a.astype(np.int64) * 10000000000 + bb; neg = -big
+    check(f"int_arith[{b}].w64", o["w64"], big * 3 - cdiv(neg, 7) + 9223372036854775807 // 1000000)
+    check(f"int_arith[{b}].q64", o["q64"], cdiv(neg, y))
+    check(f"int_arith[{b}].r64", o["r64"], cmod(neg, y) + big % 1000)
+
+
+@case
+def geometry(b):
+    o, err = run("c31_geometry.sarek", "geometry2d", b, 4096, ["w=64", "h=16"], None, ["--grid", "4,2", "--block", "16,8"])
+    if err: return failures.append(f"geometry2d[{b}]: {err}")
+    want = np.zeros(4096, np.int64)
+    for y in range(16):
+        for x in range(64):
+            want[y * 64 + x] = x % 16 + 100 * (y % 8) + 10000 * (x // 16) + 100000 * (y // 8)
+    check(f"geometry2d[{b}].o", o["o"][:1024], want[:1024].astype(np.int32))
+    check(f"geometry2d[{b}].dims", o["dims"][:7], np.array([16, 8, 1, 4, 2, 1, 0], np.int32))
+    o, err = run("c31_geometry.sarek", "geometry3d", b, 4096, ["w=16", "h=8", "d=4"], None, ["--grid", "2,2,2", "--block", "8,4,2"])
+    if err: return failures.append(f"geometry3d[{b}]: {err}")
+    want = np.zeros(16 * 8 * 4, np.int64)
+    for z in range(4):
+        for y in range(8):
+            for x in range(16):
+                want[(z * 8 + y) * 16 + x] = z % 2 + 10 * (z // 2) + 100 * 2 + 1000 * 2 + 10000 * (x + y + z)
+    check(f"geometry3d[{b}].o", o["o"][:512], want.astype(np.int32))
+
+
+@case
+def recursion(b):
+    n = 1024
+    a, bb = i32(n), i32(n)
+    o, err = run("c32_recursion.sarek", "recursion", b, n, ["n=1024"], {"a": a, "b": bb})
+    if err: return failures.append(f"recursion[{b}]: {err}")
+    import math
+    fib = [0, 1, 1, 2, 3, 5, 8]
+    want = [math.gcd(int(u) + 1, int(v) + 1) + (int(u) % 50) * (int(u) % 50 + 1) // 2 * 1000
+            + fib[int(u) % 7] * 100000 + 2 ** (int(v) % 5) * 1000000 for u, v in zip(a, bb)]
+    check(f"recursion[{b}].o", o["o"], np.array(want, np.int32))
+
+
+@case
+def names(b):
+    n = 1024
+    x = rng.uniform(-1, 1, n).astype(np.float32)
+    o, err = run("c33_names.sarek", "names", b, n, ["n=1024"], {"input": x})
+    if err: return failures.append(f"names[{b}]: {err}")
+    s = x + np.float32(1); s1 = s * np.float32(2); s2 = s1 - s
+    check(f"names[{b}].output", o["output"], s2 * np.float32(0.5) * np.float32(4) + np.sqrt(np.abs(s)), rtol=1e-6)
+    check(f"names[{b}].ints", o["ints"], np.full(n, 1024 + sum(range(3, 19)), np.int32))
+
+
+@case
+def variants_npy(b):
+    # variant vectors through .npy: tag + <Ctor>_<k> fields (ARCHITECTURE.md)
+    n = 256
+    dt = np.dtype([("tag", "<i4"), ("Circle_0", "<f4"), ("Rect_0", "<f4"), ("Rect_1", "<f4")])
+    s = np.zeros(n, dt)
+    s["tag"] = np.arange(n) % 3
+    s["Circle_0"] = 2.0; s["Rect_0"] = 3.0; s["Rect_1"] = 5.0
+    dto = np.dtype([("tag", "<i4"), ("Nop", "<i4")]) if False else None
+    o, err = run("c13_variants.sarek", "variants", b, n, ["n=256"], {"shapes": s})
+    if err: return failures.append(f"variants_npy[{b}]: {err}")
+    check(f"variants_npy[{b}].areas", o["areas"], np.array([12.0, 15.0, 0.0] * 86, np.float32)[:n])
+    g = o["grown"]
+    check(f"variants_npy[{b}].grown.tag", g["tag"], np.array([1, 0, 2] * 86, np.int32)[:n])
+    check(f"variants_npy[{b}].kinds", o["kinds"], np.array([1, 2, 1] * 86, np.int32)[:n])
+
+
+@case
+def matmul_tiled(b):
+    n = 32
+    a = rng.uniform(-1, 1, 1024).astype(np.float32); m = rng.uniform(-1, 1, 1024).astype(np.float32)
+    o, err = run("c36_matmul_tiled.sarek", "matmul_tiled", b, 1024, ["n=32"], {"a": a, "b": m}, ["--grid", "4,4", "--block", "8,8"])
+    if err: return failures.append(f"matmul_tiled[{b}]: {err}")
+    want = (a.reshape(n, n).astype(np.float64) @ m.reshape(n, n).astype(np.float64)).reshape(-1)
+    check(f"matmul_tiled[{b}].c", o["c"], want, rtol=1e-4, atol=1e-5)
+
+
+@case
+def scalar_params(b):
+    o, err = run("c37_scalar_params.sarek", "scalar_params", b, 256,
+                 ["flag=true", "big=5000000000", "wide=0.125", "f=1.5", "p=2,0.5", "n=256"])
+    if err: return failures.append(f"scalar_params[{b}]: {err}")
+    i = np.arange(256)
+    check(f"scalar_params[{b}].o64", o["o64"], (5000000000 + i).astype(np.int64))
+    check(f"scalar_params[{b}].od", o["od"], 0.125 * i)
+    check(f"scalar_params[{b}].of32", o["of32"], (np.float32(1.5) * (2 * i).astype(np.float32) + np.float32(0.5)).astype(np.float32))
+
+
+for f in failures:
+    print("FAIL", f)
+print(f"{len(failures)} failures")
+sys.exit(1 if failures else 0)
