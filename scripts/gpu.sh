@@ -56,11 +56,12 @@ remote() {
         echo "libnvrtc: ${SAREK_NVRTC_LIB:-not found}"
         echo "== sarek devices"
         "$bin" devices || true
+        local backends=${SAREK_GPU_BACKENDS:-cuda,ptx}
         local pass=0 fail=0 unavailable=0 failed=()
-        for f in tests/kernels/*.sarek; do
-            echo "== sarek verify $f --backends cuda"
+        for f in tests/kernels/*.sarek tests/conformance/*.sarek; do
+            echo "== sarek verify $f --backends $backends"
             set +e
-            "$bin" verify "$f" --backends cuda
+            "$bin" verify "$f" --backends "$backends"
             local rc=$?
             set -e
             case $rc in
@@ -69,13 +70,29 @@ remote() {
                 *) fail=$((fail + 1)); failed+=("$f (exit $rc)") ;;
             esac
         done
-        echo "== summary: $pass files agree with interp on cuda, $fail disagree or fail, $unavailable unavailable"
+        echo "== summary: $pass files agree with interp on $backends, $fail disagree or fail, $unavailable unavailable"
         for f in "${failed[@]}"; do echo "   $f"; done
         # A second pass over one file shows the on-disk cache at work (no NVRTC).
         echo "== cache: $(ls "$XDG_CACHE_HOME/sarek/cuda" 2>/dev/null | grep -c '\.cubin$') compiled modules cached"
+        echo "== second verify of one file (modules come from the disk cache, no NVRTC)"
+        /usr/bin/time -f "%e s wall" "$bin" verify tests/kernels/saxpy.sarek --backends cuda >/dev/null || true
+        bench
         [ "$fail" -eq 0 ] && [ "$unavailable" -eq 0 ]
     } 2>&1 | tee "$log"
     return "${PIPESTATUS[0]}"
+}
+
+# Issue 5/7 figures: mandelbrot 1024x1024 (256 iterations) and tiled matmul 256x256 per backend.
+bench() {
+    local bin=.gpu/sarek
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx cpu}; do
+        echo "== bench mandelbrot 1024x1024, 256 iterations, backend $b"
+        "$bin" bench tests/kernels/mandelbrot.sarek --kernel mandelbrot --backend "$b" --size 1048576 \
+            --grid 64,64 --block 16,16 --arg width=1024 --arg height=1024 --arg max_iter=256 --reps 5 || true
+        echo "== bench matmul_tiled 256x256, backend $b"
+        "$bin" bench tests/kernels/matmul_tiled.sarek --kernel matmul_tiled --backend "$b" --size 65536 \
+            --grid 16,16 --block 16,16 --arg n=256 --reps 5 || true
+    done
 }
 
 case "${1:-all}" in
