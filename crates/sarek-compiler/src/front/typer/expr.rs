@@ -1689,7 +1689,9 @@ impl Checker {
             for a in args {
                 self.infer(a, None);
             }
-            return mk(T::Unit, ret, span);
+            // A partial application has no type Sarek can express: the error type keeps a
+            // later use of it (`let g = f 1 in g 2`) from being reported again.
+            return err_expr(span);
         }
         let mut targs = captured;
         for (a, t) in args.iter().zip(user_params) {
@@ -1859,7 +1861,76 @@ impl Checker {
                 let x = self.infer(&args[0], None);
                 mk(T::Ignore(Box::new(x)), Ty::Unit, span)
             }
+            Builtin::Arith { f, at } => self.module_operator(f, at, args, span),
+            Builtin::Proj(k) => {
+                // `fst e` is `let (%fst, _) = e in %fst` (`%fst` cannot be written).
+                let var = |name: &str| ast::Ident {
+                    name: name.into(),
+                    span,
+                };
+                let mut parts = vec![ast::Pattern::Wildcard(span), ast::Pattern::Wildcard(span)];
+                parts[k as usize] = ast::Pattern::Var(var("%proj"));
+                let e = ast::Expr {
+                    kind: A::Let {
+                        pattern: ast::Pattern::Tuple(parts, span),
+                        mutable: false,
+                        ty: None,
+                        value: Box::new(args[0].clone()),
+                        body: Box::new(ast::Expr {
+                            kind: A::Var {
+                                path: Vec::new(),
+                                name: var("%proj"),
+                            },
+                            span,
+                        }),
+                    },
+                    span,
+                };
+                self.infer(&e, None)
+            }
         }
+    }
+
+    /// `Int32.add a b` is `(a + b : int32)`: the operator's own typing rules apply
+    /// (e.g. an int32 shift count on `Int64.shift_left`).
+    fn module_operator(
+        &mut self,
+        f: builtins::ArithFn,
+        at: Scalar,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Expr {
+        let boxed = |e: &ast::Expr| Box::new(e.clone());
+        let kind = match f {
+            builtins::ArithFn::Binary(op) => ast::ExprKind::Binary {
+                op,
+                lhs: boxed(&args[0]),
+                rhs: boxed(&args[1]),
+            },
+            builtins::ArithFn::Unary(op) => ast::ExprKind::Unary {
+                op,
+                operand: boxed(&args[0]),
+            },
+            builtins::ArithFn::Step(op) => {
+                let one = match at {
+                    Scalar::I64 => ast::Lit::Int64(1),
+                    Scalar::F32 => ast::Lit::Float(1.0),
+                    Scalar::F64 => ast::Lit::Float64(1.0),
+                    _ => ast::Lit::Int(1),
+                };
+                ast::ExprKind::Binary {
+                    op,
+                    lhs: boxed(&args[0]),
+                    rhs: Box::new(ast::Expr {
+                        kind: ast::ExprKind::Lit(one),
+                        span,
+                    }),
+                }
+            }
+        };
+        let e = self.infer(&ast::Expr { kind, span }, None);
+        self.expect(&e, &Ty::Scalar(at));
+        e
     }
 
     /// Built-ins whose arguments and result all share one type from `set`.
