@@ -195,3 +195,33 @@ let%kernel k (a : int32 vector) =
     );
     assert_eq!(e.matches("error:").count(), 1, "{e}");
 }
+
+#[test]
+fn fun_function_and_incr() {
+    let src = "
+type shape = Circle of int32 | Rect of int32 * int32
+let area = function
+  | Circle r -> 3 * r * r
+  | Rect (w, h) -> w * h
+let scale = fun (k : int32) x -> k * x
+let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
+  let twice = fun x -> x * 2 in
+  let pick b = function true -> b | false -> 0 in
+  ints.(0) <- scale 10 (twice (area (Circle 2)));   (* 10 * 2 * 12 = 240 *)
+  ints.(1) <- area (Rect (3, 4)) + pick 5 (n > 0);  (* 17 *)
+  let c = ref 0 in
+  for j = n - 1 downto 0 do
+    if not (j mod 2 = 0) then incr c
+  done;
+  decr c;
+  ints.(2) <- !c                                     (* n = 7: 5, 3, 1 -> 3 - 1 = 2 *)
+";
+    assert_eq!(run(src, "k", 7).0[..3], [240, 17, 2]);
+    let e = errors(
+        "
+let%kernel k (a : int32 vector) =
+  incr a.(0)
+",
+    );
+    assert!(e.contains("`incr` takes a variable"), "{e}");
+}

@@ -871,11 +871,27 @@ impl Parser {
     fn match_expr(&mut self) -> PResult<Expr> {
         let start = self.bump();
         let scrutinee = self.seq_expr()?;
-        let mut h = self.h;
+        let h = self.h;
         if !self.at(&Tok::With) {
             return Err(self.fail(SyntaxError::MissingWith { match_span: start }));
         }
         self.bump();
+        let (arms, arms_h) = self.match_arms()?;
+        let h = h.max(arms_h);
+        let end = arms[arms.len() - 1].span;
+        self.node(
+            ExprKind::Match {
+                scrutinee: Box::new(scrutinee),
+                arms,
+            },
+            start.to(end),
+            h,
+        )
+    }
+
+    /// `[|] p -> e | ...` after `with` or `function`; also returns the arms' height.
+    pub(super) fn match_arms(&mut self) -> PResult<(Vec<MatchArm>, u32)> {
+        let mut h = 0;
         self.eat(&Tok::Bar);
         let mut arms = Vec::new();
         loop {
@@ -900,14 +916,51 @@ impl Parser {
                 break;
             }
         }
+        Ok((arms, h))
+    }
+
+    /// After `let f params =`: `fun p... -> e` or `function arms` (at the keyword) give
+    /// `f` more parameters, as in OCaml: `let f = fun x -> e` is `let f x = e`, and
+    /// `function arms` takes one more parameter (hidden `%fnN`) and matches on it.
+    pub(super) fn fun_value(&mut self, params: &mut Vec<Param>) -> PResult<Expr> {
+        if self.eat(&Tok::Fun) {
+            let (more, destructured) = self.params()?;
+            if more.is_empty() {
+                return Err(self.expected("a parameter after `fun`"));
+            }
+            if !self.eat(&Tok::Arrow) {
+                return Err(self.expected("`->` after the parameters of `fun`"));
+            }
+            params.extend(more);
+            let body = self.seq_expr()?;
+            return Ok(Self::bind_params(destructured, body));
+        }
+        let start = self.bump();
+        let name = Ident {
+            name: format!("%fn{}", params.len()),
+            span: start,
+        };
+        params.push(Param {
+            name: name.clone(),
+            ty: None,
+            span: start,
+        });
+        let (arms, h) = self.match_arms()?;
         let end = arms[arms.len() - 1].span;
+        let scrutinee = Expr {
+            kind: ExprKind::Var {
+                path: Vec::new(),
+                name,
+            },
+            span: start,
+        };
         self.node(
             ExprKind::Match {
                 scrutinee: Box::new(scrutinee),
                 arms,
             },
             start.to(end),
-            h,
+            h + 1,
         )
     }
 
@@ -971,6 +1024,11 @@ impl Parser {
                 self.peek_at(1),
                 Tok::Ident(_) | Tok::Underscore | Tok::LParen
             );
+        let is_fun = is_fun
+            || !mutable
+                && matches!(self.peek(), Tok::Ident(_))
+                && *self.peek_at(1) == Tok::Eq
+                && matches!(self.peek_at(2), Tok::Fun | Tok::Function);
         if is_fun {
             return self.let_fun(start, let_col, recursive);
         }
@@ -1016,7 +1074,13 @@ impl Parser {
         let mut attrs = self.inner_attributes();
         self.expect_eq_after_local()?;
         attrs.extend(self.inner_attributes());
-        let fbody = Self::bind_params(destructured, self.let_value(let_col)?);
+        let mut params = params;
+        let fbody = if matches!(self.peek(), Tok::Fun | Tok::Function) {
+            let value = self.with_offside(Some(let_col), |p| p.fun_value(&mut params))?;
+            Self::bind_params(destructured, value)
+        } else {
+            Self::bind_params(destructured, self.let_value(let_col)?)
+        };
         let fbody_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;

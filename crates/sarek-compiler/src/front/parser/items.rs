@@ -173,8 +173,9 @@ impl Parser {
         }
         let name = self.lident("a name after `let`")?;
         attrs.extend(self.inner_attributes());
-        let (params, destructured) = self.params()?;
-        if params.is_empty() && !recursive {
+        let (mut params, destructured) = self.params()?;
+        let fun_value = self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::Fun | Tok::Function);
+        if params.is_empty() && !recursive && !fun_value {
             if self.eat(&Tok::Colon) {
                 let ty = self.type_expr()?;
                 attrs.extend(self.inner_attributes());
@@ -213,7 +214,11 @@ impl Parser {
         let mut fattrs = self.inner_attributes();
         self.expect_eq_after("the helper's parameters")?;
         fattrs.extend(self.inner_attributes());
-        let body = self.with_offside(Some(col), Self::seq_expr)?;
+        let body = if matches!(self.peek(), Tok::Fun | Tok::Function) {
+            self.with_offside(Some(col), |p| p.fun_value(&mut params))?
+        } else {
+            self.with_offside(Some(col), Self::seq_expr)?
+        };
         let span = start.to(body.span);
         let body = Self::bind_params(destructured, body);
         let decl = FunDecl {

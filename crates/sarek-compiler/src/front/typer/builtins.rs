@@ -59,6 +59,8 @@ pub(super) enum Builtin {
     },
     /// `fst` (0) / `snd` (1) of a pair.
     Proj(u8),
+    /// `incr r` / `decr r` on a mutable int32 local: `r := r + 1` / `r := r - 1`.
+    Step(BinaryOp),
 }
 
 impl Builtin {
@@ -70,7 +72,8 @@ impl Builtin {
             | Builtin::Length
             | Builtin::Ignore
             | Builtin::Bits(_)
-            | Builtin::Proj(_) => 1,
+            | Builtin::Proj(_)
+            | Builtin::Step(_) => 1,
             Builtin::Convert { .. } => 1,
             Builtin::Warp(op) => match op {
                 WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot => 1,
@@ -230,6 +233,8 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
         },
         "length" => Builtin::Length,
         "ignore" => Builtin::Ignore,
+        "incr" => Builtin::Step(BinaryOp::Add),
+        "decr" => Builtin::Step(BinaryOp::Sub),
         "fst" => Builtin::Proj(0),
         "snd" => Builtin::Proj(1),
         "create_array" => Builtin::CreateArray,
@@ -411,6 +416,8 @@ pub(super) fn all_names() -> Vec<String> {
             "ignore",
             "fst",
             "snd",
+            "incr",
+            "decr",
             "create_array",
         ]
         .map(String::from),

@@ -1684,7 +1684,12 @@ impl Checker {
                     plural(user_params.len(), "argument")
                 ))
                 .with_secondary(def_span, format!("`{name}` defined here"))
-                .with_note("helpers must be applied to all their arguments at once"),
+                .with_note(if args.len() < user_params.len() {
+                    "partial application is not supported: helpers must be applied to all \
+                     their arguments at once"
+                } else {
+                    "helpers must be applied to all their arguments at once"
+                }),
             );
             for a in args {
                 self.infer(a, None);
@@ -1862,6 +1867,43 @@ impl Checker {
                 mk(T::Ignore(Box::new(x)), Ty::Unit, span)
             }
             Builtin::Arith { f, at } => self.module_operator(f, at, args, span),
+            Builtin::Step(op) => {
+                // `incr r` is `r := r + 1`: the assignment's own checks apply (a mutable
+                // int32 local).
+                let target = match &args[0].kind {
+                    A::Var { path, name } if path.is_empty() => name,
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::error(args[0].span, format!("`{name}` takes a variable"))
+                                .with_label("not a mutable local")
+                                .with_help(format!(
+                                    "write `let r = ref 0 in ... {name} r` (or `let mut r = 0 in`)"
+                                )),
+                        );
+                        self.infer(&args[0], None);
+                        return err_expr(span);
+                    }
+                };
+                let read = args[0].clone();
+                let e = ast::Expr {
+                    kind: A::Assign {
+                        target: target.clone(),
+                        value: Box::new(ast::Expr {
+                            kind: A::Binary {
+                                op,
+                                lhs: Box::new(read),
+                                rhs: Box::new(ast::Expr {
+                                    kind: A::Lit(Lit::Int(1)),
+                                    span,
+                                }),
+                            },
+                            span,
+                        }),
+                    },
+                    span,
+                };
+                self.infer(&e, None)
+            }
             Builtin::Proj(k) => {
                 // `fst e` is `let (%fst, _) = e in %fst` (`%fst` cannot be written).
                 let var = |name: &str| ast::Ident {
