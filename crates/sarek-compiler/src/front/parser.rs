@@ -31,6 +31,11 @@
 //! - A `()` parameter is a parameter `_` of type `unit`.
 //! - `C a b` is an error (constructor arguments are a tuple `C (a, b)`); `C (a, b)` gives
 //!   the constructor two arguments; module qualification of constructors is dropped.
+//! - OCaml sugar is desugared here into the forms it abbreviates, with hidden names that no
+//!   source can write (`%rec`, `%argN`, `%andN`, `%fnN`): record patterns in `let` and in
+//!   parameters, tuple parameters, `let p1 = e1 and p2 = e2`, `let f = fun x -> e` and
+//!   `function` arms, `let r = ref e` (a mutable local; `!r` reads it), `a ** b`
+//!   (`Std.pow a b`), `~-`/`~-.`. `when` guards and record update are refused by name.
 //! - Integer literals keep their value as written (hexadecimal up to 2^64 - 1); the typer
 //!   checks the range and wraps like OCaml. `1d` is an integral float64 literal.
 

@@ -23,6 +23,10 @@
 //! generalised when it stays free; a helper parameter written `t array` is generic in the
 //! array's memory space and size (mono instantiates per array type).
 //!
+//! OCaml library spellings that abbreviate an expression (`Int32.add a b`, `fst p`,
+//! `incr r`) are typed by rewriting them to that surface expression, so its own rules and
+//! messages apply. The guide `docs/language-notes.md` lists every such decision.
+//!
 //! Errors are collected, never thrown: an ill-typed node gets the error type, which unifies
 //! with everything, so one mistake does not cascade and every independent error of the file
 //! is reported. Unsuffixed float literals carry their value as `Literal::F64` until the
