@@ -225,3 +225,15 @@ let%kernel k (a : int32 vector) =
     );
     assert!(e.contains("`incr` takes a variable"), "{e}");
 }
+
+#[test]
+fn bools_are_ordered_as_in_ocaml() {
+    let src = "
+let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
+  let t = n > 0 in
+  let f = n < 0 in
+  ints.(0) <- (if f < t then 1 else 0) + (if t <= t then 2 else 0)
+              + (if t > f then 4 else 0) + (if f >= t then 8 else 0)   (* 7 *)
+";
+    assert_eq!(run(src, "k", 1).0, vec![7]);
+}

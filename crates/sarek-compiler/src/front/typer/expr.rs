@@ -2187,6 +2187,32 @@ impl Checker {
                 }
                 Ty::BOOL
             }
+            B::Lt | B::Le | B::Gt | B::Ge if self.subst.resolve(&l.ty) == Ty::BOOL => {
+                // OCaml orders bools (`false < true`); targets compare numbers, so each
+                // side becomes `if b then 1 else 0` (both still evaluated, in order).
+                let as_int = |b: Expr| {
+                    let sp = b.span;
+                    let lit = |v| mk(T::Lit(Literal::I32(v)), Ty::I32, sp);
+                    mk(
+                        T::If {
+                            cond: Box::new(b),
+                            then_branch: Box::new(lit(1)),
+                            else_branch: Some(Box::new(lit(0))),
+                        },
+                        Ty::I32,
+                        sp,
+                    )
+                };
+                return mk(
+                    T::Binary {
+                        op: bop,
+                        lhs: Box::new(as_int(l)),
+                        rhs: Box::new(as_int(r)),
+                    },
+                    Ty::BOOL,
+                    span,
+                );
+            }
             B::Lt | B::Le | B::Gt | B::Ge => {
                 self.require(&l, ScalarSet::NUMERIC, reason, span);
                 Ty::BOOL
