@@ -69,10 +69,6 @@ pub(crate) enum SyntaxError {
         span: Span,
     },
     PatternAnnotation,
-    /// `| p when cond -> e`: guards are not in the language.
-    WhenGuard {
-        span: Span,
-    },
     /// An item keyword in column 1 where an operand was expected.
     ItemKeywordAsOperand {
         after: Span,
@@ -246,13 +242,6 @@ impl Parser {
             SyntaxError::PatternAnnotation => {
                 Diagnostic::error(here, "type annotations inside patterns are not supported")
                     .with_label("annotate the matched expression instead: `(e : t)`")
-            }
-            SyntaxError::WhenGuard { span } => {
-                Diagnostic::error(span, "`when` guards in match arms are not supported")
-                    .with_label("guard not supported")
-                    .with_help(
-                        "test the condition inside the arm: `| p -> if cond then e1 else e2`",
-                    )
             }
             SyntaxError::ItemKeywordAsOperand { after } => {
                 Diagnostic::error(here, format!("expected an expression, found {found}"))

@@ -896,9 +896,14 @@ impl Parser {
         let mut arms = Vec::new();
         loop {
             let pattern = self.pattern()?;
-            if matches!(self.peek(), Tok::Ident(w) if w == "when") {
-                return Err(self.fail(SyntaxError::WhenGuard { span: self.span() }));
-            }
+            let guard = if matches!(self.peek(), Tok::Ident(w) if w == "when") {
+                self.bump();
+                let g = self.seq_expr()?;
+                h = h.max(self.h);
+                Some(Box::new(g))
+            } else {
+                None
+            };
             if !self.at(&Tok::Arrow) {
                 return Err(self.expected("`->` after the pattern"));
             }
@@ -909,6 +914,7 @@ impl Parser {
             let span = pattern.span().to(body.span);
             arms.push(MatchArm {
                 pattern,
+                guard,
                 body,
                 span,
             });
