@@ -136,13 +136,19 @@ fn unsupported_forms_are_named() {
 let%kernel k (a : int32 vector) =
   match a.(0) with
   | x when x > 1 -> a.(0) <- 1
+",
+    );
+    assert!(guard.contains("non-exhaustive match"), "{guard}");
+    let guard = errors(
+        "
+let%kernel k (a : int32 vector) =
+  match a.(0) with
+  | x when x -> a.(0) <- 1
   | _ -> ()
 ",
     );
-    assert!(
-        guard.contains("`when` guards in match arms are not supported"),
-        "{guard}"
-    );
+    assert_eq!(guard.matches("error:").count(), 1, "{guard}");
+    assert!(guard.contains("mismatched types"), "{guard}");
     let update = errors(
         "
 type point = { x : float32; y : float32 }
@@ -236,4 +242,41 @@ let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
               + (if t > f then 4 else 0) + (if f >= t then 8 else 0)   (* 7 *)
 ";
     assert_eq!(run(src, "k", 1).0, vec![7]);
+}
+
+#[test]
+fn when_guards_fall_through_as_in_ocaml() {
+    let src = "
+type shape = Circle of int32 | Rect of int32 * int32 | Empty
+let classify (s : shape) : int32 =
+  match s with
+  | Circle r when r > 5 -> 1
+  | Circle _ -> 2
+  | Rect (w, h) when w > h -> 3
+  | Rect (w, _) when w < 0 -> 4
+  | Rect _ -> 5
+  | Empty -> 6
+let sat (x : float32) = match x with v when v > 1.0 -> 1.0 | v when v < -1.0 -> -1.0 | v -> v
+let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
+  ints.(0) <- classify (Circle 9);
+  ints.(1) <- classify (Circle 1);
+  ints.(2) <- classify (Rect (4, 3));
+  ints.(3) <- classify (Rect (-4, 3));
+  ints.(4) <- classify (Rect (1, 3));
+  ints.(5) <- classify Empty;
+  let m = ref 0 in
+  for j = 0 to 9 do
+    match j with
+    | x when x mod 3 = 0 -> m := !m + 100
+    | 1 | 2 -> m := !m + 1
+    | _ -> m := !m + 10
+  done;
+  ints.(6) <- !m;                                       (* 4 * 100 + 2 * 1 + 4 * 10 *)
+  floats.(0) <- sat 3.0;
+  floats.(1) <- sat (-2.0);
+  floats.(2) <- sat 0.5
+";
+    let (ints, floats) = run(src, "k", 7);
+    assert_eq!(ints, vec![1, 2, 3, 4, 5, 6, 442]);
+    assert_eq!(floats[..3], [1.0, -1.0, 0.5]);
 }

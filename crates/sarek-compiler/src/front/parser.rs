@@ -35,7 +35,8 @@
 //!   source can write (`%rec`, `%argN`, `%andN`, `%fnN`): record patterns in `let` and in
 //!   parameters, tuple parameters, `let p1 = e1 and p2 = e2`, `let f = fun x -> e` and
 //!   `function` arms, `let r = ref e` (a mutable local; `!r` reads it), `a ** b`
-//!   (`Std.pow a b`), `~-`/`~-.`. `when` guards and record update are refused by name.
+//!   (`Std.pow a b`), `~-`/`~-.`. Record update is refused by name; `when` guards are
+//!   parsed into the arm (the typer desugars them).
 //! - Integer literals keep their value as written (hexadecimal up to 2^64 - 1); the typer
 //!   checks the range and wraps like OCaml. `1d` is an integral float64 literal.
 

@@ -1498,11 +1498,29 @@ impl Checker {
         let scrut = self.infer(scrutinee, None);
         let result = self.subst.fresh();
         let mut out = Vec::new();
+        // Per arm: the guard, checked against a second copy of the pattern's bindings.
+        let mut guards: Vec<Option<(tast::Pattern, Expr)>> = Vec::new();
         let mut first_body: Option<Span> = None;
         for arm in arms {
             let mark = self.scope.len();
+            let guard = arm.guard.as_ref().map(|g| {
+                let mut binds = Vec::new();
+                let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+                for d in &binds {
+                    self.push_local(d, LocalKind::Let);
+                }
+                let g = self.check(g, &Ty::BOOL);
+                self.scope.truncate(mark);
+                (pattern, g)
+            });
+            let diags_before = self.diags.len();
             let mut binds = Vec::new();
             let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+            if guard.is_some() {
+                // The pattern was checked (and reported) with the guard already.
+                self.diags.truncate(diags_before);
+            }
+            guards.push(guard);
             for d in &binds {
                 self.push_local(d, LocalKind::Let);
             }
@@ -1529,7 +1547,11 @@ impl Checker {
                 span: arm.span,
             });
         }
-        self.check_match(&scrut.ty, &out, span, scrut.span);
+        let guarded: Vec<bool> = guards.iter().map(Option::is_some).collect();
+        self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        if guarded.contains(&true) {
+            return self.desugar_guards(scrut, out, guards, result, span);
+        }
         mk(
             T::Match {
                 scrutinee: Box::new(scrut),
@@ -1538,6 +1560,199 @@ impl Checker {
             result,
             span,
         )
+    }
+
+    /// A match with `when` guards as plain matches (the typed AST has no guards):
+    /// `let s = scrutinee in E1` where, for arms i.. starting with a run of unguarded arms,
+    /// `Ei = match s with <run> | _ -> Eg`, and for a guarded arm `p when g -> b`,
+    /// `Eg = if (match s with p -> g | _ -> false) then (match s with p -> b | _ -> d)
+    /// else E(g+1)`. `d` is a default value of the result type, never computed: the first
+    /// match succeeded, and the last `E` is reached only by values some arm matches (the
+    /// match is exhaustive without its guarded arms). Linear in the number of arms.
+    fn desugar_guards(
+        &mut self,
+        scrut: Expr,
+        arms: Vec<tast::Arm>,
+        guards: Vec<Option<(tast::Pattern, Expr)>>,
+        result: Ty,
+        span: Span,
+    ) -> Expr {
+        let result_ty = self.subst.zonk(&result);
+        let (s_var, bind) = match &scrut.kind {
+            T::Var(id) => (*id, None),
+            _ => {
+                let decl = tast::VarDecl {
+                    id: self.fresh_var_id(),
+                    name: "scrutinee".into(),
+                    ty: scrut.ty.clone(),
+                    mutable: false,
+                    span: scrut.span,
+                };
+                (decl.id, Some(decl))
+            }
+        };
+        let s_ty = scrut.ty.clone();
+        let s = |sp: Span| mk(T::Var(s_var), s_ty.clone(), sp);
+        let mut rest: Option<Expr> = None;
+        let mut run: Vec<tast::Arm> = Vec::new();
+        let close_run = |run: &mut Vec<tast::Arm>, rest: Option<Expr>| -> Option<Expr> {
+            if run.is_empty() {
+                return rest;
+            }
+            let mut arms: Vec<tast::Arm> = run.drain(..).rev().collect();
+            if let Some(r) = rest {
+                let sp = r.span;
+                arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: r,
+                    span: sp,
+                });
+            }
+            let sp = arms[0].span;
+            Some(mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms,
+                },
+                result.clone(),
+                sp,
+            ))
+        };
+        for (arm, guard) in arms.into_iter().zip(guards).rev() {
+            let Some((gpat, g)) = guard else {
+                run.push(arm);
+                continue;
+            };
+            rest = close_run(&mut run, rest);
+            let sp = arm.span;
+            let refutable = !irrefutable(&arm.pattern);
+            let mut test_arms = vec![tast::Arm {
+                pattern: gpat,
+                body: g,
+                span: sp,
+            }];
+            if refutable {
+                test_arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: mk(T::Lit(Literal::Bool(false)), Ty::BOOL, sp),
+                    span: sp,
+                });
+            }
+            let test = mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms: test_arms,
+                },
+                Ty::BOOL,
+                sp,
+            );
+            let mut body_arms = vec![arm];
+            if refutable {
+                body_arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: self.default_value(&result_ty, &result, sp),
+                    span: sp,
+                });
+            }
+            let taken = mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms: body_arms,
+                },
+                result.clone(),
+                sp,
+            );
+            let otherwise = rest
+                .take()
+                .unwrap_or_else(|| self.default_value(&result_ty, &result, sp));
+            rest = Some(mk(
+                T::If {
+                    cond: Box::new(test),
+                    then_branch: Box::new(taken),
+                    else_branch: Some(Box::new(otherwise)),
+                },
+                result.clone(),
+                sp,
+            ));
+        }
+        let body = close_run(&mut run, rest).expect("a match has arms");
+        match bind {
+            None => body,
+            Some(decl) => mk(
+                T::Let {
+                    pattern: tast::Pattern::Bind(decl),
+                    value: Box::new(scrut),
+                    body: Box::new(body),
+                },
+                result,
+                span,
+            ),
+        }
+    }
+
+    /// A value of type `ty` for a branch that never runs (see `desugar_guards`).
+    fn default_value(&mut self, ty: &Ty, var_ty: &Ty, span: Span) -> Expr {
+        let kind = match ty {
+            Ty::Unit => T::Unit,
+            Ty::Scalar(Scalar::Bool) => T::Lit(Literal::Bool(false)),
+            Ty::Scalar(Scalar::I32) => T::Lit(Literal::I32(0)),
+            Ty::Scalar(Scalar::I64) => T::Lit(Literal::I64(0)),
+            Ty::Scalar(Scalar::F32) => T::Lit(Literal::F32(0.0)),
+            // Float64, and a float literal type decided later (carried as F64 until then).
+            Ty::Scalar(Scalar::F64) => T::Lit(Literal::F64(0.0)),
+            _ if super::unify::as_var(ty).is_some_and(|v| {
+                matches!(
+                    self.subst.constraint(v),
+                    Some(Constraint::Scalar { set, .. }) if *set == ScalarSet::FLOAT
+                )
+            }) =>
+            {
+                T::Lit(Literal::F64(0.0))
+            }
+            Ty::Tuple(elems) => T::Tuple(
+                elems
+                    .iter()
+                    .map(|t| self.default_value(t, t, span))
+                    .collect(),
+            ),
+            Ty::Record(r) => {
+                let fields: Vec<Ty> = self.env.records[r.0 as usize]
+                    .fields
+                    .iter()
+                    .map(|f| f.ty.clone())
+                    .collect();
+                T::Record {
+                    record: *r,
+                    fields: fields
+                        .iter()
+                        .map(|t| self.default_value(t, t, span))
+                        .collect(),
+                }
+            }
+            Ty::Variant(v) => {
+                let args: Vec<Ty> = self.env.variants[v.0 as usize].ctors[0].args.clone();
+                T::Ctor {
+                    variant: *v,
+                    ctor: 0,
+                    args: args
+                        .iter()
+                        .map(|t| self.default_value(t, t, span))
+                        .collect(),
+                }
+            }
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(span, "`when` guards are not supported in this match")
+                        .with_label(format!(
+                            "its value has type `{}`, which guards cannot select",
+                            self.show(ty)
+                        ))
+                        .with_help("test the condition inside the arm with `if`"),
+                );
+                return err_expr(span);
+            }
+        };
+        mk(kind, var_ty.clone(), span)
     }
 
     fn app(&mut self, func: &ast::Expr, args: &[ast::Expr], span: Span) -> Expr {
@@ -2241,6 +2456,16 @@ impl Checker {
             ty,
             span,
         )
+    }
+}
+
+/// Whether `p` matches every value of its type (no `_ ->` arm is needed after it).
+fn irrefutable(p: &tast::Pattern) -> bool {
+    match p {
+        tast::Pattern::Wildcard | tast::Pattern::Bind(_) => true,
+        tast::Pattern::Tuple(ps) => ps.iter().all(irrefutable),
+        tast::Pattern::Or(ps) => ps.iter().any(irrefutable),
+        _ => false,
     }
 }
 

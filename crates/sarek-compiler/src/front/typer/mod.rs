@@ -23,6 +23,9 @@
 //! generalised when it stays free; a helper parameter written `t array` is generic in the
 //! array's memory space and size (mono instantiates per array type).
 //!
+//! `when` guards are desugared into plain matches (the typed AST has none), linearly: see
+//! `desugar_guards`; a guarded arm covers nothing for exhaustiveness, as in OCaml.
+//!
 //! OCaml library spellings that abbreviate an expression (`Int32.add a b`, `fst p`,
 //! `incr r`) are typed by rewriting them to that surface expression, so its own rules and
 //! messages apply. The guide `docs/language-notes.md` lists every such decision.
