@@ -1742,11 +1742,12 @@ impl Checker {
             }
             _ => {
                 self.diags.push(
-                    Diagnostic::error(span, "`when` guards are not supported in this match")
-                        .with_label(format!(
-                            "its value has type `{}`, which guards cannot select",
-                            self.show(ty)
-                        ))
+                    Diagnostic::error(span, "this `when` guard is not supported here")
+                        .with_label(format!("the match's value has type `{}`", self.show(ty)))
+                        .with_note(
+                            "a guard on a refutable pattern (or on the last arm) needs a match \
+                             whose value is unit, a scalar, a record, a variant or a tuple",
+                        )
                         .with_help("test the condition inside the arm with `if`"),
                 );
                 return err_expr(span);
