@@ -280,3 +280,23 @@ let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
     assert_eq!(ints, vec![1, 2, 3, 4, 5, 6, 442]);
     assert_eq!(floats[..3], [1.0, -1.0, 0.5]);
 }
+
+#[test]
+fn top_level_open_std() {
+    let src = "
+open Std
+open! Sarek
+let%kernel k (ints : int32 vector) (floats : float32 vector) (n : int32) =
+  let open! Float32 in
+  ints.(0) <- global_thread_id + n;
+  floats.(0) <- of_int 4 +. sqrt 4.0
+";
+    let (ints, floats) = run(src, "k", 3);
+    assert_eq!((ints[0], floats[0]), (3, 6.0));
+    let e = errors("open Float32\nlet%kernel k (a : int32 vector) = a.(0) <- 1\n");
+    assert!(
+        e.contains("top-level `open Float32` is not supported"),
+        "{e}"
+    );
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+}

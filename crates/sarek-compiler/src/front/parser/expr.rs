@@ -1020,6 +1020,7 @@ impl Parser {
         let let_col = self.toks[self.pos].col;
         let start = self.bump();
         if self.eat(&Tok::Open) {
+            self.eat(&Tok::Bang);
             return self.let_open(start);
         }
         let recursive = self.eat(&Tok::Rec);

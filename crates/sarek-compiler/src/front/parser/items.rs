@@ -37,12 +37,27 @@ impl Parser {
                 }
                 continue;
             }
+            if self.at(&Tok::Open) {
+                let start = self.pos;
+                if self.top_level_open().is_err() {
+                    if self.fatal {
+                        break;
+                    }
+                    self.recover(start);
+                }
+                continue;
+            }
             let start = self.pos;
             match self.item() {
                 Ok(mut new) => {
                     // An item must be followed by another item, `;;` or the end of the file.
                     match self.peek() {
-                        Tok::Eof | Tok::SemiSemi | Tok::Let | Tok::LetExt(_) | Tok::Type => {}
+                        Tok::Eof
+                        | Tok::SemiSemi
+                        | Tok::Let
+                        | Tok::LetExt(_)
+                        | Tok::Type
+                        | Tok::Open => {}
                         Tok::Attr { outer: true, .. } => {}
                         _ => {
                             let _ = self.expected("`let`, `let%kernel` or `type` (a new item)");
@@ -62,6 +77,30 @@ impl Parser {
             }
         }
         Program { items }
+    }
+
+    /// `open Std` (or `Sarek`, `Gpu`, `Math`, also `open!`) at top level: accepted and
+    /// without effect, since those modules' names are always in scope. Other modules are
+    /// opened locally (`let open Float32 in`).
+    fn top_level_open(&mut self) -> PResult<()> {
+        let start = self.bump();
+        self.eat(&Tok::Bang);
+        let Tok::UIdent(name) = self.peek().clone() else {
+            return Err(self.expected("a module name after `open`"));
+        };
+        let end = self.bump();
+        if !matches!(name.as_str(), "Std" | "Sarek" | "Gpu" | "Math") {
+            let d = Diagnostic::error(
+                start.to(end),
+                format!("top-level `open {name}` is not supported"),
+            )
+            .with_label("only `open Std` (or `Sarek`, `Gpu`, `Math`) is accepted here")
+            .with_help(format!(
+                "open it inside the kernel: `let open {name} in ...`"
+            ));
+            return Err(self.report(d));
+        }
+        Ok(())
     }
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
