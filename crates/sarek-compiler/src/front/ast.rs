@@ -163,6 +163,8 @@ impl Pattern {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MatchArm {
     pub pattern: Pattern,
+    /// `| p when guard -> body` (the typer desugars guards into plain matches).
+    pub guard: Option<Box<Expr>>,
     pub body: Expr,
     pub span: Span,
 }

@@ -117,6 +117,14 @@ pub enum Tok {
     Slash,
     PlusDot,
     MinusDot,
+    /// `~-`, OCaml's explicit prefix minus (only prefix, unlike `-`).
+    TildeMinus,
+    /// `~-.`
+    TildeMinusDot,
+    /// `!` (OCaml's dereference: `!r` reads a `ref` local, which Sarek makes mutable).
+    Bang,
+    /// `**` (float power).
+    StarStar,
     StarDot,
     SlashDot,
     /// A spot the lexer already reported; the parser recovers without a new message.
@@ -218,6 +226,10 @@ impl Tok {
             Tok::Slash => "/",
             Tok::PlusDot => "+.",
             Tok::MinusDot => "-.",
+            Tok::TildeMinus => "~-",
+            Tok::TildeMinusDot => "~-.",
+            Tok::Bang => "!",
+            Tok::StarStar => "**",
             Tok::StarDot => "*.",
             Tok::SlashDot => "/.",
             _ => "",
@@ -299,7 +311,9 @@ const MAX_LEX_ERRORS: usize = 50;
 
 /// Whether `c` can begin a token or separate tokens (used to group invalid characters).
 fn starts_token(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c.is_ascii_whitespace() || b"()[]{},;:<>-+*/|&!=._'\"".contains(&c)
+    c.is_ascii_alphanumeric()
+        || c.is_ascii_whitespace()
+        || b"()[]{},;:<>-+*/|&!=._'\"~".contains(&c)
 }
 
 /// Attribute / extension names may be dotted (`sarek.inline`).
@@ -836,10 +850,13 @@ impl<'a> Lexer<'a> {
             (b'>', _) => (Tok::Gt, 1),
             (b'-', b'>') => (Tok::Arrow, 2),
             (b'-', b'.') => (Tok::MinusDot, 2),
+            (b'~', b'-') if self.src.get(start + 2) == Some(&b'.') => (Tok::TildeMinusDot, 3),
+            (b'~', b'-') => (Tok::TildeMinus, 2),
             (b'-', _) => (Tok::Minus, 1),
             (b'+', b'.') => (Tok::PlusDot, 2),
             (b'+', _) => (Tok::Plus, 1),
             (b'*', b'.') => (Tok::StarDot, 2),
+            (b'*', b'*') => (Tok::StarStar, 2),
             (b'*', _) => (Tok::Star, 1),
             (b'/', b'.') => (Tok::SlashDot, 2),
             (b'/', _) => (Tok::Slash, 1),
@@ -847,6 +864,7 @@ impl<'a> Lexer<'a> {
             (b'|', _) => (Tok::Bar, 1),
             (b'&', b'&') => (Tok::AndAnd, 2),
             (b'!', b'=') => (Tok::BangEq, 2),
+            (b'!', _) => (Tok::Bang, 1),
             (b'=', _) => (Tok::Eq, 1),
             (b'.', _) => (Tok::Dot, 1),
             _ => {
@@ -854,7 +872,7 @@ impl<'a> Lexer<'a> {
                 // characters as one error rather than one per character.
                 let ch_len = self.text[start..].chars().next().map_or(1, char::len_utf8);
                 self.pos += ch_len;
-                if !matches!(c0, b'&' | b'!') {
+                if c0 != b'&' {
                     while self.pos < self.src.len() && !starts_token(self.src[self.pos]) {
                         self.pos += self.text[self.pos..]
                             .chars()
@@ -865,8 +883,6 @@ impl<'a> Lexer<'a> {
                 let shown = &self.text[start..self.pos];
                 let msg = match c0 {
                     b'&' => "unexpected `&`: the boolean and is `&&`".to_string(),
-                    b'!' => "unexpected `!`: mutable locals are read by name, `!=` is inequality"
-                        .to_string(),
                     _ if shown.chars().count() > 1 => {
                         format!("unexpected characters `{}`", shown.escape_debug())
                     }

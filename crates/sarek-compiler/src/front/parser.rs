@@ -21,14 +21,22 @@
 //! the same here):
 //! - A literal never takes arguments: `for i = 0 to 3 v.(i) <- 0 done` reports the missing
 //!   `do` instead of applying `3`.
-//! - Layout is used for diagnostics only: inside a `let` value, an application does not take
-//!   an argument that starts a line at or left of the `let` keyword (a forgotten `in`), and
-//!   after an operator, `then`, `else` or `->` a `let`/`type` in column 1 is a new item.
+//! - Layout never changes what a valid program means or whether it is accepted. A file
+//!   that fails to parse is parsed again with layout hints, for better diagnostics: inside a
+//!   `let` value, an application does not take an argument that starts a line at or left of
+//!   the `let` keyword (a forgotten `in`), and after an operator, `then`, `else` or `->` a
+//!   `let`/`type` in column 1 is a new item.
 //! - `[@attr]` after a `for`/`while` loop goes to the loop's attributes; after any other
 //!   simple expression it wraps it in `ExprKind::Attributed`.
 //! - A `()` parameter is a parameter `_` of type `unit`.
 //! - `C a b` is an error (constructor arguments are a tuple `C (a, b)`); `C (a, b)` gives
 //!   the constructor two arguments; module qualification of constructors is dropped.
+//! - OCaml sugar is desugared here into the forms it abbreviates, with hidden names that no
+//!   source can write (`%rec`, `%argN`, `%andN`, `%fnN`): record patterns in `let` and in
+//!   parameters, tuple parameters, `let p1 = e1 and p2 = e2`, `let f = fun x -> e` and
+//!   `function` arms, `let r = ref e` (a mutable local; `!r` reads it), `a ** b`
+//!   (`Std.pow a b`), `~-`/`~-.`. Record update is refused by name; `when` guards are
+//!   parsed into the arm (the typer desugars them).
 //! - Integer literals keep their value as written (hexadecimal up to 2^64 - 1); the typer
 //!   checks the range and wraps like OCaml. `1d` is an integral float64 literal.
 
@@ -51,14 +59,35 @@ const STACK_RED_ZONE: usize = 256 * 1024;
 const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 
 /// Parse one file. All syntax errors found are returned (with recovery where possible).
+///
+/// Layout never decides whether a program is valid: the file is parsed as OCaml would
+/// (layout ignored); only when that fails is it parsed again with the layout hints on (see
+/// [`Parser::offside`]), whose diagnostics point at a forgotten `in` where the first parse
+/// would complain far away. If the hinted parse finds nothing, the first parse's errors stand.
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
     let (tokens, lex_diags) = lexer::lex(file, source);
+    let plain = parse_tokens(tokens.clone(), lex_diags.clone(), false);
+    let Err(plain_diags) = plain else {
+        return plain;
+    };
+    match parse_tokens(tokens, lex_diags, true) {
+        Err(hinted) => Err(hinted),
+        Ok(_) => Err(plain_diags),
+    }
+}
+
+fn parse_tokens(
+    toks: Vec<Token>,
+    diags: Vec<Diagnostic>,
+    layout_hints: bool,
+) -> Result<Program, Vec<Diagnostic>> {
     let mut p = Parser {
-        toks: tokens,
+        toks,
         pos: 0,
-        diags: lex_diags,
+        diags,
         depth: 0,
         fatal: false,
+        layout_hints,
         offside: None,
         h: 0,
         type_nodes: 0,
@@ -85,11 +114,14 @@ pub(crate) struct Parser {
     depth: usize,
     /// Set when parsing cannot continue at all (nesting limit): no recovery is attempted.
     fatal: bool,
+    /// Whether [`Parser::offside`] is applied (only when re-parsing a file with errors).
+    layout_hints: bool,
     /// Column of the innermost `let` whose value is being parsed. OCaml ignores layout, but
     /// a token that starts a line at or left of that column is almost always the start of
     /// the body after a forgotten `in` (or of the next item), so an application does not
     /// take it as an argument. This turns "cannot apply" errors far away into
-    /// "expected `in`" at the right place; it only rejects programs laid out perversely.
+    /// "expected `in`" at the right place. Used only for the diagnostics of a file that
+    /// does not parse without it, so it never rejects a valid program.
     offside: Option<u32>,
     /// Height of the expression most recently returned by a parsing function (see
     /// `Parser::node`).
@@ -142,11 +174,11 @@ impl Parser {
     /// enclosing `let`: then it cannot continue that binding's value (see [`Parser::offside`]).
     fn offside_here(&self) -> bool {
         match self.offside {
-            Some(col) => {
+            Some(col) if self.layout_hints => {
                 let (first, c) = self.layout();
                 first && c <= col
             }
-            None => false,
+            _ => false,
         }
     }
 

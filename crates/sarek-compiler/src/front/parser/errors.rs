@@ -128,7 +128,10 @@ impl Parser {
                 Diagnostic::error(here, "anonymous functions are not supported")
                     .with_label("functions are defined with `let`")
                     .with_help("define a helper with `let f (x : t) = ... in`")
-                    .with_note("`fun` only appears in `[%kernel fun ... -> ...]`")
+                    .with_note(
+                        "`fun` and `function` only appear as the value of a `let` \
+                         (`let f = fun x -> ...`) or in `[%kernel fun ... -> ...]`",
+                    )
             }
             SyntaxError::AssignArrow { lhs } => {
                 Diagnostic::error(lhs, "cannot assign to this expression with `<-`")

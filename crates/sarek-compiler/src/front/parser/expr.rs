@@ -47,6 +47,8 @@ fn binop(t: &Tok) -> Option<(BinaryOp, u8, bool)> {
         Tok::Land => (B::Land, 5, false),
         Tok::Lor => (B::Lor, 5, false),
         Tok::Lxor => (B::Lxor, 5, false),
+        // `**` is rewritten to `Std.pow` (see `binary`); the operator here is a placeholder.
+        Tok::StarStar => (B::Mul, 6, true),
         Tok::Lsl => (B::Lsl, 6, true),
         Tok::Lsr => (B::Lsr, 6, true),
         Tok::Asr => (B::Asr, 6, true),
@@ -67,6 +69,7 @@ fn starts_arg(t: &Tok) -> bool {
             | Tok::LParen
             | Tok::LBrace
             | Tok::Begin
+            | Tok::Bang
             | Tok::Extension { .. }
     )
 }
@@ -78,6 +81,8 @@ fn starts_expr(t: &Tok) -> bool {
             t,
             Tok::Minus
                 | Tok::MinusDot
+                | Tok::TildeMinus
+                | Tok::TildeMinusDot
                 | Tok::Let
                 | Tok::LetExt(_)
                 | Tok::If
@@ -233,9 +238,13 @@ impl Parser {
     /// After an operator (or `then`, `else`, `->`), a `let`/`type` in column 1 starts the
     /// next item: report the missing operand here rather than parse the item as a local
     /// `let`. (After `=` and `in` such a `let` is accepted: unindented bodies are valid.)
+    /// A layout hint: applied only when re-parsing a file that has errors.
     fn operand_guard(&mut self) -> PResult<()> {
         let t = &self.toks[self.pos];
-        if t.line_start() && matches!(t.tok, Tok::Let | Tok::LetExt(_) | Tok::Type) {
+        if self.layout_hints
+            && t.line_start()
+            && matches!(t.tok, Tok::Let | Tok::LetExt(_) | Tok::Type)
+        {
             let after = self.prev_span();
             return Err(self.fail(SyntaxError::ItemKeywordAsOperand { after }));
         }
@@ -250,7 +259,8 @@ impl Parser {
                 break;
             }
             let lhs_h = self.h;
-            self.bump();
+            let power = *self.peek() == Tok::StarStar;
+            let op_span = self.bump();
             self.operand_guard()?;
             let rhs = if right {
                 self.nested(|p| p.binary(prec))?
@@ -261,6 +271,32 @@ impl Parser {
             // `node` bounds it.
             let h = lhs_h.max(self.h);
             let span = lhs.span.to(rhs.span);
+            if power {
+                // `a ** b` is OCaml's float power: `Std.pow a b` (qualified, so a helper
+                // named `pow` does not capture it).
+                let func = Expr {
+                    kind: ExprKind::Var {
+                        path: vec![Ident {
+                            name: "Std".into(),
+                            span: op_span,
+                        }],
+                        name: Ident {
+                            name: "pow".into(),
+                            span: op_span,
+                        },
+                    },
+                    span: op_span,
+                };
+                lhs = self.node(
+                    ExprKind::App {
+                        func: Box::new(func),
+                        args: vec![lhs, rhs],
+                    },
+                    span,
+                    h,
+                )?;
+                continue;
+            }
             lhs = self.node(
                 ExprKind::Binary {
                     op,
@@ -277,7 +313,7 @@ impl Parser {
     /// Prefix minus (folded into numeric literals) and the prefix forms usable as operands.
     fn unary(&mut self) -> PResult<Expr> {
         match self.peek() {
-            Tok::Minus | Tok::MinusDot => self.negation(),
+            Tok::Minus | Tok::MinusDot | Tok::TildeMinus | Tok::TildeMinusDot => self.negation(),
             Tok::Let | Tok::LetExt(_) | Tok::If | Tok::Match | Tok::Fun | Tok::Function => {
                 self.expr()
             }
@@ -287,7 +323,7 @@ impl Parser {
     }
 
     fn negation(&mut self) -> PResult<Expr> {
-        let float_minus = *self.peek() == Tok::MinusDot;
+        let float_minus = matches!(self.peek(), Tok::MinusDot | Tok::TildeMinusDot);
         let op_span = self.bump();
         let operand = self.nested(Self::unary)?;
         let span = op_span.to(operand.span);
@@ -522,6 +558,11 @@ impl Parser {
             Tok::True => Lit::Bool(true),
             Tok::False => Lit::Bool(false),
             Tok::Ident(_) => return Ok(self.variable()),
+            Tok::Bang if matches!(self.peek_at(1), Tok::Ident(_)) => {
+                // `!r`: a `ref` local is a mutable local, read by name.
+                self.bump();
+                return Ok(self.variable());
+            }
             Tok::UIdent(_) => return self.upper_path(),
             Tok::LParen => return self.paren_expr(),
             Tok::Begin => return self.begin_expr(),
@@ -700,7 +741,8 @@ impl Parser {
         let mut h = 0;
         let mut fields: Vec<(Ident, Expr)> = Vec::new();
         while !self.at(&Tok::RBrace) {
-            let is_field = matches!(self.peek(), Tok::Ident(_)) && *self.peek_at(1) != Tok::With;
+            let is_field = matches!(self.peek(), Tok::Ident(_))
+                && matches!(self.peek_at(1), Tok::Eq | Tok::Semi | Tok::RBrace);
             if !is_field {
                 // `{ e with ... }` or garbage.
                 let e = self.nested(|p| p.binary(0))?;
@@ -829,15 +871,39 @@ impl Parser {
     fn match_expr(&mut self) -> PResult<Expr> {
         let start = self.bump();
         let scrutinee = self.seq_expr()?;
-        let mut h = self.h;
+        let h = self.h;
         if !self.at(&Tok::With) {
             return Err(self.fail(SyntaxError::MissingWith { match_span: start }));
         }
         self.bump();
+        let (arms, arms_h) = self.match_arms()?;
+        let h = h.max(arms_h);
+        let end = arms[arms.len() - 1].span;
+        self.node(
+            ExprKind::Match {
+                scrutinee: Box::new(scrutinee),
+                arms,
+            },
+            start.to(end),
+            h,
+        )
+    }
+
+    /// `[|] p -> e | ...` after `with` or `function`; also returns the arms' height.
+    pub(super) fn match_arms(&mut self) -> PResult<(Vec<MatchArm>, u32)> {
+        let mut h = 0;
         self.eat(&Tok::Bar);
         let mut arms = Vec::new();
         loop {
             let pattern = self.pattern()?;
+            let guard = if matches!(self.peek(), Tok::Ident(w) if w == "when") {
+                self.bump();
+                let g = self.seq_expr()?;
+                h = h.max(self.h);
+                Some(Box::new(g))
+            } else {
+                None
+            };
             if !self.at(&Tok::Arrow) {
                 return Err(self.expected("`->` after the pattern"));
             }
@@ -848,6 +914,7 @@ impl Parser {
             let span = pattern.span().to(body.span);
             arms.push(MatchArm {
                 pattern,
+                guard,
                 body,
                 span,
             });
@@ -855,14 +922,51 @@ impl Parser {
                 break;
             }
         }
+        Ok((arms, h))
+    }
+
+    /// After `let f params =`: `fun p... -> e` or `function arms` (at the keyword) give
+    /// `f` more parameters, as in OCaml: `let f = fun x -> e` is `let f x = e`, and
+    /// `function arms` takes one more parameter (hidden `%fnN`) and matches on it.
+    pub(super) fn fun_value(&mut self, params: &mut Vec<Param>) -> PResult<Expr> {
+        if self.eat(&Tok::Fun) {
+            let (more, destructured) = self.params()?;
+            if more.is_empty() {
+                return Err(self.expected("a parameter after `fun`"));
+            }
+            if !self.eat(&Tok::Arrow) {
+                return Err(self.expected("`->` after the parameters of `fun`"));
+            }
+            params.extend(more);
+            let body = self.seq_expr()?;
+            return Ok(Self::bind_params(destructured, body));
+        }
+        let start = self.bump();
+        let name = Ident {
+            name: format!("%fn{}", params.len()),
+            span: start,
+        };
+        params.push(Param {
+            name: name.clone(),
+            ty: None,
+            span: start,
+        });
+        let (arms, h) = self.match_arms()?;
         let end = arms[arms.len() - 1].span;
+        let scrutinee = Expr {
+            kind: ExprKind::Var {
+                path: Vec::new(),
+                name,
+            },
+            span: start,
+        };
         self.node(
             ExprKind::Match {
                 scrutinee: Box::new(scrutinee),
                 arms,
             },
             start.to(end),
-            h,
+            h + 1,
         )
     }
 
@@ -916,6 +1020,7 @@ impl Parser {
         let let_col = self.toks[self.pos].col;
         let start = self.bump();
         if self.eat(&Tok::Open) {
+            self.eat(&Tok::Bang);
             return self.let_open(start);
         }
         let recursive = self.eat(&Tok::Rec);
@@ -926,6 +1031,11 @@ impl Parser {
                 self.peek_at(1),
                 Tok::Ident(_) | Tok::Underscore | Tok::LParen
             );
+        let is_fun = is_fun
+            || !mutable
+                && matches!(self.peek(), Tok::Ident(_))
+                && *self.peek_at(1) == Tok::Eq
+                && matches!(self.peek_at(2), Tok::Fun | Tok::Function);
         if is_fun {
             return self.let_fun(start, let_col, recursive);
         }
@@ -962,7 +1072,7 @@ impl Parser {
     /// `let [rec] f params [: ret] = e in body`
     fn let_fun(&mut self, start: Span, let_col: u32, recursive: bool) -> PResult<Expr> {
         let name = self.lident("a function name")?;
-        let params = self.params()?;
+        let (params, destructured) = self.params()?;
         let ret = if self.eat(&Tok::Colon) {
             Some(self.type_expr()?)
         } else {
@@ -971,7 +1081,13 @@ impl Parser {
         let mut attrs = self.inner_attributes();
         self.expect_eq_after_local()?;
         attrs.extend(self.inner_attributes());
-        let fbody = self.let_value(let_col)?;
+        let mut params = params;
+        let fbody = if matches!(self.peek(), Tok::Fun | Tok::Function) {
+            let value = self.with_offside(Some(let_col), |p| p.fun_value(&mut params))?;
+            Self::bind_params(destructured, value)
+        } else {
+            Self::bind_params(destructured, self.let_value(let_col)?)
+        };
         let fbody_h = self.h;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
@@ -997,6 +1113,9 @@ impl Parser {
 
     /// `let [mut] pat [: t] = [mut] e in body`
     fn let_value_binding(&mut self, start: Span, let_col: u32, mut mutable: bool) -> PResult<Expr> {
+        if self.at(&Tok::LBrace) && !mutable {
+            return self.let_record_binding(start, let_col);
+        }
         let (pattern, mut ty) = self.let_pattern()?;
         if self.eat(&Tok::Colon) {
             ty = Some(self.type_expr()?);
@@ -1005,8 +1124,19 @@ impl Parser {
         if self.eat(&Tok::Mut) {
             mutable = true;
         }
-        let value = self.let_value(let_col)?;
+        let mut value = self.let_value(let_col)?;
         let value_h = self.h;
+        // `let r = ref e in`: OCaml's mutable cell is a mutable local (`!r` reads it).
+        if let ExprKind::App { func, args } = &mut value.kind
+            && matches!(&func.kind, ExprKind::Var { path, name } if path.is_empty() && name.name == "ref")
+            && args.len() == 1
+        {
+            mutable = true;
+            value = args.pop().expect("one argument");
+        }
+        if self.at(&Tok::And) {
+            return self.let_and(start, let_col, (pattern, mutable, ty, value), value_h);
+        }
         self.expect_in(start)?;
         let body = self.seq_expr()?;
         let h = value_h.max(self.h);
@@ -1018,6 +1148,171 @@ impl Parser {
             value: Box::new(value),
             body: Box::new(body),
         };
+        self.node(kind, span, h)
+    }
+
+    /// `let { f1 = p1; f2; _ } [: t] = e in body`, read as
+    /// `let %rec = e in let p1 = %rec.f1 in let f2 = %rec.f2 in body` (`%rec` cannot be
+    /// written in a source, so it shadows nothing the user sees).
+    fn let_record_binding(&mut self, start: Span, let_col: u32) -> PResult<Expr> {
+        let (fields, fields_span) = self.record_pattern()?;
+        let ty = if self.eat(&Tok::Colon) {
+            Some(self.type_expr()?)
+        } else {
+            None
+        };
+        self.expect_eq_after_local()?;
+        let value = self.let_value(let_col)?;
+        let value_h = self.h;
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let h = value_h.max(self.h) + fields.len() as u32;
+        let span = start.to(body.span);
+        let hidden = Ident {
+            name: "%rec".into(),
+            span: fields_span,
+        };
+        let body = Self::bind_fields(&hidden, fields, body);
+        let kind = ExprKind::Let {
+            pattern: Pattern::Var(hidden),
+            mutable: false,
+            ty,
+            value: Box::new(value),
+            body: Box::new(body),
+        };
+        self.node(kind, span, h)
+    }
+
+    /// `{ f1 = p1; f2; _ }` (at `{`): the fields and their patterns, and the pattern's span.
+    pub(super) fn record_pattern(&mut self) -> PResult<(Vec<(Ident, Pattern)>, Span)> {
+        let open = self.bump();
+        let mut fields: Vec<(Ident, Pattern)> = Vec::new();
+        loop {
+            if self.at(&Tok::Underscore) {
+                self.bump();
+            } else {
+                let field = self.lident("a field name in the record pattern")?;
+                let pattern = if self.eat(&Tok::Eq) {
+                    self.pattern()?
+                } else {
+                    Pattern::Var(field.clone())
+                };
+                fields.push((field, pattern));
+            }
+            if !self.eat(&Tok::Semi) || self.at(&Tok::RBrace) {
+                break;
+            }
+        }
+        let close = self.expect_closing(&Tok::RBrace, "{", open)?;
+        Ok((fields, open.to(close)))
+    }
+
+    /// Wrap `body` in `let p = record.f in` for each field pattern.
+    pub(super) fn bind_fields(record: &Ident, fields: Vec<(Ident, Pattern)>, body: Expr) -> Expr {
+        fields
+            .into_iter()
+            .rev()
+            .fold(body, |body, (field, pattern)| {
+                let span = body.span;
+                let base = Expr {
+                    kind: ExprKind::Var {
+                        path: Vec::new(),
+                        name: record.clone(),
+                    },
+                    span: field.span,
+                };
+                let value = Expr {
+                    span: field.span,
+                    kind: ExprKind::Field {
+                        base: Box::new(base),
+                        field,
+                    },
+                };
+                Expr {
+                    span,
+                    kind: ExprKind::Let {
+                        pattern,
+                        mutable: false,
+                        ty: None,
+                        value: Box::new(value),
+                        body: Box::new(body),
+                    },
+                }
+            })
+    }
+
+    /// `let p1 = e1 and p2 = e2 ... in body`: no value sees the other bindings, so it reads
+    /// `let %and0 = e1 in let %and1 = e2 in let p1 = %and0 in let p2 = %and1 in body`.
+    fn let_and(
+        &mut self,
+        start: Span,
+        let_col: u32,
+        first: (Pattern, bool, Option<TypeExpr>, Expr),
+        first_h: u32,
+    ) -> PResult<Expr> {
+        let mut bindings = vec![first];
+        let mut h = first_h;
+        while self.eat(&Tok::And) {
+            let mut mutable = self.eat(&Tok::Mut);
+            let (pattern, mut ty) = self.let_pattern()?;
+            if self.eat(&Tok::Colon) {
+                ty = Some(self.type_expr()?);
+            }
+            self.expect_eq_after_local()?;
+            if self.eat(&Tok::Mut) {
+                mutable = true;
+            }
+            let value = self.let_value(let_col)?;
+            h = h.max(self.h);
+            bindings.push((pattern, mutable, ty, value));
+        }
+        self.expect_in(start)?;
+        let body = self.seq_expr()?;
+        let h = h.max(self.h) + 2 * bindings.len() as u32;
+        let span = start.to(body.span);
+        let hidden: Vec<Ident> = bindings
+            .iter()
+            .enumerate()
+            .map(|(k, b)| Ident {
+                name: format!("%and{k}"),
+                span: b.3.span,
+            })
+            .collect();
+        let mut values = Vec::new();
+        let mut body = body;
+        for ((pattern, mutable, ty, value), name) in bindings.into_iter().zip(&hidden).rev() {
+            let read = Expr {
+                span: name.span,
+                kind: ExprKind::Var {
+                    path: Vec::new(),
+                    name: name.clone(),
+                },
+            };
+            body = Expr {
+                span,
+                kind: ExprKind::Let {
+                    pattern,
+                    mutable,
+                    ty,
+                    value: Box::new(read),
+                    body: Box::new(body),
+                },
+            };
+            values.push(value);
+        }
+        for (value, name) in values.into_iter().zip(hidden.into_iter().rev()) {
+            body = Expr {
+                span,
+                kind: ExprKind::Let {
+                    pattern: Pattern::Var(name),
+                    mutable: false,
+                    ty: None,
+                    value: Box::new(value),
+                    body: Box::new(body),
+                },
+            };
+        }
+        let kind = body.kind;
         self.node(kind, span, h)
     }
 
@@ -1045,6 +1340,20 @@ impl Parser {
                 Pattern::Var(name)
             };
             return Ok((pat, Some(ty)));
+        }
+        if self.at(&Tok::LParen) {
+            // `((a, b) : t)`: an annotated pattern (backtrack if it is not one).
+            let saved = self.pos;
+            let open = self.bump();
+            if !self.at(&Tok::RParen) {
+                let inner = self.nested(Self::pattern)?;
+                if self.eat(&Tok::Colon) {
+                    let ty = self.type_expr()?;
+                    self.expect_closing(&Tok::RParen, "(", open)?;
+                    return Ok((inner, Some(ty)));
+                }
+            }
+            self.pos = saved;
         }
         let p = self.nested(Self::tuple_pattern)?;
         Ok((p, None))

@@ -5,6 +5,17 @@ use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
+/// A parameter written as a pattern (see [`Parser::params`]).
+pub(super) enum ParamPattern {
+    /// `(a, b)`
+    Pattern(Pattern),
+    /// `{ x; y = b }`
+    Record(Vec<(Ident, Pattern)>),
+}
+
+/// Pattern parameters and the hidden names standing for them.
+pub(super) type Destructured = Vec<(ParamPattern, Ident)>;
+
 impl Parser {
     pub(super) fn program(&mut self) -> Program {
         let mut items: Vec<Item> = Vec::new();
@@ -26,12 +37,27 @@ impl Parser {
                 }
                 continue;
             }
+            if self.at(&Tok::Open) {
+                let start = self.pos;
+                if self.top_level_open().is_err() {
+                    if self.fatal {
+                        break;
+                    }
+                    self.recover(start);
+                }
+                continue;
+            }
             let start = self.pos;
             match self.item() {
                 Ok(mut new) => {
                     // An item must be followed by another item, `;;` or the end of the file.
                     match self.peek() {
-                        Tok::Eof | Tok::SemiSemi | Tok::Let | Tok::LetExt(_) | Tok::Type => {}
+                        Tok::Eof
+                        | Tok::SemiSemi
+                        | Tok::Let
+                        | Tok::LetExt(_)
+                        | Tok::Type
+                        | Tok::Open => {}
                         Tok::Attr { outer: true, .. } => {}
                         _ => {
                             let _ = self.expected("`let`, `let%kernel` or `type` (a new item)");
@@ -51,6 +77,30 @@ impl Parser {
             }
         }
         Program { items }
+    }
+
+    /// `open Std` (or `Sarek`, `Gpu`, `Math`, also `open!`) at top level: accepted and
+    /// without effect, since those modules' names are always in scope. Other modules are
+    /// opened locally (`let open Float32 in`).
+    fn top_level_open(&mut self) -> PResult<()> {
+        let start = self.bump();
+        self.eat(&Tok::Bang);
+        let Tok::UIdent(name) = self.peek().clone() else {
+            return Err(self.expected("a module name after `open`"));
+        };
+        let end = self.bump();
+        if !matches!(name.as_str(), "Std" | "Sarek" | "Gpu" | "Math") {
+            let d = Diagnostic::error(
+                start.to(end),
+                format!("top-level `open {name}` is not supported"),
+            )
+            .with_label("only `open Std` (or `Sarek`, `Gpu`, `Math`) is accepted here")
+            .with_help(format!(
+                "open it inside the kernel: `let open {name} in ...`"
+            ));
+            return Err(self.report(d));
+        }
+        Ok(())
     }
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
@@ -105,7 +155,7 @@ impl Parser {
         let mut attrs = self.inner_attributes();
         let name = self.lident("a kernel name after `let%kernel`")?;
         attrs.extend(self.inner_attributes());
-        let params = self.params()?;
+        let (params, destructured) = self.params()?;
         if params.is_empty() {
             return Err(self.expected("a kernel parameter like `(v : float32 vector)`"));
         }
@@ -116,6 +166,7 @@ impl Parser {
         self.expect_eq_after("the kernel parameters")?;
         let body = self.with_offside(Some(col), Self::seq_expr)?;
         let span = start.to(body.span);
+        let body = Self::bind_params(destructured, body);
         Ok(Item {
             kind: ItemKind::Kernel(KernelDecl { name, params, body }),
             span,
@@ -161,8 +212,9 @@ impl Parser {
         }
         let name = self.lident("a name after `let`")?;
         attrs.extend(self.inner_attributes());
-        let params = self.params()?;
-        if params.is_empty() && !recursive {
+        let (mut params, destructured) = self.params()?;
+        let fun_value = self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::Fun | Tok::Function);
+        if params.is_empty() && !recursive && !fun_value {
             if self.eat(&Tok::Colon) {
                 let ty = self.type_expr()?;
                 attrs.extend(self.inner_attributes());
@@ -201,8 +253,13 @@ impl Parser {
         let mut fattrs = self.inner_attributes();
         self.expect_eq_after("the helper's parameters")?;
         fattrs.extend(self.inner_attributes());
-        let body = self.with_offside(Some(col), Self::seq_expr)?;
+        let body = if matches!(self.peek(), Tok::Fun | Tok::Function) {
+            self.with_offside(Some(col), |p| p.fun_value(&mut params))?
+        } else {
+            self.with_offside(Some(col), Self::seq_expr)?
+        };
         let span = start.to(body.span);
+        let body = Self::bind_params(destructured, body);
         let decl = FunDecl {
             name,
             recursive,
@@ -229,7 +286,7 @@ impl Parser {
         if !self.eat(&Tok::Fun) {
             return Err(self.expected("`fun` after `[%kernel`"));
         }
-        let params = self.params()?;
+        let (params, destructured) = self.params()?;
         if params.is_empty() {
             return Err(self.expected("a kernel parameter like `(v : float32 vector)`"));
         }
@@ -238,6 +295,7 @@ impl Parser {
         }
         self.bump();
         let body = self.with_offside(None, Self::seq_expr)?;
+        let body = Self::bind_params(destructured, body);
         let close = self.expect_closing(&Tok::RBracket, "[%kernel", open)?;
         let span = start.to(close);
         Ok(Item {
@@ -263,13 +321,29 @@ impl Parser {
     }
 
     /// Function / kernel parameters: `(x : t)`, `x`, `_`, `()`.
-    pub(super) fn params(&mut self) -> PResult<Vec<Param>> {
+    /// Parameters; a pattern parameter (`(a, b)`) gets a hidden name (`%argN`, which no
+    /// source can write) and is returned with its pattern, to be bound by [`Self::bind_params`].
+    pub(super) fn params(&mut self) -> PResult<(Vec<Param>, Destructured)> {
         let mut params = Vec::new();
+        let mut destructured = Vec::new();
         loop {
             match self.peek() {
                 Tok::Ident(_) | Tok::Underscore => {
                     let name = self.lident("a parameter")?;
                     let span = name.span;
+                    params.push(Param {
+                        name,
+                        ty: None,
+                        span,
+                    });
+                }
+                Tok::LBrace => {
+                    let (fields, span) = self.record_pattern()?;
+                    let name = Ident {
+                        name: format!("%arg{}", params.len()),
+                        span,
+                    };
+                    destructured.push((ParamPattern::Record(fields), name.clone()));
                     params.push(Param {
                         name,
                         ty: None,
@@ -299,6 +373,34 @@ impl Parser {
                         });
                         continue;
                     }
+                    if !(matches!(self.peek(), Tok::Ident(_) | Tok::Underscore)
+                        && matches!(self.peek_at(1), Tok::Colon | Tok::RParen))
+                    {
+                        // `(a, b)`, `((a, b) : t)`, `({ x; y } : t)`: a parameter
+                        // destructured in the body.
+                        let pattern = if self.at(&Tok::LBrace) {
+                            ParamPattern::Record(self.record_pattern()?.0)
+                        } else {
+                            ParamPattern::Pattern(self.pattern()?)
+                        };
+                        let ty = if self.eat(&Tok::Colon) {
+                            Some(self.type_expr()?)
+                        } else {
+                            None
+                        };
+                        let close = self.expect_closing(&Tok::RParen, "(", open)?;
+                        let name = Ident {
+                            name: format!("%arg{}", params.len()),
+                            span: open.to(close),
+                        };
+                        destructured.push((pattern, name.clone()));
+                        params.push(Param {
+                            name,
+                            ty,
+                            span: open.to(close),
+                        });
+                        continue;
+                    }
                     let name = self.lident("a parameter name")?;
                     let ty = if self.eat(&Tok::Colon) {
                         Some(self.type_expr()?)
@@ -312,9 +414,40 @@ impl Parser {
                         span: open.to(close),
                     });
                 }
-                _ => return Ok(params),
+                _ => return Ok((params, destructured)),
             }
         }
+    }
+
+    /// Wrap `body` in `let pattern = %argN in` for each destructured parameter.
+    pub(super) fn bind_params(destructured: Destructured, body: Expr) -> Expr {
+        destructured
+            .into_iter()
+            .rev()
+            .fold(body, |body, (pattern, name)| {
+                let pattern = match pattern {
+                    ParamPattern::Pattern(p) => p,
+                    ParamPattern::Record(fields) => return Self::bind_fields(&name, fields, body),
+                };
+                let span = body.span;
+                let value = Expr {
+                    span: name.span,
+                    kind: ExprKind::Var {
+                        path: Vec::new(),
+                        name,
+                    },
+                };
+                Expr {
+                    kind: ExprKind::Let {
+                        pattern,
+                        mutable: false,
+                        ty: None,
+                        value: Box::new(value),
+                        body: Box::new(body),
+                    },
+                    span,
+                }
+            })
     }
 
     /// `type a = ... [and b = ...]` followed by `[@@attrs]`.

@@ -2,8 +2,18 @@
 //! aliases, module-qualified names) mapped to a [`Builtin`], i.e. an [`Intrinsic`] plus the
 //! typing rule the checker applies to it.
 
+use crate::front::ast::{BinaryOp, UnaryOp};
 use crate::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::types::{MemSpace, Scalar};
+
+/// An operator spelled as a module function (`Int32.add`, `Int64.shift_left`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum ArithFn {
+    Binary(BinaryOp),
+    Unary(UnaryOp),
+    /// `succ` / `pred`: plus or minus one.
+    Step(BinaryOp),
+}
 
 /// A resolved built-in name with what its typing rule needs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,6 +51,16 @@ pub(super) enum Builtin {
     Ignore,
     /// `create_array n Local`: only valid as the value of a `let`.
     CreateArray,
+    /// An operator of the OCaml `Int32`/`Int64`/`Float` modules, typed as the operator
+    /// applied at type `at`.
+    Arith {
+        f: ArithFn,
+        at: Scalar,
+    },
+    /// `fst` (0) / `snd` (1) of a pair.
+    Proj(u8),
+    /// `incr r` / `decr r` on a mutable int32 local: `r := r + 1` / `r := r - 1`.
+    Step(BinaryOp),
 }
 
 impl Builtin {
@@ -48,7 +68,12 @@ impl Builtin {
     pub fn arity(self) -> usize {
         match self {
             Builtin::Geometry(_) => 0,
-            Builtin::Sync(_) | Builtin::Length | Builtin::Ignore | Builtin::Bits(_) => 1,
+            Builtin::Sync(_)
+            | Builtin::Length
+            | Builtin::Ignore
+            | Builtin::Bits(_)
+            | Builtin::Proj(_)
+            | Builtin::Step(_) => 1,
             Builtin::Convert { .. } => 1,
             Builtin::Warp(op) => match op {
                 WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot => 1,
@@ -58,6 +83,10 @@ impl Builtin {
             Builtin::Math { f, .. } => f.arity(),
             Builtin::Numeric { arity, .. } => arity,
             Builtin::CreateArray => 2,
+            Builtin::Arith { f, .. } => match f {
+                ArithFn::Binary(_) => 2,
+                ArithFn::Unary(_) | ArithFn::Step(_) => 1,
+            },
         }
     }
 }
@@ -113,8 +142,9 @@ const ATOMICS: [(&str, AtomicOp); 11] = [
 ];
 
 /// Modules whose qualified names resolve to intrinsics (`Std.thread_idx_x`, `Float32.sqrt`).
-pub(super) const MODULES: [&str; 8] = [
-    "Std", "Gpu", "Math", "Float32", "Float64", "Int32", "Int64", "Sarek",
+pub(super) const MODULES: [&str; 11] = [
+    "Std", "Gpu", "Math", "Float32", "Float64", "Int32", "Int64", "Sarek", "Float", "Array",
+    "Vector",
 ];
 
 fn scalar_of_suffix(s: &str) -> Option<Scalar> {
@@ -203,6 +233,10 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
         },
         "length" => Builtin::Length,
         "ignore" => Builtin::Ignore,
+        "incr" => Builtin::Step(BinaryOp::Add),
+        "decr" => Builtin::Step(BinaryOp::Sub),
+        "fst" => Builtin::Proj(0),
+        "snd" => Builtin::Proj(1),
         "create_array" => Builtin::CreateArray,
         _ => return None,
     })
@@ -232,8 +266,35 @@ fn lookup_atomic(rest: &str) -> Option<Builtin> {
     })
 }
 
+/// The OCaml library's operator functions (`Int32.add`, `Int64.logand`, `Float.mul`).
+fn arith_in_module(at: Scalar, name: &str) -> Option<ArithFn> {
+    use BinaryOp as B;
+    let int_only = |f| at.is_int().then_some(f);
+    Some(match name {
+        "add" => ArithFn::Binary(B::Add),
+        "sub" => ArithFn::Binary(B::Sub),
+        "mul" => ArithFn::Binary(B::Mul),
+        "div" => ArithFn::Binary(B::Div),
+        "rem" => ArithFn::Binary(B::Mod),
+        "neg" => ArithFn::Unary(UnaryOp::Neg),
+        "succ" => ArithFn::Step(B::Add),
+        "pred" => ArithFn::Step(B::Sub),
+        "logand" => int_only(ArithFn::Binary(B::Land))?,
+        "logor" => int_only(ArithFn::Binary(B::Lor))?,
+        "logxor" => int_only(ArithFn::Binary(B::Lxor))?,
+        "lognot" => int_only(ArithFn::Unary(UnaryOp::Lnot))?,
+        "shift_left" => int_only(ArithFn::Binary(B::Lsl))?,
+        "shift_right" => int_only(ArithFn::Binary(B::Asr))?,
+        "shift_right_logical" => int_only(ArithFn::Binary(B::Lsr))?,
+        _ => return None,
+    })
+}
+
 /// Names under a numeric module (`Float32.sqrt`, `Float64.of_float32`, `Int32.of_float`).
 fn lookup_in_scalar_module(at: Scalar, name: &str) -> Option<Builtin> {
+    if let Some(f) = arith_in_module(at, name) {
+        return Some(Builtin::Arith { f, at });
+    }
     if at.is_float()
         && let Some((_, f)) = MATH.iter().find(|(n, _)| *n == name)
     {
@@ -289,13 +350,16 @@ fn lookup_in_scalar_module(at: Scalar, name: &str) -> Option<Builtin> {
 pub(super) fn lookup(module: Option<&str>, name: &str) -> Option<Builtin> {
     match module {
         None | Some("Std" | "Gpu" | "Sarek" | "Math") => lookup_plain(name),
+        // OCaml's `Array.length` on vectors and arrays.
+        Some("Array" | "Vector") => (name == "length").then_some(Builtin::Length),
         Some(m) => lookup_in_scalar_module(scalar_of_module(m)?, name),
     }
 }
 
 fn scalar_of_module(m: &str) -> Option<Scalar> {
     match m {
-        "Float32" => Some(Scalar::F32),
+        // `float` is float32 in Sarek, so OCaml's `Float` module is `Float32`.
+        "Float32" | "Float" => Some(Scalar::F32),
         "Float64" => Some(Scalar::F64),
         "Int32" => Some(Scalar::I32),
         "Int64" => Some(Scalar::I64),
@@ -350,6 +414,10 @@ pub(super) fn all_names() -> Vec<String> {
             "truncate",
             "length",
             "ignore",
+            "fst",
+            "snd",
+            "incr",
+            "decr",
             "create_array",
         ]
         .map(String::from),
@@ -380,9 +448,31 @@ pub(super) fn names_in_module(module: &str) -> Vec<String> {
         "to_float64",
         "clz",
         "popcount",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "rem",
+        "neg",
+        "succ",
+        "pred",
     ]
     .map(String::from)
     .to_vec();
+    if scalar_of_module(module).is_some_and(Scalar::is_int) {
+        names.extend(
+            [
+                "logand",
+                "logor",
+                "logxor",
+                "lognot",
+                "shift_left",
+                "shift_right",
+                "shift_right_logical",
+            ]
+            .map(String::from),
+        );
+    }
     names.extend(MATH.iter().map(|(n, _)| n.to_string()));
     names
 }

@@ -1498,11 +1498,29 @@ impl Checker {
         let scrut = self.infer(scrutinee, None);
         let result = self.subst.fresh();
         let mut out = Vec::new();
+        // Per arm: the guard, checked against a second copy of the pattern's bindings.
+        let mut guards: Vec<Option<(tast::Pattern, Expr)>> = Vec::new();
         let mut first_body: Option<Span> = None;
         for arm in arms {
             let mark = self.scope.len();
+            let guard = arm.guard.as_ref().map(|g| {
+                let mut binds = Vec::new();
+                let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+                for d in &binds {
+                    self.push_local(d, LocalKind::Let);
+                }
+                let g = self.check(g, &Ty::BOOL);
+                self.scope.truncate(mark);
+                (pattern, g)
+            });
+            let diags_before = self.diags.len();
             let mut binds = Vec::new();
             let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+            if guard.is_some() {
+                // The pattern was checked (and reported) with the guard already.
+                self.diags.truncate(diags_before);
+            }
+            guards.push(guard);
             for d in &binds {
                 self.push_local(d, LocalKind::Let);
             }
@@ -1529,7 +1547,11 @@ impl Checker {
                 span: arm.span,
             });
         }
-        self.check_match(&scrut.ty, &out, span, scrut.span);
+        let guarded: Vec<bool> = guards.iter().map(Option::is_some).collect();
+        self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        if guarded.contains(&true) {
+            return self.desugar_guards(scrut, out, guards, result, span);
+        }
         mk(
             T::Match {
                 scrutinee: Box::new(scrut),
@@ -1538,6 +1560,200 @@ impl Checker {
             result,
             span,
         )
+    }
+
+    /// A match with `when` guards as plain matches (the typed AST has no guards):
+    /// `let s = scrutinee in E1` where, for arms i.. starting with a run of unguarded arms,
+    /// `Ei = match s with <run> | _ -> Eg`, and for a guarded arm `p when g -> b`,
+    /// `Eg = if (match s with p -> g | _ -> false) then (match s with p -> b | _ -> d)
+    /// else E(g+1)`. `d` is a default value of the result type, never computed: the first
+    /// match succeeded, and the last `E` is reached only by values some arm matches (the
+    /// match is exhaustive without its guarded arms). Linear in the number of arms.
+    fn desugar_guards(
+        &mut self,
+        scrut: Expr,
+        arms: Vec<tast::Arm>,
+        guards: Vec<Option<(tast::Pattern, Expr)>>,
+        result: Ty,
+        span: Span,
+    ) -> Expr {
+        let result_ty = self.subst.zonk(&result);
+        let (s_var, bind) = match &scrut.kind {
+            T::Var(id) => (*id, None),
+            _ => {
+                let decl = tast::VarDecl {
+                    id: self.fresh_var_id(),
+                    name: "scrutinee".into(),
+                    ty: scrut.ty.clone(),
+                    mutable: false,
+                    span: scrut.span,
+                };
+                (decl.id, Some(decl))
+            }
+        };
+        let s_ty = scrut.ty.clone();
+        let s = |sp: Span| mk(T::Var(s_var), s_ty.clone(), sp);
+        let mut rest: Option<Expr> = None;
+        let mut run: Vec<tast::Arm> = Vec::new();
+        let close_run = |run: &mut Vec<tast::Arm>, rest: Option<Expr>| -> Option<Expr> {
+            if run.is_empty() {
+                return rest;
+            }
+            let mut arms: Vec<tast::Arm> = run.drain(..).rev().collect();
+            if let Some(r) = rest {
+                let sp = r.span;
+                arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: r,
+                    span: sp,
+                });
+            }
+            let sp = arms[0].span;
+            Some(mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms,
+                },
+                result.clone(),
+                sp,
+            ))
+        };
+        for (arm, guard) in arms.into_iter().zip(guards).rev() {
+            let Some((gpat, g)) = guard else {
+                run.push(arm);
+                continue;
+            };
+            rest = close_run(&mut run, rest);
+            let sp = arm.span;
+            let refutable = !irrefutable(&arm.pattern);
+            let mut test_arms = vec![tast::Arm {
+                pattern: gpat,
+                body: g,
+                span: sp,
+            }];
+            if refutable {
+                test_arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: mk(T::Lit(Literal::Bool(false)), Ty::BOOL, sp),
+                    span: sp,
+                });
+            }
+            let test = mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms: test_arms,
+                },
+                Ty::BOOL,
+                sp,
+            );
+            let mut body_arms = vec![arm];
+            if refutable {
+                body_arms.push(tast::Arm {
+                    pattern: tast::Pattern::Wildcard,
+                    body: self.default_value(&result_ty, &result, sp),
+                    span: sp,
+                });
+            }
+            let taken = mk(
+                T::Match {
+                    scrutinee: Box::new(s(sp)),
+                    arms: body_arms,
+                },
+                result.clone(),
+                sp,
+            );
+            let otherwise = rest
+                .take()
+                .unwrap_or_else(|| self.default_value(&result_ty, &result, sp));
+            rest = Some(mk(
+                T::If {
+                    cond: Box::new(test),
+                    then_branch: Box::new(taken),
+                    else_branch: Some(Box::new(otherwise)),
+                },
+                result.clone(),
+                sp,
+            ));
+        }
+        let body = close_run(&mut run, rest).expect("a match has arms");
+        match bind {
+            None => body,
+            Some(decl) => mk(
+                T::Let {
+                    pattern: tast::Pattern::Bind(decl),
+                    value: Box::new(scrut),
+                    body: Box::new(body),
+                },
+                result,
+                span,
+            ),
+        }
+    }
+
+    /// A value of type `ty` for a branch that never runs (see `desugar_guards`).
+    fn default_value(&mut self, ty: &Ty, var_ty: &Ty, span: Span) -> Expr {
+        let kind = match ty {
+            Ty::Unit => T::Unit,
+            Ty::Scalar(Scalar::Bool) => T::Lit(Literal::Bool(false)),
+            Ty::Scalar(Scalar::I32) => T::Lit(Literal::I32(0)),
+            Ty::Scalar(Scalar::I64) => T::Lit(Literal::I64(0)),
+            Ty::Scalar(Scalar::F32) => T::Lit(Literal::F32(0.0)),
+            // Float64, and a float literal type decided later (carried as F64 until then).
+            Ty::Scalar(Scalar::F64) => T::Lit(Literal::F64(0.0)),
+            _ if super::unify::as_var(ty).is_some_and(|v| {
+                matches!(
+                    self.subst.constraint(v),
+                    Some(Constraint::Scalar { set, .. }) if *set == ScalarSet::FLOAT
+                )
+            }) =>
+            {
+                T::Lit(Literal::F64(0.0))
+            }
+            Ty::Tuple(elems) => T::Tuple(
+                elems
+                    .iter()
+                    .map(|t| self.default_value(t, t, span))
+                    .collect(),
+            ),
+            Ty::Record(r) => {
+                let fields: Vec<Ty> = self.env.records[r.0 as usize]
+                    .fields
+                    .iter()
+                    .map(|f| f.ty.clone())
+                    .collect();
+                T::Record {
+                    record: *r,
+                    fields: fields
+                        .iter()
+                        .map(|t| self.default_value(t, t, span))
+                        .collect(),
+                }
+            }
+            Ty::Variant(v) => {
+                let args: Vec<Ty> = self.env.variants[v.0 as usize].ctors[0].args.clone();
+                T::Ctor {
+                    variant: *v,
+                    ctor: 0,
+                    args: args
+                        .iter()
+                        .map(|t| self.default_value(t, t, span))
+                        .collect(),
+                }
+            }
+            _ => {
+                self.diags.push(
+                    Diagnostic::error(span, "this `when` guard is not supported here")
+                        .with_label(format!("the match's value has type `{}`", self.show(ty)))
+                        .with_note(
+                            "a guard on a refutable pattern (or on the last arm) needs a match \
+                             whose value is unit, a scalar, a record, a variant or a tuple",
+                        )
+                        .with_help("test the condition inside the arm with `if`"),
+                );
+                return err_expr(span);
+            }
+        };
+        mk(kind, var_ty.clone(), span)
     }
 
     fn app(&mut self, func: &ast::Expr, args: &[ast::Expr], span: Span) -> Expr {
@@ -1684,12 +1900,19 @@ impl Checker {
                     plural(user_params.len(), "argument")
                 ))
                 .with_secondary(def_span, format!("`{name}` defined here"))
-                .with_note("helpers must be applied to all their arguments at once"),
+                .with_note(if args.len() < user_params.len() {
+                    "partial application is not supported: helpers must be applied to all \
+                     their arguments at once"
+                } else {
+                    "helpers must be applied to all their arguments at once"
+                }),
             );
             for a in args {
                 self.infer(a, None);
             }
-            return mk(T::Unit, ret, span);
+            // A partial application has no type Sarek can express: the error type keeps a
+            // later use of it (`let g = f 1 in g 2`) from being reported again.
+            return err_expr(span);
         }
         let mut targs = captured;
         for (a, t) in args.iter().zip(user_params) {
@@ -1859,7 +2082,113 @@ impl Checker {
                 let x = self.infer(&args[0], None);
                 mk(T::Ignore(Box::new(x)), Ty::Unit, span)
             }
+            Builtin::Arith { f, at } => self.module_operator(f, at, args, span),
+            Builtin::Step(op) => {
+                // `incr r` is `r := r + 1`: the assignment's own checks apply (a mutable
+                // int32 local).
+                let target = match &args[0].kind {
+                    A::Var { path, name } if path.is_empty() => name,
+                    _ => {
+                        self.diags.push(
+                            Diagnostic::error(args[0].span, format!("`{name}` takes a variable"))
+                                .with_label("not a mutable local")
+                                .with_help(format!(
+                                    "write `let r = ref 0 in ... {name} r` (or `let mut r = 0 in`)"
+                                )),
+                        );
+                        self.infer(&args[0], None);
+                        return err_expr(span);
+                    }
+                };
+                let read = args[0].clone();
+                let e = ast::Expr {
+                    kind: A::Assign {
+                        target: target.clone(),
+                        value: Box::new(ast::Expr {
+                            kind: A::Binary {
+                                op,
+                                lhs: Box::new(read),
+                                rhs: Box::new(ast::Expr {
+                                    kind: A::Lit(Lit::Int(1)),
+                                    span,
+                                }),
+                            },
+                            span,
+                        }),
+                    },
+                    span,
+                };
+                self.infer(&e, None)
+            }
+            Builtin::Proj(k) => {
+                // `fst e` is `let (%fst, _) = e in %fst` (`%fst` cannot be written).
+                let var = |name: &str| ast::Ident {
+                    name: name.into(),
+                    span,
+                };
+                let mut parts = vec![ast::Pattern::Wildcard(span), ast::Pattern::Wildcard(span)];
+                parts[k as usize] = ast::Pattern::Var(var("%proj"));
+                let e = ast::Expr {
+                    kind: A::Let {
+                        pattern: ast::Pattern::Tuple(parts, span),
+                        mutable: false,
+                        ty: None,
+                        value: Box::new(args[0].clone()),
+                        body: Box::new(ast::Expr {
+                            kind: A::Var {
+                                path: Vec::new(),
+                                name: var("%proj"),
+                            },
+                            span,
+                        }),
+                    },
+                    span,
+                };
+                self.infer(&e, None)
+            }
         }
+    }
+
+    /// `Int32.add a b` is `(a + b : int32)`: the operator's own typing rules apply
+    /// (e.g. an int32 shift count on `Int64.shift_left`).
+    fn module_operator(
+        &mut self,
+        f: builtins::ArithFn,
+        at: Scalar,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Expr {
+        let boxed = |e: &ast::Expr| Box::new(e.clone());
+        let kind = match f {
+            builtins::ArithFn::Binary(op) => ast::ExprKind::Binary {
+                op,
+                lhs: boxed(&args[0]),
+                rhs: boxed(&args[1]),
+            },
+            builtins::ArithFn::Unary(op) => ast::ExprKind::Unary {
+                op,
+                operand: boxed(&args[0]),
+            },
+            builtins::ArithFn::Step(op) => {
+                let one = match at {
+                    Scalar::I64 => ast::Lit::Int64(1),
+                    Scalar::F32 => ast::Lit::Float(1.0),
+                    Scalar::F64 => ast::Lit::Float64(1.0),
+                    _ => ast::Lit::Int(1),
+                };
+                ast::ExprKind::Binary {
+                    op,
+                    lhs: boxed(&args[0]),
+                    rhs: Box::new(ast::Expr {
+                        kind: ast::ExprKind::Lit(one),
+                        span,
+                    }),
+                }
+            }
+        };
+        let e = self.infer(&ast::Expr { kind, span }, None);
+        self.expect(&e, &Ty::Scalar(at));
+        e
     }
 
     /// Built-ins whose arguments and result all share one type from `set`.
@@ -2074,6 +2403,32 @@ impl Checker {
                 }
                 Ty::BOOL
             }
+            B::Lt | B::Le | B::Gt | B::Ge if self.subst.resolve(&l.ty) == Ty::BOOL => {
+                // OCaml orders bools (`false < true`); targets compare numbers, so each
+                // side becomes `if b then 1 else 0` (both still evaluated, in order).
+                let as_int = |b: Expr| {
+                    let sp = b.span;
+                    let lit = |v| mk(T::Lit(Literal::I32(v)), Ty::I32, sp);
+                    mk(
+                        T::If {
+                            cond: Box::new(b),
+                            then_branch: Box::new(lit(1)),
+                            else_branch: Some(Box::new(lit(0))),
+                        },
+                        Ty::I32,
+                        sp,
+                    )
+                };
+                return mk(
+                    T::Binary {
+                        op: bop,
+                        lhs: Box::new(as_int(l)),
+                        rhs: Box::new(as_int(r)),
+                    },
+                    Ty::BOOL,
+                    span,
+                );
+            }
             B::Lt | B::Le | B::Gt | B::Ge => {
                 self.require(&l, ScalarSet::NUMERIC, reason, span);
                 Ty::BOOL
@@ -2102,6 +2457,16 @@ impl Checker {
             ty,
             span,
         )
+    }
+}
+
+/// Whether `p` matches every value of its type (no `_ ->` arm is needed after it).
+fn irrefutable(p: &tast::Pattern) -> bool {
+    match p {
+        tast::Pattern::Wildcard | tast::Pattern::Bind(_) => true,
+        tast::Pattern::Tuple(ps) => ps.iter().all(irrefutable),
+        tast::Pattern::Or(ps) => ps.iter().any(irrefutable),
+        _ => false,
     }
 }
 

@@ -23,6 +23,13 @@
 //! generalised when it stays free; a helper parameter written `t array` is generic in the
 //! array's memory space and size (mono instantiates per array type).
 //!
+//! `when` guards are desugared into plain matches (the typed AST has none), linearly: see
+//! `desugar_guards`; a guarded arm covers nothing for exhaustiveness, as in OCaml.
+//!
+//! OCaml library spellings that abbreviate an expression (`Int32.add a b`, `fst p`,
+//! `incr r`) are typed by rewriting them to that surface expression, so its own rules and
+//! messages apply. The guide `docs/language-notes.md` lists every such decision.
+//!
 //! Errors are collected, never thrown: an ill-typed node gets the error type, which unifies
 //! with everything, so one mistake does not cascade and every independent error of the file
 //! is reported. Unsuffixed float literals carry their value as `Literal::F64` until the

@@ -157,10 +157,18 @@ impl Checker {
     }
 
     /// Exhaustiveness (an error naming a missing case) and redundancy (an unreachable arm).
-    pub(super) fn check_match(&mut self, ty: &Ty, arms: &[Arm], span: Span, scrut_span: Span) {
+    /// A guarded arm (`guarded[i]`) may be unreachable but covers nothing, as in OCaml.
+    pub(super) fn check_match(
+        &mut self,
+        ty: &Ty,
+        arms: &[Arm],
+        guarded: &[bool],
+        span: Span,
+        scrut_span: Span,
+    ) {
         let ty = self.subst.zonk(ty);
         let mut rows: Vec<Vec<Pattern>> = Vec::new();
-        for arm in arms {
+        for (k, arm) in arms.iter().enumerate() {
             let row = vec![arm.pattern.clone()];
             if !self.useful(&rows, &row, std::slice::from_ref(&ty)) {
                 self.diags.push(
@@ -169,7 +177,9 @@ impl Checker {
                         .with_help("remove it or reorder the arms"),
                 );
             }
-            rows.push(row);
+            if !guarded.get(k).copied().unwrap_or(false) {
+                rows.push(row);
+            }
         }
         if let Some(w) = self.witness(&rows, std::slice::from_ref(&ty)) {
             let shown = self.show_witness(&w[0]);
@@ -178,6 +188,9 @@ impl Checker {
                 .with_secondary(scrut_span, format!("this has type `{}`", self.show(&ty)));
             if matches!(ty, Ty::Scalar(s) if s.is_numeric()) {
                 d = d.with_note("literal patterns cannot cover every number");
+            }
+            if guarded.contains(&true) {
+                d = d.with_note("arms with a `when` guard cover nothing, as in OCaml");
             }
             d = d.with_help(if shown == "_" {
                 "add a wildcard arm `| _ -> ...`".to_string()
