@@ -26,16 +26,28 @@ pub fn leaves(kernel: &Kernel, ty: &Ty) -> Vec<Leaf> {
 }
 
 fn push_leaves(kernel: &Kernel, ty: &Ty, prefix: &str, out: &mut Vec<Leaf>) {
-    let join = |name: &str| if prefix.is_empty() { name.to_string() } else { format!("{prefix}_{name}") };
+    let join = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}_{name}")
+        }
+    };
     match ty {
-        Ty::Scalar(s) => out.push(Leaf { name: prefix.to_string(), scalar: *s }),
+        Ty::Scalar(s) => out.push(Leaf {
+            name: prefix.to_string(),
+            scalar: *s,
+        }),
         Ty::Record(id) => {
             for f in &kernel.record(*id).fields {
                 push_leaves(kernel, &f.ty, &join(&f.name), out);
             }
         }
         Ty::Variant(id) => {
-            out.push(Leaf { name: join("tag"), scalar: Scalar::I32 });
+            out.push(Leaf {
+                name: join("tag"),
+                scalar: Scalar::I32,
+            });
             for c in &kernel.variant(*id).ctors {
                 for (k, f) in c.fields.iter().enumerate() {
                     push_leaves(kernel, f, &join(&format!("{}_{k}", c.name)), out);
@@ -93,7 +105,10 @@ pub enum LayoutRules {
 pub fn elem_layout(kernel: &Kernel, ty: &Ty, rules: LayoutRules) -> ElemLayout {
     let mut leaves = Vec::new();
     let (size, align) = layout_of(kernel, ty, rules, 0, &mut leaves);
-    ElemLayout { stride: round_up(size, align), leaves }
+    ElemLayout {
+        stride: round_up(size, align),
+        leaves,
+    }
 }
 
 fn stored_of(s: Scalar, rules: LayoutRules) -> Stored {
@@ -105,7 +120,13 @@ fn stored_of(s: Scalar, rules: LayoutRules) -> Stored {
 }
 
 /// Returns (size, align) and appends leaf placements starting at `base`.
-fn layout_of(kernel: &Kernel, ty: &Ty, rules: LayoutRules, base: u32, out: &mut Vec<(u32, Stored)>) -> (u32, u32) {
+fn layout_of(
+    kernel: &Kernel,
+    ty: &Ty,
+    rules: LayoutRules,
+    base: u32,
+    out: &mut Vec<(u32, Stored)>,
+) -> (u32, u32) {
     match ty {
         Ty::Scalar(s) => {
             let st = stored_of(*s, rules);
@@ -114,9 +135,20 @@ fn layout_of(kernel: &Kernel, ty: &Ty, rules: LayoutRules, base: u32, out: &mut 
         }
         Ty::Record(_) | Ty::Variant(_) => {
             let members: Vec<Ty> = match ty {
-                Ty::Record(id) => kernel.record(*id).fields.iter().map(|f| f.ty.clone()).collect(),
+                Ty::Record(id) => kernel
+                    .record(*id)
+                    .fields
+                    .iter()
+                    .map(|f| f.ty.clone())
+                    .collect(),
                 Ty::Variant(id) => std::iter::once(Ty::I32)
-                    .chain(kernel.variant(*id).ctors.iter().flat_map(|c| c.fields.iter().cloned()))
+                    .chain(
+                        kernel
+                            .variant(*id)
+                            .ctors
+                            .iter()
+                            .flat_map(|c| c.fields.iter().cloned()),
+                    )
                     .collect(),
                 _ => unreachable!(),
             };
@@ -158,7 +190,11 @@ pub enum AbiParamKind {
     /// A scalar, record or variant passed by value.
     Value { layout: ElemLayout, slot: ArgSlot },
     /// A vector: its buffer, and where its int32 length goes.
-    Vector { elem: ElemLayout, buffer: ArgSlot, length: ArgSlot },
+    Vector {
+        elem: ElemLayout,
+        buffer: ArgSlot,
+        length: ArgSlot,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,10 +21,18 @@ pub struct Span {
 }
 
 impl Span {
-    pub const DUMMY: Span = Span { file: FileId(u32::MAX), start: 0, end: 0 };
+    pub const DUMMY: Span = Span {
+        file: FileId(u32::MAX),
+        start: 0,
+        end: 0,
+    };
 
     pub fn new(file: FileId, start: usize, end: usize) -> Span {
-        Span { file, start: start as u32, end: end as u32 }
+        Span {
+            file,
+            start: start as u32,
+            end: end as u32,
+        }
     }
 
     /// The smallest span covering both (same file assumed; `self` wins otherwise).
@@ -32,7 +40,11 @@ impl Span {
         if self.file != other.file || self.is_dummy() {
             return if self.is_dummy() { other } else { self };
         }
-        Span { file: self.file, start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            file: self.file,
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     pub fn is_dummy(&self) -> bool {
@@ -138,7 +150,10 @@ impl Diagnostic {
     }
 
     pub fn with_secondary(mut self, span: Span, message: impl Into<String>) -> Self {
-        self.secondary.push(Label { span, message: message.into() });
+        self.secondary.push(Label {
+            span,
+            message: message.into(),
+        });
         self
     }
 
@@ -190,15 +205,21 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cr::Diagnostic<usize> {
     let mut labels = Vec::new();
     if valid(&d.span) {
         labels.push(
-            cr::Label::primary(d.span.file.0 as usize, d.span.start as usize..d.span.end as usize)
-                .with_message(d.label.clone()),
+            cr::Label::primary(
+                d.span.file.0 as usize,
+                d.span.start as usize..d.span.end as usize,
+            )
+            .with_message(d.label.clone()),
         );
     }
     for l in &d.secondary {
         if valid(&l.span) {
             labels.push(
-                cr::Label::secondary(l.span.file.0 as usize, l.span.start as usize..l.span.end as usize)
-                    .with_message(l.message.clone()),
+                cr::Label::secondary(
+                    l.span.file.0 as usize,
+                    l.span.start as usize..l.span.end as usize,
+                )
+                .with_message(l.message.clone()),
             );
         }
     }
@@ -208,7 +229,9 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cr::Diagnostic<usize> {
         Severity::Error => cr::Diagnostic::error(),
         Severity::Warning => cr::Diagnostic::warning(),
     };
-    base.with_message(d.message.clone()).with_labels(labels).with_notes(notes)
+    base.with_message(d.message.clone())
+        .with_labels(labels)
+        .with_notes(notes)
 }
 
 /// The closest candidate by edit distance, for "did you mean" help.

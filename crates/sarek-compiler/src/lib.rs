@@ -34,23 +34,41 @@ pub fn check(sources: &SourceMap, file: FileId) -> Result<front::tast::Program, 
         if let Err(ds) = lower::lower_kernel(&flat, &k.name) {
             // A helper shared by several kernels reports once.
             for d in ds {
-                if !diags.iter().any(|e| e.span == d.span && e.message == d.message) {
+                if !diags
+                    .iter()
+                    .any(|e| e.span == d.span && e.message == d.message)
+                {
                     diags.push(d);
                 }
             }
         }
     }
-    if diags.is_empty() { Ok(flat) } else { Err(diags) }
+    if diags.is_empty() {
+        Ok(flat)
+    } else {
+        Err(diags)
+    }
 }
 
 /// Lower one kernel of a checked program to the IR (validated in debug builds).
-pub fn lower_kernel(program: &front::tast::Program, kernel: &str) -> Result<ir::Kernel, Vec<Diagnostic>> {
+pub fn lower_kernel(
+    program: &front::tast::Program,
+    kernel: &str,
+) -> Result<ir::Kernel, Vec<Diagnostic>> {
     let k = lower::lower_kernel(program, kernel)?;
-    debug_assert_eq!(ir::validate::validate(&k), Ok(()), "lowering produced invalid IR");
+    debug_assert_eq!(
+        ir::validate::validate(&k),
+        Ok(()),
+        "lowering produced invalid IR"
+    );
     Ok(k)
 }
 
 /// Generate source for `target` from a lowered kernel.
-pub fn generate(kernel: &ir::Kernel, target: Target, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+pub fn generate(
+    kernel: &ir::Kernel,
+    target: Target,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
     back::generate(kernel, target, options)
 }

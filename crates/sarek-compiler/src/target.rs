@@ -16,8 +16,15 @@ pub enum Target {
 }
 
 impl Target {
-    pub const ALL: [Target; 7] =
-        [Target::Ir, Target::Wgsl, Target::Glsl, Target::OpenCl, Target::Cuda, Target::Metal, Target::Ptx];
+    pub const ALL: [Target; 7] = [
+        Target::Ir,
+        Target::Wgsl,
+        Target::Glsl,
+        Target::OpenCl,
+        Target::Cuda,
+        Target::Metal,
+        Target::Ptx,
+    ];
 
     /// The command-line spelling.
     pub fn name(self) -> &'static str {
@@ -55,10 +62,17 @@ impl fmt::Display for Target {
 impl FromStr for Target {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Target::ALL.iter().copied().find(|t| t.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Target::ALL.iter().map(|t| t.name()).collect();
-            format!("unknown target `{s}` (expected one of: {})", names.join(", "))
-        })
+        Target::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Target::ALL.iter().map(|t| t.name()).collect();
+                format!(
+                    "unknown target `{s}` (expected one of: {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -75,7 +89,11 @@ pub struct TargetOptions {
 
 impl Default for TargetOptions {
     fn default() -> Self {
-        TargetOptions { subgroups: true, float64: true, int64_atomics: true }
+        TargetOptions {
+            subgroups: true,
+            float64: true,
+            int64_atomics: true,
+        }
     }
 }
 

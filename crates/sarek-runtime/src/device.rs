@@ -18,8 +18,15 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub const ALL: [Backend; 7] =
-        [Backend::Interp, Backend::Cpu, Backend::Wgpu, Backend::Vulkan, Backend::OpenCl, Backend::Cuda, Backend::Ptx];
+    pub const ALL: [Backend; 7] = [
+        Backend::Interp,
+        Backend::Cpu,
+        Backend::Wgpu,
+        Backend::Vulkan,
+        Backend::OpenCl,
+        Backend::Cuda,
+        Backend::Ptx,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -34,10 +41,17 @@ impl Backend {
     }
 
     pub fn parse(s: &str) -> Result<Backend, String> {
-        Backend::ALL.iter().copied().find(|b| b.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
-            format!("unknown backend `{s}` (expected one of: {})", names.join(", "))
-        })
+        Backend::ALL
+            .iter()
+            .copied()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Backend::ALL.iter().map(|b| b.name()).collect();
+                format!(
+                    "unknown backend `{s}` (expected one of: {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -58,7 +72,10 @@ impl LaunchConfig {
     /// The default 1-D launch for `n` items: block 256 (or n if smaller), grid ceil(n / block).
     pub fn linear(n: u32) -> LaunchConfig {
         let b = n.clamp(1, 256);
-        LaunchConfig { grid: [n.div_ceil(b).max(1), 1, 1], block: [b, 1, 1] }
+        LaunchConfig {
+            grid: [n.div_ceil(b).max(1), 1, 1],
+            block: [b, 1, 1],
+        }
     }
     pub fn threads_per_block(&self) -> u32 {
         self.block.iter().product()
@@ -101,7 +118,10 @@ pub enum RuntimeError {
     /// barrier reached by part of a block, ...). `span` is the kernel statement; `message`
     /// names the kernel, block and thread. Callers with the source map render the location.
     #[error("{message}")]
-    Fault { span: sarek_compiler::Span, message: String },
+    Fault {
+        span: sarek_compiler::Span,
+        message: String,
+    },
 }
 
 /// A device that can run IR kernels. Implementations compile (and cache) per kernel and
@@ -109,5 +129,10 @@ pub enum RuntimeError {
 pub trait Device: Send + Sync {
     fn info(&self) -> DeviceInfo;
     /// Run `kernel` over `config` with `args` in the kernel's parameter order.
-    fn launch(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Result<LaunchStats, RuntimeError>;
+    fn launch(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError>;
 }

@@ -79,7 +79,13 @@ pub struct HostVector {
 
 impl HostVector {
     pub fn zeros(leaves: &[sarek_compiler::abi::Leaf], len: usize) -> HostVector {
-        HostVector { len, columns: leaves.iter().map(|l| Column::zeros(l.scalar, len)).collect() }
+        HostVector {
+            len,
+            columns: leaves
+                .iter()
+                .map(|l| Column::zeros(l.scalar, len))
+                .collect(),
+        }
     }
 }
 

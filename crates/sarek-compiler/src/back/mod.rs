@@ -11,7 +11,11 @@ use crate::ir::Kernel;
 use crate::target::{Generated, Target, TargetOptions};
 
 /// Dispatch to the generator for `target`. `Target::Ir` returns the IR printer's output.
-pub fn generate(kernel: &Kernel, target: Target, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+pub fn generate(
+    kernel: &Kernel,
+    target: Target,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
     match target {
         Target::Ir => Ok(Generated {
             source: crate::ir::print::print_kernel(kernel),

@@ -38,7 +38,11 @@ pub struct Item {
 pub enum ItemKind {
     Type(TypeDecl),
     /// `let name : ty = value` (annotation required).
-    Const { name: Ident, ty: TypeExpr, value: Expr },
+    Const {
+        name: Ident,
+        ty: TypeExpr,
+        value: Expr,
+    },
     Fun(FunDecl),
     Kernel(KernelDecl),
 }
@@ -144,7 +148,11 @@ pub enum Pattern {
     /// Literal pattern (unary minus folded in).
     Lit(Lit, Span),
     /// `C`, `C p`, `C (p1, p2)`: args are the components.
-    Ctor { name: Ident, args: Vec<Pattern>, span: Span },
+    Ctor {
+        name: Ident,
+        args: Vec<Pattern>,
+        span: Span,
+    },
     Tuple(Vec<Pattern>, Span),
     /// `p1 | p2`
     Or(Vec<Pattern>, Span),
@@ -153,7 +161,10 @@ pub enum Pattern {
 impl Pattern {
     pub fn span(&self) -> Span {
         match self {
-            Pattern::Wildcard(s) | Pattern::Lit(_, s) | Pattern::Tuple(_, s) | Pattern::Or(_, s) => *s,
+            Pattern::Wildcard(s)
+            | Pattern::Lit(_, s)
+            | Pattern::Tuple(_, s)
+            | Pattern::Or(_, s) => *s,
             Pattern::Var(i) => i.span,
             Pattern::Ctor { span, .. } => *span,
         }
@@ -212,20 +223,52 @@ pub enum UnaryOp {
 pub enum ExprKind {
     Lit(Lit),
     /// A name; `path` holds module qualifiers (`Std.thread_idx_x` -> path ["Std"]).
-    Var { path: Vec<Ident>, name: Ident },
+    Var {
+        path: Vec<Ident>,
+        name: Ident,
+    },
     /// `let [mut] pat [: ty] = value in body`; `let x = mut e in` sets `mutable`.
-    Let { pattern: Pattern, mutable: bool, ty: Option<TypeExpr>, value: Box<Expr>, body: Box<Expr> },
+    Let {
+        pattern: Pattern,
+        mutable: bool,
+        ty: Option<TypeExpr>,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
     /// `let f (a : t) ... [: r] = e in body` (local helper, non-recursive).
-    LetFun { decl: Box<FunDecl>, body: Box<Expr> },
+    LetFun {
+        decl: Box<FunDecl>,
+        body: Box<Expr>,
+    },
     /// `let%shared (name : elem) = size in body`.
-    LetShared { name: Ident, elem: TypeExpr, size: Box<Expr>, body: Box<Expr> },
+    LetShared {
+        name: Ident,
+        elem: TypeExpr,
+        size: Box<Expr>,
+        body: Box<Expr>,
+    },
     /// `let%superstep[@divergent] name = step in rest`.
-    LetSuperstep { name: Ident, divergent: bool, step: Box<Expr>, rest: Box<Expr> },
+    LetSuperstep {
+        name: Ident,
+        divergent: bool,
+        step: Box<Expr>,
+        rest: Box<Expr>,
+    },
     /// `let open M in body`.
-    LetOpen { module: Ident, body: Box<Expr> },
+    LetOpen {
+        module: Ident,
+        body: Box<Expr>,
+    },
     /// `x := e`
-    Assign { target: Ident, value: Box<Expr> },
-    If { cond: Box<Expr>, then_branch: Box<Expr>, else_branch: Option<Box<Expr>> },
+    Assign {
+        target: Ident,
+        value: Box<Expr>,
+    },
+    If {
+        cond: Box<Expr>,
+        then_branch: Box<Expr>,
+        else_branch: Option<Box<Expr>>,
+    },
     For {
         var: Ident,
         start: Box<Expr>,
@@ -234,33 +277,78 @@ pub enum ExprKind {
         body: Box<Expr>,
         attrs: Vec<Attribute>,
     },
-    While { cond: Box<Expr>, body: Box<Expr>, attrs: Vec<Attribute> },
+    While {
+        cond: Box<Expr>,
+        body: Box<Expr>,
+        attrs: Vec<Attribute>,
+    },
     /// `e1; e2; ...` (also `begin ... end`).
     Seq(Vec<Expr>),
-    Match { scrutinee: Box<Expr>, arms: Vec<MatchArm> },
+    Match {
+        scrutinee: Box<Expr>,
+        arms: Vec<MatchArm>,
+    },
     /// `a.(i)`
-    Index { base: Box<Expr>, index: Box<Expr> },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `a.(i) <- v`
-    IndexSet { base: Box<Expr>, index: Box<Expr>, value: Box<Expr> },
+    IndexSet {
+        base: Box<Expr>,
+        index: Box<Expr>,
+        value: Box<Expr>,
+    },
     /// `e.f`
-    Field { base: Box<Expr>, field: Ident },
+    Field {
+        base: Box<Expr>,
+        field: Ident,
+    },
     /// `e.f <- v` (e.g. `v.(i).x <- 1.0`)
-    FieldSet { base: Box<Expr>, field: Ident, value: Box<Expr> },
+    FieldSet {
+        base: Box<Expr>,
+        field: Ident,
+        value: Box<Expr>,
+    },
     /// `{ f = e; ... }`
     Record(Vec<(Ident, Expr)>),
     /// `C`, `C e`, `C (e1, e2)`: args are the components.
-    Ctor { name: Ident, args: Vec<Expr> },
+    Ctor {
+        name: Ident,
+        args: Vec<Expr>,
+    },
     Tuple(Vec<Expr>),
     /// Juxtaposition `f a b` (also intrinsic calls; `f ()` has one Unit argument).
-    App { func: Box<Expr>, args: Vec<Expr> },
-    Binary { op: BinaryOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Unary { op: UnaryOp, operand: Box<Expr> },
+    App {
+        func: Box<Expr>,
+        args: Vec<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
     /// `(e : t)`
-    Annot { expr: Box<Expr>, ty: TypeExpr },
+    Annot {
+        expr: Box<Expr>,
+        ty: TypeExpr,
+    },
     /// `pragma ["unroll 4"; ...] e`
-    Pragma { args: Vec<String>, body: Box<Expr> },
+    Pragma {
+        args: Vec<String>,
+        body: Box<Expr>,
+    },
     /// `e [@attr]` on an expression other than a loop (kept for diagnostics).
-    Attributed { expr: Box<Expr>, attrs: Vec<Attribute> },
+    Attributed {
+        expr: Box<Expr>,
+        attrs: Vec<Attribute>,
+    },
     /// `[%native ...]` and any other extension node in expression position. The typer refuses it.
-    Extension { name: String },
+    Extension {
+        name: String,
+    },
 }

@@ -31,7 +31,11 @@ pub enum Ty {
     /// Kernel vector parameter (global buffer).
     Vector(Box<Ty>),
     /// Shared or local array; `size` is known for declared arrays.
-    Array { elem: Box<Ty>, space: MemSpace, size: Option<u32> },
+    Array {
+        elem: Box<Ty>,
+        space: MemSpace,
+        size: Option<u32>,
+    },
     /// The n-th type parameter of the enclosing polymorphic helper (`'a`); gone after mono.
     Param(u32),
 }
@@ -139,7 +143,11 @@ pub enum Pattern {
     Bind(VarDecl),
     Lit(Literal),
     /// Constructor `ctor` of `variant`; one sub-pattern per component.
-    Ctor { variant: VariantId, ctor: u32, args: Vec<Pattern> },
+    Ctor {
+        variant: VariantId,
+        ctor: u32,
+        args: Vec<Pattern>,
+    },
     Tuple(Vec<Pattern>),
     Or(Vec<Pattern>),
 }
@@ -164,40 +172,113 @@ pub enum ExprKind {
     Var(VarId),
     /// `let pattern = value in body` (pattern is `Bind` for plain lets, `Tuple` for
     /// destructuring, `Wildcard` for `let _ = ...`).
-    Let { pattern: Pattern, value: Box<Expr>, body: Box<Expr> },
+    Let {
+        pattern: Pattern,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
     /// `x := e`
-    Assign { var: VarId, value: Box<Expr> },
-    If { cond: Box<Expr>, then_branch: Box<Expr>, else_branch: Option<Box<Expr>> },
-    For { var: VarDecl, start: Box<Expr>, end: Box<Expr>, downto: bool, body: Box<Expr>, hints: LoopHints },
-    While { cond: Box<Expr>, body: Box<Expr>, hints: LoopHints },
+    Assign {
+        var: VarId,
+        value: Box<Expr>,
+    },
+    If {
+        cond: Box<Expr>,
+        then_branch: Box<Expr>,
+        else_branch: Option<Box<Expr>>,
+    },
+    For {
+        var: VarDecl,
+        start: Box<Expr>,
+        end: Box<Expr>,
+        downto: bool,
+        body: Box<Expr>,
+        hints: LoopHints,
+    },
+    While {
+        cond: Box<Expr>,
+        body: Box<Expr>,
+        hints: LoopHints,
+    },
     /// Evaluate in order; value of the last (unit if empty).
     Seq(Vec<Expr>),
     /// Exhaustiveness already checked by the typer.
-    Match { scrutinee: Box<Expr>, arms: Vec<Arm> },
+    Match {
+        scrutinee: Box<Expr>,
+        arms: Vec<Arm>,
+    },
     /// `base.(index)` on a vector or array.
-    Index { base: Box<Expr>, index: Box<Expr> },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `base.(index) <- value`
-    IndexSet { base: Box<Expr>, index: Box<Expr>, value: Box<Expr> },
+    IndexSet {
+        base: Box<Expr>,
+        index: Box<Expr>,
+        value: Box<Expr>,
+    },
     /// `base.field` (field index into the record's declaration).
-    Field { base: Box<Expr>, record: RecordId, field: u32 },
+    Field {
+        base: Box<Expr>,
+        record: RecordId,
+        field: u32,
+    },
     /// `base.field <- value`; `base` is a place: a variable, an `Index`, or a `Field` of one.
-    FieldSet { base: Box<Expr>, record: RecordId, field: u32, value: Box<Expr> },
+    FieldSet {
+        base: Box<Expr>,
+        record: RecordId,
+        field: u32,
+        value: Box<Expr>,
+    },
     /// Fields in declaration order.
-    Record { record: RecordId, fields: Vec<Expr> },
-    Ctor { variant: VariantId, ctor: u32, args: Vec<Expr> },
+    Record {
+        record: RecordId,
+        fields: Vec<Expr>,
+    },
+    Ctor {
+        variant: VariantId,
+        ctor: u32,
+        args: Vec<Expr>,
+    },
     Tuple(Vec<Expr>),
     /// Helper call; `type_args` instantiate the callee's type parameters (empty after mono).
-    Call { func: FunId, type_args: Vec<Ty>, args: Vec<Expr> },
+    Call {
+        func: FunId,
+        type_args: Vec<Ty>,
+        args: Vec<Expr>,
+    },
     /// Built-in call; for `Convert` the target type is `Expr::ty`.
-    Intrinsic { op: Intrinsic, args: Vec<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Unary { op: UnOp, operand: Box<Expr> },
+    Intrinsic {
+        op: Intrinsic,
+        args: Vec<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Unary {
+        op: UnOp,
+        operand: Box<Expr>,
+    },
     /// `let%shared (v : elem) = size in body`: `var.ty` is `Array { space: Shared, size }`.
-    LetShared { var: VarDecl, body: Box<Expr> },
+    LetShared {
+        var: VarDecl,
+        body: Box<Expr>,
+    },
     /// `let a = create_array n Local in body`: `var.ty` is `Array { space: Local, size }`.
-    LetLocalArray { var: VarDecl, body: Box<Expr> },
+    LetLocalArray {
+        var: VarDecl,
+        body: Box<Expr>,
+    },
     /// `let%superstep name = step in rest`: step, then a block barrier, then rest.
-    Superstep { name: String, divergent: bool, step: Box<Expr>, rest: Box<Expr> },
+    Superstep {
+        name: String,
+        divergent: bool,
+        step: Box<Expr>,
+        rest: Box<Expr>,
+    },
     /// `ignore e`
     Ignore(Box<Expr>),
 }

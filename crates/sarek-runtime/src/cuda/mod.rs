@@ -178,14 +178,26 @@ impl Drop for DeviceAlloc {
 
 impl CudaDevice {
     fn load(&self, kernel: &Kernel) -> Result<Arc<Loaded>, RuntimeError> {
-        let options = TargetOptions { subgroups: true, float64: true, int64_atomics: true };
+        let options = TargetOptions {
+            subgroups: true,
+            float64: true,
+            int64_atomics: true,
+        };
         let generated = match self.toolchain {
-            Toolchain::Nvrtc => sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
-                .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?,
-            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(kernel, &options).map_err(|d| {
-                let msgs: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
-                RuntimeError::Compile(format!("PTX cannot run kernel `{}`: {}", kernel.name, msgs.join("; ")))
-            })?,
+            Toolchain::Nvrtc => {
+                sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
+                    .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?
+            }
+            Toolchain::DriverJit => {
+                sarek_compiler::back::ptx::generate(kernel, &options).map_err(|d| {
+                    let msgs: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
+                    RuntimeError::Compile(format!(
+                        "PTX cannot run kernel `{}`: {}",
+                        kernel.name,
+                        msgs.join("; ")
+                    ))
+                })?
+            }
         };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&generated.source) {
@@ -195,7 +207,13 @@ impl CudaDevice {
         let image = match self.toolchain {
             Toolchain::Nvrtc => {
                 self.cache
-                    .get_or_compile(&generated.source, self.arch, self.driver, self.nvrtc_version, nvrtc::compile)?
+                    .get_or_compile(
+                        &generated.source,
+                        self.arch,
+                        self.driver,
+                        self.nvrtc_version,
+                        nvrtc::compile,
+                    )?
                     .image
             }
             Toolchain::DriverJit => {
@@ -206,7 +224,10 @@ impl CudaDevice {
         };
         // SAFETY: the image is a complete CUBIN or NUL-terminated PTX; the context is current.
         let module = unsafe { result::module::load_data(image.as_ptr().cast()) }.map_err(|e| {
-            RuntimeError::Compile(format!("CUDA: the driver refused the module of `{}`: {e}", kernel.name))
+            RuntimeError::Compile(format!(
+                "CUDA: the driver refused the module of `{}`: {e}",
+                kernel.name
+            ))
         })?;
         let name = CString::new(generated.abi.entry_point.clone()).expect("identifier");
         // SAFETY: `module` was just loaded.
