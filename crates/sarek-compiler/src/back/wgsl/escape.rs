@@ -45,6 +45,12 @@ pub fn is_reserved(name: &str) -> bool {
 
 /// The WGSL spelling of a source identifier (see the module docs for the rule).
 pub fn escape(name: &str) -> Cow<'_, str> {
+    // Names that are not WGSL identifiers at all (`x'`: type, field and constructor names are
+    // not touched by legalize) get their own namespace `sarek_q_`, with `_` doubled and `'`
+    // spelled `_x27`, so the encoding stays injective and never meets another escape's image.
+    if name.contains('\'') {
+        return Cow::Owned(format!("{PREFIX}q_{}", name.replace('_', "__").replace('\'', "_x27")));
+    }
     if name == "_" || name.starts_with("__") || name.starts_with(PREFIX) || is_reserved(name) {
         Cow::Owned(format!("{PREFIX}{name}"))
     } else {
@@ -59,7 +65,7 @@ pub fn escape(name: &str) -> Cow<'_, str> {
 pub const MINTED_STEMS: &[&str] = &[
     "len", "arg", "wg", "v", "dup", "in", "lid", "wid", "gid", "nwg", "sg", "block", "it", "scrut",
     "fmod", "round_away", "copysign", "expm1", "log1p", "log10", "hypot", "cas", "fatomic", "st",
-    "load", "store", "tag", "p", "pick", "arcsin", "arccos",
+    "load", "store", "tag", "p", "pick", "arcsin", "arccos", "q",
 ];
 
 #[cfg(test)]

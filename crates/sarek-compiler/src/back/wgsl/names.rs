@@ -93,12 +93,12 @@ impl Names {
             let tags = v
                 .ctors
                 .iter()
-                .map(|c| n.claim(format!("TAG_{name}_{}", c.name)))
+                .map(|c| n.claim(format!("TAG_{name}_{}", escape(&c.name))))
                 .collect();
             let makes = v
                 .ctors
                 .iter()
-                .map(|c| n.claim(format!("make_{name}_{}", c.name)))
+                .map(|c| n.claim(format!("make_{name}_{}", escape(&c.name))))
                 .collect();
             n.variants.push(name);
             n.tags.push(tags);
