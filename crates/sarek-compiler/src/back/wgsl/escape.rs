@@ -49,7 +49,10 @@ pub fn escape(name: &str) -> Cow<'_, str> {
     // not touched by legalize) get their own namespace `sarek_q_`, with `_` doubled and `'`
     // spelled `_x27`, so the encoding stays injective and never meets another escape's image.
     if name.contains('\'') {
-        return Cow::Owned(format!("{PREFIX}q_{}", name.replace('_', "__").replace('\'', "_x27")));
+        return Cow::Owned(format!(
+            "{PREFIX}q_{}",
+            name.replace('_', "__").replace('\'', "_x27")
+        ));
     }
     if name == "_" || name.starts_with("__") || name.starts_with(PREFIX) || is_reserved(name) {
         Cow::Owned(format!("{PREFIX}{name}"))
