@@ -1022,6 +1022,157 @@ pub fn warp() -> Kernel {
     b.kernel("warp", vec![x, mask], body)
 }
 
+/// `for var = start to|downto end` as a statement.
+fn for_(
+    var: VarId,
+    start: Expr,
+    end: Expr,
+    downto: bool,
+    body: Block,
+    unroll: Option<u32>,
+) -> Stmt {
+    st(StmtKind::For {
+        var,
+        start,
+        end,
+        downto,
+        body,
+        unroll,
+    })
+}
+
+/// `for` loops ending at the int32 extremes (the scalars `lo` and `hi`, min_int and max_int
+/// in the tests) with `continue` and `break`, which the surface language lacks: `continue`
+/// must still step the index, and the step must not wrap past the bound. Per thread `i`,
+/// with `m = i mod 5`:
+/// - `a.(i) = 100 * t + s`, for `k = hi - m to hi`: `t` iterations, `s` of them odd `k`
+///   (the even ones `continue` before counting);
+/// - `b.(i)` the same for `k = lo + m downto lo`, counting even `k`;
+/// - `c.(i)`: the sum of the even `k < i mod 7` (a `break` at `i mod 7` in
+///   `for k = 0 to hi`, `continue` on odd `k`), plus nothing from two empty loops, plus
+///   20000 per iteration of `for k = lo + 2 downto lo` from an inner `while` whose `continue`
+///   is its own, plus 100000 for each such `k` but `lo + 1`.
+pub fn loops() -> Kernel {
+    let mut b = B::default();
+    let a = b.var("a", vec_of(Ty::I32));
+    let bv = b.var("b", vec_of(Ty::I32));
+    let c = b.var("c", vec_of(Ty::I32));
+    let lo = b.var("lo", Ty::I32);
+    let hi = b.var("hi", Ty::I32);
+    let body = guarded(&mut b, a, |b, i| {
+        let m = b.var("m", Ty::I32);
+        let (s, t) = (b.mvar("s", Ty::I32), b.mvar("t", Ty::I32));
+        let (s2, t2) = (b.mvar("s", Ty::I32), b.mvar("t", Ty::I32));
+        let s3 = b.mvar("s", Ty::I32);
+        let w = b.mvar("w", Ty::I32);
+        let k: Vec<VarId> = (0..6).map(|_| b.var("k", Ty::I32)).collect();
+        let add = |b: &B, v: VarId, e: Expr| assign(v, bin(BinOp::Add, b.v(v), e));
+        let odd = |b: &B, k: VarId| bin(BinOp::BitAnd, b.v(k), i32(1));
+        let cont = || vec![st(StmtKind::Continue)];
+        vec![
+            let_(m, bin(BinOp::Rem, b.v(i), i32(5))),
+            let_(s, i32(0)),
+            let_(t, i32(0)),
+            let_(s2, i32(0)),
+            let_(t2, i32(0)),
+            let_(s3, i32(0)),
+            for_(
+                k[0],
+                bin(BinOp::Sub, b.v(hi), b.v(m)),
+                b.v(hi),
+                false,
+                vec![
+                    add(b, t, i32(1)),
+                    if_(bin(BinOp::Eq, odd(b, k[0]), i32(0)), cont(), vec![]),
+                    add(b, s, i32(1)),
+                ],
+                Some(4),
+            ),
+            set(
+                a,
+                b.v(i),
+                bin(BinOp::Add, bin(BinOp::Mul, b.v(t), i32(100)), b.v(s)),
+            ),
+            for_(
+                k[1],
+                bin(BinOp::Add, b.v(lo), b.v(m)),
+                b.v(lo),
+                true,
+                vec![
+                    add(b, t2, i32(1)),
+                    if_(bin(BinOp::Ne, odd(b, k[1]), i32(0)), cont(), vec![]),
+                    add(b, s2, i32(1)),
+                ],
+                Some(1),
+            ),
+            set(
+                bv,
+                b.v(i),
+                bin(BinOp::Add, bin(BinOp::Mul, b.v(t2), i32(100)), b.v(s2)),
+            ),
+            for_(
+                k[2],
+                i32(0),
+                b.v(hi),
+                false,
+                vec![
+                    if_(
+                        bin(BinOp::Eq, b.v(k[2]), bin(BinOp::Rem, b.v(i), i32(7))),
+                        vec![st(StmtKind::Break)],
+                        vec![],
+                    ),
+                    if_(bin(BinOp::Eq, odd(b, k[2]), i32(1)), cont(), vec![]),
+                    add(b, s3, b.v(k[2])),
+                ],
+                None,
+            ),
+            for_(
+                k[3],
+                b.v(hi),
+                b.v(lo),
+                false,
+                vec![add(b, s3, i32(1000)), st(StmtKind::Continue)],
+                None,
+            ),
+            for_(
+                k[4],
+                b.v(lo),
+                b.v(hi),
+                true,
+                vec![add(b, s3, i32(1000)), st(StmtKind::Continue)],
+                None,
+            ),
+            for_(
+                k[5],
+                bin(BinOp::Add, b.v(lo), i32(2)),
+                b.v(lo),
+                true,
+                vec![
+                    let_(w, i32(0)),
+                    st(StmtKind::While {
+                        cond: bin(BinOp::Lt, b.v(w), i32(3)),
+                        body: vec![
+                            add(b, w, i32(1)),
+                            if_(bin(BinOp::Eq, b.v(w), i32(2)), cont(), vec![]),
+                            add(b, s3, i32(10000)),
+                        ],
+                        unroll: None,
+                    }),
+                    if_(
+                        bin(BinOp::Eq, b.v(k[5]), bin(BinOp::Add, b.v(lo), i32(1))),
+                        cont(),
+                        vec![],
+                    ),
+                    add(b, s3, i32(100000)),
+                ],
+                None,
+            ),
+            set(c, b.v(i), b.v(s3)),
+        ]
+    });
+    b.kernel("loops", vec![a, bv, c, lo, hi], body)
+}
+
 /// Every hand-built kernel by name.
 pub fn all() -> Vec<Kernel> {
     vec![
@@ -1034,5 +1185,6 @@ pub fn all() -> Vec<Kernel> {
         math32(),
         math64(),
         warp(),
+        loops(),
     ]
 }

@@ -905,10 +905,19 @@ impl<'a> Writer<'a> {
         let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
         self.line("{");
         self.indent += 1;
+        // A name or a literal needs no parentheses under the cast.
+        let operand = |e: &str| {
+            let e = strip(e);
+            if e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                e.to_string()
+            } else {
+                format!("({e})")
+            }
+        };
         self.line(&format!(
-            "{u} {it} = ({u})({}), {last} = ({u})({});",
-            strip(&a),
-            strip(&b)
+            "{u} {it} = ({u}){}, {last} = ({u}){};",
+            operand(&a),
+            operand(&b)
         ));
         self.line(&format!("if ((int){it} {cmp} (int){last}) {{"));
         self.indent += 1;

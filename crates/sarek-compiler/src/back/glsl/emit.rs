@@ -684,8 +684,16 @@ impl<'k> Writer<'k> {
         let attr = self.loop_attribute(unroll, trip);
         let i = self.names[var.0 as usize].clone();
         Self::line(out, ind, "{");
-        Self::line(out, ind + 1, &format!("uint {it} = uint({a}), {last} = uint({b});"));
-        Self::line(out, ind + 1, &format!("if (int({it}) {cmp} int({last})) {{"));
+        Self::line(
+            out,
+            ind + 1,
+            &format!("uint {it} = uint({a}), {last} = uint({b});"),
+        );
+        Self::line(
+            out,
+            ind + 1,
+            &format!("if (int({it}) {cmp} int({last})) {{"),
+        );
         Self::line(out, ind + 2, &format!("{attr}do {{"));
         Self::line(out, ind + 3, &format!("int {i} = int({it});"));
         self.block(body, ind + 3, out);
