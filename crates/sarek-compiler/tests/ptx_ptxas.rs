@@ -9,6 +9,9 @@ use sarek_compiler::{Target, TargetOptions};
 use std::path::PathBuf;
 use std::process::Command;
 
+#[path = "support/ir_kernels.rs"]
+mod ir_kernels;
+
 /// Locate ptxas: $SAREK_PTXAS, PATH, or the pip wheel's site-packages.
 pub fn ptxas() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("SAREK_PTXAS") {
@@ -331,6 +334,22 @@ fn kitchen_sink_assembles() {
     assert!(
         out.source
             .contains(".visible .entry sarek_kitchen_x27sink("),
+        "{}",
+        out.source
+    );
+    if let Some(result) = assemble(&out.source) {
+        result.unwrap_or_else(|e| panic!("ptxas rejected:\n{e}\n{}", out.source));
+    }
+}
+
+/// `for` loops at the int32 extremes with `continue`, `break` and a `nounroll` hint.
+#[test]
+fn hand_built_loops_assemble() {
+    let out =
+        sarek_compiler::generate(&ir_kernels::loops(), Target::Ptx, &TargetOptions::default())
+            .expect("generates");
+    assert!(
+        out.source.contains(".pragma \"nounroll\";"),
         "{}",
         out.source
     );
