@@ -115,13 +115,32 @@ pub enum RuntimeError {
     #[error("{0}")]
     Launch(String),
     /// A fault found by the interpreter/cpu executor (out of bounds, division by zero, a
-    /// barrier reached by part of a block, ...). `span` is the kernel statement; `message`
-    /// names the kernel, block and thread. Callers with the source map render the location.
+    /// barrier reached by part of a block, ...), or a trap a device reported. `span` is the
+    /// kernel statement; `message` names the kernel (and, on the interpreter, the block and
+    /// thread). Callers with the source map render the location.
     #[error("{message}")]
     Fault {
         span: sarek_compiler::Span,
         message: String,
     },
+}
+
+/// The error for a launch whose trap status word came back non-zero: the code names the
+/// trap site ([`sarek_compiler::ir::Trap`]). Devices cannot say which thread trapped.
+pub fn trap_fault(kernel: &Kernel, code: i32, backend: Backend) -> RuntimeError {
+    match u32::try_from(code).ok().and_then(|c| kernel.trap(c)) {
+        Some((trap, span)) => RuntimeError::Fault {
+            span,
+            message: format!(
+                "{} in kernel `{}` (reported by the {backend} device)",
+                trap.message, kernel.name
+            ),
+        },
+        None => RuntimeError::Launch(format!(
+            "kernel `{}` reported trap code {code}, which it does not contain",
+            kernel.name
+        )),
+    }
 }
 
 /// A device that can run IR kernels. Implementations compile (and cache) per kernel and

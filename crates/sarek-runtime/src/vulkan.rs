@@ -273,7 +273,8 @@ impl State {
                 .iter()
                 .filter(|p| matches!(p.kind, AbiParamKind::Vector { .. }))
                 .count()
-                + usize::from(abi.uniform_binding.is_some());
+                + usize::from(abi.uniform_binding.is_some())
+                + usize::from(abi.trap_status.is_some());
             let bindings: Vec<_> = (0..buffers as u32)
                 .map(|b| {
                     vk::DescriptorSetLayoutBinding::default()
@@ -390,7 +391,10 @@ impl State {
         let mut scratch = Scratch::default();
         let result = self.run(&generated.source, pipeline, config, args, &mut scratch);
         scratch.destroy(&self.device);
-        let kernel_time = result?;
+        let (kernel_time, trap) = result?;
+        if trap != 0 {
+            return Err(crate::device::trap_fault(kernel, trap, Backend::Vulkan));
+        }
         Ok(LaunchStats {
             kernel_time,
             total_time: start.elapsed(),
@@ -455,12 +459,13 @@ impl State {
         config: LaunchConfig,
         args: &mut [ArgValue],
         scratch: &mut Scratch,
-    ) -> Result<Duration, RuntimeError> {
+    ) -> Result<(Duration, i32), RuntimeError> {
         let d = &self.device;
         let m = &self.modules[source];
         let abi = &m.abi;
         let mut push = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block).
+        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block,
+        // TRAP for the trap status word).
         let mut buffers = Vec::new();
         for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
             match (&p.kind, arg) {
@@ -535,6 +540,11 @@ impl State {
             let (buf, mem) = self.host_buffer(&push, scratch)?;
             buffers.push((binding, buf, mem, push.len(), usize::MAX));
             push.clear();
+        }
+        const TRAP: usize = usize::MAX - 1;
+        if let Some(ArgSlot::Binding { binding, .. }) = abi.trap_status {
+            let (buf, mem) = self.host_buffer(&[0; 4], scratch)?;
+            buffers.push((binding, buf, mem, 4, TRAP));
         }
         unsafe {
             let set = if buffers.is_empty() {
@@ -676,12 +686,17 @@ impl State {
                     elapsed = Duration::from_nanos(ns as u64);
                 }
             }
+            let mut trap = 0;
             for (_, _, mem, size, i) in buffers.iter().filter(|b| b.4 != usize::MAX) {
                 let ptr = d
                     .map_memory(*mem, 0, *size as u64, vk::MemoryMapFlags::empty())
                     .map_err(vk_err("map memory"))?;
                 let bytes = std::slice::from_raw_parts(ptr as *const u8, *size).to_vec();
                 d.unmap_memory(*mem);
+                if *i == TRAP {
+                    trap = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
+                    continue;
+                }
                 let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) =
                     (&abi.params[*i].kind, &mut args[*i])
                 else {
@@ -689,7 +704,7 @@ impl State {
                 };
                 unpack_vector(&bytes, elem, v);
             }
-            Ok(elapsed)
+            Ok((elapsed, trap))
         }
     }
 

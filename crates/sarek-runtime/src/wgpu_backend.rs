@@ -206,6 +206,9 @@ impl WgpuDevice {
                         entries.push(storage(*binding));
                     }
                 }
+                if let Some(ArgSlot::Binding { binding, .. }) = abi.trap_status {
+                    entries.push(storage(binding));
+                }
                 let layout =
                     self.device
                         .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -458,6 +461,14 @@ impl Device for WgpuDevice {
                 }
             }
         }
+        // The trap status word travels as one more storage buffer, zeroed.
+        let trap_at = match abi.trap_status {
+            Some(ArgSlot::Binding { binding, .. }) => {
+                storage.push((usize::MAX, binding, vec![0; 4]));
+                Some(storage.len() - 1)
+            }
+            _ => None,
+        };
 
         let usage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
@@ -605,8 +616,15 @@ impl Device for WgpuDevice {
                 staging
             })
             .map_err(RuntimeError::Launch)?;
-        for ((i, _, _), s) in storage.iter().zip(&staging) {
+        for (k, ((i, _, _), s)) in storage.iter().zip(&staging).enumerate() {
             let bytes = read_back(&self.device, s)?;
+            if Some(k) == trap_at {
+                let code = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
+                if code != 0 {
+                    return Err(crate::device::trap_fault(kernel, code, Backend::Wgpu));
+                }
+                continue;
+            }
             if let (ArgValue::Vector(v), AbiParamKind::Vector { elem, .. }) =
                 (&mut args[*i], &abi.params[*i].kind)
             {

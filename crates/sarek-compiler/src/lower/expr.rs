@@ -156,6 +156,17 @@ impl Lowerer<'_> {
         out: &mut Block,
     ) -> LResult<Option<ir::Expr>> {
         let span = e.span;
+        if let ExprKind::Trap { message, fallback } = &e.kind {
+            // Inlining copies a residual call many times: the copies share one code.
+            let next = self.traps.len() as u32 + 1;
+            let code = *self.traps.entry((span, message.clone())).or_insert(next);
+            let trap = ir::Trap {
+                code,
+                message: message.clone(),
+            };
+            out.push(stmt(StmtKind::Trap(trap), span));
+            return self.lower_value(fallback, out);
+        }
         if e.ty == tast::Ty::Unit {
             // Unit expressions only have effects.
             return match &e.kind {
@@ -398,7 +409,8 @@ impl Lowerer<'_> {
             | ExprKind::While { .. }
             | ExprKind::IndexSet { .. }
             | ExprKind::FieldSet { .. }
-            | ExprKind::Ignore(_) => {
+            | ExprKind::Ignore(_)
+            | ExprKind::Trap { .. } => {
                 return self.internal(span, "a statement with a non-unit type");
             }
         };

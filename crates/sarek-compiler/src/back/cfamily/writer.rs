@@ -60,6 +60,13 @@ pub(super) struct Writer<'a> {
     /// Metal: whether a helper takes the geometry struct.
     func_geom: Vec<bool>,
     geom: Option<MetalGeom>,
+    /// Name of the trap status pointer, when the kernel has traps. It is passed to the
+    /// helpers that trap (directly or through a call), like the Metal geometry struct.
+    trap: Option<String>,
+    /// Whether a helper takes the trap status pointer.
+    func_trap: Vec<bool>,
+    /// Whether the function being written traps.
+    cur_trap: bool,
     /// Generated helpers by key -> (name, definition), in first-use order.
     helpers: Vec<(String, String, String)>,
     features: Features,
@@ -102,6 +109,9 @@ impl<'a> Writer<'a> {
             func_names: k.functions.iter().map(|f| f.name.clone()).collect(),
             func_geom: vec![false; k.functions.len()],
             geom: None,
+            trap: None,
+            func_trap: vec![false; k.functions.len()],
+            cur_trap: false,
             helpers: Vec::new(),
             features: Features::default(),
             diags: Vec::new(),
@@ -114,6 +124,9 @@ impl<'a> Writer<'a> {
             reserved,
         };
         w.name_types();
+        if !k.traps().is_empty() {
+            w.trap = Some(w.fresh("sarek_trap"));
+        }
         if d == Dialect::Metal {
             w.geom = Some(MetalGeom {
                 ty: w.fresh("sarek_geom"),
@@ -552,6 +565,7 @@ impl<'a> Writer<'a> {
         self.span = f.span;
         self.in_kernel = false;
         self.cur_geom = false;
+        self.cur_trap = false;
         let mut params = self.param_decls(&f.params);
         let ret = self.value_ty(&f.ret);
         self.out.clear();
@@ -562,6 +576,11 @@ impl<'a> Writer<'a> {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("geometry struct only on Metal");
             params.insert(0, format!("{} {}", g.ty, g.var));
+        }
+        if self.cur_trap {
+            self.func_trap[id.0 as usize] = true;
+            let ptr = self.trap.clone().unwrap_or_default();
+            params.insert(0, format!("{} {ptr}", self.d.trap_pointer()));
         }
         format!(
             "{}{} {}({}) {{\n{}}}\n\n",
@@ -662,6 +681,14 @@ impl<'a> Writer<'a> {
             }
             self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
         }
+        let trap_status = self.trap.clone().map(|ptr| {
+            let ptr_ty = self.d.trap_pointer();
+            match self.d {
+                Dialect::Metal => params.push(format!("{ptr_ty} {ptr} [[buffer({slot})]]")),
+                _ => params.push(format!("{ptr_ty} {ptr}")),
+            }
+            ArgSlot::Argument(slot)
+        });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
         let body = std::mem::take(&mut self.out);
@@ -685,6 +712,7 @@ impl<'a> Writer<'a> {
             uniform_size: None,
             uniform_binding: None,
             block_size_in_source: false,
+            trap_status,
         };
         (src, abi)
     }
@@ -893,6 +921,11 @@ impl<'a> Writer<'a> {
                 for l in text.lines() {
                     self.line(l);
                 }
+            }
+            StmtKind::Trap(t) => {
+                self.cur_trap = true;
+                let ptr = self.trap.clone().unwrap_or_default();
+                self.line(&self.d.trap_store(&ptr, t.code));
             }
         }
     }
@@ -1217,6 +1250,10 @@ impl<'a> Writer<'a> {
                     .map(|g| g.var.clone())
                     .unwrap_or_default(),
             );
+        }
+        if self.func_trap[func.0 as usize] {
+            self.cur_trap = true;
+            out.insert(0, self.trap.clone().unwrap_or_default());
         }
         for (a, &p) in args.iter().zip(&f.params) {
             match (self.var_ty(p), &a.kind) {
