@@ -76,10 +76,28 @@ remote() {
         echo "== cache: $(ls "$XDG_CACHE_HOME/sarek/cuda" 2>/dev/null | grep -c '\.cubin$') compiled modules cached"
         echo "== second verify of one file (modules come from the disk cache, no NVRTC)"
         /usr/bin/time -f "%e s wall" "$bin" verify tests/kernels/saxpy.sarek --backends cuda >/dev/null || true
+        traps
         bench
         [ "$fail" -eq 0 ] && [ "$unavailable" -eq 0 ]
     } 2>&1 | tee "$log"
     return "${PIPESTATUS[0]}"
+}
+
+# Bounded recursion past its depth must fail, located, on the GPU backends too (exit 1).
+traps() {
+    local bin=.gpu/sarek
+    for b in ${SAREK_GPU_BACKENDS:-cuda,ptx} opencl; do
+        for b1 in ${b//,/ }; do
+            for km in chain:5 chain:8 tree:7 tree:9; do
+                echo "== trap check: run tests/traps/inline_depth.sarek --kernel ${km%:*} m=${km#*:} --backend $b1"
+                set +e
+                "$bin" run tests/traps/inline_depth.sarek --kernel "${km%:*}" --arg m="${km#*:}" \
+                    --arg n=1024 --backend "$b1" 2>&1 | tail -n 6
+                echo "exit ${PIPESTATUS[0]}"
+                set -e
+            done
+        done
+    done
 }
 
 # Issue 5/7 figures: mandelbrot 1024x1024 (256 iterations) and tiled matmul 256x256 per backend.

@@ -9,26 +9,12 @@ use sarek::Program;
 use sarek::runtime::harness::{self, Inputs};
 use sarek::runtime::{Backend, RuntimeError, discover};
 
-const SOURCE: &str = "\
-let rec depth (n : int32) : int32 [@sarek.inline 4] =
-  if n <= 0 then 0 else 1 + depth (n - 1)
-
-let rec fib (n : int32) : int32 [@sarek.inline 5] =
-  if n < 2 then n else fib (n - 1) + fib (n - 2)
-
-let%kernel chain (a : int32 vector) (out : int32 vector) (m : int32) (n : int32) =
-  let i = global_thread_id in
-  if i < n then out.(i) <- depth (a.(i) mod m)
-
-let%kernel tree (a : int32 vector) (out : int32 vector) (m : int32) (n : int32) =
-  let i = global_thread_id in
-  if i < n then out.(i) <- fib (a.(i) mod m)
-";
+const SOURCE: &str = include_str!("../../../tests/traps/inline_depth.sarek");
 
 /// Line and column (1-based) of the residual calls in each kernel's helper: either may be
 /// reported when threads reach both (devices report the highest trap code).
-const CHAIN_CALLS: &[(usize, usize)] = &[(2, 29)];
-const TREE_CALLS: &[(usize, usize)] = &[(5, 24), (5, 38)];
+const CHAIN_CALLS: &[(usize, usize)] = &[(7, 29)];
+const TREE_CALLS: &[(usize, usize)] = &[(10, 24), (10, 38)];
 
 fn fib(n: i32) -> i32 {
     if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
