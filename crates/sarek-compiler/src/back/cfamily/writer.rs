@@ -1195,11 +1195,38 @@ impl<'a> Writer<'a> {
             BinOp::Rem if operand.is_float() => {
                 format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b))
             }
+            BinOp::Div | BinOp::Rem if operand.is_int() && !safe_divisor(rhs) => {
+                let f = self.int_division(op == BinOp::Div, operand);
+                format!("{f}({}, {})", strip(&a), strip(&b))
+            }
             _ => {
                 let _ = ty;
                 format!("({a} {sym} {b})")
             }
         }
+    }
+
+    /// Signed `/` or `mod` as a helper with the language's meaning where C has undefined
+    /// behaviour (which lets compilers delete the surrounding code): `min_int / -1` wraps to
+    /// `min_int` and `min_int mod -1` is 0, as in OCaml and the interpreter. A zero divisor,
+    /// a located fault on the interpreter, yields 0 here instead of undefined behaviour.
+    fn int_division(&mut self, div: bool, s: Scalar) -> String {
+        let t = self.scalar(s);
+        let u = self.d.unsigned(s);
+        let q = self.d.helper_qualifier();
+        let (key, base) = if div {
+            (format!("div:{t}"), format!("sarek_div_{}", s.name()))
+        } else {
+            (format!("rem:{t}"), format!("sarek_rem_{}", s.name()))
+        };
+        self.helper(&key, &base, |name| {
+            let body = if div {
+                format!("d == 0 ? 0 : d == -1 ? ({t})(({u})0 - ({u})n) : n / d")
+            } else {
+                "d == 0 || d == -1 ? 0 : n % d".to_string()
+            };
+            format!("{q}{t} {name}({t} n, {t} d) {{\n{INDENT}return {body};\n}}\n\n")
+        })
     }
 
     /// A wrapping integer operation computed in the unsigned type of the same width. Nested
@@ -1703,6 +1730,14 @@ fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
             _ => {}
         }
     }
+}
+
+/// A literal divisor other than 0 and -1: C's `/` and `%` are defined for every dividend.
+fn safe_divisor(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Lit(Literal::I32(d)) if d != 0 && d != -1
+    ) || matches!(e.kind, ExprKind::Lit(Literal::I64(d)) if d != 0 && d != -1)
 }
 
 /// Remove one pair of parentheses enclosing the whole text.
