@@ -952,17 +952,26 @@ impl<'a> Writer<'a> {
         };
         let mut first = true;
         let mut default = None;
-        for arm in arms {
+        // Without a default arm the constructor arms are exhaustive: the last one is a plain
+        // `else`, so C sees no path out of a helper without a `return` (-Wreturn-type).
+        let last = if arms.iter().any(|a| a.ctor.is_none()) {
+            None
+        } else {
+            arms.len().checked_sub(1)
+        };
+        for (k, arm) in arms.iter().enumerate() {
             let Some(c) = arm.ctor else {
                 default = Some(arm);
                 continue;
             };
-            let head = format!(
-                "{}if ({subject}.tag == {c})",
-                if first { "" } else { "} else " }
-            );
+            let head = match (first, Some(k) == last) {
+                (true, true) => format!("{{ // {subject}.tag == {c}"),
+                (true, false) => format!("if ({subject}.tag == {c}) {{"),
+                (false, true) => format!("}} else {{ // {subject}.tag == {c}"),
+                (false, false) => format!("}} else if ({subject}.tag == {c}) {{"),
+            };
             first = false;
-            self.line(&format!("{head} {{"));
+            self.line(&head);
             self.indent += 1;
             let ctor = &self.k.variants[vi].ctors[c as usize];
             for (j, b) in arm.bindings.iter().enumerate() {
