@@ -51,12 +51,22 @@ fn vk_err(what: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
 
 /// Open the best Vulkan device with a compute queue, or say why there is none.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with(false)
+}
+
+/// As [`open`], but with the device's `shaderInt64` and `shaderFloat64` left disabled, as on
+/// a device without them: tests of the refusals such devices give.
+pub fn open_without_64bit_types() -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with(true)
+}
+
+fn open_with(mask_64bit: bool) -> Result<Arc<dyn Device>, RuntimeError> {
     if !spirv::glslang_available() {
         return Err(unavailable(
             "glslangValidator (package glslang-tools) is not installed",
         ));
     }
-    let state = State::new()?;
+    let state = State::new(mask_64bit)?;
     Ok(Arc::new(VulkanDevice {
         state: Mutex::new(state),
     }))
@@ -99,7 +109,7 @@ struct State {
 unsafe impl Send for State {}
 
 impl State {
-    fn new() -> Result<State, RuntimeError> {
+    fn new(mask_64bit: bool) -> Result<State, RuntimeError> {
         // SAFETY: loading the system Vulkan loader; its initialisers are trusted.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
             unavailable(format!(
@@ -121,7 +131,7 @@ impl State {
         // SAFETY: valid create info.
         let instance = unsafe { entry.create_instance(&create, None) }
             .map_err(|e| unavailable(format!("no Vulkan instance: {e}")))?;
-        match Self::with_instance(entry, instance.clone()) {
+        match Self::with_instance(entry, instance.clone(), mask_64bit) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // SAFETY: nothing else uses the instance.
@@ -131,7 +141,11 @@ impl State {
         }
     }
 
-    fn with_instance(entry: ash::Entry, instance: ash::Instance) -> Result<State, RuntimeError> {
+    fn with_instance(
+        entry: ash::Entry,
+        instance: ash::Instance,
+        mask_64bit: bool,
+    ) -> Result<State, RuntimeError> {
         // SAFETY: queries on a live instance.
         let devices = unsafe { instance.enumerate_physical_devices() }
             .map_err(|e| unavailable(format!("cannot enumerate Vulkan devices: {e}")))?;
@@ -184,8 +198,8 @@ impl State {
             && subgroup
                 .supported_stages
                 .contains(vk::ShaderStageFlags::COMPUTE);
-        let float64 = features.shader_float64 == vk::TRUE;
-        let int64 = features.shader_int64 == vk::TRUE;
+        let float64 = features.shader_float64 == vk::TRUE && !mask_64bit;
+        let int64 = features.shader_int64 == vk::TRUE && !mask_64bit;
         let int64_atomics = int64
             && atomic64.shader_buffer_int64_atomics == vk::TRUE
             && atomic64.shader_shared_int64_atomics == vk::TRUE;
