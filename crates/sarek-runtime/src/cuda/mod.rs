@@ -27,7 +27,7 @@ use cudarc::driver::{result, sys};
 use sarek_compiler::abi::{Abi, AbiParamKind, ArgSlot};
 use sarek_compiler::back::cfamily::Dialect;
 use sarek_compiler::ir::Kernel;
-use sarek_compiler::target::TargetOptions;
+use sarek_compiler::target::{Target, TargetOptions};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};
@@ -188,16 +188,8 @@ impl CudaDevice {
                 sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
                     .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?
             }
-            Toolchain::DriverJit => {
-                sarek_compiler::back::ptx::generate(kernel, &options).map_err(|d| {
-                    let msgs: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
-                    RuntimeError::Compile(format!(
-                        "PTX cannot run kernel `{}`: {}",
-                        kernel.name,
-                        msgs.join("; ")
-                    ))
-                })?
-            }
+            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(kernel, &options)
+                .map_err(|d| RuntimeError::refused(Target::Ptx, &kernel.name, d))?,
         };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&generated.source) {

@@ -5,7 +5,8 @@
 //!
 //! - Device choice: the first GPU or accelerator of any platform, else the first device (PoCL
 //!   on CI). [`TargetOptions`] come from the device's extensions (`cl_khr_fp64`, the int64
-//!   atomics pair, the subgroup family), so the generator refuses what the device lacks.
+//!   atomics pair, the subgroup family), so the generator refuses what the device lacks:
+//!   a located [`RuntimeError::Refused`] naming OpenCL C.
 //! - Programs are cached per generated source (one cache per device), so a kernel is built
 //!   once however often it is launched; build logs come back as [`RuntimeError::Compile`].
 //! - Arguments follow the ABI descriptor: a vector is a buffer packed per its
