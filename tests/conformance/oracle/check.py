@@ -549,6 +549,35 @@ def names_comments(b):
     want[idx] = (xs + 1) + 12 + x2 + (n - 1)
     check(f"names_comments[{b}].kernel", o["kernel"], want)
 
+
+@case
+def guards_patterns(b):
+    n = 512
+    a = i32(n); l = rng.integers(-1000, 1000, n).astype(np.int64)
+    s = np.zeros(n, dtype=[("tag", "<i4"), ("Circle_0", "<f4"), ("Rect_0", "<f4"), ("Rect_1", "<f4")])
+    s["tag"] = rng.integers(0, 3, n); s["Circle_0"] = rng.uniform(-1, 1, n); s["Rect_0"] = rng.uniform(-1, 1, n)
+    s["Rect_1"] = rng.uniform(-1, 1, n)
+    o, err = run("q18_guards_patterns.sarek", "guards_patterns", b, n, ["n=512"], {"a": a, "s": s, "l": l})
+    if err: return failures.append(f"guards_patterns[{b}]: {err}")
+    def grade(x):
+        if x == 0: return 1
+        if x % 2 == 0 and x < 100: return 2
+        if x > 900: return 3
+        if x in (7, 77, 777): return 4
+        return 5
+    check(f"guards_patterns[{b}].o", o["o"], np.array([grade(int(x)) + 10 * grade(int(x) % 10) for x in a]))
+    F = np.float32
+    def shape(t, c, w):
+        if t == 0 and c > 0.5: return F(c) * F(2.0)
+        if t == 0 and c < -0.5: return F(c)
+        if t == 1 and w > 0.0: return F(w)
+        if t in (1, 2): return F(10.0)
+        return F(20.0)
+    check(f"guards_patterns[{b}].f", o["f"], np.array([shape(t, c, w) for t, c, w in zip(s["tag"], s["Circle_0"], s["Rect_0"])], F))
+    r = cmod(l, 4)  # C-style remainder: negative for negative l
+    check(f"guards_patterns[{b}].p", o["p"], np.where(r == 0, 100, np.where((r == 1) | (r == 2), 200, r * 1000)))
+    check(f"guards_patterns[{b}].q", o["q"], (a % 13) * 10000 + a + 12)
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")

@@ -712,25 +712,27 @@ impl Lowerer<'_> {
         exprs: impl Iterator<Item = &'e tast::Expr>,
         out: &mut Block,
     ) -> LResult<Vec<ir::Expr>> {
-        let mut vals: Vec<ir::Expr> = Vec::new();
+        // Each value keeps the span of its operand: a spilled operand's temporary is located
+        // at the operand (a run-time fault in it then points there, not at a later operand).
+        let mut vals: Vec<(ir::Expr, Span)> = Vec::new();
         for e in exprs {
             let mut scratch = Vec::new();
             let v = self.lower_value(e, &mut scratch)?;
             if !scratch.is_empty() {
                 // These statements must not run before the operands already computed.
-                for prev in &mut vals {
+                for (prev, prev_span) in &mut vals {
                     if !self.is_stable(prev) {
-                        let t = self.spill(prev.clone(), "arg", e.span, out);
+                        let t = self.spill(prev.clone(), "arg", *prev_span, out);
                         *prev = t;
                     }
                 }
                 out.append(&mut scratch);
             }
             if let Some(v) = v {
-                vals.push(v);
+                vals.push((v, e.span));
             }
         }
-        Ok(vals)
+        Ok(vals.into_iter().map(|(v, _)| v).collect())
     }
 
     /// Arguments of a helper call: unit parameters are dropped (their arguments still run).

@@ -669,7 +669,7 @@ impl Checker {
                 None => {
                     self.diags.push(
                         Diagnostic::error(span, "integer literal out of range for `int32`")
-                            .with_label(format!("`{v}` does not fit in 32 bits"))
+                            .with_label(format!("`{v}` is outside [-2147483648, 2147483647]"))
                             .with_help("write an int64 literal with the `L` suffix"),
                     );
                     mk(T::Lit(Literal::I32(0)), Ty::I32, span)
@@ -680,7 +680,9 @@ impl Checker {
                 None => {
                     self.diags.push(
                         Diagnostic::error(span, "integer literal out of range for `int64`")
-                            .with_label(format!("`{v}` does not fit in 64 bits")),
+                            .with_label(format!(
+                                "`{v}` is outside [-9223372036854775808, 9223372036854775807]"
+                            )),
                     );
                     mk(T::Lit(Literal::I64(0)), Ty::I64, span)
                 }
@@ -2553,20 +2555,14 @@ pub(super) fn subst_params(t: &Ty, args: &[Ty]) -> Ty {
 }
 
 /// `0xffffffff` is accepted as the int32 with that bit pattern (as OCaml's `0xffffffffl`).
+/// The lexer already turned non-decimal literals into their signed value, so the signed
+/// range is the whole check (`2147483648` is refused, `-2147483648` and `0xFFFFFFFF` are not).
 fn int32_of(v: i128) -> Option<i32> {
-    if (i32::MIN as i128..=u32::MAX as i128).contains(&v) {
-        Some(v as u32 as i32)
-    } else {
-        None
-    }
+    i32::try_from(v).ok()
 }
 
 fn int64_of(v: i128) -> Option<i64> {
-    if (i64::MIN as i128..=u64::MAX as i128).contains(&v) {
-        Some(v as u64 as i64)
-    } else {
-        None
-    }
+    i64::try_from(v).ok()
 }
 
 fn negate(l: Literal) -> Option<Literal> {
