@@ -578,6 +578,22 @@ def guards_patterns(b):
     check(f"guards_patterns[{b}].p", o["p"], np.where(r == 0, 100, np.where((r == 1) | (r == 2), 200, r * 1000)))
     check(f"guards_patterns[{b}].q", o["q"], (a % 13) * 10000 + a + 12)
 
+
+@case
+def poly_recursion(b):
+    n = 256
+    a = i32(n)
+    c = np.zeros(n, dtype=[("v", "<i4"), ("w", "<f4")]); c["v"] = i32(n); c["w"] = rng.uniform(-1, 1, n)
+    o, err = run("q19_poly_recursion.sarek", "poly_recursion", b, n, ["n=256"], {"a": a, "c": c})
+    if err: return failures.append(f"poly_recursion[{b}]: {err}")
+    A = a.astype(np.int64); k = A % 5
+    s = A > 300
+    zv = np.where(s, c["v"], 0); zw = np.where(s, c["w"], np.float32(0)).astype(np.float32)
+    sums = np.array([A[(i // 16) * 16:min(n, (i // 16) * 16 + 16)].sum() for i in range(n)])
+    check(f"poly_recursion[{b}].o", o["o"], wrap32(sums + np.where(k % 2 == 0, 1, 2) + k * (k + 1) // 2 + zv - A))
+    r = np.where(np.arange(n) % 2 == 0, np.float32(1.5), np.float32(-1.5)).astype(np.float32)
+    check(f"poly_recursion[{b}].f", o["f"], ((c["w"] + r) + zw).astype(np.float32))
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")
