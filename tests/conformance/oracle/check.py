@@ -594,6 +594,32 @@ def poly_recursion(b):
     r = np.where(np.arange(n) % 2 == 0, np.float32(1.5), np.float32(-1.5)).astype(np.float32)
     check(f"poly_recursion[{b}].f", o["f"], ((c["w"] + r) + zw).astype(np.float32))
 
+
+@case
+def language_example(b):
+    n = 512
+    F = np.float32
+    p = np.zeros(n, dtype=[("x", "<f4"), ("y", "<f4")]); p["x"] = rng.uniform(-1, 1, n); p["y"] = rng.uniform(-1, 1, n)
+    q = p.copy(); q["x"] = rng.uniform(-1, 1, n)
+    s = np.zeros(n, dtype=[("tag", "<i4"), ("Circle_0", "<f4"), ("Rect_0", "<f4"), ("Rect_1", "<f4")])
+    s["tag"] = rng.integers(0, 3, n); s["Circle_0"] = rng.uniform(-1, 1, n)
+    s["Rect_0"] = rng.uniform(-1, 1, n); s["Rect_1"] = rng.uniform(-1, 1, n)
+    g = i32(n)
+    o, err = run("q20_language_example.sarek", "use_items", b, n, ["n=512"], {"p": p, "q": q, "s": s, "g": g})
+    if err: return failures.append(f"language_example[{b}]: {err}")
+    c = np.clip(p["x"] * F(2.0), F(-1.0), F(1.0))
+    m = np.where(s["tag"] == 0, s["Circle_0"], np.where(s["tag"] == 1, s["Rect_0"] * s["Rect_1"], F(0.0)))
+    check(f"language_example[{b}].f", o["f"], (c + m).astype(F))
+    check(f"language_example[{b}].g", o["g"], np.gcd(g, np.arange(1, n + 1)))
+    want_q = q.copy(); want_q[0::2], want_q[1::2] = q[1::2], q[0::2]
+    check(f"language_example[{b}].q.x", o["q"]["x"], want_q["x"])
+    check(f"language_example[{b}].p.x", o["p"]["x"], p["x"])
+    x = rng.uniform(-1, 1, 1024).astype(F); y = rng.uniform(-1, 1, 1024).astype(F)
+    o, err = run("q20_language_example.sarek", "saxpy", b, 1024, ["a=2.0", "n=1000"], {"x": x, "y": y})
+    if err: return failures.append(f"language_example[{b}]: {err}")
+    want = y.copy(); want[:1000] = F(2.0) * x[:1000] + y[:1000]
+    check(f"language_example[{b}].saxpy", o["y"], want)
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")
