@@ -620,6 +620,19 @@ def language_example(b):
     want = y.copy(); want[:1000] = F(2.0) * x[:1000] + y[:1000]
     check(f"language_example[{b}].saxpy", o["y"], want)
 
+
+@case
+def float_widening(b):
+    n = 64
+    F = np.float32
+    f = rng.uniform(-1, 1, n).astype(F)
+    o, err = run("q21_float_widening.sarek", "float_widening", b, n, ["n=64"], {"f": f})
+    if err: return failures.append(f"float_widening[{b}]: {err}")
+    cases = [F(0.1) * F(3.0), F(1.0) / F(3.0), -F(0.7) + F(0.2), F(0.1)]
+    want = np.array([float(cases[i % 6]) if i % 6 < 4 else
+                     float((f[i] * F(0.0) + F(0.1)) if i % 6 == 4 else f[i] / F(3.0)) for i in range(n)])
+    check(f"float_widening[{b}].o", o["o"], want)
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")

@@ -347,6 +347,19 @@ impl Lowerer<'_> {
                 _ => {
                     let vals =
                         self.operands(args.iter().filter(|a| a.ty != tast::Ty::Unit), out)?;
+                    // `float64 e` of a float32 constant expression is folded here, in float32
+                    // arithmetic: glslang folds float constants in double precision, which
+                    // would skip the float32 rounding the other targets perform.
+                    if *op == Intrinsic::Convert
+                        && ty == ir::Ty::F64
+                        && let [arg] = vals.as_slice()
+                        && let Some(v) = f32_constant(arg)
+                    {
+                        return Ok(Some(ir::Expr::new(
+                            ir::ExprKind::Lit(Literal::F64(f64::from(v))),
+                            ty,
+                        )));
+                    }
                     ir::Expr::new(
                         ir::ExprKind::Intrinsic {
                             op: *op,
@@ -897,6 +910,33 @@ impl Lowerer<'_> {
                 self.bind_pattern(pattern, &m, span, out)
             }
         }
+    }
+}
+
+/// The value of a float32 expression made of literals, negation and `+ - * /`, computed in
+/// float32 (IEEE round-to-nearest, as every target and the interpreter evaluate it).
+fn f32_constant(e: &ir::Expr) -> Option<f32> {
+    use ir::ExprKind as K;
+    if e.ty != ir::Ty::F32 {
+        return None;
+    }
+    match &e.kind {
+        K::Lit(Literal::F32(v)) => Some(*v),
+        K::Unary {
+            op: crate::types::UnOp::Neg,
+            operand,
+        } => f32_constant(operand).map(|v| -v),
+        K::Binary { op, lhs, rhs } => {
+            let (a, b) = (f32_constant(lhs)?, f32_constant(rhs)?);
+            match op {
+                BinOp::Add => Some(a + b),
+                BinOp::Sub => Some(a - b),
+                BinOp::Mul => Some(a * b),
+                BinOp::Div => Some(a / b),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 
