@@ -878,6 +878,16 @@ impl<'a> Lexer<'a> {
             (b'&', b'&') => (Tok::AndAnd, 2),
             (b'!', b'=') => (Tok::BangEq, 2),
             (b'!', _) => (Tok::Bang, 1),
+            (b'=', b'=') => {
+                // OCaml's physical equality: say so, and go on as if `=` was written.
+                self.error(
+                    start,
+                    start + 2,
+                    "`==` is not a Sarek operator",
+                    "compare values with `=` (OCaml's `==` is physical equality)",
+                );
+                (Tok::Eq, 2)
+            }
             (b'=', _) => (Tok::Eq, 1),
             (b'.', _) => (Tok::Dot, 1),
             _ => {
