@@ -1503,6 +1503,9 @@ impl Checker {
         // Per arm: the guard, checked against a second copy of the pattern's bindings.
         let mut guards: Vec<Option<(tast::Pattern, Expr)>> = Vec::new();
         let mut first_body: Option<Span> = None;
+        // A pattern that failed to check was replaced by a wildcard: exhaustiveness and
+        // redundancy would then report arms after it as unreachable, so they are skipped.
+        let mut bad_pattern = false;
         for arm in arms {
             let mark = self.scope.len();
             let guard = arm.guard.as_ref().map(|g| {
@@ -1518,6 +1521,7 @@ impl Checker {
             let diags_before = self.diags.len();
             let mut binds = Vec::new();
             let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+            bad_pattern |= self.diags.len() > diags_before;
             if guard.is_some() {
                 // The pattern was checked (and reported) with the guard already.
                 self.diags.truncate(diags_before);
@@ -1550,7 +1554,9 @@ impl Checker {
             });
         }
         let guarded: Vec<bool> = guards.iter().map(Option::is_some).collect();
-        self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        if !bad_pattern {
+            self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        }
         if guarded.contains(&true) {
             return self.desugar_guards(scrut, out, guards, result, span);
         }
