@@ -93,6 +93,27 @@ impl Checker {
                 }
                 d
             }
+            // A float literal where the context wants an integer (`o.(i) <- 1.0` on an int32
+            // vector): the literal is what is wrong, not the context.
+            Reason::FloatLiteral if matches!(self.subst.resolve(ty), Ty::Scalar(s) if !s.is_float()) =>
+            {
+                let mut d = Diagnostic::error(span, "mismatched types")
+                    .with_label(format!("expected `{shown}`, found a float literal"));
+                if shows_origin(origin, span) {
+                    d = d.with_secondary(origin, format!("`{shown}` is required here"));
+                }
+                let example = match self.subst.resolve(ty) {
+                    Ty::Scalar(Scalar::I64) => Some("2L"),
+                    Ty::Scalar(s) if s.is_int() => Some("2"),
+                    _ => None,
+                };
+                if let Some(example) = example {
+                    d = d.with_help(format!(
+                        "write an integer literal such as `{example}`, or convert: `{shown} (...)`"
+                    ));
+                }
+                d
+            }
             Reason::Operation(_) | Reason::FloatLiteral => {
                 let op = reason.describe();
                 let mut d = Diagnostic::error(
