@@ -5,6 +5,7 @@
 # toolchain, so the `sarek` binary is built here and carried there:
 #
 #   scripts/gpu.sh build    build `sarek` (release, default features) and stage it in .gpu/
+#   scripts/gpu.sh traps    on the GPU machine: only the bounded-recursion trap checks
 #   scripts/gpu.sh remote   what runs on the GPU machine: `sarek devices`, then
 #                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
 #                           exit 1 if any file failed (the log is also written to $OUT when set)
@@ -21,6 +22,7 @@ build() {
     cargo build --release -p sarek
     mkdir -p .gpu
     cp target/release/sarek .gpu/sarek
+    strip .gpu/sarek
     # .gpu/ travels with the run tool's `carry`; keep it out of git.
     local exclude
     exclude=$(git rev-parse --git-path info/exclude)
@@ -41,15 +43,20 @@ find_nvrtc() {
     return 1
 }
 
-remote() {
-    local log=${OUT:-/tmp}/gpu-verify.log
-    local bin=.gpu/sarek
-    [ -x "$bin" ] || { echo "no $bin: run 'scripts/gpu.sh build' here and carry .gpu" >&2; exit 2; }
+# The carried binary, NVRTC and the kernel cache, for the steps that run on the GPU machine.
+remote_env() {
+    [ -x .gpu/sarek ] || { echo "no .gpu/sarek: run 'scripts/gpu.sh build' here and carry .gpu" >&2; exit 2; }
     if nvrtc=$(find_nvrtc); then
         export SAREK_NVRTC_LIB=$nvrtc
         export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
     export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/sarek-cache}
+}
+
+remote() {
+    local log=${OUT:-/tmp}/gpu-verify.log
+    local bin=.gpu/sarek
+    remote_env
     {
         echo "== machine"
         nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -76,10 +83,28 @@ remote() {
         echo "== cache: $(ls "$XDG_CACHE_HOME/sarek/cuda" 2>/dev/null | grep -c '\.cubin$') compiled modules cached"
         echo "== second verify of one file (modules come from the disk cache, no NVRTC)"
         /usr/bin/time -f "%e s wall" "$bin" verify tests/kernels/saxpy.sarek --backends cuda >/dev/null || true
+        traps
         bench
         [ "$fail" -eq 0 ] && [ "$unavailable" -eq 0 ]
     } 2>&1 | tee "$log"
     return "${PIPESTATUS[0]}"
+}
+
+# Bounded recursion past its depth must fail, located, on the GPU backends too (exit 1).
+traps() {
+    local bin=.gpu/sarek
+    for b in ${SAREK_GPU_BACKENDS:-cuda,ptx} opencl; do
+        for b1 in ${b//,/ }; do
+            for km in chain:5 chain:8 tree:7 tree:9; do
+                echo "== trap check: run tests/traps/inline_depth.sarek --kernel ${km%:*} m=${km#*:} --backend $b1"
+                set +e
+                "$bin" run tests/traps/inline_depth.sarek --kernel "${km%:*}" --arg m="${km#*:}" \
+                    --arg n=1024 --backend "$b1" 2>&1 | tail -n 6
+                echo "exit ${PIPESTATUS[0]}"
+                set -e
+            done
+        done
+    done
 }
 
 # Issue 5/7 figures: mandelbrot 1024x1024 (256 iterations) and tiled matmul 256x256 per backend.
@@ -98,6 +123,7 @@ bench() {
 case "${1:-all}" in
     build) build ;;
     remote) remote ;;
+    traps) remote_env; traps ;;
     all)
         build
         cat <<'EOF'

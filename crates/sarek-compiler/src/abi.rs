@@ -219,4 +219,8 @@ pub struct Abi {
     /// True when the generated code has the block size baked in (`@workgroup_size`,
     /// `local_size_x`): the runtime must regenerate/recompile per block size.
     pub block_size_in_source: bool,
+    /// Where the trap status word goes, when the kernel has traps ([`crate::ir::Trap`]):
+    /// a buffer of one int32 the runtime zeroes before the launch and reads after it;
+    /// non-zero is the code of a trap some thread reached.
+    pub trap_status: Option<ArgSlot>,
 }

@@ -179,7 +179,7 @@ impl Check<'_> {
                 | StmtKind::Fence { .. }
                 | StmtKind::Break
                 | StmtKind::Continue => {}
-                StmtKind::Native(_) => {}
+                StmtKind::Native(_) | StmtKind::Trap(_) => {}
             }
         }
     }

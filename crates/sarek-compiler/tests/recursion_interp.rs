@@ -36,9 +36,14 @@ let%kernel rec_kernel (a : int32 vector) (b : int32 vector) (g : int32 vector) (
     g.(i) <- gcd a.(i) b.(i);
     p.(i) <- pow_acc (a.(i) mod 5) (b.(i) mod 7) 1;
     c.(i) <- collatz (a.(i) mod 50 + 1) 0;
-    f.(i) <- fib (i mod 13);
+    f.(i) <- fib (i mod 12);
     d.(i) <- depth (i mod 13)
   end
+
+(* fib 12 needs 11 levels, one more than declared. *)
+let%kernel fib_too_deep (f : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then f.(i) <- fib (i mod 13)
 
 let%kernel fill_kernel (v : int32 vector) (n : int32) =
   if global_thread_id = 0 then fill v 0 n
@@ -63,27 +68,11 @@ fn collatz(n: i32, steps: i32) -> i32 {
         collatz(3 * n + 1, steps + 1)
     }
 }
-/// `fib` with the documented cut-off: a self-call made at recursion depth past `limit`
-/// yields 0 instead of recursing.
-fn fib_cut(n: i32, depth: u32, limit: u32) -> i32 {
-    if depth > limit {
-        return 0;
-    }
-    if n < 2 {
-        n
-    } else {
-        fib_cut(n - 1, depth + 1, limit) + fib_cut(n - 2, depth + 1, limit)
-    }
+fn fib(n: i32) -> i32 {
+    if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
 }
-fn depth_cut(n: i32, depth: u32, limit: u32) -> i32 {
-    if depth > limit {
-        return 0;
-    }
-    if n <= 0 {
-        0
-    } else {
-        1 + 2 * depth_cut(n - 1, depth + 1, limit)
-    }
+fn depth(n: i32) -> i32 {
+    if n <= 0 { 0 } else { 1 + 2 * depth(n - 1) }
 }
 
 fn ints(v: Vec<i32>) -> ArgValue {
@@ -142,22 +131,32 @@ fn eliminated_recursion_computes_the_recursive_definitions() {
         assert_eq!(g[i], gcd(a[i], b[i]), "gcd at {i}");
         assert_eq!(p[i], pow_acc(a[i] % 5, b[i] % 7, 1), "pow at {i}");
         assert_eq!(c[i], collatz(a[i] % 50 + 1, 0), "collatz at {i}");
-        let m = (i % 13) as i32;
-        assert_eq!(f[i], fib_cut(m, 0, 10), "fib at {i}");
-        assert_eq!(d[i], depth_cut(m, 0, 12), "depth at {i}");
+        // Within the declared depths: fib 11 needs 10 levels, depth 12 needs 12.
+        assert_eq!(f[i], fib((i % 12) as i32), "fib at {i}");
+        assert_eq!(d[i], depth((i % 13) as i32), "depth at {i}");
     }
-    // Within the declared depth the cut-off never triggers: the true values.
-    let fib = |n: i32| (0..n).fold((0i32, 1i32), |(x, y), _| (y, x + y)).0;
-    for m in 0..=11 {
-        assert_eq!(f[m as usize], fib(m), "fib {m} is within depth 10");
-    }
-    // fib 12 needs 11 levels: past the declared depth the residual call yields 0.
-    assert_ne!(f[12], fib(12));
-    assert_eq!(
-        d[12],
-        (1 << 12) - 1,
-        "depth 12 is within its declared depth"
+}
+
+#[test]
+fn recursion_past_the_declared_depth_stops_at_the_residual_call() {
+    let k = lower("fib_too_deep");
+    let n = 64usize;
+    let mut args = vec![ints(vec![0; n]), ArgValue::Scalar(Literal::I32(n as i32))];
+    let err = sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args)
+        .expect_err("fib 12 needs 11 levels, 10 are declared");
+    let sarek_runtime::device::RuntimeError::Fault { span, message } = err else {
+        panic!("expected a fault, got {err}");
+    };
+    assert!(
+        message.starts_with(
+            "`fib` recursed deeper than the 10 levels its `[@sarek.inline 10]` mark allows"
+        ),
+        "{message}"
     );
+    // Thread 12 is the first to need the 11th level; the span is a recursive call of `fib`.
+    assert!(message.contains("thread (12,0,0)"), "{message}");
+    let call = &SOURCE[span.start as usize..span.end as usize];
+    assert!(call.starts_with("fib (n - "), "{call}");
 }
 
 #[test]

@@ -92,7 +92,7 @@ fn check_expr(e: &Expr, what: &str) {
             kids.push(body);
         }
         ExprKind::Superstep { step, rest, .. } => kids.extend([&**step, &**rest]),
-        ExprKind::Ignore(e) => kids.push(e),
+        ExprKind::Ignore(e) | ExprKind::Trap { fallback: e, .. } => kids.push(e),
         ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => {}
     }
     for k in kids {

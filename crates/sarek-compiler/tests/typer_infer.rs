@@ -66,7 +66,7 @@ fn all_exprs(e: &Expr) -> Vec<&Expr> {
         ExprKind::Unary { operand, .. } => vec![operand],
         ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
         ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(e) => vec![e],
+        ExprKind::Ignore(e) | ExprKind::Trap { fallback: e, .. } => vec![e],
         ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
     };
     for k in kids {

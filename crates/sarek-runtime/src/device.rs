@@ -2,6 +2,7 @@
 
 use crate::value::ArgValue;
 use sarek_compiler::ir::Kernel;
+use sarek_compiler::{Diagnostic, Target};
 use std::fmt;
 use std::time::Duration;
 
@@ -102,26 +103,141 @@ pub struct LaunchStats {
     pub total_time: Duration,
 }
 
-/// A runtime failure: unavailable device, rejected source, launch error, or (on the
-/// interpreter) a located fault in the kernel.
+/// A runtime failure: unavailable device, a kernel the target or device cannot run, rejected
+/// source, launch error, or (on the interpreter) a located fault in the kernel.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum RuntimeError {
     #[error("backend `{backend}` is unavailable: {reason}")]
     Unavailable { backend: Backend, reason: String },
+    /// The device's own compiler (NVRTC, glslang, naga, the OpenCL driver, the CUDA driver)
+    /// rejected the source Sarek generated: a Sarek bug. The message carries its log.
     #[error("{0}")]
     Compile(String),
+    /// The kernel cannot run here: the generator for `target` refused it (float64 on WGSL), or
+    /// the device lacks a capability the kernel needs (no shaderInt64, no subgroups). The
+    /// diagnostics are located in the kernel source, merged so that each reason appears once
+    /// (see [`RuntimeError::refused`]). Callers with the source map render them.
+    #[error("{}", refusal_summary(*target, kernel, diagnostics))]
+    Refused {
+        target: Target,
+        kernel: String,
+        diagnostics: Vec<Diagnostic>,
+    },
     #[error("{0}")]
     Arguments(String),
     #[error("{0}")]
     Launch(String),
     /// A fault found by the interpreter/cpu executor (out of bounds, division by zero, a
-    /// barrier reached by part of a block, ...). `span` is the kernel statement; `message`
-    /// names the kernel, block and thread. Callers with the source map render the location.
+    /// barrier reached by part of a block, ...), or a trap a device reported. `span` is the
+    /// kernel statement; `message` names the kernel (and, on the interpreter, the block and
+    /// thread). Callers with the source map render the location.
     #[error("{message}")]
     Fault {
         span: sarek_compiler::Span,
         message: String,
     },
+}
+
+/// The error for a launch whose trap status word came back non-zero: the code names the
+/// trap site ([`sarek_compiler::ir::Trap`]). Devices cannot say which thread trapped.
+pub fn trap_fault(kernel: &Kernel, code: i32, backend: Backend) -> RuntimeError {
+    match u32::try_from(code).ok().and_then(|c| kernel.trap(c)) {
+        Some((trap, span)) => RuntimeError::Fault {
+            span,
+            message: format!(
+                "{} in kernel `{}` (reported by the {backend} device)",
+                trap.message, kernel.name
+            ),
+        },
+        None => RuntimeError::Launch(format!(
+            "kernel `{}` reported trap code {code}, which it does not contain",
+            kernel.name
+        )),
+    }
+}
+
+impl RuntimeError {
+    /// A refusal of `kernel` for `target`, each reason once: diagnostics with the same message
+    /// merge into the first, whose other places become secondary labels (at most
+    /// [`MAX_EXTRA_PLACES`], then a note counting the rest), so a kernel using float64 in ten
+    /// statements gets one error pointing at all of them rather than ten errors.
+    pub fn refused(
+        target: Target,
+        kernel: &str,
+        diagnostics: impl IntoIterator<Item = Diagnostic>,
+    ) -> RuntimeError {
+        let mut merged: Vec<(Diagnostic, usize)> = Vec::new();
+        for d in diagnostics {
+            let Some((first, hidden)) = merged
+                .iter_mut()
+                .find(|(m, _)| m.message == d.message && m.severity == d.severity)
+            else {
+                merged.push((d, 0));
+                continue;
+            };
+            let places = std::iter::once(sarek_compiler::diag::Label {
+                span: d.span,
+                message: d.label,
+            })
+            .chain(d.secondary);
+            for place in places {
+                let known = place.span == first.span
+                    || first.secondary.iter().any(|l| l.span == place.span);
+                if place.span.is_dummy() || known {
+                    continue;
+                }
+                if first.secondary.len() < MAX_EXTRA_PLACES {
+                    first.secondary.push(place);
+                } else {
+                    *hidden += 1;
+                }
+            }
+            for n in d.notes {
+                if !first.notes.contains(&n) {
+                    first.notes.push(n);
+                }
+            }
+            for h in d.help {
+                if !first.help.contains(&h) {
+                    first.help.push(h);
+                }
+            }
+        }
+        let diagnostics = merged
+            .into_iter()
+            .map(|(mut d, hidden)| {
+                if hidden > 0 {
+                    let s = if hidden == 1 { "" } else { "s" };
+                    d.notes.push(format!("and {hidden} more place{s}"));
+                }
+                d
+            })
+            .collect();
+        RuntimeError::Refused {
+            target,
+            kernel: kernel.to_string(),
+            diagnostics,
+        }
+    }
+}
+
+/// How many other places of the same refusal [`RuntimeError::refused`] labels.
+pub const MAX_EXTRA_PLACES: usize = 4;
+
+/// A refusal without its source map: `WGSL cannot run kernel `k`: message (note); message`.
+fn refusal_summary(target: Target, kernel: &str, diagnostics: &[Diagnostic]) -> String {
+    let reasons: Vec<String> = diagnostics
+        .iter()
+        .map(|d| {
+            let notes: String = d.notes.iter().map(|n| format!(" ({n})")).collect();
+            format!("{}{notes}", d.message)
+        })
+        .collect();
+    format!(
+        "{} cannot run kernel `{kernel}`: {}",
+        target.display_name(),
+        reasons.join("; ")
+    )
 }
 
 /// A device that can run IR kernels. Implementations compile (and cache) per kernel and

@@ -756,9 +756,11 @@ pub enum Outcome {
     Agree,
     /// The backend ran and disagreed with `interp` (one line per vector that differs).
     Mismatch(Vec<String>),
-    /// The backend refused the kernel (a target limitation: compile error).
+    /// The target or the device cannot run the kernel ([`RuntimeError::Refused`]: float64 on
+    /// WGSL, warps without subgroups): one located line per reason.
     Refused(String),
-    /// The backend failed to launch or faulted.
+    /// The backend failed to launch or faulted, or its compiler rejected the generated source
+    /// ([`RuntimeError::Compile`], a generator bug).
     BackendError(String),
     /// The front end, lowering, the arguments or the interpreter failed: the corpus entry
     /// itself is broken.
@@ -917,10 +919,16 @@ pub fn check_corpus_against_interp(backend: Backend, kernels_dir: &Path) -> Corp
     report
 }
 
-/// Render a runtime error, locating interpreter faults in the sources.
+/// Render a runtime error on one line per message, locating interpreter faults and refusals
+/// in the sources (`file:line:col: message`).
 pub fn render_error(e: &RuntimeError, sources: &sarek_compiler::SourceMap) -> String {
     match e {
         RuntimeError::Fault { span, message } => format!("{}: {message}", sources.location(*span)),
+        RuntimeError::Refused { diagnostics, .. } => diagnostics
+            .iter()
+            .map(|d| format!("{}: {}", sources.location(d.span), d.message))
+            .collect::<Vec<_>>()
+            .join("\n"),
         other => other.to_string(),
     }
 }
@@ -949,7 +957,10 @@ fn run_directive(
     }
     match run(device, &kernel, config, &mut found) {
         Ok(_) => {}
-        Err(RuntimeError::Compile(m)) => return Outcome::Refused(m),
+        // Only a refusal is a limitation; a compiler rejecting generated code is a failure.
+        Err(e @ RuntimeError::Refused { .. }) => {
+            return Outcome::Refused(render_error(&e, sources));
+        }
         Err(e) => return Outcome::BackendError(render_error(&e, sources)),
     }
     let diffs: Vec<String> = compare_args(&kernel, &expected, &found, &Tolerance::default())
@@ -1187,5 +1198,82 @@ mod tests {
         assert_eq!((m.index, m.leaf.as_str()), (j, "Rect_1"));
         let args = build_args(&kernel, &Inputs::new(10, 1)).unwrap();
         assert!(matches!(&args[0], ArgValue::Vector(h) if h.len == 10 && h.columns.len() == 4));
+    }
+
+    /// A device whose every launch fails with the error a backend would report.
+    struct Failing(RuntimeError);
+
+    impl Device for Failing {
+        fn info(&self) -> crate::device::DeviceInfo {
+            crate::device::DeviceInfo {
+                backend: Backend::Wgpu,
+                name: "failing".into(),
+                max_threads_per_block: 1024,
+                subgroups: true,
+                float64: true,
+            }
+        }
+        fn launch(
+            &self,
+            _: &Kernel,
+            _: LaunchConfig,
+            _: &mut [ArgValue],
+        ) -> Result<LaunchStats, RuntimeError> {
+            Err(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn a_compile_error_is_a_failure_and_a_refusal_is_not() {
+        let src = "(* @run k size=8 n=8 *)\n\
+                   let%kernel k (v : int32 vector) (n : int32) =\n  \
+                   let i = global_thread_id in\n  if i < n then v.(i) <- i\n";
+        let mut sources = sarek_compiler::SourceMap::new();
+        let file = sources.add("k.sarek", src);
+        let program = sarek_compiler::check(&sources, file).unwrap();
+        let d = &parse_directives(src).unwrap()[0];
+        let interp = crate::interp::open().unwrap();
+        let outcome = |e: RuntimeError| run_directive(&sources, &program, d, &*interp, &Failing(e));
+
+        let compile = outcome(RuntimeError::Compile(
+            "wgpu rejected the generated WGSL: expected ':'".into(),
+        ));
+        assert!(
+            matches!(&compile, Outcome::BackendError(m) if m.contains("rejected the generated")),
+            "{compile:?}"
+        );
+
+        // `v` of `(v : ...)` on line 2: "let%kernel k (" is 14 characters, so column 15.
+        let at = src.find("v : int32").unwrap();
+        let diag = |msg: &str| {
+            sarek_compiler::Diagnostic::error(sarek_compiler::Span::new(file, at, at + 1), msg)
+        };
+        let refusal = RuntimeError::refused(
+            sarek_compiler::Target::Wgsl,
+            "k",
+            [diag("WGSL says no"), diag("WGSL says no")],
+        );
+        let refused = outcome(refusal);
+        assert_eq!(
+            refused,
+            Outcome::Refused("k.sarek:2:15: WGSL says no".into())
+        );
+
+        let report = CorpusReport {
+            backend: Backend::Wgpu,
+            unavailable: None,
+            entries: [compile, refused]
+                .into_iter()
+                .map(|outcome| CorpusEntry {
+                    file: "k.sarek".into(),
+                    kernel: "k".into(),
+                    line: 1,
+                    outcome,
+                })
+                .collect(),
+        };
+        let failures = report.failures();
+        assert_eq!(failures.len(), 1);
+        assert!(matches!(failures[0].outcome, Outcome::BackendError(_)));
     }
 }

@@ -2,6 +2,7 @@
 //! executor and one module per GPU API behind a cargo feature.
 
 pub mod buffer;
+pub mod capability;
 pub mod cpu;
 pub mod device;
 pub mod discover;

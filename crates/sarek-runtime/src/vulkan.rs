@@ -14,18 +14,23 @@
 //!   constants at the ABI's offsets, dispatches, waits on a fence, and unpacks the buffers
 //!   back into the host vectors. Kernel time comes from timestamp queries when the queue has
 //!   them, else from the wall clock around submit and wait.
+//! - Refusals: a kernel the GLSL generator refuses, or one needing what the device lacks
+//!   (`shaderInt64`, `shaderFloat64`, push-constant space, storage-buffer bindings), is a
+//!   located [`RuntimeError::Refused`] before any module or pipeline is made; GLSL that
+//!   glslang rejects is [`RuntimeError::Compile`] (a generator bug).
 //! - Warp operations use native subgroups when the device's subgroup size is the language's
 //!   warp size (32) with vote, ballot and shuffle; elsewhere (lavapipe has 8 lanes) the
 //!   generator emulates them in shared memory, so results match the interpreter everywhere.
 
+use crate::capability;
 use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
 use crate::value::{ArgValue, HostVector};
 use ash::vk;
-use sarek_compiler::TargetOptions;
 use sarek_compiler::abi::{AbiParamKind, ArgSlot, ElemLayout, Stored};
 use sarek_compiler::back::glsl::{self, Warps, spirv};
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::types::{Literal, Scalar};
+use sarek_compiler::{Diagnostic, Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -46,12 +51,22 @@ fn vk_err(what: &str) -> impl Fn(vk::Result) -> RuntimeError + '_ {
 
 /// Open the best Vulkan device with a compute queue, or say why there is none.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with(false)
+}
+
+/// As [`open`], but with the device's `shaderInt64` and `shaderFloat64` left disabled, as on
+/// a device without them: tests of the refusals such devices give.
+pub fn open_without_64bit_types() -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with(true)
+}
+
+fn open_with(mask_64bit: bool) -> Result<Arc<dyn Device>, RuntimeError> {
     if !spirv::glslang_available() {
         return Err(unavailable(
             "glslangValidator (package glslang-tools) is not installed",
         ));
     }
-    let state = State::new()?;
+    let state = State::new(mask_64bit)?;
     Ok(Arc::new(VulkanDevice {
         state: Mutex::new(state),
     }))
@@ -81,6 +96,8 @@ struct State {
     limits: vk::PhysicalDeviceLimits,
     timestamps: bool,
     info: DeviceInfo,
+    /// `shaderInt64`: without it a kernel using int64 is refused before any module is made.
+    int64: bool,
     options: TargetOptions,
     warps: Warps,
     modules: HashMap<String, Module>,
@@ -92,7 +109,7 @@ struct State {
 unsafe impl Send for State {}
 
 impl State {
-    fn new() -> Result<State, RuntimeError> {
+    fn new(mask_64bit: bool) -> Result<State, RuntimeError> {
         // SAFETY: loading the system Vulkan loader; its initialisers are trusted.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
             unavailable(format!(
@@ -114,7 +131,7 @@ impl State {
         // SAFETY: valid create info.
         let instance = unsafe { entry.create_instance(&create, None) }
             .map_err(|e| unavailable(format!("no Vulkan instance: {e}")))?;
-        match Self::with_instance(entry, instance.clone()) {
+        match Self::with_instance(entry, instance.clone(), mask_64bit) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // SAFETY: nothing else uses the instance.
@@ -124,7 +141,11 @@ impl State {
         }
     }
 
-    fn with_instance(entry: ash::Entry, instance: ash::Instance) -> Result<State, RuntimeError> {
+    fn with_instance(
+        entry: ash::Entry,
+        instance: ash::Instance,
+        mask_64bit: bool,
+    ) -> Result<State, RuntimeError> {
         // SAFETY: queries on a live instance.
         let devices = unsafe { instance.enumerate_physical_devices() }
             .map_err(|e| unavailable(format!("cannot enumerate Vulkan devices: {e}")))?;
@@ -177,8 +198,8 @@ impl State {
             && subgroup
                 .supported_stages
                 .contains(vk::ShaderStageFlags::COMPUTE);
-        let float64 = features.shader_float64 == vk::TRUE;
-        let int64 = features.shader_int64 == vk::TRUE;
+        let float64 = features.shader_float64 == vk::TRUE && !mask_64bit;
+        let int64 = features.shader_int64 == vk::TRUE && !mask_64bit;
         let int64_atomics = int64
             && atomic64.shader_buffer_int64_atomics == vk::TRUE
             && atomic64.shader_shared_int64_atomics == vk::TRUE;
@@ -236,6 +257,7 @@ impl State {
             limits,
             timestamps: ts_bits > 0 && limits.timestamp_compute_and_graphics == vk::TRUE,
             info,
+            int64,
             options: TargetOptions {
                 subgroups: true,
                 float64,
@@ -259,9 +281,7 @@ impl State {
     ) -> Result<&Module, RuntimeError> {
         if !self.modules.contains_key(source) {
             let words = spirv::compile(source).map_err(|e| {
-                RuntimeError::Launch(format!(
-                    "internal error: the generated GLSL did not compile: {e}"
-                ))
+                RuntimeError::Compile(format!("glslang rejected the generated GLSL: {e}"))
             })?;
             let d = &self.device;
             let module = unsafe {
@@ -273,7 +293,8 @@ impl State {
                 .iter()
                 .filter(|p| matches!(p.kind, AbiParamKind::Vector { .. }))
                 .count()
-                + usize::from(abi.uniform_binding.is_some());
+                + usize::from(abi.uniform_binding.is_some())
+                + usize::from(abi.trap_status.is_some());
             let bindings: Vec<_> = (0..buffers as u32)
                 .map(|b| {
                     vk::DescriptorSetLayoutBinding::default()
@@ -374,27 +395,40 @@ impl State {
         args: &mut [ArgValue],
     ) -> Result<LaunchStats, RuntimeError> {
         let start = Instant::now();
-        let generated =
-            glsl::generate_with(kernel, &self.options, self.warps).map_err(|diags| {
-                RuntimeError::Compile(
-                    diags
-                        .iter()
-                        .map(|d| d.message.clone())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )
-            })?;
+        self.check_capabilities(kernel)?;
+        let generated = glsl::generate_with(kernel, &self.options, self.warps)
+            .map_err(|d| RuntimeError::refused(Target::Glsl, &kernel.name, d))?;
         self.check_launch(kernel, &generated.abi, config, args)?;
         self.module(&generated.source, &generated.abi)?;
         let pipeline = self.pipeline(&generated.source, config.block)?;
         let mut scratch = Scratch::default();
         let result = self.run(&generated.source, pipeline, config, args, &mut scratch);
         scratch.destroy(&self.device);
-        let kernel_time = result?;
+        let (kernel_time, trap) = result?;
+        if trap != 0 {
+            return Err(crate::device::trap_fault(kernel, trap, Backend::Vulkan));
+        }
         Ok(LaunchStats {
             kernel_time,
             total_time: start.elapsed(),
         })
+    }
+
+    /// Refuse, located, a kernel needing a 64-bit type this device lacks: SPIR-V declaring
+    /// `Int64`/`Float64` on such a device is invalid usage, which drivers need not report.
+    fn check_capabilities(&self, kernel: &Kernel) -> Result<(), RuntimeError> {
+        let missing = [
+            (!self.int64, Scalar::I64, "shaderInt64"),
+            (!self.info.float64, Scalar::F64, "shaderFloat64"),
+        ];
+        for (_, scalar, feature) in missing.into_iter().filter(|m| m.0) {
+            if let Some(refusal) =
+                capability::refuse_scalar(kernel, scalar, Target::Glsl, &self.info.name, feature)
+            {
+                return Err(refusal);
+            }
+        }
+        Ok(())
     }
 
     fn check_launch(
@@ -438,10 +472,28 @@ impl State {
             && abi.uniform_binding.is_none()
             && size > l.max_push_constants_size
         {
-            return Err(RuntimeError::Compile(format!(
-                "GLSL: the kernel's parameters need {size} bytes of push constants, this device offers {}",
-                l.max_push_constants_size
-            )));
+            let diag = Diagnostic::error(
+                kernel.span,
+                format!(
+                    "kernel `{}` passes {size} bytes of parameters as push constants, the device \
+                     `{}` offers {} (GLSL)",
+                    kernel.name, self.info.name, l.max_push_constants_size
+                ),
+            )
+            .with_label("this kernel's scalar parameters do not fit");
+            return Err(RuntimeError::refused(Target::Glsl, &kernel.name, [diag]));
+        }
+        let storage_limit = l
+            .max_per_stage_descriptor_storage_buffers
+            .min(l.max_descriptor_set_storage_buffers);
+        if let Some(refusal) = capability::refuse_buffer_count(
+            kernel,
+            u32::from(abi.uniform_binding.is_some()),
+            storage_limit,
+            Target::Glsl,
+            &self.info.name,
+        ) {
+            return Err(refusal);
         }
         Ok(())
     }
@@ -455,12 +507,13 @@ impl State {
         config: LaunchConfig,
         args: &mut [ArgValue],
         scratch: &mut Scratch,
-    ) -> Result<Duration, RuntimeError> {
+    ) -> Result<(Duration, i32), RuntimeError> {
         let d = &self.device;
         let m = &self.modules[source];
         let abi = &m.abi;
         let mut push = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block).
+        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block,
+        // TRAP for the trap status word).
         let mut buffers = Vec::new();
         for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
             match (&p.kind, arg) {
@@ -535,6 +588,11 @@ impl State {
             let (buf, mem) = self.host_buffer(&push, scratch)?;
             buffers.push((binding, buf, mem, push.len(), usize::MAX));
             push.clear();
+        }
+        const TRAP: usize = usize::MAX - 1;
+        if let Some(ArgSlot::Binding { binding, .. }) = abi.trap_status {
+            let (buf, mem) = self.host_buffer(&[0; 4], scratch)?;
+            buffers.push((binding, buf, mem, 4, TRAP));
         }
         unsafe {
             let set = if buffers.is_empty() {
@@ -676,12 +734,17 @@ impl State {
                     elapsed = Duration::from_nanos(ns as u64);
                 }
             }
+            let mut trap = 0;
             for (_, _, mem, size, i) in buffers.iter().filter(|b| b.4 != usize::MAX) {
                 let ptr = d
                     .map_memory(*mem, 0, *size as u64, vk::MemoryMapFlags::empty())
                     .map_err(vk_err("map memory"))?;
                 let bytes = std::slice::from_raw_parts(ptr as *const u8, *size).to_vec();
                 d.unmap_memory(*mem);
+                if *i == TRAP {
+                    trap = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
+                    continue;
+                }
                 let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) =
                     (&abi.params[*i].kind, &mut args[*i])
                 else {
@@ -689,7 +752,7 @@ impl State {
                 };
                 unpack_vector(&bytes, elem, v);
             }
-            Ok(elapsed)
+            Ok((elapsed, trap))
         }
     }
 

@@ -5,7 +5,10 @@
 //! returned: scalars and by-value aggregates into the `Params` uniform, each vector into a
 //! storage buffer laid out per its [`ElemLayout`], lengths into the uniform. Pipelines are cached
 //! per (WGSL source, block size); the block size reaches the shader as pipeline-overridable
-//! constants. Device errors are caught with error scopes and returned as [`RuntimeError`]s.
+//! constants. Device errors are caught with error scopes and returned as [`RuntimeError`]s:
+//! what the WGSL generator refuses (64-bit types, warps without 32-lane subgroups) and more
+//! vectors than the adapter binds are [`RuntimeError::Refused`], located in the kernel; WGSL
+//! that wgpu rejects is [`RuntimeError::Compile`] (a generator bug).
 //! Kernel time comes from timestamp queries when the adapter supports them, else from the wall
 //! clock around the dispatch's own submission.
 
@@ -206,6 +209,9 @@ impl WgpuDevice {
                         entries.push(storage(*binding));
                     }
                 }
+                if let Some(ArgSlot::Binding { binding, .. }) = abi.trap_status {
+                    entries.push(storage(binding));
+                }
                 let layout =
                     self.device
                         .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -355,15 +361,8 @@ impl Device for WgpuDevice {
     ) -> Result<LaunchStats, RuntimeError> {
         let started = Instant::now();
         self.check_config(&config)?;
-        let generated =
-            sarek_compiler::generate(kernel, Target::Wgsl, &self.options).map_err(|d| {
-                RuntimeError::Compile(
-                    d.iter()
-                        .map(|d| d.message.clone())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                )
-            })?;
+        let generated = sarek_compiler::generate(kernel, Target::Wgsl, &self.options)
+            .map_err(|d| RuntimeError::refused(Target::Wgsl, &kernel.name, d))?;
         let abi = &generated.abi;
         if args.len() != abi.params.len() {
             return Err(RuntimeError::Arguments(format!(
@@ -372,6 +371,16 @@ impl Device for WgpuDevice {
                 abi.params.len(),
                 args.len()
             )));
+        }
+        // A device limit is a refusal of the kernel, not a pipeline validation error.
+        if let Some(refusal) = crate::capability::refuse_buffer_count(
+            kernel,
+            0,
+            self.limits.max_storage_buffers_per_shader_stage,
+            Target::Wgsl,
+            &self.info.name,
+        ) {
+            return Err(refusal);
         }
         let compiled = self.pipeline(&generated.source, abi, config.block)?;
 
@@ -458,6 +467,14 @@ impl Device for WgpuDevice {
                 }
             }
         }
+        // The trap status word travels as one more storage buffer, zeroed.
+        let trap_at = match abi.trap_status {
+            Some(ArgSlot::Binding { binding, .. }) => {
+                storage.push((usize::MAX, binding, vec![0; 4]));
+                Some(storage.len() - 1)
+            }
+            _ => None,
+        };
 
         let usage = wgpu::BufferUsages::STORAGE
             | wgpu::BufferUsages::COPY_SRC
@@ -605,8 +622,15 @@ impl Device for WgpuDevice {
                 staging
             })
             .map_err(RuntimeError::Launch)?;
-        for ((i, _, _), s) in storage.iter().zip(&staging) {
+        for (k, ((i, _, _), s)) in storage.iter().zip(&staging).enumerate() {
             let bytes = read_back(&self.device, s)?;
+            if Some(k) == trap_at {
+                let code = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
+                if code != 0 {
+                    return Err(crate::device::trap_fault(kernel, code, Backend::Wgpu));
+                }
+                continue;
+            }
             if let (ArgValue::Vector(v), AbiParamKind::Vector { elem, .. }) =
                 (&mut args[*i], &abi.params[*i].kind)
             {

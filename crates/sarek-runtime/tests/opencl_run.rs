@@ -1,10 +1,11 @@
 //! The `opencl` backend on a real OpenCL device (PoCL on CI): hand-built IR kernels with
 //! hand-computed expectations (records, variants, tuples, shared memory, barriers, atomics),
-//! refusals surfacing as compile errors, and device properties.
+//! refusals surfacing as `RuntimeError::Refused`, and device properties.
 
 #[path = "../../sarek-compiler/tests/support/ir_kernels.rs"]
 mod ir_kernels;
 
+use sarek_compiler::Target;
 use sarek_compiler::types::Literal;
 use sarek_runtime::{ArgValue, Column, Device, HostVector, LaunchConfig, RuntimeError};
 use std::sync::Arc;
@@ -219,13 +220,13 @@ fn int64_atomics_and_float64() {
             assert_eq!(v.columns[0].get(3), Literal::I64(-(n as i64)));
             assert_eq!(v.columns[0].get(5), Literal::I64(n as i64));
         }
-        Err(RuntimeError::Compile(m)) => assert!(m.contains("OpenCL C"), "{m}"),
+        Err(e @ RuntimeError::Refused { .. }) => assert!(e.to_string().contains("OpenCL C"), "{e}"),
         Err(e) => panic!("{e}"),
     }
 }
 
 #[test]
-fn refusal_is_a_compile_error_naming_opencl() {
+fn refusal_is_a_located_refusal_naming_opencl() {
     let Some(dev) = device() else { return };
     if dev.info().subgroups {
         return eprintln!("skipping: this device has subgroups, warp kernels run");
@@ -235,8 +236,15 @@ fn refusal_is_a_compile_error_naming_opencl() {
         vector(vec![Column::I32(vec![0; 32])]),
     ];
     match dev.launch(&ir_kernels::warp(), LaunchConfig::linear(32), &mut args) {
-        Err(RuntimeError::Compile(m)) => {
-            assert!(m.contains("OpenCL C") && m.contains("warp"), "{m}")
+        Err(RuntimeError::Refused {
+            target,
+            kernel,
+            diagnostics,
+        }) => {
+            assert_eq!((target, kernel.as_str()), (Target::OpenCl, "warp"));
+            assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+            let m = &diagnostics[0].message;
+            assert!(m.contains("OpenCL C") && m.contains("warp"), "{m}");
         }
         other => panic!("expected a refusal, got {other:?}"),
     }

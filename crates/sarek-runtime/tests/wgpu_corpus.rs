@@ -1,6 +1,7 @@
 //! Every WGSL-expressible corpus kernel with `@run` directives runs on wgpu and agrees with
 //! the interpreter (same seeded inputs, the harness's documented tolerance). Kernels WGSL
-//! refuses (float64, int64) must be refused with a message naming WGSL. Skips with a printed
+//! refuses (float64, int64) must be refused with located diagnostics naming WGSL; a device
+//! compiler rejecting the generated WGSL is a failure. Skips with a printed
 //! reason when no wgpu adapter exists, unless `SAREK_REQUIRE_BACKENDS` names `wgpu`.
 #![cfg(feature = "wgpu")]
 
@@ -89,9 +90,24 @@ fn corpus_agrees_with_interp_on_wgpu() {
             }
             match run(device.as_ref(), &kernel, d.config(), &mut found) {
                 Ok(_) => {}
-                Err(RuntimeError::Compile(m)) if m.contains("WGSL") => {
-                    eprintln!("refused  {place}: {m}");
-                    refused += 1;
+                Err(
+                    ref e @ RuntimeError::Refused {
+                        target: sarek_compiler::Target::Wgsl,
+                        ref diagnostics,
+                        ..
+                    },
+                ) => {
+                    let shown = render_error(e, &sources);
+                    // Every reason located in the kernel source and naming WGSL.
+                    if diagnostics
+                        .iter()
+                        .all(|d| !d.span.is_dummy() && d.message.contains("WGSL"))
+                    {
+                        eprintln!("refused  {place}: {shown}");
+                        refused += 1;
+                    } else {
+                        failures.push(format!("UNLOCATED refusal {place}: {shown}"));
+                    }
                     continue;
                 }
                 Err(e) => {

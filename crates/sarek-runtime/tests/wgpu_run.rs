@@ -6,6 +6,7 @@
 #[path = "../../sarek-compiler/tests/wgsl_common/mod.rs"]
 mod wgsl_common;
 
+use sarek_compiler::Target;
 use sarek_compiler::types::Literal;
 use sarek_runtime::{ArgValue, Column, Device, HostVector, LaunchConfig, RuntimeError};
 use std::sync::Arc;
@@ -348,7 +349,13 @@ fn warp_kernels_are_refused_without_32_lane_subgroups() {
     }
     let mut args = vec![vi(vec![0; 64]), vi(vec![0; 64])];
     match d.launch(&k::warp(), LaunchConfig::linear(64), &mut args) {
-        Err(RuntimeError::Compile(m)) => {
+        Err(RuntimeError::Refused {
+            target: Target::Wgsl,
+            diagnostics,
+            ..
+        }) => {
+            assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+            let m = &diagnostics[0].message;
             assert!(m.contains("WGSL") && m.contains("32-lane"), "{m}")
         }
         other => panic!("{other:?}"),
@@ -365,7 +372,22 @@ fn argument_errors_are_reported() {
     }
     let mut args = vec![vf(vec![0.0; 4])];
     match d.launch(&k::wide(), LaunchConfig::linear(4), &mut args) {
-        Err(RuntimeError::Compile(m)) => assert!(m.contains("WGSL"), "{m}"),
+        // A refusal, not a device error: float64 and int64 each once, naming WGSL.
+        Err(RuntimeError::Refused {
+            target: Target::Wgsl,
+            kernel,
+            diagnostics,
+        }) => {
+            assert_eq!(kernel, "wide");
+            let msgs: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+            assert_eq!(msgs.len(), 2, "{msgs:?}");
+            assert!(msgs.iter().any(|m| m.contains("64-bit floats")), "{msgs:?}");
+            assert!(
+                msgs.iter().any(|m| m.contains("64-bit integers")),
+                "{msgs:?}"
+            );
+            assert!(msgs.iter().all(|m| m.contains("WGSL")), "{msgs:?}");
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -385,6 +407,7 @@ fn device_errors_become_runtime_errors() {
         ArgValue::Scalar(Literal::I32(4)),
     ];
     match d.launch(&kernel, LaunchConfig::linear(4), &mut args) {
+        // The device's compiler rejecting generated source is `Compile`, never a refusal.
         Err(RuntimeError::Compile(m)) => assert!(m.contains("wgpu"), "{m}"),
         other => panic!("{other:?}"),
     }

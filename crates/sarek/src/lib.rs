@@ -149,11 +149,15 @@ impl Program {
         diag::render_all(diags, &self.sources, color)
     }
 
-    /// Render a runtime error; interpreter faults get their `file:line:col` and source line.
+    /// Render a runtime error; interpreter faults get their `file:line:col` and source line,
+    /// refusals their diagnostics as `sarek compile` renders them (each reason once).
     pub fn render_runtime_error(&self, e: &RuntimeError, color: bool) -> String {
         match e {
             RuntimeError::Fault { span, message } if !span.is_dummy() => {
                 Diagnostic::error(*span, message.clone()).render(&self.sources, color)
+            }
+            RuntimeError::Refused { diagnostics, .. } if !diagnostics.is_empty() => {
+                self.render(diagnostics, color)
             }
             other => format!("error: {other}\n"),
         }

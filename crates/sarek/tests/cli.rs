@@ -414,6 +414,88 @@ fn faults_are_located_in_the_source() {
     );
 }
 
+/// float64 is used twice (the parameter `v` on line 3, the store on line 5): WGSL refuses the
+/// kernel for both reasons at once.
+const FLOAT64: &str = "\
+(* @run twice size=64 n=64 *)
+(* @run twice size=32 n=32 *)
+let%kernel twice (v : float64 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then v.(i) <- v.(i) +. v.(i)
+";
+
+#[test]
+fn refusals_are_located_once_and_fail() {
+    let wgpu = sarek(&["devices"])
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("wgpu") && !l.contains("unavailable"));
+    if !wgpu {
+        assert!(
+            !sarek::runtime::harness::required(sarek::Backend::Wgpu),
+            "wgpu is required (SAREK_REQUIRE_BACKENDS) but unavailable"
+        );
+        return eprintln!("skipping: wgpu is unavailable");
+    }
+    let d = scratch("refusal");
+    let file = write(&d, "twice.sarek", FLOAT64);
+
+    // The generator's own diagnostics, from `compile`: one per use, the first at `v`.
+    let compiled = sarek(&["compile", &file, "--target", "wgsl"]);
+    assert_eq!(compiled.code, 1, "{}", compiled.stderr);
+    let located = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| {
+                l.split_once(&format!("{file}:"))
+                    .map(|(_, at)| at.to_string())
+            })
+            .collect()
+    };
+    let compile_places = located(&compiled.stderr);
+    assert!(compile_places.len() >= 2, "{}", compiled.stderr);
+    assert!(compile_places[0].starts_with("3:"), "{}", compiled.stderr);
+
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "twice",
+        "--backend",
+        "wgpu",
+        "--arg",
+        "n=64",
+    ]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("device:"), "nothing ran: {}", r.stdout);
+    // One error, naming WGSL, located where `compile` puts the first use; the store on
+    // line 5 is shown as a secondary place of the same error.
+    assert_eq!(r.stderr.matches("error").count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("WGSL"), "{}", r.stderr);
+    assert_eq!(
+        located(&r.stderr),
+        vec![compile_places[0].clone()],
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("5 │"), "second use shown: {}", r.stderr);
+
+    // `verify` naming wgpu: refused in the table, diagnostics once for both directives, exit 1.
+    let r = sarek(&["verify", &file, "--backends", "wgpu"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let rows = r
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().eq(["wgpu", "refused"]))
+        .count();
+    assert_eq!(rows, 2, "one table row per directive: {}", r.stdout);
+    assert_eq!(
+        located(&r.stdout),
+        vec![compile_places[0].clone()],
+        "{}",
+        r.stdout
+    );
+}
+
 #[test]
 fn records_round_trip_through_npy_by_field_name() {
     let d = scratch("records");

@@ -383,6 +383,256 @@ def scalar_params(b):
     check(f"scalar_params[{b}].of32", o["of32"], (np.float32(1.5) * (2 * i).astype(np.float32) + np.float32(0.5)).astype(np.float32))
 
 
+
+# ---- second QA pass (q* kernels) ----
+
+@case
+def seq_precedence(b):
+    n = 512
+    a = i32(n)
+    o, err = run("q01_seq_precedence.sarek", "seq_precedence", b, n, ["n=512"], {"a": a})
+    if err: return failures.append(f"seq_precedence[{b}]: {err}")
+    A = a.astype(np.int64)
+    x = np.where(A % 2 == 0, 1, 0); y = np.full(n, 2)
+    z = A % 3
+    x = np.where(z == 0, x + 10, np.where(z == 1, x + 100, x)); y = np.where(z == 0, y + 10, y)
+    y = y * 2
+    check(f"seq_precedence[{b}].o", o["o"], x * 1000 + y)
+    w = A + 1
+    w = np.where(w > 500, (w - 500) * 2, w + 7)
+    w = (w + 1) * 3
+    check(f"seq_precedence[{b}].p", o["p"], w)
+    r = A * 2
+    check(f"seq_precedence[{b}].q", o["q"], r + (r > 1000) + 25)
+
+
+@case
+def let_mut_forms(b):
+    n = 256
+    a = i32(n)
+    o, err = run("q02_let_mut_forms.sarek", "let_mut_forms", b, n, ["n=256"], {"a": a})
+    if err: return failures.append(f"let_mut_forms[{b}]: {err}")
+    acc = 0
+    for k in range(10, 0, -1): acc = acc * 3 + k % 7
+    check(f"let_mut_forms[{b}].o", o["o"], np.full(n, acc + 9))
+    def steps(m):
+        s = 0
+        while m != 1 and s < 200:
+            m = m // 2 if m % 2 == 0 else 3 * m + 1; s += 1
+        return s
+    check(f"let_mut_forms[{b}].p", o["p"], np.array([steps(int(v)) for v in a]))
+    big = 1
+    for k in range(1, 21): big = big * 3 + k
+    check(f"let_mut_forms[{b}].q", o["q"], big + a.astype(np.int64))
+
+
+@case
+def precedence_deep(b):
+    n = 256
+    a = i32(n); bb = rng.integers(0, 2, n).astype(bool); f = rng.uniform(-1, 1, n).astype(np.float32)
+    o, err = run("q11_precedence_deep.sarek", "precedence_deep", b, n, ["n=256"], {"a": a, "b": bb, "f": f})
+    if err: return failures.append(f"precedence_deep[{b}]: {err}")
+    x = a.astype(np.int64); y = x % 17
+    # OCaml: lsl/lsr right-assoc above * land lor (left, one level), above + -; prefix - above lsl
+    t5 = ((~y) & 0xFF) | (x << (2 >> 1))
+    want = x - y - (3 * 2) % 5 + (-y) * (2 << 1) + t5 + (x // 3) // 2 - (x - 1 - 2) + (1 << (2 << 1)) + 3
+    check(f"precedence_deep[{b}].o", o["o"], wrap32(want))
+    want_b = ((x < 500) == bb) | (~bb & (y > 8)) | ((y == 3) & ~(x > 10))
+    check(f"precedence_deep[{b}].ob", o["ob"], want_b)
+    F = np.float32
+    v = (((-f * F(2.0)) + F(0.75)) - f - F(1.0)) + F(-1.5) * (-f)
+    check(f"precedence_deep[{b}].of32", o["of32"], v.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+@case
+def bool_vectors(b):
+    n = 512
+    bb = rng.integers(0, 2, n).astype(bool); c = rng.integers(0, 2, n).astype(bool)
+    r = np.zeros(n, dtype=[("on", "?"), ("cnt", "<i4"), ("off", "?")])
+    r["on"] = rng.integers(0, 2, n).astype(bool); r["cnt"] = i32(n); r["off"] = rng.integers(0, 2, n).astype(bool)
+    t = np.zeros(n, dtype=[("_0", "?"), ("_1", "<i4")])
+    t["_0"] = rng.integers(0, 2, n).astype(bool); t["_1"] = i32(n)
+    o, err = run("q12_bool_vectors.sarek", "bool_vectors", b, n, ["flip=true", "n=512"],
+                 {"b": bb, "c": c, "r": r, "t": t})
+    if err: return failures.append(f"bool_vectors[{b}]: {err}")
+    check(f"bool_vectors[{b}].o", o["o"], ~(bb & c))
+    check(f"bool_vectors[{b}].c", o["c"], bb != c)
+    check(f"bool_vectors[{b}].r.on", o["r"]["on"], r["off"])
+    check(f"bool_vectors[{b}].r.cnt", o["r"]["cnt"], r["cnt"] + r["on"])
+    check(f"bool_vectors[{b}].r.off", o["r"]["off"], ~r["on"])
+    check(f"bool_vectors[{b}].t._0", o["t"]["_0"], ~t["_0"])
+    check(f"bool_vectors[{b}].t._1", o["t"]["_1"], t["_1"] + np.where(bb & c, 1, np.where(bb, 2, 3)))
+    check(f"bool_vectors[{b}].k", o["k"], np.where(bb == c, 10, 20) + (bb != True))
+
+
+@case
+def geo3d(b):
+    o, err = run("q13_geometry.sarek", "geo3d", b, 512, ["n=512"], None,
+                 ["--grid", "2,2,2", "--block", "4,4,4"])
+    if err: return failures.append(f"geo3d[{b}]: {err}")
+    lin = np.arange(512); x = lin % 8; y = (lin // 8) % 8; z = lin // 64
+    check(f"geo3d[{b}].o", o["o"], x % 4 + 10 * (y % 4) + 100 * (z % 4))
+    check(f"geo3d[{b}].g", o["g"], x // 4 + 10 * (y // 4) + 100 * (z // 4) + 2000)
+
+
+@case
+def tuples_destructure(b):
+    n = 512
+    v = np.zeros(n, dtype=[("_0", "<i4"), ("_1", "<f4")]); v["_0"] = i32(n); v["_1"] = rng.uniform(-1, 1, n)
+    w = np.zeros(n, dtype=[("_0", "<i4"), ("_1", "<i8"), ("_2", "<f4")])
+    w["_0"] = i32(n); w["_1"] = i32(n); w["_2"] = rng.uniform(-1, 1, n)
+    o, err = run("q03_tuples_destructure.sarek", "tuples_destructure", b, n, ["n=512"], {"v": v, "w": w})
+    if err: return failures.append(f"tuples_destructure[{b}]: {err}")
+    x = v["_0"].astype(np.int64); y = v["_1"]
+    q = (x + 17) // 7; r = (x + 17) % 7
+    s = np.where(x > 500, x, r); t = np.where(x > 500, q, x)
+    u = np.where(r == 0, 1, np.where((r == 1) | (r == 2), 3, 5))
+    check(f"tuples_destructure[{b}].o._0", o["o"]["_0"], q * 10 + r + s - t)
+    check(f"tuples_destructure[{b}].o._1", o["o"]["_1"], u + 1)
+    check(f"tuples_destructure[{b}].w._0", o["w"]["_0"], w["_0"] + 1)
+    check(f"tuples_destructure[{b}].w._1", o["w"]["_1"], w["_1"] * 2)
+    check(f"tuples_destructure[{b}].w._2", o["w"]["_2"], (w["_2"] + y).astype(np.float32))
+    F = np.float32
+    want = ((w["_0"].astype(F) + w["_1"].astype(F)) + w["_2"]) + y
+    check(f"tuples_destructure[{b}].f", o["f"], want.astype(F), rtol=1e-6, atol=1e-6)
+
+
+@case
+def shared_atomics(b):
+    n, blk = 1024, 128
+    a = i32(n); f = rng.uniform(-1, 1, n).astype(np.float32)
+    o, err = run("q07_shared_atomics.sarek", "shared_atomics", b, n, ["n=1024"], {"a": a, "f": f, "blk": np.zeros(n, np.int32),
+                 "hist": np.zeros(n, np.int32), "fs": np.zeros(n, np.float32)}, ["--block", "128"])
+    if err: return failures.append(f"shared_atomics[{b}]: {err}")
+    A = a.reshape(-1, blk).astype(np.int64)
+    want = np.zeros(n, np.int64)
+    for g in range(n // blk):
+        v = A[g]; xo = 0
+        for tid in range(blk): xo ^= 1 << (tid % 31)
+        want[g * 8:(g + 1) * 8] = [v.sum(), min(1000000, v.min()), max(0, v.max()),
+                                   np.bitwise_or.reduce(v & 0xFF), blk, 7, xo, 42]
+    check(f"shared_atomics[{b}].blk", o["blk"], wrap32(want))
+    hist = np.zeros(n, np.int64); hist[:16] = np.bincount(a % 16, minlength=16)
+    check(f"shared_atomics[{b}].hist", o["hist"], hist)
+    fs = np.zeros(n, np.float32); fs[:n // blk] = (A % 4).sum(axis=1)
+    check(f"shared_atomics[{b}].fs", o["fs"], fs)
+
+
+@case
+def loop_hints(b):
+    n = 256
+    a = i32(n)
+    o, err = run("q15_loop_hints.sarek", "loop_hints", b, n, ["n=256"], {"a": a})
+    if err: return failures.append(f"loop_hints[{b}]: {err}")
+    def f(v):
+        s = 0
+        for k in range(7, -1, -1): s = s * 2 + ((v >> k) & 1)
+        for p in range(3):
+            for q in range(3, 0, -1): s += p * q
+        w = 0
+        while w < 5: w += 1; s += w
+        for k in range(8, 0, -1): s ^= k * 37
+        s += 0 + 1
+        return s
+    check(f"loop_hints[{b}].o", o["o"], np.array([f(int(v)) for v in a]))
+
+
+@case
+def names_comments(b):
+    n = 256
+    a = i32(n)
+    o, err = run("q10_names_comments.sarek", "names_comments", b, n, ["n=256"], {"float4": a})
+    if err: return failures.append(f"names_comments[{b}]: {err}")
+    x = a.astype(np.int64); x2 = (x + 1) * 2; _x = x2 - x; xs = x + _x
+    want = np.zeros(n, np.int64)
+    idx = np.minimum(np.arange(n), n - 1)
+    want[idx] = (xs + 1) + 12 + x2 + (n - 1)
+    check(f"names_comments[{b}].kernel", o["kernel"], want)
+
+
+@case
+def guards_patterns(b):
+    n = 512
+    a = i32(n); l = rng.integers(-1000, 1000, n).astype(np.int64)
+    s = np.zeros(n, dtype=[("tag", "<i4"), ("Circle_0", "<f4"), ("Rect_0", "<f4"), ("Rect_1", "<f4")])
+    s["tag"] = rng.integers(0, 3, n); s["Circle_0"] = rng.uniform(-1, 1, n); s["Rect_0"] = rng.uniform(-1, 1, n)
+    s["Rect_1"] = rng.uniform(-1, 1, n)
+    o, err = run("q18_guards_patterns.sarek", "guards_patterns", b, n, ["n=512"], {"a": a, "s": s, "l": l})
+    if err: return failures.append(f"guards_patterns[{b}]: {err}")
+    def grade(x):
+        if x == 0: return 1
+        if x % 2 == 0 and x < 100: return 2
+        if x > 900: return 3
+        if x in (7, 77, 777): return 4
+        return 5
+    check(f"guards_patterns[{b}].o", o["o"], np.array([grade(int(x)) + 10 * grade(int(x) % 10) for x in a]))
+    F = np.float32
+    def shape(t, c, w):
+        if t == 0 and c > 0.5: return F(c) * F(2.0)
+        if t == 0 and c < -0.5: return F(c)
+        if t == 1 and w > 0.0: return F(w)
+        if t in (1, 2): return F(10.0)
+        return F(20.0)
+    check(f"guards_patterns[{b}].f", o["f"], np.array([shape(t, c, w) for t, c, w in zip(s["tag"], s["Circle_0"], s["Rect_0"])], F))
+    r = cmod(l, 4)  # C-style remainder: negative for negative l
+    check(f"guards_patterns[{b}].p", o["p"], np.where(r == 0, 100, np.where((r == 1) | (r == 2), 200, r * 1000)))
+    check(f"guards_patterns[{b}].q", o["q"], (a % 13) * 10000 + a + 12)
+
+
+@case
+def poly_recursion(b):
+    n = 256
+    a = i32(n)
+    c = np.zeros(n, dtype=[("v", "<i4"), ("w", "<f4")]); c["v"] = i32(n); c["w"] = rng.uniform(-1, 1, n)
+    o, err = run("q19_poly_recursion.sarek", "poly_recursion", b, n, ["n=256"], {"a": a, "c": c})
+    if err: return failures.append(f"poly_recursion[{b}]: {err}")
+    A = a.astype(np.int64); k = A % 5
+    s = A > 300
+    zv = np.where(s, c["v"], 0); zw = np.where(s, c["w"], np.float32(0)).astype(np.float32)
+    sums = np.array([A[(i // 16) * 16:min(n, (i // 16) * 16 + 16)].sum() for i in range(n)])
+    check(f"poly_recursion[{b}].o", o["o"], wrap32(sums + np.where(k % 2 == 0, 1, 2) + k * (k + 1) // 2 + zv - A))
+    r = np.where(np.arange(n) % 2 == 0, np.float32(1.5), np.float32(-1.5)).astype(np.float32)
+    check(f"poly_recursion[{b}].f", o["f"], ((c["w"] + r) + zw).astype(np.float32))
+
+
+@case
+def language_example(b):
+    n = 512
+    F = np.float32
+    p = np.zeros(n, dtype=[("x", "<f4"), ("y", "<f4")]); p["x"] = rng.uniform(-1, 1, n); p["y"] = rng.uniform(-1, 1, n)
+    q = p.copy(); q["x"] = rng.uniform(-1, 1, n)
+    s = np.zeros(n, dtype=[("tag", "<i4"), ("Circle_0", "<f4"), ("Rect_0", "<f4"), ("Rect_1", "<f4")])
+    s["tag"] = rng.integers(0, 3, n); s["Circle_0"] = rng.uniform(-1, 1, n)
+    s["Rect_0"] = rng.uniform(-1, 1, n); s["Rect_1"] = rng.uniform(-1, 1, n)
+    g = i32(n)
+    o, err = run("q20_language_example.sarek", "use_items", b, n, ["n=512"], {"p": p, "q": q, "s": s, "g": g})
+    if err: return failures.append(f"language_example[{b}]: {err}")
+    c = np.clip(p["x"] * F(2.0), F(-1.0), F(1.0))
+    m = np.where(s["tag"] == 0, s["Circle_0"], np.where(s["tag"] == 1, s["Rect_0"] * s["Rect_1"], F(0.0)))
+    check(f"language_example[{b}].f", o["f"], (c + m).astype(F))
+    check(f"language_example[{b}].g", o["g"], np.gcd(g, np.arange(1, n + 1)))
+    want_q = q.copy(); want_q[0::2], want_q[1::2] = q[1::2], q[0::2]
+    check(f"language_example[{b}].q.x", o["q"]["x"], want_q["x"])
+    check(f"language_example[{b}].p.x", o["p"]["x"], p["x"])
+    x = rng.uniform(-1, 1, 1024).astype(F); y = rng.uniform(-1, 1, 1024).astype(F)
+    o, err = run("q20_language_example.sarek", "saxpy", b, 1024, ["a=2.0", "n=1000"], {"x": x, "y": y})
+    if err: return failures.append(f"language_example[{b}]: {err}")
+    want = y.copy(); want[:1000] = F(2.0) * x[:1000] + y[:1000]
+    check(f"language_example[{b}].saxpy", o["y"], want)
+
+
+@case
+def float_widening(b):
+    n = 64
+    F = np.float32
+    f = rng.uniform(-1, 1, n).astype(F)
+    o, err = run("q21_float_widening.sarek", "float_widening", b, n, ["n=64"], {"f": f})
+    if err: return failures.append(f"float_widening[{b}]: {err}")
+    cases = [F(0.1) * F(3.0), F(1.0) / F(3.0), -F(0.7) + F(0.2), F(0.1)]
+    want = np.array([float(cases[i % 6]) if i % 6 < 4 else
+                     float((f[i] * F(0.0) + F(0.1)) if i % 6 == 4 else f[i] / F(3.0)) for i in range(n)])
+    check(f"float_widening[{b}].o", o["o"], want)
+
 for f in failures:
     print("FAIL", f)
 print(f"{len(failures)} failures")

@@ -25,6 +25,7 @@ pub fn generate(
                 uniform_size: None,
                 uniform_binding: None,
                 block_size_in_source: false,
+                trap_status: None,
             },
         }),
         Target::Wgsl => wgsl::generate(kernel, options),

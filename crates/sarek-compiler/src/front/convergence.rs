@@ -385,7 +385,10 @@ impl<'p> Analyzer<'p> {
                 );
                 self.expr(rest, ctx)
             }
-            ExprKind::Ignore(inner) => self.expr(inner, ctx),
+            ExprKind::Ignore(inner)
+            | ExprKind::Trap {
+                fallback: inner, ..
+            } => self.expr(inner, ctx),
         }
     }
 

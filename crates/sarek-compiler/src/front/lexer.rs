@@ -721,7 +721,20 @@ impl<'a> Lexer<'a> {
             );
         }
         match i128::from_str_radix(digits, radix) {
-            Ok(value) if value <= u64::MAX as i128 => self.push(Tok::Int { value, int64 }, start),
+            Ok(value) if value <= u64::MAX as i128 => {
+                // As in OCaml, a hexadecimal, octal or binary literal spells the bits of its
+                // type (`0xFFFFFFFF` is -1 in int32); a decimal one must fit the signed range,
+                // which the typer checks.
+                let value = match (radix, int64) {
+                    (10, _) => value,
+                    (_, false) if value > i32::MAX as i128 && value <= u32::MAX as i128 => {
+                        value - (1i128 << 32)
+                    }
+                    (_, true) if value > i64::MAX as i128 => value - (1i128 << 64),
+                    _ => value,
+                };
+                self.push(Tok::Int { value, int64 }, start)
+            }
             Ok(_) => bad(
                 self,
                 "integer literal is too large".to_string(),
@@ -865,6 +878,16 @@ impl<'a> Lexer<'a> {
             (b'&', b'&') => (Tok::AndAnd, 2),
             (b'!', b'=') => (Tok::BangEq, 2),
             (b'!', _) => (Tok::Bang, 1),
+            (b'=', b'=') => {
+                // OCaml's physical equality: say so, and go on as if `=` was written.
+                self.error(
+                    start,
+                    start + 2,
+                    "`==` is not a Sarek operator",
+                    "compare values with `=` (OCaml's `==` is physical equality)",
+                );
+                (Tok::Eq, 2)
+            }
             (b'=', _) => (Tok::Eq, 1),
             (b'.', _) => (Tok::Dot, 1),
             _ => {

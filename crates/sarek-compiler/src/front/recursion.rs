@@ -9,10 +9,9 @@
 //! - A non-tail-recursive helper marked `[@sarek.inline N]` has its self-calls expanded N
 //!   levels deep: each call becomes `let p1 = a1 in ... body` with every binder of the copy
 //!   renamed, so arguments are evaluated once. A self-call left at depth N cannot be
-//!   expanded; it evaluates its arguments and yields the zero value of the result type
-//!   (0, 0.0, false, the first constructor, zero fields). That is the OCaml PPX's contract
-//!   made explicit (it inlined N rounds and left the residual calls in, trusting them to be
-//!   dead): the program must not recurse deeper than N. An expansion larger than
+//!   expanded; it evaluates its arguments and becomes a trap: a run that needs more than N
+//!   levels fails with an error located at that call, never a made-up value. (The OCaml PPX
+//!   left the residual calls in, which no GPU target compiles.) An expansion larger than
 //!   [`NODE_LIMIT`] nodes is refused with a located error.
 //! - Any other self-call is a located error naming the function and suggesting the mark;
 //!   mutual recursion (impossible by scoping, checked anyway) is a located error too.
@@ -225,7 +224,10 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         ExprKind::Unary { operand, .. } => vec![operand],
         ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
         ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(inner) => vec![inner],
+        ExprKind::Ignore(inner)
+        | ExprKind::Trap {
+            fallback: inner, ..
+        } => vec![inner],
     }
 }
 
@@ -266,7 +268,10 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
         ExprKind::Unary { operand, .. } => vec![operand],
         ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
         ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(inner) => vec![inner],
+        ExprKind::Ignore(inner)
+        | ExprKind::Trap {
+            fallback: inner, ..
+        } => vec![inner],
     }
 }
 
@@ -693,25 +698,46 @@ fn inline(
     if zero(program, &f.ret, f.span).is_none() {
         return Err(Box::new(no_zero(f)));
     }
-    Ok(expand(program, f, f.body.clone(), depth, fresh))
+    let limit = depth;
+    Ok(expand(program, f, f.body.clone(), (depth, limit), fresh))
 }
 
-fn expand(program: &Program, f: &Function, mut e: Expr, depth: u32, fresh: &mut Fresh) -> Expr {
+/// `depth` is (levels left, declared depth).
+fn expand(
+    program: &Program,
+    f: &Function,
+    mut e: Expr,
+    depth: (u32, u32),
+    fresh: &mut Fresh,
+) -> Expr {
+    let (depth, depth_limit) = depth;
     if let ExprKind::Call { func, args, .. } = &mut e.kind
         && *func == f.id
     {
         let args: Vec<Expr> = std::mem::take(args)
             .into_iter()
-            .map(|a| expand(program, f, a, depth, fresh))
+            .map(|a| expand(program, f, a, (depth, depth_limit), fresh))
             .collect();
         let span = e.span;
         if depth == 0 {
-            // Past the declared depth: evaluate the arguments, yield the zero value.
-            let mut r = zero(program, &f.ret, span).unwrap_or(Expr {
+            // Past the declared depth: evaluate the arguments, then trap.
+            let fallback = zero(program, &f.ret, span).unwrap_or(Expr {
                 kind: ExprKind::Unit,
                 ty: Ty::Unit,
                 span,
             });
+            let message = format!(
+                "`{}` recursed deeper than the {depth_limit} levels its `[@sarek.inline {depth_limit}]` mark allows",
+                f.name
+            );
+            let mut r = mk(
+                ExprKind::Trap {
+                    message,
+                    fallback: Box::new(fallback),
+                },
+                f.ret.clone(),
+                span,
+            );
             for a in args.into_iter().rev() {
                 let ty = r.ty.clone();
                 r = mk(
@@ -726,7 +752,7 @@ fn expand(program: &Program, f: &Function, mut e: Expr, depth: u32, fresh: &mut 
             }
             return r;
         }
-        let mut inner = expand(program, f, f.body.clone(), depth - 1, fresh);
+        let mut inner = expand(program, f, f.body.clone(), (depth - 1, depth_limit), fresh);
         let ids: Vec<VarId> = f.params.iter().map(|p| p.id).collect();
         let map = freshen(&mut inner, &ids, fresh);
         let mut r = inner;
@@ -749,7 +775,7 @@ fn expand(program: &Program, f: &Function, mut e: Expr, depth: u32, fresh: &mut 
                 span: Span::DUMMY,
             },
         );
-        *c = expand(program, f, taken, depth, fresh);
+        *c = expand(program, f, taken, (depth, depth_limit), fresh);
     }
     e
 }

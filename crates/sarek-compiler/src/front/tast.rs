@@ -281,4 +281,12 @@ pub enum ExprKind {
     },
     /// `ignore e`
     Ignore(Box<Expr>),
+    /// Reaching this stops the kernel with `message`, located at the expression: bounded
+    /// inlining puts it where a recursive call goes deeper than the declared depth.
+    /// `fallback` (the zero value of the type) is what a GPU thread continues with after
+    /// recording the trap, since it cannot stop mid-expression; the launch then fails.
+    Trap {
+        message: String,
+        fallback: Box<Expr>,
+    },
 }

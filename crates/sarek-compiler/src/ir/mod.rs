@@ -133,6 +133,42 @@ impl Kernel {
     pub fn function(&self, id: FuncId) -> &Function {
         &self.functions[id.0 as usize]
     }
+
+    /// Every trap in the kernel and its helpers, with the statement's span, in code order.
+    pub fn traps(&self) -> Vec<(&Trap, Span)> {
+        fn walk<'k>(block: &'k Block, out: &mut Vec<(&'k Trap, Span)>) {
+            for stmt in block {
+                match &stmt.kind {
+                    StmtKind::Trap(t) => out.push((t, stmt.span)),
+                    StmtKind::If {
+                        then_block,
+                        else_block,
+                        ..
+                    } => {
+                        walk(then_block, out);
+                        walk(else_block, out);
+                    }
+                    StmtKind::For { body, .. }
+                    | StmtKind::While { body, .. }
+                    | StmtKind::Block(body) => walk(body, out),
+                    StmtKind::Match { arms, .. } => arms.iter().for_each(|a| walk(&a.body, out)),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.body, &mut out);
+        for f in &self.functions {
+            walk(&f.body, &mut out);
+        }
+        out.sort_by_key(|(t, _)| t.code);
+        out
+    }
+
+    /// The trap a device reported by its code (its first copy).
+    pub fn trap(&self, code: u32) -> Option<(&Trap, Span)> {
+        self.traps().into_iter().find(|(t, _)| t.code == code)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -222,6 +258,20 @@ pub enum StmtKind {
     Continue,
     /// Opaque target source (only through the Rust API; legalize leaves such kernels alone).
     Native(String),
+    /// Stop the launch with an error: the interpreter faults at once; GPU targets record
+    /// `code` in a status word the runtime reads back (first trap wins) and the thread
+    /// carries on, so the code after a trap must be safe to run (lowering follows it with
+    /// plain zero values only). `code` is at least 1 and names one (span, message) site
+    /// (copies made by inlining share it); [`Kernel::trap`] finds the site from the code
+    /// the device reports.
+    Trap(Trap),
+}
+
+/// A trap site: what to tell the user when a launch reaches it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trap {
+    pub code: u32,
+    pub message: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -307,6 +307,7 @@ impl Printer<'_> {
             StmtKind::Break => self.line("break;"),
             StmtKind::Continue => self.line("continue;"),
             StmtKind::Native(src) => self.line(&format!("native {src:?};")),
+            StmtKind::Trap(t) => self.line(&format!("trap {} {:?};", t.code, t.message)),
         }
     }
 

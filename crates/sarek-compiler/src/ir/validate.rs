@@ -68,6 +68,16 @@ fn scalar_of(ty: &Ty) -> Option<Scalar> {
 impl<'k> Validator<'k> {
     fn run(&mut self) -> R {
         let k = self.k;
+        let traps = k.traps();
+        if let Some(w) = traps
+            .windows(2)
+            .find(|w| w[0].0.code == w[1].0.code && (w[0].0, w[0].1) != (w[1].0, w[1].1))
+        {
+            return Err(format!(
+                "trap code {} names two different sites",
+                w[0].0.code
+            ));
+        }
         for (i, f) in k.functions.iter().enumerate() {
             self.func = Some(i);
             self.ret = Some(&f.ret);
@@ -307,6 +317,10 @@ impl<'k> Validator<'k> {
             }
             StmtKind::Block(b) => self.block(b),
             StmtKind::Barrier | StmtKind::Fence { .. } | StmtKind::Native(_) => Ok(()),
+            StmtKind::Trap(t) if t.code == 0 => {
+                Err("trap code 0 (reserved for \"no trap\")".into())
+            }
+            StmtKind::Trap(_) => Ok(()),
             StmtKind::Return(e) => {
                 let Some(ret) = self.ret else {
                     return Err("`return` in the kernel body".into());

@@ -156,6 +156,17 @@ impl Lowerer<'_> {
         out: &mut Block,
     ) -> LResult<Option<ir::Expr>> {
         let span = e.span;
+        if let ExprKind::Trap { message, fallback } = &e.kind {
+            // Inlining copies a residual call many times: the copies share one code.
+            let next = self.traps.len() as u32 + 1;
+            let code = *self.traps.entry((span, message.clone())).or_insert(next);
+            let trap = ir::Trap {
+                code,
+                message: message.clone(),
+            };
+            out.push(stmt(StmtKind::Trap(trap), span));
+            return self.lower_value(fallback, out);
+        }
         if e.ty == tast::Ty::Unit {
             // Unit expressions only have effects.
             return match &e.kind {
@@ -347,6 +358,19 @@ impl Lowerer<'_> {
                 _ => {
                     let vals =
                         self.operands(args.iter().filter(|a| a.ty != tast::Ty::Unit), out)?;
+                    // `float64 e` of a float32 constant expression is folded here, in float32
+                    // arithmetic: glslang folds float constants in double precision, which
+                    // would skip the float32 rounding the other targets perform.
+                    if *op == Intrinsic::Convert
+                        && ty == ir::Ty::F64
+                        && let [arg] = vals.as_slice()
+                        && let Some(v) = f32_constant(arg)
+                    {
+                        return Ok(Some(ir::Expr::new(
+                            ir::ExprKind::Lit(Literal::F64(f64::from(v))),
+                            ty,
+                        )));
+                    }
                     ir::Expr::new(
                         ir::ExprKind::Intrinsic {
                             op: *op,
@@ -398,7 +422,8 @@ impl Lowerer<'_> {
             | ExprKind::While { .. }
             | ExprKind::IndexSet { .. }
             | ExprKind::FieldSet { .. }
-            | ExprKind::Ignore(_) => {
+            | ExprKind::Ignore(_)
+            | ExprKind::Trap { .. } => {
                 return self.internal(span, "a statement with a non-unit type");
             }
         };
@@ -712,25 +737,27 @@ impl Lowerer<'_> {
         exprs: impl Iterator<Item = &'e tast::Expr>,
         out: &mut Block,
     ) -> LResult<Vec<ir::Expr>> {
-        let mut vals: Vec<ir::Expr> = Vec::new();
+        // Each value keeps the span of its operand: a spilled operand's temporary is located
+        // at the operand (a run-time fault in it then points there, not at a later operand).
+        let mut vals: Vec<(ir::Expr, Span)> = Vec::new();
         for e in exprs {
             let mut scratch = Vec::new();
             let v = self.lower_value(e, &mut scratch)?;
             if !scratch.is_empty() {
                 // These statements must not run before the operands already computed.
-                for prev in &mut vals {
+                for (prev, prev_span) in &mut vals {
                     if !self.is_stable(prev) {
-                        let t = self.spill(prev.clone(), "arg", e.span, out);
+                        let t = self.spill(prev.clone(), "arg", *prev_span, out);
                         *prev = t;
                     }
                 }
                 out.append(&mut scratch);
             }
             if let Some(v) = v {
-                vals.push(v);
+                vals.push((v, e.span));
             }
         }
-        Ok(vals)
+        Ok(vals.into_iter().map(|(v, _)| v).collect())
     }
 
     /// Arguments of a helper call: unit parameters are dropped (their arguments still run).
@@ -895,6 +922,33 @@ impl Lowerer<'_> {
                 self.bind_pattern(pattern, &m, span, out)
             }
         }
+    }
+}
+
+/// The value of a float32 expression made of literals, negation and `+ - * /`, computed in
+/// float32 (IEEE round-to-nearest, as every target and the interpreter evaluate it).
+fn f32_constant(e: &ir::Expr) -> Option<f32> {
+    use ir::ExprKind as K;
+    if e.ty != ir::Ty::F32 {
+        return None;
+    }
+    match &e.kind {
+        K::Lit(Literal::F32(v)) => Some(*v),
+        K::Unary {
+            op: crate::types::UnOp::Neg,
+            operand,
+        } => f32_constant(operand).map(|v| -v),
+        K::Binary { op, lhs, rhs } => {
+            let (a, b) = (f32_constant(lhs)?, f32_constant(rhs)?);
+            match op {
+                BinOp::Add => Some(a + b),
+                BinOp::Sub => Some(a - b),
+                BinOp::Mul => Some(a * b),
+                BinOp::Div => Some(a / b),
+                _ => None,
+            }
+        }
+        _ => None,
     }
 }
 

@@ -91,6 +91,8 @@ struct Lowerer<'p> {
     functions: Vec<ir::Function>,
     function_ids: HashMap<tast::FunId, ir::FuncId>,
     functions_in_progress: HashSet<tast::FunId>,
+    /// Trap code of each trap site (codes start at 1: 0 is "no trap" on devices).
+    traps: HashMap<(Span, String), u32>,
     diags: Vec<Diagnostic>,
 }
 
@@ -109,6 +111,7 @@ impl<'p> Lowerer<'p> {
             functions: Vec::new(),
             function_ids: HashMap::new(),
             functions_in_progress: HashSet::new(),
+            traps: HashMap::new(),
             diags: Vec::new(),
         }
     }

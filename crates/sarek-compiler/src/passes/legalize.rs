@@ -287,7 +287,8 @@ impl Legalizer<'_> {
                 | StmtKind::Return(_)
                 | StmtKind::Break
                 | StmtKind::Continue
-                | StmtKind::Native(_) => {}
+                | StmtKind::Native(_)
+                | StmtKind::Trap(_) => {}
             }
         }
     }

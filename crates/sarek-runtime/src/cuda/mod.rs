@@ -27,7 +27,7 @@ use cudarc::driver::{result, sys};
 use sarek_compiler::abi::{Abi, AbiParamKind, ArgSlot};
 use sarek_compiler::back::cfamily::Dialect;
 use sarek_compiler::ir::Kernel;
-use sarek_compiler::target::TargetOptions;
+use sarek_compiler::target::{Target, TargetOptions};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};
@@ -188,16 +188,8 @@ impl CudaDevice {
                 sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
                     .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?
             }
-            Toolchain::DriverJit => {
-                sarek_compiler::back::ptx::generate(kernel, &options).map_err(|d| {
-                    let msgs: Vec<&str> = d.iter().map(|d| d.message.as_str()).collect();
-                    RuntimeError::Compile(format!(
-                        "PTX cannot run kernel `{}`: {}",
-                        kernel.name,
-                        msgs.join("; ")
-                    ))
-                })?
-            }
+            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(kernel, &options)
+                .map_err(|d| RuntimeError::refused(Target::Ptx, &kernel.name, d))?,
         };
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(&generated.source) {
@@ -316,6 +308,18 @@ impl Device for CudaDevice {
                 }
             }
         }
+        let trap = match &abi.trap_status {
+            Some(slot) => {
+                // SAFETY: fresh 4-byte allocation, zeroed by a synchronous copy.
+                let ptr =
+                    DeviceAlloc(unsafe { result::malloc_sync(4) }.map_err(drv("allocating"))?);
+                unsafe { result::memcpy_htod_sync(ptr.0, &[0u8; 4]) }
+                    .map_err(drv("copying to the device"))?;
+                slots.push((argument(slot)?, vec![ptr.0]));
+                Some(ptr)
+            }
+            None => None,
+        };
         slots.sort_by_key(|s| s.0);
         let mut params: Vec<*mut c_void> =
             slots.iter_mut().map(|s| s.1.as_mut_ptr().cast()).collect();
@@ -363,6 +367,16 @@ impl Device for CudaDevice {
                 unsafe { result::memcpy_dtoh_sync(&mut bytes, ptr.0) }
                     .map_err(drv("copying back"))?;
                 pack::unpack_vector(&bytes, v, elem);
+            }
+        }
+        if let Some(ptr) = &trap {
+            let mut word = [0u8; 4];
+            // SAFETY: the allocation holds 4 bytes; the kernel has finished.
+            unsafe { result::memcpy_dtoh_sync(&mut word, ptr.0) }
+                .map_err(drv("reading the trap status word"))?;
+            let code = i32::from_le_bytes(word);
+            if code != 0 {
+                return Err(crate::device::trap_fault(kernel, code, self.info().backend));
             }
         }
         Ok(LaunchStats {

@@ -15,35 +15,113 @@ use std::path::{Path, PathBuf};
 /// interpreter; division and square root stay IEEE (`--prec-div`, `--prec-sqrt` default true).
 pub const OPTIONS: &[&str] = &["--fmad=false", "--prec-div=true", "--prec-sqrt=true"];
 
-/// Where the wheel `nvidia-cuda-nvrtc` puts the library on the CI image.
-const WHEEL_LIB: &str =
-    "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13";
-
-/// Make `libnvrtc` loadable by cudarc. If the system loader does not find it, load it by
-/// absolute path (`SAREK_NVRTC_LIB`, else the CI wheel) so that cudarc's later
-/// `dlopen("libnvrtc.so.13")` resolves to the already-loaded library by its soname.
+/// Make `libnvrtc` loadable by cudarc. The system loader's own search (`LD_LIBRARY_PATH`,
+/// the ldconfig cache) comes first; when it finds nothing, [`candidates`] are loaded by
+/// absolute path, so that cudarc's later `dlopen("libnvrtc.so.13")` resolves to the
+/// already-loaded library by its soname.
 pub fn load() -> Result<(), String> {
     // SAFETY: loading NVRTC runs its initialisers, which have no preconditions.
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Ok(());
     }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    candidates.push(PathBuf::from(WHEEL_LIB));
-    for c in candidates.iter().filter(|c| c.exists()) {
+    for c in candidates() {
         // SAFETY: as above. The library stays loaded for the life of the process.
-        if let Ok(lib) = unsafe { libloading::Library::new(c) } {
+        if let Ok(lib) = unsafe { libloading::Library::new(&c) } {
             std::mem::forget(lib);
+            // SAFETY: as above.
+            if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                return Ok(());
+            }
         }
     }
-    // SAFETY: as above.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err("libnvrtc not found (set LD_LIBRARY_PATH or SAREK_NVRTC_LIB)".into())
+    Err(
+        "libnvrtc not found (set SAREK_NVRTC_LIB to the library, put its folder on \
+         LD_LIBRARY_PATH or under CUDA_PATH, or pip install nvidia-cuda-nvrtc)"
+            .into(),
+    )
+}
+
+/// Where `libnvrtc` may be, in order: `SAREK_NVRTC_LIB` (the library itself); the
+/// `lib64`/`lib` folders of a toolkit under `CUDA_PATH` or `CUDA_HOME`; the folders of
+/// `LD_LIBRARY_PATH` (for a name the system loader does not try); the `cu*/lib` folders of
+/// the `nvidia` Python package (NVIDIA's `nvidia-cuda-nvrtc` wheel) of the first `python3` on
+/// `PATH`. Only existing files are listed, newest version first within a folder.
+pub fn candidates() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB")
+        .map(PathBuf::from)
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            let root = PathBuf::from(root);
+            dirs.extend([root.join("lib64"), root.join("lib")]);
+        }
     }
+    if let Some(paths) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&paths));
+    }
+    dirs.extend(python_wheel_dirs());
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libnvrtc.so") && p.is_file())
+            })
+            .collect();
+        found.sort_by(|a, b| b.cmp(a));
+        for f in found {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// The `cu*/lib` folders of the `nvidia` package of `python3`, if there is one (asked of
+/// Python itself: the package may live in any site-packages or virtual environment).
+fn python_wheel_dirs() -> Vec<PathBuf> {
+    let Ok(output) = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import nvidia, os; print(os.pathsep.join(nvidia.__path__))",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output()
+    else {
+        return Vec::new();
+    };
+    if !output.status.success() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut dirs = Vec::new();
+    for root in std::env::split_paths(text.trim()) {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut subs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            // `cu13/lib` (CUDA 13 wheels); `cuda_nvrtc/lib` (CUDA 12 wheels).
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("cu"))
+            })
+            .map(|p| p.join("lib"))
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort_by(|a, b| b.cmp(a));
+        dirs.extend(subs);
+    }
+    dirs
 }
 
 /// NVRTC's version as (major, minor). Call [`load`] first.

@@ -144,6 +144,8 @@ pub(crate) enum StmtKind {
     },
     Break,
     Continue,
+    /// Stop the launch with this message (the IR's trap).
+    Trap(String),
 }
 
 pub(crate) struct Arm {
@@ -681,6 +683,7 @@ impl Compiler<'_> {
             },
             S::Break => StmtKind::Break,
             S::Continue => StmtKind::Continue,
+            S::Trap(t) => StmtKind::Trap(t.message.clone()),
             S::Native(_) => {
                 return Err(RuntimeError::Compile(format!(
                     "kernel `{}` contains opaque native code, which the interpreter and the cpu backend cannot run",

@@ -452,6 +452,10 @@ impl<'a> Exec<'a, '_> {
                 }
                 Ok(mask)
             }
+            StmtKind::Trap(message) => match mask.first() {
+                Some(&t) => Err(self.loc().fault(t, message)),
+                None => Ok(mask),
+            },
             StmtKind::Return { value, ret } => {
                 if let Some(v) = value {
                     self.eval(v, &mask)?;

@@ -5,7 +5,8 @@
 //!
 //! - Device choice: the first GPU or accelerator of any platform, else the first device (PoCL
 //!   on CI). [`TargetOptions`] come from the device's extensions (`cl_khr_fp64`, the int64
-//!   atomics pair, the subgroup family), so the generator refuses what the device lacks.
+//!   atomics pair, the subgroup family), so the generator refuses what the device lacks:
+//!   a located [`RuntimeError::Refused`] naming OpenCL C.
 //! - Programs are cached per generated source (one cache per device), so a kernel is built
 //!   once however often it is launched; build logs come back as [`RuntimeError::Compile`].
 //! - Arguments follow the ABI descriptor: a vector is a buffer packed per its
@@ -293,6 +294,24 @@ impl Device for OpenClDevice {
                 }
             }
         }
+        let trap = match &abi.trap_status {
+            Some(slot) => {
+                let mut zero = [0u8; 4];
+                // SAFETY: `zero` is a live host allocation of 4 bytes, copied at creation.
+                let buf = unsafe {
+                    Buffer::<u8>::create(
+                        &self.context,
+                        CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                        zero.len(),
+                        zero.as_mut_ptr().cast::<c_void>(),
+                    )
+                }
+                .map_err(cl_err("allocating the trap status word"))?;
+                slots.push((argument(slot)?, Slot::Mem(buf.get())));
+                Some(buf)
+            }
+            None => None,
+        };
         let k = compiled.kernel.lock().unwrap_or_else(|p| p.into_inner());
         for (index, slot) in &slots {
             // SAFETY: indices and sizes come from the ABI of this very source: a buffer slot
@@ -341,6 +360,19 @@ impl Device for OpenClDevice {
                 }
                 .map_err(cl_err("reading a buffer back"))?;
                 pack::unpack_vector(&bytes, v, elem);
+            }
+        }
+        if let Some(buf) = &trap {
+            let mut word = [0u8; 4];
+            // SAFETY: blocking read of the 4-byte status buffer into a 4-byte array.
+            unsafe {
+                self.queue
+                    .enqueue_read_buffer(buf, CL_BLOCKING, 0, &mut word, &[])
+            }
+            .map_err(cl_err("reading the trap status word"))?;
+            let code = i32::from_le_bytes(word);
+            if code != 0 {
+                return Err(crate::device::trap_fault(kernel, code, Backend::OpenCl));
             }
         }
         Ok(LaunchStats {

@@ -1,6 +1,6 @@
 //! What the C-family backends (OpenCL, CUDA) share: host columns <-> device bytes by the
 //! ABI's [`ElemLayout`] (one element's leaves at their offsets, elements `stride` bytes
-//! apart, padding zero), and generator refusals as runtime errors.
+//! apart, padding zero), and generator refusals as [`RuntimeError::Refused`].
 
 use crate::device::RuntimeError;
 use crate::value::{ArgValue, Column, HostVector};
@@ -94,25 +94,13 @@ pub fn pack_value(
     Ok(bytes)
 }
 
-/// A generator refusal as a runtime error (the caller has no source map here: messages only).
+/// A generator refusal as a runtime error: its located diagnostics, each reason once.
 pub fn refused(
     kernel: &Kernel,
     dialect: Dialect,
     diags: &[sarek_compiler::Diagnostic],
 ) -> RuntimeError {
-    let msgs: Vec<String> = diags
-        .iter()
-        .map(|d| {
-            let notes: String = d.notes.iter().map(|n| format!(" ({n})")).collect();
-            format!("{}{notes}", d.message)
-        })
-        .collect();
-    RuntimeError::Compile(format!(
-        "{} cannot run kernel `{}`: {}",
-        dialect.display_name(),
-        kernel.name,
-        msgs.join("; ")
-    ))
+    RuntimeError::refused(dialect.target(), &kernel.name, diags.iter().cloned())
 }
 
 fn write_leaf(

@@ -178,6 +178,13 @@ pub fn main() -> ExitCode {
         eprintln!("error: internal error (a bug in sarek, please report it): {info}");
     }));
     let cli = Cli::parse();
+    // Before any thread exists (see `RuntimeDir`); removed when `main` returns.
+    let _runtime_dir = match cli.command {
+        Command::Run(_) | Command::Verify(_) | Command::Devices | Command::Bench(_) => {
+            RuntimeDir::ensure()
+        }
+        Command::Check { .. } | Command::Compile { .. } => RuntimeDir(None),
+    };
     let result = match cli.command {
         Command::Check { files } => check::run(&files),
         Command::Compile {
@@ -199,6 +206,46 @@ pub fn main() -> ExitCode {
                 eprintln!("{msg}");
             }
             ExitCode::from(f.code)
+        }
+    }
+}
+
+/// A private, empty `XDG_RUNTIME_DIR` for commands that open devices, where none is set.
+///
+/// wgpu enables `VK_KHR_wayland_surface`, which makes Mesa's Vulkan device-select layer ask
+/// Wayland for the default GPU, and libwayland prints "error: XDG_RUNTIME_DIR is invalid or
+/// not set in the environment." when the variable is unset (headless machines, CI): that
+/// reads like a Sarek error. With a private empty folder the connection fails silently and
+/// the layer keeps working otherwise (`NODEVICE_SELECT=1` would disable it altogether). Only
+/// the command-line tool does this: setting the environment is sound only while the process
+/// has a single thread, which a library cannot know.
+struct RuntimeDir(Option<PathBuf>);
+
+impl RuntimeDir {
+    fn ensure() -> RuntimeDir {
+        let valid =
+            std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| Path::new(&v).is_absolute());
+        if valid {
+            return RuntimeDir(None);
+        }
+        let dir = std::env::temp_dir().join(format!("sarek-runtime-{}", std::process::id()));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        if builder.create(&dir).is_err() {
+            return RuntimeDir(None);
+        }
+        // SAFETY: called from `main` before any thread is started, so nothing reads the
+        // environment concurrently.
+        unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
+        RuntimeDir(Some(dir))
+    }
+}
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }

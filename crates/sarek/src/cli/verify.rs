@@ -4,6 +4,10 @@
 //! command line gives no `--arg`, `--size` or `--input` and the file has `(* @run ... *)`
 //! directives for the kernel(s), each directive is one verification instead.
 //!
+//! A backend that cannot run the kernel ([`RuntimeError::Refused`]) shows as `refused`, with
+//! its located diagnostics printed once per backend and kernel; a device compiler rejecting
+//! the generated source ([`RuntimeError::Compile`]) is an `ERROR` like any launch failure.
+//!
 //! Exit: 1 on any mismatch, backend launch error, or refusal by a backend named explicitly in
 //! `--backends`; otherwise 2 when a requested backend is unavailable; 0 when all agree.
 
@@ -12,6 +16,7 @@ use super::{CmdResult, Failure, VerifyArgs, kernel_name, load, lower};
 use sarek::runtime::discover;
 use sarek::runtime::harness::{self, Inputs, ParamKind, Tolerance, VectorComparison};
 use sarek::{Backend, Device, RuntimeError};
+use std::collections::HashSet;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -24,6 +29,7 @@ struct Job {
 /// What one backend did on one job.
 enum Cell {
     Compared(Vec<VectorComparison>),
+    /// The rendered diagnostics of the refusal.
     Refused(String),
     Error(String),
 }
@@ -147,6 +153,8 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     }
 
     let mut failed = false;
+    // (backend, kernel) pairs whose refusal was printed: each is shown once, not per job.
+    let mut refusals_shown = HashSet::new();
     for job in &jobs {
         let kernel = lower(&program, &job.kernel)?;
         let Prepared { args, config, size } = match &job.directive {
@@ -204,7 +212,9 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             let mut found = args.clone();
             let cell = match harness::run(device.as_ref(), &kernel, config, &mut found) {
                 Ok(_) => Cell::Compared(harness::compare_args(&kernel, &expected, &found, &tol)),
-                Err(RuntimeError::Compile(m)) => Cell::Refused(m),
+                Err(e @ RuntimeError::Refused { .. }) => {
+                    Cell::Refused(program.render_runtime_error(&e, false))
+                }
                 Err(e) => Cell::Error(
                     program
                         .render_runtime_error(&e, false)
@@ -220,6 +230,13 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             rows.push((*b, cell));
         }
         print_table(&params, &rows);
+        for (b, cell) in &rows {
+            if let Cell::Refused(diagnostics) = cell
+                && refusals_shown.insert((*b, job.kernel.clone()))
+            {
+                print!("{diagnostics}");
+            }
+        }
     }
     if jobs.is_empty() {
         println!("nothing to verify");
@@ -292,7 +309,10 @@ fn print_table(params: &[String], rows: &[(Backend, Cell)]) {
                     );
                 }
             }
-            Cell::Refused(m) => println!("  {b} refused the kernel: {}", first_line(m)),
+            Cell::Refused(m) => println!(
+                "  {b} refused the kernel: {}",
+                first_line(m).trim_start_matches("error: ")
+            ),
             Cell::Error(m) => println!("  {b} failed: {}", first_line(m)),
         }
     }

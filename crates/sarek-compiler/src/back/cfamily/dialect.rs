@@ -74,6 +74,26 @@ impl Dialect {
         }
     }
 
+    /// Type of the trap status word's pointer (see [`crate::ir::Trap`]).
+    pub fn trap_pointer(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "volatile __global int*",
+            Dialect::Cuda => "int*",
+            Dialect::Metal => "device atomic_int*",
+        }
+    }
+
+    /// Record trap `code` in the status word `ptr` (the highest code wins, deterministically).
+    pub fn trap_store(self, ptr: &str, code: u32) -> String {
+        match self {
+            Dialect::OpenCl => format!("atomic_max({ptr}, {code});"),
+            Dialect::Cuda => format!("atomicMax({ptr}, {code});"),
+            Dialect::Metal => {
+                format!("atomic_fetch_max_explicit({ptr}, {code}, memory_order_relaxed);")
+            }
+        }
+    }
+
     /// Qualifier of a shared-array declaration.
     pub fn shared_decl(self) -> &'static str {
         match self {

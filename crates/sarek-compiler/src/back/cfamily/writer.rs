@@ -60,6 +60,13 @@ pub(super) struct Writer<'a> {
     /// Metal: whether a helper takes the geometry struct.
     func_geom: Vec<bool>,
     geom: Option<MetalGeom>,
+    /// Name of the trap status pointer, when the kernel has traps. It is passed to the
+    /// helpers that trap (directly or through a call), like the Metal geometry struct.
+    trap: Option<String>,
+    /// Whether a helper takes the trap status pointer.
+    func_trap: Vec<bool>,
+    /// Whether the function being written traps.
+    cur_trap: bool,
     /// Generated helpers by key -> (name, definition), in first-use order.
     helpers: Vec<(String, String, String)>,
     features: Features,
@@ -102,6 +109,9 @@ impl<'a> Writer<'a> {
             func_names: k.functions.iter().map(|f| f.name.clone()).collect(),
             func_geom: vec![false; k.functions.len()],
             geom: None,
+            trap: None,
+            func_trap: vec![false; k.functions.len()],
+            cur_trap: false,
             helpers: Vec::new(),
             features: Features::default(),
             diags: Vec::new(),
@@ -114,6 +124,9 @@ impl<'a> Writer<'a> {
             reserved,
         };
         w.name_types();
+        if !k.traps().is_empty() {
+            w.trap = Some(w.fresh("sarek_trap"));
+        }
         if d == Dialect::Metal {
             w.geom = Some(MetalGeom {
                 ty: w.fresh("sarek_geom"),
@@ -552,6 +565,7 @@ impl<'a> Writer<'a> {
         self.span = f.span;
         self.in_kernel = false;
         self.cur_geom = false;
+        self.cur_trap = false;
         let mut params = self.param_decls(&f.params);
         let ret = self.value_ty(&f.ret);
         self.out.clear();
@@ -562,6 +576,11 @@ impl<'a> Writer<'a> {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("geometry struct only on Metal");
             params.insert(0, format!("{} {}", g.ty, g.var));
+        }
+        if self.cur_trap {
+            self.func_trap[id.0 as usize] = true;
+            let ptr = self.trap.clone().unwrap_or_default();
+            params.insert(0, format!("{} {ptr}", self.d.trap_pointer()));
         }
         format!(
             "{}{} {}({}) {{\n{}}}\n\n",
@@ -662,6 +681,14 @@ impl<'a> Writer<'a> {
             }
             self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
         }
+        let trap_status = self.trap.clone().map(|ptr| {
+            let ptr_ty = self.d.trap_pointer();
+            match self.d {
+                Dialect::Metal => params.push(format!("{ptr_ty} {ptr} [[buffer({slot})]]")),
+                _ => params.push(format!("{ptr_ty} {ptr}")),
+            }
+            ArgSlot::Argument(slot)
+        });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
         let body = std::mem::take(&mut self.out);
@@ -685,6 +712,7 @@ impl<'a> Writer<'a> {
             uniform_size: None,
             uniform_binding: None,
             block_size_in_source: false,
+            trap_status,
         };
         (src, abi)
     }
@@ -878,6 +906,11 @@ impl<'a> Writer<'a> {
                     self.line(l);
                 }
             }
+            StmtKind::Trap(t) => {
+                self.cur_trap = true;
+                let ptr = self.trap.clone().unwrap_or_default();
+                self.line(&self.d.trap_store(&ptr, t.code));
+            }
         }
     }
 
@@ -958,17 +991,26 @@ impl<'a> Writer<'a> {
         };
         let mut first = true;
         let mut default = None;
-        for arm in arms {
+        // Without a default arm the constructor arms are exhaustive: the last one is a plain
+        // `else`, so C sees no path out of a helper without a `return` (-Wreturn-type).
+        let last = if arms.iter().any(|a| a.ctor.is_none()) {
+            None
+        } else {
+            arms.len().checked_sub(1)
+        };
+        for (k, arm) in arms.iter().enumerate() {
             let Some(c) = arm.ctor else {
                 default = Some(arm);
                 continue;
             };
-            let head = format!(
-                "{}if ({subject}.tag == {c})",
-                if first { "" } else { "} else " }
-            );
+            let head = match (first, Some(k) == last) {
+                (true, true) => format!("{{ // {subject}.tag == {c}"),
+                (true, false) => format!("if ({subject}.tag == {c}) {{"),
+                (false, true) => format!("}} else {{ // {subject}.tag == {c}"),
+                (false, false) => format!("}} else if ({subject}.tag == {c}) {{"),
+            };
             first = false;
-            self.line(&format!("{head} {{"));
+            self.line(&head);
             self.indent += 1;
             let ctor = &self.k.variants[vi].ctors[c as usize];
             for (j, b) in arm.bindings.iter().enumerate() {
@@ -1201,11 +1243,38 @@ impl<'a> Writer<'a> {
             BinOp::Rem if operand.is_float() => {
                 format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b))
             }
+            BinOp::Div | BinOp::Rem if operand.is_int() && !safe_divisor(rhs) => {
+                let f = self.int_division(op == BinOp::Div, operand);
+                format!("{f}({}, {})", strip(&a), strip(&b))
+            }
             _ => {
                 let _ = ty;
                 format!("({a} {sym} {b})")
             }
         }
+    }
+
+    /// Signed `/` or `mod` as a helper with the language's meaning where C has undefined
+    /// behaviour (which lets compilers delete the surrounding code): `min_int / -1` wraps to
+    /// `min_int` and `min_int mod -1` is 0, as in OCaml and the interpreter. A zero divisor,
+    /// a located fault on the interpreter, yields 0 here instead of undefined behaviour.
+    fn int_division(&mut self, div: bool, s: Scalar) -> String {
+        let t = self.scalar(s);
+        let u = self.d.unsigned(s);
+        let q = self.d.helper_qualifier();
+        let (key, base) = if div {
+            (format!("div:{t}"), format!("sarek_div_{}", s.name()))
+        } else {
+            (format!("rem:{t}"), format!("sarek_rem_{}", s.name()))
+        };
+        self.helper(&key, &base, |name| {
+            let body = if div {
+                format!("d == 0 ? 0 : d == -1 ? ({t})(({u})0 - ({u})n) : n / d")
+            } else {
+                "d == 0 || d == -1 ? 0 : n % d".to_string()
+            };
+            format!("{q}{t} {name}({t} n, {t} d) {{\n{INDENT}return {body};\n}}\n\n")
+        })
     }
 
     /// A wrapping integer operation computed in the unsigned type of the same width. Nested
@@ -1256,6 +1325,10 @@ impl<'a> Writer<'a> {
                     .map(|g| g.var.clone())
                     .unwrap_or_default(),
             );
+        }
+        if self.func_trap[func.0 as usize] {
+            self.cur_trap = true;
+            out.insert(0, self.trap.clone().unwrap_or_default());
         }
         for (a, &p) in args.iter().zip(&f.params) {
             match (self.var_ty(p), &a.kind) {
@@ -1705,6 +1778,14 @@ fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
             _ => {}
         }
     }
+}
+
+/// A literal divisor other than 0 and -1: C's `/` and `%` are defined for every dividend.
+fn safe_divisor(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Lit(Literal::I32(d)) if d != 0 && d != -1
+    ) || matches!(e.kind, ExprKind::Lit(Literal::I64(d)) if d != 0 && d != -1)
 }
 
 /// Remove one pair of parentheses enclosing the whole text.

@@ -327,6 +327,12 @@ impl<'k> Writer<'k> {
                 );
             }
         }
+        if let Some(crate::abi::ArgSlot::Binding { group, binding }) = b.abi.trap_status {
+            let _ = writeln!(
+                out,
+                "layout(std430, set = {group}, binding = {binding}) buffer sarek_trap_buf {{ int sarek_trap; }};"
+            );
+        }
         if !b.push.is_empty() {
             match b.abi.uniform_binding {
                 None => out.push_str("layout(push_constant, std430) uniform sarek_params {\n"),
@@ -650,6 +656,9 @@ impl<'k> Writer<'k> {
             StmtKind::Break => Self::line(out, ind, "break;"),
             StmtKind::Continue => Self::line(out, ind, "continue;"),
             StmtKind::Native(src) => Self::line(out, ind, src),
+            StmtKind::Trap(t) => {
+                Self::line(out, ind, &format!("atomicMax(sarek_trap, {});", t.code))
+            }
         }
     }
 

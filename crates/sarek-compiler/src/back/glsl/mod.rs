@@ -19,6 +19,8 @@
 //!   push-constant block `sarek_pc`, in parameter order, each member with an explicit
 //!   `layout(offset = N)` computed by the same code that fills the ABI descriptor (past the
 //!   128 bytes every device guarantees, the same block becomes a read-only storage buffer);
+//! - a kernel with traps ([`crate::ir::Trap`]) gets one more storage buffer, `sarek_trap`,
+//!   after every other binding; a trap is `atomicMax(sarek_trap, code)`;
 //! - shared arrays are module-scope `shared` variables; float32 atomics are compare-exchange
 //!   loops on `floatBitsToUint` (buffers get a `uint` alias of the same binding, shared arrays
 //!   used that way are stored as `uint`);
@@ -198,6 +200,10 @@ impl emit::Writer<'_> {
         let uniform_binding = uniform_size
             .filter(|s| *s > MAX_PUSH_CONSTANTS)
             .map(|_| (0, binding));
+        let trap_status = (!k.traps().is_empty()).then(|| ArgSlot::Binding {
+            group: 0,
+            binding: binding + u32::from(uniform_binding.is_some()),
+        });
         let abi = Abi {
             entry_point: "main".into(),
             params,
@@ -206,6 +212,7 @@ impl emit::Writer<'_> {
             uniform_binding,
             // local_size_{x,y,z}_id: the block size is a specialization constant.
             block_size_in_source: false,
+            trap_status,
         };
         Bindings { abi, push, buffers }
     }

@@ -141,6 +141,8 @@ pub(super) struct Writer<'k> {
     errors: Vec<Diagnostic>,
     /// Helpers being inlined (guards against recursion the front end should have removed).
     inlining: Vec<FuncId>,
+    /// Global address of the trap status word, when the kernel has traps.
+    trap: Option<Reg>,
 }
 
 impl<'k> Writer<'k> {
@@ -160,12 +162,13 @@ impl<'k> Writer<'k> {
             span: kernel.span,
             errors: Vec::new(),
             inlining: Vec::new(),
+            trap: None,
         }
     }
 
     pub(super) fn finish(mut self) -> Result<Generated, Vec<Diagnostic>> {
         let entry = entry_name(&self.kernel.name);
-        let (param_decls, abi_params) = self.params();
+        let (param_decls, abi_params, trap_status) = self.params();
         let body = self.kernel.body.clone();
         self.block(&body);
         if !self.errors.is_empty() {
@@ -195,6 +198,7 @@ impl<'k> Writer<'k> {
             uniform_size: None,
             uniform_binding: None,
             block_size_in_source: false,
+            trap_status,
         };
         Ok(Generated { source: out, abi })
     }
@@ -272,7 +276,8 @@ impl<'k> Writer<'k> {
 
     // ----- parameters -----
 
-    fn params(&mut self) -> (Vec<String>, Vec<AbiParam>) {
+    /// Parameter declarations, their ABI, and the slot of the trap status pointer (last).
+    fn params(&mut self) -> (Vec<String>, Vec<AbiParam>, Option<ArgSlot>) {
         let mut decls = Vec::new();
         let mut abi_params = Vec::new();
         let mut slot = 0u32;
@@ -350,7 +355,16 @@ impl<'k> Writer<'k> {
                 }
             }
         }
-        (decls, abi_params)
+        let trap_status = (!self.kernel.traps().is_empty()).then(|| {
+            decls.push(format!("    .param .u64 param_{slot}"));
+            let raw = self.reg(Class::B64);
+            let base = self.reg(Class::B64);
+            self.emit(format!("ld.param.u64 {raw}, [param_{slot}];"));
+            self.emit(format!("cvta.to.global.u64 {base}, {raw};"));
+            self.trap = Some(base);
+            ArgSlot::Argument(slot)
+        });
+        (decls, abi_params, trap_status)
     }
 
     /// Load one leaf from `[addr]` in `space`, converting its stored form to a register.
@@ -563,6 +577,10 @@ impl<'k> Writer<'k> {
                 self.body.push_str(text);
                 self.body.push('\n');
             }
+            StmtKind::Trap(t) => match self.trap {
+                Some(addr) => self.emit(format!("red.global.max.s32 [{addr}], {};", t.code)),
+                None => self.refuse("a trap in a kernel without a trap status word"),
+            },
         }
     }
 

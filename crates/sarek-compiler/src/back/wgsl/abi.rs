@@ -1,7 +1,8 @@
 //! Bindings of a WGSL kernel, and the ABI descriptor derived from the same values.
 //!
 //! Group 0 holds everything. Binding 0 is the `Params` uniform when the kernel has any scalar,
-//! by-value aggregate or vector parameter; storage buffers follow in parameter order. `Params`
+//! by-value aggregate or vector parameter; storage buffers follow in parameter order, then the
+//! trap status word `sarek_trap` when the kernel has traps. `Params`
 //! holds only 4-byte scalars, so WGSL's uniform rules (16-byte alignment of nested structs and
 //! array strides) never apply: field `k` sits at byte `4k`, the block is padded to 16 bytes.
 //!
@@ -52,6 +53,8 @@ pub(super) struct Bindings {
     /// Parallel to `Kernel::params`.
     pub params: Vec<(VarId, ParamBinding)>,
     pub uniform_binding: Option<u32>,
+    /// Binding of the trap status word `sarek_trap` (after every other), when the kernel traps.
+    pub trap_binding: Option<u32>,
 }
 
 fn uniform_ty(s: Scalar) -> &'static str {
@@ -120,10 +123,12 @@ impl Bindings {
                 next += 1;
             }
         }
+        let trap_binding = (!kernel.traps().is_empty()).then_some(next);
         Bindings {
             fields,
             params,
             uniform_binding,
+            trap_binding,
         }
     }
 
@@ -206,6 +211,10 @@ impl Bindings {
             uniform_size: self.uniform_binding.map(|_| self.uniform_size()),
             uniform_binding: self.uniform_binding.map(|b| (GROUP, b)),
             block_size_in_source: false,
+            trap_status: self.trap_binding.map(|binding| ArgSlot::Binding {
+                group: GROUP,
+                binding,
+            }),
         }
     }
 }

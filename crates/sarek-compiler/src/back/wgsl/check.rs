@@ -178,7 +178,8 @@ impl Checker<'_> {
             | StmtKind::Return(None)
             | StmtKind::Break
             | StmtKind::Continue
-            | StmtKind::Native(_) => {}
+            | StmtKind::Native(_)
+            | StmtKind::Trap(_) => {}
         }
     }
 

@@ -68,7 +68,7 @@ pub fn escape(name: &str) -> Cow<'_, str> {
 pub const MINTED_STEMS: &[&str] = &[
     "len", "arg", "wg", "v", "dup", "in", "lid", "wid", "gid", "nwg", "sg", "block", "it", "scrut",
     "fmod", "round_away", "copysign", "expm1", "log1p", "log10", "hypot", "cas", "fatomic", "st",
-    "load", "store", "tag", "p", "pick", "arcsin", "arccos", "q",
+    "load", "store", "tag", "p", "pick", "arcsin", "arccos", "q", "trap",
 ];
 
 #[cfg(test)]

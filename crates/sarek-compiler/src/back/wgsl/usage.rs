@@ -173,7 +173,8 @@ impl Walker<'_> {
                 | StmtKind::Return(None)
                 | StmtKind::Break
                 | StmtKind::Continue
-                | StmtKind::Native(_) => {}
+                | StmtKind::Native(_)
+                | StmtKind::Trap(_) => {}
             }
         }
     }

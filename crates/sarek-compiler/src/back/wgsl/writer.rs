@@ -364,6 +364,12 @@ impl<'a> Writer<'a> {
                 );
             }
         }
+        if let Some(binding) = self.bindings.trap_binding {
+            let _ = writeln!(
+                m,
+                "@group({GROUP}) @binding({binding}) var<storage, read_write> sarek_trap: atomic<i32>;"
+            );
+        }
         for s in &self.usage.shared {
             if let Ty::Array {
                 elem,
@@ -946,6 +952,7 @@ impl<'a> Writer<'a> {
                     self.line(l);
                 }
             }
+            StmtKind::Trap(t) => self.line(format!("atomicMax(&sarek_trap, {});", t.code)),
         }
     }
 

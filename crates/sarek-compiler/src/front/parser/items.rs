@@ -59,6 +59,12 @@ impl Parser {
                         | Tok::Type
                         | Tok::Open => {}
                         Tok::Attr { outer: true, .. } => {}
+                        Tok::And => {
+                            self.top_level_and(&new);
+                            items.append(&mut new);
+                            self.recover(start);
+                            continue;
+                        }
                         _ => {
                             let _ = self.expected("`let`, `let%kernel` or `type` (a new item)");
                             items.append(&mut new);
@@ -77,6 +83,29 @@ impl Parser {
             }
         }
         Program { items }
+    }
+
+    /// `let rec f ... and g ...` (mutual recursion) or `let x ... and y ...` at top level.
+    fn top_level_and(&mut self, before: &[Item]) {
+        let and = self.span();
+        let fun = before.iter().find_map(|i| match &i.kind {
+            ItemKind::Fun(f) => Some(f),
+            _ => None,
+        });
+        let d = match fun {
+            Some(f) if f.recursive => Diagnostic::error(
+                and,
+                format!("mutual recursion is not supported (`let rec {} ... and ...`)", f.name.name),
+            )
+            .with_label("a second function of the same recursive group")
+            .with_secondary(f.name.span, "the group starts here")
+            .with_note("GPU code has no call stack: recursion must become a loop (tail calls) or be inlined to a fixed depth, which a group of functions calling each other cannot")
+            .with_help("merge the functions into one recursive helper, e.g. with a parameter that selects the case"),
+            _ => Diagnostic::error(and, "`let ... and ...` is not supported at top level")
+                .with_label("start a new item here with `let`")
+                .with_help("top-level definitions are separate items: write `let` instead of `and`"),
+        };
+        self.diags.push(d);
     }
 
     /// `open Std` (or `Sarek`, `Gpu`, `Math`, also `open!`) at top level: accepted and

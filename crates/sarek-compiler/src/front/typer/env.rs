@@ -353,6 +353,10 @@ impl Checker {
             ),
             TyMode::KernelParam => match ty {
                 Ty::Vector(e) if self.is_data(e) => None,
+                // Say what is wrong with the element rather than that a vector is expected.
+                Ty::Vector(_) => Some(
+                    "a vector's elements must be scalars, records, variants or tuples of scalars",
+                ),
                 Ty::Scalar(_) | Ty::Record(_) | Ty::Variant(_) => None,
                 t if super::unify::is_error(t) => None,
                 _ => Some("a kernel parameter must be a scalar, a record, a variant or a `t vector`"),
@@ -368,10 +372,17 @@ impl Checker {
         };
         if let Some(msg) = bad {
             let shown = self.show(ty);
-            self.diags.push(
-                Diagnostic::error(span, format!("the type `{shown}` is not allowed here"))
-                    .with_label(msg.to_string()),
-            );
+            let mut d = Diagnostic::error(span, format!("the type `{shown}` is not allowed here"))
+                .with_label(msg.to_string());
+            // `int32 * float32 vector` is `int32 * (float32 vector)`, as in OCaml.
+            if let Ty::Tuple(ts) = ty
+                && matches!(ts.last(), Some(Ty::Vector(_)))
+            {
+                d = d.with_help(
+                    "`*` binds looser than `vector`: write a vector of tuples as `(t1 * t2) vector`",
+                );
+            }
+            self.diags.push(d);
         }
     }
 

@@ -93,6 +93,27 @@ impl Checker {
                 }
                 d
             }
+            // A float literal where the context wants an integer (`o.(i) <- 1.0` on an int32
+            // vector): the literal is what is wrong, not the context.
+            Reason::FloatLiteral if matches!(self.subst.resolve(ty), Ty::Scalar(s) if !s.is_float()) =>
+            {
+                let mut d = Diagnostic::error(span, "mismatched types")
+                    .with_label(format!("expected `{shown}`, found a float literal"));
+                if shows_origin(origin, span) {
+                    d = d.with_secondary(origin, format!("`{shown}` is required here"));
+                }
+                let example = match self.subst.resolve(ty) {
+                    Ty::Scalar(Scalar::I64) => Some("2L"),
+                    Ty::Scalar(s) if s.is_int() => Some("2"),
+                    _ => None,
+                };
+                if let Some(example) = example {
+                    d = d.with_help(format!(
+                        "write an integer literal such as `{example}`, or convert: `{shown} (...)`"
+                    ));
+                }
+                d
+            }
             Reason::Operation(_) | Reason::FloatLiteral => {
                 let op = reason.describe();
                 let mut d = Diagnostic::error(
@@ -669,7 +690,7 @@ impl Checker {
                 None => {
                     self.diags.push(
                         Diagnostic::error(span, "integer literal out of range for `int32`")
-                            .with_label(format!("`{v}` does not fit in 32 bits"))
+                            .with_label(format!("`{v}` is outside [-2147483648, 2147483647]"))
                             .with_help("write an int64 literal with the `L` suffix"),
                     );
                     mk(T::Lit(Literal::I32(0)), Ty::I32, span)
@@ -680,7 +701,9 @@ impl Checker {
                 None => {
                     self.diags.push(
                         Diagnostic::error(span, "integer literal out of range for `int64`")
-                            .with_label(format!("`{v}` does not fit in 64 bits")),
+                            .with_label(format!(
+                                "`{v}` is outside [-9223372036854775808, 9223372036854775807]"
+                            )),
                     );
                     mk(T::Lit(Literal::I64(0)), Ty::I64, span)
                 }
@@ -1501,6 +1524,9 @@ impl Checker {
         // Per arm: the guard, checked against a second copy of the pattern's bindings.
         let mut guards: Vec<Option<(tast::Pattern, Expr)>> = Vec::new();
         let mut first_body: Option<Span> = None;
+        // A pattern that failed to check was replaced by a wildcard: exhaustiveness and
+        // redundancy would then report arms after it as unreachable, so they are skipped.
+        let mut bad_pattern = false;
         for arm in arms {
             let mark = self.scope.len();
             let guard = arm.guard.as_ref().map(|g| {
@@ -1516,6 +1542,7 @@ impl Checker {
             let diags_before = self.diags.len();
             let mut binds = Vec::new();
             let pattern = self.check_pattern(&arm.pattern, &scrut.ty, false, &mut binds);
+            bad_pattern |= self.diags.len() > diags_before;
             if guard.is_some() {
                 // The pattern was checked (and reported) with the guard already.
                 self.diags.truncate(diags_before);
@@ -1548,7 +1575,9 @@ impl Checker {
             });
         }
         let guarded: Vec<bool> = guards.iter().map(Option::is_some).collect();
-        self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        if !bad_pattern {
+            self.check_match(&scrut.ty, &out, &guarded, span, scrut.span);
+        }
         if guarded.contains(&true) {
             return self.desugar_guards(scrut, out, guards, result, span);
         }
@@ -2553,20 +2582,14 @@ pub(super) fn subst_params(t: &Ty, args: &[Ty]) -> Ty {
 }
 
 /// `0xffffffff` is accepted as the int32 with that bit pattern (as OCaml's `0xffffffffl`).
+/// The lexer already turned non-decimal literals into their signed value, so the signed
+/// range is the whole check (`2147483648` is refused, `-2147483648` and `0xFFFFFFFF` are not).
 fn int32_of(v: i128) -> Option<i32> {
-    if (i32::MIN as i128..=u32::MAX as i128).contains(&v) {
-        Some(v as u32 as i32)
-    } else {
-        None
-    }
+    i32::try_from(v).ok()
 }
 
 fn int64_of(v: i128) -> Option<i64> {
-    if (i64::MIN as i128..=u64::MAX as i128).contains(&v) {
-        Some(v as u64 as i64)
-    } else {
-        None
-    }
+    i64::try_from(v).ok()
 }
 
 fn negate(l: Literal) -> Option<Literal> {

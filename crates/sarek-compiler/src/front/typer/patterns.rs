@@ -47,11 +47,13 @@ impl Checker {
             }
             ast::Pattern::Ctor { name, args, span } => {
                 let Some((vid, ci)) = self.resolve_ctor(name, Some(ty)) else {
+                    self.bind_unchecked(args, mutable, binds);
                     return Pattern::Wildcard;
                 };
                 let pty = Ty::Variant(vid);
                 if let Err(err) = self.subst.unify(ty, &pty) {
                     self.report_unify(err, *span, ty, &pty);
+                    self.bind_unchecked(args, mutable, binds);
                     return Pattern::Wildcard;
                 }
                 let decl = self.env.variant(vid).ctors[ci as usize].clone();
@@ -153,6 +155,14 @@ impl Checker {
                     .with_label(format!("`{}` is not matched", self.show_witness(&w[0])))
                     .with_help("use `match` to handle the other cases"),
             );
+        }
+    }
+
+    /// Bind the names of sub-patterns that cannot be checked (their constructor is unknown or
+    /// of the wrong type) at the error type, so the arm's body does not report them as unknown.
+    fn bind_unchecked(&mut self, args: &[ast::Pattern], mutable: bool, binds: &mut Vec<VarDecl>) {
+        for a in args {
+            self.check_pattern(a, &super::unify::error_ty(), mutable, binds);
         }
     }
 

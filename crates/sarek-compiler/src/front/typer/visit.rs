@@ -115,6 +115,6 @@ pub(crate) fn walk_expr<V: VisitMut + ?Sized>(v: &mut V, e: &mut Expr) {
             v.expr(step);
             v.expr(rest);
         }
-        ExprKind::Ignore(e) => v.expr(e),
+        ExprKind::Ignore(e) | ExprKind::Trap { fallback: e, .. } => v.expr(e),
     }
 }
