@@ -8,16 +8,7 @@ use interp_util::*;
 use sarek_compiler::intrinsics::{AtomicOp, Intrinsic};
 use sarek_compiler::ir::*;
 use sarek_compiler::types::BinOp;
-use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
-
-fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
-    let mut a = args.clone();
-    let mut b = args;
-    interp::run(k, cfg, &mut a).unwrap();
-    cpu::run(k, cfg, &mut b).unwrap();
-    assert_eq!(a, b, "interp and cpu disagree on `{}`", k.name);
-    b
-}
+use sarek_runtime::{LaunchConfig, cpu, interp};
 
 #[test]
 fn cpu_matches_interp_and_references() {
@@ -72,14 +63,8 @@ fn cpu_matches_interp_and_references() {
     assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, 64));
 
     let m = 48usize;
-    let a: Vec<f32> = rand_seq(3, m * m)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, m * m)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
+    let a: Vec<f32> = rand_f32(3, m * m);
+    let b: Vec<f32> = rand_f32(4, m * m);
     let out = both(
         &matmul(16),
         LaunchConfig {

@@ -21,16 +21,6 @@ fn compile(path: &str, src: &str, kernel: &str) -> Kernel {
         .unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)))
 }
 
-/// Run on both backends; they must agree exactly (these kernels have no float atomics).
-fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
-    let mut a = args.clone();
-    let mut b = args;
-    interp::run(k, cfg, &mut a).unwrap_or_else(|e| panic!("interp: {e}"));
-    cpu::run(k, cfg, &mut b).unwrap_or_else(|e| panic!("cpu: {e}"));
-    assert_eq!(a, b, "interp and cpu disagree on `{}`", k.name);
-    a
-}
-
 const SAXPY: &str = "
 let%kernel saxpy (x : float32 vector) (y : float32 vector) (a : float32) (n : int32) =
   let i = global_thread_id in
@@ -172,14 +162,8 @@ fn mandelbrot_from_source() {
 fn matmul_from_source() {
     let k = compile("matmul.sarek", MATMUL, "matmul");
     let n = 48usize;
-    let a: Vec<f32> = rand_seq(3, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
+    let a: Vec<f32> = rand_f32(3, n * n);
+    let b: Vec<f32> = rand_f32(4, n * n);
     let out = both(
         &k,
         LaunchConfig {
@@ -599,14 +583,8 @@ fn corpus_reductions_against_rust() {
 #[test]
 fn corpus_matmul_against_rust() {
     for n in [32usize, 30] {
-        let a: Vec<f32> = rand_seq(25, 1024)
-            .iter()
-            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-            .collect();
-        let b: Vec<f32> = rand_seq(26, 1024)
-            .iter()
-            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-            .collect();
+        let a: Vec<f32> = rand_f32(25, 1024);
+        let b: Vec<f32> = rand_f32(26, 1024);
         let cfg = LaunchConfig {
             grid: [2, 2, 1],
             block: [16, 16, 1],

@@ -101,14 +101,8 @@ fn mandelbrot_matches_rust_reference() {
 #[test]
 fn tiled_matmul_matches_rust_reference() {
     let n = 64usize;
-    let a: Vec<f32> = rand_seq(3, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
+    let a: Vec<f32> = rand_f32(3, n * n);
+    let b: Vec<f32> = rand_f32(4, n * n);
     let mut args = vec![
         vec_f32(&a),
         vec_f32(&b),
