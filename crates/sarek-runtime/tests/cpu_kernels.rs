@@ -32,53 +32,9 @@ fn cpu_matches_interp_and_references() {
         x.iter().map(|v| 2 * v).collect::<Vec<_>>()
     );
 
-    let blocks = n.div_ceil(256);
-    let out = both(
-        &reduce(256),
-        LaunchConfig {
-            grid: [blocks as u32, 1, 1],
-            block: [256, 1, 1],
-        },
-        vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
-    );
-    assert_eq!(
-        out_i32(&out[1]),
-        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
-    );
-
-    let (w, h) = (128, 96);
-    let out = both(
-        &mandelbrot(),
-        LaunchConfig {
-            grid: [8, 12, 1],
-            block: [16, 8, 1],
-        },
-        vec![
-            vec_i32(&vec![0; (w * h) as usize]),
-            s_i32(w),
-            s_i32(h),
-            s_i32(64),
-        ],
-    );
-    assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, 64));
-
-    let m = 48usize;
-    let a: Vec<f32> = rand_f32(3, m * m);
-    let b: Vec<f32> = rand_f32(4, m * m);
-    let out = both(
-        &matmul(16),
-        LaunchConfig {
-            grid: [3, 3, 1],
-            block: [16, 16, 1],
-        },
-        vec![
-            vec_f32(&a),
-            vec_f32(&b),
-            vec_f32(&vec![0.0; m * m]),
-            s_i32(m as i32),
-        ],
-    );
-    assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, m));
+    check_block_sums(&reduce(256), &x);
+    check_mandelbrot(&mandelbrot(), 128, 96, 64);
+    check_matmul(&matmul(16));
 }
 
 #[test]

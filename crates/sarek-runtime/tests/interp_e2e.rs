@@ -4,7 +4,7 @@
 
 mod interp_util;
 
-use interp_util::kernels::{mandelbrot_ref, matmul_ref};
+use interp_util::kernels::{check_block_sums, check_mandelbrot, check_matmul, matmul_ref};
 use interp_util::*;
 use sarek_compiler::ir::{Kernel, Ty};
 use sarek_compiler::types::{Literal, Scalar};
@@ -121,63 +121,23 @@ fn saxpy_from_source() {
 #[test]
 fn reduction_from_source() {
     let k = compile("reduce.sarek", REDUCE, "reduce");
-    let n = 3000usize;
-    let x: Vec<i32> = rand_seq(7, n).iter().map(|v| (*v % 1000) as i32).collect();
-    let blocks = n.div_ceil(256);
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [blocks as u32, 1, 1],
-            block: [256, 1, 1],
-        },
-        vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
-    );
-    assert_eq!(
-        out_i32(&out[1]),
-        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
-    );
+    let x: Vec<i32> = rand_seq(7, 3000)
+        .iter()
+        .map(|v| (*v % 1000) as i32)
+        .collect();
+    check_block_sums(&k, &x);
 }
 
 #[test]
 fn mandelbrot_from_source() {
     let k = compile("mandelbrot.sarek", MANDELBROT, "mandelbrot");
-    let (w, h, it) = (80, 48, 200);
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [5, 6, 1],
-            block: [16, 8, 1],
-        },
-        vec![
-            vec_i32(&vec![0; (w * h) as usize]),
-            s_i32(w),
-            s_i32(h),
-            s_i32(it),
-        ],
-    );
-    assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, it));
+    check_mandelbrot(&k, 80, 48, 200);
 }
 
 #[test]
 fn matmul_from_source() {
     let k = compile("matmul.sarek", MATMUL, "matmul");
-    let n = 48usize;
-    let a: Vec<f32> = rand_f32(3, n * n);
-    let b: Vec<f32> = rand_f32(4, n * n);
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [3, 3, 1],
-            block: [16, 16, 1],
-        },
-        vec![
-            vec_f32(&a),
-            vec_f32(&b),
-            vec_f32(&vec![0.0; n * n]),
-            s_i32(n as i32),
-        ],
-    );
-    assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
+    check_matmul(&k);
 }
 
 #[test]

@@ -62,35 +62,12 @@ pub fn st_at(kind: StmtKind, at: usize) -> Stmt {
     }
 }
 
-pub fn vec_i32(x: &[i32]) -> ArgValue {
+/// A one-column vector argument.
+pub fn vector_arg(column: Column) -> ArgValue {
     ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::I32(x.to_vec())],
+        len: column.len(),
+        columns: vec![column],
     })
-}
-pub fn vec_i64(x: &[i64]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::I64(x.to_vec())],
-    })
-}
-pub fn vec_f32(x: &[f32]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::F32(x.to_vec())],
-    })
-}
-pub fn vec_f64(x: &[f64]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::F64(x.to_vec())],
-    })
-}
-pub fn s_i32(x: i32) -> ArgValue {
-    ArgValue::Scalar(Literal::I32(x))
-}
-pub fn s_f32(x: f32) -> ArgValue {
-    ArgValue::Scalar(Literal::F32(x))
 }
 pub fn col(a: &ArgValue, c: usize) -> &Column {
     match a {
@@ -98,29 +75,33 @@ pub fn col(a: &ArgValue, c: usize) -> &Column {
         _ => panic!("not a vector"),
     }
 }
-pub fn out_i32(a: &ArgValue) -> Vec<i32> {
-    match col(a, 0) {
-        Column::I32(v) => v.clone(),
-        c => panic!("not int32: {c:?}"),
-    }
+
+/// `vec_T` builds a one-column vector argument, `out_T` reads one back.
+macro_rules! column_helpers {
+    ($($vec:ident, $out:ident, $variant:ident, $t:ty, $what:literal;)*) => {$(
+        pub fn $vec(x: &[$t]) -> ArgValue {
+            vector_arg(Column::$variant(x.to_vec()))
+        }
+        pub fn $out(a: &ArgValue) -> Vec<$t> {
+            match col(a, 0) {
+                Column::$variant(v) => v.clone(),
+                c => panic!(concat!("not ", $what, ": {:?}"), c),
+            }
+        }
+    )*};
 }
-pub fn out_i64(a: &ArgValue) -> Vec<i64> {
-    match col(a, 0) {
-        Column::I64(v) => v.clone(),
-        c => panic!("not int64: {c:?}"),
-    }
+column_helpers! {
+    vec_i32, out_i32, I32, i32, "int32";
+    vec_i64, out_i64, I64, i64, "int64";
+    vec_f32, out_f32, F32, f32, "float32";
+    vec_f64, out_f64, F64, f64, "float64";
 }
-pub fn out_f32(a: &ArgValue) -> Vec<f32> {
-    match col(a, 0) {
-        Column::F32(v) => v.clone(),
-        c => panic!("not float32: {c:?}"),
-    }
+
+pub fn s_i32(x: i32) -> ArgValue {
+    ArgValue::Scalar(Literal::I32(x))
 }
-pub fn out_f64(a: &ArgValue) -> Vec<f64> {
-    match col(a, 0) {
-        Column::F64(v) => v.clone(),
-        c => panic!("not float64: {c:?}"),
-    }
+pub fn s_f32(x: f32) -> ArgValue {
+    ArgValue::Scalar(Literal::F32(x))
 }
 
 /// A deterministic pseudo-random sequence (xorshift) for test inputs.
@@ -154,9 +135,50 @@ pub fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue>
     a
 }
 
-/// Classic kernels used by several test files.
+/// Classic kernels used by several test files, and checks of any kernel with their
+/// parameters (hand-built here or compiled from source) against Rust references.
 pub mod kernels {
     use super::*;
+
+    /// A [`reduce`]-shaped kernel `(x, out, n)` in blocks of 256 on both backends: per-block sums.
+    pub fn check_block_sums(k: &Kernel, x: &[i32]) {
+        let blocks = x.len().div_ceil(256);
+        let cfg = LaunchConfig {
+            grid: [blocks as u32, 1, 1],
+            block: [256, 1, 1],
+        };
+        let args = vec![vec_i32(x), vec_i32(&vec![0; blocks]), s_i32(x.len() as i32)];
+        let out = both(k, cfg, args);
+        let sums: Vec<i32> = x.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out_i32(&out[1]), sums);
+    }
+
+    /// A [`mandelbrot`]-shaped kernel `(out, width, height, max_iter)` in 16x8 blocks on both
+    /// backends against [`mandelbrot_ref`] (`w`, `h` multiples of the block).
+    pub fn check_mandelbrot(k: &Kernel, w: i32, h: i32, max_iter: i32) {
+        let cfg = LaunchConfig {
+            grid: [w as u32 / 16, h as u32 / 8, 1],
+            block: [16, 8, 1],
+        };
+        let out = vec_i32(&vec![0; (w * h) as usize]);
+        let out = both(k, cfg, vec![out, s_i32(w), s_i32(h), s_i32(max_iter)]);
+        assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, max_iter));
+    }
+
+    /// A [`matmul`]-shaped kernel `(a, b, c, n)` with 16x16 tiles on 48x48 inputs on both
+    /// backends against [`matmul_ref`].
+    pub fn check_matmul(k: &Kernel) {
+        let n = 48usize;
+        let a = rand_f32(3, n * n);
+        let b = rand_f32(4, n * n);
+        let cfg = LaunchConfig {
+            grid: [3, 3, 1],
+            block: [16, 16, 1],
+        };
+        let c = vec_f32(&vec![0.0; n * n]);
+        let out = both(k, cfg, vec![vec_f32(&a), vec_f32(&b), c, s_i32(n as i32)]);
+        assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
+    }
 
     /// `c[i] = a[i] + b[i]` when `i < n`.
     pub fn vadd() -> Kernel {
