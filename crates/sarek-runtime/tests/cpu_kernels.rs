@@ -78,15 +78,7 @@ fn contended_atomics_across_parallel_blocks() {
     ];
     for _ in 0..3 {
         let mut a = args.clone();
-        cpu::run(
-            &k,
-            LaunchConfig {
-                grid: [256, 1, 1],
-                block: [64, 1, 1],
-            },
-            &mut a,
-        )
-        .unwrap();
+        cpu::run(&k, launch([256, 1, 1], [64, 1, 1]), &mut a).unwrap();
         assert_eq!(out_i32(&a[0]), vec![n as i32 / 4; 4]);
         assert_eq!(out_i64(&a[1]), vec![(n as i64 - 1) * n as i64 / 2]);
         let mut t = out_i32(&a[2]);
@@ -94,15 +86,7 @@ fn contended_atomics_across_parallel_blocks() {
         assert_eq!(t, (0..n as i32).collect::<Vec<_>>());
         assert_eq!(out_i32(&a[3]), vec![n as i32]);
     }
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [256, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([256, 1, 1], [64, 1, 1]), &mut args).unwrap();
     assert_eq!(
         out_i32(&args[2]),
         (0..n as i32).collect::<Vec<_>>(),

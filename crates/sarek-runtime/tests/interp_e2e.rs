@@ -508,10 +508,7 @@ fn corpus_reductions_against_rust() {
     let mut out_init = vec![-5; n];
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_sum"),
-        LaunchConfig {
-            grid: [8, 1, 1],
-            block: [256, 1, 1],
-        },
+        launch([8, 1, 1], [256, 1, 1]),
         vec![vec_i32(&x), vec_i32(&out_init), s_i32(n as i32)],
     );
     for (b, c) in x.chunks(256).enumerate() {
@@ -525,10 +522,7 @@ fn corpus_reductions_against_rust() {
         .collect();
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_max_f32"),
-        LaunchConfig {
-            grid: [8, 1, 1],
-            block: [256, 1, 1],
-        },
+        launch([8, 1, 1], [256, 1, 1]),
         vec![vec_f32(&xf), vec_f32(&vec![0.0; n]), s_i32(1900)],
     );
     let got = out_f32(&out[1]);
@@ -545,10 +539,7 @@ fn corpus_matmul_against_rust() {
     for n in [32usize, 30] {
         let a: Vec<f32> = rand_f32(25, 1024);
         let b: Vec<f32> = rand_f32(26, 1024);
-        let cfg = LaunchConfig {
-            grid: [2, 2, 1],
-            block: [16, 16, 1],
-        };
+        let cfg = launch([2, 2, 1], [16, 16, 1]);
         let args = || {
             vec![
                 vec_f32(&a),
@@ -598,10 +589,7 @@ fn corpus_mandelbrot_against_rust() {
     let (w, h, it) = (64, 48, 100);
     let out = both(
         &corpus("mandelbrot.sarek", "mandelbrot"),
-        LaunchConfig {
-            grid: [4, 3, 1],
-            block: [16, 16, 1],
-        },
+        launch([4, 3, 1], [16, 16, 1]),
         vec![
             vec_i32(&vec![-1; (w * h) as usize]),
             s_i32(w),
@@ -620,10 +608,7 @@ fn corpus_mandelbrot_against_rust() {
 #[test]
 fn corpus_warp_kernels_against_rust() {
     let n = 1000usize;
-    let cfg = LaunchConfig {
-        grid: [4, 1, 1],
-        block: [256, 1, 1],
-    };
+    let cfg = launch([4, 1, 1], [256, 1, 1]);
     let a: Vec<i32> = rand_seq(27, n).iter().map(|v| (*v % 1000) as i32).collect();
     let padded = |i: usize| if i < n { a[i] } else { 0 };
     let out = both(
@@ -676,10 +661,7 @@ fn corpus_histograms_against_rust() {
     let init: Vec<i32> = (0..64).collect();
     let mut want = init.clone();
     data.iter().for_each(|d| want[(d % 64) as usize] += 1);
-    let cfg = LaunchConfig {
-        grid: [16, 1, 1],
-        block: [256, 1, 1],
-    };
+    let cfg = launch([16, 1, 1], [256, 1, 1]);
     for kernel in ["histogram", "histogram_shared"] {
         let out = both(
             &corpus("histogram.sarek", kernel),

@@ -117,6 +117,11 @@ pub fn rand_seq(seed: u64, n: usize) -> Vec<u64> {
         .collect()
 }
 
+/// A launch of `grid` blocks of `block` threads.
+pub fn launch(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+    LaunchConfig { grid, block }
+}
+
 /// `n` float32 test inputs in [-1, 1) from [`rand_seq`].
 pub fn rand_f32(seed: u64, n: usize) -> Vec<f32> {
     rand_seq(seed, n)
@@ -143,10 +148,7 @@ pub mod kernels {
     /// A [`reduce`]-shaped kernel `(x, out, n)` in blocks of 256 on both backends: per-block sums.
     pub fn check_block_sums(k: &Kernel, x: &[i32]) {
         let blocks = x.len().div_ceil(256);
-        let cfg = LaunchConfig {
-            grid: [blocks as u32, 1, 1],
-            block: [256, 1, 1],
-        };
+        let cfg = launch([blocks as u32, 1, 1], [256, 1, 1]);
         let args = vec![vec_i32(x), vec_i32(&vec![0; blocks]), s_i32(x.len() as i32)];
         let out = both(k, cfg, args);
         let sums: Vec<i32> = x.chunks(256).map(|c| c.iter().sum()).collect();
@@ -156,10 +158,7 @@ pub mod kernels {
     /// A [`mandelbrot`]-shaped kernel `(out, width, height, max_iter)` in 16x8 blocks on both
     /// backends against [`mandelbrot_ref`] (`w`, `h` multiples of the block).
     pub fn check_mandelbrot(k: &Kernel, w: i32, h: i32, max_iter: i32) {
-        let cfg = LaunchConfig {
-            grid: [w as u32 / 16, h as u32 / 8, 1],
-            block: [16, 8, 1],
-        };
+        let cfg = launch([w as u32 / 16, h as u32 / 8, 1], [16, 8, 1]);
         let out = vec_i32(&vec![0; (w * h) as usize]);
         let out = both(k, cfg, vec![out, s_i32(w), s_i32(h), s_i32(max_iter)]);
         assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, max_iter));
@@ -171,10 +170,7 @@ pub mod kernels {
         let n = 48usize;
         let a = rand_f32(3, n * n);
         let b = rand_f32(4, n * n);
-        let cfg = LaunchConfig {
-            grid: [3, 3, 1],
-            block: [16, 16, 1],
-        };
+        let cfg = launch([3, 3, 1], [16, 16, 1]);
         let c = vec_f32(&vec![0.0; n * n]);
         let out = both(k, cfg, vec![vec_f32(&a), vec_f32(&b), c, s_i32(n as i32)]);
         assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
