@@ -176,16 +176,6 @@ pub mod kernels {
         assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
     }
 
-    /// `let i = global_thread_id in if i < n then store i`, `i` declared now.
-    fn below_n(kb: &mut KB, n: VarId, store: impl FnOnce(&KB, Expr) -> Stmt) -> Block {
-        let i = kb.var("i", Ty::I32);
-        let body = store(kb, kb.v(i));
-        vec![
-            let_(i, gid()),
-            if_(lt(kb.v(i), kb.v(n)), vec![body], vec![]),
-        ]
-    }
-
     /// `c[i] = a[i] + b[i]` when `i < n`.
     pub fn vadd() -> Kernel {
         let mut kb = KB::new("vadd");
@@ -193,9 +183,19 @@ pub mod kernels {
         let b = kb.vector("b", Ty::I32);
         let c = kb.vector("c", Ty::I32);
         let n = kb.param("n", Ty::I32);
-        let body = below_n(&mut kb, n, |kb, i| {
-            store(c, i.clone(), add(kb.idx(a, i.clone()), kb.idx(b, i)))
-        });
+        let i = kb.var("i", Ty::I32);
+        let body = vec![
+            let_(i, gid()),
+            if_(
+                lt(kb.v(i), kb.v(n)),
+                vec![store(
+                    c,
+                    kb.v(i),
+                    add(kb.idx(a, kb.v(i)), kb.idx(b, kb.v(i))),
+                )],
+                vec![],
+            ),
+        ];
         kb.finish(body)
     }
 
@@ -206,10 +206,19 @@ pub mod kernels {
         let y = kb.vector("y", Ty::F32);
         let a = kb.param("a", Ty::F32);
         let n = kb.param("n", Ty::I32);
-        let body = below_n(&mut kb, n, |kb, i| {
-            let update = add(mul(kb.v(a), kb.idx(x, i.clone())), kb.idx(y, i.clone()));
-            store(y, i, update)
-        });
+        let i = kb.var("i", Ty::I32);
+        let body = vec![
+            let_(i, gid()),
+            if_(
+                lt(kb.v(i), kb.v(n)),
+                vec![store(
+                    y,
+                    kb.v(i),
+                    add(mul(kb.v(a), kb.idx(x, kb.v(i))), kb.idx(y, kb.v(i))),
+                )],
+                vec![],
+            ),
+        ];
         kb.finish(body)
     }
 
