@@ -671,6 +671,157 @@ pub fn warp() -> Kernel {
     b.finish(body)
 }
 
+/// `for var = start to|downto end` with an unroll hint.
+fn for_hinted(
+    var: VarId,
+    start: Expr,
+    end: Expr,
+    downto: bool,
+    body: Block,
+    unroll: Option<u32>,
+) -> Stmt {
+    st(StmtKind::For {
+        var,
+        start,
+        end,
+        downto,
+        body,
+        unroll,
+    })
+}
+
+/// `for` loops ending at the int32 extremes (the scalars `lo` and `hi`, min_int and max_int
+/// in the tests) with `continue` and `break`, which the surface language lacks: `continue`
+/// must still step the index, and the step must not wrap past the bound. Per thread `i`,
+/// with `m = i mod 5`:
+/// - `a.(i) = 100 * t + s`, for `k = hi - m to hi`: `t` iterations, `s` of them odd `k`
+///   (the even ones `continue` before counting);
+/// - `b.(i)` the same for `k = lo + m downto lo`, counting even `k`;
+/// - `c.(i)`: the sum of the even `k < i mod 7` (a `break` at `i mod 7` in
+///   `for k = 0 to hi`, `continue` on odd `k`), plus nothing from two empty loops, plus
+///   20000 per iteration of `for k = lo + 2 downto lo` from an inner `while` whose `continue`
+///   is its own, plus 100000 for each such `k` but `lo + 1`.
+pub fn loops() -> Kernel {
+    let mut b = KernelBuilder::new("loops");
+    let a = b.vector("a", Ty::I32);
+    let bv = b.vector("b", Ty::I32);
+    let c = b.vector("c", Ty::I32);
+    let lo = b.param("lo", Ty::I32);
+    let hi = b.param("hi", Ty::I32);
+    let body = guarded(&mut b, a, |b, i| {
+        let m = b.var("m", Ty::I32);
+        let (s, t) = (b.mut_var("s", Ty::I32), b.mut_var("t", Ty::I32));
+        let (s2, t2) = (b.mut_var("s", Ty::I32), b.mut_var("t", Ty::I32));
+        let s3 = b.mut_var("s", Ty::I32);
+        let w = b.mut_var("w", Ty::I32);
+        let k: Vec<VarId> = (0..6).map(|_| b.var("k", Ty::I32)).collect();
+        let bump = |b: &KernelBuilder, v: VarId, e: Expr| assign(v, add(b.read(v), e));
+        let odd = |b: &KernelBuilder, k: VarId| bin(BinOp::BitAnd, b.read(k), lit_i32(1));
+        let cont = || vec![st(StmtKind::Continue)];
+        vec![
+            let_(m, bin(BinOp::Rem, b.read(i), lit_i32(5))),
+            let_(s, lit_i32(0)),
+            let_(t, lit_i32(0)),
+            let_(s2, lit_i32(0)),
+            let_(t2, lit_i32(0)),
+            let_(s3, lit_i32(0)),
+            for_hinted(
+                k[0],
+                sub(b.read(hi), b.read(m)),
+                b.read(hi),
+                false,
+                vec![
+                    bump(b, t, lit_i32(1)),
+                    if_(bin(BinOp::Eq, odd(b, k[0]), lit_i32(0)), cont(), vec![]),
+                    bump(b, s, lit_i32(1)),
+                ],
+                Some(4),
+            ),
+            store(a, b.read(i), add(mul(b.read(t), lit_i32(100)), b.read(s))),
+            for_hinted(
+                k[1],
+                add(b.read(lo), b.read(m)),
+                b.read(lo),
+                true,
+                vec![
+                    bump(b, t2, lit_i32(1)),
+                    if_(bin(BinOp::Ne, odd(b, k[1]), lit_i32(0)), cont(), vec![]),
+                    bump(b, s2, lit_i32(1)),
+                ],
+                Some(1),
+            ),
+            store(
+                bv,
+                b.read(i),
+                add(mul(b.read(t2), lit_i32(100)), b.read(s2)),
+            ),
+            for_hinted(
+                k[2],
+                lit_i32(0),
+                b.read(hi),
+                false,
+                vec![
+                    if_(
+                        bin(
+                            BinOp::Eq,
+                            b.read(k[2]),
+                            bin(BinOp::Rem, b.read(i), lit_i32(7)),
+                        ),
+                        vec![st(StmtKind::Break)],
+                        vec![],
+                    ),
+                    if_(bin(BinOp::Eq, odd(b, k[2]), lit_i32(1)), cont(), vec![]),
+                    bump(b, s3, b.read(k[2])),
+                ],
+                None,
+            ),
+            for_hinted(
+                k[3],
+                b.read(hi),
+                b.read(lo),
+                false,
+                vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
+                None,
+            ),
+            for_hinted(
+                k[4],
+                b.read(lo),
+                b.read(hi),
+                true,
+                vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
+                None,
+            ),
+            for_hinted(
+                k[5],
+                add(b.read(lo), lit_i32(2)),
+                b.read(lo),
+                true,
+                vec![
+                    let_(w, lit_i32(0)),
+                    st(StmtKind::While {
+                        cond: lt(b.read(w), lit_i32(3)),
+                        body: vec![
+                            bump(b, w, lit_i32(1)),
+                            if_(bin(BinOp::Eq, b.read(w), lit_i32(2)), cont(), vec![]),
+                            bump(b, s3, lit_i32(10000)),
+                        ],
+                        unroll: None,
+                    }),
+                    if_(
+                        bin(BinOp::Eq, b.read(k[5]), add(b.read(lo), lit_i32(1))),
+                        cont(),
+                        vec![],
+                    ),
+                    bump(b, s3, lit_i32(100000)),
+                ],
+                None,
+            ),
+            store(c, b.read(i), b.read(s3)),
+        ]
+    });
+    b.finish(body)
+}
+
 /// Every hand-built kernel by name.
 pub fn all() -> Vec<Kernel> {
     vec![
@@ -683,5 +834,6 @@ pub fn all() -> Vec<Kernel> {
         math32(),
         math64(),
         warp(),
+        loops(),
     ]
 }

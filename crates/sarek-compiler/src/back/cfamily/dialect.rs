@@ -148,12 +148,15 @@ impl Dialect {
         }
     }
 
-    /// Whether loop-unroll hints are emitted (`#pragma unroll N`). OpenCL C 1.2 has no
-    /// portable spelling (`opencl_unroll_hint` is 2.0) and Metal documents none.
+    /// The loop-unroll hint for `[@unroll N]`, placed right before the loop. CUDA documents
+    /// `#pragma unroll N`; OpenCL C 1.2 has no standard spelling (`opencl_unroll_hint` is
+    /// 2.0), but every OpenCL compiler in use (clang-based PoCL, NVIDIA, AMD, Intel) takes the
+    /// same pragma, and C ignores a pragma it does not know. Metal documents none. A count of
+    /// 0 means "do not unroll", which the pragma spells 1 (0 is rejected).
     pub fn unroll_pragma(self, n: u32) -> Option<String> {
         match self {
-            Dialect::Cuda => Some(format!("#pragma unroll {n}")),
-            Dialect::OpenCl | Dialect::Metal => None,
+            Dialect::Cuda | Dialect::OpenCl => Some(format!("#pragma unroll {}", n.max(1))),
+            Dialect::Metal => None,
         }
     }
 

@@ -872,23 +872,7 @@ impl<'a> Writer<'a> {
                 downto,
                 body,
                 unroll,
-            } => {
-                let name = self.var(*var);
-                let bound = self.fresh(&format!("{name}_end"));
-                let a = self.expr(start);
-                let b = self.expr(end);
-                let (cmp, step) = if *downto { (">=", "--") } else { ("<=", "++") };
-                if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
-                    self.line(&p);
-                }
-                let head = format!(
-                    "for (int {name} = {}, {bound} = {}; {name} {cmp} {bound}; {step}{name})",
-                    strip(&a),
-                    strip(&b)
-                );
-                self.nested(&head, body);
-                self.line("}");
-            }
+            } => self.for_loop(*var, start, end, *downto, body, *unroll),
             StmtKind::While { cond, body, unroll } => {
                 let c = self.expr(cond);
                 if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
@@ -928,6 +912,61 @@ impl<'a> Writer<'a> {
                 self.line(&self.d.trap_store(&ptr, t.code));
             }
         }
+    }
+
+    /// `for var = start to|downto end`: inclusive bounds evaluated once, in order, for any
+    /// int32 bounds. The guard runs once; the loop is a `do`-`while` on an unsigned copy of
+    /// the index whose exit test (`it++ != end`) compares before stepping, so `to max_int`
+    /// and `downto min_int` stop without signed overflow, and `continue` (which in a
+    /// `do`-`while` jumps to the test) still steps. This is the rotated loop compilers build
+    /// from `for (i = a; i <= b; ++i)` themselves: the trip count stays computable.
+    fn for_loop(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        end: &Expr,
+        downto: bool,
+        body: &Block,
+        unroll: Option<u32>,
+    ) {
+        let name = self.var(var);
+        let it = self.fresh(&format!("{name}_it"));
+        let last = self.fresh(&format!("{name}_end"));
+        let a = self.expr(start);
+        let b = self.expr(end);
+        let u = self.d.unsigned(Scalar::I32);
+        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
+        self.line("{");
+        self.indent += 1;
+        // A name or a literal needs no parentheses under the cast.
+        let operand = |e: &str| {
+            let e = strip(e);
+            if e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                e.to_string()
+            } else {
+                format!("({e})")
+            }
+        };
+        self.line(&format!(
+            "{u} {it} = ({u}){}, {last} = ({u}){};",
+            operand(&a),
+            operand(&b)
+        ));
+        self.line(&format!("if ((int){it} {cmp} (int){last}) {{"));
+        self.indent += 1;
+        if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
+            self.line(&p);
+        }
+        self.line("do {");
+        self.indent += 1;
+        self.line(&format!("int {name} = (int){it};"));
+        self.block_body(body);
+        self.indent -= 1;
+        self.line(&format!("}} while ({it}{step} != {last});"));
+        self.indent -= 1;
+        self.line("}");
+        self.indent -= 1;
+        self.line("}");
     }
 
     /// A match is an `if` chain on the tag (a `switch` would capture `break`).

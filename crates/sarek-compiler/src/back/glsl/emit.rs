@@ -44,6 +44,8 @@ pub(super) struct Writer<'k> {
     uses_f64: bool,
     uses_i64_atomics: bool,
     uses_subgroups: bool,
+    /// A loop carries a `GL_EXT_control_flow_attributes` unroll attribute.
+    uses_loop_attributes: bool,
     warps: Warps,
     /// Emulated warps: the shared scratch, and its high words for 64-bit values.
     uses_warp_scratch: bool,
@@ -101,6 +103,7 @@ impl<'k> Writer<'k> {
             uses_f64: false,
             uses_i64_atomics: false,
             uses_subgroups: false,
+            uses_loop_attributes: false,
             warps,
             uses_warp_scratch: false,
             uses_warp_scratch_hi: false,
@@ -247,6 +250,9 @@ impl<'k> Writer<'k> {
         }
         if self.uses_i64_atomics {
             out.push_str("#extension GL_EXT_shader_atomic_int64 : require\n");
+        }
+        if self.uses_loop_attributes {
+            out.push_str("#extension GL_EXT_control_flow_attributes : enable\n");
         }
         if self.uses_subgroups {
             for ext in ["basic", "vote", "ballot", "shuffle"] {
@@ -576,27 +582,12 @@ impl<'k> Writer<'k> {
                 end,
                 downto,
                 body,
-                ..
-            } => {
-                // Bounds are evaluated once, the end before the loop starts.
-                let n = self.fresh();
-                let (a, b) = (self.expr(start), self.expr(end));
-                let i = self.names[var.0 as usize].clone();
-                Self::line(out, ind, "{");
-                Self::line(out, ind + 1, &format!("int sarek_end{n} = {b};"));
-                let (cmp, step) = if *downto { (">=", "--") } else { ("<=", "++") };
-                Self::line(
-                    out,
-                    ind + 1,
-                    &format!("for (int {i} = {a}; {i} {cmp} sarek_end{n}; {i}{step}) {{"),
-                );
-                self.block(body, ind + 2, out);
-                Self::line(out, ind + 1, "}");
-                Self::line(out, ind, "}");
-            }
-            StmtKind::While { cond, body, .. } => {
+                unroll,
+            } => self.for_loop(*var, start, end, *downto, body, *unroll, ind, out),
+            StmtKind::While { cond, body, unroll } => {
                 let c = self.expr(cond);
-                Self::line(out, ind, &format!("while ({c}) {{"));
+                let attr = self.loop_attribute(*unroll, None);
+                Self::line(out, ind, &format!("{attr}while ({c}) {{"));
                 self.block(body, ind + 1, out);
                 Self::line(out, ind, "}");
             }
@@ -669,6 +660,71 @@ impl<'k> Writer<'k> {
                 Self::line(out, ind, &format!("atomicMax(sarek_trap, {});", t.code))
             }
         }
+    }
+
+    /// `for var = start to|downto end`, in the shape every generator shares: inclusive
+    /// bounds evaluated once, in order; a guard run once; then a `do`-`while` on an unsigned
+    /// copy of the index whose exit test (`it++ != end`) compares before it steps, so that
+    /// `to max_int` and `downto min_int` stop (GLSL integers wrap: a plain `i <= end; i++`
+    /// never would) and `continue`, which in a `do`-`while` jumps to the test, still steps.
+    #[allow(clippy::too_many_arguments)]
+    fn for_loop(
+        &mut self,
+        var: VarId,
+        start: &Expr,
+        end: &Expr,
+        downto: bool,
+        body: &Block,
+        unroll: Option<u32>,
+        ind: usize,
+        out: &mut String,
+    ) {
+        let n = self.fresh();
+        let (a, b) = (self.expr(start), self.expr(end));
+        let (it, last) = (format!("sarek_it{n}"), format!("sarek_end{n}"));
+        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
+        let trip = match (&start.kind, &end.kind) {
+            (ExprKind::Lit(Literal::I32(a)), ExprKind::Lit(Literal::I32(b))) => {
+                let (lo, hi) = if downto { (*b, *a) } else { (*a, *b) };
+                Some((i64::from(hi) - i64::from(lo) + 1).max(0))
+            }
+            _ => None,
+        };
+        let attr = self.loop_attribute(unroll, trip);
+        let i = self.names[var.0 as usize].clone();
+        Self::line(out, ind, "{");
+        Self::line(
+            out,
+            ind + 1,
+            &format!("uint {it} = uint({a}), {last} = uint({b});"),
+        );
+        Self::line(
+            out,
+            ind + 1,
+            &format!("if (int({it}) {cmp} int({last})) {{"),
+        );
+        Self::line(out, ind + 2, &format!("{attr}do {{"));
+        Self::line(out, ind + 3, &format!("int {i} = int({it});"));
+        self.block(body, ind + 3, out);
+        Self::line(out, ind + 2, &format!("}} while ({it}{step} != {last});"));
+        Self::line(out, ind + 1, "}");
+        Self::line(out, ind, "}");
+    }
+
+    /// The `GL_EXT_control_flow_attributes` attribute (with its trailing space) that renders
+    /// an `[@unroll N]` hint, or nothing. The extension has no unroll count (its count-taking
+    /// attributes need SPIR-V 1.4, above the Vulkan 1.1 target), so: `N <= 1` is
+    /// `[[dont_unroll]]`; a larger `N` is `[[unroll]]` (unroll completely) only where the loop
+    /// has a constant trip count of at most `N`, so that full unrolling is what was asked;
+    /// otherwise the hint is dropped rather than turned into an unbounded full unroll.
+    fn loop_attribute(&mut self, unroll: Option<u32>, trip: Option<i64>) -> &'static str {
+        let attr = match (unroll, trip) {
+            (Some(0 | 1), _) => "[[dont_unroll]] ",
+            (Some(n), Some(t)) if t <= i64::from(n) => "[[unroll]] ",
+            _ => return "",
+        };
+        self.uses_loop_attributes = true;
+        attr
     }
 
     fn fresh(&mut self) -> u32 {

@@ -465,8 +465,11 @@ impl<'k> Writer<'k> {
                 end,
                 downto,
                 body,
-                ..
+                unroll,
             } => {
+                // The shape every generator shares: bounds evaluated once, in order; the
+                // guard tested once; the exit test before the step, on the `continue` path
+                // too, so `for i = a to max_int` stops instead of wrapping.
                 let i = self.reg(Class::B32);
                 let s = self.expr(start)[0];
                 let e0 = self.expr(end)[0];
@@ -474,11 +477,15 @@ impl<'k> Writer<'k> {
                 self.mov(e, e0);
                 self.mov(i, s);
                 let (top, cont, done) = (self.label(), self.label(), self.label());
-                self.place_label(top);
                 let p = self.reg(Class::Pred);
                 let cmp = if *downto { "lt" } else { "gt" };
                 self.emit(format!("setp.{cmp}.s32 {p}, {i}, {e};"));
                 self.emit(format!("@{p} bra $L{done};"));
+                self.place_label(top);
+                if matches!(unroll, Some(0 | 1)) {
+                    // ptxas takes only this hint, in the loop's header block.
+                    self.emit(".pragma \"nounroll\";");
+                }
                 // The body sees a fresh copy, so the loop counter cannot be disturbed.
                 let v = self.reg(Class::B32);
                 self.mov(v, i);
@@ -487,7 +494,6 @@ impl<'k> Writer<'k> {
                 self.block(body);
                 self.loops.pop();
                 self.place_label(cont);
-                // Stop before wrapping past the bound (`for i = a to max_int`).
                 let last = self.reg(Class::Pred);
                 self.emit(format!("setp.eq.s32 {last}, {i}, {e};"));
                 self.emit(format!("@{last} bra $L{done};"));
@@ -496,9 +502,12 @@ impl<'k> Writer<'k> {
                 self.emit(format!("bra.uni $L{top};"));
                 self.place_label(done);
             }
-            StmtKind::While { cond, body, .. } => {
+            StmtKind::While { cond, body, unroll } => {
                 let (top, done) = (self.label(), self.label());
                 self.place_label(top);
+                if matches!(unroll, Some(0 | 1)) {
+                    self.emit(".pragma \"nounroll\";");
+                }
                 let c = self.expr(cond)[0];
                 self.emit(format!("@!{c} bra $L{done};"));
                 self.loops.push((top, done));
