@@ -111,6 +111,17 @@ fn scalar_leaf(s: Scalar) -> Vec<Leaf> {
     }]
 }
 
+/// A one-column `.npy` file `dir/name`; its path.
+fn write_column(dir: &Path, name: &str, column: Column) -> String {
+    let path = dir.join(name);
+    let v = HostVector {
+        len: column.len(),
+        columns: vec![column],
+    };
+    npy::write_vector(&path, &scalar_leaf(v.columns[0].scalar()), &v).unwrap();
+    path.display().to_string()
+}
+
 #[test]
 fn check_exit_codes() {
     let d = scratch("check");
@@ -276,32 +287,18 @@ fn run_user_errors_are_one_message_and_exit_1() {
     );
 
     // .npy of the wrong dtype, then of the wrong length.
-    let ints = d.join("ints.npy");
-    npy::write_vector(
-        &ints,
-        &scalar_leaf(Scalar::I32),
-        &HostVector {
-            len: 4,
-            columns: vec![Column::I32(vec![1; 4])],
-        },
-    )
-    .unwrap();
-    let spec = format!("x={}", ints.display());
+    let spec = format!(
+        "x={}",
+        write_column(&d, "ints.npy", Column::I32(vec![1; 4]))
+    );
     expect(
         run(&["--arg", "a=1", "--arg", "n=4", "--input", &spec]),
         &["'<i4'", "'<f4'", "`x`"],
     );
-    let floats = d.join("floats.npy");
-    npy::write_vector(
-        &floats,
-        &scalar_leaf(Scalar::F32),
-        &HostVector {
-            len: 4,
-            columns: vec![Column::F32(vec![1.0; 4])],
-        },
-    )
-    .unwrap();
-    let spec = format!("x={}", floats.display());
+    let spec = format!(
+        "x={}",
+        write_column(&d, "floats.npy", Column::F32(vec![1.0; 4]))
+    );
     expect(
         run(&[
             "--size", "8", "--arg", "a=1", "--arg", "n=4", "--input", &spec,
