@@ -411,13 +411,24 @@ pub fn if_(cond: Expr, then_block: Block, else_block: Block) -> Stmt {
 }
 /// `for var = start to end do body done` (inclusive, no unroll hint).
 pub fn for_(var: VarId, start: Expr, end: Expr, body: Block) -> Stmt {
+    for_loop(var, start, end, false, body, None)
+}
+/// A `for` loop in full: `downto` counts down, `unroll` is the `[@unroll n]` hint.
+pub fn for_loop(
+    var: VarId,
+    start: Expr,
+    end: Expr,
+    downto: bool,
+    body: Block,
+    unroll: Option<u32>,
+) -> Stmt {
     st(StmtKind::For {
         var,
         start,
         end,
-        downto: false,
+        downto,
         body,
-        unroll: None,
+        unroll,
     })
 }
 /// `while cond do body done` (no unroll hint).

@@ -355,23 +355,23 @@ pub fn bits() -> Kernel {
                 bin(BinOp::BitXor, b.read(acc), bin(*op, b.read(x), rhs)),
             ));
         }
-        stmts.push(st(StmtKind::For {
-            var: k,
-            start: lit_i32(0),
-            end: lit_i32(3),
-            downto: false,
-            body: vec![store(local, b.read(k), mul(b.read(k), b.read(x)))],
-            unroll: Some(4),
-        }));
+        stmts.push(for_loop(
+            k,
+            lit_i32(0),
+            lit_i32(3),
+            false,
+            vec![store(local, b.read(k), mul(b.read(k), b.read(x)))],
+            Some(4),
+        ));
         let k2 = b.var("k", Ty::I32);
-        stmts.push(st(StmtKind::For {
-            var: k2,
-            start: lit_i32(3),
-            end: lit_i32(0),
-            downto: true,
-            body: vec![assign(acc, add(b.read(acc), b.index(local, b.read(k2))))],
-            unroll: None,
-        }));
+        stmts.push(for_loop(
+            k2,
+            lit_i32(3),
+            lit_i32(0),
+            true,
+            vec![assign(acc, add(b.read(acc), b.index(local, b.read(k2))))],
+            None,
+        ));
         let fl = b.index(flags, b.read(i));
         let neg = un(UnOp::Neg, b.read(acc));
         let not = un(UnOp::Not, fl.clone());
@@ -471,17 +471,15 @@ pub fn helpers() -> Kernel {
     let len = b.length(v);
     let sum_body = vec![
         let_(acc, lit_f32(0.0)),
-        st(StmtKind::For {
-            var: j,
-            start: lit_i32(0),
-            end: sub(
+        for_(
+            j,
+            lit_i32(0),
+            sub(
                 intrinsic(Intrinsic::Min, vec![b.read(n), len], Ty::I32),
                 lit_i32(1),
             ),
-            downto: false,
-            body: vec![assign(acc, add(b.read(acc), b.index(v, b.read(j))))],
-            unroll: None,
-        }),
+            vec![assign(acc, add(b.read(acc), b.index(v, b.read(j))))],
+        ),
         return_(Some(b.read(acc))),
     ];
     let sum_first = b.func("sum_first", vec![v, n], Ty::F32, sum_body);
@@ -671,25 +669,6 @@ pub fn warp() -> Kernel {
     b.finish(body)
 }
 
-/// `for var = start to|downto end` with an unroll hint.
-fn for_hinted(
-    var: VarId,
-    start: Expr,
-    end: Expr,
-    downto: bool,
-    body: Block,
-    unroll: Option<u32>,
-) -> Stmt {
-    st(StmtKind::For {
-        var,
-        start,
-        end,
-        downto,
-        body,
-        unroll,
-    })
-}
-
 /// `for` loops ending at the int32 extremes (the scalars `lo` and `hi`, min_int and max_int
 /// in the tests) with `continue` and `break`, which the surface language lacks: `continue`
 /// must still step the index, and the step must not wrap past the bound. Per thread `i`,
@@ -725,7 +704,7 @@ pub fn loops() -> Kernel {
             let_(s2, lit_i32(0)),
             let_(t2, lit_i32(0)),
             let_(s3, lit_i32(0)),
-            for_hinted(
+            for_loop(
                 k[0],
                 sub(b.read(hi), b.read(m)),
                 b.read(hi),
@@ -738,7 +717,7 @@ pub fn loops() -> Kernel {
                 Some(4),
             ),
             store(a, b.read(i), add(mul(b.read(t), lit_i32(100)), b.read(s))),
-            for_hinted(
+            for_loop(
                 k[1],
                 add(b.read(lo), b.read(m)),
                 b.read(lo),
@@ -755,7 +734,7 @@ pub fn loops() -> Kernel {
                 b.read(i),
                 add(mul(b.read(t2), lit_i32(100)), b.read(s2)),
             ),
-            for_hinted(
+            for_loop(
                 k[2],
                 lit_i32(0),
                 b.read(hi),
@@ -775,7 +754,7 @@ pub fn loops() -> Kernel {
                 ],
                 None,
             ),
-            for_hinted(
+            for_loop(
                 k[3],
                 b.read(hi),
                 b.read(lo),
@@ -783,7 +762,7 @@ pub fn loops() -> Kernel {
                 vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
                 None,
             ),
-            for_hinted(
+            for_loop(
                 k[4],
                 b.read(lo),
                 b.read(hi),
@@ -791,7 +770,7 @@ pub fn loops() -> Kernel {
                 vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
                 None,
             ),
-            for_hinted(
+            for_loop(
                 k[5],
                 add(b.read(lo), lit_i32(2)),
                 b.read(lo),

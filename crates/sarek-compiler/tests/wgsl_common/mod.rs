@@ -331,14 +331,7 @@ pub fn helpers() -> Kernel {
     let j = b.var("j", Ty::I32);
     let body = vec![
         declare_array(loc),
-        st(StmtKind::For {
-            var: j,
-            start: lit_i(3),
-            end: lit_i(0),
-            downto: true,
-            body: vec![],
-            unroll: None,
-        }),
+        for_loop(j, lit_i(3), lit_i(0), true, vec![], None),
         store(loc, lit_i(1), lit_i(0)),
         expr_stmt(b.call(bump, vec![b.read(loc), lit_i(1)])),
         expr_stmt(b.call(bump, vec![b.read(loc), lit_i(1)])),
