@@ -11,7 +11,8 @@
 //! (comparisons, `&&` and `||` give bool; other binary and unary operators the operand's
 //! type), so a well-formed kernel built here passes [`super::validate::validate`]; nothing
 //! else is checked, which lets tests build malformed kernels on purpose. Every node has the
-//! dummy span: set [`Stmt::span`] where a test needs a located statement.
+//! dummy span: set [`Stmt::span`] where a test needs a located statement. Build the body
+//! before [`KernelBuilder::finish`], which consumes the builder the body's reads borrow.
 //!
 //! ```
 //! use sarek_compiler::ir::{Ty, build::*};
