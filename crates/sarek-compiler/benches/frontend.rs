@@ -2,22 +2,16 @@
 //! median among its statistics). Run with `cargo bench -p sarek-compiler --bench frontend`.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "../tests/support/files.rs"]
+mod files;
 use sarek_compiler::diag::FileId;
 use sarek_compiler::front::{parser, typer};
 
 fn frontend(c: &mut Criterion) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
+    let files = files::corpus();
     let sources: Vec<(String, String)> = files
         .iter()
         .map(|p| {

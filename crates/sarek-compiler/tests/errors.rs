@@ -7,7 +7,9 @@
 
 use sarek_compiler::SourceMap;
 use sarek_compiler::diag::render_all;
-use std::path::PathBuf;
+
+#[path = "support/files.rs"]
+mod files;
 
 fn render(name: &str, text: &str) -> String {
     let mut sources = SourceMap::new();
@@ -20,14 +22,9 @@ fn render(name: &str, text: &str) -> String {
 
 #[test]
 fn error_goldens() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/errors");
+    let dir = files::tests_dir("errors");
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v != "0");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/errors exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-        .collect();
-    files.sort();
+    let files = files::sarek_files(&dir);
     assert!(
         !files.is_empty(),
         "no error tests found in {}",

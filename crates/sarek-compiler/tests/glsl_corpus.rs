@@ -7,7 +7,10 @@ use sarek_compiler::back::glsl::spirv;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::target::{Generated, TargetOptions};
 use sarek_compiler::{Diagnostic, Target};
-use std::path::{Path, PathBuf};
+
+#[path = "support/files.rs"]
+mod files;
+use files::corpus;
 
 fn require() -> bool {
     std::env::var("SAREK_REQUIRE_BACKENDS")
@@ -87,19 +90,6 @@ fn check(
             None
         }
     }
-}
-
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
 }
 
 #[test]

@@ -6,20 +6,11 @@ use sarek_compiler::ir::{print::print_kernel, validate::validate};
 use sarek_compiler::passes::legalize::{legalize, legalize_shader};
 use sarek_compiler::passes::reserved::reserved;
 use sarek_compiler::target::Target;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
+#[path = "support/files.rs"]
+mod files;
+use files::corpus;
 
 /// Lower every kernel of `path`, returning (kernel name, IR text) pairs.
 fn lower_file(path: &Path) -> Vec<(String, String)> {

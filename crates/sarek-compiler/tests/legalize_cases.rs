@@ -1,56 +1,25 @@
 //! Hand-checked cases of seed 000's renaming rules.
 
-use sarek_compiler::diag::Span;
+use sarek_compiler::ir::build::*;
 use sarek_compiler::ir::*;
 use sarek_compiler::passes::legalize::{legalize, legalize_shader};
 use sarek_compiler::passes::reserved::reserved;
 use sarek_compiler::target::Target;
-use sarek_compiler::types::{BinOp, Literal};
 
-fn var(name: &str, ty: Ty) -> VarInfo {
-    VarInfo {
-        name: name.into(),
-        ty,
-        mutable: false,
-        span: Span::DUMMY,
-    }
-}
-fn st(kind: StmtKind) -> Stmt {
-    Stmt {
-        kind,
-        span: Span::DUMMY,
-    }
-}
-fn let_(id: u32, init: Expr) -> Stmt {
-    st(StmtKind::Let {
-        var: VarId(id),
-        init: Some(init),
-    })
-}
-fn v(id: u32) -> Expr {
-    Expr::new(ExprKind::Var(VarId(id)), Ty::F32)
-}
 fn plus1(e: Expr) -> Expr {
-    Expr::new(
-        ExprKind::Binary {
-            op: BinOp::Add,
-            lhs: Box::new(e),
-            rhs: Box::new(Expr::lit(Literal::F32(1.0))),
-        },
-        Ty::F32,
-    )
+    add(e, lit_f32(1.0))
 }
-fn kernel(vars: Vec<VarInfo>, params: Vec<u32>, body: Block) -> Kernel {
-    Kernel {
-        name: "k".into(),
-        span: Span::DUMMY,
-        vars,
-        params: params.into_iter().map(VarId).collect(),
-        body,
-        records: vec![],
-        variants: vec![],
-        functions: vec![],
-    }
+/// A kernel `k` with `params`, then float32 locals; `body` gets all the variables in order.
+fn kernel(
+    params: &[(&str, Ty)],
+    locals: &[&str],
+    body: impl FnOnce(&KernelBuilder, &[VarId]) -> Block,
+) -> Kernel {
+    let mut b = KernelBuilder::new("k");
+    let mut vars: Vec<VarId> = params.iter().map(|(n, t)| b.param(n, t.clone())).collect();
+    vars.extend(locals.iter().map(|n| b.var(n, Ty::F32)));
+    let body = body(&b, &vars);
+    b.finish(body)
 }
 fn names(k: &Kernel) -> Vec<&str> {
     k.vars.iter().map(|v| v.name.as_str()).collect()
@@ -59,11 +28,12 @@ fn names(k: &Kernel) -> Vec<&str> {
 #[test]
 fn self_referencing_shadow_is_renamed() {
     // let s = s +. 1.0 in let s = s +. 1.0 in ...: in C, `float s = s + 1.0f` would read itself.
-    let k = kernel(
-        vec![var("s", Ty::F32), var("s", Ty::F32), var("s", Ty::F32)],
-        vec![0],
-        vec![let_(1, plus1(v(0))), let_(2, plus1(v(1)))],
-    );
+    let k = kernel(&[("s", Ty::F32)], &["s", "s"], |b, v| {
+        vec![
+            let_(v[1], plus1(b.read(v[0]))),
+            let_(v[2], plus1(b.read(v[1]))),
+        ]
+    });
     let out = legalize(&k, &reserved(Target::OpenCl), true);
     assert_eq!(names(&out), ["s", "s_1", "s_2"]);
 }
@@ -73,24 +43,10 @@ fn smallest_unused_suffix_and_invalid_names() {
     // `s_1` is already a name of the kernel, so the shadowing `s` becomes `s_2`; `x'` is not an
     // identifier and `float4`/`get_id` are OpenCL names. Every `get_id_<k>` is in OpenCL's
     // `get_*` family too, so that one falls back to the `v_` stem.
-    let k = kernel(
-        vec![
-            var("s", Ty::F32),
-            var("s_1", Ty::F32),
-            var("s", Ty::F32),
-            var("x'", Ty::F32),
-            var("float4", Ty::F32),
-            var("get_id", Ty::F32),
-        ],
-        vec![0],
-        vec![
-            let_(1, v(0)),
-            let_(2, v(1)),
-            let_(3, v(2)),
-            let_(4, v(3)),
-            let_(5, v(4)),
-        ],
-    );
+    let locals = ["s_1", "s", "x'", "float4", "get_id"];
+    let k = kernel(&[("s", Ty::F32)], &locals, |b, v| {
+        (1..=5).map(|i| let_(v[i], b.read(v[i - 1]))).collect()
+    });
     let out = legalize(&k, &reserved(Target::OpenCl), true);
     assert_eq!(
         names(&out),
@@ -104,20 +60,13 @@ fn smallest_unused_suffix_and_invalid_names() {
 fn siblings_do_not_conflict_and_params_follow_the_flag() {
     // { let t } { let t }: sibling scopes may reuse a name. Parameter `int`: renamed only
     // when parameters may be renamed; a local shadowing a kept parameter stays.
-    let k = kernel(
+    let k = kernel(&[("int", Ty::F32)], &["t", "t", "int"], |b, v| {
         vec![
-            var("int", Ty::F32),
-            var("t", Ty::F32),
-            var("t", Ty::F32),
-            var("int", Ty::F32),
-        ],
-        vec![0],
-        vec![
-            st(StmtKind::Block(vec![let_(1, v(0))])),
-            st(StmtKind::Block(vec![let_(2, v(0))])),
-            let_(3, v(0)),
-        ],
-    );
+            st(StmtKind::Block(vec![let_(v[1], b.read(v[0]))])),
+            st(StmtKind::Block(vec![let_(v[2], b.read(v[0]))])),
+            let_(v[3], b.read(v[0])),
+        ]
+    });
     let r = reserved(Target::Cuda);
     assert_eq!(names(&legalize(&k, &r, true)), ["int_1", "t", "t", "int_2"]);
     assert_eq!(names(&legalize(&k, &r, false)), ["int", "t", "t", "int_1"]);
@@ -128,26 +77,12 @@ fn shader_variant_keeps_reserved_words_and_vector_params() {
     // Shader: `int` stays (the escaper's job), `x'` is renamed, a local redeclaring a local is
     // renamed, a local named like a vector parameter (a buffer) is renamed, a local shadowing a
     // scalar parameter stays.
-    let vec_ty = Ty::Vector(Box::new(Ty::F32));
-    let k = kernel(
-        vec![
-            var("buf", vec_ty),
-            var("n", Ty::F32),
-            var("int", Ty::F32),
-            var("int", Ty::F32),
-            var("x'", Ty::F32),
-            var("buf", Ty::F32),
-            var("n", Ty::F32),
-        ],
-        vec![0, 1],
-        vec![
-            let_(2, v(1)),
-            let_(3, v(2)),
-            let_(4, v(3)),
-            let_(5, v(4)),
-            let_(6, v(1)),
-        ],
-    );
+    let params = [("buf", vector_of(Ty::F32)), ("n", Ty::F32)];
+    let k = kernel(&params, &["int", "int", "x'", "buf", "n"], |b, v| {
+        let mut body: Block = (2..=5).map(|i| let_(v[i], b.read(v[i - 1]))).collect();
+        body.push(let_(v[6], b.read(v[1])));
+        body
+    });
     let out = legalize_shader(&k);
     assert_eq!(
         names(&out),
@@ -157,11 +92,9 @@ fn shader_variant_keeps_reserved_words_and_vector_params() {
 
 #[test]
 fn native_kernels_are_left_alone() {
-    let k = kernel(
-        vec![var("int", Ty::F32), var("int", Ty::F32)],
-        vec![0],
-        vec![let_(1, v(0)), st(StmtKind::Native("int = 1;".into()))],
-    );
+    let k = kernel(&[("int", Ty::F32)], &["int"], |b, v| {
+        vec![let_(v[1], b.read(v[0])), native("int = 1;")]
+    });
     assert_eq!(legalize(&k, &reserved(Target::OpenCl), true), k);
 }
 
@@ -169,28 +102,12 @@ fn native_kernels_are_left_alone() {
 fn helper_names_and_params() {
     // A helper named `max` (an OpenCL built-in) is renamed; its parameter `x'` too; a kernel local
     // named like the helper is renamed so that the call still reaches the function.
-    let mut k = kernel(
-        vec![var("x'", Ty::F32), var("max_1", Ty::F32)],
-        vec![],
-        vec![],
-    );
-    k.functions.push(Function {
-        name: "max".into(),
-        span: Span::DUMMY,
-        params: vec![VarId(0)],
-        ret: Ty::F32,
-        body: vec![st(StmtKind::Return(Some(v(0))))],
-    });
-    k.body = vec![let_(
-        1,
-        Expr::new(
-            ExprKind::Call {
-                func: FuncId(0),
-                args: vec![Expr::lit(Literal::F32(1.0))],
-            },
-            Ty::F32,
-        ),
-    )];
+    let mut b = KernelBuilder::new("k");
+    let x = b.var("x'", Ty::F32);
+    let local = b.var("max_1", Ty::F32);
+    let max = b.func("max", vec![x], Ty::F32, vec![return_(Some(b.read(x)))]);
+    let body = vec![let_(local, b.call(max, vec![lit_f32(1.0)]))];
+    let mut k = b.finish(body);
     let out = legalize(&k, &reserved(Target::OpenCl), true);
     assert_eq!(out.functions[0].name, "max_2");
     assert_eq!(names(&out), ["x_1", "max_1"]);

@@ -3,24 +3,20 @@
 //! record, variant and helper exists, record and variant tables are in dependency order,
 //! helpers come after their callees, and every tuple record has fields `_0.._n`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::ir::{self, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty};
 
+#[path = "support/files.rs"]
+mod files;
+
+/// The corpus, or the `.sarek` files of `$SAREK_CORPUS`.
 fn corpus() -> Vec<PathBuf> {
-    let dir = std::env::var_os("SAREK_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
+    match std::env::var_os("SAREK_CORPUS") {
+        Some(dir) => files::sarek_files(Path::new(&dir)),
+        None => files::corpus(),
+    }
 }
 
 /// Structural checks, independent of the IR validator.

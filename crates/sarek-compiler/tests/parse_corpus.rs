@@ -5,18 +5,10 @@ use sarek_compiler::SourceMap;
 use sarek_compiler::diag::render_all;
 use sarek_compiler::front::ast::{ItemKind, KernelDecl, TypeExprKind};
 use sarek_compiler::front::parser::parse;
-use std::path::PathBuf;
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/kernels exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-        .collect();
-    files.sort();
-    files
-}
+#[path = "support/files.rs"]
+mod files;
+use files::corpus;
 
 /// `(* ... @run name k=v ... *)` directives: (kernel, [(key, value)]).
 fn directives(src: &str) -> Vec<(String, Vec<(String, String)>)> {

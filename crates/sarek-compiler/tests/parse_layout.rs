@@ -6,17 +6,12 @@ mod common;
 use common::{parse_str, program_sexp};
 use sarek_compiler::FileId;
 use sarek_compiler::front::lexer::{Tok, lex};
-use std::path::PathBuf;
+
+#[path = "support/files.rs"]
+mod files;
 
 fn corpus() -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("corpus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-        .collect();
-    files.sort();
-    files
+    files::corpus()
         .iter()
         .map(|p| {
             (

@@ -9,8 +9,10 @@ use proptest::sample::Index;
 use sarek_compiler::front::lexer::lex;
 use sarek_compiler::front::parser::MAX_DEPTH;
 use sarek_compiler::{FileId, SourceMap};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+#[path = "support/files.rs"]
+mod files;
 
 /// Run `f` on a fresh thread with a 2 MB stack.
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -183,14 +185,7 @@ fn near_the_limit_is_accepted() {
 }
 
 fn corpus_sources() -> Vec<String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("corpus")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sarek"))
-        .collect();
-    files.sort();
-    files
+    files::corpus()
         .iter()
         .map(|p| std::fs::read_to_string(p).expect("readable"))
         .collect()

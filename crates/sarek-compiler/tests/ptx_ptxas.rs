@@ -1,10 +1,10 @@
 //! PTX output checked by the real assembler (`ptxas` from the `nvidia-cuda-nvcc` wheel).
 //! Skips with a printed reason when ptxas is absent, unless SAREK_REQUIRE_BACKENDS names `ptx`.
 
-use sarek_compiler::diag::Span;
-use sarek_compiler::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, WarpOp};
+use sarek_compiler::intrinsics::{AtomicOp, Intrinsic, MathFn, WarpOp};
+use sarek_compiler::ir::build::*;
 use sarek_compiler::ir::*;
-use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
+use sarek_compiler::types::{BinOp, MemSpace};
 use sarek_compiler::{Target, TargetOptions};
 use std::path::PathBuf;
 use std::process::Command;
@@ -67,263 +67,89 @@ pub fn assemble(source: &str) -> Option<Result<(), String>> {
     })
 }
 
-fn var(k: &mut Kernel, name: &str, ty: Ty, mutable: bool) -> VarId {
-    k.vars.push(VarInfo {
-        name: name.into(),
-        ty,
-        mutable,
-        span: Span::DUMMY,
-    });
-    VarId(k.vars.len() as u32 - 1)
-}
-
-fn s(kind: StmtKind) -> Stmt {
-    Stmt {
-        kind,
-        span: Span::DUMMY,
-    }
-}
-
-fn v(id: VarId, ty: Ty) -> Expr {
-    Expr::new(ExprKind::Var(id), ty)
-}
-
-fn bin(op: BinOp, a: Expr, b: Expr, ty: Ty) -> Expr {
-    Expr::new(
-        ExprKind::Binary {
-            op,
-            lhs: Box::new(a),
-            rhs: Box::new(b),
-        },
-        ty,
-    )
-}
-
-fn gid() -> Expr {
-    Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),
-            args: vec![],
-        },
-        Ty::I32,
-    )
-}
-
-fn empty(name: &str) -> Kernel {
-    Kernel {
-        name: name.into(),
-        span: Span::DUMMY,
-        vars: vec![],
-        params: vec![],
-        body: vec![],
-        records: vec![],
-        variants: vec![],
-        functions: vec![],
-    }
-}
-
 /// saxpy with a record vector, a variant match, atomics, shared memory, a barrier, a warp
 /// shuffle and a helper call: one kernel touching most of the writer.
 fn kitchen_sink() -> Kernel {
-    let mut k = empty("kitchen'sink");
-    k.records.push(Record {
-        name: "point".into(),
-        fields: vec![
-            Field {
-                name: "x".into(),
-                ty: Ty::F32,
-            },
-            Field {
-                name: "ok".into(),
-                ty: Ty::BOOL,
-            },
+    let mut b = KernelBuilder::new("kitchen'sink");
+    let point = b.record("point", &[("x", Ty::F32), ("ok", Ty::BOOL)]);
+    let shape = b.variant(
+        "shape",
+        &[
+            ("Circle", vec![Ty::F32]),
+            ("Rect", vec![Ty::F32, Ty::F32]),
+            ("Empty", vec![]),
         ],
-        is_tuple: false,
-    });
-    k.variants.push(Variant {
-        name: "shape".into(),
-        ctors: vec![
-            Ctor {
-                name: "Circle".into(),
-                fields: vec![Ty::F32],
-            },
-            Ctor {
-                name: "Rect".into(),
-                fields: vec![Ty::F32, Ty::F32],
-            },
-            Ctor {
-                name: "Empty".into(),
-                fields: vec![],
-            },
-        ],
-    });
-    let pt = Ty::Record(RecordId(0));
-    let sh = Ty::Variant(VariantId(0));
-    let xs = var(&mut k, "xs", Ty::Vector(Box::new(pt.clone())), false);
-    let shapes = var(&mut k, "shapes", Ty::Vector(Box::new(sh.clone())), false);
-    let hist = var(&mut k, "hist", Ty::Vector(Box::new(Ty::I64)), false);
-    let a = var(&mut k, "a", Ty::F32, false);
-    k.params = vec![xs, shapes, hist, a];
+    );
+    let xs = b.vector("xs", Ty::Record(point));
+    let shapes = b.vector("shapes", Ty::Variant(shape));
+    let hist = b.vector("hist", Ty::I64);
+    let a = b.param("a", Ty::F32);
     // helper: twice (y : float32) = y *. 2.0
-    let y = var(&mut k, "y", Ty::F32, false);
-    k.functions.push(Function {
-        name: "twice".into(),
-        span: Span::DUMMY,
-        params: vec![y],
-        ret: Ty::F32,
-        body: vec![s(StmtKind::Return(Some(bin(
-            BinOp::Mul,
-            v(y, Ty::F32),
-            Expr::lit(Literal::F32(2.0)),
-            Ty::F32,
-        ))))],
-    });
-    let i = var(&mut k, "i", Ty::I32, false);
-    let tile = var(
-        &mut k,
-        "tile",
-        Ty::Array {
-            elem: Box::new(Ty::F32),
-            space: MemSpace::Shared,
-            size: Some(256),
-        },
-        false,
-    );
-    let area = var(&mut k, "area", Ty::F32, true);
-    let r = var(&mut k, "r", Ty::F32, false);
-    let w = var(&mut k, "w", Ty::F32, false);
-    let h = var(&mut k, "h", Ty::F32, false);
-    let len = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Length,
-            args: vec![v(xs, Ty::Vector(Box::new(pt.clone())))],
-        },
-        Ty::I32,
-    );
-    let tid = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
-            args: vec![],
-        },
-        Ty::I32,
-    );
-    let read_x = Expr::new(
-        ExprKind::Field {
-            base: Box::new(Expr::new(
-                ExprKind::Index {
-                    base: xs,
-                    index: Box::new(v(i, Ty::I32)),
-                },
-                pt.clone(),
-            )),
-            field: 0,
-        },
+    let y = b.var("y", Ty::F32);
+    let twice_body = vec![return_(Some(mul(b.read(y), lit_f32(2.0))))];
+    let twice = b.func("twice", vec![y], Ty::F32, twice_body);
+    let i = b.var("i", Ty::I32);
+    let tile = b.array("tile", Ty::F32, MemSpace::Shared, 256);
+    let area = b.mut_var("area", Ty::F32);
+    let r = b.var("r", Ty::F32);
+    let w = b.var("w", Ty::F32);
+    let h = b.var("h", Ty::F32);
+    let call = b.call(twice, vec![b.field(b.index(xs, b.read(i)), 0)]);
+    let shuffled = intrinsic(
+        Intrinsic::Warp(WarpOp::ShuffleDown),
+        vec![b.read(area), lit_i32(1)],
         Ty::F32,
     );
-    let call = Expr::new(
-        ExprKind::Call {
-            func: FuncId(0),
-            args: vec![read_x],
+    let arms = vec![
+        MatchArm {
+            ctor: Some(0),
+            bindings: vec![Some(r)],
+            body: vec![assign(area, mul(b.read(r), b.read(r)))],
         },
-        Ty::F32,
-    );
-    let shuffled = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Warp(WarpOp::ShuffleDown),
-            args: vec![v(area, Ty::F32), Expr::i32(1)],
+        MatchArm {
+            ctor: Some(1),
+            bindings: vec![Some(w), Some(h)],
+            body: vec![assign(area, mul(b.read(w), b.read(h)))],
         },
-        Ty::F32,
-    );
-    k.body = vec![
-        s(StmtKind::Let {
-            var: i,
-            init: Some(gid()),
-        }),
-        s(StmtKind::Array { var: tile }),
-        s(StmtKind::Let {
-            var: area,
-            init: Some(Expr::lit(Literal::F32(0.0))),
-        }),
-        s(StmtKind::Match {
-            scrutinee: Expr::new(
-                ExprKind::Index {
-                    base: shapes,
-                    index: Box::new(v(i, Ty::I32)),
-                },
-                sh.clone(),
-            ),
-            variant: VariantId(0),
-            arms: vec![
-                MatchArm {
-                    ctor: Some(0),
-                    bindings: vec![Some(r)],
-                    body: vec![s(StmtKind::Assign {
-                        place: LValue::Var(area),
-                        value: bin(BinOp::Mul, v(r, Ty::F32), v(r, Ty::F32), Ty::F32),
-                    })],
-                },
-                MatchArm {
-                    ctor: Some(1),
-                    bindings: vec![Some(w), Some(h)],
-                    body: vec![s(StmtKind::Assign {
-                        place: LValue::Var(area),
-                        value: bin(BinOp::Mul, v(w, Ty::F32), v(h, Ty::F32), Ty::F32),
-                    })],
-                },
-                MatchArm {
-                    ctor: None,
-                    bindings: vec![],
-                    body: vec![],
-                },
-            ],
-        }),
-        s(StmtKind::Assign {
-            place: LValue::Index {
-                base: tile,
-                index: Box::new(tid),
-            },
-            value: v(area, Ty::F32),
-        }),
-        s(StmtKind::Barrier),
-        s(StmtKind::Assign {
-            place: LValue::Var(area),
-            value: shuffled,
-        }),
-        s(StmtKind::If {
-            cond: bin(BinOp::Lt, v(i, Ty::I32), len, Ty::BOOL),
-            then_block: vec![
-                s(StmtKind::Assign {
-                    place: LValue::Field {
-                        base: Box::new(LValue::Index {
-                            base: xs,
-                            index: Box::new(v(i, Ty::I32)),
-                        }),
-                        field: 0,
-                    },
-                    value: bin(
-                        BinOp::Add,
-                        bin(BinOp::Mul, v(a, Ty::F32), call, Ty::F32),
-                        v(area, Ty::F32),
-                        Ty::F32,
-                    ),
-                }),
-                s(StmtKind::Expr(Expr::new(
-                    ExprKind::Intrinsic {
-                        op: Intrinsic::Atomic(AtomicOp::Add),
-                        args: vec![
-                            v(hist, Ty::Vector(Box::new(Ty::I64))),
-                            bin(BinOp::Rem, v(i, Ty::I32), Expr::i32(16), Ty::I32),
-                            Expr::lit(Literal::I64(1)),
-                        ],
-                    },
-                    Ty::I64,
-                ))),
-            ],
-            else_block: vec![],
-        }),
+        MatchArm {
+            ctor: None,
+            bindings: vec![],
+            body: vec![],
+        },
     ];
-    let _ = Scalar::I32;
-    k
+    let update = vec![
+        assign_to(
+            LValue::Field {
+                base: Box::new(element(xs, b.read(i))),
+                field: 0,
+            },
+            add(mul(b.read(a), call), b.read(area)),
+        ),
+        expr_stmt(atomic(
+            AtomicOp::Add,
+            vec![
+                b.read(hist),
+                bin(BinOp::Rem, b.read(i), lit_i32(16)),
+                lit_i64(1),
+            ],
+            Ty::I64,
+        )),
+    ];
+    let body = vec![
+        let_(i, global_idx()),
+        declare_array(tile),
+        let_(area, lit_f32(0.0)),
+        st(StmtKind::Match {
+            scrutinee: b.index(shapes, b.read(i)),
+            variant: shape,
+            arms,
+        }),
+        store(tile, thread_idx(), b.read(area)),
+        barrier(),
+        assign(area, shuffled),
+        if_(lt(b.read(i), b.length(xs)), update, vec![]),
+    ];
+    b.finish(body)
 }
 
 #[test]
@@ -360,24 +186,11 @@ fn hand_built_loops_assemble() {
 
 #[test]
 fn float64_sine_is_refused_naming_ptx() {
-    let mut k = empty("f64sin");
-    let x = var(&mut k, "x", Ty::F64, false);
-    let o = var(&mut k, "o", Ty::Vector(Box::new(Ty::F64)), false);
-    k.params = vec![x, o];
-    let sin = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Math(sarek_compiler::intrinsics::MathFn::Sin),
-            args: vec![v(x, Ty::F64)],
-        },
-        Ty::F64,
-    );
-    k.body = vec![s(StmtKind::Assign {
-        place: LValue::Index {
-            base: o,
-            index: Box::new(Expr::i32(0)),
-        },
-        value: sin,
-    })];
+    let mut b = KernelBuilder::new("f64sin");
+    let x = b.param("x", Ty::F64);
+    let o = b.vector("o", Ty::F64);
+    let sin = intrinsic(Intrinsic::Math(MathFn::Sin), vec![b.read(x)], Ty::F64);
+    let k = b.finish(vec![store(o, lit_i32(0), sin)]);
     let err = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).unwrap_err();
     assert!(
         err[0].message.contains("PTX") && err[0].message.contains("sin"),

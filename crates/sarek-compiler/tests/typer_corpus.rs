@@ -1,24 +1,13 @@
 //! Every corpus kernel type-checks and monomorphises, and the result keeps the typed-AST
 //! invariants: no type parameter or inference leftover anywhere, no type arguments on calls.
 
-use std::path::PathBuf;
-
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::front::tast::{Expr, ExprKind, Pattern, Program, Ty};
 use sarek_compiler::front::{mono, parser, typer};
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
-                .collect()
-        })
-        .unwrap_or_default();
-    files.sort();
-    files
-}
+#[path = "support/files.rs"]
+mod files;
+use files::corpus;
 
 fn concrete(t: &Ty) -> bool {
     match t {

@@ -1,11 +1,12 @@
 //! The type checker and mono never panic, and stay within a 2 MB stack on the deepest
 //! programs the parser accepts.
 
-use std::path::PathBuf;
-
 use sarek_compiler::diag::FileId;
 use sarek_compiler::front::parser::{self, MAX_DEPTH};
 use sarek_compiler::front::{mono, typer};
+
+#[path = "support/files.rs"]
+mod files;
 
 /// Parse, check and monomorphise on a fresh 2 MB thread; true when accepted.
 fn run(src: String) -> bool {
@@ -63,12 +64,7 @@ fn deep_nesting_within_stack() {
 /// Corpus files with lines dropped or identifiers swapped: errors, never panics.
 #[test]
 fn mutated_corpus_never_panics() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|x| x == "sarek"));
-    files.sort();
+    let files = files::corpus();
     let swaps = [
         ("float32", "int32"),
         ("int32", "float32"),

@@ -5,18 +5,10 @@
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::{Target, TargetOptions};
-use std::path::PathBuf;
 
-fn corpus() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
-        .collect();
-    files.sort();
-    files
-}
+#[path = "support/files.rs"]
+mod files;
+use files::corpus;
 
 fn naga_validate(src: &str) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;

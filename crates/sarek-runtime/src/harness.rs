@@ -1119,40 +1119,17 @@ mod tests {
     /// A kernel with one `shape vector` parameter, shape = Circle of float32 | Rect of
     /// float32 * float32 | Empty.
     fn shapes_kernel() -> (Kernel, Ty) {
-        use sarek_compiler::ir::{Ctor, VarInfo, Variant, VariantId};
-        let shape = Ty::Variant(VariantId(0));
-        let kernel = Kernel {
-            name: "k".into(),
-            span: sarek_compiler::Span::DUMMY,
-            vars: vec![VarInfo {
-                name: "s".into(),
-                ty: Ty::Vector(Box::new(shape.clone())),
-                mutable: false,
-                span: sarek_compiler::Span::DUMMY,
-            }],
-            params: vec![sarek_compiler::ir::VarId(0)],
-            body: vec![],
-            records: vec![],
-            variants: vec![Variant {
-                name: "shape".into(),
-                ctors: vec![
-                    Ctor {
-                        name: "Circle".into(),
-                        fields: vec![Ty::F32],
-                    },
-                    Ctor {
-                        name: "Rect".into(),
-                        fields: vec![Ty::F32, Ty::F32],
-                    },
-                    Ctor {
-                        name: "Empty".into(),
-                        fields: vec![],
-                    },
-                ],
-            }],
-            functions: vec![],
-        };
-        (kernel, shape)
+        let mut b = sarek_compiler::ir::build::KernelBuilder::new("k");
+        let shape = Ty::Variant(b.variant(
+            "shape",
+            &[
+                ("Circle", vec![Ty::F32]),
+                ("Rect", vec![Ty::F32, Ty::F32]),
+                ("Empty", vec![]),
+            ],
+        ));
+        b.vector("s", shape.clone());
+        (b.finish(vec![]), shape)
     }
 
     #[test]

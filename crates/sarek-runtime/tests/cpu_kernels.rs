@@ -8,16 +8,7 @@ use interp_util::*;
 use sarek_compiler::intrinsics::{AtomicOp, Intrinsic};
 use sarek_compiler::ir::*;
 use sarek_compiler::types::BinOp;
-use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
-
-fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
-    let mut a = args.clone();
-    let mut b = args;
-    interp::run(k, cfg, &mut a).unwrap();
-    cpu::run(k, cfg, &mut b).unwrap();
-    assert_eq!(a, b, "interp and cpu disagree on `{}`", k.name);
-    b
-}
+use sarek_runtime::{LaunchConfig, cpu, interp};
 
 #[test]
 fn cpu_matches_interp_and_references() {
@@ -41,59 +32,9 @@ fn cpu_matches_interp_and_references() {
         x.iter().map(|v| 2 * v).collect::<Vec<_>>()
     );
 
-    let blocks = n.div_ceil(256);
-    let out = both(
-        &reduce(256),
-        LaunchConfig {
-            grid: [blocks as u32, 1, 1],
-            block: [256, 1, 1],
-        },
-        vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
-    );
-    assert_eq!(
-        out_i32(&out[1]),
-        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
-    );
-
-    let (w, h) = (128, 96);
-    let out = both(
-        &mandelbrot(),
-        LaunchConfig {
-            grid: [8, 12, 1],
-            block: [16, 8, 1],
-        },
-        vec![
-            vec_i32(&vec![0; (w * h) as usize]),
-            s_i32(w),
-            s_i32(h),
-            s_i32(64),
-        ],
-    );
-    assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, 64));
-
-    let m = 48usize;
-    let a: Vec<f32> = rand_seq(3, m * m)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, m * m)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let out = both(
-        &matmul(16),
-        LaunchConfig {
-            grid: [3, 3, 1],
-            block: [16, 16, 1],
-        },
-        vec![
-            vec_f32(&a),
-            vec_f32(&b),
-            vec_f32(&vec![0.0; m * m]),
-            s_i32(m as i32),
-        ],
-    );
-    assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, m));
+    check_block_sums(&reduce(256), &x);
+    check_mandelbrot(&mandelbrot(), 128, 96, 64);
+    check_matmul(&matmul(16));
 }
 
 #[test]
@@ -137,15 +78,7 @@ fn contended_atomics_across_parallel_blocks() {
     ];
     for _ in 0..3 {
         let mut a = args.clone();
-        cpu::run(
-            &k,
-            LaunchConfig {
-                grid: [256, 1, 1],
-                block: [64, 1, 1],
-            },
-            &mut a,
-        )
-        .unwrap();
+        cpu::run(&k, launch([256, 1, 1], [64, 1, 1]), &mut a).unwrap();
         assert_eq!(out_i32(&a[0]), vec![n as i32 / 4; 4]);
         assert_eq!(out_i64(&a[1]), vec![(n as i64 - 1) * n as i64 / 2]);
         let mut t = out_i32(&a[2]);
@@ -153,15 +86,7 @@ fn contended_atomics_across_parallel_blocks() {
         assert_eq!(t, (0..n as i32).collect::<Vec<_>>());
         assert_eq!(out_i32(&a[3]), vec![n as i32]);
     }
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [256, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([256, 1, 1], [64, 1, 1]), &mut args).unwrap();
     assert_eq!(
         out_i32(&args[2]),
         (0..n as i32).collect::<Vec<_>>(),

@@ -355,15 +355,7 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
     // 64 threads but 50 elements: the fault is thread 50's out-of-bounds write of `pos`, and a
     // failed launch leaves the arguments untouched.
     let before = args.clone();
-    let err = interp::run(
-        &k,
-        LaunchConfig {
-            grid: [2, 1, 1],
-            block: [32, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap_err();
+    let err = interp::run(&k, launch([2, 1, 1], [32, 1, 1]), &mut args).unwrap_err();
     assert_eq!(
         err.to_string(),
         "out-of-bounds write of `pos` (index 50, length 50) in kernel `helpers`, block (1,0,0), thread (18,0,0)"
@@ -375,15 +367,7 @@ fn helpers_with_return_loops_break_continue_and_memory_params() {
         k2.body = vec![guard];
         k2
     };
-    interp::run(
-        &k2,
-        LaunchConfig {
-            grid: [2, 1, 1],
-            block: [32, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k2, launch([2, 1, 1], [32, 1, 1]), &mut args).unwrap();
     let want_pos: Vec<i32> = (0..n as i32)
         .map(|i| hay_v.iter().position(|&h| h == i).map_or(-1, |p| p as i32))
         .collect();
@@ -470,15 +454,7 @@ fn select_short_circuit_and_divergent_loops() {
         vec_i32(&vec![0; nn as usize]),
         s_i32(nn),
     ];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([1, 1, 1], [64, 1, 1]), &mut args).unwrap();
     assert_eq!(
         out_i32(&args[1]),
         (0..nn)
@@ -532,15 +508,7 @@ fn shared_array_of_records() {
     ];
     let k = kb.finish(body);
     let mut args = vec![vec_i32(&[0; 64])];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([1, 1, 1], [64, 1, 1]), &mut args).unwrap();
     assert_eq!(
         out_i32(&args[0]),
         (0..64).map(|t| 3 * (63 - t)).collect::<Vec<_>>()
@@ -608,15 +576,7 @@ fn helpers_take_shared_and_local_arrays() {
     ];
     let k = kb.finish(body);
     let mut args = vec![vec_i32(&[0; 64])];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [2, 1, 1],
-            block: [32, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([2, 1, 1], [32, 1, 1]), &mut args).unwrap();
     let want: Vec<i32> = (0..64)
         .map(|g| {
             let t = g % 32;

@@ -4,7 +4,7 @@
 
 mod interp_util;
 
-use interp_util::kernels::{mandelbrot_ref, matmul_ref};
+use interp_util::kernels::{check_block_sums, check_mandelbrot, check_matmul, matmul_ref};
 use interp_util::*;
 use sarek_compiler::ir::{Kernel, Ty};
 use sarek_compiler::types::{Literal, Scalar};
@@ -19,16 +19,6 @@ fn compile(path: &str, src: &str, kernel: &str) -> Kernel {
         .unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)));
     sarek_compiler::lower_kernel(&program, kernel)
         .unwrap_or_else(|d| panic!("{}", diag::render_all(&d, &sources, false)))
-}
-
-/// Run on both backends; they must agree exactly (these kernels have no float atomics).
-fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
-    let mut a = args.clone();
-    let mut b = args;
-    interp::run(k, cfg, &mut a).unwrap_or_else(|e| panic!("interp: {e}"));
-    cpu::run(k, cfg, &mut b).unwrap_or_else(|e| panic!("cpu: {e}"));
-    assert_eq!(a, b, "interp and cpu disagree on `{}`", k.name);
-    a
 }
 
 const SAXPY: &str = "
@@ -131,69 +121,23 @@ fn saxpy_from_source() {
 #[test]
 fn reduction_from_source() {
     let k = compile("reduce.sarek", REDUCE, "reduce");
-    let n = 3000usize;
-    let x: Vec<i32> = rand_seq(7, n).iter().map(|v| (*v % 1000) as i32).collect();
-    let blocks = n.div_ceil(256);
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [blocks as u32, 1, 1],
-            block: [256, 1, 1],
-        },
-        vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)],
-    );
-    assert_eq!(
-        out_i32(&out[1]),
-        x.chunks(256).map(|c| c.iter().sum()).collect::<Vec<i32>>()
-    );
+    let x: Vec<i32> = rand_seq(7, 3000)
+        .iter()
+        .map(|v| (*v % 1000) as i32)
+        .collect();
+    check_block_sums(&k, &x);
 }
 
 #[test]
 fn mandelbrot_from_source() {
     let k = compile("mandelbrot.sarek", MANDELBROT, "mandelbrot");
-    let (w, h, it) = (80, 48, 200);
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [5, 6, 1],
-            block: [16, 8, 1],
-        },
-        vec![
-            vec_i32(&vec![0; (w * h) as usize]),
-            s_i32(w),
-            s_i32(h),
-            s_i32(it),
-        ],
-    );
-    assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, it));
+    check_mandelbrot(&k, 80, 48, 200);
 }
 
 #[test]
 fn matmul_from_source() {
     let k = compile("matmul.sarek", MATMUL, "matmul");
-    let n = 48usize;
-    let a: Vec<f32> = rand_seq(3, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let out = both(
-        &k,
-        LaunchConfig {
-            grid: [3, 3, 1],
-            block: [16, 16, 1],
-        },
-        vec![
-            vec_f32(&a),
-            vec_f32(&b),
-            vec_f32(&vec![0.0; n * n]),
-            s_i32(n as i32),
-        ],
-    );
-    assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
+    check_matmul(&k);
 }
 
 #[test]
@@ -564,10 +508,7 @@ fn corpus_reductions_against_rust() {
     let mut out_init = vec![-5; n];
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_sum"),
-        LaunchConfig {
-            grid: [8, 1, 1],
-            block: [256, 1, 1],
-        },
+        launch([8, 1, 1], [256, 1, 1]),
         vec![vec_i32(&x), vec_i32(&out_init), s_i32(n as i32)],
     );
     for (b, c) in x.chunks(256).enumerate() {
@@ -581,10 +522,7 @@ fn corpus_reductions_against_rust() {
         .collect();
     let out = both(
         &corpus("reduce_shared.sarek", "reduce_max_f32"),
-        LaunchConfig {
-            grid: [8, 1, 1],
-            block: [256, 1, 1],
-        },
+        launch([8, 1, 1], [256, 1, 1]),
         vec![vec_f32(&xf), vec_f32(&vec![0.0; n]), s_i32(1900)],
     );
     let got = out_f32(&out[1]);
@@ -599,18 +537,9 @@ fn corpus_reductions_against_rust() {
 #[test]
 fn corpus_matmul_against_rust() {
     for n in [32usize, 30] {
-        let a: Vec<f32> = rand_seq(25, 1024)
-            .iter()
-            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-            .collect();
-        let b: Vec<f32> = rand_seq(26, 1024)
-            .iter()
-            .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-            .collect();
-        let cfg = LaunchConfig {
-            grid: [2, 2, 1],
-            block: [16, 16, 1],
-        };
+        let a: Vec<f32> = rand_f32(25, 1024);
+        let b: Vec<f32> = rand_f32(26, 1024);
+        let cfg = launch([2, 2, 1], [16, 16, 1]);
         let args = || {
             vec![
                 vec_f32(&a),
@@ -660,10 +589,7 @@ fn corpus_mandelbrot_against_rust() {
     let (w, h, it) = (64, 48, 100);
     let out = both(
         &corpus("mandelbrot.sarek", "mandelbrot"),
-        LaunchConfig {
-            grid: [4, 3, 1],
-            block: [16, 16, 1],
-        },
+        launch([4, 3, 1], [16, 16, 1]),
         vec![
             vec_i32(&vec![-1; (w * h) as usize]),
             s_i32(w),
@@ -682,10 +608,7 @@ fn corpus_mandelbrot_against_rust() {
 #[test]
 fn corpus_warp_kernels_against_rust() {
     let n = 1000usize;
-    let cfg = LaunchConfig {
-        grid: [4, 1, 1],
-        block: [256, 1, 1],
-    };
+    let cfg = launch([4, 1, 1], [256, 1, 1]);
     let a: Vec<i32> = rand_seq(27, n).iter().map(|v| (*v % 1000) as i32).collect();
     let padded = |i: usize| if i < n { a[i] } else { 0 };
     let out = both(
@@ -738,10 +661,7 @@ fn corpus_histograms_against_rust() {
     let init: Vec<i32> = (0..64).collect();
     let mut want = init.clone();
     data.iter().for_each(|d| want[(d % 64) as usize] += 1);
-    let cfg = LaunchConfig {
-        grid: [16, 1, 1],
-        block: [256, 1, 1],
-    };
+    let cfg = launch([16, 1, 1], [256, 1, 1]);
     for kernel in ["histogram", "histogram_shared"] {
         let out = both(
             &corpus("histogram.sarek", kernel),

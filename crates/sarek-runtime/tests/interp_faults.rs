@@ -26,10 +26,7 @@ fn span(at: usize) -> Span {
 }
 
 fn block256(grid: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid: [grid, 1, 1],
-        block: [256, 1, 1],
-    }
+    launch([grid, 1, 1], [256, 1, 1])
 }
 
 #[test]
@@ -69,14 +66,7 @@ fn out_of_bounds_write_and_negative_index() {
         9,
     )];
     let k = kb.finish(body);
-    let (sp, msg) = fault(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [4, 1, 1],
-        },
-        &mut [vec_i32(&[0; 4])],
-    );
+    let (sp, msg) = fault(&k, launch([1, 1, 1], [4, 1, 1]), &mut [vec_i32(&[0; 4])]);
     assert_eq!(sp, span(9));
     assert_eq!(
         msg,
@@ -119,10 +109,7 @@ fn integer_division_and_mod_by_zero() {
         // int32 divisor zero at thread 6 of block 1.
         let mut xv = vec![1; 16];
         xv[8 + 6] = 0;
-        let cfg = LaunchConfig {
-            grid: [2, 1, 1],
-            block: [8, 1, 1],
-        };
+        let cfg = launch([2, 1, 1], [8, 1, 1]);
         let (sp, msg) = fault(&k, cfg, &mut [vec_i32(&xv), vec_i64(&[1; 16])]);
         assert_eq!(sp, span(3));
         assert_eq!(
@@ -184,14 +171,7 @@ fn barrier_reached_by_part_of_the_block() {
         ],
     )];
     let k = kb.finish(body);
-    let (sp, msg) = fault(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [8, 2, 1],
-        },
-        &mut [],
-    );
+    let (sp, msg) = fault(&k, launch([1, 1, 1], [8, 2, 1]), &mut []);
     assert_eq!(sp, span(20));
     assert_eq!(
         msg,
@@ -253,14 +233,7 @@ fn warp_operation_reached_by_part_of_a_warp() {
         vec![],
     )];
     let k = kb.finish(body);
-    let (sp, msg) = fault(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut [vec_i32(&[0; 64])],
-    );
+    let (sp, msg) = fault(&k, launch([1, 1, 1], [64, 1, 1]), &mut [vec_i32(&[0; 64])]);
     assert_eq!(sp, span(44));
     assert_eq!(
         msg,
@@ -314,10 +287,7 @@ fn first_fault_in_block_order() {
     let k = kb.finish(body);
     let (_, msg) = fault(
         &k,
-        LaunchConfig {
-            grid: [64, 1, 1],
-            block: [32, 1, 1],
-        },
+        launch([64, 1, 1], [32, 1, 1]),
         &mut [vec_i32(&[0; 100])],
     );
     assert_eq!(
@@ -427,25 +397,11 @@ fn arguments_are_checked_against_the_signature() {
 
     // Launch geometry.
     assert_eq!(
-        args_error(
-            &saxpy(),
-            LaunchConfig {
-                grid: [1, 1, 1],
-                block: [64, 32, 1]
-            },
-            good()
-        ),
+        args_error(&saxpy(), launch([1, 1, 1], [64, 32, 1]), good()),
         "a block of 2048 threads (64x32x1) exceeds the maximum of 1024"
     );
     assert_eq!(
-        args_error(
-            &saxpy(),
-            LaunchConfig {
-                grid: [0, 1, 1],
-                block: [64, 1, 1]
-            },
-            good()
-        ),
+        args_error(&saxpy(), launch([0, 1, 1], [64, 1, 1]), good()),
         "launch of kernel `saxpy` with an empty grid or block (grid [0, 1, 1], block [64, 1, 1])"
     );
 }

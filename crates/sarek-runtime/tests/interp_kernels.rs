@@ -36,15 +36,7 @@ fn saxpy_is_float32_arithmetic() {
     let y: Vec<f32> = r[n..].iter().map(|v| (*v % 10_000) as f32 / 13.0).collect();
     let a = 1.1f32;
     let mut args = vec![vec_f32(&x), vec_f32(&y), s_f32(a), s_i32(n as i32)];
-    interp::run(
-        &saxpy(),
-        LaunchConfig {
-            grid: [4, 1, 1],
-            block: [200, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&saxpy(), launch([4, 1, 1], [200, 1, 1]), &mut args).unwrap();
     let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a * x + y).collect();
     let got = out_f32(&args[1]);
     assert_eq!(
@@ -65,10 +57,7 @@ fn shared_memory_reduction_with_barriers() {
         let mut args = vec![vec_i32(&x), vec_i32(&vec![0; blocks]), s_i32(n as i32)];
         interp::run(
             &reduce(block),
-            LaunchConfig {
-                grid: [blocks as u32, 1, 1],
-                block: [block, 1, 1],
-            },
+            launch([blocks as u32, 1, 1], [block, 1, 1]),
             &mut args,
         )
         .unwrap();
@@ -86,44 +75,22 @@ fn mandelbrot_matches_rust_reference() {
         s_i32(h),
         s_i32(it),
     ];
-    interp::run(
-        &mandelbrot(),
-        LaunchConfig {
-            grid: [6, 8, 1],
-            block: [16, 8, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&mandelbrot(), launch([6, 8, 1], [16, 8, 1]), &mut args).unwrap();
     assert_eq!(out_i32(&args[0]), mandelbrot_ref(w, h, it));
 }
 
 #[test]
 fn tiled_matmul_matches_rust_reference() {
     let n = 64usize;
-    let a: Vec<f32> = rand_seq(3, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
-    let b: Vec<f32> = rand_seq(4, n * n)
-        .iter()
-        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
-        .collect();
+    let a: Vec<f32> = rand_f32(3, n * n);
+    let b: Vec<f32> = rand_f32(4, n * n);
     let mut args = vec![
         vec_f32(&a),
         vec_f32(&b),
         vec_f32(&vec![0.0; n * n]),
         s_i32(n as i32),
     ];
-    interp::run(
-        &matmul(16),
-        LaunchConfig {
-            grid: [4, 4, 1],
-            block: [16, 16, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&matmul(16), launch([4, 4, 1], [16, 16, 1]), &mut args).unwrap();
     assert_eq!(out_f32(&args[2]), matmul_ref(&a, &b, n));
 }
 
@@ -531,15 +498,7 @@ fn atomics_return_old_values() {
         vec_i32(&[i32::MAX, i32::MIN, 0, 0, -1, 0, 0, 0]),
         vec_i32(&vec![0; n]),
     ];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [3, 1, 1],
-            block: [256, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([3, 1, 1], [256, 1, 1]), &mut args).unwrap();
     let mut hist_want = [0; 16];
     for d in &data_v {
         hist_want[(d % 16) as usize] += 1;
@@ -737,15 +696,7 @@ fn warp_shuffles_votes_and_ballot() {
         bools(),
         zeros(),
     ];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [n as u32, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([1, 1, 1], [n as u32, 1, 1]), &mut args).unwrap();
     let live = |t: usize| t < n;
     let warp_of = |t: usize| t / 32 * 32;
     let (mut w_xor, mut w_down, mut w_up, mut w_idx, mut w_bal, mut w_all, mut w_any) =
@@ -840,15 +791,7 @@ fn local_arrays_are_per_thread() {
     ];
     let k = kb.finish(body);
     let mut args = vec![vec_i32(&[0; 64])];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [2, 1, 1],
-            block: [32, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([2, 1, 1], [32, 1, 1]), &mut args).unwrap();
     let want: Vec<i32> = (0..64)
         .map(|i| {
             let a: Vec<i32> = (0..4).map(|j| i + j * j).collect();
@@ -953,15 +896,7 @@ fn shared_atomics_int64_float32_and_length() {
         vec_i32(&[0; 2]),
         vec_i32(&[0; 64]),
     ];
-    interp::run(
-        &k,
-        LaunchConfig {
-            grid: [1, 1, 1],
-            block: [64, 1, 1],
-        },
-        &mut args,
-    )
-    .unwrap();
+    interp::run(&k, launch([1, 1, 1], [64, 1, 1]), &mut args).unwrap();
     assert_eq!(out_i64(&args[0]), vec![(0..64i64).sum::<i64>() << 40, 0]);
     assert_eq!(out_f32(&args[1]), vec![16.0]);
     assert_eq!(out_i32(&args[2]), vec![2, 64]);

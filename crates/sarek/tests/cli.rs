@@ -35,6 +35,37 @@ fn sarek(args: &[&str]) -> Out {
     sarek_env(args, &[])
 }
 
+/// `sarek run FILE --kernel KERNEL --backend interp EXTRA...`
+fn run_interp(file: &str, kernel: &str, extra: &[&str]) -> Out {
+    let mut args = vec!["run", file, "--kernel", kernel, "--backend", "interp"];
+    args.extend_from_slice(extra);
+    sarek(&args)
+}
+
+impl Out {
+    /// Exit code 0.
+    fn ok(&self) -> &Out {
+        assert_eq!(
+            self.code, 0,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+    /// Exit code `code` with every needle in stderr, and no panic.
+    fn fails(&self, code: i32, needles: &[&str]) {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        for n in needles {
+            assert!(self.stderr.contains(n), "`{n}` not in: {}", self.stderr);
+        }
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+    }
+}
+
 /// A fresh directory for one test.
 fn scratch(test: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sarek-cli-{}-{test}", std::process::id()));
@@ -80,6 +111,17 @@ fn scalar_leaf(s: Scalar) -> Vec<Leaf> {
     }]
 }
 
+/// A one-column `.npy` file `dir/name`; its path.
+fn write_column(dir: &Path, name: &str, column: Column) -> String {
+    let path = dir.join(name);
+    let v = HostVector {
+        len: column.len(),
+        columns: vec![column],
+    };
+    npy::write_vector(&path, &scalar_leaf(v.columns[0].scalar()), &v).unwrap();
+    path.display().to_string()
+}
+
 #[test]
 fn check_exit_codes() {
     let d = scratch("check");
@@ -90,7 +132,7 @@ fn check_exit_codes() {
         "let%kernel k (v : int32 vector) =\n  v.(0) <- undefined_name\n",
     );
     let r = sarek(&["check", &ok]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert!(
         r.stderr.is_empty(),
         "nothing printed on success: {}",
@@ -98,13 +140,8 @@ fn check_exit_codes() {
     );
 
     let r = sarek(&["check", &ok, &bad]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("error"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&format!("{bad}:2:")),
-        "located at the file and line: {}",
-        r.stderr
-    );
+    // Located at the file and line.
+    r.fails(1, &["error", &format!("{bad}:2:")]);
     assert!(
         !r.stderr.contains("\x1b["),
         "no colour when stderr is not a terminal"
@@ -112,16 +149,11 @@ fn check_exit_codes() {
 
     let missing = d.join("missing.sarek").display().to_string();
     let r = sarek(&["check", &missing]);
-    assert_eq!(r.code, 2);
+    r.fails(2, &["missing.sarek", "No such file"]);
     assert_eq!(
         r.stderr.trim().lines().count(),
         1,
         "one clear line: {}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("missing.sarek") && r.stderr.contains("No such file"),
-        "{}",
         r.stderr
     );
 
@@ -134,7 +166,7 @@ fn compile_targets_and_kernels() {
     let d = scratch("compile");
     let two = write(&d, "two.sarek", TWO_KERNELS);
     let r = sarek(&["compile", &two, "--target", "ir", "--kernel", "scale"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert!(
         r.stdout.contains("scale") && !r.stdout.contains("kernel add"),
         "{}",
@@ -143,7 +175,7 @@ fn compile_targets_and_kernels() {
 
     // Without --kernel: every kernel, each under a header.
     let r = sarek(&["compile", &two, "--target", "ir"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let add = r
         .stdout
         .find("// ==== kernel add ====")
@@ -165,25 +197,13 @@ fn compile_targets_and_kernels() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert!(r.stdout.is_empty());
     assert!(std::fs::read_to_string(&out).unwrap().contains("add"));
 
-    let r = sarek(&["compile", &two, "--target", "fortran"]);
-    assert_eq!(r.code, 2);
-    assert!(
-        r.stderr.contains("unknown target `fortran`"),
-        "{}",
-        r.stderr
-    );
-
-    let r = sarek(&["compile", &two, "--target", "ir", "--kernel", "scal"]);
-    assert_eq!(r.code, 1);
-    assert!(
-        r.stderr.contains("no kernel `scal`") && r.stderr.contains("did you mean `scale`?"),
-        "{}",
-        r.stderr
-    );
+    sarek(&["compile", &two, "--target", "fortran"]).fails(2, &["unknown target `fortran`"]);
+    sarek(&["compile", &two, "--target", "ir", "--kernel", "scal"])
+        .fails(1, &["no kernel `scal`", "did you mean `scale`?"]);
 }
 
 #[test]
@@ -191,23 +211,13 @@ fn run_writes_npy_that_matches_the_inputs() {
     let d = scratch("run");
     let file = write(&d, "saxpy.sarek", SAXPY);
     let out = d.join("out");
-    let r = sarek(&[
-        "run",
+    let saxpy_args = ["--size", "300", "--arg", "a=2.0", "--arg", "n=250"];
+    let r = run_interp(
         &file,
-        "--kernel",
         "saxpy",
-        "--backend",
-        "interp",
-        "--size",
-        "300",
-        "--arg",
-        "a=2.0",
-        "--arg",
-        "n=250",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+        &[&saxpy_args[..], &["--out", out.to_str().unwrap()]].concat(),
+    );
+    r.ok();
     assert!(
         r.stdout.contains("interp"),
         "summary names the device: {}",
@@ -237,48 +247,21 @@ fn run_writes_npy_that_matches_the_inputs() {
 
     // The same seed gives the same inputs; another seed other ones.
     let out2 = d.join("out2");
-    let r = sarek(&[
-        "run",
-        &file,
-        "--kernel",
-        "saxpy",
-        "--backend",
-        "interp",
-        "--size",
-        "300",
-        "--arg",
-        "a=2.0",
-        "--arg",
-        "n=250",
-        "--seed",
-        "7",
-        "--out",
-        out2.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let more = ["--seed", "7", "--out", out2.to_str().unwrap()];
+    run_interp(&file, "saxpy", &[&saxpy_args[..], &more].concat()).ok();
     let x7 = npy::read_vector(&out2.join("x.npy"), &scalar_leaf(Scalar::F32), Some(300)).unwrap();
     assert_ne!(f32s(&x7), f32s(&x));
 
     // Feeding the written files back as inputs reproduces the run on x.
     let out3 = d.join("out3");
     let xin = format!("x={}", out.join("x.npy").display());
-    let r = sarek(&[
-        "run",
+    let args = ["--input", &xin, "--arg", "a=2.0", "--arg", "n=250"];
+    run_interp(
         &file,
-        "--kernel",
         "saxpy",
-        "--backend",
-        "interp",
-        "--input",
-        &xin,
-        "--arg",
-        "a=2.0",
-        "--arg",
-        "n=250",
-        "--out",
-        out3.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+        &[&args[..], &["--out", out3.to_str().unwrap()]].concat(),
+    )
+    .ok();
     let x3 = npy::read_vector(&out3.join("x.npy"), &scalar_leaf(Scalar::F32), None).unwrap();
     assert_eq!(f32s(&x3), f32s(&x), "--size comes from the input file");
 }
@@ -287,25 +270,8 @@ fn run_writes_npy_that_matches_the_inputs() {
 fn run_user_errors_are_one_message_and_exit_1() {
     let d = scratch("errors");
     let file = write(&d, "saxpy.sarek", SAXPY);
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            file.as_str(),
-            "--kernel",
-            "saxpy",
-            "--backend",
-            "interp",
-        ];
-        args.extend_from_slice(extra);
-        sarek(&args)
-    };
-    let expect = |r: Out, needles: &[&str]| {
-        assert_eq!(r.code, 1, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-        for n in needles {
-            assert!(r.stderr.contains(n), "`{n}` not in: {}", r.stderr);
-        }
-        assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
-    };
+    let run = |extra: &[&str]| run_interp(&file, "saxpy", extra);
+    let expect = |r: Out, needles: &[&str]| r.fails(1, needles);
     expect(run(&["--arg", "a=2.0"]), &["`n`", "int32", "--arg n="]);
     expect(
         run(&["--arg", "a=two", "--arg", "n=4"]),
@@ -321,32 +287,18 @@ fn run_user_errors_are_one_message_and_exit_1() {
     );
 
     // .npy of the wrong dtype, then of the wrong length.
-    let ints = d.join("ints.npy");
-    npy::write_vector(
-        &ints,
-        &scalar_leaf(Scalar::I32),
-        &HostVector {
-            len: 4,
-            columns: vec![Column::I32(vec![1; 4])],
-        },
-    )
-    .unwrap();
-    let spec = format!("x={}", ints.display());
+    let spec = format!(
+        "x={}",
+        write_column(&d, "ints.npy", Column::I32(vec![1; 4]))
+    );
     expect(
         run(&["--arg", "a=1", "--arg", "n=4", "--input", &spec]),
         &["'<i4'", "'<f4'", "`x`"],
     );
-    let floats = d.join("floats.npy");
-    npy::write_vector(
-        &floats,
-        &scalar_leaf(Scalar::F32),
-        &HostVector {
-            len: 4,
-            columns: vec![Column::F32(vec![1.0; 4])],
-        },
-    )
-    .unwrap();
-    let spec = format!("x={}", floats.display());
+    let spec = format!(
+        "x={}",
+        write_column(&d, "floats.npy", Column::F32(vec![1.0; 4]))
+    );
     expect(
         run(&[
             "--size", "8", "--arg", "a=1", "--arg", "n=4", "--input", &spec,
@@ -395,23 +347,8 @@ fn faults_are_located_in_the_source() {
         "oob.sarek",
         "let%kernel oob (out : int32 vector) =\n  let i = global_thread_id in\n  out.(i + 1) <- i\n",
     );
-    let r = sarek(&[
-        "run",
-        &file,
-        "--kernel",
-        "oob",
-        "--backend",
-        "interp",
-        "--size",
-        "4",
-    ]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains(&format!("{file}:3:3")), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("thread"),
-        "names the thread: {}",
-        r.stderr
-    );
+    // Located, and naming the thread.
+    run_interp(&file, "oob", &["--size", "4"]).fails(1, &[&format!("{file}:3:3"), "thread"]);
 }
 
 /// float64 is used twice (the parameter `v` on line 3, the store on line 5): WGSL refuses the
@@ -531,19 +468,12 @@ fn records_round_trip_through_npy_by_field_name() {
     npy::write_vector(&input, &leaves, &v).unwrap();
     let out = d.join("out");
     let spec = format!("ps={}", input.display());
-    let r = sarek(&[
-        "run",
+    run_interp(
         &file,
-        "--kernel",
         "swap",
-        "--backend",
-        "interp",
-        "--input",
-        &spec,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+        &["--input", &spec, "--out", out.to_str().unwrap()],
+    )
+    .ok();
     let got = npy::read_vector(&out.join("ps.npy"), &leaves, Some(3)).unwrap();
     assert_eq!(
         got.columns,
@@ -560,7 +490,7 @@ fn verify_table_and_exit_codes() {
     let file = write(&d, "saxpy.sarek", SAXPY);
     // The directive supplies size and scalars.
     let r = sarek(&["verify", &file, "--backends", "cpu"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    r.ok();
     assert!(r.stdout.contains("size 512"), "{}", r.stdout);
     let table: Vec<&str> = r
         .stdout
@@ -589,12 +519,10 @@ fn verify_table_and_exit_codes() {
         "--arg",
         "n=64",
     ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    r.ok();
     assert!(r.stdout.contains("size 64"));
 
-    let r = sarek(&["verify", &file, "--backends", "cpu,bogus"]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("unknown backend `bogus`"));
+    sarek(&["verify", &file, "--backends", "cpu,bogus"]).fails(1, &["unknown backend `bogus`"]);
 
     // A requested backend that is unavailable on this machine: exit 2.
     let devices = sarek(&["devices"]).stdout;
@@ -602,13 +530,7 @@ fn verify_table_and_exit_codes() {
         let name = line.split_whitespace().next().unwrap();
         let list = format!("cpu,{name}");
         let r = sarek(&["verify", &file, "--backends", &list]);
-        assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
-        assert!(
-            r.stderr
-                .contains(&format!("backend `{name}` is unavailable")),
-            "{}",
-            r.stderr
-        );
+        r.fails(2, &[&format!("backend `{name}` is unavailable")]);
         assert!(
             r.stdout.contains("cpu"),
             "the available ones still ran: {}",
@@ -622,7 +544,7 @@ fn verify_table_and_exit_codes() {
 #[test]
 fn devices_lists_every_backend() {
     let r = sarek(&["devices"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     for b in sarek::Backend::ALL {
         assert!(
             r.stdout
@@ -668,7 +590,7 @@ fn bench_reports_median_and_throughput() {
         "--reps",
         "3",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     for w in [
         "median:",
         "min:",

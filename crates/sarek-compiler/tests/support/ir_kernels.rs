@@ -4,596 +4,334 @@
 //! They complement the `.sarek` corpus with constructs written directly in the IR.
 #![allow(dead_code)]
 
-use sarek_compiler::diag::Span;
 use sarek_compiler::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
+use sarek_compiler::ir::build::*;
 use sarek_compiler::ir::*;
-use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use sarek_compiler::types::{BinOp, MemSpace, Scalar, UnOp};
 
-#[derive(Default)]
-struct B {
-    vars: Vec<VarInfo>,
-    records: Vec<Record>,
-    variants: Vec<Variant>,
-    functions: Vec<Function>,
-}
-
-fn sp() -> Span {
-    Span::DUMMY
-}
-
-impl B {
-    fn var(&mut self, name: &str, ty: Ty) -> VarId {
-        self.vars.push(VarInfo {
-            name: name.into(),
-            ty,
-            mutable: false,
-            span: sp(),
-        });
-        VarId(self.vars.len() as u32 - 1)
-    }
-    fn mvar(&mut self, name: &str, ty: Ty) -> VarId {
-        let v = self.var(name, ty);
-        self.vars[v.0 as usize].mutable = true;
-        v
-    }
-    fn v(&self, id: VarId) -> Expr {
-        Expr::new(ExprKind::Var(id), self.vars[id.0 as usize].ty.clone())
-    }
-    fn idx(&self, base: VarId, i: Expr) -> Expr {
-        let ty = self.vars[base.0 as usize].ty.elem().unwrap().clone();
-        Expr::new(
-            ExprKind::Index {
-                base,
-                index: Box::new(i),
-            },
-            ty,
-        )
-    }
-    fn kernel(self, name: &str, params: Vec<VarId>, body: Block) -> Kernel {
-        Kernel {
-            name: name.into(),
-            span: sp(),
-            vars: self.vars,
-            params,
-            body,
-            records: self.records,
-            variants: self.variants,
-            functions: self.functions,
-        }
-    }
-}
-
-fn st(kind: StmtKind) -> Stmt {
-    Stmt { kind, span: sp() }
-}
-fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    let ty = if op.is_comparison() {
-        Ty::BOOL
-    } else {
-        a.ty.clone()
-    };
-    Expr::new(
-        ExprKind::Binary {
-            op,
-            lhs: Box::new(a),
-            rhs: Box::new(b),
-        },
-        ty,
-    )
-}
-fn intr(op: Intrinsic, args: Vec<Expr>, ty: Ty) -> Expr {
-    Expr::new(ExprKind::Intrinsic { op, args }, ty)
-}
-fn gid() -> Expr {
-    intr(
-        Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),
-        vec![],
-        Ty::I32,
-    )
-}
-fn geo(g: Geometry) -> Expr {
-    intr(Intrinsic::Geometry(g), vec![], Ty::I32)
-}
-fn f32(v: f32) -> Expr {
-    Expr::lit(Literal::F32(v))
-}
-fn i32(v: i32) -> Expr {
-    Expr::i32(v)
-}
-fn let_(var: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Let { var, init: Some(e) })
-}
-fn set(base: VarId, i: Expr, e: Expr) -> Stmt {
-    st(StmtKind::Assign {
-        place: LValue::Index {
-            base,
-            index: Box::new(i),
-        },
-        value: e,
-    })
-}
-fn assign(var: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Assign {
-        place: LValue::Var(var),
-        value: e,
-    })
-}
-fn if_(c: Expr, t: Block, e: Block) -> Stmt {
-    st(StmtKind::If {
-        cond: c,
-        then_block: t,
-        else_block: e,
-    })
-}
-fn vec_of(t: Ty) -> Ty {
-    Ty::Vector(Box::new(t))
-}
 /// `let i = global_thread_id in if i < length v then body`.
-fn guarded(b: &mut B, v: VarId, body: impl FnOnce(&mut B, VarId) -> Block) -> Block {
+fn guarded(
+    b: &mut KernelBuilder,
+    v: VarId,
+    body: impl FnOnce(&mut KernelBuilder, VarId) -> Block,
+) -> Block {
     let i = b.var("i", Ty::I32);
-    let len = intr(Intrinsic::Length, vec![b.v(v)], Ty::I32);
+    let len = b.length(v);
     let inner = body(b, i);
     vec![
-        let_(i, gid()),
-        if_(bin(BinOp::Lt, b.v(i), len), inner, vec![]),
+        let_(i, global_idx()),
+        if_(lt(b.read(i), len), inner, vec![]),
     ]
 }
 
 /// y[i] = a * x[i] + y[i]
 pub fn saxpy() -> Kernel {
-    let mut b = B::default();
-    let x = b.var("x", vec_of(Ty::F32));
-    let y = b.var("y", vec_of(Ty::F32));
-    let a = b.var("a", Ty::F32);
-    let n = b.var("n", Ty::I32);
+    let mut b = KernelBuilder::new("saxpy");
+    let x = b.vector("x", Ty::F32);
+    let y = b.vector("y", Ty::F32);
+    let a = b.param("a", Ty::F32);
+    let n = b.param("n", Ty::I32);
     let i = b.var("i", Ty::I32);
     let body = vec![
-        let_(i, gid()),
+        let_(i, global_idx()),
         if_(
-            bin(BinOp::Lt, b.v(i), b.v(n)),
-            vec![set(
+            lt(b.read(i), b.read(n)),
+            vec![store(
                 y,
-                b.v(i),
-                bin(
-                    BinOp::Add,
-                    bin(BinOp::Mul, b.v(a), b.idx(x, b.v(i))),
-                    b.idx(y, b.v(i)),
-                ),
+                b.read(i),
+                add(mul(b.read(a), b.index(x, b.read(i))), b.index(y, b.read(i))),
             )],
             vec![],
         ),
     ];
-    b.kernel("saxpy", vec![x, y, a, n], body)
+    b.finish(body)
 }
 
 /// Records, a variant with a match and constructors, a tuple vector.
 pub fn shapes() -> Kernel {
-    let mut b = B::default();
-    b.records.push(Record {
-        name: "point".into(),
-        fields: vec![
-            Field {
-                name: "x".into(),
-                ty: Ty::F32,
-            },
-            Field {
-                name: "y".into(),
-                ty: Ty::F32,
-            },
+    let mut b = KernelBuilder::new("shapes");
+    let point_id = b.record("point", &[("x", Ty::F32), ("y", Ty::F32)]);
+    let tup_id = b.record("_tup_i32_bool", &[("_0", Ty::I32), ("_1", Ty::BOOL)]);
+    let point = Ty::Record(point_id);
+    let shape_id = b.variant(
+        "shape",
+        &[
+            ("Circle", vec![Ty::F32]),
+            ("Rect", vec![Ty::F32, Ty::F32]),
+            ("Empty", vec![]),
+            ("At", vec![point.clone()]),
         ],
-        is_tuple: false,
-    });
-    b.records.push(Record {
-        name: "_tup_i32_bool".into(),
-        fields: vec![
-            Field {
-                name: "_0".into(),
-                ty: Ty::I32,
-            },
-            Field {
-                name: "_1".into(),
-                ty: Ty::BOOL,
-            },
-        ],
-        is_tuple: true,
-    });
-    b.variants.push(Variant {
-        name: "shape".into(),
-        ctors: vec![
-            Ctor {
-                name: "Circle".into(),
-                fields: vec![Ty::F32],
-            },
-            Ctor {
-                name: "Rect".into(),
-                fields: vec![Ty::F32, Ty::F32],
-            },
-            Ctor {
-                name: "Empty".into(),
-                fields: vec![],
-            },
-            Ctor {
-                name: "At".into(),
-                fields: vec![Ty::Record(RecordId(0))],
-            },
-        ],
-    });
-    let shape = Ty::Variant(VariantId(0));
-    let point = Ty::Record(RecordId(0));
-    let tup = Ty::Record(RecordId(1));
-    let s = b.var("s", vec_of(shape.clone()));
-    let out = b.var("out", vec_of(Ty::F32));
-    let pts = b.var("pts", vec_of(point.clone()));
-    let tags = b.var("tags", vec_of(tup.clone()));
-    let origin = b.var("origin", point.clone());
+    );
+    let s = b.vector("s", Ty::Variant(shape_id));
+    let out = b.vector("out", Ty::F32);
+    let pts = b.vector("pts", point.clone());
+    let tags = b.vector("tags", Ty::Record(tup_id));
+    let origin = b.param("origin", point.clone());
     let body = guarded(&mut b, out, |b, i| {
         let r = b.var("r", Ty::F32);
         let w = b.var("w", Ty::F32);
         let h = b.var("h", Ty::F32);
         let p = b.var("p", point.clone());
-        let area = b.mvar("area", Ty::F32);
-        let si = b.idx(s, b.v(i));
+        let area = b.mut_var("area", Ty::F32);
+        let si = b.index(s, b.read(i));
         let arms = vec![
             MatchArm {
                 ctor: Some(0),
                 bindings: vec![Some(r)],
-                body: vec![assign(
-                    area,
-                    bin(BinOp::Mul, bin(BinOp::Mul, f32(2.5), b.v(r)), b.v(r)),
-                )],
+                body: vec![assign(area, mul(mul(lit_f32(2.5), b.read(r)), b.read(r)))],
             },
             MatchArm {
                 ctor: Some(1),
                 bindings: vec![Some(w), Some(h)],
-                body: vec![assign(area, bin(BinOp::Mul, b.v(w), b.v(h)))],
+                body: vec![assign(area, mul(b.read(w), b.read(h)))],
             },
             MatchArm {
                 ctor: Some(3),
                 bindings: vec![Some(p)],
-                body: vec![assign(
-                    area,
-                    Expr::new(
-                        ExprKind::Field {
-                            base: Box::new(b.v(p)),
-                            field: 0,
-                        },
-                        Ty::F32,
-                    ),
-                )],
+                body: vec![assign(area, b.field(b.read(p), 0))],
             },
             MatchArm {
                 ctor: None,
                 bindings: vec![],
-                body: vec![assign(area, f32(0.0))],
+                body: vec![assign(area, lit_f32(0.0))],
             },
         ];
-        let field = |e: Expr, f: u32| {
-            Expr::new(
-                ExprKind::Field {
-                    base: Box::new(e),
-                    field: f,
-                },
-                Ty::F32,
-            )
-        };
-        let big = bin(BinOp::Gt, b.v(area), f32(1.0));
-        let ctor_circle = Expr::new(
-            ExprKind::Ctor {
-                variant: VariantId(0),
-                ctor: 0,
-                fields: vec![b.v(area)],
-            },
-            shape.clone(),
+        let big = bin(BinOp::Gt, b.read(area), lit_f32(1.0));
+        let pi = || b.index(pts, b.read(i));
+        let moved = record_value(
+            point_id,
+            vec![
+                add(b.field(pi(), 0), b.field(b.read(origin), 0)),
+                sub(b.field(pi(), 1), b.field(b.read(origin), 1)),
+            ],
         );
-        let ctor_empty = Expr::new(
-            ExprKind::Ctor {
-                variant: VariantId(0),
-                ctor: 2,
-                fields: vec![],
-            },
-            shape.clone(),
-        );
-        let moved = Expr::new(
-            ExprKind::Record {
-                record: RecordId(0),
-                fields: vec![
-                    bin(
-                        BinOp::Add,
-                        field(b.idx(pts, b.v(i)), 0),
-                        field(b.v(origin), 0),
-                    ),
-                    bin(
-                        BinOp::Sub,
-                        field(b.idx(pts, b.v(i)), 1),
-                        field(b.v(origin), 1),
-                    ),
-                ],
-            },
-            point.clone(),
-        );
-        let tag_of = Expr::new(ExprKind::Tag(Box::new(b.idx(s, b.v(i)))), Ty::I32);
-        let tuple = Expr::new(
-            ExprKind::Record {
-                record: RecordId(1),
-                fields: vec![tag_of, big.clone()],
-            },
-            tup.clone(),
-        );
+        let tuple = record_value(tup_id, vec![tag(b.index(s, b.read(i))), big.clone()]);
+        let bump_y = add(b.field(pi(), 1), b.payload(b.index(s, b.read(i)), 0, 0));
         vec![
-            st(StmtKind::Let {
-                var: area,
-                init: None,
-            }),
+            let_uninit(area),
             st(StmtKind::Match {
                 scrutinee: si,
-                variant: VariantId(0),
+                variant: shape_id,
                 arms,
             }),
-            set(out, b.v(i), b.v(area)),
+            store(out, b.read(i), b.read(area)),
             if_(
-                big.clone(),
-                vec![set(s, b.v(i), ctor_circle)],
-                vec![set(s, b.v(i), ctor_empty)],
+                big,
+                vec![store(s, b.read(i), ctor(shape_id, 0, vec![b.read(area)]))],
+                vec![store(s, b.read(i), ctor(shape_id, 2, vec![]))],
             ),
-            set(pts, b.v(i), moved),
-            st(StmtKind::Assign {
-                place: LValue::Field {
-                    base: Box::new(LValue::Index {
-                        base: pts,
-                        index: Box::new(b.v(i)),
-                    }),
+            store(pts, b.read(i), moved),
+            assign_to(
+                LValue::Field {
+                    base: Box::new(element(pts, b.read(i))),
                     field: 1,
                 },
-                value: bin(
-                    BinOp::Add,
-                    field(b.idx(pts, b.v(i)), 1),
-                    Expr::new(
-                        ExprKind::Payload {
-                            value: Box::new(b.idx(s, b.v(i))),
-                            ctor: 0,
-                            field: 0,
-                        },
-                        Ty::F32,
-                    ),
-                ),
-            }),
-            set(tags, b.v(i), tuple),
+                bump_y,
+            ),
+            store(tags, b.read(i), tuple),
         ]
     });
-    b.kernel("shapes", vec![s, out, pts, tags, origin], body)
+    b.finish(body)
 }
 
 /// Block reduction through a shared array, with barriers, a strided loop and atomics.
 pub fn reduce() -> Kernel {
-    let mut b = B::default();
-    let x = b.var("x", vec_of(Ty::F32));
-    let total = b.var("total", vec_of(Ty::F32));
-    let counts = b.var("counts", vec_of(Ty::I32));
-    let tile = b.var(
-        "tile",
-        Ty::Array {
-            elem: Box::new(Ty::F32),
-            space: MemSpace::Shared,
-            size: Some(256),
-        },
-    );
-    let hist = b.var(
-        "hist",
-        Ty::Array {
-            elem: Box::new(Ty::I32),
-            space: MemSpace::Shared,
-            size: Some(4),
-        },
-    );
+    let mut b = KernelBuilder::new("reduce");
+    let x = b.vector("x", Ty::F32);
+    let total = b.vector("total", Ty::F32);
+    let counts = b.vector("counts", Ty::I32);
+    let tile = b.array("tile", Ty::F32, MemSpace::Shared, 256);
+    let hist = b.array("hist", Ty::I32, MemSpace::Shared, 4);
     let t = b.var("t", Ty::I32);
     let g = b.var("g", Ty::I32);
-    let s = b.mvar("s", Ty::I32);
+    let s = b.mut_var("s", Ty::I32);
     let old = b.var("old", Ty::I32);
-    let tv = b.v(t);
-    let atomic = |op, args: Vec<Expr>, ty: Ty| intr(Intrinsic::Atomic(op), args, ty);
+    let tv = b.read(t);
     let body = vec![
-        st(StmtKind::Array { var: tile }),
-        st(StmtKind::Array { var: hist }),
-        let_(t, geo(Geometry::ThreadIdx(Axis::X))),
-        let_(g, gid()),
-        set(
+        declare_array(tile),
+        declare_array(hist),
+        let_(t, thread_idx()),
+        let_(g, global_idx()),
+        store(
             tile,
             tv.clone(),
-            st_select(
-                bin(
-                    BinOp::Lt,
-                    b.v(g),
-                    intr(Intrinsic::Length, vec![b.v(x)], Ty::I32),
-                ),
-                b.idx(x, b.v(g)),
-                f32(0.0),
+            select(
+                lt(b.read(g), b.length(x)),
+                b.index(x, b.read(g)),
+                lit_f32(0.0),
             ),
         ),
         if_(
-            bin(BinOp::Lt, tv.clone(), i32(4)),
-            vec![set(hist, tv.clone(), i32(0))],
+            lt(tv.clone(), lit_i32(4)),
+            vec![store(hist, tv.clone(), lit_i32(0))],
             vec![],
         ),
-        st(StmtKind::Barrier),
+        barrier(),
         let_(
             s,
-            bin(BinOp::LShr, geo(Geometry::BlockDim(Axis::X)), i32(1)),
+            bin(
+                BinOp::LShr,
+                geometry(Geometry::BlockDim(Axis::X)),
+                lit_i32(1),
+            ),
         ),
         st(StmtKind::While {
-            cond: bin(BinOp::Gt, b.v(s), i32(0)),
+            cond: bin(BinOp::Gt, b.read(s), lit_i32(0)),
             body: vec![
                 if_(
-                    bin(BinOp::Lt, tv.clone(), b.v(s)),
-                    vec![set(
+                    lt(tv.clone(), b.read(s)),
+                    vec![store(
                         tile,
                         tv.clone(),
-                        bin(
-                            BinOp::Add,
-                            b.idx(tile, tv.clone()),
-                            b.idx(tile, bin(BinOp::Add, tv.clone(), b.v(s))),
+                        add(
+                            b.index(tile, tv.clone()),
+                            b.index(tile, add(tv.clone(), b.read(s))),
                         ),
                     )],
                     vec![],
                 ),
-                st(StmtKind::Barrier),
-                assign(s, bin(BinOp::AShr, b.v(s), i32(1))),
+                barrier(),
+                assign(s, bin(BinOp::AShr, b.read(s), lit_i32(1))),
             ],
             unroll: None,
         }),
-        st(StmtKind::Expr(atomic(
+        expr_stmt(atomic(
             AtomicOp::Inc,
-            vec![b.v(hist), bin(BinOp::BitAnd, tv.clone(), i32(3))],
+            vec![b.read(hist), bin(BinOp::BitAnd, tv.clone(), lit_i32(3))],
             Ty::I32,
-        ))),
-        st(StmtKind::Fence { device: false }),
-        st(StmtKind::Barrier),
+        )),
+        fence(false),
+        barrier(),
         if_(
-            bin(BinOp::Eq, tv.clone(), i32(0)),
+            bin(BinOp::Eq, tv.clone(), lit_i32(0)),
             vec![
-                st(StmtKind::Expr(atomic(
+                expr_stmt(atomic(
                     AtomicOp::Add,
-                    vec![b.v(total), i32(0), b.idx(tile, i32(0))],
+                    vec![b.read(total), lit_i32(0), b.index(tile, lit_i32(0))],
                     Ty::F32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Add,
-                    vec![b.v(counts), i32(0), b.idx(hist, i32(0))],
+                    vec![b.read(counts), lit_i32(0), b.index(hist, lit_i32(0))],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Sub,
-                    vec![b.v(counts), i32(1), i32(2)],
+                    vec![b.read(counts), lit_i32(1), lit_i32(2)],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Max,
-                    vec![b.v(counts), i32(2), geo(Geometry::BlockIdx(Axis::X))],
+                    vec![
+                        b.read(counts),
+                        lit_i32(2),
+                        geometry(Geometry::BlockIdx(Axis::X)),
+                    ],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Min,
-                    vec![b.v(counts), i32(3), geo(Geometry::BlockIdx(Axis::X))],
+                    vec![
+                        b.read(counts),
+                        lit_i32(3),
+                        geometry(Geometry::BlockIdx(Axis::X)),
+                    ],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Or,
-                    vec![b.v(counts), i32(4), i32(1)],
+                    vec![b.read(counts), lit_i32(4), lit_i32(1)],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::And,
-                    vec![b.v(counts), i32(5), i32(6)],
+                    vec![b.read(counts), lit_i32(5), lit_i32(6)],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Xor,
-                    vec![b.v(counts), i32(6), i32(5)],
+                    vec![b.read(counts), lit_i32(6), lit_i32(5)],
                     Ty::I32,
-                ))),
-                st(StmtKind::Expr(atomic(
+                )),
+                expr_stmt(atomic(
                     AtomicOp::Dec,
-                    vec![b.v(counts), i32(7)],
+                    vec![b.read(counts), lit_i32(7)],
                     Ty::I32,
-                ))),
+                )),
                 let_(
                     old,
                     atomic(
                         AtomicOp::Cas,
-                        vec![b.v(counts), i32(8), i32(0), i32(1)],
+                        vec![b.read(counts), lit_i32(8), lit_i32(0), lit_i32(1)],
                         Ty::I32,
                     ),
                 ),
-                st(StmtKind::Expr(atomic(
+                expr_stmt(atomic(
                     AtomicOp::Exch,
-                    vec![b.v(counts), i32(9), b.v(old)],
+                    vec![b.read(counts), lit_i32(9), b.read(old)],
                     Ty::I32,
-                ))),
-                st(StmtKind::Fence { device: true }),
+                )),
+                fence(true),
             ],
             vec![],
         ),
     ];
-    b.kernel("reduce", vec![x, total, counts], body)
-}
-
-fn st_select(c: Expr, a: Expr, e: Expr) -> Expr {
-    let ty = a.ty.clone();
-    Expr::new(
-        ExprKind::Select {
-            cond: Box::new(c),
-            then_value: Box::new(a),
-            else_value: Box::new(e),
-        },
-        ty,
-    )
+    b.finish(body)
 }
 
 /// int64 atomics (refused where the device or dialect has none).
 pub fn atomics64() -> Kernel {
-    let mut b = B::default();
-    let acc = b.var("acc", vec_of(Ty::I64));
+    let mut b = KernelBuilder::new("atomics64");
+    let acc = b.vector("acc", Ty::I64);
     let i = b.var("i", Ty::I32);
     let w = b.var("w", Ty::I64);
-    let atomic = |op, args: Vec<Expr>| intr(Intrinsic::Atomic(op), args, Ty::I64);
-    let wide = intr(Intrinsic::Convert, vec![b.v(i)], Ty::I64);
+    let atomic = |op, args: Vec<Expr>| intrinsic(Intrinsic::Atomic(op), args, Ty::I64);
+    let wide = convert(b.read(i), Scalar::I64);
     let body = vec![
-        let_(i, gid()),
-        let_(
-            w,
-            bin(BinOp::Mul, wide, Expr::lit(Literal::I64(3_000_000_000))),
-        ),
-        st(StmtKind::Expr(atomic(
+        let_(i, global_idx()),
+        let_(w, mul(wide, lit_i64(3_000_000_000))),
+        expr_stmt(atomic(
             AtomicOp::Add,
-            vec![b.v(acc), i32(0), b.v(w)],
-        ))),
-        st(StmtKind::Expr(atomic(
+            vec![b.read(acc), lit_i32(0), b.read(w)],
+        )),
+        expr_stmt(atomic(
             AtomicOp::Max,
-            vec![b.v(acc), i32(1), b.v(w)],
-        ))),
-        st(StmtKind::Expr(atomic(
+            vec![b.read(acc), lit_i32(1), b.read(w)],
+        )),
+        expr_stmt(atomic(
             AtomicOp::Min,
-            vec![b.v(acc), i32(2), b.v(w)],
-        ))),
-        st(StmtKind::Expr(atomic(
+            vec![b.read(acc), lit_i32(2), b.read(w)],
+        )),
+        expr_stmt(atomic(
             AtomicOp::Sub,
-            vec![b.v(acc), i32(3), Expr::lit(Literal::I64(1))],
-        ))),
-        st(StmtKind::Expr(atomic(
+            vec![b.read(acc), lit_i32(3), lit_i64(1)],
+        )),
+        expr_stmt(atomic(
             AtomicOp::Xor,
-            vec![b.v(acc), i32(4), b.v(w)],
-        ))),
-        st(StmtKind::Expr(atomic(
-            AtomicOp::Inc,
-            vec![b.v(acc), i32(5)],
-        ))),
-        st(StmtKind::Expr(atomic(
+            vec![b.read(acc), lit_i32(4), b.read(w)],
+        )),
+        expr_stmt(atomic(AtomicOp::Inc, vec![b.read(acc), lit_i32(5)])),
+        expr_stmt(atomic(
             AtomicOp::Cas,
-            vec![b.v(acc), i32(6), Expr::lit(Literal::I64(0)), b.v(w)],
-        ))),
+            vec![b.read(acc), lit_i32(6), lit_i64(0), b.read(w)],
+        )),
     ];
-    b.kernel("atomics64", vec![acc], body)
+    b.finish(body)
 }
 
 /// Integer and bool operations, conversions, loops with unroll hints, a bool buffer.
 pub fn bits() -> Kernel {
-    let mut b = B::default();
-    let a = b.var("a", vec_of(Ty::I32));
-    let flags = b.var("flags", vec_of(Ty::BOOL));
-    let f = b.var("f", vec_of(Ty::F32));
-    let on = b.var("on", Ty::BOOL);
+    let mut b = KernelBuilder::new("bits");
+    let a = b.vector("a", Ty::I32);
+    let flags = b.vector("flags", Ty::BOOL);
+    let f = b.vector("f", Ty::F32);
+    let on = b.param("on", Ty::BOOL);
     let body = guarded(&mut b, a, |b, i| {
         let x = b.var("x", Ty::I32);
-        let acc = b.mvar("acc", Ty::I32);
+        let acc = b.mut_var("acc", Ty::I32);
         let k = b.var("k", Ty::I32);
-        let local = b.var(
-            "scratch",
-            Ty::Array {
-                elem: Box::new(Ty::I32),
-                space: MemSpace::Local,
-                size: Some(4),
-            },
-        );
-        let ai = b.idx(a, b.v(i));
+        let local = b.array("scratch", Ty::I32, MemSpace::Local, 4);
+        let ai = b.index(a, b.read(i));
         let ops = [
             BinOp::LShr,
             BinOp::AShr,
@@ -607,120 +345,92 @@ pub fn bits() -> Kernel {
         ];
         let mut stmts = vec![
             let_(x, ai),
-            let_(acc, i32(-2147483648)),
-            st(StmtKind::Array { var: local }),
+            let_(acc, lit_i32(-2147483648)),
+            declare_array(local),
         ];
         for (n, op) in ops.iter().enumerate() {
-            let rhs = i32(n as i32 + 1);
+            let rhs = lit_i32(n as i32 + 1);
             stmts.push(assign(
                 acc,
-                bin(BinOp::BitXor, b.v(acc), bin(*op, b.v(x), rhs)),
+                bin(BinOp::BitXor, b.read(acc), bin(*op, b.read(x), rhs)),
             ));
         }
-        stmts.push(st(StmtKind::For {
-            var: k,
-            start: i32(0),
-            end: i32(3),
-            downto: false,
-            body: vec![set(local, b.v(k), bin(BinOp::Mul, b.v(k), b.v(x)))],
-            unroll: Some(4),
-        }));
+        stmts.push(for_loop(
+            k,
+            lit_i32(0),
+            lit_i32(3),
+            false,
+            vec![store(local, b.read(k), mul(b.read(k), b.read(x)))],
+            Some(4),
+        ));
         let k2 = b.var("k", Ty::I32);
-        stmts.push(st(StmtKind::For {
-            var: k2,
-            start: i32(3),
-            end: i32(0),
-            downto: true,
-            body: vec![assign(
-                acc,
-                bin(BinOp::Add, b.v(acc), b.idx(local, b.v(k2))),
-            )],
-            unroll: None,
-        }));
-        let fl = b.idx(flags, b.v(i));
-        let neg = Expr::new(
-            ExprKind::Unary {
-                op: UnOp::Neg,
-                operand: Box::new(b.v(acc)),
-            },
-            Ty::I32,
-        );
-        let not = Expr::new(
-            ExprKind::Unary {
-                op: UnOp::Not,
-                operand: Box::new(fl.clone()),
-            },
-            Ty::BOOL,
-        );
-        let bnot = Expr::new(
-            ExprKind::Unary {
-                op: UnOp::BitNot,
-                operand: Box::new(b.v(x)),
-            },
-            Ty::I32,
-        );
+        stmts.push(for_loop(
+            k2,
+            lit_i32(3),
+            lit_i32(0),
+            true,
+            vec![assign(acc, add(b.read(acc), b.index(local, b.read(k2))))],
+            None,
+        ));
+        let fl = b.index(flags, b.read(i));
+        let neg = un(UnOp::Neg, b.read(acc));
+        let not = un(UnOp::Not, fl.clone());
+        let bnot = un(UnOp::BitNot, b.read(x));
         stmts.push(assign(
             acc,
-            bin(
-                BinOp::Add,
-                b.v(acc),
-                intr(Intrinsic::Clz, vec![b.v(x)], Ty::I32),
+            add(
+                b.read(acc),
+                intrinsic(Intrinsic::Clz, vec![b.read(x)], Ty::I32),
             ),
         ));
         stmts.push(assign(
             acc,
-            bin(
-                BinOp::Add,
-                b.v(acc),
-                intr(Intrinsic::Popcount, vec![bnot], Ty::I32),
+            add(
+                b.read(acc),
+                intrinsic(Intrinsic::Popcount, vec![bnot], Ty::I32),
             ),
         ));
         stmts.push(assign(
             acc,
-            intr(
+            intrinsic(
                 Intrinsic::Max,
-                vec![b.v(acc), intr(Intrinsic::Abs, vec![neg], Ty::I32)],
+                vec![b.read(acc), intrinsic(Intrinsic::Abs, vec![neg], Ty::I32)],
                 Ty::I32,
             ),
         ));
         stmts.push(assign(
             acc,
-            intr(Intrinsic::Min, vec![b.v(acc), i32(1_000_000)], Ty::I32),
-        ));
-        let fi = b.idx(f, b.v(i));
-        stmts.push(assign(
-            acc,
-            bin(
-                BinOp::Add,
-                b.v(acc),
-                intr(
-                    Intrinsic::Convert,
-                    vec![bin(BinOp::Rem, fi.clone(), f32(0.75))],
-                    Ty::I32,
-                ),
+            intrinsic(
+                Intrinsic::Min,
+                vec![b.read(acc), lit_i32(1_000_000)],
+                Ty::I32,
             ),
         ));
-        stmts.push(set(
-            f,
-            b.v(i),
-            intr(Intrinsic::Convert, vec![b.v(acc)], Ty::F32),
+        let fi = b.index(f, b.read(i));
+        stmts.push(assign(
+            acc,
+            add(
+                b.read(acc),
+                convert(bin(BinOp::Rem, fi.clone(), lit_f32(0.75)), Scalar::I32),
+            ),
         ));
-        stmts.push(set(a, b.v(i), b.v(acc)));
-        stmts.push(set(
+        stmts.push(store(f, b.read(i), convert(b.read(acc), Scalar::F32)));
+        stmts.push(store(a, b.read(i), b.read(acc)));
+        stmts.push(store(
             flags,
-            b.v(i),
+            b.read(i),
             bin(
                 BinOp::Or,
-                bin(BinOp::And, not, b.v(on)),
-                bin(BinOp::Ne, b.v(x), i32(7)),
+                bin(BinOp::And, not, b.read(on)),
+                bin(BinOp::Ne, b.read(x), lit_i32(7)),
             ),
         ));
         stmts.push(st(StmtKind::While {
-            cond: bin(BinOp::Ge, b.v(acc), i32(100)),
+            cond: bin(BinOp::Ge, b.read(acc), lit_i32(100)),
             body: vec![
-                assign(acc, bin(BinOp::Div, b.v(acc), i32(2))),
+                assign(acc, div(b.read(acc), lit_i32(2))),
                 if_(
-                    bin(BinOp::Eq, b.v(acc), i32(101)),
+                    bin(BinOp::Eq, b.read(acc), lit_i32(101)),
                     vec![st(StmtKind::Break)],
                     vec![st(StmtKind::Continue)],
                 ),
@@ -729,166 +439,111 @@ pub fn bits() -> Kernel {
         }));
         stmts
     });
-    b.kernel("bits", vec![a, flags, f, on], body)
+    b.finish(body)
 }
 
 /// Helpers: one with scalars and a return, one taking a vector, one taking a shared array.
 pub fn helpers() -> Kernel {
-    let mut b = B::default();
+    let mut b = KernelBuilder::new("helpers");
     // clamp(x, lo, hi)
     let x = b.var("x", Ty::F32);
     let lo = b.var("lo", Ty::F32);
     let hi = b.var("hi", Ty::F32);
     let clamp_body = vec![
         if_(
-            bin(BinOp::Lt, b.v(x), b.v(lo)),
-            vec![st(StmtKind::Return(Some(b.v(lo))))],
+            lt(b.read(x), b.read(lo)),
+            vec![return_(Some(b.read(lo)))],
             vec![],
         ),
         if_(
-            bin(BinOp::Gt, b.v(x), b.v(hi)),
-            vec![st(StmtKind::Return(Some(b.v(hi))))],
+            bin(BinOp::Gt, b.read(x), b.read(hi)),
+            vec![return_(Some(b.read(hi)))],
             vec![],
         ),
-        st(StmtKind::Return(Some(b.v(x)))),
+        return_(Some(b.read(x))),
     ];
-    b.functions.push(Function {
-        name: "clamp".into(),
-        span: sp(),
-        params: vec![x, lo, hi],
-        ret: Ty::F32,
-        body: clamp_body,
-    });
+    let clamp = b.func("clamp", vec![x, lo, hi], Ty::F32, clamp_body);
     // sum_first(v, n): sum of v[0..min(n, length v))
-    let v = b.var("v", vec_of(Ty::F32));
+    let v = b.var("v", vector_of(Ty::F32));
     let n = b.var("n", Ty::I32);
-    let acc = b.mvar("acc", Ty::F32);
+    let acc = b.mut_var("acc", Ty::F32);
     let j = b.var("j", Ty::I32);
-    let len = intr(Intrinsic::Length, vec![b.v(v)], Ty::I32);
+    let len = b.length(v);
     let sum_body = vec![
-        let_(acc, f32(0.0)),
-        st(StmtKind::For {
-            var: j,
-            start: i32(0),
-            end: bin(
-                BinOp::Sub,
-                intr(Intrinsic::Min, vec![b.v(n), len], Ty::I32),
-                i32(1),
+        let_(acc, lit_f32(0.0)),
+        for_(
+            j,
+            lit_i32(0),
+            sub(
+                intrinsic(Intrinsic::Min, vec![b.read(n), len], Ty::I32),
+                lit_i32(1),
             ),
-            downto: false,
-            body: vec![assign(acc, bin(BinOp::Add, b.v(acc), b.idx(v, b.v(j))))],
-            unroll: None,
-        }),
-        st(StmtKind::Return(Some(b.v(acc)))),
+            vec![assign(acc, add(b.read(acc), b.index(v, b.read(j))))],
+        ),
+        return_(Some(b.read(acc))),
     ];
-    b.functions.push(Function {
-        name: "sum_first".into(),
-        span: sp(),
-        params: vec![v, n],
-        ret: Ty::F32,
-        body: sum_body,
-    });
+    let sum_first = b.func("sum_first", vec![v, n], Ty::F32, sum_body);
     // bump(arr, k): arr[k] += 1 (shared array), no result
-    let arr = b.var(
-        "arr",
-        Ty::Array {
-            elem: Box::new(Ty::I32),
-            space: MemSpace::Shared,
-            size: None,
-        },
-    );
+    let arr = b.var("arr", array_of(Ty::I32, MemSpace::Shared, None));
     let k = b.var("k", Ty::I32);
     let bump_body = vec![if_(
-        bin(
-            BinOp::Lt,
-            b.v(k),
-            intr(Intrinsic::Length, vec![b.v(arr)], Ty::I32),
-        ),
-        vec![st(StmtKind::Expr(intr(
-            Intrinsic::Atomic(AtomicOp::Add),
-            vec![b.v(arr), b.v(k), i32(1)],
+        lt(b.read(k), b.length(arr)),
+        vec![expr_stmt(atomic(
+            AtomicOp::Add,
+            vec![b.read(arr), b.read(k), lit_i32(1)],
             Ty::I32,
-        )))],
+        ))],
         vec![],
     )];
-    b.functions.push(Function {
-        name: "bump".into(),
-        span: sp(),
-        params: vec![arr, k],
-        ret: Ty::Unit,
-        body: bump_body,
-    });
+    let bump = b.func("bump", vec![arr, k], Ty::Unit, bump_body);
     // lane(): thread index (needs the geometry on Metal)
-    b.functions.push(Function {
-        name: "lane".into(),
-        span: sp(),
-        params: vec![],
-        ret: Ty::I32,
-        body: vec![st(StmtKind::Return(Some(geo(Geometry::ThreadIdx(
-            Axis::X,
-        )))))],
-    });
+    let lane = b.func("lane", vec![], Ty::I32, vec![return_(Some(thread_idx()))]);
 
-    let data = b.var("data", vec_of(Ty::F32));
-    let out = b.var("out", vec_of(Ty::F32));
-    let seen = b.var("seen", vec_of(Ty::I32));
-    let counts = b.var(
-        "counts",
-        Ty::Array {
-            elem: Box::new(Ty::I32),
-            space: MemSpace::Shared,
-            size: Some(8),
-        },
-    );
+    let data = b.vector("data", Ty::F32);
+    let out = b.vector("out", Ty::F32);
+    let seen = b.vector("seen", Ty::I32);
+    let counts = b.array("counts", Ty::I32, MemSpace::Shared, 8);
     let t = b.var("t", Ty::I32);
-    let call = |f: u32, args: Vec<Expr>, ty: Ty| {
-        Expr::new(
-            ExprKind::Call {
-                func: FuncId(f),
-                args,
-            },
-            ty,
-        )
-    };
     let body = vec![
-        st(StmtKind::Array { var: counts }),
-        let_(t, call(3, vec![], Ty::I32)),
+        declare_array(counts),
+        let_(t, b.call(lane, vec![])),
         if_(
-            bin(BinOp::Lt, b.v(t), i32(8)),
-            vec![set(counts, b.v(t), i32(0))],
+            lt(b.read(t), lit_i32(8)),
+            vec![store(counts, b.read(t), lit_i32(0))],
             vec![],
         ),
-        st(StmtKind::Barrier),
-        st(StmtKind::Expr(call(
-            2,
-            vec![b.v(counts), bin(BinOp::BitAnd, b.v(t), i32(7))],
-            Ty::Unit,
-        ))),
-        st(StmtKind::Barrier),
+        barrier(),
+        expr_stmt(b.call(
+            bump,
+            vec![b.read(counts), bin(BinOp::BitAnd, b.read(t), lit_i32(7))],
+        )),
+        barrier(),
         st(StmtKind::Block(guarded(&mut b, out, |b, i| {
-            let s = call(1, vec![b.v(data), i32(4)], Ty::F32);
-            let c = call(
-                0,
-                vec![bin(BinOp::Add, b.idx(data, b.v(i)), s), f32(-1.0), f32(1.0)],
-                Ty::F32,
+            let s = b.call(sum_first, vec![b.read(data), lit_i32(4)]);
+            let c = b.call(
+                clamp,
+                vec![
+                    add(b.index(data, b.read(i)), s),
+                    lit_f32(-1.0),
+                    lit_f32(1.0),
+                ],
             );
-            vec![set(out, b.v(i), c)]
+            vec![store(out, b.read(i), c)]
         }))),
         if_(
-            bin(BinOp::Lt, b.v(t), i32(8)),
-            vec![set(
+            lt(b.read(t), lit_i32(8)),
+            vec![store(
                 seen,
-                bin(
-                    BinOp::Add,
-                    bin(BinOp::Mul, geo(Geometry::BlockIdx(Axis::X)), i32(8)),
-                    b.v(t),
+                add(
+                    mul(geometry(Geometry::BlockIdx(Axis::X)), lit_i32(8)),
+                    b.read(t),
                 ),
-                b.idx(counts, b.v(t)),
+                b.index(counts, b.read(t)),
             )],
             vec![],
         ),
     ];
-    b.kernel("helpers", vec![data, out, seen], body)
+    b.finish(body)
 }
 
 /// Every float32 math function.
@@ -902,143 +557,116 @@ pub fn math64() -> Kernel {
 }
 
 fn math(s: Scalar, name: &str) -> Kernel {
-    let mut b = B::default();
+    let mut b = KernelBuilder::new(name);
     let ty = Ty::Scalar(s);
-    let x = b.var("x", vec_of(ty.clone()));
-    let y = b.var("y", vec_of(ty.clone()));
-    let wide = b.var("wide", vec_of(Ty::I64));
+    let x = b.vector("x", ty.clone());
+    let y = b.vector("y", ty.clone());
+    let wide = b.vector("wide", Ty::I64);
     let body = guarded(&mut b, x, |b, i| {
         use MathFn::*;
-        let acc = b.mvar("acc", ty.clone());
-        let xi = b.idx(x, b.v(i));
+        let acc = b.mut_var("acc", ty.clone());
+        let xi = b.index(x, b.read(i));
         let lit = |v: f64| {
             if s == Scalar::F32 {
-                Expr::lit(Literal::F32(v as f32))
+                lit_f32(v as f32)
             } else {
-                Expr::lit(Literal::F64(v))
+                lit_f64(v)
             }
         };
         // Arguments kept in each function's domain: a in [0, 1], a + 1 > 0.
-        let a = intr(Intrinsic::Math(Fabs), vec![xi.clone()], ty.clone());
+        let a = intrinsic(Intrinsic::Math(Fabs), vec![xi.clone()], ty.clone());
         let mut stmts = vec![let_(acc, lit(0.0))];
         for f in [
             Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos,
             Atan, Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Fabs,
         ] {
             let arg = match f {
-                Log | Log2 | Log10 | Rsqrt => bin(BinOp::Add, a.clone(), lit(1.0)),
+                Log | Log2 | Log10 | Rsqrt => add(a.clone(), lit(1.0)),
                 _ => a.clone(),
             };
             stmts.push(assign(
                 acc,
-                bin(
-                    BinOp::Add,
-                    b.v(acc),
-                    intr(Intrinsic::Math(f), vec![arg], ty.clone()),
+                add(
+                    b.read(acc),
+                    intrinsic(Intrinsic::Math(f), vec![arg], ty.clone()),
                 ),
             ));
         }
         for f in [Pow, Atan2, Hypot, Copysign, Fmin, Fmax] {
-            let call = intr(Intrinsic::Math(f), vec![a.clone(), lit(0.5)], ty.clone());
-            stmts.push(assign(acc, bin(BinOp::Add, b.v(acc), call)));
+            let call = intrinsic(Intrinsic::Math(f), vec![a.clone(), lit(0.5)], ty.clone());
+            stmts.push(assign(acc, add(b.read(acc), call)));
         }
-        let fma = intr(
+        let fma = intrinsic(
             Intrinsic::Math(Fma),
-            vec![a.clone(), lit(2.0), b.v(acc)],
+            vec![a.clone(), lit(2.0), b.read(acc)],
             ty.clone(),
         );
         stmts.push(assign(acc, fma));
         stmts.push(assign(
             acc,
-            intr(Intrinsic::Max, vec![b.v(acc), lit(-1.0e30)], ty.clone()),
+            intrinsic(Intrinsic::Max, vec![b.read(acc), lit(-1.0e30)], ty.clone()),
         ));
-        stmts.push(assign(acc, bin(BinOp::Rem, b.v(acc), lit(1000.0))));
-        stmts.push(set(y, b.v(i), b.v(acc)));
+        stmts.push(assign(acc, bin(BinOp::Rem, b.read(acc), lit(1000.0))));
+        stmts.push(store(y, b.read(i), b.read(acc)));
         if s == Scalar::F64 {
-            let w = intr(Intrinsic::Convert, vec![b.v(acc)], Ty::I64);
-            let shifted = bin(
-                BinOp::LShr,
-                bin(BinOp::Mul, w, Expr::lit(Literal::I64(-7))),
-                Expr::lit(Literal::I64(3)),
-            );
-            stmts.push(set(wide, b.v(i), shifted));
+            let w = convert(b.read(acc), Scalar::I64);
+            let shifted = bin(BinOp::LShr, mul(w, lit_i64(-7)), lit_i64(3));
+            stmts.push(store(wide, b.read(i), shifted));
         } else {
-            stmts.push(set(
-                wide,
-                b.v(i),
-                intr(Intrinsic::Convert, vec![b.v(i)], Ty::I64),
-            ));
+            stmts.push(store(wide, b.read(i), convert(b.read(i), Scalar::I64)));
         }
         stmts
     });
-    b.kernel(name, vec![x, y, wide], body)
+    b.finish(body)
 }
 
 /// Warp operations (refused by OpenCL devices without subgroups).
 pub fn warp() -> Kernel {
-    let mut b = B::default();
-    let x = b.var("x", vec_of(Ty::F32));
-    let mask = b.var("mask", vec_of(Ty::I32));
+    let mut b = KernelBuilder::new("warp");
+    let x = b.vector("x", Ty::F32);
+    let mask = b.vector("mask", Ty::I32);
     let t = b.var("t", Ty::I32);
     let v = b.var("v", Ty::F32);
     let ok = b.var("ok", Ty::BOOL);
-    let w = |op, args, ty| intr(Intrinsic::Warp(op), args, ty);
+    let w = |op, args, ty| intrinsic(Intrinsic::Warp(op), args, ty);
     let body = vec![
-        let_(t, gid()),
-        let_(v, b.idx(x, b.v(t))),
-        let_(ok, bin(BinOp::Gt, b.v(v), f32(0.0))),
-        set(
+        let_(t, global_idx()),
+        let_(v, b.index(x, b.read(t))),
+        let_(ok, bin(BinOp::Gt, b.read(v), lit_f32(0.0))),
+        store(
             x,
-            b.v(t),
-            bin(
-                BinOp::Add,
-                w(WarpOp::ShuffleDown, vec![b.v(v), i32(1)], Ty::F32),
-                bin(
-                    BinOp::Add,
-                    w(WarpOp::ShuffleXor, vec![b.v(v), i32(2)], Ty::F32),
-                    w(WarpOp::Shuffle, vec![b.v(v), i32(0)], Ty::F32),
+            b.read(t),
+            add(
+                w(WarpOp::ShuffleDown, vec![b.read(v), lit_i32(1)], Ty::F32),
+                add(
+                    w(WarpOp::ShuffleXor, vec![b.read(v), lit_i32(2)], Ty::F32),
+                    w(WarpOp::Shuffle, vec![b.read(v), lit_i32(0)], Ty::F32),
                 ),
             ),
         ),
-        set(mask, b.v(t), w(WarpOp::Ballot, vec![b.v(ok)], Ty::I32)),
+        store(
+            mask,
+            b.read(t),
+            w(WarpOp::Ballot, vec![b.read(ok)], Ty::I32),
+        ),
         if_(
             bin(
                 BinOp::And,
-                w(WarpOp::VoteAll, vec![b.v(ok)], Ty::BOOL),
-                w(WarpOp::VoteAny, vec![b.v(ok)], Ty::BOOL),
+                w(WarpOp::VoteAll, vec![b.read(ok)], Ty::BOOL),
+                w(WarpOp::VoteAny, vec![b.read(ok)], Ty::BOOL),
             ),
-            vec![set(
+            vec![store(
                 mask,
-                b.v(t),
-                bin(
-                    BinOp::Add,
-                    w(WarpOp::ShuffleUp, vec![b.v(t), i32(1)], Ty::I32),
-                    geo(Geometry::WarpSize),
+                b.read(t),
+                add(
+                    w(WarpOp::ShuffleUp, vec![b.read(t), lit_i32(1)], Ty::I32),
+                    geometry(Geometry::WarpSize),
                 ),
             )],
             vec![],
         ),
     ];
-    b.kernel("warp", vec![x, mask], body)
-}
-
-/// `for var = start to|downto end` as a statement.
-fn for_(
-    var: VarId,
-    start: Expr,
-    end: Expr,
-    downto: bool,
-    body: Block,
-    unroll: Option<u32>,
-) -> Stmt {
-    st(StmtKind::For {
-        var,
-        start,
-        end,
-        downto,
-        body,
-        unroll,
-    })
+    b.finish(body)
 }
 
 /// `for` loops ending at the int32 extremes (the scalars `lo` and `hi`, min_int and max_int
@@ -1053,124 +681,124 @@ fn for_(
 ///   20000 per iteration of `for k = lo + 2 downto lo` from an inner `while` whose `continue`
 ///   is its own, plus 100000 for each such `k` but `lo + 1`.
 pub fn loops() -> Kernel {
-    let mut b = B::default();
-    let a = b.var("a", vec_of(Ty::I32));
-    let bv = b.var("b", vec_of(Ty::I32));
-    let c = b.var("c", vec_of(Ty::I32));
-    let lo = b.var("lo", Ty::I32);
-    let hi = b.var("hi", Ty::I32);
+    let mut b = KernelBuilder::new("loops");
+    let a = b.vector("a", Ty::I32);
+    let bv = b.vector("b", Ty::I32);
+    let c = b.vector("c", Ty::I32);
+    let lo = b.param("lo", Ty::I32);
+    let hi = b.param("hi", Ty::I32);
     let body = guarded(&mut b, a, |b, i| {
         let m = b.var("m", Ty::I32);
-        let (s, t) = (b.mvar("s", Ty::I32), b.mvar("t", Ty::I32));
-        let (s2, t2) = (b.mvar("s", Ty::I32), b.mvar("t", Ty::I32));
-        let s3 = b.mvar("s", Ty::I32);
-        let w = b.mvar("w", Ty::I32);
+        let (s, t) = (b.mut_var("s", Ty::I32), b.mut_var("t", Ty::I32));
+        let (s2, t2) = (b.mut_var("s", Ty::I32), b.mut_var("t", Ty::I32));
+        let s3 = b.mut_var("s", Ty::I32);
+        let w = b.mut_var("w", Ty::I32);
         let k: Vec<VarId> = (0..6).map(|_| b.var("k", Ty::I32)).collect();
-        let add = |b: &B, v: VarId, e: Expr| assign(v, bin(BinOp::Add, b.v(v), e));
-        let odd = |b: &B, k: VarId| bin(BinOp::BitAnd, b.v(k), i32(1));
+        let bump = |b: &KernelBuilder, v: VarId, e: Expr| assign(v, add(b.read(v), e));
+        let odd = |b: &KernelBuilder, k: VarId| bin(BinOp::BitAnd, b.read(k), lit_i32(1));
         let cont = || vec![st(StmtKind::Continue)];
         vec![
-            let_(m, bin(BinOp::Rem, b.v(i), i32(5))),
-            let_(s, i32(0)),
-            let_(t, i32(0)),
-            let_(s2, i32(0)),
-            let_(t2, i32(0)),
-            let_(s3, i32(0)),
-            for_(
+            let_(m, bin(BinOp::Rem, b.read(i), lit_i32(5))),
+            let_(s, lit_i32(0)),
+            let_(t, lit_i32(0)),
+            let_(s2, lit_i32(0)),
+            let_(t2, lit_i32(0)),
+            let_(s3, lit_i32(0)),
+            for_loop(
                 k[0],
-                bin(BinOp::Sub, b.v(hi), b.v(m)),
-                b.v(hi),
+                sub(b.read(hi), b.read(m)),
+                b.read(hi),
                 false,
                 vec![
-                    add(b, t, i32(1)),
-                    if_(bin(BinOp::Eq, odd(b, k[0]), i32(0)), cont(), vec![]),
-                    add(b, s, i32(1)),
+                    bump(b, t, lit_i32(1)),
+                    if_(bin(BinOp::Eq, odd(b, k[0]), lit_i32(0)), cont(), vec![]),
+                    bump(b, s, lit_i32(1)),
                 ],
                 Some(4),
             ),
-            set(
-                a,
-                b.v(i),
-                bin(BinOp::Add, bin(BinOp::Mul, b.v(t), i32(100)), b.v(s)),
-            ),
-            for_(
+            store(a, b.read(i), add(mul(b.read(t), lit_i32(100)), b.read(s))),
+            for_loop(
                 k[1],
-                bin(BinOp::Add, b.v(lo), b.v(m)),
-                b.v(lo),
+                add(b.read(lo), b.read(m)),
+                b.read(lo),
                 true,
                 vec![
-                    add(b, t2, i32(1)),
-                    if_(bin(BinOp::Ne, odd(b, k[1]), i32(0)), cont(), vec![]),
-                    add(b, s2, i32(1)),
+                    bump(b, t2, lit_i32(1)),
+                    if_(bin(BinOp::Ne, odd(b, k[1]), lit_i32(0)), cont(), vec![]),
+                    bump(b, s2, lit_i32(1)),
                 ],
                 Some(1),
             ),
-            set(
+            store(
                 bv,
-                b.v(i),
-                bin(BinOp::Add, bin(BinOp::Mul, b.v(t2), i32(100)), b.v(s2)),
+                b.read(i),
+                add(mul(b.read(t2), lit_i32(100)), b.read(s2)),
             ),
-            for_(
+            for_loop(
                 k[2],
-                i32(0),
-                b.v(hi),
+                lit_i32(0),
+                b.read(hi),
                 false,
                 vec![
                     if_(
-                        bin(BinOp::Eq, b.v(k[2]), bin(BinOp::Rem, b.v(i), i32(7))),
+                        bin(
+                            BinOp::Eq,
+                            b.read(k[2]),
+                            bin(BinOp::Rem, b.read(i), lit_i32(7)),
+                        ),
                         vec![st(StmtKind::Break)],
                         vec![],
                     ),
-                    if_(bin(BinOp::Eq, odd(b, k[2]), i32(1)), cont(), vec![]),
-                    add(b, s3, b.v(k[2])),
+                    if_(bin(BinOp::Eq, odd(b, k[2]), lit_i32(1)), cont(), vec![]),
+                    bump(b, s3, b.read(k[2])),
                 ],
                 None,
             ),
-            for_(
+            for_loop(
                 k[3],
-                b.v(hi),
-                b.v(lo),
+                b.read(hi),
+                b.read(lo),
                 false,
-                vec![add(b, s3, i32(1000)), st(StmtKind::Continue)],
+                vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
                 None,
             ),
-            for_(
+            for_loop(
                 k[4],
-                b.v(lo),
-                b.v(hi),
+                b.read(lo),
+                b.read(hi),
                 true,
-                vec![add(b, s3, i32(1000)), st(StmtKind::Continue)],
+                vec![bump(b, s3, lit_i32(1000)), st(StmtKind::Continue)],
                 None,
             ),
-            for_(
+            for_loop(
                 k[5],
-                bin(BinOp::Add, b.v(lo), i32(2)),
-                b.v(lo),
+                add(b.read(lo), lit_i32(2)),
+                b.read(lo),
                 true,
                 vec![
-                    let_(w, i32(0)),
+                    let_(w, lit_i32(0)),
                     st(StmtKind::While {
-                        cond: bin(BinOp::Lt, b.v(w), i32(3)),
+                        cond: lt(b.read(w), lit_i32(3)),
                         body: vec![
-                            add(b, w, i32(1)),
-                            if_(bin(BinOp::Eq, b.v(w), i32(2)), cont(), vec![]),
-                            add(b, s3, i32(10000)),
+                            bump(b, w, lit_i32(1)),
+                            if_(bin(BinOp::Eq, b.read(w), lit_i32(2)), cont(), vec![]),
+                            bump(b, s3, lit_i32(10000)),
                         ],
                         unroll: None,
                     }),
                     if_(
-                        bin(BinOp::Eq, b.v(k[5]), bin(BinOp::Add, b.v(lo), i32(1))),
+                        bin(BinOp::Eq, b.read(k[5]), add(b.read(lo), lit_i32(1))),
                         cont(),
                         vec![],
                     ),
-                    add(b, s3, i32(100000)),
+                    bump(b, s3, lit_i32(100000)),
                 ],
                 None,
             ),
-            set(c, b.v(i), b.v(s3)),
+            store(c, b.read(i), b.read(s3)),
         ]
     });
-    b.kernel("loops", vec![a, bv, c, lo, hi], body)
+    b.finish(body)
 }
 
 /// Every hand-built kernel by name.

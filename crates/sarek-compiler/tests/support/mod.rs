@@ -1,2 +1,3 @@
+pub mod files;
 pub mod ir_kernels;
 pub mod validate;

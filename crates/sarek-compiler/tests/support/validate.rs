@@ -56,13 +56,7 @@ pub fn cases() -> Vec<Case> {
             sources: SourceMap::new(),
         })
         .collect();
-    let dir = workspace_root().join("tests/kernels");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "sarek"));
-    files.sort();
-    for path in files {
+    for path in super::files::corpus() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let text = std::fs::read_to_string(&path).expect("readable corpus file");
         let mut sources = SourceMap::new();

@@ -1,194 +1,57 @@
-//! A small builder for hand-written IR kernels, shared by the interpreter and cpu tests.
-#![allow(dead_code)]
+//! Hand-written IR kernels for the interpreter and cpu tests: the compiler's
+//! `sarek_compiler::ir::build` (re-exported, some constructors under this module's older
+//! names), host-value helpers and classic kernels.
+#![allow(dead_code, unused_imports)]
 
-use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+use sarek_compiler::intrinsics::{Axis, Geometry};
+pub use sarek_compiler::ir::build::{
+    assign as set, expr_stmt as expr_st, geometry as geo, global_idx as gid, intrinsic as intr,
+    lit_bool as boolc, lit_f32 as f32c, lit_f64 as f64c, lit_i32 as i32c, lit_i64 as i64c,
+    thread_idx as tid, *,
+};
 use sarek_compiler::ir::*;
-use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
 use sarek_compiler::{FileId, Span};
-use sarek_runtime::{ArgValue, Column, HostVector};
+use sarek_runtime::{ArgValue, Column, HostVector, LaunchConfig, cpu, interp};
+use std::ops::{Deref, DerefMut};
 
-pub struct KB {
-    pub k: Kernel,
-}
+/// A [`KernelBuilder`] whose `var` declares a mutable local (these tests assign most of
+/// theirs), with short names for reads.
+pub struct KB(KernelBuilder);
 
 impl KB {
     pub fn new(name: &str) -> KB {
-        KB {
-            k: Kernel {
-                name: name.into(),
-                span: Span::DUMMY,
-                vars: vec![],
-                params: vec![],
-                body: vec![],
-                records: vec![],
-                variants: vec![],
-                functions: vec![],
-            },
-        }
+        KB(KernelBuilder::new(name))
     }
     pub fn var(&mut self, name: &str, ty: Ty) -> VarId {
-        self.k.vars.push(VarInfo {
-            name: name.into(),
-            ty,
-            mutable: true,
-            span: Span::DUMMY,
-        });
-        VarId(self.k.vars.len() as u32 - 1)
-    }
-    pub fn param(&mut self, name: &str, ty: Ty) -> VarId {
-        let v = self.var(name, ty);
-        self.k.params.push(v);
-        v
-    }
-    pub fn vector(&mut self, name: &str, elem: Ty) -> VarId {
-        self.param(name, Ty::Vector(Box::new(elem)))
-    }
-    pub fn array(&mut self, name: &str, elem: Ty, space: MemSpace, size: u32) -> VarId {
-        self.var(
-            name,
-            Ty::Array {
-                elem: Box::new(elem),
-                space,
-                size: Some(size),
-            },
-        )
-    }
-    pub fn record(&mut self, name: &str, fields: &[(&str, Ty)]) -> RecordId {
-        self.k.records.push(Record {
-            name: name.into(),
-            fields: fields
-                .iter()
-                .map(|(n, t)| Field {
-                    name: n.to_string(),
-                    ty: t.clone(),
-                })
-                .collect(),
-            is_tuple: name.starts_with("_tup"),
-        });
-        RecordId(self.k.records.len() as u32 - 1)
-    }
-    pub fn variant(&mut self, name: &str, ctors: &[(&str, Vec<Ty>)]) -> VariantId {
-        self.k.variants.push(Variant {
-            name: name.into(),
-            ctors: ctors
-                .iter()
-                .map(|(n, f)| Ctor {
-                    name: n.to_string(),
-                    fields: f.clone(),
-                })
-                .collect(),
-        });
-        VariantId(self.k.variants.len() as u32 - 1)
-    }
-    pub fn func(&mut self, name: &str, params: Vec<VarId>, ret: Ty, body: Block) -> FuncId {
-        self.k.functions.push(Function {
-            name: name.into(),
-            span: Span::DUMMY,
-            params,
-            ret,
-            body,
-        });
-        FuncId(self.k.functions.len() as u32 - 1)
+        self.0.mut_var(name, ty)
     }
     pub fn v(&self, id: VarId) -> Expr {
-        Expr::new(ExprKind::Var(id), self.k.var(id).ty.clone())
+        self.0.read(id)
     }
     pub fn idx(&self, base: VarId, i: Expr) -> Expr {
-        let ty = self.k.var(base).ty.elem().unwrap().clone();
-        Expr::new(
-            ExprKind::Index {
-                base,
-                index: Box::new(i),
-            },
-            ty,
-        )
+        self.0.index(base, i)
     }
-    pub fn field(&self, e: Expr, f: u32) -> Expr {
-        let ty = match &e.ty {
-            Ty::Record(r) => self.k.record(*r).fields[f as usize].ty.clone(),
-            _ => panic!("field of non-record"),
-        };
-        Expr::new(
-            ExprKind::Field {
-                base: Box::new(e),
-                field: f,
-            },
-            ty,
-        )
+    /// Here rather than through `DerefMut`, so that the arguments may read `self`.
+    pub fn func(&mut self, name: &str, params: Vec<VarId>, ret: Ty, body: Block) -> FuncId {
+        self.0.func(name, params, ret, body)
     }
-    pub fn call(&self, f: FuncId, args: Vec<Expr>) -> Expr {
-        let ty = self.k.function(f).ret.clone();
-        Expr::new(ExprKind::Call { func: f, args }, ty)
-    }
-    pub fn finish(mut self, body: Block) -> Kernel {
-        self.k.body = body;
-        self.k
+    pub fn finish(self, body: Block) -> Kernel {
+        self.0.finish(body)
     }
 }
 
-pub fn i32c(x: i32) -> Expr {
-    Expr::lit(Literal::I32(x))
+impl Deref for KB {
+    type Target = KernelBuilder;
+    fn deref(&self) -> &KernelBuilder {
+        &self.0
+    }
 }
-pub fn i64c(x: i64) -> Expr {
-    Expr::lit(Literal::I64(x))
-}
-pub fn f32c(x: f32) -> Expr {
-    Expr::lit(Literal::F32(x))
-}
-pub fn f64c(x: f64) -> Expr {
-    Expr::lit(Literal::F64(x))
-}
-pub fn boolc(x: bool) -> Expr {
-    Expr::lit(Literal::Bool(x))
-}
-pub fn bin(op: BinOp, a: Expr, b: Expr) -> Expr {
-    let ty = if op.is_comparison() {
-        Ty::BOOL
-    } else {
-        a.ty.clone()
-    };
-    Expr::new(
-        ExprKind::Binary {
-            op,
-            lhs: Box::new(a),
-            rhs: Box::new(b),
-        },
-        ty,
-    )
-}
-pub fn add(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Add, a, b)
-}
-pub fn mul(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Mul, a, b)
-}
-pub fn lt(a: Expr, b: Expr) -> Expr {
-    bin(BinOp::Lt, a, b)
-}
-pub fn un(op: UnOp, a: Expr) -> Expr {
-    let ty = a.ty.clone();
-    Expr::new(
-        ExprKind::Unary {
-            op,
-            operand: Box::new(a),
-        },
-        ty,
-    )
-}
-pub fn intr(op: Intrinsic, args: Vec<Expr>, ty: Ty) -> Expr {
-    Expr::new(ExprKind::Intrinsic { op, args }, ty)
-}
-pub fn geo(g: Geometry) -> Expr {
-    intr(Intrinsic::Geometry(g), vec![], Ty::I32)
-}
-pub fn gid() -> Expr {
-    geo(Geometry::GlobalIdx(Axis::X))
-}
-pub fn tid() -> Expr {
-    geo(Geometry::ThreadIdx(Axis::X))
-}
-pub fn convert(e: Expr, to: Scalar) -> Expr {
-    intr(Intrinsic::Convert, vec![e], Ty::Scalar(to))
+
+impl DerefMut for KB {
+    fn deref_mut(&mut self) -> &mut KernelBuilder {
+        &mut self.0
+    }
 }
 
 /// Statement with a recognisable span: bytes `at..at+1` of file 0.
@@ -198,93 +61,13 @@ pub fn st_at(kind: StmtKind, at: usize) -> Stmt {
         span: Span::new(FileId(0), at, at + 1),
     }
 }
-pub fn st(kind: StmtKind) -> Stmt {
-    Stmt {
-        kind,
-        span: Span::new(FileId(0), 0, 1),
-    }
-}
-pub fn let_(v: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Let {
-        var: v,
-        init: Some(e),
-    })
-}
-pub fn set(v: VarId, e: Expr) -> Stmt {
-    st(StmtKind::Assign {
-        place: LValue::Var(v),
-        value: e,
-    })
-}
-pub fn store(base: VarId, i: Expr, e: Expr) -> Stmt {
-    st(StmtKind::Assign {
-        place: LValue::Index {
-            base,
-            index: Box::new(i),
-        },
-        value: e,
-    })
-}
-pub fn if_(c: Expr, t: Block, e: Block) -> Stmt {
-    st(StmtKind::If {
-        cond: c,
-        then_block: t,
-        else_block: e,
-    })
-}
-pub fn for_(v: VarId, a: Expr, b: Expr, body: Block) -> Stmt {
-    st(StmtKind::For {
-        var: v,
-        start: a,
-        end: b,
-        downto: false,
-        body,
-        unroll: None,
-    })
-}
-pub fn while_(c: Expr, body: Block) -> Stmt {
-    st(StmtKind::While {
-        cond: c,
-        body,
-        unroll: None,
-    })
-}
-pub fn barrier() -> Stmt {
-    st(StmtKind::Barrier)
-}
-pub fn expr_st(e: Expr) -> Stmt {
-    st(StmtKind::Expr(e))
-}
 
-pub fn vec_i32(x: &[i32]) -> ArgValue {
+/// A one-column vector argument.
+pub fn vector_arg(column: Column) -> ArgValue {
     ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::I32(x.to_vec())],
+        len: column.len(),
+        columns: vec![column],
     })
-}
-pub fn vec_i64(x: &[i64]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::I64(x.to_vec())],
-    })
-}
-pub fn vec_f32(x: &[f32]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::F32(x.to_vec())],
-    })
-}
-pub fn vec_f64(x: &[f64]) -> ArgValue {
-    ArgValue::Vector(HostVector {
-        len: x.len(),
-        columns: vec![Column::F64(x.to_vec())],
-    })
-}
-pub fn s_i32(x: i32) -> ArgValue {
-    ArgValue::Scalar(Literal::I32(x))
-}
-pub fn s_f32(x: f32) -> ArgValue {
-    ArgValue::Scalar(Literal::F32(x))
 }
 pub fn col(a: &ArgValue, c: usize) -> &Column {
     match a {
@@ -292,29 +75,33 @@ pub fn col(a: &ArgValue, c: usize) -> &Column {
         _ => panic!("not a vector"),
     }
 }
-pub fn out_i32(a: &ArgValue) -> Vec<i32> {
-    match col(a, 0) {
-        Column::I32(v) => v.clone(),
-        c => panic!("not int32: {c:?}"),
-    }
+
+/// `vec_T` builds a one-column vector argument, `out_T` reads one back.
+macro_rules! column_helpers {
+    ($($vec:ident, $out:ident, $variant:ident, $t:ty, $what:literal;)*) => {$(
+        pub fn $vec(x: &[$t]) -> ArgValue {
+            vector_arg(Column::$variant(x.to_vec()))
+        }
+        pub fn $out(a: &ArgValue) -> Vec<$t> {
+            match col(a, 0) {
+                Column::$variant(v) => v.clone(),
+                c => panic!(concat!("not ", $what, ": {:?}"), c),
+            }
+        }
+    )*};
 }
-pub fn out_i64(a: &ArgValue) -> Vec<i64> {
-    match col(a, 0) {
-        Column::I64(v) => v.clone(),
-        c => panic!("not int64: {c:?}"),
-    }
+column_helpers! {
+    vec_i32, out_i32, I32, i32, "int32";
+    vec_i64, out_i64, I64, i64, "int64";
+    vec_f32, out_f32, F32, f32, "float32";
+    vec_f64, out_f64, F64, f64, "float64";
 }
-pub fn out_f32(a: &ArgValue) -> Vec<f32> {
-    match col(a, 0) {
-        Column::F32(v) => v.clone(),
-        c => panic!("not float32: {c:?}"),
-    }
+
+pub fn s_i32(x: i32) -> ArgValue {
+    ArgValue::Scalar(Literal::I32(x))
 }
-pub fn out_f64(a: &ArgValue) -> Vec<f64> {
-    match col(a, 0) {
-        Column::F64(v) => v.clone(),
-        c => panic!("not float64: {c:?}"),
-    }
+pub fn s_f32(x: f32) -> ArgValue {
+    ArgValue::Scalar(Literal::F32(x))
 }
 
 /// A deterministic pseudo-random sequence (xorshift) for test inputs.
@@ -330,9 +117,64 @@ pub fn rand_seq(seed: u64, n: usize) -> Vec<u64> {
         .collect()
 }
 
-/// Classic kernels used by several test files.
+/// A launch of `grid` blocks of `block` threads.
+pub fn launch(grid: [u32; 3], block: [u32; 3]) -> LaunchConfig {
+    LaunchConfig { grid, block }
+}
+
+/// `n` float32 test inputs in [-1, 1) from [`rand_seq`].
+pub fn rand_f32(seed: u64, n: usize) -> Vec<f32> {
+    rand_seq(seed, n)
+        .iter()
+        .map(|v| (*v % 1000) as f32 / 500.0 - 1.0)
+        .collect()
+}
+
+/// Run on the interpreter and on cpu; they must agree exactly (callers use no float atomics).
+pub fn both(k: &Kernel, cfg: LaunchConfig, args: Vec<ArgValue>) -> Vec<ArgValue> {
+    let mut a = args.clone();
+    let mut b = args;
+    interp::run(k, cfg, &mut a).unwrap_or_else(|e| panic!("interp: {e}"));
+    cpu::run(k, cfg, &mut b).unwrap_or_else(|e| panic!("cpu: {e}"));
+    assert_eq!(a, b, "interp and cpu disagree on `{}`", k.name);
+    a
+}
+
+/// Classic kernels used by several test files, and checks of any kernel with their
+/// parameters (hand-built here or compiled from source) against Rust references.
 pub mod kernels {
     use super::*;
+
+    /// A [`reduce`]-shaped kernel `(x, out, n)` in blocks of 256 on both backends: per-block sums.
+    pub fn check_block_sums(k: &Kernel, x: &[i32]) {
+        let blocks = x.len().div_ceil(256);
+        let cfg = launch([blocks as u32, 1, 1], [256, 1, 1]);
+        let args = vec![vec_i32(x), vec_i32(&vec![0; blocks]), s_i32(x.len() as i32)];
+        let out = both(k, cfg, args);
+        let sums: Vec<i32> = x.chunks(256).map(|c| c.iter().sum()).collect();
+        assert_eq!(out_i32(&out[1]), sums);
+    }
+
+    /// A [`mandelbrot`]-shaped kernel `(out, width, height, max_iter)` in 16x8 blocks on both
+    /// backends against [`mandelbrot_ref`] (`w`, `h` multiples of the block).
+    pub fn check_mandelbrot(k: &Kernel, w: i32, h: i32, max_iter: i32) {
+        let cfg = launch([w as u32 / 16, h as u32 / 8, 1], [16, 8, 1]);
+        let out = vec_i32(&vec![0; (w * h) as usize]);
+        let out = both(k, cfg, vec![out, s_i32(w), s_i32(h), s_i32(max_iter)]);
+        assert_eq!(out_i32(&out[0]), mandelbrot_ref(w, h, max_iter));
+    }
+
+    /// A [`matmul`]-shaped kernel `(a, b, c, n)` with 16x16 tiles on 48x48 inputs on both
+    /// backends against [`matmul_ref`].
+    pub fn check_matmul(k: &Kernel) {
+        let n = 48usize;
+        let a = rand_f32(3, n * n);
+        let b = rand_f32(4, n * n);
+        let cfg = launch([3, 3, 1], [16, 16, 1]);
+        let c = vec_f32(&vec![0.0; n * n]);
+        let out = both(k, cfg, vec![vec_f32(&a), vec_f32(&b), c, s_i32(n as i32)]);
+        assert_eq!(out_f32(&out[2]), matmul_ref(&a, &b, n));
+    }
 
     /// `c[i] = a[i] + b[i]` when `i < n`.
     pub fn vadd() -> Kernel {
@@ -448,8 +290,6 @@ pub mod kernels {
         let it = kb.var("it", Ty::I32);
         let t = kb.var("t", Ty::F32);
         let f = |e: Expr| convert(e, Scalar::F32);
-        let sub = |a, b| bin(BinOp::Sub, a, b);
-        let div = |a, b| bin(BinOp::Div, a, b);
         let body = vec![
             let_(px, geo(Geometry::GlobalIdx(Axis::X))),
             let_(py, geo(Geometry::GlobalIdx(Axis::Y))),
@@ -537,8 +377,6 @@ pub mod kernels {
         let m = kb.var("m", Ty::I32);
         let k = kb.var("k", Ty::I32);
         let tl = i32c(tile as i32);
-        let sub = |a, b| bin(BinOp::Sub, a, b);
-        let div = |a, b| bin(BinOp::Div, a, b);
         let body = vec![
             st(StmtKind::Array { var: ta }),
             st(StmtKind::Array { var: tb }),
