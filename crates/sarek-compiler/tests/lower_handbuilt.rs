@@ -586,35 +586,13 @@ fn non_tail_recursion_needs_the_inline_mark() {
     let q = sarek_compiler::front::recursion::eliminate(p.clone()).expect("inlined");
     fn calls(e: &Expr) -> usize {
         let own = usize::from(matches!(e.kind, ExprKind::Call { .. }));
-        own + sarek_compiler_children(e)
-            .iter()
-            .map(|c| calls(c))
-            .sum::<usize>()
+        own + e.children().iter().map(|c| calls(c)).sum::<usize>()
     }
     assert_eq!(calls(&q.functions[0].body), 0);
 
     p.functions[0].inline_depth = Some(30);
     let err = sarek_compiler::front::recursion::eliminate(p).unwrap_err();
     assert!(err[0].message.contains("too large"), "{}", err[0].message);
-}
-
-/// Sub-expressions (a local copy of the traversal, to keep the test independent).
-fn sarek_compiler_children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Let { value, body, .. } => vec![value, body],
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            let mut v: Vec<&Expr> = vec![cond, then_branch];
-            v.extend(else_branch.as_deref());
-            v
-        }
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Call { args, .. } | ExprKind::Seq(args) => args.iter().collect(),
-        _ => vec![],
-    }
 }
 
 #[test]

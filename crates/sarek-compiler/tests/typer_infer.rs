@@ -30,45 +30,7 @@ fn errors(src: &str) -> String {
 /// Every sub-expression, pre-order.
 fn all_exprs(e: &Expr) -> Vec<&Expr> {
     let mut out = vec![e];
-    let kids: Vec<&Expr> = match &e.kind {
-        ExprKind::Let { value, body, .. } => vec![value, body],
-        ExprKind::Assign { value, .. } => vec![value],
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            let mut v: Vec<&Expr> = vec![cond, then_branch];
-            if let Some(e) = else_branch {
-                v.push(e);
-            }
-            v
-        }
-        ExprKind::For {
-            start, end, body, ..
-        } => vec![start, end, body],
-        ExprKind::While { cond, body, .. } => vec![cond, body],
-        ExprKind::Seq(es) | ExprKind::Tuple(es) => es.iter().collect(),
-        ExprKind::Match { scrutinee, arms } => {
-            let mut v: Vec<&Expr> = vec![scrutinee];
-            v.extend(arms.iter().map(|a| &a.body));
-            v
-        }
-        ExprKind::Index { base, index } => vec![base, index],
-        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
-        ExprKind::Field { base, .. } => vec![base],
-        ExprKind::FieldSet { base, value, .. } => vec![base, value],
-        ExprKind::Record { fields: es, .. }
-        | ExprKind::Ctor { args: es, .. }
-        | ExprKind::Intrinsic { args: es, .. }
-        | ExprKind::Call { args: es, .. } => es.iter().collect(),
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand, .. } => vec![operand],
-        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
-        ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(e) | ExprKind::Trap { fallback: e, .. } => vec![e],
-        ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-    };
+    let kids = e.children();
     for k in kids {
         out.extend(all_exprs(k));
     }

@@ -21,7 +21,6 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diag::{Diagnostic, Span};
-use crate::front::recursion::children;
 use crate::front::tast::{Expr, ExprKind, FunId, Function, Pattern, Program, Ty, VarId};
 use crate::intrinsics::{Axis, Geometry, Intrinsic, WarpOp};
 use crate::lower::superstep_header;
@@ -571,7 +570,7 @@ impl<'p> Analyzer<'p> {
             }
             _ => {}
         }
-        children(e).into_iter().find_map(|c| self.find_sync(c))
+        e.children().into_iter().find_map(|c| self.find_sync(c))
     }
 }
 
@@ -607,7 +606,7 @@ fn binder_names(program: &Program) -> HashMap<VarId, String> {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, out)),
             _ => {}
         }
-        children(e).into_iter().for_each(|c| expr(c, out));
+        e.children().into_iter().for_each(|c| expr(c, out));
     }
     let mut out = HashMap::new();
     for f in &program.functions {

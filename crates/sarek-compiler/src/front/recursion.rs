@@ -174,104 +174,15 @@ fn self_calls(e: &Expr, fid: FunId, pos: Position, out: &mut Vec<(Span, Position
             self_calls(rest, fid, pos, out);
         }
         ExprKind::While { .. } | ExprKind::For { .. } => {
-            for c in children(e) {
+            for c in e.children() {
                 self_calls(c, fid, Position::InLoop, out);
             }
         }
         _ => {
-            for c in children(e) {
+            for c in e.children() {
                 self_calls(c, fid, non_tail, out);
             }
         }
-    }
-}
-
-/// Direct sub-expressions, in evaluation order.
-pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-        ExprKind::Let { value, body, .. } => vec![value, body],
-        ExprKind::Assign { value, .. } => vec![value],
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            let mut v: Vec<&Expr> = vec![cond, then_branch];
-            v.extend(else_branch.as_deref());
-            v
-        }
-        ExprKind::For {
-            start, end, body, ..
-        } => vec![start, end, body],
-        ExprKind::While { cond, body, .. } => vec![cond, body],
-        ExprKind::Seq(items)
-        | ExprKind::Record { fields: items, .. }
-        | ExprKind::Ctor { args: items, .. }
-        | ExprKind::Tuple(items)
-        | ExprKind::Call { args: items, .. }
-        | ExprKind::Intrinsic { args: items, .. } => items.iter().collect(),
-        ExprKind::Match { scrutinee, arms } => {
-            let mut v: Vec<&Expr> = vec![scrutinee];
-            v.extend(arms.iter().map(|a| &a.body));
-            v
-        }
-        ExprKind::Index { base, index } => vec![base, index],
-        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
-        ExprKind::Field { base, .. } => vec![base],
-        ExprKind::FieldSet { base, value, .. } => vec![base, value],
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand, .. } => vec![operand],
-        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
-        ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(inner)
-        | ExprKind::Trap {
-            fallback: inner, ..
-        } => vec![inner],
-    }
-}
-
-fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
-    match &mut e.kind {
-        ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-        ExprKind::Let { value, body, .. } => vec![value, body],
-        ExprKind::Assign { value, .. } => vec![value],
-        ExprKind::If {
-            cond,
-            then_branch,
-            else_branch,
-        } => {
-            let mut v: Vec<&mut Expr> = vec![cond, then_branch];
-            v.extend(else_branch.as_deref_mut());
-            v
-        }
-        ExprKind::For {
-            start, end, body, ..
-        } => vec![start, end, body],
-        ExprKind::While { cond, body, .. } => vec![cond, body],
-        ExprKind::Seq(items)
-        | ExprKind::Record { fields: items, .. }
-        | ExprKind::Ctor { args: items, .. }
-        | ExprKind::Tuple(items)
-        | ExprKind::Call { args: items, .. }
-        | ExprKind::Intrinsic { args: items, .. } => items.iter_mut().collect(),
-        ExprKind::Match { scrutinee, arms } => {
-            let mut v: Vec<&mut Expr> = vec![scrutinee];
-            v.extend(arms.iter_mut().map(|a| &mut a.body));
-            v
-        }
-        ExprKind::Index { base, index } => vec![base, index],
-        ExprKind::IndexSet { base, index, value } => vec![base, index, value],
-        ExprKind::Field { base, .. } => vec![base],
-        ExprKind::FieldSet { base, value, .. } => vec![base, value],
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand, .. } => vec![operand],
-        ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
-        ExprKind::Superstep { step, rest, .. } => vec![step, rest],
-        ExprKind::Ignore(inner)
-        | ExprKind::Trap {
-            fallback: inner, ..
-        } => vec![inner],
     }
 }
 
@@ -313,7 +224,7 @@ fn for_each_var_mut(e: &mut Expr, f: &mut impl FnMut(&mut VarId)) {
     for d in binders_mut(e) {
         f(&mut d.id);
     }
-    for c in children_mut(e) {
+    for c in e.children_mut() {
         for_each_var_mut(c, f);
     }
 }
@@ -338,7 +249,7 @@ fn max_var(program: &Program) -> u32 {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, m)),
             _ => {}
         }
-        children(e).into_iter().for_each(|c| expr(c, m));
+        e.children().into_iter().for_each(|c| expr(c, m));
     }
     let mut m = 0;
     for f in &program.functions {
@@ -359,7 +270,7 @@ fn freshen(e: &mut Expr, extra: &[VarId], fresh: &mut Fresh) -> HashMap<VarId, V
         for d in binders_mut(e) {
             map.entry(d.id).or_insert_with(|| fresh.next());
         }
-        for c in children_mut(e) {
+        for c in e.children_mut() {
             collect(c, map, fresh);
         }
     }
@@ -373,7 +284,7 @@ fn freshen(e: &mut Expr, extra: &[VarId], fresh: &mut Fresh) -> HashMap<VarId, V
 }
 
 fn node_count(e: &Expr) -> u64 {
-    1 + children(e).into_iter().map(node_count).sum::<u64>()
+    1 + e.children().into_iter().map(node_count).sum::<u64>()
 }
 
 /// The zero value of a type (the initial `result` of a loop, a residual inlined call).
@@ -766,7 +677,7 @@ fn expand(
         r.span = span;
         return r;
     }
-    for c in children_mut(&mut e) {
+    for c in e.children_mut() {
         let taken = std::mem::replace(
             c,
             Expr {
@@ -857,7 +768,7 @@ fn collect_self_call_args<'e>(e: &'e Expr, fid: FunId, out: &mut Vec<(Span, &'e 
     {
         out.push((e.span, args));
     }
-    for c in children(e) {
+    for c in e.children() {
         collect_self_call_args(c, fid, out);
     }
 }
@@ -866,7 +777,7 @@ fn collect_calls(e: &Expr, f: &mut impl FnMut(FunId, Span)) {
     if let ExprKind::Call { func, .. } = &e.kind {
         f(*func, e.span);
     }
-    for c in children(e) {
+    for c in e.children() {
         collect_calls(c, f);
     }
 }

@@ -290,3 +290,95 @@ pub enum ExprKind {
         fallback: Box<Expr>,
     },
 }
+
+impl Expr {
+    /// Direct sub-expressions, in evaluation order.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Assign { value, .. } => vec![value],
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let mut v: Vec<&Expr> = vec![cond, then_branch];
+                v.extend(else_branch.as_deref());
+                v
+            }
+            ExprKind::For {
+                start, end, body, ..
+            } => vec![start, end, body],
+            ExprKind::While { cond, body, .. } => vec![cond, body],
+            ExprKind::Seq(items)
+            | ExprKind::Record { fields: items, .. }
+            | ExprKind::Ctor { args: items, .. }
+            | ExprKind::Tuple(items)
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Intrinsic { args: items, .. } => items.iter().collect(),
+            ExprKind::Match { scrutinee, arms } => {
+                let mut v: Vec<&Expr> = vec![scrutinee];
+                v.extend(arms.iter().map(|a| &a.body));
+                v
+            }
+            ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::IndexSet { base, index, value } => vec![base, index, value],
+            ExprKind::Field { base, .. } => vec![base],
+            ExprKind::FieldSet { base, value, .. } => vec![base, value],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
+            ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+            ExprKind::Ignore(inner)
+            | ExprKind::Trap {
+                fallback: inner, ..
+            } => vec![inner],
+        }
+    }
+
+    /// [`Expr::children`], mutably.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Assign { value, .. } => vec![value],
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                let mut v: Vec<&mut Expr> = vec![cond, then_branch];
+                v.extend(else_branch.as_deref_mut());
+                v
+            }
+            ExprKind::For {
+                start, end, body, ..
+            } => vec![start, end, body],
+            ExprKind::While { cond, body, .. } => vec![cond, body],
+            ExprKind::Seq(items)
+            | ExprKind::Record { fields: items, .. }
+            | ExprKind::Ctor { args: items, .. }
+            | ExprKind::Tuple(items)
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Intrinsic { args: items, .. } => items.iter_mut().collect(),
+            ExprKind::Match { scrutinee, arms } => {
+                let mut v: Vec<&mut Expr> = vec![scrutinee];
+                v.extend(arms.iter_mut().map(|a| &mut a.body));
+                v
+            }
+            ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::IndexSet { base, index, value } => vec![base, index, value],
+            ExprKind::Field { base, .. } => vec![base],
+            ExprKind::FieldSet { base, value, .. } => vec![base, value],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
+            ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+            ExprKind::Ignore(inner)
+            | ExprKind::Trap {
+                fallback: inner, ..
+            } => vec![inner],
+        }
+    }
+}
