@@ -787,7 +787,7 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 };
                 let vals = parse_value(kernel, &p.ty, text).map_err(|e| {
                     RuntimeError::Arguments(format!(
-                        "{hint}{}={text}: {e} (parameter `{}` of type {})",
+                        "{hint}{}={text} (parameter `{} : {}`): {e}",
                         p.name, p.name, p.type_name
                     ))
                 })?;
