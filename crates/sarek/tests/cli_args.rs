@@ -301,3 +301,36 @@ assert (ref.astype(np.float32).astype(np.float64) == ref).all()
         assert_eq!(f32_column(&out_dir.join("out.npy")), want, "{file}");
     }
 }
+
+/// Without `XDG_RUNTIME_DIR`, commands that probe devices use one private per-user folder in
+/// the temp dir (0700, reused, so a killed `sarek` leaks nothing) and print no Wayland noise.
+#[cfg(unix)]
+#[test]
+fn runtime_dir_is_one_private_folder_per_user() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let d = scratch("xdg");
+    let run = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_sarek"))
+            .arg("devices")
+            .env_remove("XDG_RUNTIME_DIR")
+            .env_remove("SAREK_BACKEND")
+            .env("TMPDIR", &d)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
+    };
+    run();
+    run();
+    let me = std::fs::metadata(write(&d, "mine", "")).unwrap().uid();
+    let entries: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("sarek-runtime"))
+        .collect();
+    assert_eq!(entries, [format!("sarek-runtime-{me}")]);
+    let m = std::fs::symlink_metadata(d.join(&entries[0])).unwrap();
+    assert!(m.is_dir() && m.uid() == me);
+    assert_eq!(m.permissions().mode() & 0o777, 0o700);
+}
