@@ -668,6 +668,85 @@ impl<'a> ValueReader<'a> {
     }
 }
 
+/// Check that every live variant tag of a given vector (a `.npy` input) names a constructor,
+/// so that a bad file is an argument error rather than an interpreter fault or, on a GPU,
+/// an unmatched `switch`. Payloads of constructors an element does not hold are not checked.
+fn check_tags(kernel: &Kernel, elem: &Ty, v: &HostVector) -> Result<(), String> {
+    if !has_variant(kernel, elem) {
+        return Ok(());
+    }
+    let leaves = abi::leaves(kernel, elem);
+    for i in 0..v.len {
+        let mut cursor = 0;
+        check_element_tags(kernel, elem, &v.columns, &mut cursor, i, true).map_err(
+            |(leaf, tag, id)| {
+                let variant = kernel.variant(id);
+                let ctors: Vec<&str> = variant.ctors.iter().map(|c| c.name.as_str()).collect();
+                format!(
+                    "element {i}: `{}` is {tag}, not a tag of {} (0 to {}: {})",
+                    leaves[leaf].name,
+                    variant.name,
+                    ctors.len() - 1,
+                    ctors.join(", ")
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn has_variant(kernel: &Kernel, ty: &Ty) -> bool {
+    match ty {
+        Ty::Variant(_) => true,
+        Ty::Record(id) => kernel
+            .record(*id)
+            .fields
+            .iter()
+            .any(|f| has_variant(kernel, &f.ty)),
+        _ => false,
+    }
+}
+
+/// Walk element `i` of `ty` from leaf `*cursor`; `live` is false inside a payload the element
+/// does not hold. Err: (leaf index, tag, variant) of the first bad tag.
+fn check_element_tags(
+    kernel: &Kernel,
+    ty: &Ty,
+    cols: &[Column],
+    cursor: &mut usize,
+    i: usize,
+    live: bool,
+) -> Result<(), (usize, i32, sarek_compiler::ir::VariantId)> {
+    match ty {
+        Ty::Scalar(_) => *cursor += 1,
+        Ty::Record(id) => {
+            for f in &kernel.record(*id).fields {
+                check_element_tags(kernel, &f.ty, cols, cursor, i, live)?;
+            }
+        }
+        Ty::Variant(id) => {
+            let ctors = &kernel.variant(*id).ctors;
+            let at = *cursor;
+            let tag = match cols[at].get(i) {
+                Literal::I32(t) => t,
+                _ => 0,
+            };
+            let held = usize::try_from(tag).ok().filter(|&t| t < ctors.len());
+            if live && held.is_none() {
+                return Err((at, tag, *id));
+            }
+            *cursor += 1;
+            for (c, ctor) in ctors.iter().enumerate() {
+                for f in &ctor.fields {
+                    check_element_tags(kernel, f, cols, cursor, i, live && held == Some(c))?;
+                }
+            }
+        }
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+    }
+    Ok(())
+}
+
 /// The zero of a scalar type.
 fn zero(s: Scalar) -> Literal {
     match s {
@@ -798,7 +877,15 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 .iter()
                 .find(|(n, _)| n == &p.name)
             {
-                Some((_, v)) => ArgValue::Vector(v.clone()),
+                Some((_, v)) => {
+                    check_tags(kernel, elem, v).map_err(|e| {
+                        RuntimeError::Arguments(format!(
+                            "parameter `{}` ({}), {e}",
+                            p.name, p.type_name
+                        ))
+                    })?;
+                    ArgValue::Vector(v.clone())
+                }
                 None => {
                     ArgValue::Vector(seeded_vector(kernel, elem, inputs.size, inputs.seed, index))
                 }
@@ -1731,6 +1818,24 @@ mod tests {
         assert_eq!(
             value_syntax(&kernel, &item),
             "<p.x:float32>,<p.y:float32>,<s:shape constructor>[,<payload>],<k:int32>"
+        );
+    }
+
+    #[test]
+    fn given_vectors_with_bad_tags_are_argument_errors() {
+        let (kernel, shape) = shapes_kernel();
+        let good = seeded_vector(&kernel, &shape, 50, 7, 0);
+        let mut inputs = Inputs::new(50, 1);
+        inputs.vectors = vec![("s".into(), good.clone())];
+        assert!(build_args(&kernel, &inputs).is_ok());
+        let mut bad = good;
+        bad.columns[0].set(17, Literal::I32(3));
+        inputs.vectors = vec![("s".into(), bad)];
+        let e = build_args(&kernel, &inputs).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "parameter `s` (shape vector), element 17: `tag` is 3, not a tag of shape \
+             (0 to 2: Circle, Rect, Empty)"
         );
     }
 }

@@ -269,6 +269,8 @@ area = np.where(c["tag"] == 0, 4.0 * c["Circle_0"].astype(np.float64) ** 2,
        np.where(c["tag"] == 1, c["Rect_0"].astype(np.float64) * c["Rect_1"], -1.0))
 ref = (x["p"]["a"] % 100) + x["p"]["b"].astype(np.float64) + area * (x["k"] % 10)
 np.save(d + "/ref.npy", ref.astype("<f4"))
+x["s"]["tag"][5] = 3
+np.save(d + "/bad_tag.npy", x)
 assert (ref.astype(np.float32).astype(np.float64) == ref).all()
 "#,
         dir = d.display().to_string()
@@ -299,6 +301,25 @@ assert (ref.astype(np.float32).astype(np.float64) == ref).all()
         ]);
         assert_eq!(o.code, 0, "{file}: {}", o.stderr);
         assert_eq!(f32_column(&out_dir.join("out.npy")), want, "{file}");
+    }
+    // A tag no constructor has is an argument error, on every backend, before anything runs.
+    for backend in ["interp", "cpu"] {
+        let o = sarek(&[
+            "run",
+            &f,
+            "--kernel",
+            "sum_items",
+            "--backend",
+            backend,
+            "--input",
+            &format!("items={}", d.join("bad_tag.npy").display()),
+        ]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert_eq!(
+            o.stderr,
+            "error: parameter `items` (item vector), element 5: `s_tag` is 3, not a tag of \
+             shape (0 to 2: Circle, Rect, Empty)\n"
+        );
     }
 }
 
