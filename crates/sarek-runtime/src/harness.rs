@@ -8,7 +8,8 @@
 //!   tuples field by field, element after element (a small splitmix64, no `rand` dependency,
 //!   so the stream never changes under us);
 //! - [`build_args`]: a kernel's arguments from its IR signature, `NAME=VALUE` strings and
-//!   optional given vectors, with one clear error per problem;
+//!   optional given vectors, with one clear error per problem; [`parse_value`] reads a
+//!   by-value record or variant (`Rect,2.0,3.0`, `x=1,y=2`) guided by its type;
 //! - [`compare_vectors`] and [`Tolerance`]: integers and bools exactly, floats within an
 //!   absolute bound or a distance in ulps (docs/cli.md explains the figures);
 //! - [`check_corpus_against_interp`]: run every corpus directive on `interp` and on a backend
