@@ -8,7 +8,8 @@
 //!   tuples field by field, element after element (a small splitmix64, no `rand` dependency,
 //!   so the stream never changes under us);
 //! - [`build_args`]: a kernel's arguments from its IR signature, `NAME=VALUE` strings and
-//!   optional given vectors, with one clear error per problem;
+//!   optional given vectors, with one clear error per problem; [`parse_value`] reads a
+//!   by-value record or variant (`Rect,2.0,3.0`, `x=1,y=2`) guided by its type;
 //! - [`compare_vectors`] and [`Tolerance`]: integers and bools exactly, floats within an
 //!   absolute bound or a distance in ulps (docs/cli.md explains the figures);
 //! - [`check_corpus_against_interp`]: run every corpus directive on `interp` and on a backend
@@ -308,7 +309,13 @@ pub fn signature(kernel: &Kernel) -> Vec<Param> {
 /// syntax (`2`, `2.0`, `1e-3`, `1.5d`).
 pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
     let t = text.trim();
-    let bad = || format!("`{text}` is not a {}", scalar.name());
+    let bad = || {
+        format!(
+            "`{text}` is not {} {}",
+            article(scalar.name()),
+            scalar.name()
+        )
+    };
     let int = |t: &str| -> Option<i64> {
         let t = t.strip_suffix(['l', 'L']).unwrap_or(t);
         let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
@@ -342,6 +349,413 @@ pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
         Scalar::I64 => int(t).map(Literal::I64).ok_or_else(bad),
         Scalar::F32 => float(t).map(|v| Literal::F32(v as f32)).ok_or_else(bad),
         Scalar::F64 => float(t).map(Literal::F64).ok_or_else(bad),
+    }
+}
+
+/// `a` or `an`, as the type name that follows is spoken (`an int32`, `a float32`).
+fn article(name: &str) -> &'static str {
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// Parse the value of a record, tuple or variant passed by value, written as comma-separated
+/// tokens read left to right as the type directs, so nesting needs no brackets:
+///
+/// - a scalar is one token ([`parse_scalar`]);
+/// - a record or tuple is its fields in order (`1.0,2.0`), or every field as `FIELD=VALUE`
+///   in any order (`y=2.0,x=1.0`; the field's value starts after `=`, so `p=x=1,y=2,k=3`
+///   nests);
+/// - a variant is a constructor name then its payload components in order (`Rect,2.0,3.0`,
+///   `Empty`), or, as in the `.npy` layout, a numeric tag then the payload leaves of every
+///   constructor (`1,0,2.0,3.0`).
+///
+/// Returns the value's leaves in [`abi::leaves`] order (other constructors' payloads zero).
+pub fn parse_value(kernel: &Kernel, ty: &Ty, text: &str) -> Result<Vec<Literal>, String> {
+    let mut reader = ValueReader {
+        kernel,
+        tokens: text.split(',').map(str::trim).collect(),
+        pos: 0,
+    };
+    let mut out = Vec::new();
+    match reader.value(ty, &mut out) {
+        Ok(()) => {}
+        Err(ValueError::Message(m)) => return Err(m),
+        Err(ValueError::Short) => {
+            let given = reader.tokens.len();
+            return Err(format!(
+                "too few values ({given}) for {} {}, written {}",
+                article(&type_name(kernel, ty)),
+                type_name(kernel, ty),
+                value_syntax(kernel, ty)
+            ));
+        }
+    }
+    if reader.pos < reader.tokens.len() {
+        let extra = reader.tokens[reader.pos..].join(",");
+        // The usual slip: a constructor given the wrong number of payload values.
+        if let Ty::Variant(id) = ty
+            && let Some(c) = kernel
+                .variant(*id)
+                .ctors
+                .iter()
+                .find(|c| c.name == reader.tokens[0])
+        {
+            return Err(format!(
+                "too many values: constructor `{}` takes {}; `{extra}` is left over",
+                c.name,
+                payload_spelling(kernel, &c.fields)
+            ));
+        }
+        return Err(format!(
+            "too many values: `{extra}` is left over after {} {}, written {}",
+            article(&type_name(kernel, ty)),
+            type_name(kernel, ty),
+            value_syntax(kernel, ty)
+        ));
+    }
+    Ok(out)
+}
+
+/// How a value of `ty` is written on a command line, for messages: `<x:float32>,<y:float32>`
+/// for a record, `Circle,<float32> | Rect,<float32>,<float32> | Empty` for a variant.
+pub fn value_syntax(kernel: &Kernel, ty: &Ty) -> String {
+    match ty {
+        Ty::Variant(id) => kernel
+            .variant(*id)
+            .ctors
+            .iter()
+            .map(|c| {
+                std::iter::once(c.name.clone())
+                    .chain(c.fields.iter().map(|f| positional_syntax(kernel, f, "")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ => positional_syntax(kernel, ty, ""),
+    }
+}
+
+/// The positional spelling of a value of `ty`; `label` is the field path it fills (`p.x`).
+fn positional_syntax(kernel: &Kernel, ty: &Ty, label: &str) -> String {
+    let tagged = |what: String| {
+        if label.is_empty() {
+            format!("<{what}>")
+        } else {
+            format!("<{label}:{what}>")
+        }
+    };
+    match ty {
+        Ty::Record(id) => {
+            let r = kernel.record(*id);
+            r.fields
+                .iter()
+                .map(|f| {
+                    let label = match (r.is_tuple, label.is_empty()) {
+                        (true, _) => label.to_string(),
+                        (false, true) => f.name.clone(),
+                        (false, false) => format!("{label}.{}", f.name),
+                    };
+                    positional_syntax(kernel, &f.ty, &label)
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+        // A nested variant: its constructor, then that constructor's payload.
+        Ty::Variant(id) => format!(
+            "{}[,<payload>]",
+            tagged(format!("{} constructor", kernel.variant(*id).name))
+        ),
+        other => tagged(type_name(kernel, other)),
+    }
+}
+
+/// What a constructor's payload is: `no payload`, `1 value (float32)`,
+/// `2 values (float32, float32)`.
+fn payload_spelling(kernel: &Kernel, fields: &[Ty]) -> String {
+    if fields.is_empty() {
+        return "no payload".into();
+    }
+    let types: Vec<String> = fields.iter().map(|f| type_name(kernel, f)).collect();
+    let n = fields.len();
+    format!(
+        "{n} payload value{} ({})",
+        if n == 1 { "" } else { "s" },
+        types.join(", ")
+    )
+}
+
+/// Why [`ValueReader`] stopped.
+enum ValueError {
+    /// The tokens ran out; the caller words it with what it was reading.
+    Short,
+    Message(String),
+}
+
+impl From<String> for ValueError {
+    fn from(m: String) -> Self {
+        ValueError::Message(m)
+    }
+}
+
+/// The token stream of [`parse_value`].
+struct ValueReader<'a> {
+    kernel: &'a Kernel,
+    tokens: Vec<&'a str>,
+    pos: usize,
+}
+
+impl<'a> ValueReader<'a> {
+    fn peek(&self) -> Option<&'a str> {
+        self.tokens.get(self.pos).copied()
+    }
+
+    fn take(&mut self) -> Result<&'a str, ValueError> {
+        let t = self.peek().ok_or(ValueError::Short)?;
+        self.pos += 1;
+        Ok(t)
+    }
+
+    /// Read one value of `ty`, appending its leaves to `out`.
+    fn value(&mut self, ty: &Ty, out: &mut Vec<Literal>) -> Result<(), ValueError> {
+        match ty {
+            Ty::Scalar(s) => {
+                let t = self.take()?;
+                out.push(parse_scalar(t, *s)?);
+            }
+            Ty::Record(id) => {
+                let fields = &self.kernel.record(*id).fields;
+                if self.peek().is_some_and(|t| t.contains('=')) {
+                    self.named_fields(ty, *id, out)?;
+                } else {
+                    for f in fields {
+                        self.value(&f.ty, out)?;
+                    }
+                }
+            }
+            Ty::Variant(id) => self.variant(ty, *id, out)?,
+            // Not passed by value (the typer keeps them out of by-value parameters).
+            Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A record as `FIELD=VALUE` for every field, in any order.
+    fn named_fields(
+        &mut self,
+        ty: &Ty,
+        id: sarek_compiler::ir::RecordId,
+        out: &mut Vec<Literal>,
+    ) -> Result<(), ValueError> {
+        let fields = &self.kernel.record(id).fields;
+        let name = type_name(self.kernel, ty);
+        let mut given: Vec<Option<Vec<Literal>>> = vec![None; fields.len()];
+        for _ in 0..fields.len() {
+            let missing: Vec<&str> = fields
+                .iter()
+                .zip(&given)
+                .filter(|(_, g)| g.is_none())
+                .map(|(f, _)| f.name.as_str())
+                .collect();
+            let missing = format!("`{}`", missing.join("`, `"));
+            let Some((field, rest)) = self.peek().and_then(|t| t.split_once('=')) else {
+                return Err(match self.peek() {
+                    None => format!("{name} still needs field(s) {missing} (FIELD=VALUE)"),
+                    Some(t) => {
+                        format!("`{t}` is not FIELD=VALUE; {name} still needs field(s) {missing}")
+                    }
+                }
+                .into());
+            };
+            let field = field.trim();
+            let Some(k) = fields.iter().position(|f| f.name == field) else {
+                let suggestion =
+                    sarek_compiler::diag::closest(field, fields.iter().map(|f| f.name.as_str()))
+                        .map(|c| format!("; did you mean `{c}`?"))
+                        .unwrap_or_default();
+                let all: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                return Err(format!(
+                    "{name} has no field `{field}` (its fields: {}){suggestion}",
+                    all.join(", ")
+                )
+                .into());
+            };
+            if given[k].is_some() {
+                return Err(format!("field `{field}` of {name} is given twice").into());
+            }
+            self.tokens[self.pos] = rest.trim();
+            let mut leaves = Vec::new();
+            self.value(&fields[k].ty, &mut leaves)?;
+            given[k] = Some(leaves);
+        }
+        out.extend(given.into_iter().flatten().flatten());
+        Ok(())
+    }
+
+    /// A constructor name then its payload, or a numeric tag then every payload leaf.
+    fn variant(
+        &mut self,
+        ty: &Ty,
+        id: sarek_compiler::ir::VariantId,
+        out: &mut Vec<Literal>,
+    ) -> Result<(), ValueError> {
+        let kernel = self.kernel;
+        let variant = kernel.variant(id);
+        let ctors: Vec<&str> = variant.ctors.iter().map(|c| c.name.as_str()).collect();
+        let t = self.take()?;
+        if let Ok(Literal::I32(tag)) = parse_scalar(t, Scalar::I32) {
+            // The `.npy` layout: the tag, then the payload leaves of every constructor.
+            if usize::try_from(tag).ok().is_none_or(|t| t >= ctors.len()) {
+                return Err(format!(
+                    "tag {tag} is out of range for {} (0 to {}: {})",
+                    variant.name,
+                    ctors.len() - 1,
+                    ctors.join(", ")
+                )
+                .into());
+            }
+            out.push(Literal::I32(tag));
+            for c in &variant.ctors {
+                for f in &c.fields {
+                    self.value(f, out)?;
+                }
+            }
+            return Ok(());
+        }
+        let Some(tag) = ctors.iter().position(|c| *c == t) else {
+            let suggestion = sarek_compiler::diag::closest(t, ctors.iter().copied())
+                .map(|c| format!("; did you mean `{c}`?"))
+                .unwrap_or_default();
+            let what = if t.is_empty() {
+                "an empty value".to_string()
+            } else {
+                format!("`{t}`")
+            };
+            return Err(format!(
+                "{what} is not a constructor of {} ({}) nor a tag 0 to {}{suggestion}",
+                type_name(kernel, ty),
+                ctors.join(", "),
+                ctors.len() - 1
+            )
+            .into());
+        };
+        out.push(Literal::I32(tag as i32));
+        for (c, ctor) in variant.ctors.iter().enumerate() {
+            let start = self.pos;
+            for f in &ctor.fields {
+                if c != tag {
+                    // Other constructors' payloads are zero, as the generator leaves them.
+                    out.extend(abi::leaves(kernel, f).iter().map(|l| zero(l.scalar)));
+                    continue;
+                }
+                match self.value(f, out) {
+                    Err(ValueError::Short) => {
+                        return Err(format!(
+                            "too few values: constructor `{}` takes {}, {} given",
+                            ctor.name,
+                            payload_spelling(kernel, &ctor.fields),
+                            self.tokens.len() - start
+                        )
+                        .into());
+                    }
+                    r => r?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Check that every live variant tag of a given vector (a `.npy` input) names a constructor,
+/// so that a bad file is an argument error rather than an interpreter fault or, on a GPU,
+/// an unmatched `switch`. Payloads of constructors an element does not hold are not checked.
+fn check_tags(kernel: &Kernel, elem: &Ty, v: &HostVector) -> Result<(), String> {
+    if !has_variant(kernel, elem) {
+        return Ok(());
+    }
+    let leaves = abi::leaves(kernel, elem);
+    for i in 0..v.len {
+        let mut cursor = 0;
+        check_element_tags(kernel, elem, &v.columns, &mut cursor, i, true).map_err(
+            |(leaf, tag, id)| {
+                let variant = kernel.variant(id);
+                let ctors: Vec<&str> = variant.ctors.iter().map(|c| c.name.as_str()).collect();
+                format!(
+                    "element {i}: `{}` is {tag}, not a tag of {} (0 to {}: {})",
+                    leaves[leaf].name,
+                    variant.name,
+                    ctors.len() - 1,
+                    ctors.join(", ")
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
+fn has_variant(kernel: &Kernel, ty: &Ty) -> bool {
+    match ty {
+        Ty::Variant(_) => true,
+        Ty::Record(id) => kernel
+            .record(*id)
+            .fields
+            .iter()
+            .any(|f| has_variant(kernel, &f.ty)),
+        _ => false,
+    }
+}
+
+/// Walk element `i` of `ty` from leaf `*cursor`; `live` is false inside a payload the element
+/// does not hold. Err: (leaf index, tag, variant) of the first bad tag.
+fn check_element_tags(
+    kernel: &Kernel,
+    ty: &Ty,
+    cols: &[Column],
+    cursor: &mut usize,
+    i: usize,
+    live: bool,
+) -> Result<(), (usize, i32, sarek_compiler::ir::VariantId)> {
+    match ty {
+        Ty::Scalar(_) => *cursor += 1,
+        Ty::Record(id) => {
+            for f in &kernel.record(*id).fields {
+                check_element_tags(kernel, &f.ty, cols, cursor, i, live)?;
+            }
+        }
+        Ty::Variant(id) => {
+            let ctors = &kernel.variant(*id).ctors;
+            let at = *cursor;
+            let tag = match cols[at].get(i) {
+                Literal::I32(t) => t,
+                _ => 0,
+            };
+            let held = usize::try_from(tag).ok().filter(|&t| t < ctors.len());
+            if live && held.is_none() {
+                return Err((at, tag, *id));
+            }
+            *cursor += 1;
+            for (c, ctor) in ctors.iter().enumerate() {
+                for f in &ctor.fields {
+                    check_element_tags(kernel, f, cols, cursor, i, live && held == Some(c))?;
+                }
+            }
+        }
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+    }
+    Ok(())
+}
+
+/// The zero of a scalar type.
+fn zero(s: Scalar) -> Literal {
+    match s {
+        Scalar::Bool => Literal::Bool(false),
+        Scalar::I32 => Literal::I32(0),
+        Scalar::I64 => Literal::I64(0),
+        Scalar::F32 => Literal::F32(0.0),
+        Scalar::F64 => Literal::F64(0.0),
     }
 }
 
@@ -441,38 +855,22 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 })?;
                 ArgValue::Scalar(v)
             }
-            ParamKind::Aggregate(leaves) => {
-                let spelled: Vec<String> = leaves
-                    .iter()
-                    .map(|l| format!("{}:{}", l.name, l.scalar))
-                    .collect();
+            ParamKind::Aggregate(_) => {
                 let Some(text) = given else {
                     return err(format!(
-                        "missing value for parameter `{}` of type {} (give it as {hint}{}=V1,V2,... for its fields {})",
+                        "missing value for parameter `{}` of type {} (give it as {hint}{}={})",
                         p.name,
                         p.type_name,
                         p.name,
-                        spelled.join(", ")
+                        value_syntax(kernel, &p.ty)
                     ));
                 };
-                let parts: Vec<&str> = text.split(',').collect();
-                if parts.len() != leaves.len() {
-                    return err(format!(
-                        "{hint}{}={text}: {} values for the {} fields {}",
-                        p.name,
-                        parts.len(),
-                        leaves.len(),
-                        spelled.join(", ")
-                    ));
-                }
-                let vals = parts
-                    .iter()
-                    .zip(leaves)
-                    .map(|(t, l)| parse_scalar(t, l.scalar))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| {
-                        RuntimeError::Arguments(format!("{hint}{}={text}: {e}", p.name))
-                    })?;
+                let vals = parse_value(kernel, &p.ty, text).map_err(|e| {
+                    RuntimeError::Arguments(format!(
+                        "{hint}{}={text} (parameter `{} : {}`): {e}",
+                        p.name, p.name, p.type_name
+                    ))
+                })?;
                 ArgValue::Aggregate(vals)
             }
             ParamKind::Vector { elem, .. } => match inputs
@@ -480,7 +878,15 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 .iter()
                 .find(|(n, _)| n == &p.name)
             {
-                Some((_, v)) => ArgValue::Vector(v.clone()),
+                Some((_, v)) => {
+                    check_tags(kernel, elem, v).map_err(|e| {
+                        RuntimeError::Arguments(format!(
+                            "parameter `{}` ({}), {e}",
+                            p.name, p.type_name
+                        ))
+                    })?;
+                    ArgValue::Vector(v.clone())
+                }
                 None => {
                     ArgValue::Vector(seeded_vector(kernel, elem, inputs.size, inputs.seed, index))
                 }
@@ -1089,7 +1495,7 @@ mod tests {
         assert!(
             parse_scalar("2.5", Scalar::I32)
                 .unwrap_err()
-                .contains("not a int32")
+                .contains("is not an int32")
         );
         assert!(
             parse_scalar("3000000000", Scalar::I32)
@@ -1252,5 +1658,162 @@ mod tests {
         let failures = report.failures();
         assert_eq!(failures.len(), 1);
         assert!(matches!(failures[0].outcome, Outcome::BackendError(_)));
+    }
+
+    /// `shapes_kernel` plus `point = { x; y }` and `item = { p : point; s : shape; k : int32 }`.
+    fn values_kernel() -> (Kernel, Ty, Ty, Ty) {
+        use sarek_compiler::ir::{Field, Record, RecordId};
+        let (mut kernel, shape) = shapes_kernel();
+        let point = Ty::Record(RecordId(0));
+        let item = Ty::Record(RecordId(1));
+        let field = |name: &str, ty: &Ty| Field {
+            name: name.into(),
+            ty: ty.clone(),
+        };
+        kernel.records = vec![
+            Record {
+                name: "point".into(),
+                fields: vec![field("x", &Ty::F32), field("y", &Ty::F32)],
+                is_tuple: false,
+            },
+            Record {
+                name: "item".into(),
+                fields: vec![field("p", &point), field("s", &shape), field("k", &Ty::I32)],
+                is_tuple: false,
+            },
+        ];
+        (kernel, shape, point, item)
+    }
+
+    #[test]
+    fn variant_values_by_constructor_or_tag() {
+        use Literal::{F32, I32};
+        let (kernel, shape, _, _) = values_kernel();
+        let parse = |t: &str| parse_value(&kernel, &shape, t);
+        // Leaves: tag, Circle_0, Rect_0, Rect_1 (abi::leaves order).
+        assert_eq!(
+            parse("Rect,2.0,3"),
+            Ok(vec![I32(1), F32(0.0), F32(2.0), F32(3.0)])
+        );
+        assert_eq!(
+            parse(" Circle , 0.5"),
+            Ok(vec![I32(0), F32(0.5), F32(0.0), F32(0.0)])
+        );
+        assert_eq!(
+            parse("Empty"),
+            Ok(vec![I32(2), F32(0.0), F32(0.0), F32(0.0)])
+        );
+        assert_eq!(
+            parse("1,0,2,3"),
+            Ok(vec![I32(1), F32(0.0), F32(2.0), F32(3.0)])
+        );
+        let e = parse("7,0,0,0").unwrap_err();
+        assert_eq!(
+            e,
+            "tag 7 is out of range for shape (0 to 2: Circle, Rect, Empty)"
+        );
+        assert!(
+            parse("-1,0,0,0")
+                .unwrap_err()
+                .contains("tag -1 is out of range")
+        );
+        let e = parse("Rectt,2,3").unwrap_err();
+        assert_eq!(
+            e,
+            "`Rectt` is not a constructor of shape (Circle, Rect, Empty) nor a tag 0 to 2; \
+             did you mean `Rect`?"
+        );
+        let e = parse("Rect,2").unwrap_err();
+        assert_eq!(
+            e,
+            "too few values: constructor `Rect` takes 2 payload values (float32, float32), 1 given"
+        );
+        let e = parse("Empty,1,2").unwrap_err();
+        assert_eq!(
+            e,
+            "too many values: constructor `Empty` takes no payload; `1,2` is left over"
+        );
+        assert!(
+            parse("Circle,x")
+                .unwrap_err()
+                .contains("`x` is not a float32")
+        );
+        assert!(
+            parse("1,0,2")
+                .unwrap_err()
+                .starts_with("too few values (3) for a shape")
+        );
+        assert_eq!(
+            value_syntax(&kernel, &shape),
+            "Circle,<float32> | Rect,<float32>,<float32> | Empty"
+        );
+    }
+
+    #[test]
+    fn record_values_positional_or_named() {
+        use Literal::{F32, I32};
+        let (kernel, _, point, item) = values_kernel();
+        let p = |t: &str| parse_value(&kernel, &point, t);
+        assert_eq!(p("1,2"), Ok(vec![F32(1.0), F32(2.0)]));
+        assert_eq!(p("y=2,x=1"), Ok(vec![F32(1.0), F32(2.0)]));
+        assert_eq!(
+            p("x=1"),
+            Err("point still needs field(s) `y` (FIELD=VALUE)".into())
+        );
+        assert_eq!(
+            p("x=1,2"),
+            Err("`2` is not FIELD=VALUE; point still needs field(s) `y`".into())
+        );
+        assert_eq!(
+            p("xx=1,y=2"),
+            Err("point has no field `xx` (its fields: x, y); did you mean `x`?".into())
+        );
+        assert_eq!(
+            p("x=1,x=2"),
+            Err("field `x` of point is given twice".into())
+        );
+        assert!(
+            p("1,2,3")
+                .unwrap_err()
+                .starts_with("too many values: `3` is left over")
+        );
+        // Nested: a record, a variant and a scalar; leaves p_x p_y s_tag s_Circle_0 s_Rect_0
+        // s_Rect_1 k.
+        let want = vec![
+            F32(1.0),
+            F32(2.0),
+            I32(1),
+            F32(0.0),
+            F32(4.0),
+            F32(5.0),
+            I32(6),
+        ];
+        let i = |t: &str| parse_value(&kernel, &item, t);
+        assert_eq!(i("1,2,Rect,4,5,6"), Ok(want.clone()));
+        assert_eq!(i("1,2,1,0,4,5,6"), Ok(want.clone()));
+        assert_eq!(i("k=6,s=Rect,4,5,p=y=2,x=1"), Ok(want.clone()));
+        assert_eq!(i("p=1,2,s=Rect,4,5,k=6"), Ok(want));
+        assert_eq!(
+            value_syntax(&kernel, &item),
+            "<p.x:float32>,<p.y:float32>,<s:shape constructor>[,<payload>],<k:int32>"
+        );
+    }
+
+    #[test]
+    fn given_vectors_with_bad_tags_are_argument_errors() {
+        let (kernel, shape) = shapes_kernel();
+        let good = seeded_vector(&kernel, &shape, 50, 7, 0);
+        let mut inputs = Inputs::new(50, 1);
+        inputs.vectors = vec![("s".into(), good.clone())];
+        assert!(build_args(&kernel, &inputs).is_ok());
+        let mut bad = good;
+        bad.columns[0].set(17, Literal::I32(3));
+        inputs.vectors = vec![("s".into(), bad)];
+        let e = build_args(&kernel, &inputs).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "parameter `s` (shape vector), element 17: `tag` is 3, not a tag of shape \
+             (0 to 2: Circle, Rect, Empty)"
+        );
     }
 }

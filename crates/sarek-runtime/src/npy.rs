@@ -10,6 +10,8 @@
 //! (record fields by name, tuple fields `_0`, `_1`, ..., variants `tag` + `<Ctor>_<k>`).
 //! Supported: format versions 1, 2 and 3, little-endian, C order, 1-D. Structured files
 //! written with `align=True` (unnamed `|V` padding fields) are read; padding is skipped.
+//! A nested structured field (how NumPy writes a record inside a record) is read as the
+//! flattened leaves `<outer>_<inner>` the element type expects; files are written flat.
 
 use crate::value::{Column, HostVector};
 use sarek_compiler::abi::Leaf;
@@ -231,34 +233,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
             false
         }
         Some(pylit::Value::List(items)) => {
-            for item in items {
-                let pylit::Value::Tuple(parts) = item else {
-                    return Err(bad("a structured dtype field is not a tuple"));
-                };
-                match parts.as_slice() {
-                    [pylit::Value::Str(name), pylit::Value::Str(d)] => {
-                        if let Some(s) = scalar_of_descr(d) {
-                            fields.push((name.clone(), Some(s), elem_size));
-                            elem_size += s.size() as usize;
-                        } else if let (true, Some(n)) = (
-                            name.is_empty(),
-                            d.strip_prefix("|V").and_then(|n| n.parse::<usize>().ok()),
-                        ) {
-                            elem_size += n; // alignment padding
-                        } else {
-                            return Err(NpyError::Format(format!(
-                                "field '{name}' has unsupported dtype '{d}'"
-                            )));
-                        }
-                    }
-                    [pylit::Value::Str(name), _, _] => {
-                        return Err(NpyError::Format(format!(
-                            "field '{name}' is a sub-array, which Sarek does not map"
-                        )));
-                    }
-                    _ => return Err(bad("malformed structured dtype field")),
-                }
-            }
+            struct_fields(items, "", &mut fields, &mut elem_size)?;
             true
         }
         _ => return Err(bad("header lacks 'descr'")),
@@ -317,6 +292,70 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         dtype,
         vector: HostVector { len, columns },
     })
+}
+
+/// Append the fields of a structured dtype's item list to `fields` (name, scalar or `None`
+/// for padding, byte offset), advancing `elem_size`. A nested structured field (what NumPy
+/// writes for a record inside a record) is flattened: its fields are named
+/// `<outer>_<inner>`, as [`sarek_compiler::abi::leaves`] names a nested record's leaves.
+fn struct_fields(
+    items: &[pylit::Value],
+    prefix: &str,
+    fields: &mut Vec<(String, Option<Scalar>, usize)>,
+    elem_size: &mut usize,
+) -> Result<(), NpyError> {
+    let join = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}_{name}")
+        }
+    };
+    for item in items {
+        let pylit::Value::Tuple(parts) = item else {
+            return Err(NpyError::Format(
+                "a structured dtype field is not a tuple".into(),
+            ));
+        };
+        match parts.as_slice() {
+            [pylit::Value::Str(name), pylit::Value::Str(d)] => {
+                if let Some(s) = scalar_of_descr(d) {
+                    fields.push((join(name), Some(s), *elem_size));
+                    *elem_size += s.size() as usize;
+                } else if let (true, Some(n)) = (
+                    name.is_empty(),
+                    d.strip_prefix("|V").and_then(|n| n.parse::<usize>().ok()),
+                ) {
+                    *elem_size += n; // alignment padding
+                } else {
+                    return Err(NpyError::Format(format!(
+                        "field '{}' has unsupported dtype '{d}'",
+                        join(name)
+                    )));
+                }
+            }
+            [pylit::Value::Str(name), pylit::Value::List(inner)] if !name.is_empty() => {
+                struct_fields(inner, &join(name), fields, elem_size)?;
+            }
+            [pylit::Value::Str(name), _, _] => {
+                return Err(NpyError::Format(format!(
+                    "field '{}' is a sub-array, which Sarek does not map",
+                    join(name)
+                )));
+            }
+            [pylit::Value::Tuple(_), _] => {
+                return Err(NpyError::Format(
+                    "a structured dtype field has a title, which Sarek does not map".into(),
+                ));
+            }
+            _ => {
+                return Err(NpyError::Format(format!(
+                    "malformed structured dtype field {item}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Decode a file that must hold a vector of elements with `leaves` (and `len` elements, when

@@ -592,10 +592,24 @@ fn native_code_is_refused() {
     kb.vector("x", Ty::I32);
     let k = kb.finish(vec![st(StmtKind::Native("x[0] = 1;".into()))]);
     let err = interp::run(&k, LaunchConfig::linear(1), &mut [vec_i32(&[0])]).unwrap_err();
+    // A refusal for the IR target (a capability limit), located at the statement.
+    let sarek_runtime::RuntimeError::Refused {
+        target,
+        kernel,
+        diagnostics,
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!(
-        err,
-        sarek_runtime::RuntimeError::Compile(
-            "kernel `native` contains opaque native code, which the interpreter and the cpu backend cannot run".into()
-        )
+        (*target, kernel.as_str()),
+        (sarek_compiler::Target::Ir, "native")
+    );
+    assert_eq!(diagnostics.len(), 1);
+    assert_eq!(
+        err.to_string(),
+        "IR cannot run kernel `native`: opaque native code cannot run on the interpreter or \
+         the cpu backend (run this kernel on the backend whose language the native code is \
+         written in)"
     );
 }

@@ -250,3 +250,65 @@ w = np.load(d + "/wide.npy", max_header_size=200000); print(len(w.dtype.names), 
         "[('_0', '<i4'), ('_1', '<f4'), ('_2', '<i8')]"
     );
 }
+
+/// NumPy writes a record vector with a nested record field as a nested structured dtype
+/// (`[('p', [('a', '<i4'), ('b', '<f4')]), ...]`); it is read as the flattened leaves
+/// `p_a`, `p_b`, packed or aligned (with padding inside the nested struct and after it).
+#[test]
+fn reads_nested_structured_dtypes_written_by_numpy() {
+    if !numpy_available() {
+        return;
+    }
+    let d = scratch("nested");
+    let script = format!(
+        r#"
+import numpy as np
+d = {dir:?}
+n = 4
+i = np.arange(n)
+for name, align in (("packed", False), ("aligned", True)):
+    dt = np.dtype([("p", [("a", "<i4"), ("b", "<f8")]), ("k", "|b1"),
+                   ("s", [("tag", "<i4"), ("Circle_0", "<f4")])], align=align)
+    x = np.zeros(n, dtype=dt)
+    x["p"]["a"] = i * 3; x["p"]["b"] = i / 8; x["k"] = i % 2 == 0
+    x["s"]["tag"] = i % 2; x["s"]["Circle_0"] = -i
+    np.save(d + "/" + name + ".npy", x)
+    print(dt.itemsize, np.load(d + "/" + name + ".npy").dtype.descr)
+"#,
+        dir = p(&d)
+    );
+    let out = python(&script).unwrap();
+    // The files really are nested, and the aligned one really is padded.
+    assert!(out.contains("('p', [('a', '<i4'), ('b', '<f8')])"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("21 ")), "packed: {out}");
+    assert!(out.contains("('', '|V4')"), "aligned has padding: {out}");
+    let leaves = [
+        leaf("p_a", Scalar::I32),
+        leaf("p_b", Scalar::F64),
+        leaf("k", Scalar::Bool),
+        leaf("s_tag", Scalar::I32),
+        leaf("s_Circle_0", Scalar::F32),
+    ];
+    let idx = 0..4usize;
+    let want = vec![
+        Column::I32(idx.clone().map(|i| i as i32 * 3).collect()),
+        Column::F64(idx.clone().map(|i| i as f64 / 8.0).collect()),
+        Column::Bool(idx.clone().map(|i| i % 2 == 0).collect()),
+        Column::I32(idx.clone().map(|i| (i % 2) as i32).collect()),
+        Column::F32(idx.clone().map(|i| -(i as f32)).collect()),
+    ];
+    for file in ["packed.npy", "aligned.npy"] {
+        let v = npy::read_vector(&d.join(file), &leaves, Some(4)).unwrap();
+        assert_eq!(v.columns, want, "{file}");
+    }
+    // A nested field that does not fit is named by its flattened path.
+    let mut wrong = leaves.clone();
+    wrong[1] = leaf("p_c", Scalar::F64);
+    let e = npy::read_vector(&d.join("packed.npy"), &wrong, Some(4))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("('p_b', '<f8')") && e.contains("('p_c', '<f8')"),
+        "{e}"
+    );
+}

@@ -122,34 +122,10 @@ pub fn render(case: &Case, diags: &[Diagnostic]) -> String {
     sarek_compiler::diag::render_all(diags, &case.sources, false)
 }
 
-/// Make `libnvrtc` loadable by cudarc: if the system loader cannot find it, load it by
-/// absolute path (`SAREK_NVRTC_LIB`, or the `nvidia-cuda-nvrtc` wheel) so that a later
-/// `dlopen("libnvrtc.so.13")` resolves to the already-loaded library by its soname.
+/// Make `libnvrtc` loadable by cudarc, searched for as the CUDA backend does
+/// (`SAREK_NVRTC_LIB`, `CUDA_PATH`/`CUDA_HOME`, `LD_LIBRARY_PATH`, the `nvidia` Python wheel:
+/// see `sarek_runtime::cuda::nvrtc::candidates`). The runtime's cudarc is this crate's, so
+/// the library it loads serves the validator's own calls.
 pub fn load_nvrtc() -> Result<(), String> {
-    // SAFETY: loading NVRTC runs its initialisers, which have no preconditions.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Ok(());
-    }
-    let mut candidates: Vec<PathBuf> = std::env::var_os("SAREK_NVRTC_LIB")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    candidates.push(PathBuf::from(
-        "/root/.pyenv/versions/3.11.7/lib/python3.11/site-packages/nvidia/cu13/lib/libnvrtc.so.13",
-    ));
-    for c in &candidates {
-        if c.exists() {
-            // SAFETY: as above; the library stays loaded for the life of the process.
-            if let Ok(lib) = unsafe { libloading::Library::new(c) } {
-                std::mem::forget(lib);
-            }
-        }
-    }
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(format!(
-            "libnvrtc not found on the library path nor at {candidates:?}"
-        ))
-    }
+    sarek_runtime::cuda::nvrtc::load()
 }

@@ -684,11 +684,22 @@ impl Compiler<'_> {
             S::Break => StmtKind::Break,
             S::Continue => StmtKind::Continue,
             S::Trap(t) => StmtKind::Trap(t.message.clone()),
+            // A capability limit, not a compiler failure: the IR has no meaning for target
+            // source, so this is a refusal located at the statement, like a generator's.
             S::Native(_) => {
-                return Err(RuntimeError::Compile(format!(
-                    "kernel `{}` contains opaque native code, which the interpreter and the cpu backend cannot run",
-                    self.k.name
-                )));
+                let diag = sarek_compiler::diag::Diagnostic::error(
+                    s.span,
+                    "opaque native code cannot run on the interpreter or the cpu backend",
+                )
+                .with_label("target source the IR cannot execute")
+                .with_note(
+                    "run this kernel on the backend whose language the native code is written in",
+                );
+                return Err(RuntimeError::refused(
+                    sarek_compiler::Target::Ir,
+                    &self.k.name,
+                    [diag],
+                ));
             }
         };
         Ok(Stmt { kind, span: s.span })

@@ -178,13 +178,11 @@ pub fn main() -> ExitCode {
         eprintln!("error: internal error (a bug in sarek, please report it): {info}");
     }));
     let cli = Cli::parse();
-    // Before any thread exists (see `RuntimeDir`); removed when `main` returns.
-    let _runtime_dir = match cli.command {
-        Command::Run(_) | Command::Verify(_) | Command::Devices | Command::Bench(_) => {
-            RuntimeDir::ensure()
-        }
-        Command::Check { .. } | Command::Compile { .. } => RuntimeDir(None),
-    };
+    // Before any thread exists (see `ensure_runtime_dir`).
+    if let Command::Run(_) | Command::Verify(_) | Command::Devices | Command::Bench(_) = cli.command
+    {
+        ensure_runtime_dir();
+    }
     let result = match cli.command {
         Command::Check { files } => check::run(&files),
         Command::Compile {
@@ -219,36 +217,38 @@ pub fn main() -> ExitCode {
 /// the layer keeps working otherwise (`NODEVICE_SELECT=1` would disable it altogether). Only
 /// the command-line tool does this: setting the environment is sound only while the process
 /// has a single thread, which a library cannot know.
-struct RuntimeDir(Option<PathBuf>);
-
-impl RuntimeDir {
-    fn ensure() -> RuntimeDir {
-        let valid =
-            std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| Path::new(&v).is_absolute());
-        if valid {
-            return RuntimeDir(None);
-        }
-        let dir = std::env::temp_dir().join(format!("sarek-runtime-{}", std::process::id()));
-        let mut builder = std::fs::DirBuilder::new();
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        if builder.create(&dir).is_err() {
-            return RuntimeDir(None);
-        }
+///
+/// The folder is `sarek-runtime-<uid>` in the system temp dir, created once with mode 0700
+/// and reused (never removed), so nothing leaks when `sarek` is killed (`sarek ... | head`).
+/// It is used only if it really is ours: a directory (not a link) owned by this user that
+/// no one else can enter; anything else (another user's squat) leaves the variable unset.
+#[cfg(unix)]
+fn ensure_runtime_dir() {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let valid = std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| Path::new(&v).is_absolute());
+    if valid {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = std::env::temp_dir().join(format!("sarek-runtime-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return,
+    }
+    let ours = std::fs::symlink_metadata(&dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+    if ours {
         // SAFETY: called from `main` before any thread is started, so nothing reads the
         // environment concurrently.
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", &dir) };
-        RuntimeDir(Some(dir))
     }
 }
 
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.0 {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
+/// Wayland (and its noise) is a Unix matter.
+#[cfg(not(unix))]
+fn ensure_runtime_dir() {}
 
 /// Read and check `path`: an unreadable file is exit 2, diagnostics exit 1.
 pub fn load(path: &Path) -> Result<Program, Failure> {
