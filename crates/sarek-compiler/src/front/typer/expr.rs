@@ -846,7 +846,17 @@ impl Checker {
         cands.extend(builtin_names.iter().map(|s| s.as_str()));
         let mut d = Diagnostic::error(span, format!("unknown {what} `{}`", name.name))
             .with_label("not found in this scope");
-        if let Some(h) = did_you_mean(closest(&name.name, cands)) {
+        if let Some(&defined) = self.top_level.get(&name.name)
+            && !self.globals.contains_key(&name.name)
+        {
+            d = d
+                .with_secondary(defined, "defined here, after its use")
+                .with_note("a helper or kernel can use only the helpers and constants defined before it")
+                .with_help(format!(
+                    "move `{}` above this use; helpers that call each other are mutual recursion, which GPU code cannot run",
+                    name.name
+                ));
+        } else if let Some(h) = did_you_mean(closest(&name.name, cands)) {
             d = d.with_help(h);
         }
         self.diags.push(d);

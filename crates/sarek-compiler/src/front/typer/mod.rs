@@ -61,6 +61,14 @@ pub fn check_program(program: &ast::Program) -> Result<tast::Program, Vec<Diagno
     let mut c = Checker::default();
     c.declare_types(program);
     for item in &program.items {
+        let name = match &item.kind {
+            ast::ItemKind::Fun(f) => &f.name,
+            ast::ItemKind::Const { name, .. } => name,
+            _ => continue,
+        };
+        c.top_level.entry(name.name.clone()).or_insert(name.span);
+    }
+    for item in &program.items {
         match &item.kind {
             ast::ItemKind::Type(_) => {}
             ast::ItemKind::Const { name, ty, value } => c.check_const(name, ty, value),
@@ -152,6 +160,9 @@ pub(super) struct Checker {
     frames: Vec<CaptureFrame>,
     opens: Vec<String>,
     item: ItemCtx,
+    /// Every top-level helper and constant of the file, defined yet or not: a use before
+    /// the definition gets a note saying so.
+    top_level: HashMap<String, Span>,
 }
 
 impl Checker {
