@@ -201,6 +201,35 @@ fn compile_targets_and_kernels() {
     assert!(r.stdout.is_empty());
     assert!(std::fs::read_to_string(&out).unwrap().contains("add"));
 
+    // Several kernels and `-o FILE`: refused (one module per file); `-o DIR/`: one file each,
+    // which the target's own validator accepts (glslangValidator, when installed).
+    let file = d.join("both.glsl");
+    sarek(&[
+        "compile",
+        &two,
+        "--target",
+        "glsl",
+        "-o",
+        file.to_str().unwrap(),
+    ])
+    .fails(1, &["has 2 kernels (add, scale)", "-o DIR/"]);
+    assert!(!file.exists());
+    let dir = format!("{}/", d.join("modules").display());
+    sarek(&["compile", &two, "--target", "glsl", "-o", &dir]).ok();
+    for k in ["add", "scale"] {
+        let module = d.join("modules").join(format!("{k}.glsl"));
+        let text = std::fs::read_to_string(&module).unwrap();
+        assert_eq!(text.matches("#version").count(), 1, "{text}");
+        match Command::new("glslangValidator")
+            .args(["-S", "comp", "--target-env", "vulkan1.1"])
+            .arg(&module)
+            .output()
+        {
+            Ok(o) => assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout)),
+            Err(e) => eprintln!("skipping glslangValidator ({e})"),
+        }
+    }
+
     sarek(&["compile", &two, "--target", "fortran"]).fails(2, &["unknown target `fortran`"]);
     sarek(&["compile", &two, "--target", "ir", "--kernel", "scal"])
         .fails(1, &["no kernel `scal`", "did you mean `scale`?"]);

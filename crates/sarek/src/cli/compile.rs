@@ -1,8 +1,11 @@
 //! `sarek compile FILE --target T [--kernel K] [-o PATH]`.
 //!
-//! Without `--kernel`, every kernel of the file is compiled, in source order; when there are
-//! several, each is preceded by a `// ==== kernel NAME ====` line (a comment in every target
-//! language, PTX included).
+//! Without `--kernel`, every kernel of the file is compiled, in source order. On stdout, when
+//! there are several, each is preceded by a `// ==== kernel NAME ====` line (a comment in every
+//! target language, PTX included), for reading. A file must hold one valid module, so `-o`
+//! with several kernels needs a directory (`-o DIR/` or an existing one): one file per
+//! kernel, `DIR/<kernel>.<target>`; `-o FILE` is refused rather than writing two modules into
+//! one file, which no target compiler accepts.
 
 use super::{CmdResult, Failure, color, kernel_name, load, lower};
 use sarek::{Target, TargetOptions};
@@ -27,22 +30,32 @@ pub fn run(file: &Path, target: &str, kernel: Option<&str>, output: Option<&Path
             file.display()
         )));
     }
-    let mut out = String::new();
+    let to_dir =
+        output.is_some_and(|p| p.is_dir() || p.as_os_str().to_string_lossy().ends_with('/'));
+    if let Some(path) = output
+        && names.len() > 1
+        && !to_dir
+    {
+        return Err(Failure::user(format!(
+            "`{}` has {} kernels ({}) and a {} file holds one module: give `--kernel K`, or `-o DIR/` to write one file per kernel (`{}` is not a directory)",
+            file.display(),
+            names.len(),
+            names.join(", "),
+            target.display_name(),
+            path.display()
+        )));
+    }
+    let mut modules = Vec::new();
     let mut diags = Vec::new();
     for name in &names {
         let ir = lower(&program, name)?;
         match sarek::compiler::generate(&ir, target, &TargetOptions::default()) {
             Ok(g) => {
-                if names.len() > 1 {
-                    if !out.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(&format!("// ==== kernel {name} ====\n"));
+                let mut source = g.source;
+                if !source.ends_with('\n') {
+                    source.push('\n');
                 }
-                out.push_str(&g.source);
-                if !out.ends_with('\n') {
-                    out.push('\n');
-                }
+                modules.push((name, source));
             }
             Err(d) => diags.extend(d),
         }
@@ -51,14 +64,38 @@ pub fn run(file: &Path, target: &str, kernel: Option<&str>, output: Option<&Path
         return Err(Failure::rendered(1, program.render(&diags, color())));
     }
     match output {
-        Some(path) => std::fs::write(path, out).map_err(|e| {
-            Failure::io(format!(
-                "cannot write `{}`: {}",
-                path.display(),
-                super::io_reason(&e)
-            ))
-        })?,
-        None => print!("{out}"),
+        Some(dir) if to_dir => {
+            std::fs::create_dir_all(dir).map_err(|e| cannot_write(dir, &e))?;
+            for (name, source) in &modules {
+                let path = dir.join(format!("{name}.{}", target.name()));
+                std::fs::write(&path, source).map_err(|e| cannot_write(&path, &e))?;
+            }
+        }
+        Some(path) => {
+            let source = modules.first().map_or("", |m| m.1.as_str());
+            std::fs::write(path, source).map_err(|e| cannot_write(path, &e))?;
+        }
+        None => {
+            let mut out = String::new();
+            for (name, source) in &modules {
+                if modules.len() > 1 {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(&format!("// ==== kernel {name} ====\n"));
+                }
+                out.push_str(source);
+            }
+            print!("{out}");
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn cannot_write(path: &Path, e: &std::io::Error) -> Failure {
+    Failure::io(format!(
+        "cannot write `{}`: {}",
+        path.display(),
+        super::io_reason(e)
+    ))
 }
