@@ -781,7 +781,11 @@ impl<'k> Writer<'k> {
     // ----- expressions -----
 
     fn expr(&mut self, e: &Expr) -> String {
-        if !self.opaque_f32 && !matches!(e.kind, ExprKind::Lit(_)) && glslang_folds(e) {
+        let computes = matches!(
+            e.kind,
+            ExprKind::Binary { .. } | ExprKind::Unary { .. } | ExprKind::Intrinsic { .. }
+        );
+        if !self.opaque_f32 && computes && glslang_folds(e) {
             self.opaque_f32 = true;
             let s = self.expr(e);
             self.opaque_f32 = false;
@@ -1314,8 +1318,9 @@ fn f32_text(v: f32) -> String {
 /// Whether glslang constant-folds `e`: every leaf is a literal and every operation one it
 /// evaluates at compile time (operators, constructors, built-in functions, conversions). It
 /// folds in double precision, so [`crate::passes::constfold`] has already folded what it
-/// can exactly; what remains here (transcendentals of constants, a constant integer division
-/// by zero) gets float32 literals glslang cannot see through, so the device computes it.
+/// can exactly; in what remains (transcendentals of constants, a constant integer division
+/// by zero), [`Writer::expr`] spells the float32 literals of an operator or built-in call as
+/// bit patterns glslang cannot see through, so the device computes it in float32.
 fn glslang_folds(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lit(_) => true,
