@@ -39,6 +39,9 @@ pub(super) struct Writer<'k> {
     /// Substitution of the helper being emitted: array parameter -> what it is bound to.
     subst: HashMap<VarId, ArrArg>,
     counter: u32,
+    /// Emitting a constant expression glslang would fold: float32 literals are spelled as bit
+    /// patterns, which it does not fold through (see [`glslang_folds`]).
+    opaque_f32: bool,
     span: Span,
     uses_i64: bool,
     uses_f64: bool,
@@ -98,6 +101,7 @@ impl<'k> Writer<'k> {
             instance_text: Vec::new(),
             subst: HashMap::new(),
             counter: 0,
+            opaque_f32: false,
             span: k.span,
             uses_i64: false,
             uses_f64: false,
@@ -777,6 +781,16 @@ impl<'k> Writer<'k> {
     // ----- expressions -----
 
     fn expr(&mut self, e: &Expr) -> String {
+        let computes = matches!(
+            e.kind,
+            ExprKind::Binary { .. } | ExprKind::Unary { .. } | ExprKind::Intrinsic { .. }
+        );
+        if !self.opaque_f32 && computes && glslang_folds(e) {
+            self.opaque_f32 = true;
+            let s = self.expr(e);
+            self.opaque_f32 = false;
+            return s;
+        }
         self.note_type(&e.ty);
         match &e.kind {
             ExprKind::Lit(l) => self.literal(l),
@@ -860,9 +874,10 @@ impl<'k> Writer<'k> {
                     format!("{v}l")
                 }
             }
-            Literal::F32(v) => {
-                float_lit(*v as f64, v.is_nan(), v.is_infinite(), format!("{v:?}"), "")
+            Literal::F32(v) if self.opaque_f32 && v.is_finite() => {
+                format!("uintBitsToFloat({:#010x}u)", v.to_bits())
             }
+            Literal::F32(v) => float_lit(*v as f64, v.is_nan(), v.is_infinite(), f32_text(*v), ""),
             Literal::F64(v) => {
                 self.uses_f64 = true;
                 float_lit(*v, v.is_nan(), v.is_infinite(), format!("{v:?}"), "lf")
@@ -1284,6 +1299,52 @@ fn zero_scalar(s: Scalar) -> &'static str {
         Scalar::I64 => "0l",
         Scalar::F32 => "0.0",
         Scalar::F64 => "0.0lf",
+    }
+}
+
+/// Decimal text of a float32 that glslang reads back as exactly `v`. glslang parses a literal
+/// as a double and rounds that to float32: the shortest round-trip text of `v` survives the
+/// double rounding (checked for a 1-in-97 sample of all float32), but the check is cheap, and
+/// the text of `v`'s exact double value always survives.
+fn f32_text(v: f32) -> String {
+    let short = format!("{v:?}");
+    if short.parse::<f64>().is_ok_and(|d| d as f32 == v) {
+        short
+    } else {
+        format!("{:?}", f64::from(v))
+    }
+}
+
+/// Whether glslang constant-folds `e`: every leaf is a literal and every operation one it
+/// evaluates at compile time (operators, constructors, built-in functions, conversions). It
+/// folds in double precision, so [`crate::passes::constfold`] has already folded what it
+/// can exactly; in what remains (transcendentals of constants, a constant integer division
+/// by zero), [`Writer::expr`] spells the float32 literals of an operator or built-in call as
+/// bit patterns glslang cannot see through, so the device computes it in float32.
+fn glslang_folds(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) => true,
+        ExprKind::Binary { lhs, rhs, .. } => glslang_folds(lhs) && glslang_folds(rhs),
+        ExprKind::Unary { operand, .. } => glslang_folds(operand),
+        ExprKind::Field { base, .. } => glslang_folds(base),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => glslang_folds(cond) && glslang_folds(then_value) && glslang_folds(else_value),
+        ExprKind::Record { fields, .. } => fields.iter().all(glslang_folds),
+        ExprKind::Intrinsic {
+            op:
+                Intrinsic::Math(_)
+                | Intrinsic::Abs
+                | Intrinsic::Min
+                | Intrinsic::Max
+                | Intrinsic::Clz
+                | Intrinsic::Popcount
+                | Intrinsic::Convert,
+            args,
+        } => args.iter().all(glslang_folds),
+        _ => false,
     }
 }
 

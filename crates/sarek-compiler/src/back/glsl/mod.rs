@@ -28,6 +28,14 @@
 //!   parameters is specialised per tuple of arrays it is called with (`sarek_s<n>_<name>`);
 //!   per-thread local arrays are passed as `inout T a[N]`.
 //!
+//! Float32 must compute as float32 (F12 in tests/conformance/FINDINGS.md): glslang parses
+//! float literals as doubles and folds constant expressions in double, rounding once at the
+//! end (or never, when the result is widened). So the kernel goes through
+//! [`crate::passes::constfold`] first, which folds what IEEE 754 defines exactly with the
+//! interpreter's semantics, and the float32 literals of any constant expression left (a
+//! transcendental of a constant) are written as `uintBitsToFloat(0x...u)`, which glslang
+//! does not fold through; lone literals are written in a decimal glslang reads back exactly.
+//!
 //! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
 //! helpers in [`f64math`]. What GLSL cannot express (float64 or int64 atomics and native
 //! subgroups where the device lacks them) is refused with a located error naming GLSL.
@@ -39,6 +47,7 @@ pub mod spirv;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{Kernel, Ty, VarId};
+use crate::passes::constfold::fold_constants;
 use crate::passes::legalize::legalize_shader_avoiding_params;
 use crate::passes::reserved::reserved;
 use crate::target::{Generated, Target, TargetOptions};
@@ -67,7 +76,8 @@ pub fn generate_with(
     options: &TargetOptions,
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = legalize_shader_avoiding_params(kernel);
+    // glslang folds constant float32 expressions in double: fold them first, exactly.
+    let kernel = legalize_shader_avoiding_params(&fold_constants(kernel));
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),
