@@ -9,10 +9,13 @@
 use sarek::{LaunchConfig, Program, Vector};
 use std::error::Error;
 
+mod support;
+
 /// Checked while this example compiles: a Sarek error would be a Rust compile error.
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/mandelbrot.sarek");
 
 fn main() -> Result<(), Box<dyn Error>> {
+    support::quiet_vulkan_layers();
     let args: Vec<u32> = std::env::args()
         .skip(1)
         .map(|a| a.parse())

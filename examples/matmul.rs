@@ -7,9 +7,12 @@
 use sarek::{LaunchConfig, Program, Vector};
 use std::error::Error;
 
+mod support;
+
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/matmul.sarek");
 
 fn main() -> Result<(), Box<dyn Error>> {
+    support::quiet_vulkan_layers();
     let n: usize = std::env::args()
         .nth(1)
         .map(|a| a.parse())

@@ -16,7 +16,9 @@
 //!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
 //!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
-//!   `Vec<Literal>`); it returns the `sarek::Launch` to configure and run.
+//!   `Vec<sarek::Literal>`, see `sarek::Kernel::value`); it returns the `sarek::Launch` to
+//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE` or
+//!   `PATH` is refused (its launcher would clash with the module's items).
 //!
 //! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.
@@ -44,22 +46,33 @@ pub fn kernel_source(input: TokenStream) -> TokenStream {
 pub fn include_kernel(input: TokenStream) -> TokenStream {
     let lit = parse_macro_input!(input as LitStr);
     let rel = lit.value();
-    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let path = std::path::Path::new(&root).join(&rel);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            let msg = format!("cannot read Sarek kernel `{}`: {e}", path.display());
-            return quote_spanned!(lit.span()=> compile_error!(#msg)).into();
-        }
-    };
-    match check(&rel, &text) {
-        Ok(()) => {
+    match read_and_check(&manifest_dir(), &rel) {
+        Ok((path, _)) => {
             let abs = path.display().to_string();
             quote_spanned!(lit.span()=> include_str!(#abs)).into()
         }
         Err(msg) => quote_spanned!(lit.span()=> compile_error!(#msg)).into(),
     }
+}
+
+/// The including crate's root: relative kernel paths start there.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| ".".into())
+}
+
+/// Read `root/rel` and run the front end on it, registered as `rel` for its diagnostics.
+/// Returns the full path (for `include_str!`) and the typed program, or the message of the
+/// `compile_error!`.
+fn read_and_check(
+    root: &std::path::Path,
+    rel: &str,
+) -> Result<(std::path::PathBuf, sarek_compiler::front::tast::Program), String> {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    front(rel, &text).map(|program| (path, program))
 }
 
 /// `[VIS] mod NAME = "path"`.
@@ -89,19 +102,13 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         path: lit,
     } = parse_macro_input!(input as ModuleSpec);
     let rel = lit.value();
-    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let path = std::path::Path::new(&root).join(&rel);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            let msg = format!("cannot read Sarek kernel `{}`: {e}", path.display());
-            return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
-        }
-    };
-    let program = match front(&rel, &text) {
-        Ok(p) => p,
+    let (path, program) = match read_and_check(&manifest_dir(), &rel) {
+        Ok(found) => found,
         Err(msg) => return quote_spanned!(lit.span()=> compile_error!(#msg);).into(),
     };
+    if let Some(msg) = launcher_clash(&program, &rel) {
+        return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
+    }
     let launchers = program.kernels.iter().map(|k| {
         let fname = rust_ident(&k.name);
         let kname = &k.name;
@@ -123,7 +130,7 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
                     _ => (quote!(&'a mut ::sarek::HostVector), quote!(.arg(#id))),
                 },
                 _ => (
-                    quote!(::std::vec::Vec<::sarek::compiler::types::Literal>),
+                    quote!(::std::vec::Vec<::sarek::Literal>),
                     quote!(.aggregate(#id)),
                 ),
             };
@@ -159,6 +166,19 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
     .into()
 }
 
+/// A launcher is a function named after its kernel, next to the module's own items: a
+/// kernel whose name would clash with one of them is refused with this message.
+fn launcher_clash(program: &sarek_compiler::front::tast::Program, rel: &str) -> Option<String> {
+    let k = program.kernels.iter().find(|k| {
+        ["program", "SOURCE", "PATH"].contains(&rust_ident(&k.name).to_string().as_str())
+    })?;
+    Some(format!(
+        "kernel `{}` in {rel} would clash with the module's own `{}`: rename the kernel, or \
+         use `include_kernel!` and `sarek::Program::compile`",
+        k.name, k.name
+    ))
+}
+
 fn rust_scalar(s: Scalar) -> proc_macro2::TokenStream {
     match s {
         Scalar::Bool => quote!(bool),
@@ -191,7 +211,7 @@ fn front(name: &str, text: &str) -> Result<sarek_compiler::front::tast::Program,
     sarek_compiler::check(&sources, file).map_err(|d| {
         format!(
             "Sarek kernel rejected:\n{}",
-            sarek_compiler::diag::render_all(&d, &sources, false)
+            sarek_compiler::diag::render_all(&d, &sources, false).trim_end()
         )
     })
 }
@@ -212,5 +232,43 @@ mod tests {
         assert!(msg.starts_with("Sarek kernel rejected:\nerror"), "{msg}");
         assert!(msg.contains("bad.sarek:2:"), "{msg}");
         assert!(msg.contains("undefined_name"), "{msg}");
+        assert!(!msg.ends_with('\n'), "{msg:?}");
+    }
+
+    #[test]
+    fn files_are_read_relative_to_the_crate_root_and_located_by_their_relative_path() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let (path, program) =
+            super::read_and_check(&root, "examples/kernels/vector_add.sarek").unwrap();
+        assert!(path.ends_with("examples/kernels/vector_add.sarek"));
+        assert_eq!(program.kernels[0].name, "vector_add");
+        // A type error in a file: exactly the error golden's rendering (the runner in
+        // crates/sarek-compiler/tests/errors.rs registers it under the same relative path).
+        let rel = "tests/errors/type_aggregate_eq_record.sarek";
+        let Err(msg) = super::read_and_check(&root, rel) else {
+            panic!("{rel} must be refused");
+        };
+        let expected =
+            std::fs::read_to_string(root.join(rel.replace(".sarek", ".expected"))).unwrap();
+        assert_eq!(
+            msg,
+            format!("Sarek kernel rejected:\n{}", expected.trim_end())
+        );
+        let clash = super::front(
+            "p.sarek",
+            "let%kernel program (v : int32 vector) = v.(0) <- 1",
+        );
+        assert_eq!(
+            super::launcher_clash(&clash.unwrap(), "p.sarek").as_deref(),
+            Some(
+                "kernel `program` in p.sarek would clash with the module's own `program`: \
+                 rename the kernel, or use `include_kernel!` and `sarek::Program::compile`"
+            )
+        );
+        let Err(msg) = super::read_and_check(&root, "no/such.sarek") else {
+            panic!("no/such.sarek does not exist");
+        };
+        assert!(msg.starts_with("cannot read Sarek kernel `"), "{msg}");
+        assert!(msg.contains("no/such.sarek"), "{msg}");
     }
 }

@@ -36,6 +36,42 @@
 //! variants are passed as their leaves ([`Kernel::value`] parses the command line's spelling,
 //! `Rect,2.0,3.0`).
 //!
+//! ```
+//! use sarek::{Backend, Column, Error, Program, Vector};
+//! let program = Program::compile("shapes.sarek", r#"
+//!     type shape = Circle of float32 | Rect of float32 * float32
+//!     let%kernel area (s : shape vector) (scale : shape) (out : float32 vector) =
+//!       let i = global_thread_id in
+//!       if i < length out then
+//!         out.(i) <- (match s.(i) with Circle r -> 3.0 *. r *. r | Rect (w, h) -> w *. h)
+//!                    *. (match scale with Circle k -> k | Rect (k, _) -> k)
+//! "#)?;
+//! let kernel = program.kernel("area")?;
+//! let device = sarek::open(Backend::Cpu)?;
+//! // A shape vector: the tag (the constructor's index), then Circle_0, Rect_0, Rect_1.
+//! let mut shapes = kernel.vector("s", 2)?;
+//! shapes.columns[0] = Column::I32(vec![0, 1]);
+//! shapes.columns[1] = Column::F32(vec![1.0, 0.0]);
+//! shapes.columns[2] = Column::F32(vec![0.0, 2.0]);
+//! shapes.columns[3] = Column::F32(vec![0.0, 3.0]);
+//! let mut out = Vector::filled(0.0f32, 2);
+//! kernel.launch()
+//!     .arg(&mut shapes)
+//!     .aggregate(kernel.value("scale", "Circle,2.0")?)
+//!     .arg(&mut out)
+//!     .run(&*device)?;
+//! assert_eq!(out.to_vec(), [6.0, 12.0]);
+//!
+//! // Reading one element past the end: a fault located in the source.
+//! let oob = Program::compile("oob.sarek", "let%kernel oob (v : int32 vector) =\n  v.(length v) <- 1\n")?
+//!     .kernel("oob")?;
+//! let mut v = Vector::filled(0i32, 4);
+//! let e = oob.launch().arg(&mut v).run(&*sarek::open(Backend::Interp)?).unwrap_err();
+//! assert!(matches!(e, Error::Located { .. }));
+//! assert!(e.to_string().contains("oob.sarek:2:3"), "{e}");
+//! # Ok::<(), sarek::Error>(())
+//! ```
+//!
 //! ```compile_fail
 //! // `undefined_name` is not bound: this is a Rust compile error with the Sarek diagnostic.
 //! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
@@ -60,7 +96,11 @@ use sarek_compiler::{FileId, SourceMap};
 use std::sync::Arc;
 
 /// Errors of the high-level API; compile errors carry their rendered diagnostics.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` is the message itself (rendered diagnostics unescaped, on their lines), so that
+/// `fn main() -> Result<(), sarek::Error>` prints a readable error; match the variants, or
+/// [`Error::runtime`], for the structure.
+#[derive(thiserror::Error)]
 pub enum Error {
     /// Rendered diagnostics (`error: ...`, `--> file:line:col`, source excerpt).
     #[error("{0}")]
@@ -79,6 +119,12 @@ pub enum Error {
         #[source]
         error: RuntimeError,
     },
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_string().trim_end())
+    }
 }
 
 impl Error {
@@ -212,7 +258,9 @@ pub struct Kernel {
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernel").field("ir", &self.ir).finish_non_exhaustive()
+        f.debug_struct("Kernel")
+            .field("ir", &self.ir)
+            .finish_non_exhaustive()
     }
 }
 

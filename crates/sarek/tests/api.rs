@@ -118,7 +118,10 @@ fn vectors_of_records_variants_and_tuples_and_aggregates_by_value() {
         )
         .run(&*device)
         .unwrap_or_else(|e| panic!("{backend}: {e}"));
-        assert!(stats.total_time >= stats.kernel_time, "{backend}: {stats:?}");
+        assert!(
+            stats.total_time >= stats.kernel_time,
+            "{backend}: {stats:?}"
+        );
 
         let (p0, s0, t0) = before;
         let (px, py) = (column_f32(&p0.columns[0]), column_f32(&p0.columns[1]));
@@ -137,10 +140,26 @@ fn vectors_of_records_variants_and_tuples_and_aggregates_by_value() {
                 + (ta[i] * 3) as f32
                 + tb[i];
             assert_eq!(out.as_slice()[i], want, "{backend}: out[{i}]");
-            assert_eq!(pts.columns[0].get(i), Literal::F32(py[i]), "{backend}: x[{i}]");
-            assert_eq!(pts.columns[1].get(i), Literal::F32(px[i]), "{backend}: y[{i}]");
-            assert_eq!(pairs.columns[0].get(i), Literal::I32(ta[i] + 1), "{backend}");
-            assert_eq!(pairs.columns[1].get(i), Literal::F32(2.0 * tb[i]), "{backend}");
+            assert_eq!(
+                pts.columns[0].get(i),
+                Literal::F32(py[i]),
+                "{backend}: x[{i}]"
+            );
+            assert_eq!(
+                pts.columns[1].get(i),
+                Literal::F32(px[i]),
+                "{backend}: y[{i}]"
+            );
+            assert_eq!(
+                pairs.columns[0].get(i),
+                Literal::I32(ta[i] + 1),
+                "{backend}"
+            );
+            assert_eq!(
+                pairs.columns[1].get(i),
+                Literal::F32(2.0 * tb[i]),
+                "{backend}"
+            );
             let new_tag = column_i32(&shapes.columns[0])[i];
             match tag[i] {
                 // Circle r -> Rect (r, 1.0)
@@ -211,11 +230,17 @@ fn argument_mistakes_are_clear_errors() {
     let kernel = program.kernel("mix").unwrap();
     let device = sarek::open(Backend::Interp).unwrap();
     let e = kernel.value("s", "Square,1.0").unwrap_err().to_string();
-    assert!(e.contains("parameter `s` (shape)") && e.contains("Square"), "{e}");
+    assert!(
+        e.contains("parameter `s` (shape)") && e.contains("Square"),
+        "{e}"
+    );
     let e = kernel.value("s", "Rect,1.0").unwrap_err().to_string();
     assert!(e.contains("too few values"), "{e}");
     let e = kernel.value("origni", "1,2").unwrap_err().to_string();
-    assert_eq!(e, "kernel `mix` has no parameter `origni`; did you mean `origin`?");
+    assert_eq!(
+        e,
+        "kernel `mix` has no parameter `origni`; did you mean `origin`?"
+    );
     let e = kernel.vector("k", 4).unwrap_err().to_string();
     assert_eq!(e, "parameter `k` has type int32, not a vector type");
     let e = kernel.value("pts", "1,2").unwrap_err().to_string();
@@ -229,7 +254,10 @@ fn argument_mistakes_are_clear_errors() {
         .arg(&mut out)
         .run(&*device)
         .unwrap_err();
-    assert!(matches!(e, Error::Runtime(RuntimeError::Arguments(_))), "{e:?}");
+    assert!(
+        matches!(e, Error::Runtime(RuntimeError::Arguments(_))),
+        "{e:?}"
+    );
     assert_eq!(e.to_string(), "kernel `mix` takes 8 arguments, 2 given");
     // A float32 vector where the tuple vector goes.
     let mut shapes = kernel.vector("shapes", 4).unwrap();
@@ -264,16 +292,22 @@ fn argument_mistakes_are_clear_errors() {
         .scalar(4i32)
         .run(&*device)
         .unwrap_err();
-    assert_eq!(e.to_string(), "parameter `origin` has type point, but int32 was given");
+    assert_eq!(
+        e.to_string(),
+        "parameter `origin` has type point, but int32 was given"
+    );
     // The vectors are handed back after a refused launch.
     assert_eq!((pts.len, pairs.len, out.len()), (4, 4, 4));
 }
 
 #[test]
 fn compile_errors_and_unknown_kernels() {
-    let e = Program::compile("bad.sarek", "let%kernel k (v : int32 vector) =\n  v.(0) <- 1.5\n")
-        .err()
-        .expect("a type error");
+    let e = Program::compile(
+        "bad.sarek",
+        "let%kernel k (v : int32 vector) =\n  v.(0) <- 1.5\n",
+    )
+    .err()
+    .expect("a type error");
     let Error::Compile(text) = &e else {
         panic!("{e:?}")
     };
