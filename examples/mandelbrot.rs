@@ -14,8 +14,11 @@ mod support;
 /// Checked while this example compiles: a Sarek error would be a Rust compile error.
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/mandelbrot.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
-    support::quiet_vulkan_layers();
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let args: Vec<u32> = std::env::args()
         .skip(1)
         .map(|a| a.parse())

@@ -11,8 +11,11 @@ mod support;
 
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/matmul.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
-    support::quiet_vulkan_layers();
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let n: usize = std::env::args()
         .nth(1)
         .map(|a| a.parse())

@@ -13,8 +13,11 @@ mod support;
 // `kernels::vector_add(&kernel, &mut a, &mut b, &mut c)`.
 sarek::kernel_module!(mod kernels = "../../examples/kernels/vector_add.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
-    support::quiet_vulkan_layers();
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let n = 1 << 16;
     let program = kernels::program()?;
     let kernel = program.kernel("vector_add")?;
