@@ -6,7 +6,8 @@
 //! diagnostic (`error: ...`, `--> file:line:col`, the source line and carets), pointing at the
 //! macro's argument.
 //!
-//! - `kernel_source!("let%kernel k ... = ...")`: an inline source.
+//! - `kernel_source!("let%kernel k ... = ...")`: an inline source; its diagnostics are at
+//!   the Rust file's line and column when the literal has no escapes (a raw string, say).
 //! - `include_kernel!("kernels/k.sarek")`: a file, relative to the including crate's
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
@@ -33,12 +34,48 @@ use syn::{Ident, LitStr, Token, Visibility, parse_macro_input};
 /// Check an inline Sarek source at compile time; expands to the source text.
 #[proc_macro]
 pub fn kernel_source(input: TokenStream) -> TokenStream {
+    let place = literal_place(&input);
     let lit = parse_macro_input!(input as LitStr);
     let text = lit.value();
-    match check("<kernel_source!>", &text) {
+    // Diagnostics at the Rust file's own line and column when the literal's text is its value
+    // (no escapes), else counted from the start of the literal.
+    let (name, located) = place
+        .and_then(|(file, line, column)| {
+            let padded = align(&lit.token().to_string(), &text, line, column)?;
+            Some((file, padded))
+        })
+        .unwrap_or_else(|| ("<kernel_source!>".to_string(), text.clone()));
+    match check(&name, &located) {
         Ok(()) => quote_spanned!(lit.span()=> #lit).into(),
         Err(msg) => quote_spanned!(lit.span()=> compile_error!(#msg)).into(),
     }
+}
+
+/// The Rust file, line and column (1-based) where a macro's single literal argument starts.
+fn literal_place(input: &TokenStream) -> Option<(String, usize, usize)> {
+    let mut tokens = input.clone().into_iter();
+    let (Some(proc_macro::TokenTree::Literal(lit)), None) = (tokens.next(), tokens.next()) else {
+        return None;
+    };
+    let span = lit.span();
+    let file = span.local_file()?;
+    Some((file.display().to_string(), span.line(), span.column()))
+}
+
+/// `value` padded with blank lines and spaces so that its characters sit at the lines and
+/// columns they have in the Rust file, given the literal `token` (`"..."` or `r#"..."#`)
+/// starting at `line`:`column`. `None` when the token's text is not its value (escapes).
+fn align(token: &str, value: &str, line: usize, column: usize) -> Option<String> {
+    let open = token.find('"')? + 1;
+    let close = token.rfind('"')?;
+    if close < open || &token[open..close] != value {
+        return None;
+    }
+    Some(format!(
+        "{}{}{value}",
+        "\n".repeat(line.saturating_sub(1)),
+        " ".repeat(column.saturating_sub(1) + open)
+    ))
 }
 
 /// Check a Sarek file (path relative to the crate root) at compile time; expands to its text.
@@ -233,6 +270,22 @@ mod tests {
         assert!(msg.contains("bad.sarek:2:"), "{msg}");
         assert!(msg.contains("undefined_name"), "{msg}");
         assert!(!msg.ends_with('\n'), "{msg:?}");
+    }
+
+    #[test]
+    fn inline_sources_keep_their_place_in_the_rust_file() {
+        // `const K: &str = kernel_source!("let%kernel k (v : int32 vector) =` at line 3, the
+        // literal at column 38, and the error on the next line.
+        let value = "let%kernel k (v : int32 vector) =\n  v.(0) <- true";
+        let token = format!("\"{value}\"");
+        let padded = super::align(&token, value, 3, 38).unwrap();
+        let msg = super::check("src/main.rs", &padded).unwrap_err();
+        assert!(msg.contains("src/main.rs:4:12"), "{msg}");
+        let raw = format!("r#\"{value}\"#");
+        let padded = super::align(&raw, value, 3, 38).unwrap();
+        assert!(padded.starts_with(&format!("\n\n{}let%kernel", " ".repeat(40))));
+        // An escape makes the value differ from the text: no alignment.
+        assert_eq!(super::align("\"a\\nb\"", "a\nb", 1, 1), None);
     }
 
     #[test]
