@@ -12,8 +12,9 @@
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
 //!
-//! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")`: a module with the checked
-//!   `SOURCE`, `program()` to compile it, and one typed launcher per kernel,
+//! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")` (attributes such as `/// docs`
+//!   may precede `pub mod`): a module with the checked `SOURCE`, `program()` to compile it,
+//!   and one typed launcher per kernel,
 //!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
 //!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
@@ -29,7 +30,7 @@ use quote::{format_ident, quote, quote_spanned};
 use sarek_compiler::front::tast::Ty;
 use sarek_compiler::types::Scalar;
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token, Visibility, parse_macro_input};
+use syn::{Attribute, Ident, LitStr, Token, Visibility, parse_macro_input};
 
 /// Check an inline Sarek source at compile time; expands to the source text.
 #[proc_macro]
@@ -114,6 +115,8 @@ fn read_and_check(
 
 /// `[VIS] mod NAME = "path"`.
 struct ModuleSpec {
+    /// Outer attributes (`/// docs`, `#[allow(..)]`) for the generated module.
+    attrs: Vec<Attribute>,
     vis: Visibility,
     name: Ident,
     path: LitStr,
@@ -121,12 +124,18 @@ struct ModuleSpec {
 
 impl Parse for ModuleSpec {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
         let vis = input.parse()?;
         input.parse::<Token![mod]>()?;
         let name = input.parse()?;
         input.parse::<Token![=]>()?;
         let path = input.parse()?;
-        Ok(ModuleSpec { vis, name, path })
+        Ok(ModuleSpec {
+            attrs,
+            vis,
+            name,
+            path,
+        })
     }
 }
 
@@ -134,6 +143,7 @@ impl Parse for ModuleSpec {
 #[proc_macro]
 pub fn kernel_module(input: TokenStream) -> TokenStream {
     let ModuleSpec {
+        mut attrs,
         vis,
         name,
         path: lit,
@@ -186,7 +196,12 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         }
     });
     let abs = path.display().to_string();
+    if !attrs.iter().any(|a| a.path().is_ident("doc")) {
+        let doc = format!("The kernels of `{rel}`, checked at build time, and their launchers.");
+        attrs.push(syn::parse_quote!(#[doc = #doc]));
+    }
     quote! {
+        #(#attrs)*
         #vis mod #name {
             /// The checked kernel source.
             pub const SOURCE: &str = include_str!(#abs);
