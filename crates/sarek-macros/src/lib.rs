@@ -162,6 +162,12 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         let mut params = Vec::new();
         let mut pushes = Vec::new();
         let mut doc = format!("Launch kernel `{kname}`:");
+        // The launcher's own first parameter, renamed past any kernel parameter `kernel`.
+        let mut kid = String::from("kernel");
+        while k.params.iter().any(|p| rust_ident(&p.name) == kid) {
+            kid.push('_');
+        }
+        let kid = format_ident!("{}", kid);
         for p in &k.params {
             let id = rust_ident(&p.name);
             let (ty, push) = match &p.ty {
@@ -189,9 +195,9 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         quote! {
             #[doc = #doc]
             #[allow(clippy::too_many_arguments)]
-            pub fn #fname<'a>(kernel: &'a ::sarek::Kernel, #(#params),*) -> ::sarek::Launch<'a> {
-                debug_assert_eq!(kernel.name(), #kname, "a launcher for another kernel");
-                kernel.launch() #(#pushes)*
+            pub fn #fname<'a>(#kid: &'a ::sarek::Kernel, #(#params),*) -> ::sarek::Launch<'a> {
+                debug_assert_eq!(#kid.name(), #kname, "a launcher for another kernel");
+                #kid.launch() #(#pushes)*
             }
         }
     });

@@ -183,6 +183,17 @@ fn vectors_of_records_variants_and_tuples_and_aggregates_by_value() {
 }
 
 #[test]
+fn typed_launchers_rename_parameters_rust_cannot_take() {
+    let program = mix::program().unwrap();
+    assert_eq!(program.kernel_names(), ["mix", "scale"]);
+    let kernel = program.kernel("scale").unwrap();
+    let device = sarek::open(Backend::Cpu).unwrap();
+    let mut v = Vector::from_vec(vec![1.0f32, 2.0, 3.0]);
+    mix::scale(&kernel, &mut v, 2.0, 2).run(&*device).unwrap();
+    assert_eq!(v.to_vec(), [2.0, 4.0, 3.0]);
+}
+
+#[test]
 fn the_dynamic_api_takes_the_same_arguments() {
     let program = mix::program().unwrap();
     let kernel = program.kernel("mix").unwrap();
