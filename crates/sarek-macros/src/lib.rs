@@ -1,9 +1,9 @@
 //! Compile-time checked Sarek kernels.
 //!
-//! Both macros run the Sarek front end (parse, type check, monomorphisation, recursion and
-//! convergence checks) while rustc expands them, and expand to the kernel source as a
-//! `&'static str`. A Sarek error becomes a Rust `compile_error!` carrying the rendered
-//! diagnostic (`error: ...`, `--> file:line:col`, the source line and carets), pointing at the
+//! The three macros run the Sarek front end (parse, type check, monomorphisation, recursion
+//! and convergence checks) while rustc expands them; `kernel_source!` and `include_kernel!`
+//! expand to the kernel source as a `&'static str`. A Sarek error becomes a Rust `compile_error!` carrying the rendered
+//! diagnostic (`error: ...`, `┌─ file:line:col`, the source line and carets), pointing at the
 //! macro's argument.
 //!
 //! - `kernel_source!("let%kernel k ... = ...")`: an inline source; its diagnostics are at

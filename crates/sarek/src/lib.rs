@@ -8,7 +8,7 @@
 //! Errors come back as [`Error`]. A fault found while a kernel runs (an out-of-bounds access
 //! on `interp`, a `[@sarek.inline N]` helper recursing deeper than `N` on any backend) and a
 //! backend refusing a kernel are *located*: [`Error::Located`] displays the rendered
-//! diagnostic (`error: ...`, `--> file:line:col`, the source line and carets) and keeps the
+//! diagnostic (`error: ...`, `┌─ file:line:col`, the source line and carets) and keeps the
 //! [`RuntimeError`] it came from.
 //!
 //! ```no_run
@@ -102,7 +102,7 @@ use std::sync::Arc;
 /// [`Error::runtime`], for the structure.
 #[derive(thiserror::Error)]
 pub enum Error {
-    /// Rendered diagnostics (`error: ...`, `--> file:line:col`, source excerpt).
+    /// Rendered diagnostics (`error: ...`, `┌─ file:line:col`, source excerpt).
     #[error("{0}")]
     Compile(String),
     #[error("{0}")]
@@ -113,10 +113,10 @@ pub enum Error {
     Runtime(#[from] RuntimeError),
     /// A runtime error located in the kernel source (a fault or trap, a refusal), displayed
     /// as its rendered diagnostics; `error` is the runtime's own value.
+    /// (`error` is not the `source()`: the rendering already says everything it says.)
     #[error("{rendered}")]
     Located {
         rendered: String,
-        #[source]
         error: RuntimeError,
     },
 }
