@@ -9,10 +9,16 @@
 use sarek::{LaunchConfig, Program, Vector};
 use std::error::Error;
 
+mod support;
+
 /// Checked while this example compiles: a Sarek error would be a Rust compile error.
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/mandelbrot.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let args: Vec<u32> = std::env::args()
         .skip(1)
         .map(|a| a.parse())

@@ -7,9 +7,15 @@
 use sarek::{LaunchConfig, Program, Vector};
 use std::error::Error;
 
+mod support;
+
 const SOURCE: &str = sarek::include_kernel!("../../examples/kernels/matmul.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let n: usize = std::env::args()
         .nth(1)
         .map(|a| a.parse())

@@ -7,11 +7,17 @@
 use sarek::Vector;
 use std::error::Error;
 
+mod support;
+
 // Checked at build time; generates `kernels::program()` and the typed launcher
 // `kernels::vector_add(&kernel, &mut a, &mut b, &mut c)`.
 sarek::kernel_module!(mod kernels = "../../examples/kernels/vector_add.sarek");
 
-fn main() -> Result<(), Box<dyn Error>> {
+fn main() -> std::process::ExitCode {
+    support::main(run)
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
     let n = 1 << 16;
     let program = kernels::program()?;
     let kernel = program.kernel("vector_add")?;

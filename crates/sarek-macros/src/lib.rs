@@ -1,22 +1,26 @@
 //! Compile-time checked Sarek kernels.
 //!
-//! Both macros run the Sarek front end (parse, type check, monomorphisation, recursion and
-//! convergence checks) while rustc expands them, and expand to the kernel source as a
-//! `&'static str`. A Sarek error becomes a Rust `compile_error!` carrying the rendered
-//! diagnostic (`error: ...`, `--> file:line:col`, the source line and carets), pointing at the
+//! The three macros run the Sarek front end (parse, type check, monomorphisation, recursion
+//! and convergence checks) while rustc expands them; `kernel_source!` and `include_kernel!`
+//! expand to the kernel source as a `&'static str`. A Sarek error becomes a Rust `compile_error!` carrying the rendered
+//! diagnostic (`error: ...`, `┌─ file:line:col`, the source line and carets), pointing at the
 //! macro's argument.
 //!
-//! - `kernel_source!("let%kernel k ... = ...")`: an inline source.
+//! - `kernel_source!("let%kernel k ... = ...")`: an inline source; its diagnostics are at
+//!   the Rust file's line and column when the literal has no escapes (a raw string, say).
 //! - `include_kernel!("kernels/k.sarek")`: a file, relative to the including crate's
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
 //!
-//! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")`: a module with the checked
-//!   `SOURCE`, `program()` to compile it, and one typed launcher per kernel,
+//! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")` (attributes such as `/// docs`
+//!   may precede `pub mod`): a module with the checked `SOURCE`, `program()` to compile it,
+//!   and one typed launcher per kernel,
 //!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
 //!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
-//!   `Vec<Literal>`); it returns the `sarek::Launch` to configure and run.
+//!   `Vec<sarek::Literal>`, see `sarek::Kernel::value`); it returns the `sarek::Launch` to
+//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE` or
+//!   `PATH` is refused (its launcher would clash with the module's items).
 //!
 //! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.
@@ -26,17 +30,53 @@ use quote::{format_ident, quote, quote_spanned};
 use sarek_compiler::front::tast::Ty;
 use sarek_compiler::types::Scalar;
 use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token, Visibility, parse_macro_input};
+use syn::{Attribute, Ident, LitStr, Token, Visibility, parse_macro_input};
 
 /// Check an inline Sarek source at compile time; expands to the source text.
 #[proc_macro]
 pub fn kernel_source(input: TokenStream) -> TokenStream {
+    let place = literal_place(&input);
     let lit = parse_macro_input!(input as LitStr);
     let text = lit.value();
-    match check("<kernel_source!>", &text) {
+    // Diagnostics at the Rust file's own line and column when the literal's text is its value
+    // (no escapes), else counted from the start of the literal.
+    let (name, located) = place
+        .and_then(|(file, line, column)| {
+            let padded = align(&lit.token().to_string(), &text, line, column)?;
+            Some((file, padded))
+        })
+        .unwrap_or_else(|| ("<kernel_source!>".to_string(), text.clone()));
+    match check(&name, &located) {
         Ok(()) => quote_spanned!(lit.span()=> #lit).into(),
         Err(msg) => quote_spanned!(lit.span()=> compile_error!(#msg)).into(),
     }
+}
+
+/// The Rust file, line and column (1-based) where a macro's single literal argument starts.
+fn literal_place(input: &TokenStream) -> Option<(String, usize, usize)> {
+    let mut tokens = input.clone().into_iter();
+    let (Some(proc_macro::TokenTree::Literal(lit)), None) = (tokens.next(), tokens.next()) else {
+        return None;
+    };
+    let span = lit.span();
+    let file = span.local_file()?;
+    Some((file.display().to_string(), span.line(), span.column()))
+}
+
+/// `value` padded with blank lines and spaces so that its characters sit at the lines and
+/// columns they have in the Rust file, given the literal `token` (`"..."` or `r#"..."#`)
+/// starting at `line`:`column`. `None` when the token's text is not its value (escapes).
+fn align(token: &str, value: &str, line: usize, column: usize) -> Option<String> {
+    let open = token.find('"')? + 1;
+    let close = token.rfind('"')?;
+    if close < open || &token[open..close] != value {
+        return None;
+    }
+    Some(format!(
+        "{}{}{value}",
+        "\n".repeat(line.saturating_sub(1)),
+        " ".repeat(column.saturating_sub(1) + open)
+    ))
 }
 
 /// Check a Sarek file (path relative to the crate root) at compile time; expands to its text.
@@ -44,17 +84,8 @@ pub fn kernel_source(input: TokenStream) -> TokenStream {
 pub fn include_kernel(input: TokenStream) -> TokenStream {
     let lit = parse_macro_input!(input as LitStr);
     let rel = lit.value();
-    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let path = std::path::Path::new(&root).join(&rel);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            let msg = format!("cannot read Sarek kernel `{}`: {e}", path.display());
-            return quote_spanned!(lit.span()=> compile_error!(#msg)).into();
-        }
-    };
-    match check(&rel, &text) {
-        Ok(()) => {
+    match read_and_check(&manifest_dir(), &rel) {
+        Ok((path, _)) => {
             let abs = path.display().to_string();
             quote_spanned!(lit.span()=> include_str!(#abs)).into()
         }
@@ -62,8 +93,30 @@ pub fn include_kernel(input: TokenStream) -> TokenStream {
     }
 }
 
+/// The including crate's root: relative kernel paths start there.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| ".".into())
+}
+
+/// Read `root/rel` and run the front end on it, registered as `rel` for its diagnostics.
+/// Returns the full path (for `include_str!`) and the typed program, or the message of the
+/// `compile_error!`.
+fn read_and_check(
+    root: &std::path::Path,
+    rel: &str,
+) -> Result<(std::path::PathBuf, sarek_compiler::front::tast::Program), String> {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    front(rel, &text).map(|program| (path, program))
+}
+
 /// `[VIS] mod NAME = "path"`.
 struct ModuleSpec {
+    /// Outer attributes (`/// docs`, `#[allow(..)]`) for the generated module.
+    attrs: Vec<Attribute>,
     vis: Visibility,
     name: Ident,
     path: LitStr,
@@ -71,12 +124,18 @@ struct ModuleSpec {
 
 impl Parse for ModuleSpec {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
         let vis = input.parse()?;
         input.parse::<Token![mod]>()?;
         let name = input.parse()?;
         input.parse::<Token![=]>()?;
         let path = input.parse()?;
-        Ok(ModuleSpec { vis, name, path })
+        Ok(ModuleSpec {
+            attrs,
+            vis,
+            name,
+            path,
+        })
     }
 }
 
@@ -84,30 +143,31 @@ impl Parse for ModuleSpec {
 #[proc_macro]
 pub fn kernel_module(input: TokenStream) -> TokenStream {
     let ModuleSpec {
+        mut attrs,
         vis,
         name,
         path: lit,
     } = parse_macro_input!(input as ModuleSpec);
     let rel = lit.value();
-    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-    let path = std::path::Path::new(&root).join(&rel);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => {
-            let msg = format!("cannot read Sarek kernel `{}`: {e}", path.display());
-            return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
-        }
-    };
-    let program = match front(&rel, &text) {
-        Ok(p) => p,
+    let (path, program) = match read_and_check(&manifest_dir(), &rel) {
+        Ok(found) => found,
         Err(msg) => return quote_spanned!(lit.span()=> compile_error!(#msg);).into(),
     };
+    if let Some(msg) = launcher_clash(&program, &rel) {
+        return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
+    }
     let launchers = program.kernels.iter().map(|k| {
         let fname = rust_ident(&k.name);
         let kname = &k.name;
         let mut params = Vec::new();
         let mut pushes = Vec::new();
         let mut doc = format!("Launch kernel `{kname}`:");
+        // The launcher's own first parameter, renamed past any kernel parameter `kernel`.
+        let mut kid = String::from("kernel");
+        while k.params.iter().any(|p| rust_ident(&p.name) == kid) {
+            kid.push('_');
+        }
+        let kid = format_ident!("{}", kid);
         for p in &k.params {
             let id = rust_ident(&p.name);
             let (ty, push) = match &p.ty {
@@ -123,7 +183,7 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
                     _ => (quote!(&'a mut ::sarek::HostVector), quote!(.arg(#id))),
                 },
                 _ => (
-                    quote!(::std::vec::Vec<::sarek::compiler::types::Literal>),
+                    quote!(::std::vec::Vec<::sarek::Literal>),
                     quote!(.aggregate(#id)),
                 ),
             };
@@ -135,14 +195,19 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         quote! {
             #[doc = #doc]
             #[allow(clippy::too_many_arguments)]
-            pub fn #fname<'a>(kernel: &'a ::sarek::Kernel, #(#params),*) -> ::sarek::Launch<'a> {
-                debug_assert_eq!(kernel.name(), #kname, "a launcher for another kernel");
-                kernel.launch() #(#pushes)*
+            pub fn #fname<'a>(#kid: &'a ::sarek::Kernel, #(#params),*) -> ::sarek::Launch<'a> {
+                debug_assert_eq!(#kid.name(), #kname, "a launcher for another kernel");
+                #kid.launch() #(#pushes)*
             }
         }
     });
     let abs = path.display().to_string();
+    if !attrs.iter().any(|a| a.path().is_ident("doc")) {
+        let doc = format!("The kernels of `{rel}`, checked at build time, and their launchers.");
+        attrs.push(syn::parse_quote!(#[doc = #doc]));
+    }
     quote! {
+        #(#attrs)*
         #vis mod #name {
             /// The checked kernel source.
             pub const SOURCE: &str = include_str!(#abs);
@@ -157,6 +222,19 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         }
     }
     .into()
+}
+
+/// A launcher is a function named after its kernel, next to the module's own items: a
+/// kernel whose name would clash with one of them is refused with this message.
+fn launcher_clash(program: &sarek_compiler::front::tast::Program, rel: &str) -> Option<String> {
+    let k = program.kernels.iter().find(|k| {
+        ["program", "SOURCE", "PATH"].contains(&rust_ident(&k.name).to_string().as_str())
+    })?;
+    Some(format!(
+        "kernel `{}` in {rel} would clash with the module's own `{}`: rename the kernel, or \
+         use `include_kernel!` and `sarek::Program::compile`",
+        k.name, k.name
+    ))
 }
 
 fn rust_scalar(s: Scalar) -> proc_macro2::TokenStream {
@@ -191,7 +269,7 @@ fn front(name: &str, text: &str) -> Result<sarek_compiler::front::tast::Program,
     sarek_compiler::check(&sources, file).map_err(|d| {
         format!(
             "Sarek kernel rejected:\n{}",
-            sarek_compiler::diag::render_all(&d, &sources, false)
+            sarek_compiler::diag::render_all(&d, &sources, false).trim_end()
         )
     })
 }
@@ -212,5 +290,59 @@ mod tests {
         assert!(msg.starts_with("Sarek kernel rejected:\nerror"), "{msg}");
         assert!(msg.contains("bad.sarek:2:"), "{msg}");
         assert!(msg.contains("undefined_name"), "{msg}");
+        assert!(!msg.ends_with('\n'), "{msg:?}");
+    }
+
+    #[test]
+    fn inline_sources_keep_their_place_in_the_rust_file() {
+        // `const K: &str = kernel_source!("let%kernel k (v : int32 vector) =` at line 3, the
+        // literal at column 38, and the error on the next line.
+        let value = "let%kernel k (v : int32 vector) =\n  v.(0) <- true";
+        let token = format!("\"{value}\"");
+        let padded = super::align(&token, value, 3, 38).unwrap();
+        let msg = super::check("src/main.rs", &padded).unwrap_err();
+        assert!(msg.contains("src/main.rs:4:12"), "{msg}");
+        let raw = format!("r#\"{value}\"#");
+        let padded = super::align(&raw, value, 3, 38).unwrap();
+        assert!(padded.starts_with(&format!("\n\n{}let%kernel", " ".repeat(40))));
+        // An escape makes the value differ from the text: no alignment.
+        assert_eq!(super::align("\"a\\nb\"", "a\nb", 1, 1), None);
+    }
+
+    #[test]
+    fn files_are_read_relative_to_the_crate_root_and_located_by_their_relative_path() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let (path, program) =
+            super::read_and_check(&root, "examples/kernels/vector_add.sarek").unwrap();
+        assert!(path.ends_with("examples/kernels/vector_add.sarek"));
+        assert_eq!(program.kernels[0].name, "vector_add");
+        // A type error in a file: exactly the error golden's rendering (the runner in
+        // crates/sarek-compiler/tests/errors.rs registers it under the same relative path).
+        let rel = "tests/errors/type_aggregate_eq_record.sarek";
+        let Err(msg) = super::read_and_check(&root, rel) else {
+            panic!("{rel} must be refused");
+        };
+        let expected =
+            std::fs::read_to_string(root.join(rel.replace(".sarek", ".expected"))).unwrap();
+        assert_eq!(
+            msg,
+            format!("Sarek kernel rejected:\n{}", expected.trim_end())
+        );
+        let clash = super::front(
+            "p.sarek",
+            "let%kernel program (v : int32 vector) = v.(0) <- 1",
+        );
+        assert_eq!(
+            super::launcher_clash(&clash.unwrap(), "p.sarek").as_deref(),
+            Some(
+                "kernel `program` in p.sarek would clash with the module's own `program`: \
+                 rename the kernel, or use `include_kernel!` and `sarek::Program::compile`"
+            )
+        );
+        let Err(msg) = super::read_and_check(&root, "no/such.sarek") else {
+            panic!("no/such.sarek does not exist");
+        };
+        assert!(msg.starts_with("cannot read Sarek kernel `"), "{msg}");
+        assert!(msg.contains("no/such.sarek"), "{msg}");
     }
 }

@@ -5,6 +5,12 @@
 //! ([`Program::kernel`]), pick a device ([`default_device`], [`open`]) and launch with typed
 //! buffers ([`Vector`], [`Kernel::launch`]).
 //!
+//! Errors come back as [`Error`]. A fault found while a kernel runs (an out-of-bounds access
+//! on `interp`, a `[@sarek.inline N]` helper recursing deeper than `N` on any backend) and a
+//! backend refusing a kernel are *located*: [`Error::Located`] displays the rendered
+//! diagnostic (`error: ...`, `┌─ file:line:col`, the source line and carets) and keeps the
+//! [`RuntimeError`] it came from.
+//!
 //! ```no_run
 //! use sarek::{Program, Vector};
 //! let program = Program::compile("saxpy.sarek", r#"
@@ -25,6 +31,47 @@
 //! the Rust program compiles: a Sarek error becomes a Rust compile error. `kernel_module!` also
 //! writes one typed launcher per kernel.
 //!
+//! Vectors of records, tuples and variants are [`HostVector`]s, one [`Column`] per scalar leaf
+//! of the element type ([`Kernel::vector`] makes a zeroed one); by-value records, tuples and
+//! variants are passed as their leaves ([`Kernel::value`] parses the command line's spelling,
+//! `Rect,2.0,3.0`).
+//!
+//! ```
+//! use sarek::{Backend, Column, Error, Program, Vector};
+//! let program = Program::compile("shapes.sarek", r#"
+//!     type shape = Circle of float32 | Rect of float32 * float32
+//!     let%kernel area (s : shape vector) (scale : shape) (out : float32 vector) =
+//!       let i = global_thread_id in
+//!       if i < length out then
+//!         out.(i) <- (match s.(i) with Circle r -> 3.0 *. r *. r | Rect (w, h) -> w *. h)
+//!                    *. (match scale with Circle k -> k | Rect (k, _) -> k)
+//! "#)?;
+//! let kernel = program.kernel("area")?;
+//! let device = sarek::open(Backend::Cpu)?;
+//! // A shape vector: the tag (the constructor's index), then Circle_0, Rect_0, Rect_1.
+//! let mut shapes = kernel.vector("s", 2)?;
+//! shapes.columns[0] = Column::I32(vec![0, 1]);
+//! shapes.columns[1] = Column::F32(vec![1.0, 0.0]);
+//! shapes.columns[2] = Column::F32(vec![0.0, 2.0]);
+//! shapes.columns[3] = Column::F32(vec![0.0, 3.0]);
+//! let mut out = Vector::filled(0.0f32, 2);
+//! kernel.launch()
+//!     .arg(&mut shapes)
+//!     .aggregate(kernel.value("scale", "Circle,2.0")?)
+//!     .arg(&mut out)
+//!     .run(&*device)?;
+//! assert_eq!(out.to_vec(), [6.0, 12.0]);
+//!
+//! // Reading one element past the end: a fault located in the source.
+//! let oob = Program::compile("oob.sarek", "let%kernel oob (v : int32 vector) =\n  v.(length v) <- 1\n")?
+//!     .kernel("oob")?;
+//! let mut v = Vector::filled(0i32, 4);
+//! let e = oob.launch().arg(&mut v).run(&*sarek::open(Backend::Interp)?).unwrap_err();
+//! assert!(matches!(e, Error::Located { .. }));
+//! assert!(e.to_string().contains("oob.sarek:2:3"), "{e}");
+//! # Ok::<(), sarek::Error>(())
+//! ```
+//!
 //! ```compile_fail
 //! // `undefined_name` is not bound: this is a Rust compile error with the Sarek diagnostic.
 //! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
@@ -34,31 +81,65 @@ pub use sarek_compiler as compiler;
 pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
 pub use sarek_runtime as runtime;
 
+pub use sarek_compiler::types::Literal;
 pub use sarek_compiler::{Target, TargetOptions};
-pub use sarek_runtime::buffer::{Launch, Vector};
+pub use sarek_runtime::buffer::{AsHostVector, Element, Vector};
 pub use sarek_runtime::discover::{available, default_device, open};
+pub use sarek_runtime::harness::{Param, ParamKind};
 pub use sarek_runtime::{
-    ArgValue, Backend, Device, DeviceInfo, HostVector, LaunchConfig, LaunchStats, RuntimeError,
+    ArgValue, Backend, Column, Device, DeviceInfo, HostVector, LaunchConfig, LaunchStats,
+    RuntimeError,
 };
 
 use sarek_compiler::diag::{self, Diagnostic};
 use sarek_compiler::{FileId, SourceMap};
+use std::sync::Arc;
 
 /// Errors of the high-level API; compile errors carry their rendered diagnostics.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` is the message itself (rendered diagnostics unescaped, on their lines), so that
+/// `fn main() -> Result<(), sarek::Error>` prints a readable error; match the variants, or
+/// [`Error::runtime`], for the structure.
+#[derive(thiserror::Error)]
 pub enum Error {
-    /// Rendered diagnostics (`error: ...`, `--> file:line:col`, source excerpt).
+    /// Rendered diagnostics (`error: ...`, `┌─ file:line:col`, source excerpt).
     #[error("{0}")]
     Compile(String),
     #[error("{0}")]
     UnknownKernel(String),
+    /// A runtime error with no place in the source: an unavailable backend, wrong launch
+    /// arguments, a device failure.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// A runtime error located in the kernel source (a fault or trap, a refusal), displayed
+    /// as its rendered diagnostics; `error` is the runtime's own value.
+    /// (`error` is not the `source()`: the rendering already says everything it says.)
+    #[error("{rendered}")]
+    Located {
+        rendered: String,
+        error: RuntimeError,
+    },
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_string().trim_end())
+    }
+}
+
+impl Error {
+    /// The runtime error behind [`Error::Runtime`] and [`Error::Located`].
+    pub fn runtime(&self) -> Option<&RuntimeError> {
+        match self {
+            Error::Runtime(e) | Error::Located { error: e, .. } => Some(e),
+            Error::Compile(_) | Error::UnknownKernel(_) => None,
+        }
+    }
 }
 
 /// A checked source file: every kernel in it type-checks and passes the front-end passes.
 pub struct Program {
-    sources: SourceMap,
+    sources: Arc<SourceMap>,
     file: FileId,
     checked: compiler::front::tast::Program,
 }
@@ -66,16 +147,8 @@ pub struct Program {
 impl Program {
     /// Parse and check `source`, registered as `name` for diagnostics.
     pub fn compile(name: &str, source: &str) -> Result<Program, Error> {
-        let mut sources = SourceMap::new();
-        let file = sources.add(name, source);
-        match compiler::check(&sources, file) {
-            Ok(checked) => Ok(Program {
-                sources,
-                file,
-                checked,
-            }),
-            Err(diags) => Err(Error::Compile(diag::render_all(&diags, &sources, false))),
-        }
+        Program::check(name, source)
+            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
     }
 
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
@@ -85,7 +158,7 @@ impl Program {
         let file = sources.add(name, source);
         match compiler::check(&sources, file) {
             Ok(checked) => Ok(Program {
-                sources,
+                sources: Arc::new(sources),
                 file,
                 checked,
             }),
@@ -140,7 +213,10 @@ impl Program {
             return Err(Error::UnknownKernel(self.unknown_kernel(name)));
         }
         self.lower(name)
-            .map(|ir| Kernel { ir })
+            .map(|ir| Kernel {
+                ir,
+                sources: Arc::clone(&self.sources),
+            })
             .map_err(|d| Error::Compile(self.render(&d, false)))
     }
 
@@ -152,22 +228,40 @@ impl Program {
     /// Render a runtime error; interpreter faults get their `file:line:col` and source line,
     /// refusals their diagnostics as `sarek compile` renders them (each reason once).
     pub fn render_runtime_error(&self, e: &RuntimeError, color: bool) -> String {
-        match e {
-            RuntimeError::Fault { span, message } if !span.is_dummy() => {
-                Diagnostic::error(*span, message.clone()).render(&self.sources, color)
-            }
-            RuntimeError::Refused { diagnostics, .. } if !diagnostics.is_empty() => {
-                self.render(diagnostics, color)
-            }
-            other => format!("error: {other}\n"),
-        }
+        render_runtime_error(&self.sources, e, color)
     }
 }
 
-/// A kernel lowered to the IR.
-#[derive(Clone, Debug)]
+fn render_runtime_error(sources: &SourceMap, e: &RuntimeError, color: bool) -> String {
+    located(sources, e, color).unwrap_or_else(|| format!("error: {e}\n"))
+}
+
+/// The rendered diagnostics of a runtime error that has a place in the source.
+fn located(sources: &SourceMap, e: &RuntimeError, color: bool) -> Option<String> {
+    match e {
+        RuntimeError::Fault { span, message } if !span.is_dummy() => {
+            Some(Diagnostic::error(*span, message.clone()).render(sources, color))
+        }
+        RuntimeError::Refused { diagnostics, .. } if !diagnostics.is_empty() => {
+            Some(diag::render_all(diagnostics, sources, color))
+        }
+        _ => None,
+    }
+}
+
+/// A kernel lowered to the IR, with the sources its errors point into.
+#[derive(Clone)]
 pub struct Kernel {
     pub ir: compiler::ir::Kernel,
+    sources: Arc<SourceMap>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("ir", &self.ir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Kernel {
@@ -175,13 +269,134 @@ impl Kernel {
         &self.ir.name
     }
 
+    /// The parameters in order: name, type, and how a launch passes them.
+    pub fn params(&self) -> Vec<Param> {
+        runtime::harness::signature(&self.ir)
+    }
+
+    fn param(&self, name: &str) -> Result<Param, Error> {
+        let params = self.params();
+        match params.iter().position(|p| p.name == name) {
+            Some(i) => Ok(params.into_iter().nth(i).expect("index found above")),
+            None => {
+                let mut msg = format!("kernel `{}` has no parameter `{name}`", self.name());
+                if let Some(c) = diag::closest(name, params.iter().map(|p| p.name.as_str())) {
+                    msg.push_str(&format!("; did you mean `{c}`?"));
+                }
+                Err(Error::Runtime(RuntimeError::Arguments(msg)))
+            }
+        }
+    }
+
+    /// A zeroed vector of `len` elements for vector parameter `param`, one [`Column`] per
+    /// scalar leaf of its element type (a record's fields in order; a tuple's components; a
+    /// variant's tag then every constructor's payload), as the `.npy` mapping lays them out.
+    pub fn vector(&self, param: &str, len: usize) -> Result<HostVector, Error> {
+        match self.param(param)? {
+            Param {
+                kind: ParamKind::Vector { leaves, .. },
+                ..
+            } => Ok(HostVector::zeros(&leaves, len)),
+            p => Err(Error::Runtime(RuntimeError::Arguments(format!(
+                "parameter `{param}` has type {}, not a vector type",
+                p.type_name
+            )))),
+        }
+    }
+
+    /// The leaves of a value for parameter `param`, written as on the command line
+    /// (`sarek run --arg`): a scalar (`2.5`), a record or tuple (`1.0,2.0`, `x=1.0,y=2.0`), a
+    /// variant (`Rect,2.0,3.0`, `Empty`). Pass it with [`Launch::aggregate`] (or, for a
+    /// scalar, its single leaf with [`Launch::value`]).
+    pub fn value(&self, param: &str, text: &str) -> Result<Vec<Literal>, Error> {
+        let p = self.param(param)?;
+        if let ParamKind::Vector { .. } = p.kind {
+            return Err(Error::Runtime(RuntimeError::Arguments(format!(
+                "parameter `{param}` is a {}: pass a vector",
+                p.type_name
+            ))));
+        }
+        runtime::harness::parse_value(&self.ir, &p.ty, text).map_err(|m| {
+            Error::Runtime(RuntimeError::Arguments(format!(
+                "parameter `{param}` ({}): {m}",
+                p.type_name
+            )))
+        })
+    }
+
     /// Start a launch; add arguments in parameter order, then `.run(&*device)`.
     pub fn launch(&self) -> Launch<'_> {
-        Launch::new(&self.ir)
+        Launch {
+            kernel: self,
+            inner: runtime::buffer::Launch::new(&self.ir),
+        }
     }
 
     /// Generate target source (for inspection; devices compile for themselves).
     pub fn generate(&self, target: Target) -> Result<compiler::Generated, Vec<Diagnostic>> {
         compiler::generate(&self.ir, target, &TargetOptions::default())
+    }
+
+    /// `e` as an [`Error`]: located in this kernel's source when it has a place there.
+    pub fn error(&self, e: RuntimeError) -> Error {
+        match located(&self.sources, &e, false) {
+            Some(rendered) => Error::Located { rendered, error: e },
+            None => Error::Runtime(e),
+        }
+    }
+}
+
+/// A launch being assembled: arguments in the kernel's parameter order, then [`Launch::run`].
+///
+/// Arguments are checked against the kernel's signature when it runs (count, scalar types,
+/// vector element types), so every backend reports a mistake the same way.
+pub struct Launch<'a> {
+    kernel: &'a Kernel,
+    inner: runtime::buffer::Launch<'a>,
+}
+
+impl<'a> Launch<'a> {
+    /// Grid and block; without it, the default 1-D launch over the first vector's length
+    /// (block min(256, n), grid ceil(n / block)).
+    pub fn config(mut self, config: LaunchConfig) -> Self {
+        self.inner = self.inner.config(config);
+        self
+    }
+
+    /// Pass a vector (typed [`Vector`] or a [`HostVector`]); it is updated in place.
+    pub fn arg(mut self, v: &'a mut dyn AsHostVector) -> Self {
+        self.inner = self.inner.arg(v);
+        self
+    }
+
+    /// Pass a scalar.
+    pub fn scalar<T: Element>(mut self, v: T) -> Self {
+        self.inner = self.inner.scalar(v);
+        self
+    }
+
+    /// Pass a scalar given as a [`Literal`].
+    pub fn value(mut self, v: Literal) -> Self {
+        self.inner = match v {
+            Literal::Bool(x) => self.inner.scalar(x),
+            Literal::I32(x) => self.inner.scalar(x),
+            Literal::I64(x) => self.inner.scalar(x),
+            Literal::F32(x) => self.inner.scalar(x),
+            Literal::F64(x) => self.inner.scalar(x),
+        };
+        self
+    }
+
+    /// Pass a record/variant/tuple by value: its leaves in order (see [`Kernel::value`]).
+    pub fn aggregate(mut self, leaves: Vec<Literal>) -> Self {
+        self.inner = self.inner.aggregate(leaves);
+        self
+    }
+
+    /// Check and run on `device`; vectors are copied back into the caller's buffers. A fault
+    /// or a refusal is an [`Error::Located`] in the kernel's source.
+    pub fn run(self, device: &dyn Device) -> Result<LaunchStats, Error> {
+        let kernel = self.kernel;
+        self.inner.run(device).map_err(|e| kernel.error(e))
     }
 }

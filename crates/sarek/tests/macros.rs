@@ -12,7 +12,18 @@ const INLINE: &str = sarek::kernel_source!(
 
 const FILE: &str = sarek::include_kernel!("../../examples/kernels/vector_add.sarek");
 
-sarek::kernel_module!(mod matmul = "../../examples/kernels/matmul.sarek");
+sarek::kernel_module!(
+    /// Attributes before `mod` go on the generated module.
+    #[allow(dead_code)]
+    mod matmul = "../../examples/kernels/matmul.sarek"
+);
+
+// A Sarek source in a raw string: checked like a file.
+const RAW: &str = sarek::kernel_source!(
+    r#"let%kernel negate (v : float64 vector) =
+         let i = global_thread_id in
+         if i < length v then v.(i) <- -. v.(i)"#
+);
 
 #[test]
 fn checked_sources_compile_and_run() {
@@ -29,6 +40,13 @@ fn checked_sources_compile_and_run() {
     assert_eq!(v.last_device(), Some(sarek::Backend::Interp));
 
     assert!(FILE.contains("let%kernel vector_add"));
+    let negate = Program::compile("raw.sarek", RAW)
+        .unwrap()
+        .kernel("negate")
+        .unwrap();
+    let mut w = Vector::from_vec(vec![1.5f64, -2.0]);
+    negate.launch().arg(&mut w).run(&*device).unwrap();
+    assert_eq!(w.to_vec(), [-1.5, 2.0]);
     assert_eq!(
         Program::compile("vector_add.sarek", FILE)
             .unwrap()

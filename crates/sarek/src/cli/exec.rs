@@ -183,7 +183,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         }
     }
     if let Some(dir) = &a.out {
-        println!("wrote:   {}/<param>.npy", dir.display());
+        println!("wrote:   {}", dir.join("<param>.npy").display());
     }
     Ok(ExitCode::SUCCESS)
 }
