@@ -9,7 +9,8 @@
 //! without subgroups); this module covers the needs the options do not describe.
 
 use crate::device::RuntimeError;
-use sarek_compiler::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use sarek_compiler::ir::visit::{StmtVisitor, walk_block};
+use sarek_compiler::ir::{Expr, ExprKind, Kernel, Ty, VarId};
 use sarek_compiler::types::Scalar;
 use sarek_compiler::{Diagnostic, Span, Target};
 
@@ -25,7 +26,7 @@ pub fn scalar_uses(kernel: &Kernel, scalar: Scalar) -> Vec<(Span, String)> {
     for &p in &kernel.params {
         w.var(p);
     }
-    w.block(&kernel.body);
+    walk_block(&mut w, &kernel.body);
     for f in &kernel.functions {
         for &p in &f.params {
             w.var(p);
@@ -36,7 +37,7 @@ pub fn scalar_uses(kernel: &Kernel, scalar: Scalar) -> Vec<(Span, String)> {
                 format!("helper `{}` returns {}", f.name, scalar.name()),
             );
         }
-        w.block(&f.body);
+        walk_block(&mut w, &f.body);
     }
     w.found.sort_by_key(|(s, _)| (s.file, s.start, s.end));
     w.found
@@ -146,6 +147,18 @@ impl Uses<'_> {
             self.found.push((span, label));
         }
     }
+}
+
+impl StmtVisitor for Uses<'_> {
+    /// A wide variable is reported at its name; its initialiser only when narrow (a `let`
+    /// statement spans the rest of its block).
+    fn let_(&mut self, span: Span, var: VarId, init: Option<&Expr>) {
+        if contains(self.kernel, &self.kernel.var(var).ty, self.scalar) {
+            self.var(var);
+        } else if let Some(e) = init {
+            self.expr(span, e);
+        }
+    }
 
     fn var(&mut self, v: VarId) {
         let info = self.kernel.var(v);
@@ -156,79 +169,6 @@ impl Uses<'_> {
                 self.scalar.name()
             );
             self.add(info.span, label);
-        }
-    }
-
-    fn block(&mut self, b: &Block) {
-        b.iter().for_each(|s| self.stmt(s));
-    }
-
-    fn stmt(&mut self, s: &Stmt) {
-        let span = s.span;
-        match &s.kind {
-            StmtKind::Let { var, init } => {
-                // A wide variable is reported at its name; its initialiser only when narrow
-                // (a `let` statement spans the rest of its block).
-                if contains(self.kernel, &self.kernel.var(*var).ty, self.scalar) {
-                    self.var(*var);
-                } else if let Some(e) = init {
-                    self.expr(span, e);
-                }
-            }
-            StmtKind::Array { var } => self.var(*var),
-            StmtKind::Assign { place, value } => {
-                self.place(span, place);
-                self.expr(span, value);
-            }
-            StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(span, e),
-            StmtKind::If {
-                cond,
-                then_block,
-                else_block,
-            } => {
-                self.expr(span, cond);
-                self.block(then_block);
-                self.block(else_block);
-            }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                body,
-                ..
-            } => {
-                self.var(*var);
-                self.expr(span, start);
-                self.expr(span, end);
-                self.block(body);
-            }
-            StmtKind::While { cond, body, .. } => {
-                self.expr(span, cond);
-                self.block(body);
-            }
-            StmtKind::Match {
-                scrutinee, arms, ..
-            } => {
-                self.expr(span, scrutinee);
-                for arm in arms {
-                    for v in arm.bindings.iter().flatten() {
-                        self.var(*v);
-                    }
-                    self.block(&arm.body);
-                }
-            }
-            StmtKind::Block(b) => self.block(b),
-            // Barriers, fences, jumps and native code compute no value; statements added to
-            // the IR later are treated the same until they carry expressions.
-            _ => {}
-        }
-    }
-
-    fn place(&mut self, span: Span, p: &LValue) {
-        match p {
-            LValue::Var(_) => {}
-            LValue::Index { index, .. } => self.expr(span, index),
-            LValue::Field { base, .. } => self.place(span, base),
         }
     }
 

@@ -15,6 +15,7 @@
 pub mod build;
 pub mod print;
 pub mod validate;
+pub mod visit;
 
 use crate::diag::Span;
 use crate::intrinsics::Intrinsic;

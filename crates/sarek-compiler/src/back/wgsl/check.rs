@@ -7,7 +7,8 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{Geometry, Intrinsic};
-use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::ir::visit::{StmtVisitor, walk_block};
+use crate::ir::{Expr, ExprKind, Kernel, Ty, VarId};
 use crate::target::TargetOptions;
 use crate::types::{BinOp, Scalar};
 use std::collections::BTreeSet;
@@ -30,7 +31,7 @@ pub(super) fn check(kernel: &Kernel, options: &TargetOptions) -> Result<Facts, V
     for &p in &kernel.params {
         c.var(p);
     }
-    c.block(&kernel.body);
+    walk_block(&mut c, &kernel.body);
     for f in &kernel.functions {
         for &p in &f.params {
             c.var(p);
@@ -38,7 +39,7 @@ pub(super) fn check(kernel: &Kernel, options: &TargetOptions) -> Result<Facts, V
         if let Some(s) = wide_scalar(kernel, &f.ret) {
             c.refuse_wide(f.span, s, &format!("helper `{}` returns it", f.name));
         }
-        c.block(&f.body);
+        walk_block(&mut c, &f.body);
     }
     if c.diags.is_empty() {
         Ok(Facts {
@@ -103,7 +104,9 @@ impl Checker<'_> {
             .with_note("other targets (OpenCL, CUDA, GLSL, PTX) still compile this kernel"),
         );
     }
+}
 
+impl StmtVisitor for Checker<'_> {
     fn var(&mut self, v: VarId) {
         let info = self.kernel.var(v);
         if let Some(s) = wide_scalar(self.kernel, &info.ty) {
@@ -112,82 +115,6 @@ impl Checker<'_> {
                 s,
                 &format!("`{}` has a type containing {}", info.name, s.name()),
             );
-        }
-    }
-
-    fn block(&mut self, b: &Block) {
-        for s in b {
-            self.stmt(s);
-        }
-    }
-
-    fn stmt(&mut self, s: &Stmt) {
-        match &s.kind {
-            StmtKind::Let { var, init } => {
-                self.var(*var);
-                if let Some(e) = init {
-                    self.expr(s.span, e);
-                }
-            }
-            StmtKind::Array { var } => self.var(*var),
-            StmtKind::Assign { place, value } => {
-                self.place(s.span, place);
-                self.expr(s.span, value);
-            }
-            StmtKind::Expr(e) => self.expr(s.span, e),
-            StmtKind::If {
-                cond,
-                then_block,
-                else_block,
-            } => {
-                self.expr(s.span, cond);
-                self.block(then_block);
-                self.block(else_block);
-            }
-            StmtKind::For {
-                var,
-                start,
-                end,
-                body,
-                ..
-            } => {
-                self.var(*var);
-                self.expr(s.span, start);
-                self.expr(s.span, end);
-                self.block(body);
-            }
-            StmtKind::While { cond, body, .. } => {
-                self.expr(s.span, cond);
-                self.block(body);
-            }
-            StmtKind::Match {
-                scrutinee, arms, ..
-            } => {
-                self.expr(s.span, scrutinee);
-                for arm in arms {
-                    for v in arm.bindings.iter().flatten() {
-                        self.var(*v);
-                    }
-                    self.block(&arm.body);
-                }
-            }
-            StmtKind::Block(b) => self.block(b),
-            StmtKind::Return(Some(e)) => self.expr(s.span, e),
-            StmtKind::Barrier
-            | StmtKind::Fence { .. }
-            | StmtKind::Return(None)
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Native(_)
-            | StmtKind::Trap(_) => {}
-        }
-    }
-
-    fn place(&mut self, span: Span, p: &LValue) {
-        match p {
-            LValue::Var(_) => {}
-            LValue::Index { index, .. } => self.expr(span, index),
-            LValue::Field { base, .. } => self.place(span, base),
         }
     }
 

@@ -1,0 +1,95 @@
+//! A walk over a kernel's statements for checks that look at what each statement declares
+//! and computes: every declared variable is reported to [`StmtVisitor::var`], every
+//! expression a statement evaluates (initialisers, conditions, bounds, indices of assigned
+//! places, returned values) to [`StmtVisitor::expr`] with the statement's span. Nested blocks
+//! are walked in source order; statements without expressions (barriers, jumps, traps,
+//! native code) report nothing.
+
+use super::{Block, Expr, LValue, Stmt, StmtKind, VarId};
+use crate::diag::Span;
+
+pub trait StmtVisitor {
+    /// A variable declared by a statement (`let`, arrays, loop indices, match bindings).
+    fn var(&mut self, var: VarId);
+    /// An expression a statement evaluates, located at the statement.
+    fn expr(&mut self, span: Span, e: &Expr);
+    /// A `let`: by default its variable, then its initialiser.
+    fn let_(&mut self, span: Span, var: VarId, init: Option<&Expr>) {
+        self.var(var);
+        if let Some(e) = init {
+            self.expr(span, e);
+        }
+    }
+}
+
+pub fn walk_block<V: StmtVisitor + ?Sized>(v: &mut V, block: &Block) {
+    for s in block {
+        walk_stmt(v, s);
+    }
+}
+
+pub fn walk_stmt<V: StmtVisitor + ?Sized>(v: &mut V, s: &Stmt) {
+    let span = s.span;
+    match &s.kind {
+        StmtKind::Let { var, init } => v.let_(span, *var, init.as_ref()),
+        StmtKind::Array { var } => v.var(*var),
+        StmtKind::Assign { place, value } => {
+            walk_place(v, span, place);
+            v.expr(span, value);
+        }
+        StmtKind::Expr(e) | StmtKind::Return(Some(e)) => v.expr(span, e),
+        StmtKind::If {
+            cond,
+            then_block,
+            else_block,
+        } => {
+            v.expr(span, cond);
+            walk_block(v, then_block);
+            walk_block(v, else_block);
+        }
+        StmtKind::For {
+            var,
+            start,
+            end,
+            body,
+            ..
+        } => {
+            v.var(*var);
+            v.expr(span, start);
+            v.expr(span, end);
+            walk_block(v, body);
+        }
+        StmtKind::While { cond, body, .. } => {
+            v.expr(span, cond);
+            walk_block(v, body);
+        }
+        StmtKind::Match {
+            scrutinee, arms, ..
+        } => {
+            v.expr(span, scrutinee);
+            for arm in arms {
+                for b in arm.bindings.iter().flatten() {
+                    v.var(*b);
+                }
+                walk_block(v, &arm.body);
+            }
+        }
+        StmtKind::Block(b) => walk_block(v, b),
+        StmtKind::Barrier
+        | StmtKind::Fence { .. }
+        | StmtKind::Return(None)
+        | StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::Native(_)
+        | StmtKind::Trap(_) => {}
+    }
+}
+
+/// The expressions an assigned place evaluates (its indices).
+pub fn walk_place<V: StmtVisitor + ?Sized>(v: &mut V, span: Span, place: &LValue) {
+    match place {
+        LValue::Var(_) => {}
+        LValue::Index { index, .. } => v.expr(span, index),
+        LValue::Field { base, .. } => walk_place(v, span, base),
+    }
+}
