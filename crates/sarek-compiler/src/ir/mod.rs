@@ -138,30 +138,13 @@ impl Kernel {
 
     /// Every trap in the kernel and its helpers, with the statement's span, in code order.
     pub fn traps(&self) -> Vec<(&Trap, Span)> {
-        fn walk<'k>(block: &'k Block, out: &mut Vec<(&'k Trap, Span)>) {
-            for stmt in block {
-                match &stmt.kind {
-                    StmtKind::Trap(t) => out.push((t, stmt.span)),
-                    StmtKind::If {
-                        then_block,
-                        else_block,
-                        ..
-                    } => {
-                        walk(then_block, out);
-                        walk(else_block, out);
-                    }
-                    StmtKind::For { body, .. }
-                    | StmtKind::While { body, .. }
-                    | StmtKind::Block(body) => walk(body, out),
-                    StmtKind::Match { arms, .. } => arms.iter().for_each(|a| walk(&a.body, out)),
-                    _ => {}
-                }
-            }
-        }
         let mut out = Vec::new();
-        walk(&self.body, &mut out);
-        for f in &self.functions {
-            walk(&f.body, &mut out);
+        for body in std::iter::once(&self.body).chain(self.functions.iter().map(|f| &f.body)) {
+            visit::for_each_stmt(body, &mut |s| {
+                if let StmtKind::Trap(t) = &s.kind {
+                    out.push((t, s.span));
+                }
+            });
         }
         out.sort_by_key(|(t, _)| t.code);
         out

@@ -93,3 +93,26 @@ pub fn walk_place<V: StmtVisitor + ?Sized>(v: &mut V, span: Span, place: &LValue
         LValue::Field { base, .. } => walk_place(v, span, base),
     }
 }
+
+/// Every statement of `block` and of the blocks nested in it, in source order (a statement
+/// before the statements of its own blocks).
+pub fn for_each_stmt<'b>(block: &'b Block, f: &mut impl FnMut(&'b Stmt)) {
+    for s in block {
+        f(s);
+        match &s.kind {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                for_each_stmt(then_block, f);
+                for_each_stmt(else_block, f);
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                for_each_stmt(body, f)
+            }
+            StmtKind::Match { arms, .. } => arms.iter().for_each(|a| for_each_stmt(&a.body, f)),
+            _ => {}
+        }
+    }
+}

@@ -1760,24 +1760,11 @@ fn lvalue_ty(k: &Kernel, p: &LValue) -> Ty {
 }
 
 fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
-    for s in block {
-        match &s.kind {
-            StmtKind::Array { var } => out.push((*var, s.span)),
-            StmtKind::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                collect_shared(then_block, out);
-                collect_shared(else_block, out);
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
-                collect_shared(body, out)
-            }
-            StmtKind::Match { arms, .. } => arms.iter().for_each(|a| collect_shared(&a.body, out)),
-            _ => {}
+    crate::ir::visit::for_each_stmt(block, &mut |s| {
+        if let StmtKind::Array { var } = s.kind {
+            out.push((var, s.span));
         }
-    }
+    });
 }
 
 /// A literal divisor other than 0 and -1: C's `/` and `%` are defined for every dividend.

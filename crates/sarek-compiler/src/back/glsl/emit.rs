@@ -1262,24 +1262,11 @@ impl<'k> Writer<'k> {
 }
 
 fn collect_shared(b: &Block, out: &mut Vec<VarId>) {
-    for s in b {
-        match &s.kind {
-            StmtKind::Array { var } => out.push(*var),
-            StmtKind::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                collect_shared(then_block, out);
-                collect_shared(else_block, out);
-            }
-            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
-                collect_shared(body, out)
-            }
-            StmtKind::Match { arms, .. } => arms.iter().for_each(|a| collect_shared(&a.body, out)),
-            _ => {}
+    crate::ir::visit::for_each_stmt(b, &mut |s| {
+        if let StmtKind::Array { var } = s.kind {
+            out.push(var);
         }
-    }
+    });
 }
 
 pub(super) fn scalar_ty(s: Scalar) -> &'static str {
