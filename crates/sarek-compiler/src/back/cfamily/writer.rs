@@ -1071,7 +1071,7 @@ impl<'a> Writer<'a> {
         match &e.kind {
             ExprKind::Lit(l) => self.literal(*l),
             ExprKind::Var(v) => self.var(*v),
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, &e.ty),
+            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
             ExprKind::Unary { op, operand } => {
                 let x = self.expr(operand);
                 match (op, operand.ty.scalar()) {
@@ -1198,8 +1198,9 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, ty: &Ty) -> String {
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
         let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
+        // Signed overflow is undefined in C; the language wraps, so go through unsigned.
         if operand.is_int() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl) {
             let t = self.scalar(operand);
             let u = self.wrapping(op, lhs, rhs, operand);
@@ -1207,34 +1208,7 @@ impl<'a> Writer<'a> {
         }
         let a = self.expr(lhs);
         let b = self.expr(rhs);
-        let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
-        let sym = match op {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Rem => "%",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::And => "&&",
-            BinOp::Or => "||",
-            BinOp::BitAnd => "&",
-            BinOp::BitOr => "|",
-            BinOp::BitXor => "^",
-            BinOp::Shl => "<<",
-            BinOp::LShr | BinOp::AShr => ">>",
-        };
         match op {
-            // Signed overflow is undefined in C; the language wraps, so go through unsigned.
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl if operand.is_int() => {
-                let t = self.scalar(operand);
-                let u = self.wrapping(op, lhs, rhs, operand);
-                format!("(({t}){u})")
-            }
             BinOp::LShr => {
                 let u = self.d.unsigned(operand);
                 let t = self.scalar(operand);
@@ -1247,10 +1221,7 @@ impl<'a> Writer<'a> {
                 let f = self.int_division(op == BinOp::Div, operand);
                 format!("{f}({}, {})", strip(&a), strip(&b))
             }
-            _ => {
-                let _ = ty;
-                format!("({a} {sym} {b})")
-            }
+            _ => format!("({a} {} {b})", op.c_symbol()),
         }
     }
 

@@ -896,10 +896,6 @@ impl<'k> Writer<'k> {
             }
         };
         match op {
-            BinOp::Add => format!("({a} + {b})"),
-            BinOp::Sub => format!("({a} - {b})"),
-            BinOp::Mul => format!("({a} * {b})"),
-            BinOp::Div => format!("({a} / {b})"),
             BinOp::Rem => {
                 // GLSL `%` on negative ints is undefined (glslang emits OpSMod, the sign of the
                 // divisor) and `mod` on floats is floor-based: both get C-remainder helpers.
@@ -912,21 +908,10 @@ impl<'k> Writer<'k> {
                 self.helpers.insert(h.into());
                 format!("sarek_h_{h}({a}, {b})")
             }
-            BinOp::Eq => format!("({a} == {b})"),
-            BinOp::Ne => format!("({a} != {b})"),
-            BinOp::Lt => format!("({a} < {b})"),
-            BinOp::Le => format!("({a} <= {b})"),
-            BinOp::Gt => format!("({a} > {b})"),
-            BinOp::Ge => format!("({a} >= {b})"),
-            BinOp::And => format!("({a} && {b})"),
-            BinOp::Or => format!("({a} || {b})"),
-            BinOp::BitAnd => format!("({a} & {b})"),
-            BinOp::BitOr => format!("({a} | {b})"),
-            BinOp::BitXor => format!("({a} ^ {b})"),
-            BinOp::Shl => format!("({a} << {})", amount(&b)),
-            BinOp::AShr => format!("({a} >> {})", amount(&b)),
+            BinOp::Shl | BinOp::AShr => format!("({a} {} {})", op.c_symbol(), amount(&b)),
             BinOp::LShr if s == Scalar::I64 => format!("int64_t(uint64_t({a}) >> {})", amount(&b)),
             BinOp::LShr => format!("int(uint({a}) >> {})", amount(&b)),
+            _ => format!("({a} {} {b})", op.c_symbol()),
         }
     }
 

@@ -1127,35 +1127,19 @@ impl<'a> Writer<'a> {
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
         let (l, r) = (self.expr(lhs), self.expr(rhs));
         let float = lhs.ty == Ty::F32;
-        let sym = match op {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            // Integer `/` and `%` are total in WGSL: x / 0 = x, x % 0 = 0, and
-            // i32::MIN / -1 = i32::MIN, i32::MIN % -1 = 0 (the interpreter faults instead).
-            BinOp::Div => "/",
+        match op {
             BinOp::Rem if float => {
                 self.support_fn("sarek_fmod", FMOD);
                 return format!("sarek_fmod({l}, {r})");
             }
-            BinOp::Rem => "%",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::And => "&&",
-            BinOp::Or => "||",
-            BinOp::BitAnd => "&",
-            BinOp::BitOr => "|",
-            BinOp::BitXor => "^",
             // Shift counts are u32 in WGSL; a count >= 32 is taken modulo 32 at run time.
-            BinOp::Shl => return format!("({l} << u32({r}))"),
-            BinOp::AShr => return format!("({l} >> u32({r}))"),
+            BinOp::Shl | BinOp::AShr => return format!("({l} {} u32({r}))", op.c_symbol()),
             BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> u32({r}))"),
-        };
-        format!("({l} {sym} {r})")
+            _ => {}
+        }
+        // Integer `/` and `%` are total in WGSL: x / 0 = x, x % 0 = 0, and
+        // i32::MIN / -1 = i32::MIN, i32::MIN % -1 = 0 (the interpreter faults instead).
+        format!("({l} {} {r})", op.c_symbol())
     }
 
     fn support_fn(&mut self, name: &str, src: &str) {
