@@ -8,6 +8,8 @@
 use super::{Block, Expr, LValue, Stmt, StmtKind, VarId};
 use crate::diag::Span;
 
+/// The hooks of [`walk_block`]; a visitor overrides [`StmtVisitor::let_`] to treat a
+/// declaration and its initialiser together.
 pub trait StmtVisitor {
     /// A variable declared by a statement (`let`, arrays, loop indices, match bindings).
     fn var(&mut self, var: VarId);
@@ -22,12 +24,14 @@ pub trait StmtVisitor {
     }
 }
 
+/// Visit every statement of `block`, nested blocks included.
 pub fn walk_block<V: StmtVisitor + ?Sized>(v: &mut V, block: &Block) {
     for s in block {
         walk_stmt(v, s);
     }
 }
 
+/// Visit one statement and the blocks nested in it.
 pub fn walk_stmt<V: StmtVisitor + ?Sized>(v: &mut V, s: &Stmt) {
     let span = s.span;
     match &s.kind {
