@@ -1,7 +1,7 @@
 //! Convergence check: barriers and warp collectives only where every thread arrives.
 //!
 //! An abstract interpretation over the typed program with one bit per value: *uniform* (the
-//! same in every thread of a block) or *varying* (with the [`Origin`] that made it so, for the
+//! same in every thread of a block) or *varying* (with the `Origin` that made it so, for the
 //! diagnostic). Sources of variance: `thread_idx_*`, `global_idx_*`, atomics' results, warp
 //! operations. It flows through `let`s, operators, helper results (each call analyses the
 //! helper with its arguments' variance), mutable locals (assigned a varying value, or assigned

@@ -62,7 +62,7 @@ const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 ///
 /// Layout never decides whether a program is valid: the file is parsed as OCaml would
 /// (layout ignored); only when that fails is it parsed again with the layout hints on (see
-/// [`Parser::offside`]), whose diagnostics point at a forgotten `in` where the first parse
+/// `Parser::offside`), whose diagnostics point at a forgotten `in` where the first parse
 /// would complain far away. If the hinted parse finds nothing, the first parse's errors stand.
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
     let (tokens, lex_diags) = lexer::lex(file, source);

@@ -9,7 +9,7 @@
 //! change of table entries and references follow by construction. Names are the source names
 //! (possibly shadowing, possibly containing `'`) until a target's legalize pass runs.
 //!
-//! Expressions are evaluated exactly once, left to right; only [`Expr::Call`] and atomic /
+//! Expressions are evaluated exactly once, left to right; only `Expr::Call` and atomic /
 //! warp intrinsics have effects. Control flow, declarations and stores are statements.
 
 pub mod build;

@@ -1,19 +1,19 @@
 //! Lowering of the checked program to the IR (seed 003).
 //!
-//! One call lowers one kernel together with every helper it reaches. The [`Lowerer`] owns the
+//! One call lowers one kernel together with every helper it reaches. The `Lowerer` owns the
 //! tables the IR kernel ends up with (variables, records, variants, functions); everything
 //! else is a function of the typed expression being lowered.
 //!
-//! - Types are registered on demand ([`types`]): every type that reaches a variable, a
-//!   parameter, an array, a payload or an expression goes through [`Lowerer::ty`], so the
+//! - Types are registered on demand (`types`): every type that reaches a variable, a
+//!   parameter, an array, a payload or an expression goes through `Lowerer::ty`, so the
 //!   record and variant tables are complete by construction (a variant that only occurs as
 //!   a vector parameter's element is registered like any other). Tables are in dependency
 //!   order: a type comes after every type its fields mention. Scalar tuples become `_tup_*`
 //!   records with fields `_0.._n`.
-//! - Expressions ([`expr`]) lower to statements plus a pure IR expression; `if`/`match` in
+//! - Expressions (`expr`) lower to statements plus a pure IR expression; `if`/`match` in
 //!   value position write a mutable temporary in each branch (or become a `Select` when both
 //!   branches are effect-free and cannot fault).
-//! - `match` ([`pattern`]) becomes `StmtKind::Match` on the constructor, with if-chains for
+//! - `match` (`pattern`) becomes `StmtKind::Match` on the constructor, with if-chains for
 //!   nested, literal and tuple patterns; or-patterns are expanded (bodies duplicated).
 //!   Constructor payloads are flat: one IR field per component, a scalar-tuple argument
 //!   (`W of (float32 * int32)`) included, so construction, patterns and the `<Ctor>_<k>`

@@ -1,12 +1,12 @@
 //! The reference interpreter of the IR (backend `interp`), also the core of the `cpu` backend.
 //!
-//! A launch resolves the kernel into a compact register form ([`compile`]), copies every
+//! A launch resolves the kernel into a compact register form (`compile`), copies every
 //! vector argument into device memory (one atomic word column per leaf), runs the blocks in
-//! order (x fastest, then y, then z) with the SIMT executor ([`exec`]: the threads of a block
+//! order (x fastest, then y, then z) with the SIMT executor (`exec`: the threads of a block
 //! in lockstep, so barriers and warp operations are exact), and copies the vectors back.
 //!
 //! Semantics (the oracle every backend is compared with):
-//! - exact scalar arithmetic, see [`scalar`]: wrapping int32/int64, truncated `/` and `mod`,
+//! - exact scalar arithmetic, see `scalar`: wrapping int32/int64, truncated `/` and `mod`,
 //!   masked shift counts, float32 in `f32`, float64 in `f64`, saturating float-to-int.
 //! - the warp size is 32 ([`WARP_SIZE`]): a warp is 32 consecutive threads of the block in
 //!   linear order (x fastest). Shuffles read the source lane's value, or the thread's own value

@@ -2,7 +2,7 @@
 //!
 //! The three languages share C's statements, expressions and structs; they differ in
 //! qualifiers, address spaces, built-in names and capabilities. [`Dialect`] answers those
-//! questions and [`writer::Writer`] does everything else, so a fix lands in all three.
+//! questions and `writer::Writer` does everything else, so a fix lands in all three.
 //!
 //! Design decisions, the same on every dialect:
 //! - `legalize` (seed 000) runs first with the dialect's reserved words and

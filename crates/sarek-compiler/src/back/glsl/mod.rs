@@ -37,7 +37,7 @@
 //! does not fold through; lone literals are written in a decimal glslang reads back exactly.
 //!
 //! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
-//! helpers in [`f64math`]. What GLSL cannot express (float64 or int64 atomics and native
+//! helpers in `f64math`. What GLSL cannot express (float64 or int64 atomics and native
 //! subgroups where the device lacks them) is refused with a located error naming GLSL.
 
 mod emit;

@@ -5,7 +5,7 @@
 //!   ([`crate::abi::leaves`]): records, tuples and variants live in registers, never in memory,
 //!   and `ptxas` allocates the physical registers. Mutable variables are registers reassigned.
 //! - Memory (vectors, shared and local arrays) holds elements in the C layout
-//!   ([`LayoutRules::C`], bool as one byte), so the CUDA C and PTX targets share an ABI shape.
+//!   (`LayoutRules::C`, bool as one byte), so the CUDA C and PTX targets share an ABI shape.
 //! - Helpers are inlined at each call (the IR has no recursion left); `Return` assigns the
 //!   result registers and branches to the end of the inlined body. No user identifier reaches
 //!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
