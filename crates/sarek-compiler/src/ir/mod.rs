@@ -184,6 +184,11 @@ pub enum LValue {
     Field { base: Box<LValue>, field: u32 },
 }
 
+/// The unroll hint of a loop asking to unroll it completely (`pragma ["unroll"]`):
+/// `#pragma unroll` in CUDA and OpenCL C, `[[unroll]]` in GLSL, nothing where the target has
+/// no hint. Any other `unroll` value `n` is a count.
+pub const UNROLL_FULL: u32 = u32::MAX;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     /// Declare a scalar/record/variant variable, scoped to the rest of the enclosing block.

@@ -262,14 +262,14 @@ impl Printer<'_> {
             } => {
                 let dir = if *downto { "downto" } else { "to" };
                 let (v, a, b) = (self.binder(*var), self.expr(start), self.expr(end));
-                let u = unroll.map_or(String::new(), |n| format!(" [@unroll {n}]"));
+                let u = unroll_hint(*unroll);
                 self.line(&format!("for {v} = {a} {dir} {b}{u} {{"));
                 self.block(body);
                 self.line("}");
             }
             StmtKind::While { cond, body, unroll } => {
                 let c = self.expr(cond);
-                let u = unroll.map_or(String::new(), |n| format!(" [@unroll {n}]"));
+                let u = unroll_hint(*unroll);
                 self.line(&format!("while {c}{u} {{"));
                 self.block(body);
                 self.line("}");
@@ -541,5 +541,14 @@ mod tests {
         let text = print_kernel(&k);
         assert!(text.contains("kernel k(s%0 : float32) {"), "{text}");
         assert!(text.contains("let s%1 : float32 = (s%0 + 1.0);"), "{text}");
+    }
+}
+
+/// `[@unroll N]`, `[@unroll]` for a full unroll, nothing without a hint.
+fn unroll_hint(unroll: Option<u32>) -> String {
+    match unroll {
+        Some(super::UNROLL_FULL) => " [@unroll]".to_string(),
+        Some(n) => format!(" [@unroll {n}]"),
+        None => String::new(),
     }
 }

@@ -1324,7 +1324,7 @@ impl Parser {
     }
 
     /// The bound pattern of a `let`: a tuple-level pattern, or `(x : t)`.
-    fn let_pattern(&mut self) -> PResult<(Pattern, Option<TypeExpr>)> {
+    pub(super) fn let_pattern(&mut self) -> PResult<(Pattern, Option<TypeExpr>)> {
         if self.at(&Tok::LParen)
             && matches!(self.peek_at(1), Tok::Ident(_) | Tok::Underscore)
             && *self.peek_at(2) == Tok::Colon

@@ -262,6 +262,12 @@ impl Checker {
         let A::LetOpen { module, body } = &e.kind else {
             unreachable!("dispatched on the kind")
         };
+        if let Some(full) = self.resolve_module(&module.name) {
+            self.opens.push(full);
+            let body = self.infer(body, expected);
+            self.opens.pop();
+            return body;
+        }
         if !builtins::MODULES.contains(&module.name.as_str()) {
             let mut d = Diagnostic::error(module.span, format!("unknown module `{}`", module.name))
                 .with_label("not a module")
@@ -582,7 +588,11 @@ impl Checker {
         for a in args {
             let mut words = a.split_whitespace();
             if words.next() == Some("unroll") {
-                let n = self.parse_count(words.next().unwrap_or(""), e.span, "unroll");
+                // `pragma ["unroll"]` without a count asks for a full unroll (upstream's meaning).
+                let n = match words.next() {
+                    None => Some(crate::ir::UNROLL_FULL),
+                    Some(count) => self.parse_count(count, e.span, "unroll"),
+                };
                 set_unroll(&mut b, n);
             }
         }
@@ -761,13 +771,13 @@ impl Checker {
                 let (id, ty) = self.local_ref(idx);
                 return mk(T::Var(id), ty, span);
             }
-            match self.globals.get(&name.name).cloned() {
-                Some(Global::Const { lit }) => {
-                    return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
-                }
-                Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
-                None => {}
+        }
+        match self.find_global(path, &name.name) {
+            Some(Global::Const { lit }) => {
+                return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
             }
+            Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
+            None => {}
         }
         match self.lookup_builtin(path, name) {
             Some(Builtin::Geometry(g)) => mk(
@@ -821,6 +831,22 @@ impl Checker {
     fn unknown_name(&mut self, path: &[ast::Ident], name: &ast::Ident, what: &str) {
         let span = path.first().map_or(name.span, |p| p.span.to(name.span));
         if let Some(m) = path.last() {
+            if let Some(full) = self.resolve_module(&m.name) {
+                let prefix = format!("{full}.");
+                let names = self
+                    .globals
+                    .keys()
+                    .filter_map(|k| k.strip_prefix(&prefix))
+                    .filter(|k| !k.contains('.'));
+                let mut d =
+                    Diagnostic::error(span, format!("`{}` has no member `{}`", m.name, name.name))
+                        .with_label("not found in this module");
+                if let Some(h) = did_you_mean(closest(&name.name, names)) {
+                    d = d.with_help(h);
+                }
+                self.diags.push(d);
+                return;
+            }
             if !builtins::MODULES.contains(&m.name.as_str()) {
                 let mut d = Diagnostic::error(m.span, format!("unknown module `{}`", m.name))
                     .with_label("not a module");
@@ -1833,7 +1859,9 @@ impl Checker {
                 );
                 return err_expr(span);
             }
-            match self.globals.get(&name.name).cloned() {
+        }
+        {
+            match self.find_global(path, &name.name) {
                 Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
                 Some(Global::Const { .. }) => {
                     self.diags.push(
