@@ -44,6 +44,9 @@ pub fn type_name(kernel: &Kernel, ty: &Ty) -> String {
                 MemSpace::Local => "local",
             };
             match size {
+                Some(super::SIZE_BLOCK_DIM_X) => {
+                    format!("{} array[block_dim_x] {space}", type_name(kernel, elem))
+                }
                 Some(n) => format!("{} array[{n}] {space}", type_name(kernel, elem)),
                 None => format!("{} array[] {space}", type_name(kernel, elem)),
             }

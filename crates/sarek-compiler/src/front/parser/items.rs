@@ -558,10 +558,16 @@ impl Parser {
                 continue;
             }
             let item = self.let_item()?;
+            // `let rec f ... = e [@@sarek.inline 4] in`: OCaml's binding attributes.
+            let mut binding_attrs = Vec::new();
+            while let Tok::Attr { outer: true, .. } = self.peek() {
+                binding_attrs.push(self.attribute());
+            }
             self.expect_in_prelude(let_start)?;
             for item in item {
                 match item.kind {
                     ItemKind::Fun(mut decl) => {
+                        decl.attrs.append(&mut binding_attrs);
                         // The opens before the helper are in scope in its body too.
                         for m in opens.iter().rev() {
                             let span = decl.body.span;

@@ -207,8 +207,13 @@ impl Checker {
             unreachable!("dispatched on the kind")
         };
         let elem = self.ty_of(elem, TyMode::Data);
-        let size_e = self.check(size, &Ty::I32);
-        let n = self.const_size(&size_e, "shared array");
+        // `= ()`: upstream's default size, the block's x dimension, fixed per launch.
+        let n = if matches!(size.kind, ast::ExprKind::Lit(ast::Lit::Unit)) {
+            Some(crate::ir::SIZE_BLOCK_DIM_X)
+        } else {
+            let size_e = self.check(size, &Ty::I32);
+            self.const_size(&size_e, "shared array")
+        };
         let ty = Ty::Array {
             elem: Box::new(elem),
             space: MemSpace::Shared,

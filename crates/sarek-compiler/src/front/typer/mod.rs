@@ -246,14 +246,23 @@ impl Checker {
         }
     }
 
-    /// The full name of module `name` as seen from the current module (innermost first).
+    /// The full name of module `name` as seen from the current module (innermost first),
+    /// then from the opened modules.
     fn resolve_module(&self, name: &str) -> Option<String> {
-        (0..=self.module_path.len()).rev().find_map(|depth| {
-            let mut parts = self.module_path[..depth].to_vec();
-            parts.push(name.to_string());
-            let full = parts.join(".");
-            self.modules.contains(&full).then_some(full)
-        })
+        (0..=self.module_path.len())
+            .rev()
+            .find_map(|depth| {
+                let mut parts = self.module_path[..depth].to_vec();
+                parts.push(name.to_string());
+                let full = parts.join(".");
+                self.modules.contains(&full).then_some(full)
+            })
+            .or_else(|| {
+                self.opens.iter().rev().find_map(|m| {
+                    let full = format!("{m}.{name}");
+                    self.modules.contains(&full).then_some(full)
+                })
+            })
     }
 
     /// A helper or constant named `path.name` seen from here: the current module and its
