@@ -83,11 +83,7 @@ fn min_int_hex_literals() {
         let mut out = Vector::filled(7i32, 4);
         kernel.launch().arg(&mut out).run(&*device).unwrap();
         // OCaml: -0x80000000l = min_int, -0xffffffffl = 1, min_int - 1 wraps to max_int.
-        assert_eq!(
-            out.to_vec(),
-            [i32::MIN, 1, i32::MAX, i32::MIN],
-            "{backend}"
-        );
+        assert_eq!(out.to_vec(), [i32::MIN, 1, i32::MAX, i32::MIN], "{backend}");
     }
 }
 
@@ -178,7 +174,11 @@ fn modules_of_several_files() {
         .arg(&lib)
         .output()
         .unwrap();
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let verify = Command::new(bin)
         .args(["verify"])
         .arg(&main)
@@ -206,13 +206,27 @@ fn compile_needs_a_block_for_block_sized_shared_arrays() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(1));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.contains("shared array `tile` takes its size from the launch's block"), "{err}");
+    assert!(
+        err.contains("shared array `tile` takes its size from the launch's block"),
+        "{err}"
+    );
     let sized = Command::new(bin)
         .arg("compile")
         .arg(&file)
-        .args(["--target", "opencl", "--kernel", "block_sum", "--block", "128"])
+        .args([
+            "--target",
+            "opencl",
+            "--kernel",
+            "block_sum",
+            "--block",
+            "128",
+        ])
         .output()
         .unwrap();
-    assert!(sized.status.success(), "{}", String::from_utf8_lossy(&sized.stderr));
+    assert!(
+        sized.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sized.stderr)
+    );
     assert!(String::from_utf8_lossy(&sized.stdout).contains("__local int tile[128];"));
 }

@@ -48,7 +48,10 @@ pub enum ItemKind {
     /// `module M = struct ... end`, or a whole file given as module `M` (the file name,
     /// capitalised): its helpers and constants are `M.f`, visible unqualified inside it.
     /// Its types join the program's one type namespace (`M.point` is `point`).
-    Module { name: Ident, items: Vec<Item> },
+    Module {
+        name: Ident,
+        items: Vec<Item>,
+    },
     /// `open M` at top level for a module of the program (`open Std` and the other built-in
     /// modules are dropped by the parser: their names are always in scope).
     Open(Ident),

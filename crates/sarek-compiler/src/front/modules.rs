@@ -23,7 +23,11 @@ pub fn module_name(file_name: &str) -> Option<String> {
     let stem = base.split('.').next().unwrap_or(base);
     let mut chars = stem.chars();
     let first = chars.next()?;
-    if !first.is_ascii_alphabetic() || !chars.clone().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'') {
+    if !first.is_ascii_alphabetic()
+        || !chars
+            .clone()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'')
+    {
         return None;
     }
     Some(first.to_ascii_uppercase().to_string() + chars.as_str())

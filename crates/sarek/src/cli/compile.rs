@@ -26,7 +26,9 @@ pub fn run(
     // An unknown target is a usage error, like any other malformed option value.
     let target: Target = target.parse().map_err(Failure::io)?;
     let block = block
-        .map(|b| sarek::runtime::harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}"))))
+        .map(|b| {
+            sarek::runtime::harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}")))
+        })
         .transpose()?;
     let program = load(file, modules)?;
     let names: Vec<String> = match kernel {

@@ -297,12 +297,14 @@ pub fn load(path: &Path, modules: &[PathBuf]) -> Result<Program, Failure> {
             others.push((m.display().to_string(), read(m)?));
         }
     }
-    Program::check_with_modules(&path.display().to_string(), &text, &others).map_err(|(sources, diags)| {
-        Failure::rendered(
-            1,
-            sarek::compiler::diag::render_all(&diags, &sources, color()),
-        )
-    })
+    Program::check_with_modules(&path.display().to_string(), &text, &others).map_err(
+        |(sources, diags)| {
+            Failure::rendered(
+                1,
+                sarek::compiler::diag::render_all(&diags, &sources, color()),
+            )
+        },
+    )
 }
 
 /// `No such file or directory` without the `(os error 2)` suffix.

@@ -538,7 +538,9 @@ impl Parser {
                             )
                             .with_label("not a type declaration")
                             .with_secondary(module_start.to(end), "in this module")
-                            .with_help("define helpers in the prelude itself: `let f (x : t) = ... in`");
+                            .with_help(
+                                "define helpers in the prelude itself: `let f (x : t) = ... in`",
+                            );
                             self.diags.push(d);
                         }
                     }
@@ -1025,7 +1027,8 @@ impl Parser {
             // global array, i.e. `t vector` (`Global.t` marks the memory space of `Arr.t`).
             let name = match (modules.last().map(String::as_str), id.name.as_str()) {
                 (Some("Vector"), "t" | "vector") | (Some("Arr"), "t") => "vector",
-                (Some("Global"), "t") if matches!(&ty.kind, TypeExprKind::App(_, c) if c.name == "vector") => {
+                (Some("Global"), "t") if matches!(&ty.kind, TypeExprKind::App(_, c) if c.name == "vector") =>
+                {
                     ty.span = span;
                     continue;
                 }

@@ -1865,21 +1865,19 @@ impl Checker {
                 return err_expr(span);
             }
         }
-        {
-            match self.find_global(path, &name.name) {
-                Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
-                Some(Global::Const { .. }) => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            func.span,
-                            format!("the constant `{}` is not a function", name.name),
-                        )
-                        .with_label("applied to arguments"),
-                    );
-                    return err_expr(span);
-                }
-                None => {}
+        match self.find_global(path, &name.name) {
+            Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
+            Some(Global::Const { .. }) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        func.span,
+                        format!("the constant `{}` is not a function", name.name),
+                    )
+                    .with_label("applied to arguments"),
+                );
+                return err_expr(span);
             }
+            None => {}
         }
         match self.lookup_builtin(path, name) {
             Some(b) => {

@@ -227,7 +227,9 @@ impl Checker {
                         let mut d = Diagnostic::error(m.span, format!("unknown module `{}`", m.name))
                             .with_label("not a module of this program")
                             .with_note("a module is a file given with the program (`geometry_lib.sarek` is `Geometry_lib`) or a `module M = struct ... end` defined above");
-                        if let Some(h) = messages::did_you_mean(crate::diag::closest(&m.name, known)) {
+                        if let Some(h) =
+                            messages::did_you_mean(crate::diag::closest(&m.name, known))
+                        {
                             d = d.with_help(h);
                         }
                         self.diags.push(d);
@@ -271,7 +273,10 @@ impl Checker {
         let mut written: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
         written.push(name);
         for depth in (0..=self.module_path.len()).rev() {
-            let mut parts: Vec<&str> = self.module_path[..depth].iter().map(String::as_str).collect();
+            let mut parts: Vec<&str> = self.module_path[..depth]
+                .iter()
+                .map(String::as_str)
+                .collect();
             parts.extend(&written);
             if let Some(g) = self.globals.get(&parts.join(".")) {
                 return Some(g.clone());
