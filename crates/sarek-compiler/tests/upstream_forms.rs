@@ -156,3 +156,29 @@ fn min_int_spelled_in_hex() {
     let e = errors("let%kernel k (v : int32 vector) = v.(0) <- 2147483648\n");
     assert!(e.contains("out of range"), "{e}");
 }
+
+#[test]
+fn pragma_unroll_without_count_is_a_full_unroll_hint() {
+    let mut sources = SourceMap::new();
+    sources.add(
+        "t.sarek",
+        "let%kernel k (a : float32 vector) =\n  let s = mut 0.0 in\n  \
+         pragma [\"unroll\"] (for k = 0 to 7 do s := s +. a.(k) done);\n  a.(0) <- s\n",
+    );
+    let p = check(&sources).unwrap();
+    let ir = sarek_compiler::lower_kernel(&p, "k").unwrap();
+    let gen = |t| {
+        sarek_compiler::generate(&ir, t, &TargetOptions::default())
+            .unwrap()
+            .source
+    };
+    for t in [Target::Cuda, Target::OpenCl] {
+        let src = gen(t);
+        assert!(src.contains("#pragma unroll\n"), "{t:?}:\n{src}");
+    }
+    assert!(gen(Target::Glsl).contains("[[unroll]]"));
+    assert!(gen(Target::Ir).contains("[@unroll]"));
+    // With a count, the count is kept.
+    let e = errors("let%kernel k (a : int32 vector) = pragma [\"unroll x\"] (for k = 0 to 3 do a.(k) <- 0 done)\n");
+    assert!(e.contains("found `x`"), "{e}");
+}
