@@ -167,18 +167,20 @@ fn pragma_unroll_without_count_is_a_full_unroll_hint() {
     );
     let p = check(&sources).unwrap();
     let ir = sarek_compiler::lower_kernel(&p, "k").unwrap();
-    let gen = |t| {
+    let source_for = |t| {
         sarek_compiler::generate(&ir, t, &TargetOptions::default())
             .unwrap()
             .source
     };
     for t in [Target::Cuda, Target::OpenCl] {
-        let src = gen(t);
+        let src = source_for(t);
         assert!(src.contains("#pragma unroll\n"), "{t:?}:\n{src}");
     }
-    assert!(gen(Target::Glsl).contains("[[unroll]]"));
-    assert!(gen(Target::Ir).contains("[@unroll]"));
+    assert!(source_for(Target::Glsl).contains("[[unroll]]"));
+    assert!(source_for(Target::Ir).contains("[@unroll]"));
     // With a count, the count is kept.
-    let e = errors("let%kernel k (a : int32 vector) = pragma [\"unroll x\"] (for k = 0 to 3 do a.(k) <- 0 done)\n");
+    let e = errors(
+        "let%kernel k (a : int32 vector) = pragma [\"unroll x\"] (for k = 0 to 3 do a.(k) <- 0 done)\n",
+    );
     assert!(e.contains("found `x`"), "{e}");
 }

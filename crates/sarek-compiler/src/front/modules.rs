@@ -8,7 +8,8 @@
 //! `module M = struct ... end` written in the file. A module file's kernels are not part of
 //! the program (a kernel is launched from its own file); its types, helpers and constants are.
 //!
-//! Files the main file does not use are not parsed, so `sarek check a.sarek b.sarek` still
+//! A file named like a built-in module (`Std`, `Float32`, ...) is never a module. Files the
+//! main file does not use are not parsed, so `sarek check a.sarek b.sarek` still
 //! checks two independent programs independently.
 
 use crate::diag::{Diagnostic, FileId, SourceMap, Span};
@@ -54,6 +55,8 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
         .ids()
         .filter(|&f| f != main)
         .filter_map(|f| module_name(sources.name(f)).map(|m| (f, m)))
+        // A file named like a built-in module (`float32.sarek`) would hide it: not a module.
+        .filter(|(_, m)| !crate::front::typer::BUILTIN_MODULES.contains(&m.as_str()))
         .collect();
     let mut order: Vec<FileId> = Vec::new();
     let mut visiting: Vec<FileId> = vec![main];

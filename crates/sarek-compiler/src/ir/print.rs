@@ -503,6 +503,15 @@ impl Printer<'_> {
     }
 }
 
+/// `[@unroll N]`, `[@unroll]` for a full unroll, nothing without a hint.
+fn unroll_hint(unroll: Option<u32>) -> String {
+    match unroll {
+        Some(super::UNROLL_FULL) => " [@unroll]".to_string(),
+        Some(n) => format!(" [@unroll {n}]"),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,14 +553,5 @@ mod tests {
         let text = print_kernel(&k);
         assert!(text.contains("kernel k(s%0 : float32) {"), "{text}");
         assert!(text.contains("let s%1 : float32 = (s%0 + 1.0);"), "{text}");
-    }
-}
-
-/// `[@unroll N]`, `[@unroll]` for a full unroll, nothing without a hint.
-fn unroll_hint(unroll: Option<u32>) -> String {
-    match unroll {
-        Some(super::UNROLL_FULL) => " [@unroll]".to_string(),
-        Some(n) => format!(" [@unroll {n}]"),
-        None => String::new(),
     }
 }

@@ -39,7 +39,7 @@ enum PreludeWrap {
     Value {
         pattern: Pattern,
         ty: Option<TypeExpr>,
-        value: Expr,
+        value: Box<Expr>,
     },
 }
 
@@ -590,7 +590,7 @@ impl Parser {
                     } => wraps.push(PreludeWrap::Value {
                         pattern: Pattern::Var(cname),
                         ty: Some(ty),
-                        value,
+                        value: Box::new(value),
                     }),
                     _ => {
                         let d = Diagnostic::error(item.span, "not supported in a kernel prelude")
@@ -624,7 +624,7 @@ impl Parser {
                     pattern,
                     mutable: false,
                     ty,
-                    value: Box::new(value),
+                    value,
                     body: Box::new(body),
                 },
             };
@@ -656,7 +656,11 @@ impl Parser {
         self.expect_eq_after("the value's name")?;
         let value = self.with_offside(Some(col), Self::seq_expr)?;
         self.expect_in_prelude(let_start)?;
-        Ok(PreludeWrap::Value { pattern, ty, value })
+        Ok(PreludeWrap::Value {
+            pattern,
+            ty,
+            value: Box::new(value),
+        })
     }
 
     fn expect_in_prelude(&mut self, let_start: Span) -> PResult<()> {
@@ -820,8 +824,10 @@ impl Parser {
             let params = self.type_decl_params();
             let name = self.lident("a type name after `type`")?;
             self.expect_eq_after("the type name")?;
-            let abbreviation = !matches!(self.peek(), Tok::LBrace | Tok::Bar)
-                && !(matches!(self.peek(), Tok::UIdent(_)) && *self.peek_at(1) != Tok::Dot);
+            // A record, or constructors (`A | B`, `A of t`; `M.t` is an abbreviation).
+            let declares = matches!(self.peek(), Tok::LBrace | Tok::Bar)
+                || (matches!(self.peek(), Tok::UIdent(_)) && *self.peek_at(1) != Tok::Dot);
+            let abbreviation = !declares;
             if abbreviation && HOST_TYPE_NAMES.contains(&name.name.as_str()) {
                 // `type float32 = float`, `type 'a vector = 'a array`: the aliases an OCaml
                 // host file needs for kernel annotations; these names mean that already.

@@ -768,14 +768,14 @@ impl Checker {
     }
 
     fn var(&mut self, path: &[ast::Ident], name: &ast::Ident, span: Span) -> Expr {
-        if path.is_empty() {
-            if let Some(idx) = self.find_local(&name.name) {
-                if let LocalKind::Fun { .. } = self.scope[idx].kind {
-                    return self.not_applied(&name.name, span, "helper");
-                }
-                let (id, ty) = self.local_ref(idx);
-                return mk(T::Var(id), ty, span);
+        if path.is_empty()
+            && let Some(idx) = self.find_local(&name.name)
+        {
+            if let LocalKind::Fun { .. } = self.scope[idx].kind {
+                return self.not_applied(&name.name, span, "helper");
             }
+            let (id, ty) = self.local_ref(idx);
+            return mk(T::Var(id), ty, span);
         }
         match self.find_global(path, &name.name) {
             Some(Global::Const { lit }) => {
@@ -1837,33 +1837,33 @@ impl Checker {
             }
             return err_expr(span);
         };
-        if path.is_empty() {
-            if let Some(idx) = self.find_local(&name.name) {
-                if let LocalKind::Fun { fun, captures } = self.scope[idx].kind.clone() {
-                    let captured: Vec<Expr> = captures
-                        .iter()
-                        .map(|i| {
-                            let (id, ty) = self.local_ref(*i);
-                            mk(T::Var(id), ty, func.span)
-                        })
-                        .collect();
-                    return self.call(fun, &name.name, captured, args, span);
+        if path.is_empty()
+            && let Some(idx) = self.find_local(&name.name)
+        {
+            if let LocalKind::Fun { fun, captures } = self.scope[idx].kind.clone() {
+                let captured: Vec<Expr> = captures
+                    .iter()
+                    .map(|i| {
+                        let (id, ty) = self.local_ref(*i);
+                        mk(T::Var(id), ty, func.span)
+                    })
+                    .collect();
+                return self.call(fun, &name.name, captured, args, span);
+            }
+            let ty = self.scope[idx].ty.clone();
+            if is_error(&self.subst.resolve(&ty)) {
+                for a in args {
+                    self.infer(a, None);
                 }
-                let ty = self.scope[idx].ty.clone();
-                if is_error(&self.subst.resolve(&ty)) {
-                    for a in args {
-                        self.infer(a, None);
-                    }
-                    return err_expr(span);
-                }
-                let shown = self.show(&ty);
-                self.diags.push(
-                    Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
-                        .with_label(format!("this has type `{shown}`"))
-                        .with_secondary(self.scope[idx].span, "declared here"),
-                );
                 return err_expr(span);
             }
+            let shown = self.show(&ty);
+            self.diags.push(
+                Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
+                    .with_label(format!("this has type `{shown}`"))
+                    .with_secondary(self.scope[idx].span, "declared here"),
+            );
+            return err_expr(span);
         }
         match self.find_global(path, &name.name) {
             Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),

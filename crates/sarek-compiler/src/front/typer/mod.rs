@@ -52,6 +52,9 @@ use crate::types::{Literal, Scalar};
 
 pub use messages::{aggregate_equality_help, aggregate_equality_message};
 
+/// The built-in modules (`Std`, `Float32`, ...): a program's own module cannot take these names.
+pub const BUILTIN_MODULES: [&str; 11] = builtins::MODULES;
+
 use env::{TyMode, TypeEnv};
 use unify::{Constraint, Subst, as_var, error_ty};
 use visit::VisitMut;
