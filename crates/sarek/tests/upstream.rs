@@ -113,9 +113,8 @@ fn block_sized_shared_array_follows_the_launch() {
                 .run(&*device)
                 .unwrap();
             let got = out.to_vec();
-            for b in 0..grid as usize {
-                let lo = b * block as usize;
-                let want: i32 = input[lo..(lo + block as usize).min(n)].iter().sum();
+            for (b, chunk) in input.chunks(block as usize).enumerate() {
+                let want: i32 = chunk.iter().sum();
                 assert_eq!(got[b], want, "{backend} block {block}: block sum {b}");
             }
         }
