@@ -11,6 +11,12 @@
 //! - `include_kernel!("kernels/k.sarek")`: a file, relative to the including crate's
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
+//! - `include_kernel!("kernels/k.sarek", modules = ["kernels/geometry_lib.sarek"])` and
+//!   `kernel_module!(mod k = "kernels/k.sarek", modules = [...])`: a program of several files,
+//!   each module file being module `Geometry_lib` after its stem (as `sarek check k.sarek
+//!   geometry_lib.sarek`); every file goes through `include_str!` (rebuild tracking), and a
+//!   diagnostic is rendered at its own file, the `compile_error!` pointing at that file's
+//!   literal.
 //!
 //! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")` (attributes such as `/// docs`
 //!   may precede `pub mod`): a module with the checked `SOURCE`, `program()` to compile it,
@@ -79,17 +85,114 @@ fn align(token: &str, value: &str, line: usize, column: usize) -> Option<String>
     ))
 }
 
-/// Check a Sarek file (path relative to the crate root) at compile time; expands to its text.
+/// `"path" [, modules = ["path", ...]]`: the argument of `include_kernel!`, also the tail of
+/// `kernel_module!`.
+struct Files {
+    main: LitStr,
+    modules: Vec<LitStr>,
+}
+
+impl Parse for Files {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let main = input.parse()?;
+        let mut modules = Vec::new();
+        if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key != "modules" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "expected `modules = [\"file.sarek\", ...]`",
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            let list;
+            syn::bracketed!(list in input);
+            modules = list
+                .parse_terminated(|p: ParseStream| p.parse::<LitStr>(), Token![,])?
+                .into_iter()
+                .collect();
+            input.parse::<Option<Token![,]>>()?;
+        }
+        Ok(Files { main, modules })
+    }
+}
+
+/// A failed check: the message of the `compile_error!` and the literal (of the main file or
+/// of a module) it points at.
+struct Refusal {
+    message: String,
+    at: LitStr,
+}
+
+impl Refusal {
+    fn to_tokens(&self, semicolon: bool) -> TokenStream {
+        let msg = &self.message;
+        let semi = semicolon.then(|| quote!(;));
+        quote_spanned!(self.at.span()=> compile_error!(#msg) #semi).into()
+    }
+}
+
+/// A checked program of files: their full paths (main first, for `include_str!`) and the typed
+/// program.
+struct Checked {
+    paths: Vec<std::path::PathBuf>,
+    program: sarek_compiler::front::tast::Program,
+}
+
+/// Read every file of `files` (relative to `root`) and run the front end on the main one with
+/// the others as its modules, each registered under its relative path for diagnostics.
+fn read_and_check_files(root: &std::path::Path, files: &Files) -> Result<Checked, Refusal> {
+    // The main file named again among the modules is the main file (as `sarek check`).
+    let main_rel = files.main.value();
+    let lits: Vec<&LitStr> = std::iter::once(&files.main)
+        .chain(files.modules.iter().filter(|m| m.value() != main_rel))
+        .collect();
+    let mut sources = sarek_compiler::SourceMap::new();
+    let mut paths = Vec::new();
+    for lit in &lits {
+        let (path, text) = read(root, &lit.value()).map_err(|message| Refusal {
+            message,
+            at: (*lit).clone(),
+        })?;
+        sources.add(lit.value().as_str(), text.as_str());
+        paths.push(path);
+    }
+    let main = sources.ids().next().expect("the main file was added");
+    sarek_compiler::check(&sources, main)
+        .map(|program| Checked {
+            paths: paths.clone(),
+            program,
+        })
+        .map_err(|d| {
+            // Point at the literal naming the file of the first error.
+            let at = d
+                .first()
+                .and_then(|d| sources.ids().position(|f| f == d.span.file))
+                .map_or(&files.main, |i| lits[i]);
+            Refusal {
+                message: rejected(&d, &sources),
+                at: at.clone(),
+            }
+        })
+}
+
+/// Check a Sarek file (path relative to the crate root) at compile time, with the files of
+/// its modules when given; expands to its text.
 #[proc_macro]
 pub fn include_kernel(input: TokenStream) -> TokenStream {
-    let lit = parse_macro_input!(input as LitStr);
-    let rel = lit.value();
-    match read_and_check(&manifest_dir(), &rel) {
-        Ok((path, _)) => {
-            let abs = path.display().to_string();
-            quote_spanned!(lit.span()=> include_str!(#abs)).into()
+    let files = parse_macro_input!(input as Files);
+    match read_and_check_files(&manifest_dir(), &files) {
+        Ok(Checked { paths, .. }) => {
+            let abs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let (main, modules) = (&abs[0], &abs[1..]);
+            // The modules are included too, only so that cargo rebuilds when one changes.
+            quote_spanned!(files.main.span()=> {
+                #(const _: &str = include_str!(#modules);)*
+                include_str!(#main)
+            })
+            .into()
         }
-        Err(msg) => quote_spanned!(lit.span()=> compile_error!(#msg)).into(),
+        Err(refusal) => refusal.to_tokens(false),
     }
 }
 
@@ -100,6 +203,7 @@ fn manifest_dir() -> std::path::PathBuf {
         .unwrap_or_else(|| ".".into())
 }
 
+#[cfg(test)]
 /// Read `root/rel` and run the front end on it, registered as `rel` for its diagnostics.
 /// Returns the full path (for `include_str!`) and the typed program, or the message of the
 /// `compile_error!`.
@@ -107,19 +211,25 @@ fn read_and_check(
     root: &std::path::Path,
     rel: &str,
 ) -> Result<(std::path::PathBuf, sarek_compiler::front::tast::Program), String> {
-    let path = root.join(rel);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    let (path, text) = read(root, rel)?;
     front(rel, &text).map(|program| (path, program))
 }
 
-/// `[VIS] mod NAME = "path"`.
+/// The full path of `root/rel` and its text, or the message of the `compile_error!`.
+fn read(root: &std::path::Path, rel: &str) -> Result<(std::path::PathBuf, String), String> {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    Ok((path, text))
+}
+
+/// `[VIS] mod NAME = "path" [, modules = ["path", ...]]`.
 struct ModuleSpec {
     /// Outer attributes (`/// docs`, `#[allow(..)]`) for the generated module.
     attrs: Vec<Attribute>,
     vis: Visibility,
     name: Ident,
-    path: LitStr,
+    files: Files,
 }
 
 impl Parse for ModuleSpec {
@@ -129,12 +239,12 @@ impl Parse for ModuleSpec {
         input.parse::<Token![mod]>()?;
         let name = input.parse()?;
         input.parse::<Token![=]>()?;
-        let path = input.parse()?;
+        let files = input.parse()?;
         Ok(ModuleSpec {
             attrs,
             vis,
             name,
-            path,
+            files,
         })
     }
 }
@@ -146,12 +256,13 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         mut attrs,
         vis,
         name,
-        path: lit,
+        files,
     } = parse_macro_input!(input as ModuleSpec);
+    let lit = &files.main;
     let rel = lit.value();
-    let (path, program) = match read_and_check(&manifest_dir(), &rel) {
-        Ok(found) => found,
-        Err(msg) => return quote_spanned!(lit.span()=> compile_error!(#msg);).into(),
+    let Checked { paths, program } = match read_and_check_files(&manifest_dir(), &files) {
+        Ok(checked) => checked,
+        Err(refusal) => return refusal.to_tokens(true),
     };
     if let Some(msg) = launcher_clash(&program, &rel) {
         return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
@@ -201,7 +312,14 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
             }
         }
     });
-    let abs = path.display().to_string();
+    let abs = paths[0].display().to_string();
+    let module_abs: Vec<String> = paths[1..].iter().map(|p| p.display().to_string()).collect();
+    let module_rel: Vec<String> = files
+        .modules
+        .iter()
+        .map(LitStr::value)
+        .filter(|m| *m != rel)
+        .collect();
     if !attrs.iter().any(|a| a.path().is_ident("doc")) {
         let doc = format!("The kernels of `{rel}`, checked at build time, and their launchers.");
         attrs.push(syn::parse_quote!(#[doc = #doc]));
@@ -213,10 +331,14 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
             pub const SOURCE: &str = include_str!(#abs);
             /// The path the source was read from (relative to the crate root).
             pub const PATH: &str = #rel;
-            /// Compile the source (it checked at build time, so this fails only if the
-            /// compiler changed in between).
+            /// The program's module files, `(path, source)`, each module `Name` after its stem.
+            pub const MODULES: &[(&str, &str)] = &[#((#module_rel, include_str!(#module_abs))),*];
+            /// Compile the source with its modules (it checked at build time, so this fails
+            /// only if the compiler changed in between).
             pub fn program() -> ::std::result::Result<::sarek::Program, ::sarek::Error> {
-                ::sarek::Program::compile(PATH, SOURCE)
+                let modules: ::std::vec::Vec<(::std::string::String, ::std::string::String)> =
+                    MODULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
+                ::sarek::Program::compile_with_modules(PATH, SOURCE, &modules)
             }
             #(#launchers)*
         }
@@ -228,7 +350,7 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
 /// kernel whose name would clash with one of them is refused with this message.
 fn launcher_clash(program: &sarek_compiler::front::tast::Program, rel: &str) -> Option<String> {
     let k = program.kernels.iter().find(|k| {
-        ["program", "SOURCE", "PATH"].contains(&rust_ident(&k.name).to_string().as_str())
+        ["program", "SOURCE", "PATH", "MODULES"].contains(&rust_ident(&k.name).to_string().as_str())
     })?;
     Some(format!(
         "kernel `{}` in {rel} would clash with the module's own `{}`: rename the kernel, or \
@@ -266,12 +388,15 @@ fn check(name: &str, text: &str) -> Result<(), String> {
 fn front(name: &str, text: &str) -> Result<sarek_compiler::front::tast::Program, String> {
     let mut sources = sarek_compiler::SourceMap::new();
     let file = sources.add(name, text);
-    sarek_compiler::check(&sources, file).map_err(|d| {
-        format!(
-            "Sarek kernel rejected:\n{}",
-            sarek_compiler::diag::render_all(&d, &sources, false).trim_end()
-        )
-    })
+    sarek_compiler::check(&sources, file).map_err(|d| rejected(&d, &sources))
+}
+
+/// The `compile_error!` message of rejected diagnostics (no colour).
+fn rejected(diags: &[sarek_compiler::Diagnostic], sources: &sarek_compiler::SourceMap) -> String {
+    format!(
+        "Sarek kernel rejected:\n{}",
+        sarek_compiler::diag::render_all(diags, sources, false).trim_end()
+    )
 }
 
 #[cfg(test)]

@@ -151,6 +151,17 @@ impl Program {
             .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
     }
 
+    /// Like [`Program::compile`], with other files as the program's modules (see
+    /// [`Program::check_with_modules`]); what `kernel_module!(.., modules = [..])` calls.
+    pub fn compile_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, Error> {
+        Program::check_with_modules(name, source, modules)
+            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
+    }
+
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
     /// they point into) for callers that render themselves.
     pub fn check(name: &str, source: &str) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
