@@ -117,6 +117,21 @@ impl Parse for Files {
     }
 }
 
+impl Files {
+    /// The main file, then each module file once: a file named twice would define its items
+    /// twice, and the main file named again among the modules is the main file (as `sarek
+    /// check`).
+    fn distinct(&self) -> Vec<&LitStr> {
+        let mut lits = vec![&self.main];
+        for m in &self.modules {
+            if !lits.iter().any(|l| l.value() == m.value()) {
+                lits.push(m);
+            }
+        }
+        lits
+    }
+}
+
 /// A failed check: the message of the `compile_error!` and the literal (of the main file or
 /// of a module) it points at.
 struct Refusal {
@@ -142,11 +157,7 @@ struct Checked {
 /// Read every file of `files` (relative to `root`) and run the front end on the main one with
 /// the others as its modules, each registered under its relative path for diagnostics.
 fn read_and_check_files(root: &std::path::Path, files: &Files) -> Result<Checked, Refusal> {
-    // The main file named again among the modules is the main file (as `sarek check`).
-    let main_rel = files.main.value();
-    let lits: Vec<&LitStr> = std::iter::once(&files.main)
-        .chain(files.modules.iter().filter(|m| m.value() != main_rel))
-        .collect();
+    let lits = files.distinct();
     let mut sources = sarek_compiler::SourceMap::new();
     let mut paths = Vec::new();
     for lit in &lits {
@@ -314,12 +325,7 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
     });
     let abs = paths[0].display().to_string();
     let module_abs: Vec<String> = paths[1..].iter().map(|p| p.display().to_string()).collect();
-    let module_rel: Vec<String> = files
-        .modules
-        .iter()
-        .map(LitStr::value)
-        .filter(|m| *m != rel)
-        .collect();
+    let module_rel: Vec<String> = files.distinct()[1..].iter().map(|l| l.value()).collect();
     if !attrs.iter().any(|a| a.path().is_ident("doc")) {
         let doc = format!("The kernels of `{rel}`, checked at build time, and their launchers.");
         attrs.push(syn::parse_quote!(#[doc = #doc]));
@@ -469,5 +475,68 @@ mod tests {
         };
         assert!(msg.starts_with("cannot read Sarek kernel `"), "{msg}");
         assert!(msg.contains("no/such.sarek"), "{msg}");
+    }
+
+    /// A program of files under `crates/sarek-macros/target-test-modules/<case>`: `main.sarek`
+    /// with `modules` as its module files.
+    fn files(main: &str, modules: &[&str]) -> super::Files {
+        let lit = |v: &str| syn::LitStr::new(v, proc_macro2::Span::call_site());
+        super::Files {
+            main: lit(main),
+            modules: modules.iter().map(|m| lit(m)).collect(),
+        }
+    }
+
+    #[test]
+    fn module_files_are_checked_with_the_program_and_errors_located_in_their_file() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let main = "tests/upstream/modules/uses_geometry.sarek";
+        let lib = "tests/upstream/modules/geometry_lib.sarek";
+        // Alone, the main file names an unknown module, pointing at the main file.
+        let Err(alone) = super::read_and_check_files(&root, &files(main, &[])) else {
+            panic!("{main} needs its module");
+        };
+        assert!(alone.message.contains("Geometry_lib"), "{}", alone.message);
+        assert_eq!(alone.at.value(), main);
+        // With it (named twice, and the main file again: each read once).
+        let checked = super::read_and_check_files(&root, &files(main, &[lib, main, lib]));
+        let checked = checked.unwrap_or_else(|r| panic!("{}", r.message));
+        assert_eq!(checked.paths.len(), 2);
+        assert!(checked.paths[0].ends_with(main) && checked.paths[1].ends_with(lib));
+        let names: Vec<&str> = checked
+            .program
+            .kernels
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(names, ["nearest", "opened"]);
+        // A type error in a module: rendered at the module's file, pointing at its literal.
+        let dir = std::env::temp_dir().join(format!("sarek-macros-modules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("main.sarek"),
+            "let%kernel k (v : int32 vector) = v.(0) <- Util.one",
+        )
+        .unwrap();
+        std::fs::write(dir.join("util.sarek"), "let one : int32 =\n  true\n").unwrap();
+        let Err(bad) = super::read_and_check_files(&dir, &files("main.sarek", &["util.sarek"]))
+        else {
+            panic!("util.sarek has a type error");
+        };
+        assert!(bad.message.contains("util.sarek:2:3"), "{}", bad.message);
+        assert_eq!(bad.at.value(), "util.sarek");
+        // An unreadable module file: the message names it, at its literal.
+        let Err(missing) =
+            super::read_and_check_files(&dir, &files("main.sarek", &["util.sarek", "nope.sarek"]))
+        else {
+            panic!("nope.sarek does not exist");
+        };
+        assert!(
+            missing.message.starts_with("cannot read Sarek kernel `"),
+            "{}",
+            missing.message
+        );
+        assert_eq!(missing.at.value(), "nope.sarek");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

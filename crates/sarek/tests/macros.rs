@@ -158,7 +158,9 @@ fn module_files_are_checked_and_compiled_with_the_program() {
         .config(config)
         .run(&*device)
         .unwrap();
-    let expected: Vec<f32> = (0..n).map(|i| xs[i] * xs[i] + ys[i] * ys[i] + 5.5).collect();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| xs[i] * xs[i] + ys[i] * ys[i] + 5.5)
+        .collect();
     assert_eq!(out.to_vec(), expected);
     // opened: twice (dist2 p_i p_(i+1 mod n)).
     let opened = program.kernel("opened").unwrap();
