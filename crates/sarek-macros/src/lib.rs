@@ -19,14 +19,14 @@
 //!   literal.
 //!
 //! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")` (attributes such as `/// docs`
-//!   may precede `pub mod`): a module with the checked `SOURCE`, `program()` to compile it,
-//!   and one typed launcher per kernel,
+//!   may precede `pub mod`): a module with the checked `SOURCE`, its `PATH`, the `MODULES`
+//!   files, `program()` to compile it, and one typed launcher per kernel,
 //!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
 //!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
 //!   `Vec<sarek::Literal>`, see `sarek::Kernel::value`); it returns the `sarek::Launch` to
-//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE` or
-//!   `PATH` is refused (its launcher would clash with the module's items).
+//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE`,
+//!   `PATH` or `MODULES` is refused (its launcher would clash with the module's items).
 //!
 //! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.

@@ -30,6 +30,9 @@
 //! [`include_kernel!`], [`kernel_source!`] and [`kernel_module!`] check a kernel source while
 //! the Rust program compiles: a Sarek error becomes a Rust compile error. `kernel_module!` also
 //! writes one typed launcher per kernel.
+//! The file macros take a program's module files too:
+//! `kernel_module!(mod k = "k.sarek", modules = ["geometry_lib.sarek"])` (module
+//! `Geometry_lib`, see [`Program::check_with_modules`]).
 //!
 //! Vectors of records, tuples and variants are [`HostVector`]s, one [`Column`] per scalar leaf
 //! of the element type ([`Kernel::vector`] makes a zeroed one); by-value records, tuples and
