@@ -291,9 +291,13 @@ fn read(path: &Path) -> Result<String, Failure> {
 /// `Name` after its stem): an unreadable file is exit 2, diagnostics exit 1.
 pub fn load(path: &Path, modules: &[PathBuf]) -> Result<Program, Failure> {
     let text = read(path)?;
+    // A file named twice (or the program named again among its modules) is read once, as the
+    // macros do.
     let mut others = Vec::new();
+    let mut seen: Vec<&Path> = vec![path];
     for m in modules {
-        if m != path {
+        if !seen.contains(&m.as_path()) {
+            seen.push(m);
             others.push((m.display().to_string(), read(m)?));
         }
     }
