@@ -110,7 +110,7 @@
     const order = [state.tab === "run" ? "wgsl" : state.tab].concat(window.sarek.targets);
     for (const t of order) {
       if (results[t]) continue;
-      results[t] = await window.sarek.compile(source, t, null);
+      results[t] = await window.sarek.compile(source, t, { file: state.file });
       if (generation !== state.generation) return;
       if (Object.keys(results).length === 1) {
         state.results = results;

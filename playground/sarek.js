@@ -284,19 +284,18 @@
     await loadWasm(url);
   })();
 
+  // Options not given default to the CLI's (every capability), except for WGSL: the
+  // device's own (subgroups only with 32 lanes, never 64-bit types).
   async function compile(source, target, options) {
     await ready;
     target = String(target);
-    let opts = options;
-    if (!opts) {
-      opts = CLI_OPTIONS;
-      if (target === "wgsl") {
-        const g = await openGpu();
-        if (g.options) opts = g.options;
-      }
+    let defaults = CLI_OPTIONS;
+    if (target === "wgsl") {
+      const g = await openGpu();
+      if (g.options) defaults = g.options;
     }
-    const file = (options && options.file) || DEFAULT_FILE;
-    const r = call("compile", [file, source, target, optionsText({ ...CLI_OPTIONS, ...opts })]);
+    const opts = { ...defaults, ...(options || {}) };
+    const r = call("compile", [opts.file || DEFAULT_FILE, source, target, optionsText(opts)]);
     delete r.binary;
     if (!r.ok) r.code = "";
     return r;

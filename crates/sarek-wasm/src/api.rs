@@ -415,6 +415,11 @@ pub fn describe(source: Source) -> Reply {
                     "value" => harness::value_syntax(&ir, &v.ty),
                     _ => String::new(),
                 };
+                let elem = match &v.ty {
+                    Ty::Vector(e) => (**e).clone(),
+                    other => other.clone(),
+                };
+                let when = live_conditions(&ir, &elem);
                 Json::obj([
                     ("name", Json::str(&v.name)),
                     ("type", Json::str(harness::type_name(&ir, &v.ty))),
@@ -425,10 +430,24 @@ pub fn describe(source: Source) -> Reply {
                         Json::Arr(
                             leaves
                                 .iter()
-                                .map(|l| {
+                                .zip(&when)
+                                .map(|(l, when)| {
                                     Json::obj([
                                         ("name", Json::str(&l.name)),
                                         ("type", Json::str(scalar_name(l.scalar))),
+                                        (
+                                            "when",
+                                            Json::Arr(
+                                                when.iter()
+                                                    .map(|&(tag, ctor)| {
+                                                        Json::Arr(vec![
+                                                            Json::num(tag as f64),
+                                                            Json::num(ctor as f64),
+                                                        ])
+                                                    })
+                                                    .collect(),
+                                            ),
+                                        ),
                                     ])
                                 })
                                 .collect(),
@@ -470,6 +489,37 @@ pub fn describe(source: Source) -> Reply {
         ],
         Vec::new(),
     )
+}
+
+/// For each leaf of `ty` (in [`abi::leaves`] order), when it holds a value: every
+/// (tag leaf index, constructor index) it lies under must match, as the runtime's comparison
+/// reads a variant (a payload field of a constructor the element does not hold is dead).
+pub fn live_conditions(kernel: &Kernel, ty: &Ty) -> Vec<Vec<(usize, usize)>> {
+    fn walk(kernel: &Kernel, ty: &Ty, under: &[(usize, usize)], out: &mut Vec<Vec<(usize, usize)>>) {
+        match ty {
+            Ty::Scalar(_) => out.push(under.to_vec()),
+            Ty::Record(id) => {
+                for f in &kernel.record(*id).fields {
+                    walk(kernel, &f.ty, under, out);
+                }
+            }
+            Ty::Variant(id) => {
+                let tag = out.len();
+                out.push(under.to_vec());
+                for (c, ctor) in kernel.variant(*id).ctors.iter().enumerate() {
+                    let mut inner = under.to_vec();
+                    inner.push((tag, c));
+                    for f in &ctor.fields {
+                        walk(kernel, f, &inner, out);
+                    }
+                }
+            }
+            Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(kernel, ty, &[], &mut out);
+    out
 }
 
 // ---------------------------------------------------------------------------------------
