@@ -14,8 +14,9 @@ cd "$(dirname "$0")/.."
 
 log() { printf 'playground.sh: %s\n' "$*" >&2; }
 
+target_dir="${CARGO_TARGET_DIR:-target}"
 build_only=0
-out=target/playground
+out="$target_dir/playground"
 port=8000
 case "${1:-}" in
     --build) build_only=1; out="${2:-$out}" ;;
@@ -33,7 +34,7 @@ cargo build --quiet -p sarek-wasm --target wasm32-unknown-unknown --profile wasm
 
 mkdir -p "$out"
 cp playground/index.html playground/style.css playground/sarek.js playground/editor.js playground/app.js "$out/"
-cp target/wasm32-unknown-unknown/wasm/sarek_wasm.wasm "$out/sarek.wasm"
+cp "$target_dir/wasm32-unknown-unknown/wasm/sarek_wasm.wasm" "$out/sarek.wasm"
 python3 - "$out/examples.js" tests/kernels/*.sarek <<'PY'
 import json, os, sys
 out, files = sys.argv[1], sys.argv[2:]
