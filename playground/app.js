@@ -178,12 +178,20 @@
       $("block").value = directive && directive.block ? dims(directive.block) : "";
     }
     for (const p of k.params) {
-      if (p.kind === "vector") continue;
+      // Vectors of scalars may be typed (`1, 2, 3`); empty, or any other vector, is seeded.
+      if (p.kind === "vector" && p.leaves.length !== 1) continue;
       const label = document.createElement("label");
       const input = document.createElement("input");
       input.name = p.name;
-      input.placeholder = p.kind === "value" ? p.syntax : p.type;
-      input.value = fresh ? (directive && directive.args[p.name]) || "" : kept[p.name] || "";
+      input.dataset.kind = p.kind;
+      if (p.kind === "vector") {
+        input.placeholder = "seeded";
+        input.title = "values separated by commas; empty: the seeded generator";
+        input.value = fresh ? "" : kept[p.name] || "";
+      } else {
+        input.placeholder = p.kind === "value" ? p.syntax : p.type;
+        input.value = fresh ? (directive && directive.args[p.name]) || "" : kept[p.name] || "";
+      }
       label.append(`${p.name} `, input);
       const ty = document.createElement("span");
       ty.textContent = `: ${p.type}`;
@@ -204,12 +212,17 @@
   $("run-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const args = {};
-    for (const input of $("args").querySelectorAll("input")) if (input.value.trim() !== "") args[input.name] = input.value.trim();
+    const vectors = {};
+    for (const input of $("args").querySelectorAll("input")) {
+      if (input.value.trim() === "") continue;
+      (input.dataset.kind === "vector" ? vectors : args)[input.name] = input.value.trim();
+    }
     const options = {
       file: state.file,
       size: $("size").value,
       seed: $("seed").value,
       args,
+      vectors,
       grid: $("grid").value.trim(),
       block: $("block").value.trim(),
     };

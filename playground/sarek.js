@@ -102,6 +102,14 @@
     return `${b(o.subgroups)},${b(o.float64)},${b(o.int64Atomics)}`;
   }
 
+  // Typed vectors of scalars: { x: [1, 2, 3] } or { x: "1,2,3" }.
+  function vectorsText(vectors) {
+    if (!vectors) return "";
+    return Object.entries(vectors)
+      .map(([k, v]) => `${k}=${Array.isArray(v) ? v.map((x) => (typeof x === "boolean" ? String(x) : x)).join(",") : v}`)
+      .join("\n");
+  }
+
   function dimsText(d) {
     if (d === undefined || d === null || d === "") return "";
     return Array.isArray(d) ? d.join(",") : String(d);
@@ -316,6 +324,7 @@
       o.size === undefined ? "" : String(o.size),
       o.seed === undefined ? "" : String(o.seed),
       argsText(o.args),
+      vectorsText(o.vectors),
     ];
   }
 

@@ -14,6 +14,7 @@ Checks (each failure is listed, exit 1):
   subgroups, and the refusal is located and names WGSL;
 - the inputs the page generates equal the CLI's for every element type (a kernel that writes
   nothing, run on `interp` with `--out`);
+- typed vector values are used as given;
 - an error kernel typed into the editor shows its located message, a marker in the gutter
   and a squiggle; a refusal and a trap at run time come back located;
 - a screenshot of the page after running the Mandelbrot example goes to the artifacts folder.
@@ -276,6 +277,14 @@ def runtime_errors_are_located(page, failures):
     failures.check(ok["ok"], f"trap kernel within its depth failed: {ok.get('rendered')}")
 
 
+def typed_vectors(page, failures):
+    """Typed values are used as given: y <- 2 x + y on three elements, computed here."""
+    src = (CORPUS / "saxpy.sarek").read_text()
+    r = page.evaluate("(s) => window.sarek.run(s, 'saxpy', {args: {a: 2, n: 3}, vectors: {x: [1, 2, 3.5], y: '10, 20, 30'}})", src)
+    ok = r["ok"] and r["outputs"]["y"] == [2 * x + y for x, y in [(1, 10), (2, 20), (3.5, 30)]] and r["block"][0] == 3
+    failures.check(ok, f"typed vectors: {r.get('outputs') or r.get('rendered')}")
+
+
 def screenshot(page, artifacts, failures):
     page.select_option("#examples", "mandelbrot.sarek")
     page.wait_for_function("() => window.sarekPage.description && window.sarekPage.description.kernels.some(k => k.name === 'mandelbrot')", timeout=20000)
@@ -361,6 +370,7 @@ def main():
             failures.check(ran >= 40, f"only {ran} corpus launches ran")
             inputs_equal_the_clis(page, cli_path, tmp, failures)
             runtime_errors_are_located(page, failures)
+            typed_vectors(page, failures)
             error_kernel_is_located(page, failures)
             screenshot(page, artifacts, failures)
             failures.check(not errors, f"uncaught page errors: {errors}")

@@ -60,10 +60,13 @@ impl Default for DeviceLimits {
 pub struct RunRequest<'a> {
     pub source: Source<'a>,
     pub kernel: &'a str,
-    pub size: usize,
+    /// Length of every generated vector; `None`: the first typed vector's, else 1024.
+    pub size: Option<usize>,
     pub seed: u64,
     /// `NAME=VALUE` scalar and by-value arguments.
     pub args: Vec<(String, String)>,
+    /// `NAME=VALUES` typed vectors ([`harness::typed_vector`]).
+    pub vectors: Vec<(String, String)>,
     pub grid: Option<[u32; 3]>,
     pub block: Option<[u32; 3]>,
     pub options: TargetOptions,
@@ -110,10 +113,7 @@ fn diagnostic_json(d: &Diagnostic, sources: &SourceMap) -> Json {
             "secondary",
             Json::Arr(d.secondary.iter().map(secondary).collect()),
         ),
-        (
-            "notes",
-            Json::Arr(d.notes.iter().map(Json::str).collect()),
-        ),
+        ("notes", Json::Arr(d.notes.iter().map(Json::str).collect())),
         ("help", Json::Arr(d.help.iter().map(Json::str).collect())),
         ("rendered", Json::str(d.render(sources, false))),
     ])
@@ -188,8 +188,7 @@ fn load(source: Source) -> (SourceMap, FileId) {
 
 /// The checked program, or the reply showing why there is none.
 fn checked(sources: &SourceMap, file: FileId) -> Result<Program, Reply> {
-    sarek_compiler::check(sources, file)
-        .map_err(|ds| Failure::Located(ds).reply(sources, "source"))
+    sarek_compiler::check(sources, file).map_err(|ds| Failure::Located(ds).reply(sources, "source"))
 }
 
 /// The CLI's message for a kernel name the file does not define.
@@ -207,10 +206,17 @@ fn unknown_kernel(program: &Program, file: &str, name: &str) -> String {
 }
 
 /// The lowered kernel `name`, or the reply saying why not.
-fn lowered(program: &Program, req_source: Source, sources: &SourceMap, name: &str) -> Result<Kernel, Reply> {
+fn lowered(
+    program: &Program,
+    req_source: Source,
+    sources: &SourceMap,
+    name: &str,
+) -> Result<Kernel, Reply> {
     if !program.kernels.iter().any(|k| k.name == name) {
-        return Err(Failure::Message(unknown_kernel(program, req_source.file, name))
-            .reply(sources, "arguments"));
+        return Err(
+            Failure::Message(unknown_kernel(program, req_source.file, name))
+                .reply(sources, "arguments"),
+        );
     }
     sarek_compiler::lower_kernel(program, name)
         .map_err(|ds| Failure::Located(ds).reply(sources, "source"))
@@ -262,12 +268,7 @@ pub fn compile(source: Source, target: &str, options: &TargetOptions) -> Reply {
     }
     let kernels = modules
         .iter()
-        .map(|(ir, g)| {
-            Json::obj([
-                ("name", Json::str(&ir.name)),
-                ("abi", abi_json(ir, &g.abi)),
-            ])
-        })
+        .map(|(ir, g)| Json::obj([("name", Json::str(&ir.name)), ("abi", abi_json(ir, &g.abi))]))
         .collect();
     ok_reply(
         vec![
@@ -495,7 +496,12 @@ pub fn describe(source: Source) -> Reply {
 /// (tag leaf index, constructor index) it lies under must match, as the runtime's comparison
 /// reads a variant (a payload field of a constructor the element does not hold is dead).
 pub fn live_conditions(kernel: &Kernel, ty: &Ty) -> Vec<Vec<(usize, usize)>> {
-    fn walk(kernel: &Kernel, ty: &Ty, under: &[(usize, usize)], out: &mut Vec<Vec<(usize, usize)>>) {
+    fn walk(
+        kernel: &Kernel,
+        ty: &Ty,
+        under: &[(usize, usize)],
+        out: &mut Vec<Vec<(usize, usize)>>,
+    ) {
         match ty {
             Ty::Scalar(_) => out.push(under.to_vec()),
             Ty::Record(id) => {
@@ -543,7 +549,7 @@ impl Columns {
     fn vector(&mut self, kernel: &Kernel, param: &str, elem: &Ty, v: &HostVector) {
         let leaves = abi::leaves(kernel, elem);
         for (leaf, col) in leaves.iter().zip(&v.columns) {
-            while self.binary.len() % 8 != 0 {
+            while !self.binary.len().is_multiple_of(8) {
                 self.binary.push(0);
             }
             let offset = self.binary.len();
@@ -584,6 +590,25 @@ fn vector_columns(kernel: &Kernel, args: &[ArgValue], columns: &mut Columns) {
 // ---------------------------------------------------------------------------------------
 // inputs
 
+/// The launch size and every argument of `kernel` for `req`: typed vectors parsed, the
+/// others generated (the size defaults to the first typed vector's length, as the CLI's to
+/// the first `--input` file's).
+fn arguments(kernel: &Kernel, req: &RunRequest) -> Result<(usize, Vec<ArgValue>), String> {
+    let mut vectors = Vec::new();
+    for (name, text) in &req.vectors {
+        if vectors.iter().any(|(n, _): &(String, HostVector)| n == name) {
+            return Err(format!("vector `{name}` is given twice"));
+        }
+        vectors.push((name.clone(), harness::typed_vector(kernel, name, text)?));
+    }
+    let size = req
+        .size
+        .or_else(|| vectors.first().map(|(_, v)| v.len))
+        .unwrap_or(harness::DEFAULT_SIZE);
+    let args = harness::build_args(kernel, size, req.seed, &req.args, &vectors, "")?;
+    Ok((size, args))
+}
+
 /// The arguments `sarek run` would build: scalars parsed, vectors from the seeded generator.
 pub fn inputs(req: &RunRequest) -> Reply {
     let (sources, file) = load(req.source);
@@ -595,8 +620,8 @@ pub fn inputs(req: &RunRequest) -> Reply {
         Ok(k) => k,
         Err(r) => return r,
     };
-    let args = match harness::build_args(&kernel, req.size, req.seed, &req.args, "") {
-        Ok(a) => a,
+    let args = match arguments(&kernel, req) {
+        Ok((_, a)) => a,
         Err(m) => return Failure::Message(m).reply(&sources, "arguments"),
     };
     let mut columns = Columns::new(Vec::new());
@@ -625,10 +650,10 @@ struct Plan {
 fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Reply> {
     let program = checked(sources, file)?;
     let kernel = lowered(&program, req.source, sources, req.kernel)?;
-    let arguments = |m: String| Failure::Message(m).reply(sources, "arguments");
-    let config = harness::launch_config(req.size, req.grid, req.block);
-    check_config(&config, &req.limits).map_err(arguments)?;
-    let args = harness::build_args(&kernel, req.size, req.seed, &req.args, "").map_err(arguments)?;
+    let failed = |m: String| Failure::Message(m).reply(sources, "arguments");
+    let (size, args) = arguments(&kernel, req).map_err(failed)?;
+    let config = harness::launch_config(size, req.grid, req.block);
+    check_config(&config, &req.limits).map_err(failed)?;
     let generated = sarek_compiler::generate(&kernel, Target::Wgsl, &req.options)
         .map_err(|ds| Failure::Located(merge_refusals(ds)).reply(sources, "refused"))?;
     if let Some(d) = refuse_buffer_count(&kernel, req.limits.max_storage_buffers, &req.limits.name)
@@ -652,7 +677,7 @@ fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Rep
                     .first()
                     .copied()
                     .unwrap_or((0, Stored::Native(Scalar::I32)));
-                put(&mut uniform, (*offset + off) as usize, st, *v).map_err(arguments)?;
+                put(&mut uniform, (*offset + off) as usize, st, *v).map_err(failed)?;
             }
             (
                 AbiParamKind::Value {
@@ -662,7 +687,7 @@ fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Rep
                 ArgValue::Aggregate(vs),
             ) => {
                 for ((off, st), v) in layout.leaves.iter().zip(vs) {
-                    put(&mut uniform, (*offset + off) as usize, *st, *v).map_err(arguments)?;
+                    put(&mut uniform, (*offset + off) as usize, *st, *v).map_err(failed)?;
                 }
             }
             (
@@ -674,7 +699,7 @@ fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Rep
                 ArgValue::Vector(v),
             ) => {
                 let len = i32::try_from(v.len)
-                    .map_err(|_| arguments(format!("vector `{}` is too long", p.name)))?;
+                    .map_err(|_| failed(format!("vector `{}` is too long", p.name)))?;
                 if let ArgSlot::Uniform { offset } = length {
                     put(
                         &mut uniform,
@@ -682,13 +707,13 @@ fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Rep
                         Stored::Native(Scalar::I32),
                         Literal::I32(len),
                     )
-                    .map_err(arguments)?;
+                    .map_err(failed)?;
                 }
-                storage.push((Some(i), *binding, pack(v, elem).map_err(arguments)?));
+                storage.push((Some(i), *binding, pack(v, elem).map_err(failed)?));
             }
             (AbiParamKind::Value { .. }, _) => {}
             (AbiParamKind::Vector { .. }, _) => {
-                return Err(arguments(format!(
+                return Err(failed(format!(
                     "argument `{}`: the kernel expects a vector",
                     p.name
                 )));
@@ -734,7 +759,7 @@ pub fn prepare(req: &RunRequest) -> Reply {
     });
     let mut buffers = Vec::new();
     for (param, binding, bytes) in &plan.storage {
-        while binary.len() % 8 != 0 {
+        while !binary.len().is_multiple_of(8) {
             binary.push(0);
         }
         buffers.push(Json::obj([

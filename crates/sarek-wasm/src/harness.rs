@@ -21,7 +21,6 @@ pub const DEFAULT_SEED: u64 = 42;
 /// The vector length used when none is given.
 pub const DEFAULT_SIZE: usize = 1024;
 
-
 /// A launch: blocks in the grid and threads per block (as the runtime's `LaunchConfig`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
@@ -357,9 +356,6 @@ pub fn type_name(kernel: &Kernel, ty: &Ty) -> String {
         Ty::Array { elem, .. } => format!("{} array", type_name(kernel, elem)),
     }
 }
-
-/// The parameters of `kernel` in order.
-
 
 /// Parse a scalar value written on a command line or in a directive: `true`/`false` for bool,
 /// decimal or `0x` hex integers (an OCaml suffix `l`/`L` is accepted), floats in Rust/OCaml
@@ -740,17 +736,19 @@ fn zero(s: Scalar) -> Literal {
     }
 }
 
-/// What the caller gives for one launch.
-
 /// Build the arguments of `kernel`: scalars and by-value aggregates from `args`
 /// (`NAME=VALUE`), every vector from the seeded generator with `size` elements. The messages
 /// are the CLI's (`build_args` in the runtime), with `hint` in front of `NAME=VALUE` where
 /// the CLI writes `--arg `.
+///
+/// `vectors` are given vectors by parameter name (typed in the page, where the CLI reads
+/// `.npy` files); they are used as they are, whatever `size` says.
 pub fn build_args(
     kernel: &Kernel,
     size: usize,
     seed: u64,
     args: &[(String, String)],
+    vectors: &[(String, HostVector)],
     hint: &str,
 ) -> Result<Vec<ArgValue>, String> {
     let names: Vec<&str> = kernel
@@ -782,6 +780,18 @@ pub fn build_args(
             ));
         }
     }
+    for (name, _) in vectors {
+        let Some(&p) = kernel.params.iter().find(|&&p| &kernel.var(p).name == name) else {
+            return Err(unknown(name));
+        };
+        let ty = &kernel.var(p).ty;
+        if !matches!(ty, Ty::Vector(_)) {
+            return Err(format!(
+                "parameter `{name}` is not a vector ({}); give it as {hint}{name}=VALUE",
+                type_name(kernel, ty)
+            ));
+        }
+    }
     let mut out = Vec::with_capacity(kernel.params.len());
     for (index, &id) in kernel.params.iter().enumerate() {
         let v = kernel.var(id);
@@ -802,7 +812,10 @@ pub fn build_args(
                     parse_scalar(text, *s).map_err(|e| format!("{hint}{}={text}: {e}", v.name))?,
                 )
             }
-            Ty::Vector(elem) => ArgValue::Vector(seeded_vector(kernel, elem, size, seed, index)),
+            Ty::Vector(elem) => match vectors.iter().find(|(n, _)| n == &v.name) {
+                Some((_, given)) => ArgValue::Vector(given.clone()),
+                None => ArgValue::Vector(seeded_vector(kernel, elem, size, seed, index)),
+            },
             other => {
                 let Some(text) = given else {
                     return Err(format!(
@@ -824,4 +837,39 @@ pub fn build_args(
         out.push(value);
     }
     Ok(out)
+}
+
+/// A vector of scalars typed as text: its values separated by commas or white space, each
+/// read as [`parse_scalar`] reads a scalar argument. Vectors of records, tuples and variants
+/// are generated only (their `.npy` columns have no one-line spelling).
+pub fn typed_vector(kernel: &Kernel, name: &str, text: &str) -> Result<HostVector, String> {
+    let Some(&p) = kernel.params.iter().find(|&&p| kernel.var(p).name == name) else {
+        return Err(format!("kernel `{}` has no parameter `{name}`", kernel.name));
+    };
+    let ty = &kernel.var(p).ty;
+    let Ty::Vector(elem) = ty else {
+        return Err(format!(
+            "parameter `{name}` is not a vector ({})",
+            type_name(kernel, ty)
+        ));
+    };
+    let Ty::Scalar(scalar) = **elem else {
+        return Err(format!(
+            "vector `{name}` ({}): only vectors of scalars take typed values; this one is generated",
+            type_name(kernel, ty)
+        ));
+    };
+    let words: Vec<&str> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut column = Column::zeros(scalar, words.len());
+    for (i, w) in words.iter().enumerate() {
+        let v = parse_scalar(w, scalar).map_err(|e| format!("vector `{name}`, element {i}: {e}"))?;
+        column.set(i, v);
+    }
+    Ok(HostVector {
+        len: words.len(),
+        columns: vec![column],
+    })
 }

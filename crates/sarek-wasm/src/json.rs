@@ -106,7 +106,10 @@ mod tests {
         let v = Json::obj([
             ("a", Json::str("x\"y\\z\n\u{1}é")),
             ("b", Json::num(0.5f32)),
-            ("c", Json::Arr(vec![Json::Null, Json::Bool(true), Json::num(-3)])),
+            (
+                "c",
+                Json::Arr(vec![Json::Null, Json::Bool(true), Json::num(-3)]),
+            ),
             ("d", Json::Num(f64::NAN)),
         ]);
         assert_eq!(

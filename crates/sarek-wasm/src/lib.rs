@@ -18,12 +18,13 @@
 //! | --- | --- |
 //! | `sarek_compile` | file, source, target, options |
 //! | `sarek_describe` | file, source |
-//! | `sarek_inputs` | file, source, kernel, size, seed, args |
-//! | `sarek_prepare` | file, source, kernel, size, seed, args, grid, block, options, limits |
+//! | `sarek_inputs` | file, source, kernel, size, seed, args, vectors |
+//! | `sarek_prepare` | file, source, kernel, size, seed, args, vectors, grid, block, options, limits |
 //! | `sarek_finish` | the same as `sarek_prepare`, then the read-back bytes |
 //!
 //! `options` is `subgroups,float64,int64_atomics` as `0`/`1` (`1,1,1` = the CLI's defaults);
-//! `args` is `NAME=VALUE` lines; `grid`/`block` are `X[,Y[,Z]]` or empty for the default;
+//! `args` is `NAME=VALUE` lines; `vectors` is `NAME=V1,V2,...` lines (typed vectors of
+//! scalars; the others are generated); `size` and `seed` may be empty for the defaults; `grid`/`block` are `X[,Y[,Z]]` or empty for the default;
 //! `limits` is `name;max_storage_buffers;max_invocations;max_x,max_y,max_z;max_workgroups`.
 
 pub mod api;
@@ -68,7 +69,9 @@ fn bad_request(what: &str) -> Reply {
             ("diagnostics", json::Json::Arr(vec![])),
             (
                 "rendered",
-                json::Json::str(format!("error: malformed request to the compiler: {what}\n")),
+                json::Json::str(format!(
+                    "error: malformed request to the compiler: {what}\n"
+                )),
             ),
         ])
         .to_text(),
@@ -129,10 +132,11 @@ fn run_request<'a>(f: &[&'a [u8]], with_device: bool) -> Result<RunRequest<'a>, 
     let user = |m: String| api::argument_error(Source { file, text: source }, m);
     let size_text = text(f, 3, "size")?;
     let size = match size_text.trim() {
-        "" => harness::DEFAULT_SIZE,
-        s => s
-            .parse()
-            .map_err(|_| user(format!("size `{s}` is not a length")))?,
+        "" => None,
+        s => Some(
+            s.parse()
+                .map_err(|_| user(format!("size `{s}` is not a length")))?,
+        ),
     };
     let seed_text = text(f, 4, "seed")?;
     let seed = match seed_text.trim() {
@@ -141,19 +145,25 @@ fn run_request<'a>(f: &[&'a [u8]], with_device: bool) -> Result<RunRequest<'a>, 
             .parse()
             .map_err(|_| user(format!("seed `{s}` is not an unsigned integer")))?,
     };
-    let mut args = Vec::new();
-    for line in text(f, 5, "args")?.lines().filter(|l| !l.trim().is_empty()) {
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| user(format!("`{}` is not NAME=VALUE", line.trim())))?;
-        args.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    let pairs = |i: usize, name: &str| -> Result<Vec<(String, String)>, Reply> {
+        let mut out = Vec::new();
+        for line in text(f, i, name)?.lines().filter(|l| !l.trim().is_empty()) {
+            let (k, v) = line
+                .split_once('=')
+                .ok_or_else(|| user(format!("`{}` is not NAME=VALUE", line.trim())))?;
+            out.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(out)
+    };
+    let args = pairs(5, "args")?;
+    let vectors = pairs(6, "vectors")?;
     let mut req = RunRequest {
         source: Source { file, text: source },
         kernel,
         size,
         seed,
         args,
+        vectors,
         grid: None,
         block: None,
         options: TargetOptions::default(),
@@ -168,11 +178,12 @@ fn run_request<'a>(f: &[&'a [u8]], with_device: bool) -> Result<RunRequest<'a>, 
                     .map_err(|e| user(format!("--{name}: {e}"))),
             }
         };
-        req.grid = dims(6, "grid")?;
-        req.block = dims(7, "block")?;
+        req.grid = dims(7, "grid")?;
+        req.block = dims(8, "block")?;
         req.options =
-            parse_options(text(f, 8, "options")?).ok_or_else(|| bad_request("options"))?;
-        req.limits = parse_limits(text(f, 9, "limits")?).ok_or_else(|| bad_request("limits"))?;
+            parse_options(text(f, 9, "options")?).ok_or_else(|| bad_request("options"))?;
+        req.limits =
+            parse_limits(text(f, 10, "limits")?).ok_or_else(|| bad_request("limits"))?;
     }
     Ok(req)
 }
@@ -200,7 +211,7 @@ pub fn dispatch(op: &str, message: &[u8]) -> Reply {
             "inputs" => api::inputs(&run_request(&f, false)?),
             "prepare" => api::prepare(&run_request(&f, true)?),
             "finish" => {
-                let readback = f.get(10).ok_or_else(|| bad_request("read-back bytes"))?;
+                let readback = f.get(11).ok_or_else(|| bad_request("read-back bytes"))?;
                 api::finish(&run_request(&f, true)?, readback)
             }
             other => bad_request(&format!("unknown operation `{other}`")),

@@ -68,7 +68,10 @@ fn compile_prints_what_the_cli_prints_for_every_target() {
 
 #[test]
 fn the_abi_descriptor_comes_with_the_code() {
-    let (r, _) = call("compile", &["saxpy.sarek", &corpus("saxpy.sarek"), "wgsl", "0,0,0"]);
+    let (r, _) = call(
+        "compile",
+        &["saxpy.sarek", &corpus("saxpy.sarek"), "wgsl", "0,0,0"],
+    );
     let k = &r.get("kernels").arr()[0];
     assert_eq!(k.get("name").str(), "saxpy");
     let abi = k.get("abi");
@@ -95,7 +98,10 @@ fn diagnostics_render_as_the_goldens_and_locate_the_editor_markers() {
         if path.extension().is_none_or(|e| e != "sarek") {
             continue;
         }
-        let name = format!("tests/errors/{}", path.file_name().unwrap().to_string_lossy());
+        let name = format!(
+            "tests/errors/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
         let text = std::fs::read_to_string(&path).unwrap();
         let expected = std::fs::read_to_string(path.with_extension("expected")).unwrap();
         let (r, _) = call("compile", &[&name, &text, "wgsl", "0,0,0"]);
@@ -113,7 +119,11 @@ fn diagnostics_render_as_the_goldens_and_locate_the_editor_markers() {
             let col: f64 = parts.next().unwrap().parse().unwrap();
             let line: f64 = parts.next().unwrap().parse().unwrap();
             let place = d.get("at");
-            assert_eq!((place.get("line").num(), place.get("column").num()), (line, col), "{name}");
+            assert_eq!(
+                (place.get("line").num(), place.get("column").num()),
+                (line, col),
+                "{name}"
+            );
             assert!(place.get("endLine").num() >= line);
             checked += 1;
         }
@@ -121,8 +131,25 @@ fn diagnostics_render_as_the_goldens_and_locate_the_editor_markers() {
     assert!(checked > 100, "only {checked} located diagnostics");
 }
 
-fn run_fields<'a>(file: &'a str, text: &'a str, kernel: &'a str, size: &'a str, args: &'a str) -> Vec<&'a str> {
-    vec![file, text, kernel, size, "", args, "", "", "0,0,0", "WebGPU;8;256;256,256,64;65535"]
+fn run_fields<'a>(
+    file: &'a str,
+    text: &'a str,
+    kernel: &'a str,
+    size: &'a str,
+    args: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        file,
+        text,
+        kernel,
+        size,
+        "",
+        args,
+        "",
+        "",
+        "0,0,0",
+        "WebGPU;8;256;256,256,64;65535",
+    ]
 }
 
 #[test]
@@ -130,7 +157,13 @@ fn a_refusal_merges_each_reason_as_the_runtime_does() {
     let text = corpus("float64_arith.sarek");
     let (r, _) = call(
         "prepare",
-        &run_fields("float64_arith.sarek", &text, "float64_arith", "64", "n=64\nscale=0.5"),
+        &run_fields(
+            "float64_arith.sarek",
+            &text,
+            "float64_arith",
+            "64",
+            "n=64\nscale=0.5",
+        ),
     );
     assert!(!r.get("ok").bool());
     assert_eq!(r.get("failure").str(), "refused");
@@ -194,18 +227,25 @@ fn a_plan_round_trips_through_read_back() {
         );
     }
     // The same inputs as the `inputs` request, which needs no device.
-    let (inputs, ibin) = call("inputs", &fields[..6]);
-    assert_eq!(column(inputs.get("inputs"), &ibin, "pts.y"), column(plan.get("inputs"), &binary, "pts.y"));
+    let (inputs, ibin) = call("inputs", &fields[..7]);
+    assert_eq!(
+        column(inputs.get("inputs"), &ibin, "pts.y"),
+        column(plan.get("inputs"), &binary, "pts.y")
+    );
 }
 
 #[test]
 fn a_trap_word_comes_back_as_a_located_fault() {
-    let text = std::fs::read_to_string(support::corpus().join("../traps/inline_depth.sarek")).unwrap();
+    let text =
+        std::fs::read_to_string(support::corpus().join("../traps/inline_depth.sarek")).unwrap();
     let fields = run_fields("inline_depth.sarek", &text, "chain", "8", "m=9\nn=8");
     let (plan, binary) = call("prepare", &fields);
     assert!(plan.get("ok").bool(), "{plan:?}");
     let buffers = plan.get("buffers").arr();
-    let trap = buffers.iter().position(|b| *b.get("param") == Value::Null).expect("a trap word");
+    let trap = buffers
+        .iter()
+        .position(|b| *b.get("param") == Value::Null)
+        .expect("a trap word");
     let mut readback = Vec::new();
     for (k, b) in buffers.iter().enumerate() {
         let (at, size) = (b.get("offset").num() as usize, b.get("size").num() as usize);
@@ -222,7 +262,10 @@ fn a_trap_word_comes_back_as_a_located_fault() {
     assert_eq!(out.get("failure").str(), "fault");
     let rendered = out.get("rendered").str();
     assert!(rendered.contains("inline_depth.sarek:"), "{rendered}");
-    assert!(rendered.contains("reported by the WebGPU device"), "{rendered}");
+    assert!(
+        rendered.contains("reported by the WebGPU device"),
+        "{rendered}"
+    );
     assert!(out.get("diagnostics").arr()[0].get("at").has("line"));
 }
 
@@ -231,20 +274,31 @@ fn launch_and_argument_errors_are_the_clis() {
     let text = corpus("saxpy.sarek");
     let ask = |kernel: &str, args: &str, block: &str| {
         let mut f = run_fields("saxpy.sarek", &text, kernel, "64", args);
-        f[7] = block;
+        f[8] = block;
         call("prepare", &f).0
     };
     let r = ask("saxpi", "", "");
-    assert_eq!(r.get("rendered").str(), "error: no kernel `saxpi` in saxpy.sarek; did you mean `saxpy`?\n");
+    assert_eq!(
+        r.get("rendered").str(),
+        "error: no kernel `saxpi` in saxpy.sarek; did you mean `saxpy`?\n"
+    );
     let r = ask("saxpy", "a=2.0", "");
     assert_eq!(
         r.get("rendered").str(),
         "error: missing value for scalar parameter `n` of type int32 (give it as n=VALUE)\n"
     );
     let r = ask("saxpy", "a=2.0\nn=64", "512");
-    assert!(r.get("rendered").str().contains("exceeds this WebGPU device's limits"));
+    assert!(
+        r.get("rendered")
+            .str()
+            .contains("exceeds this WebGPU device's limits")
+    );
     let r = ask("saxpy", "a=2.0\nn=64", "0");
-    assert!(r.get("rendered").str().contains("--block: `0` is not X[,Y[,Z]] of positive integers"));
+    assert!(
+        r.get("rendered")
+            .str()
+            .contains("--block: `0` is not X[,Y[,Z]] of positive integers")
+    );
     let r = ask("saxpy", "a=2.0\nn", "");
     assert_eq!(r.get("rendered").str(), "error: `n` is not NAME=VALUE\n");
 }
@@ -254,11 +308,14 @@ fn more_vectors_than_the_device_binds_are_refused_located() {
     let text = "let%kernel many (a : int32 vector) (b : int32 vector) (c : int32 vector) =\n  \
                 let i = global_thread_id in\n  a.(i) <- b.(i) + c.(i)\n";
     let mut f = run_fields("many.sarek", text, "many", "8", "");
-    f[9] = "Tiny GPU;2;256;256,256,64;65535";
+    f[10] = "Tiny GPU;2;256;256,256,64;65535";
     let (r, _) = call("prepare", &f);
     assert_eq!(r.get("failure").str(), "refused");
     let rendered = r.get("rendered").str();
-    assert!(rendered.contains("needs 3 storage buffers, the device `Tiny GPU` binds at most 2"), "{rendered}");
+    assert!(
+        rendered.contains("needs 3 storage buffers, the device `Tiny GPU` binds at most 2"),
+        "{rendered}"
+    );
     assert!(rendered.contains("many.sarek:1:"), "{rendered}");
 }
 
@@ -267,13 +324,24 @@ fn malformed_requests_are_answered() {
     let r = dispatch("compile", &[1, 0, 0]);
     assert!(r.json.contains("\"failure\":\"request\""));
     let r = dispatch("compile", &encode(&[b"f", b"let", b"wgsl"]));
-    assert!(r.json.contains("field 3 (options) is missing"), "{}", r.json);
-    let r = dispatch("compile", &encode(&[b"f", &[0xff, 0xfe], b"wgsl", b"1,1,1"]));
+    assert!(
+        r.json.contains("field 3 (options) is missing"),
+        "{}",
+        r.json
+    );
+    let r = dispatch(
+        "compile",
+        &encode(&[b"f", &[0xff, 0xfe], b"wgsl", b"1,1,1"]),
+    );
     assert!(r.json.contains("source is not UTF-8"));
     let r = dispatch("nope", &encode(&[]));
     assert!(r.json.contains("unknown operation"));
     let (r, _) = call("compile", &["f", "", "spirv", "1,1,1"]);
-    assert!(r.get("rendered").str().starts_with("error: unknown target `spirv`"));
+    assert!(
+        r.get("rendered")
+            .str()
+            .starts_with("error: unknown target `spirv`")
+    );
 }
 
 #[test]
@@ -295,4 +363,28 @@ fn the_c_abi_frees_what_it_allocates() {
         assert_eq!(v.get("kernels").arr()[0].get("name").str(), "k");
         sarek_wasm::sarek_free(reply, 8 + json_len + bin_len);
     }
+}
+
+#[test]
+fn typed_vectors_set_the_size_and_come_back() {
+    let text = corpus("saxpy.sarek");
+    let mut f = run_fields("saxpy.sarek", &text, "saxpy", "", "a=2\nn=3");
+    f[6] = "x=1,2,3\ny=10 20 30";
+    let (plan, binary) = call("prepare", &f);
+    assert!(plan.get("ok").bool(), "{plan:?}");
+    assert_eq!(plan.get("block").arr()[0].num(), 3.0, "the size is the typed vectors' length");
+    let x = plan.get("inputs").arr().iter().find(|c| c.get("key").str() == "x").unwrap();
+    assert_eq!(x.get("length").num(), 3.0);
+    let at = x.get("offset").num() as usize;
+    let xs: Vec<f32> = binary[at..at + 12]
+        .chunks(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(xs, [1.0, 2.0, 3.0]);
+    f[6] = "x=1,2,zz";
+    let (r, _) = call("prepare", &f);
+    assert_eq!(
+        r.get("rendered").str(),
+        "error: vector `x`, element 2: `zz` is not a float32\n"
+    );
 }

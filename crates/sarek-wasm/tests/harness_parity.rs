@@ -4,9 +4,9 @@
 
 mod support;
 
+use sarek_compiler::SourceMap;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::types::Literal;
-use sarek_compiler::SourceMap;
 use sarek_runtime::harness as reference;
 use sarek_wasm::harness as port;
 
@@ -39,11 +39,18 @@ fn assert_same_args(what: &str, ours: &[port::ArgValue], theirs: &[sarek_runtime
             }
             (port::ArgValue::Aggregate(x), sarek_runtime::ArgValue::Aggregate(y)) => {
                 assert_eq!(x.len(), y.len(), "{what}: argument {k}");
-                assert!(x.iter().zip(y).all(|(p, q)| same(p, q)), "{what}: argument {k}");
+                assert!(
+                    x.iter().zip(y).all(|(p, q)| same(p, q)),
+                    "{what}: argument {k}"
+                );
             }
             (port::ArgValue::Vector(x), sarek_runtime::ArgValue::Vector(y)) => {
                 assert_eq!(x.len, y.len, "{what}: argument {k} length");
-                assert_eq!(x.columns.len(), y.columns.len(), "{what}: argument {k} leaves");
+                assert_eq!(
+                    x.columns.len(),
+                    y.columns.len(),
+                    "{what}: argument {k} leaves"
+                );
                 for (c, (p, q)) in x.columns.iter().zip(&y.columns).enumerate() {
                     assert_eq!(p.len(), q.len());
                     for i in 0..x.len {
@@ -79,7 +86,7 @@ fn every_corpus_launch_gets_the_runtimes_arguments() {
             let rcfg = r.config();
             assert_eq!((cfg.grid, cfg.block), (rcfg.grid, rcfg.block), "{name}");
             let kernel = kernels.iter().find(|k| k.name == d.kernel).unwrap();
-            let a = port::build_args(kernel, d.size, port::DEFAULT_SEED, &d.args, "").unwrap();
+            let a = port::build_args(kernel, d.size, port::DEFAULT_SEED, &d.args, &[], "").unwrap();
             let b = reference::build_args(kernel, &reference::Inputs::from_directive(r)).unwrap();
             assert_same_args(&format!("{name}:{} {}", d.line, d.kernel), &a, &b);
             launches += 1;
@@ -121,7 +128,7 @@ fn every_element_type_seed_and_size_matches() {
     .collect();
     for seed in [0, 1, 42, 12345, u64::MAX] {
         for size in [0, 1, 7, 1000] {
-            let a = port::build_args(kernel, size, seed, &args, "").unwrap();
+            let a = port::build_args(kernel, size, seed, &args, &[], "").unwrap();
             let mut inputs = reference::Inputs::new(size, seed);
             inputs.args = args.clone();
             let b = reference::build_args(kernel, &inputs).unwrap();
@@ -142,7 +149,7 @@ fn argument_errors_read_as_the_clis() {
         ("w", "1"),
     ];
     let cases: Vec<Vec<(&str, &str)>> = vec![
-        good[1..].to_vec(),                                      // missing aggregate
+        good[1..].to_vec(),                                        // missing aggregate
         good.iter().copied().filter(|(k, _)| *k != "n").collect(), // missing scalar
         [good.clone(), vec![("nn", "1")]].concat(),                // unknown, with a suggestion
         [good.clone(), vec![("n", "2")]].concat(),                 // given twice
@@ -160,16 +167,64 @@ fn argument_errors_read_as_the_clis() {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let ours = port::build_args(kernel, 4, 42, &args, "--arg ").unwrap_err();
+        let ours = port::build_args(kernel, 4, 42, &args, &[], "--arg ").unwrap_err();
         let mut inputs = reference::Inputs::new(4, 42);
         inputs.args = args.clone();
         inputs.arg_hint = "--arg ";
-        let theirs = reference::build_args(kernel, &inputs).unwrap_err().to_string();
+        let theirs = reference::build_args(kernel, &inputs)
+            .unwrap_err()
+            .to_string();
         if ours.contains("is a vector") {
             // The runtime adds how the CLI reads a vector from a file, which the page cannot.
-            assert!(theirs.starts_with(&ours[..ours.find(';').unwrap()]), "{ours} / {theirs}");
+            assert!(
+                theirs.starts_with(&ours[..ours.find(';').unwrap()]),
+                "{ours} / {theirs}"
+            );
         } else {
             assert_eq!(ours, theirs, "{case:?}");
         }
     }
+}
+
+#[test]
+fn typed_vectors_are_used_as_given_files_are() {
+    let text = std::fs::read_to_string(support::corpus().join("saxpy.sarek")).unwrap();
+    let kernels = lower_all("saxpy.sarek", &text);
+    let kernel = kernels.iter().find(|k| k.name == "saxpy").unwrap();
+    let x = port::typed_vector(kernel, "x", "1, 2.5 -3e-1,0x10").unwrap();
+    assert_eq!(x.len, 4);
+    assert_eq!(
+        x.columns,
+        vec![port::Column::F32(vec![1.0, 2.5, -0.3, 16.0])]
+    );
+    let args: Vec<(String, String)> = vec![("a".into(), "2".into()), ("n".into(), "4".into())];
+    let ours = port::build_args(kernel, 4, 42, &args, &[("x".into(), x.clone())], "").unwrap();
+    let mut inputs = reference::Inputs::new(4, 42);
+    inputs.args = args;
+    inputs.vectors = vec![(
+        "x".into(),
+        sarek_runtime::HostVector {
+            len: 4,
+            columns: vec![sarek_runtime::Column::F32(vec![1.0, 2.5, -0.3, 16.0])],
+        },
+    )];
+    let theirs = reference::build_args(kernel, &inputs).unwrap();
+    assert_same_args("typed x", &ours, &theirs);
+    assert_eq!(
+        port::typed_vector(kernel, "x", "1,oops").unwrap_err(),
+        "vector `x`, element 1: `oops` is not a float32"
+    );
+    assert_eq!(
+        port::typed_vector(kernel, "a", "1").unwrap_err(),
+        "parameter `a` is not a vector (float32)"
+    );
+    let e = port::build_args(kernel, 4, 42, &[], &[("n".into(), x)], "").unwrap_err();
+    assert_eq!(e, "parameter `n` is not a vector (int32); give it as n=VALUE");
+    let records = std::fs::read_to_string(support::corpus().join("records.sarek")).unwrap();
+    let k = &lower_all("records.sarek", &records)[0];
+    assert!(
+        port::typed_vector(k, "pts", "1,2")
+            .unwrap_err()
+            .contains("only vectors of scalars take typed values")
+    );
 }

@@ -17,7 +17,9 @@ pub enum Value {
 impl Value {
     pub fn get(&self, key: &str) -> &Value {
         match self {
-            Value::Obj(m) => m.get(key).unwrap_or_else(|| panic!("no key `{key}` in {self:?}")),
+            Value::Obj(m) => m
+                .get(key)
+                .unwrap_or_else(|| panic!("no key `{key}` in {self:?}")),
             _ => panic!("`{key}` of a non-object {self:?}"),
         }
     }
@@ -142,7 +144,9 @@ impl Parser<'_> {
                         b't' => out.push('\t'),
                         b'u' => {
                             let hex = std::str::from_utf8(&self.s[self.i..self.i + 4]).unwrap();
-                            out.push(char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap());
+                            out.push(
+                                char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap(),
+                            );
                             self.i += 4;
                         }
                         c => out.push(c as char),
