@@ -596,7 +596,10 @@ fn vector_columns(kernel: &Kernel, args: &[ArgValue], columns: &mut Columns) {
 fn arguments(kernel: &Kernel, req: &RunRequest) -> Result<(usize, Vec<ArgValue>), String> {
     let mut vectors = Vec::new();
     for (name, text) in &req.vectors {
-        if vectors.iter().any(|(n, _): &(String, HostVector)| n == name) {
+        if vectors
+            .iter()
+            .any(|(n, _): &(String, HostVector)| n == name)
+        {
             return Err(format!("vector `{name}` is given twice"));
         }
         vectors.push((name.clone(), harness::typed_vector(kernel, name, text)?));

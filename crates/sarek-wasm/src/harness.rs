@@ -844,7 +844,10 @@ pub fn build_args(
 /// are generated only (their `.npy` columns have no one-line spelling).
 pub fn typed_vector(kernel: &Kernel, name: &str, text: &str) -> Result<HostVector, String> {
     let Some(&p) = kernel.params.iter().find(|&&p| kernel.var(p).name == name) else {
-        return Err(format!("kernel `{}` has no parameter `{name}`", kernel.name));
+        return Err(format!(
+            "kernel `{}` has no parameter `{name}`",
+            kernel.name
+        ));
     };
     let ty = &kernel.var(p).ty;
     let Ty::Vector(elem) = ty else {
@@ -865,7 +868,8 @@ pub fn typed_vector(kernel: &Kernel, name: &str, text: &str) -> Result<HostVecto
         .collect();
     let mut column = Column::zeros(scalar, words.len());
     for (i, w) in words.iter().enumerate() {
-        let v = parse_scalar(w, scalar).map_err(|e| format!("vector `{name}`, element {i}: {e}"))?;
+        let v =
+            parse_scalar(w, scalar).map_err(|e| format!("vector `{name}`, element {i}: {e}"))?;
         column.set(i, v);
     }
     Ok(HostVector {

@@ -182,8 +182,7 @@ fn run_request<'a>(f: &[&'a [u8]], with_device: bool) -> Result<RunRequest<'a>, 
         req.block = dims(8, "block")?;
         req.options =
             parse_options(text(f, 9, "options")?).ok_or_else(|| bad_request("options"))?;
-        req.limits =
-            parse_limits(text(f, 10, "limits")?).ok_or_else(|| bad_request("limits"))?;
+        req.limits = parse_limits(text(f, 10, "limits")?).ok_or_else(|| bad_request("limits"))?;
     }
     Ok(req)
 }

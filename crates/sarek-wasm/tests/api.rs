@@ -147,6 +147,7 @@ fn run_fields<'a>(
         args,
         "",
         "",
+        "",
         "0,0,0",
         "WebGPU;8;256;256,256,64;65535",
     ]
@@ -372,8 +373,17 @@ fn typed_vectors_set_the_size_and_come_back() {
     f[6] = "x=1,2,3\ny=10 20 30";
     let (plan, binary) = call("prepare", &f);
     assert!(plan.get("ok").bool(), "{plan:?}");
-    assert_eq!(plan.get("block").arr()[0].num(), 3.0, "the size is the typed vectors' length");
-    let x = plan.get("inputs").arr().iter().find(|c| c.get("key").str() == "x").unwrap();
+    assert_eq!(
+        plan.get("block").arr()[0].num(),
+        3.0,
+        "the size is the typed vectors' length"
+    );
+    let x = plan
+        .get("inputs")
+        .arr()
+        .iter()
+        .find(|c| c.get("key").str() == "x")
+        .unwrap();
     assert_eq!(x.get("length").num(), 3.0);
     let at = x.get("offset").num() as usize;
     let xs: Vec<f32> = binary[at..at + 12]

@@ -219,7 +219,10 @@ fn typed_vectors_are_used_as_given_files_are() {
         "parameter `a` is not a vector (float32)"
     );
     let e = port::build_args(kernel, 4, 42, &[], &[("n".into(), x)], "").unwrap_err();
-    assert_eq!(e, "parameter `n` is not a vector (int32); give it as n=VALUE");
+    assert_eq!(
+        e,
+        "parameter `n` is not a vector (int32); give it as n=VALUE"
+    );
     let records = std::fs::read_to_string(support::corpus().join("records.sarek")).unwrap();
     let k = &lower_all("records.sarek", &records)[0];
     assert!(
