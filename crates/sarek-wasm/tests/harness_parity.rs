@@ -191,7 +191,7 @@ fn typed_vectors_are_used_as_given_files_are() {
     let text = std::fs::read_to_string(support::corpus().join("saxpy.sarek")).unwrap();
     let kernels = lower_all("saxpy.sarek", &text);
     let kernel = kernels.iter().find(|k| k.name == "saxpy").unwrap();
-    let x = port::typed_vector(kernel, "x", "1, 2.5 -3e-1,0x10").unwrap();
+    let x = port::typed_vector(kernel, "x", "1, 2.5 -3e-1,16f").unwrap();
     assert_eq!(x.len, 4);
     assert_eq!(
         x.columns,
