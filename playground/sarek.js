@@ -16,6 +16,7 @@
 
   let wasmBytes = null; // the fetched module, kept to re-instantiate after a trap
   let instance = null;
+  let reloading = null; // a fresh instance on its way after a trap
 
   async function loadWasm(url) {
     const response = await fetch(url);
@@ -57,8 +58,13 @@
       result.binary = binary;
       return result;
     } catch (e) {
-      // A trap leaves the module's memory in an unknown state: start a fresh instance.
-      instance = new WebAssembly.Instance(new WebAssembly.Module(wasmBytes), {});
+      // A trap leaves the module's memory in an unknown state: the next call waits for a
+      // fresh instance (compiled asynchronously: browsers refuse large synchronous compiles).
+      instance = null;
+      reloading = WebAssembly.instantiate(wasmBytes, {}).then((r) => {
+        instance = r.instance;
+        reloading = null;
+      });
       const message = `internal error in the compiler (a bug in Sarek, please report it): ${e}`;
       return failure("internal", message);
     }
@@ -286,6 +292,11 @@
   // ------------------------------------------------------------------------------------
   // The API
 
+  async function loaded() {
+    await ready;
+    while (reloading) await reloading;
+  }
+
   const ready = (async () => {
     const script = document.currentScript;
     const url = (script && script.dataset.wasm) || "sarek.wasm";
@@ -295,7 +306,7 @@
   // Options not given default to the CLI's (every capability), except for WGSL: the
   // device's own (subgroups only with 32 lanes, never 64-bit types).
   async function compile(source, target, options) {
-    await ready;
+    await loaded();
     target = String(target);
     let defaults = CLI_OPTIONS;
     if (target === "wgsl") {
@@ -310,7 +321,7 @@
   }
 
   async function describe(source, file) {
-    await ready;
+    await loaded();
     const r = call("describe", [file || DEFAULT_FILE, source]);
     delete r.binary;
     return r;
@@ -329,7 +340,7 @@
   }
 
   async function inputs(source, kernel, o = {}) {
-    await ready;
+    await loaded();
     const r = call("inputs", runFields(source, kernel, o));
     if (r.ok) {
       r.types = columnTypes(r.inputs);
@@ -340,7 +351,7 @@
   }
 
   async function run(source, kernel, o = {}) {
-    await ready;
+    await loaded();
     const g = await openGpu();
     if (g.error) return failure("unavailable", `the WebGPU device is unavailable: ${g.error}`);
     const fields = runFields(source, kernel, o).concat([
