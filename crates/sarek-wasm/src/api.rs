@@ -893,7 +893,7 @@ fn refuse_buffer_count(kernel: &Kernel, limit: u32, device: &str) -> Option<Diag
 }
 
 /// How many other places of one refusal are labelled (the runtime's `MAX_EXTRA_PLACES`).
-const MAX_EXTRA_PLACES: usize = 4;
+pub const MAX_EXTRA_PLACES: usize = 4;
 
 /// As the runtime's `RuntimeError::refused`: each reason once, its other places secondary
 /// labels (at most [`MAX_EXTRA_PLACES`], then a note counting the rest).
