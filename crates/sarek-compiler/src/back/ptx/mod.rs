@@ -23,9 +23,11 @@ use crate::target::{Generated, TargetOptions};
 
 pub use writer::PTX_LAYOUT;
 
-/// Generate a PTX module with one `.entry` for `kernel`.
+/// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
+/// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    writer::Writer::new(kernel, options).finish()
+    let kernel = crate::passes::opt::optimize(kernel);
+    writer::Writer::new(&kernel, options).finish()
 }
 
 /// Whether `name` can be emitted as a PTX identifier unchanged.
