@@ -514,13 +514,15 @@ impl<'k> Writer<'k> {
                 self.block(body);
                 self.loops.pop();
                 self.place_label(cont);
-                // One conditional branch back; the step on the way out is dead (the counter
-                // is not visible after the loop), so it may wrap harmlessly.
-                let more = self.reg(Class::Pred);
-                self.emit(format!("setp.ne.s32 {more}, {i}, {e};"));
+                // Exit test, step, branch back: ptxas recognises and unrolls this shape
+                // (a bottom test on the counter before its step does not unroll: measured
+                // through the cubin size and register count of matmul_tiled's inner loop).
+                let last = self.reg(Class::Pred);
+                self.emit(format!("setp.eq.s32 {last}, {i}, {e};"));
+                self.emit(format!("@{last} bra $L{done};"));
                 let step = if *downto { -1 } else { 1 };
                 self.emit(format!("add.s32 {i}, {i}, {step};"));
-                self.emit(format!("@{more} bra $L{top};"));
+                self.emit(format!("bra.uni $L{top};"));
                 self.place_label(done);
             }
             StmtKind::While { cond, body, unroll } if !has_call(cond) => {
