@@ -54,7 +54,12 @@ fn check_same(kernel: &Kernel, args: &[ArgValue], config: sarek_runtime::LaunchC
     match (&r1, &r2) {
         (Ok(_), Ok(_)) => {}
         (Err(a), Err(b)) => {
-            assert_eq!(a.to_string(), b.to_string(), "{}: different faults", kernel.name);
+            assert_eq!(
+                a.to_string(),
+                b.to_string(),
+                "{}: different faults",
+                kernel.name
+            );
             return;
         }
         _ => panic!("{}: before {r1:?}, after {r2:?}", kernel.name),
@@ -87,10 +92,7 @@ fn corpus_results_are_unchanged() {
 /// Every `/` or `mod` of the kernel whose right operand is a literal.
 fn constant_divisions(k: &Kernel) -> usize {
     let mut n = 0;
-    visit::walk_block(
-        &mut Count(&mut n),
-        &k.body,
-    );
+    visit::walk_block(&mut Count(&mut n), &k.body);
     n
 }
 
@@ -141,7 +143,11 @@ fn divisions_by_powers_of_two_become_shifts() {
   end";
     let (_, kernels) = compile("div.sarek", src);
     let k = &kernels[0];
-    assert_eq!(constant_divisions(k), 4, "`tile` is a variable before propagation");
+    assert_eq!(
+        constant_divisions(k),
+        4,
+        "`tile` is a variable before propagation"
+    );
     // `(x + 1) / 3` stays: 3 is no power of two.
     assert_eq!(constant_divisions(&optimize(k)), 1);
     let args = edge_args(k);
@@ -174,7 +180,12 @@ fn edge_args(k: &Kernel) -> Vec<ArgValue> {
     ];
     let mut rng = harness::Rng::new(14);
     let values: Vec<i32> = (0..N)
-        .map(|i| edges.get(i).copied().unwrap_or_else(|| rng.next_u64() as i32 >> (i % 31)))
+        .map(|i| {
+            edges
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| rng.next_u64() as i32 >> (i % 31))
+        })
         .collect();
     let vec_of = |v: Vec<i32>| {
         ArgValue::Vector(HostVector {
@@ -192,7 +203,18 @@ fn edge_args(k: &Kernel) -> Vec<ArgValue> {
 
 /// Divisors the random kernels use: powers of two of both signs, ±1, min_int, and others.
 const DIVISORS: &[&str] = &[
-    "1", "(-1)", "2", "4", "16", "1024", "1073741824", "(-2)", "(-16)", "3", "7", "(-2147483647 - 1)",
+    "1",
+    "(-1)",
+    "2",
+    "4",
+    "16",
+    "1024",
+    "1073741824",
+    "(-2)",
+    "(-16)",
+    "3",
+    "7",
+    "(-2147483647 - 1)",
 ];
 
 fn leaf() -> impl Strategy<Value = String> {
@@ -210,7 +232,11 @@ fn int_expr() -> impl Strategy<Value = String> {
     leaf().prop_recursive(4, 24, 2, |inner| {
         let d = prop::sample::select(DIVISORS);
         prop_oneof![
-            (inner.clone(), prop::sample::select(&["+", "-", "*", "land"][..]), inner.clone())
+            (
+                inner.clone(),
+                prop::sample::select(&["+", "-", "*", "land"][..]),
+                inner.clone()
+            )
                 .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
             (inner.clone(), d.clone()).prop_map(|(a, d)| format!("({a} / {d})")),
             (inner.clone(), d.clone()).prop_map(|(a, d)| format!("({a} mod {d})")),

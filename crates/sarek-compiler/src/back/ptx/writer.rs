@@ -726,9 +726,7 @@ impl<'k> Writer<'k> {
         const MAX_FOLDED: i64 = 1 << 20;
         let stride = i64::from(a.layout.stride);
         let lit = |e: &Expr| match e.kind {
-            ExprKind::Lit(Literal::I32(c)) if i64::from(c).abs() < MAX_FOLDED => {
-                Some(i64::from(c))
-            }
+            ExprKind::Lit(Literal::I32(c)) if i64::from(c).abs() < MAX_FOLDED => Some(i64::from(c)),
             _ => None,
         };
         let (var_part, constant) = match &index.kind {
@@ -873,9 +871,7 @@ impl<'k> Writer<'k> {
                 leaves
                     .iter()
                     .zip(scalars)
-                    .map(|((off, stored), s)| {
-                        self.load_leaf(a.space, &addr.at(*off), *stored, s)
-                    })
+                    .map(|((off, stored), s)| self.load_leaf(a.space, &addr.at(*off), *stored, s))
                     .collect()
             }
             ExprKind::Field { base, field } => {

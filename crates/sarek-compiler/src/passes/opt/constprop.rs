@@ -40,18 +40,16 @@ pub fn propagate_constants(kernel: &mut Kernel) -> bool {
 fn constants(kernel: &Kernel) -> HashMap<VarId, Literal> {
     let mut lits = HashMap::new();
     for body in bodies(kernel) {
-        visit::for_each_stmt(body, &mut |s| match &s.kind {
-            StmtKind::Let {
+        visit::for_each_stmt(body, &mut |s| {
+            if let StmtKind::Let {
                 var,
                 init: Some(init),
-            } => {
-                if let ExprKind::Lit(l) = init.kind
-                    && !kernel.var(*var).mutable
-                {
-                    lits.insert(*var, l);
-                }
+            } = &s.kind
+                && let ExprKind::Lit(l) = init.kind
+                && !kernel.var(*var).mutable
+            {
+                lits.insert(*var, l);
             }
-            _ => {}
         });
     }
     let assigned = assigned_vars(kernel);

@@ -127,14 +127,15 @@ fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
 
 /// Whether evaluating `e` twice is as cheap and gives the same value as evaluating it once.
 fn duplicable(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => true,
-        ExprKind::Intrinsic {
-            op: Intrinsic::Geometry(_),
-            ..
-        } => true,
-        _ => false,
-    }
+    matches!(
+        &e.kind,
+        ExprKind::Lit(_)
+            | ExprKind::Var(_)
+            | ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(_),
+                ..
+            }
+    )
 }
 
 /// Whether `e` is provably `>= 0` (integers only).
