@@ -154,8 +154,22 @@ impl Program {
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
     /// they point into) for callers that render themselves.
     pub fn check(name: &str, source: &str) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
+        Program::check_with_modules(name, source, &[])
+    }
+
+    /// Like [`Program::check`], with other files as the program's modules: `(name, source)`
+    /// where `geometry_lib.sarek` is module `Geometry_lib`, included where the program uses
+    /// it (`Geometry_lib.f`, `open Geometry_lib`).
+    pub fn check_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
         let mut sources = SourceMap::new();
         let file = sources.add(name, source);
+        for (n, text) in modules {
+            sources.add(n.as_str(), text.as_str());
+        }
         match compiler::check(&sources, file) {
             Ok(checked) => Ok(Program {
                 sources: Arc::new(sources),
