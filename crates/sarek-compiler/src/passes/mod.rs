@@ -2,4 +2,5 @@
 
 pub mod constfold;
 pub mod legalize;
+pub mod opt;
 pub mod reserved;
