@@ -45,6 +45,10 @@ struct Args {
     /// Percentage of kernels that may use warp operations.
     #[arg(long, default_value_t = 25)]
     warps: u8,
+    /// Percentage of kernels whose integer operations may have only constant operands
+    /// (naga's constant evaluation rejects the overflowing ones: issue 17, counted `known`).
+    #[arg(long, default_value_t = 20)]
+    constant_ops: u8,
     /// Stop generating after this many seconds (the summary covers what ran).
     #[arg(long)]
     time_limit: Option<u64>,
@@ -214,6 +218,7 @@ fn options(seed: u64, args: &Args) -> Options {
     Options {
         wide: r.pct(args.wide as usize),
         warps: r.pct(args.warps as usize),
+        constant_ops: r.pct(args.constant_ops as usize),
     }
 }
 

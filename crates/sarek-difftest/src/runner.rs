@@ -228,6 +228,7 @@ pub fn known(col: Column, message: &str) -> Option<&'static str> {
             || message.contains("ConstantEvaluator")
             || message.contains("const-eval")
             || message.contains("Shift amount")
+            || message.contains("RHS of shift operation")
             || message.contains("overflow")
             || message.contains("Validation Error"))
     {
