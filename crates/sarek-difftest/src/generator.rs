@@ -485,6 +485,14 @@ impl Gen {
                 } else {
                     self.int(Ty::I32, ctx, d)
                 };
+                // A constant count past the width is rejected by naga (issue 17): opaque
+                // unless constant operations are wanted.
+                let b = match self.opaque_int {
+                    Some(z) if !self.constant_ops && is_constant(&b) => {
+                        Node::expr(Ty::I32, format!("($0 + ({z} land 0))"), vec![b])
+                    }
+                    _ => b,
+                };
                 self.features.insert("shift");
                 (
                     Node::expr(ty, format!("($0 {op} $1)"), vec![a, b]),
@@ -2209,7 +2217,8 @@ fn no_negated_radix(n: Node) -> Node {
 fn is_constant(n: &Node) -> bool {
     match n.kind {
         Kind::Lit(_) => true,
-        _ if n.children.is_empty() => false,
+        // The block size is a pipeline constant in WGSL: constant once the pipeline is made.
+        _ if n.children.is_empty() => n.text == "block_dim_x",
         _ => {
             n.children.iter().all(is_constant)
                 && n.text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).all(|w| {

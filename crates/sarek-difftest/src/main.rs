@@ -327,7 +327,7 @@ fn short(o: &Outcome) -> String {
     match o {
         Outcome::Agree => "agree".into(),
         Outcome::Refused => "refused".into(),
-        Outcome::Known(k) => format!("known: {k}"),
+        Outcome::Known(k, m) => format!("known: {k}\n{}", indent(m)),
         Outcome::Unavailable => "unavailable".into(),
         Outcome::Failed(f) => format!("FAILED {:?}", f.kind),
     }

@@ -30,8 +30,8 @@ pub enum Outcome {
     Agree,
     /// A located refusal naming the target, or a missing device feature.
     Refused,
-    /// A known defect handled by another issue: which one.
-    Known(&'static str),
+    /// A known defect handled by another issue: which one, and the message.
+    Known(&'static str, String),
     /// A rejected module, a mismatch, a launch failure, a badly formed refusal.
     Failed(Failure),
     /// The validator or backend is not on this machine.
@@ -154,7 +154,7 @@ impl Harness {
         match self.validators.check(t, &source) {
             Verdict::Accepted => Outcome::Agree,
             Verdict::Rejected(m) => match known(Column::Gen(t), &m) {
-                Some(k) => Outcome::Known(k),
+                Some(k) => Outcome::Known(k, m),
                 None => Outcome::Failed(Failure {
                     kind: FailureKind::Rejected,
                     message: format!("{m}\n--- generated {}:\n{source}", t.name()),
@@ -205,7 +205,7 @@ impl Harness {
                 },
                 Ran::Refused(_) => Outcome::Refused,
                 Ran::Fault(m) | Ran::Failed(m) => match known(col, &m) {
-                    Some(k) => Outcome::Known(k),
+                    Some(k) => Outcome::Known(k, m),
                     None => Outcome::Failed(Failure {
                         kind: FailureKind::Error,
                         message: m,
@@ -230,7 +230,10 @@ pub fn known(col: Column, message: &str) -> Option<&'static str> {
             || message.contains("Shift amount")
             || message.contains("RHS of shift operation")
             || message.contains("overflow")
-            || message.contains("Validation Error"))
+            || message.contains("Shift amount exceeds")
+            || message.contains("Pipeline constant error")
+            || message.contains("Division by zero")
+            || message.contains("Remainder by zero"))
     {
         return Some("issue 17 (WGSL constant evaluation)");
     }
@@ -283,7 +286,7 @@ impl Summary {
             match o {
                 Outcome::Agree => e.agree += 1,
                 Outcome::Refused => e.refused += 1,
-                Outcome::Known(k) => {
+                Outcome::Known(k, _) => {
                     e.known += 1;
                     *self.known.entry(k).or_default() += 1;
                 }
