@@ -293,6 +293,7 @@ pub fn generate(seed: u64, opts: &Options) -> Case {
         warps: opts.warps,
         constant_ops: opts.constant_ops,
         opaque_int: None,
+        acc_families: Vec::new(),
         vars: Vec::new(),
         fresh: 0,
         vectors: Vec::new(),
@@ -313,6 +314,8 @@ struct Gen {
     constant_ops: bool,
     /// An int32 in scope that is not a constant (`si` in the kernel, a parameter in helpers).
     opaque_int: Option<&'static str>,
+    /// The atomic family chosen for each accumulator vector.
+    acc_families: Vec<(String, usize)>,
     vars: Vec<Var>,
     fresh: u32,
     vectors: Vec<VecParam>,
@@ -1773,17 +1776,10 @@ impl Gen {
             unreachable!()
         };
         let (idx, _) = self.index(ctx);
-        let op = *self.rng.pick(&[
-            "atomic_add",
-            "atomic_sub",
-            "atomic_min",
-            "atomic_max",
-            "atomic_and",
-            "atomic_or",
-            "atomic_xor",
-            "atomic_inc",
-            "atomic_dec",
-        ]);
+        // Only operations that commute with each other reach one accumulator: its final
+        // values then do not depend on the order the threads ran in.
+        let family = self.acc_family(&acc.name);
+        let op = *self.rng.pick(family);
         if matches!(op, "atomic_inc" | "atomic_dec") {
             return vec![Node::stmt(
                 format!("ignore ({op} {} $0)", acc.name),
@@ -1795,6 +1791,25 @@ impl Gen {
             format!("ignore ({op} {} $0 $1)", acc.name),
             vec![idx, v],
         )]
+    }
+
+    /// The atomic operations allowed on accumulator `name` (one commuting family per
+    /// accumulator, chosen on first use).
+    fn acc_family(&mut self, name: &str) -> &'static [&'static str] {
+        const FAMILIES: &[&[&str]] = &[
+            &["atomic_add", "atomic_sub", "atomic_inc", "atomic_dec"],
+            &["atomic_min"],
+            &["atomic_max"],
+            &["atomic_and"],
+            &["atomic_or"],
+            &["atomic_xor"],
+        ];
+        if let Some((_, f)) = self.acc_families.iter().find(|(n, _)| n == name) {
+            return FAMILIES[*f];
+        }
+        let f = self.rng.below(FAMILIES.len());
+        self.acc_families.push((name.to_string(), f));
+        FAMILIES[f]
     }
 
     /// A per-thread local array, fully written in a loop, then read at a reduced index.
@@ -2200,14 +2215,14 @@ fn barrier() -> Node {
     Node::new(Kind::Other, "block_barrier ()", vec![])
 }
 
-/// A literal spelled in hex, octal or binary is not negated in place: `- 0x80000000` is a
-/// known front-end defect (issue 15); the generator writes the operand in decimal instead.
+/// A literal is not negated in place: the front end folds `- lit` into one literal and then
+/// refuses `- 0x80000000` and `- (-2147483648)` as out of range (a known defect, issue 15;
+/// OCaml wraps both to min_int). The operand becomes `(lit lor 0)`.
 fn no_negated_radix(n: Node) -> Node {
     match n.kind {
-        Kind::Lit(ty) if ty.is_int() && n.text.starts_with("0") && n.text.len() > 1
-            && matches!(n.text.as_bytes()[1], b'x' | b'o' | b'b') =>
-        {
-            Node::lit(ty, if ty == Ty::I32 { "(-2147483648)" } else { "(-9223372036854775808L)" })
+        Kind::Lit(ty) if ty.is_int() => {
+            let text = if ty == Ty::I64 { "($0 lor 0L)" } else { "($0 lor 0)" };
+            Node::expr(ty, text, vec![n])
         }
         _ => n,
     }
@@ -2215,26 +2230,27 @@ fn no_negated_radix(n: Node) -> Node {
 
 /// Whether `n` is built from literals only (what a constant evaluator folds).
 fn is_constant(n: &Node) -> bool {
+    const OPERATORS: &[&str] = &[
+        "land", "lor", "lxor", "lsl", "lsr", "asr", "mod", "lnot", "abs", "clz", "popcount",
+        "min", "max", "int32", "int64", "float32", "float64", "float", "float_of_int",
+        "Int32.of_int", "Int32.neg", "Int32.lognot", "Int32.abs", "Float32.of_int",
+        "Float64.of_float32", "if", "then", "else", "match", "with", "not", "true", "false",
+        "fmin", "fmax", "floor", "ceil", "round", "trunc", "abs_float", "fabs",
+    ];
     match n.kind {
         Kind::Lit(_) => true,
         // The block size is a pipeline constant in WGSL: constant once the pipeline is made.
         _ if n.children.is_empty() => n.text == "block_dim_x",
         _ => {
             n.children.iter().all(is_constant)
-                && n.text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).all(|w| {
-                    w.is_empty()
-                        || w.starts_with(|c: char| c.is_ascii_digit())
-                        || matches!(
-                            w,
-                            "land" | "lor" | "lxor" | "lsl" | "lsr" | "asr" | "mod" | "lnot" | "abs"
-                                | "clz" | "popcount" | "min" | "max" | "int32" | "int64" | "float32"
-                                | "float64" | "float" | "float_of_int" | "Int32.of_int" | "Int32.neg"
-                                | "Int32.lognot" | "Int32.abs" | "Float32.of_int" | "Float64.of_float32"
-                                | "if" | "then" | "else" | "match" | "with" | "not" | "true"
-                                | "false" | "fmin" | "fmax" | "floor" | "ceil" | "round" | "trunc"
-                                | "abs_float" | "fabs"
-                        )
-                })
+                && n
+                    .text
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .all(|w| {
+                        w.is_empty()
+                            || w.starts_with(|c: char| c.is_ascii_digit())
+                            || OPERATORS.contains(&w)
+                    })
         }
     }
 }

@@ -48,6 +48,16 @@ pub fn launch_of(case: &Case) -> Launch {
 }
 
 pub fn shrink(h: &Harness, case: &Case, col: Column, kind: &FailureKind, message: &str, budget: &Budget) -> Shrunk {
+    shrink_with(case, message, budget, |trial| fails(h, trial, col, kind))
+}
+
+/// Greedy reduction of `case` while `still_fails` returns the failure's message.
+pub fn shrink_with(
+    case: &Case,
+    message: &str,
+    budget: &Budget,
+    mut still_fails: impl FnMut(&Case) -> Option<String>,
+) -> Shrunk {
     let start = Instant::now();
     let mut best = case.clone();
     let mut best_message = message.to_string();
@@ -67,7 +77,7 @@ pub fn shrink(h: &Harness, case: &Case, col: Column, kind: &FailureKind, message
                 tree: candidate,
                 ..best.clone()
             };
-            if let Some(m) = fails(h, &trial, col, kind) {
+            if let Some(m) = still_fails(&trial) {
                 best = trial;
                 best_message = m;
                 steps += 1;
