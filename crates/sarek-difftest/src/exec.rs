@@ -35,9 +35,7 @@ pub struct Lowered {
 pub fn lower(file: &str, source: &str, name: &str) -> Result<Lowered, String> {
     let program = sarek::Program::check(file, source)
         .map_err(|(sources, d)| sarek::compiler::diag::render_all(&d, &sources, false))?;
-    let kernel = program
-        .lower(name)
-        .map_err(|d| program.render(&d, false))?;
+    let kernel = program.lower(name).map_err(|d| program.render(&d, false))?;
     Ok(Lowered { program, kernel })
 }
 
@@ -48,9 +46,10 @@ pub fn generate(l: &Lowered, target: Target) -> Result<String, Refusal> {
     match sarek::compiler::generate(&l.kernel, target, &TargetOptions::default()) {
         Ok(g) => Ok(g.source),
         Err(diags) => Err(Refusal {
-            well_formed: diags.iter().all(|d| {
-                !d.span.is_dummy() && d.message.contains(target.display_name())
-            }) && !diags.is_empty(),
+            well_formed: diags
+                .iter()
+                .all(|d| !d.span.is_dummy() && d.message.contains(target.display_name()))
+                && !diags.is_empty(),
             message: l.program.render(&diags, false),
         }),
     }
@@ -74,7 +73,10 @@ pub fn open(backend: Backend) -> Result<Dev, String> {
 
 /// The result of one launch.
 pub enum Ran {
-    Ok { args: Vec<ArgValue>, time: Duration },
+    Ok {
+        args: Vec<ArgValue>,
+        time: Duration,
+    },
     /// A located refusal (generator or device capability).
     Refused(String),
     /// An interpreter fault or a device-reported trap.
@@ -117,7 +119,9 @@ pub fn run(device: &dyn Device, l: &Lowered, launch: &Launch, args: &[ArgValue])
         Err(e @ RuntimeError::Refused { .. }) => {
             Ran::Refused(l.program.render_runtime_error(&e, false))
         }
-        Err(e @ RuntimeError::Fault { .. }) => Ran::Fault(l.program.render_runtime_error(&e, false)),
+        Err(e @ RuntimeError::Fault { .. }) => {
+            Ran::Fault(l.program.render_runtime_error(&e, false))
+        }
         Err(e) => Ran::Failed(l.program.render_runtime_error(&e, false)),
     }
 }

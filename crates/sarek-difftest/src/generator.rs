@@ -35,10 +35,10 @@ pub struct Rng(u64);
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         let mut r = Rng(seed ^ 0x5EED_D1FF_7E57_0001);
-        r.next();
+        r.next_u64();
         r
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -47,7 +47,7 @@ impl Rng {
     }
     /// Uniform in [0, n).
     pub fn below(&mut self, n: usize) -> usize {
-        ((self.next() >> 32) * n as u64 >> 32) as usize
+        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
     }
     /// True with probability `p` percent.
     pub fn pct(&mut self, p: usize) -> bool {
@@ -342,16 +342,30 @@ impl Gen {
                 if self.rng.pct(50) {
                     Node::lit(ty, *self.rng.pick(INT32_EDGES))
                 } else {
-                    let v = self.rng.next() as i32 >> self.rng.below(31);
-                    Node::lit(ty, if v < 0 { format!("({v})") } else { v.to_string() })
+                    let v = self.rng.next_u64() as i32 >> self.rng.below(31);
+                    Node::lit(
+                        ty,
+                        if v < 0 {
+                            format!("({v})")
+                        } else {
+                            v.to_string()
+                        },
+                    )
                 }
             }
             Ty::I64 => {
                 if self.rng.pct(50) {
                     Node::lit(ty, *self.rng.pick(INT64_EDGES))
                 } else {
-                    let v = self.rng.next() as i64 >> self.rng.below(63);
-                    Node::lit(ty, if v < 0 { format!("({v}L)") } else { format!("{v}L") })
+                    let v = self.rng.next_u64() as i64 >> self.rng.below(63);
+                    Node::lit(
+                        ty,
+                        if v < 0 {
+                            format!("({v}L)")
+                        } else {
+                            format!("{v}L")
+                        },
+                    )
                 }
             }
             Ty::F32 | Ty::F64 => {
@@ -371,7 +385,9 @@ impl Gen {
     }
 
     fn lit_is_unit(text: &str) -> bool {
-        let t = text.trim_matches(|c| c == '(' || c == ')').trim_end_matches('d');
+        let t = text
+            .trim_matches(|c| c == '(' || c == ')')
+            .trim_end_matches('d');
         t.parse::<f64>().is_ok_and(|v| v.abs() <= 1.0)
     }
 
@@ -444,7 +460,11 @@ impl Gen {
         if self.constant_ops || n.children.is_empty() || !n.children.iter().all(is_constant) {
             return n;
         }
-        if let Some(k) = n.children.iter().position(|c| c.ty().is_some_and(Ty::is_int)) {
+        if let Some(k) = n
+            .children
+            .iter()
+            .position(|c| c.ty().is_some_and(Ty::is_int))
+        {
             let c = n.children[k].clone();
             let text = if c.ty() == Some(Ty::I64) {
                 format!("($0 + (int64 ({z} land 0)))")
@@ -507,9 +527,24 @@ impl Gen {
                 let (a, ia) = self.int(ty, ctx, d);
                 let (b, ib) = if self.rng.pct(40) {
                     let lits: &[&str] = if ty == Ty::I32 {
-                        &["(-1)", "1", "2", "7", "(-3)", "1000", "(-2147483648)", "0x80000000"]
+                        &[
+                            "(-1)",
+                            "1",
+                            "2",
+                            "7",
+                            "(-3)",
+                            "1000",
+                            "(-2147483648)",
+                            "0x80000000",
+                        ]
                     } else {
-                        &["(-1L)", "1L", "3L", "(-9223372036854775808L)", "4294967296L"]
+                        &[
+                            "(-1L)",
+                            "1L",
+                            "3L",
+                            "(-9223372036854775808L)",
+                            "4294967296L",
+                        ]
                     };
                     (Node::lit(ty, *self.rng.pick(lits)), Info::exact(true))
                 } else {
@@ -537,12 +572,18 @@ impl Gen {
                     "(~- $0)",
                 ]);
                 let f = if ty == Ty::I32 && self.rng.pct(15) {
-                    *self.rng.pick(&["(Int32.neg $0)", "(Int32.lognot $0)", "(Int32.abs $0)"])
+                    *self
+                        .rng
+                        .pick(&["(Int32.neg $0)", "(Int32.lognot $0)", "(Int32.abs $0)"])
                 } else {
                     f
                 };
                 let (a, ia) = self.int(ty, ctx, d);
-                let a = if f.contains('-') || f.contains("neg") { no_negated_radix(a) } else { a };
+                let a = if f.contains('-') || f.contains("neg") {
+                    no_negated_radix(a)
+                } else {
+                    a
+                };
                 (Node::expr(ty, f, vec![a]), ia)
             }
             67..=71 => {
@@ -556,7 +597,9 @@ impl Gen {
                 // (truncating, saturating; NaN and infinities through the special arguments).
                 let from = self.pick_num_type(ty);
                 let conv = if ty == Ty::I32 {
-                    *self.rng.pick(&["(int32 $0)", "(int32 $0)", "(Int32.of_int $0)"])
+                    *self
+                        .rng
+                        .pick(&["(int32 $0)", "(int32 $0)", "(Int32.of_int $0)"])
                 } else {
                     "(int64 $0)"
                 };
@@ -628,11 +671,7 @@ impl Gen {
             return (self.lit_of(ty), Info::exact(true));
         }
         if c < 70
-            && let Some((name, _, info)) = self
-                .scalars
-                .iter()
-                .find(|(_, t, _)| *t == ty)
-                .cloned()
+            && let Some((name, _, info)) = self.scalars.iter().find(|(_, t, _)| *t == ty).cloned()
         {
             return (Node::expr(ty, name, vec![]), info);
         }
@@ -671,7 +710,10 @@ impl Gen {
             );
         }
         if let Some(v) = self.has_vec(&VecKind::Output(ty)) {
-            return (Node::expr(ty, format!("{v}.(i)"), vec![]), Info::exact(false));
+            return (
+                Node::expr(ty, format!("{v}.(i)"), vec![]),
+                Info::exact(false),
+            );
         }
         (self.lit_of(ty), Info::exact(true))
     }
@@ -860,7 +902,12 @@ impl Gen {
                         (Node::expr(ty, format!("($0 mod {m})"), vec![a]), i)
                     }
                     7 => {
-                        let f = *self.rng.pick(&["(min $0 $1)", "(max $0 $1)", "(fmin $0 $1)", "(fmax $0 $1)"]);
+                        let f = *self.rng.pick(&[
+                            "(min $0 $1)",
+                            "(max $0 $1)",
+                            "(fmin $0 $1)",
+                            "(fmax $0 $1)",
+                        ]);
                         let (a, ia) = self.float(ty, Want::Exact, ctx, d);
                         let (b, ib) = self.float(ty, Want::Exact, ctx, d);
                         let mut i = both(ia, ib);
@@ -878,7 +925,10 @@ impl Gen {
                     }
                     _ => {
                         let (a, ia) = self.float(ty, Want::Exact, ctx, d);
-                        let f = *self.rng.pick(&["(- $0)", "(abs_float $0)", "(fabs $0)", "(-. $0)"]);
+                        let f =
+                            *self
+                                .rng
+                                .pick(&["(- $0)", "(abs_float $0)", "(fabs $0)", "(-. $0)"]);
                         (Node::expr(ty, f, vec![a]), ia)
                     }
                 }
@@ -901,10 +951,7 @@ impl Gen {
         let mut i = i;
         i.unit = true;
         i.class = Class::Exact.max(i.class);
-        (
-            Node::expr(ty, "(fmin 1.0 (fmax (-1.0) $0))", vec![e]),
-            i,
-        )
+        (Node::expr(ty, "(fmin 1.0 (fmax (-1.0) $0))", vec![e]), i)
     }
 
     fn float_leaf(&mut self, ty: Ty, ctx: Ctx, depth: u32) -> (Node, Info) {
@@ -936,7 +983,12 @@ impl Gen {
             };
             let (a, ia) = self.int(from, ctx, depth - 1);
             let conv = match (ty, from) {
-                (Ty::F32, Ty::I32) => *self.rng.pick(&["(float32 $0)", "(float $0)", "(float_of_int $0)", "(Float32.of_int $0)"]),
+                (Ty::F32, Ty::I32) => *self.rng.pick(&[
+                    "(float32 $0)",
+                    "(float $0)",
+                    "(float_of_int $0)",
+                    "(Float32.of_int $0)",
+                ]),
                 (Ty::F32, _) => "(float32 $0)",
                 _ => "(float64 $0)",
             };
@@ -950,7 +1002,9 @@ impl Gen {
             );
         }
         if c < 62 && depth > 0 {
-            let f = *self.rng.pick(&["(floor $0)", "(ceil $0)", "(round $0)", "(trunc $0)"]);
+            let f = *self
+                .rng
+                .pick(&["(floor $0)", "(ceil $0)", "(round $0)", "(trunc $0)"]);
             let (a, ia) = self.float(ty, Want::Exact, ctx, depth - 1);
             self.features.insert("rounding");
             return (
@@ -1075,7 +1129,11 @@ impl Gen {
         let (node, info) = if c < 40 {
             let mut f = *self.rng.pick(UNARY);
             if ty == Ty::F32 && self.rng.pct(10) {
-                f = *self.rng.pick(&["(Float32.sin $0)", "(Float32.sqrt ((fabs $0) +. 1.0) *. 0.5)", "(Math.cos $0)"]);
+                f = *self.rng.pick(&[
+                    "(Float32.sin $0)",
+                    "(Float32.sqrt ((fabs $0) +. 1.0) *. 0.5)",
+                    "(Math.cos $0)",
+                ]);
             }
             let (a, ia) = self.float(ty, Want::Unit, ctx, d);
             (Node::expr(ty, f, vec![a]), ia)
@@ -1240,7 +1298,9 @@ impl Gen {
             Ty::Bool => self.boolean(ctx, depth),
             Ty::I32 | Ty::I64 => self.int(ty, ctx, depth),
             Ty::F32 | Ty::F64 => {
-                let want = *self.rng.pick(&[Want::Unit, Want::Unit, Want::Exact, Want::Leaf]);
+                let want = *self
+                    .rng
+                    .pick(&[Want::Unit, Want::Unit, Want::Exact, Want::Leaf]);
                 self.float(ty, want, ctx, depth)
             }
         }
@@ -1248,7 +1308,15 @@ impl Gen {
 
     fn scalar_ty(&mut self) -> Ty {
         let tys: &[Ty] = if self.wide {
-            &[Ty::I32, Ty::I32, Ty::F32, Ty::F32, Ty::Bool, Ty::I64, Ty::F64]
+            &[
+                Ty::I32,
+                Ty::I32,
+                Ty::F32,
+                Ty::F32,
+                Ty::Bool,
+                Ty::I64,
+                Ty::F64,
+            ]
         } else {
             &[Ty::I32, Ty::I32, Ty::F32, Ty::F32, Ty::Bool]
         };
@@ -1313,7 +1381,11 @@ impl Gen {
                     name,
                     ty,
                     info: Info {
-                        class: if ty.is_float() { Class::Bounded } else { info.class },
+                        class: if ty.is_float() {
+                            Class::Bounded
+                        } else {
+                            info.class
+                        },
                         unit: true,
                         uniform: false,
                     },
@@ -1363,7 +1435,9 @@ impl Gen {
             90..=94 => self.atomic_stmt(ctx),
             95..=96 => self.local_array(ctx),
             97 if ctx.uniform_flow => vec![Node::stmt(
-                *self.rng.pick(&["memory_fence_block ()", "memory_fence_device ()"]),
+                *self
+                    .rng
+                    .pick(&["memory_fence_block ()", "memory_fence_device ()"]),
                 vec![],
             )],
             _ => self.store(ctx),
@@ -1378,7 +1452,10 @@ impl Gen {
             .filter(|v| {
                 matches!(
                     v.kind,
-                    VecKind::Output(_) | VecKind::OutRecord | VecKind::OutVariant | VecKind::OutTuple
+                    VecKind::Output(_)
+                        | VecKind::OutRecord
+                        | VecKind::OutVariant
+                        | VecKind::OutTuple
                 )
             })
             .cloned()
@@ -1393,7 +1470,10 @@ impl Gen {
                     self.value(ty, ctx, d)
                 };
                 if self.rng.pct(10)
-                    && self.helpers.iter().any(|h| matches!(h.kind, HelperKind::Put))
+                    && self
+                        .helpers
+                        .iter()
+                        .any(|h| matches!(h.kind, HelperKind::Put))
                 {
                     self.features.insert("polymorphic");
                     let h = self
@@ -1413,7 +1493,10 @@ impl Gen {
                     let (r, _) = self.record_value(ctx, 2);
                     vec![Node::stmt(format!("{}.(i) <- $0", v.name), vec![r])]
                 } else {
-                    let (f, ty) = *self.rng.pick(&[("f0", Ty::I32), ("f1", Ty::F32), ("f2", Ty::Bool)]);
+                    let (f, ty) =
+                        *self
+                            .rng
+                            .pick(&[("f0", Ty::I32), ("f1", Ty::F32), ("f2", Ty::Bool)]);
                     let (e, _) = self.value(ty, ctx, d);
                     vec![Node::stmt(format!("{}.(i).{f} <- $0", v.name), vec![e])]
                 }
@@ -1427,7 +1510,10 @@ impl Gen {
                 self.features.insert("tuple");
                 let (a, _) = self.int(Ty::I32, ctx, d);
                 let (b, _) = self.float(Ty::F32, Want::Unit, ctx, d);
-                vec![Node::stmt(format!("{}.(i) <- ($0, $1)", v.name), vec![a, b])]
+                vec![Node::stmt(
+                    format!("{}.(i) <- ($0, $1)", v.name),
+                    vec![a, b],
+                )]
             }
             _ => vec![],
         }
@@ -1514,13 +1600,12 @@ impl Gen {
                 (Node::other(format!("{v}.($0)"), vec![idx]), false)
             }
             _ => {
-                let (c, ic) = self.boolean(ctx, 2);
+                // A constructed value: treated as thread-varying (the front end follows data
+                // flow into the constructor's payload).
+                let (c, _) = self.boolean(ctx, 2);
                 let a = self.variant_value(ctx, 2);
                 let b = self.variant_value(ctx, 2);
-                (
-                    Node::other("(if $0 then $1 else $2)", vec![c, a, b]),
-                    false && ic.uniform,
-                )
+                (Node::other("(if $0 then $1 else $2)", vec![c, a, b]), false)
             }
         };
         let inner = Ctx {
@@ -1564,7 +1649,9 @@ impl Gen {
         let text = if self.rng.pct(50) {
             format!("(match $0 with A0 {xa} -> $1 | B0 ({fb}, {kb}) -> $2 | C0 -> $3)")
         } else {
-            format!("begin match $0 with | C0 -> $3 | B0 ({fb}, _) -> (let {kb} = 0 in $2) | A0 {xa} -> $1 end")
+            format!(
+                "begin match $0 with | C0 -> $3 | B0 ({fb}, _) -> (let {kb} = 0 in $2) | A0 {xa} -> $1 end"
+            )
         };
         vec![Node::stmt(text, vec![scrut, arm_a, arm_b, arm_c])]
     }
@@ -1607,7 +1694,10 @@ impl Gen {
                     "atomic_xor",
                 ]);
                 let (v, _) = self.int(Ty::I32, ctx, 2);
-                out.push(Node::stmt(format!("ignore ({op} {sh} $0 $1)"), vec![idx, v]));
+                out.push(Node::stmt(
+                    format!("ignore ({op} {sh} $0 $1)"),
+                    vec![idx, v],
+                ));
             }
         } else {
             let (e, _) = if ty == Ty::F32 {
@@ -1627,10 +1717,7 @@ impl Gen {
         for _ in 0..1 + self.rng.below(2) {
             let idx = self.shared_index(ctx);
             let name = self.name("n");
-            out.push(Node::let_(
-                format!("let {name} = {sh}.($0) in"),
-                vec![idx],
-            ));
+            out.push(Node::let_(format!("let {name} = {sh}.($0) in"), vec![idx]));
             self.vars.push(Var {
                 name,
                 ty,
@@ -1666,7 +1753,12 @@ impl Gen {
                 } else {
                     self.int(ty, ctx, 2)
                 };
-                let op = ["warp_shuffle", "warp_shuffle_down", "warp_shuffle_up", "warp_shuffle_xor"][c];
+                let op = [
+                    "warp_shuffle",
+                    "warp_shuffle_down",
+                    "warp_shuffle_up",
+                    "warp_shuffle_xor",
+                ][c];
                 let (l, _) = self.int(Ty::I32, ctx, 1);
                 let lane = if self.rng.pct(70) {
                     Node::other("($0 land 31)", vec![l])
@@ -1685,7 +1777,11 @@ impl Gen {
                 )
             }
             4 | 5 => {
-                let op = if c == 4 { "warp_vote_all" } else { "warp_vote_any" };
+                let op = if c == 4 {
+                    "warp_vote_all"
+                } else {
+                    "warp_vote_any"
+                };
                 let (b, _) = self.boolean(ctx, 2);
                 (
                     format!("let {name} = {op} $0 in"),
@@ -1828,8 +1924,14 @@ impl Gen {
         let (k, _) = self.int(Ty::I32, ctx, 1);
         let r = self.name("lv");
         let out = vec![
-            Node::let_(format!("let {name} : int32 array = create_array 8 Local in"), vec![]),
-            Node::stmt(format!("for {j} = 0 to 7 do {name}.({j}) <- $0 done"), vec![e]),
+            Node::let_(
+                format!("let {name} : int32 array = create_array 8 Local in"),
+                vec![],
+            ),
+            Node::stmt(
+                format!("for {j} = 0 to 7 do {name}.({j}) <- $0 done"),
+                vec![e],
+            ),
             Node::let_(format!("let {r} = {name}.($0 land 7) in"), vec![k]),
         ];
         self.vars.push(Var {
@@ -1904,15 +2006,15 @@ impl Gen {
                 let (step, _) = self.int(Ty::I32, helper_ctx, 2);
                 let (comb, _) = self.int(Ty::I32, helper_ctx, 2);
                 let attr = if self.rng.pct(30) {
-                    format!(" =\n  pragma [\"sarek.inline {depth}\"] (if pn <= 0 then px else ({name} (pn - 1) $0) + $1)")
+                    format!(
+                        " =\n  pragma [\"sarek.inline {depth}\"] (if pn <= 0 then px else ({name} (pn - 1) $0) + $1)"
+                    )
                 } else {
-                    format!(" [@sarek.inline {depth}] =\n  if pn <= 0 then px else ({name} (pn - 1) $0) + $1")
+                    format!(
+                        " [@sarek.inline {depth}] =\n  if pn <= 0 then px else ({name} (pn - 1) $0) + $1"
+                    )
                 };
-                let text = if attr.contains("pragma") {
-                    format!("let rec {name} (pn : int32) (px : int32) : int32{attr}")
-                } else {
-                    format!("let rec {name} (pn : int32) (px : int32) : int32{attr}")
-                };
+                let text = format!("let rec {name} (pn : int32) (px : int32) : int32{attr}");
                 Node::new(Kind::Item, text, vec![step, comb])
             }
             HelperKind::Tail => {
@@ -1927,7 +2029,9 @@ impl Gen {
                 let (step, _) = self.int(Ty::I32, helper_ctx, 2);
                 Node::new(
                     Kind::Item,
-                    format!("let rec {name} (pk : int32) (pacc : int32) : int32 =\n  if pk <= 0 then pacc else {name} (pk - 1) $0"),
+                    format!(
+                        "let rec {name} (pk : int32) (pacc : int32) : int32 =\n  if pk <= 0 then pacc else {name} (pk - 1) $0"
+                    ),
                     vec![step],
                 )
             }
@@ -1961,7 +2065,9 @@ impl Gen {
                 let (e, _) = self.int(Ty::I32, helper_ctx, 2);
                 Node::new(
                     Kind::Item,
-                    format!("let {name} (r : r0) : int32 =\n  let pr_f0 = r.f0 in if r.f2 then $0 else pr_f0 lxor 5"),
+                    format!(
+                        "let {name} (r : r0) : int32 =\n  let pr_f0 = r.f0 in if r.f2 then $0 else pr_f0 lxor 5"
+                    ),
                     vec![e],
                 )
             }
@@ -2031,28 +2137,70 @@ impl Gen {
         // Scalars, with edge values: runtime operands (not constants) for the same edges.
         let mut args = Vec::new();
         let mut scalar_params = Vec::new();
-        let si = *self.rng.pick(&["-2147483648", "-1", "0", "1", "31", "32", "33", "2147483647", "-7", "1000"]);
+        let si = *self.rng.pick(&[
+            "-2147483648",
+            "-1",
+            "0",
+            "1",
+            "31",
+            "32",
+            "33",
+            "2147483647",
+            "-7",
+            "1000",
+        ]);
         scalar_params.push(("si", Ty::I32, si.to_string(), true));
         if self.rng.pct(60) {
-            let sf = *self.rng.pick(&["0.75", "-0.25", "1.5", "-3.5", "1e6", "0.1", "-0.0"]);
+            let sf = *self
+                .rng
+                .pick(&["0.75", "-0.25", "1.5", "-3.5", "1e6", "0.1", "-0.0"]);
             scalar_params.push(("sf", Ty::F32, sf.to_string(), false));
         }
         if self.rng.pct(50) {
-            let sx = *self.rng.pick(&["nan", "1e999", "-1e999", "3e9", "-3e9", "2147483648", "-2147483904", "1e20", "-0.0", "2.5", "-1.5"]);
+            let sx = *self.rng.pick(&[
+                "nan",
+                "1e999",
+                "-1e999",
+                "3e9",
+                "-3e9",
+                "2147483648",
+                "-2147483904",
+                "1e20",
+                "-0.0",
+                "2.5",
+                "-1.5",
+            ]);
             scalar_params.push(("sx", Ty::F32, sx.to_string(), false));
         }
         if self.rng.pct(40) {
-            scalar_params.push(("sb", Ty::Bool, self.rng.pick(&["true", "false"]).to_string(), false));
+            scalar_params.push((
+                "sb",
+                Ty::Bool,
+                self.rng.pick(&["true", "false"]).to_string(),
+                false,
+            ));
         }
         if self.wide {
-            let sl = *self.rng.pick(&["-9223372036854775807", "-1", "0", "63", "64", "65", "9223372036854775807", "4294967296"]);
+            let sl = *self.rng.pick(&[
+                "-9223372036854775807",
+                "-1",
+                "0",
+                "63",
+                "64",
+                "65",
+                "9223372036854775807",
+                "4294967296",
+            ]);
             scalar_params.push(("sl", Ty::I64, sl.to_string(), false));
             if self.rng.pct(50) {
                 let sd = *self.rng.pick(&["0.75", "-0.25", "1e15", "0.1"]);
                 scalar_params.push(("sd", Ty::F64, sd.to_string(), false));
             }
             if self.rng.pct(50) {
-                let sdx = *self.rng.pick(&["nan", "1e999", "-1e999", "1e19", "-1e19", "9.3e18", "-9.3e18", "1e300", "3e9", "-0.0"]);
+                let sdx = *self.rng.pick(&[
+                    "nan", "1e999", "-1e999", "1e19", "-1e19", "9.3e18", "-9.3e18", "1e300", "3e9",
+                    "-0.0",
+                ]);
                 scalar_params.push(("sdx", Ty::F64, sdx.to_string(), false));
             }
         }
@@ -2165,7 +2313,9 @@ impl Gen {
             .cloned()
             .collect();
         for v in outs {
-            let VecKind::Output(ty) = v.kind else { continue };
+            let VecKind::Output(ty) = v.kind else {
+                continue;
+            };
             let (e, _) = self.value(ty, ctx, 3);
             stmts.push(Node::stmt(format!("{}.(i) <- $0", v.name), vec![e]));
         }
@@ -2221,7 +2371,11 @@ fn barrier() -> Node {
 fn no_negated_radix(n: Node) -> Node {
     match n.kind {
         Kind::Lit(ty) if ty.is_int() => {
-            let text = if ty == Ty::I64 { "($0 lor 0L)" } else { "($0 lor 0)" };
+            let text = if ty == Ty::I64 {
+                "($0 lor 0L)"
+            } else {
+                "($0 lor 0)"
+            };
             Node::expr(ty, text, vec![n])
         }
         _ => n,
@@ -2231,11 +2385,47 @@ fn no_negated_radix(n: Node) -> Node {
 /// Whether `n` is built from literals only (what a constant evaluator folds).
 fn is_constant(n: &Node) -> bool {
     const OPERATORS: &[&str] = &[
-        "land", "lor", "lxor", "lsl", "lsr", "asr", "mod", "lnot", "abs", "clz", "popcount",
-        "min", "max", "int32", "int64", "float32", "float64", "float", "float_of_int",
-        "Int32.of_int", "Int32.neg", "Int32.lognot", "Int32.abs", "Float32.of_int",
-        "Float64.of_float32", "if", "then", "else", "match", "with", "not", "true", "false",
-        "fmin", "fmax", "floor", "ceil", "round", "trunc", "abs_float", "fabs",
+        "land",
+        "lor",
+        "lxor",
+        "lsl",
+        "lsr",
+        "asr",
+        "mod",
+        "lnot",
+        "abs",
+        "clz",
+        "popcount",
+        "min",
+        "max",
+        "int32",
+        "int64",
+        "float32",
+        "float64",
+        "float",
+        "float_of_int",
+        "Int32.of_int",
+        "Int32.neg",
+        "Int32.lognot",
+        "Int32.abs",
+        "Float32.of_int",
+        "Float64.of_float32",
+        "if",
+        "then",
+        "else",
+        "match",
+        "with",
+        "not",
+        "true",
+        "false",
+        "fmin",
+        "fmax",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "abs_float",
+        "fabs",
     ];
     match n.kind {
         Kind::Lit(_) => true,
@@ -2243,8 +2433,7 @@ fn is_constant(n: &Node) -> bool {
         _ if n.children.is_empty() => n.text == "block_dim_x",
         _ => {
             n.children.iter().all(is_constant)
-                && n
-                    .text
+                && n.text
                     .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
                     .all(|w| {
                         w.is_empty()

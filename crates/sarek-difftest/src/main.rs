@@ -13,7 +13,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 #[derive(Parser, Debug)]
-#[command(name = "sarek-difftest", about = "Random-kernel differential testing of every Sarek generator and backend against interp")]
+#[command(
+    name = "sarek-difftest",
+    about = "Random-kernel differential testing of every Sarek generator and backend against interp"
+)]
 struct Args {
     /// Number of kernels to generate.
     #[arg(long, default_value_t = 100)]
@@ -152,7 +155,10 @@ fn run(args: Args) -> Result<ExitCode, String> {
     };
     let mut written = Vec::new();
     for k in 0..args.count {
-        if args.time_limit.is_some_and(|l| start.elapsed().as_secs() >= l) {
+        if args
+            .time_limit
+            .is_some_and(|l| start.elapsed().as_secs() >= l)
+        {
             println!("time limit reached after {k} kernels");
             break;
         }
@@ -161,7 +167,12 @@ fn run(args: Args) -> Result<ExitCode, String> {
         if args.keep {
             let _ = std::fs::write(args.out.join(format!("kernel-{seed}.sarek")), case.source());
         }
-        let report = harness.run(&case.source(), &case.kernel, &shrink::launch_of(&case), None);
+        let report = harness.run(
+            &case.source(),
+            &case.kernel,
+            &shrink::launch_of(&case),
+            None,
+        );
         let features: Vec<&'static str> = case.features.iter().copied().collect();
         summary.add(&report, &features);
         if let Some(b) = &report.broken {
@@ -172,13 +183,21 @@ fn run(args: Args) -> Result<ExitCode, String> {
             let path = args.out.join(format!("broken-{tag}-{seed}.sarek"));
             write(&path, &case.source());
             write(&path.with_extension("txt"), m);
-            println!("seed {seed}: generated kernel broken ({tag}); written to {}", path.display());
+            println!(
+                "seed {seed}: generated kernel broken ({tag}); written to {}",
+                path.display()
+            );
             written.push(path);
         }
         let failures: Vec<(Column, sarek_difftest::runner::Failure)> =
             report.failures().map(|(c, f)| (c, f.clone())).collect();
         for (col, f) in failures {
-            println!("seed {seed}: {} FAILED ({:?}): {}", col.label(), f.kind, first_line(&f.message));
+            println!(
+                "seed {seed}: {} FAILED ({:?}): {}",
+                col.label(),
+                f.kind,
+                first_line(&f.message)
+            );
             let path = write_failure(&harness, &args, &case, col, &f, &budget);
             written.push(path);
         }
@@ -229,7 +248,10 @@ fn write(path: &Path, text: &str) {
 }
 
 fn first_line(s: &str) -> &str {
-    s.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
 }
 
 /// Shrink (unless disabled) and write `<column>-<seed>.sarek`, the original, and a `.txt`
@@ -246,7 +268,11 @@ fn write_failure(
     let base = args.out.join(format!("{label}-{}", case.seed));
     write(&base.with_extension("orig.sarek"), &case.source());
     let (kernel, message, note) = if args.no_shrink {
-        (case.clone(), f.message.clone(), "not shrunk (--no-shrink)".to_string())
+        (
+            case.clone(),
+            f.message.clone(),
+            "not shrunk (--no-shrink)".to_string(),
+        )
     } else {
         let s = shrink::shrink(harness, case, col, &f.kind, &f.message, budget);
         let note = format!(
@@ -296,7 +322,11 @@ fn replay(harness: &Harness, args: &Args) -> Result<ExitCode, String> {
         let (kernel, launch) =
             exec::directive(&source, seed).map_err(|e| format!("{}: {e}", path.display()))?;
         let r = harness.run(&source, &kernel, &launch, None);
-        println!("{} (seed {seed}, {:.0} ms):", path.display(), r.time.as_secs_f64() * 1000.0);
+        println!(
+            "{} (seed {seed}, {:.0} ms):",
+            path.display(),
+            r.time.as_secs_f64() * 1000.0
+        );
         if let Some(b) = &r.broken {
             failed = true;
             println!("  broken: {b:?}");
@@ -305,13 +335,22 @@ fn replay(harness: &Harness, args: &Args) -> Result<ExitCode, String> {
             match o {
                 Outcome::Failed(f) => {
                     failed = true;
-                    println!("  {}: FAILED ({:?})\n{}", c.label(), f.kind, indent(&f.message));
+                    println!(
+                        "  {}: FAILED ({:?})\n{}",
+                        c.label(),
+                        f.kind,
+                        indent(&f.message)
+                    );
                 }
                 other => println!("  {}: {}", c.label(), short(other)),
             }
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn header_seed(source: &str) -> Option<u64> {

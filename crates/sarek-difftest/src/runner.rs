@@ -103,7 +103,13 @@ impl Harness {
     }
 
     /// Only the columns in `only` (the shrinker re-runs just the failing one).
-    pub fn run(&self, source: &str, kernel: &str, launch: &Launch, only: Option<Column>) -> KernelReport {
+    pub fn run(
+        &self,
+        source: &str,
+        kernel: &str,
+        launch: &Launch,
+        only: Option<Column>,
+    ) -> KernelReport {
         let start = Instant::now();
         let mut report = KernelReport {
             broken: None,
@@ -163,7 +169,13 @@ impl Harness {
         }
     }
 
-    fn execute(&self, l: &Lowered, launch: &Launch, only: Option<Column>, report: &mut KernelReport) {
+    fn execute(
+        &self,
+        l: &Lowered,
+        launch: &Launch,
+        only: Option<Column>,
+        report: &mut KernelReport,
+    ) {
         let args = match exec::arguments(l, launch) {
             Ok(a) => a,
             Err(m) => {
@@ -220,7 +232,10 @@ impl Harness {
 
 /// Failures that are known defects owned by other issues, recognised by their message.
 pub fn known(col: Column, message: &str) -> Option<&'static str> {
-    let wgsl = matches!(col, Column::Gen(Target::Wgsl) | Column::Exec(BackendKind::Wgpu));
+    let wgsl = matches!(
+        col,
+        Column::Gen(Target::Wgsl) | Column::Exec(BackendKind::Wgpu)
+    );
     // Issue 17: naga's constant evaluation rejects overflowing constant shifts and constant
     // `min_int / -1` / `mod -1`, at validation or at pipeline creation.
     if wgsl
@@ -334,7 +349,11 @@ impl fmt::Display for Summary {
             )?;
         }
         if let Some(t) = self.column_time.get("interp") {
-            writeln!(f, "| interp (reference) | - | - | - | - | - | {:.1} |", t.as_secs_f64() * 1000.0 / n)?;
+            writeln!(
+                f,
+                "| interp (reference) | - | - | - | - | - | {:.1} |",
+                t.as_secs_f64() * 1000.0 / n
+            )?;
         }
         let mut times = self.times.clone();
         times.sort();
@@ -353,7 +372,10 @@ impl fmt::Display for Summary {
         )?;
         if !self.known.is_empty() {
             for (k, c) in &self.known {
-                writeln!(f, "known defect, not counted as a failure: {k}: {c} kernel-columns")?;
+                writeln!(
+                    f,
+                    "known defect, not counted as a failure: {k}: {c} kernel-columns"
+                )?;
             }
         }
         let feats: Vec<String> = self

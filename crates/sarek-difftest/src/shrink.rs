@@ -47,7 +47,14 @@ pub fn launch_of(case: &Case) -> Launch {
     }
 }
 
-pub fn shrink(h: &Harness, case: &Case, col: Column, kind: &FailureKind, message: &str, budget: &Budget) -> Shrunk {
+pub fn shrink(
+    h: &Harness,
+    case: &Case,
+    col: Column,
+    kind: &FailureKind,
+    message: &str,
+    budget: &Budget,
+) -> Shrunk {
     shrink_with(case, message, budget, |trial| fails(h, trial, col, kind))
 }
 

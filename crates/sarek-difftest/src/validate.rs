@@ -132,7 +132,13 @@ impl Validators {
     fn clang_cl(&self, source: &str) -> Result<(), String> {
         let path = self.file("cl", source)?;
         let mut cmd = Command::new("clang");
-        cmd.args(["-x", "cl", "-fsyntax-only", "-Xclang", "-finclude-default-header"]);
+        cmd.args([
+            "-x",
+            "cl",
+            "-fsyntax-only",
+            "-Xclang",
+            "-finclude-default-header",
+        ]);
         // Subgroup built-ins are declared by clang's header for OpenCL C 2.0 only.
         if source.contains("sub_group_") {
             cmd.args(["-cl-std=CL2.0", "-target", "spir64"]);

@@ -40,7 +40,10 @@ fn random_kernels_agree_on_every_local_backend() {
     for (b, d) in &harness.devices {
         if let Err(why) = d {
             let name = exec::backend_name(*b);
-            assert!(!required(name), "{name} is required (SAREK_REQUIRE_BACKENDS) but unavailable: {why}");
+            assert!(
+                !required(name),
+                "{name} is required (SAREK_REQUIRE_BACKENDS) but unavailable: {why}"
+            );
             eprintln!("skipping backend {name}: {why}");
         }
     }
@@ -70,7 +73,11 @@ fn random_kernels_agree_on_every_local_backend() {
         }
     }
     eprintln!("{summary}");
-    assert!(summary.kernels >= 10, "only {} kernels ran", summary.kernels);
+    assert!(
+        summary.kernels >= 10,
+        "only {} kernels ran",
+        summary.kernels
+    );
     assert!(
         failures.is_empty(),
         "{} failures; shrink and write them out with\n  cargo run -p sarek-difftest --release -- --seed SEED --count 1\n{}",

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 fn options(seed: u64) -> Options {
     Options {
-        wide: seed % 3 == 0,
-        warps: seed % 4 == 0,
-        constant_ops: seed % 5 == 0,
+        wide: seed.is_multiple_of(3),
+        warps: seed.is_multiple_of(4),
+        constant_ops: seed.is_multiple_of(5),
     }
 }
 
@@ -65,8 +65,7 @@ fn shrinking_keeps_the_failure_and_removes_the_rest() {
     };
     let still = |c: &sarek_difftest::generator::Case| {
         let src = c.source();
-        let ok = src.contains(" lsl ")
-            && exec::lower("s.sarek", &src, &c.kernel).is_ok();
+        let ok = src.contains(" lsl ") && exec::lower("s.sarek", &src, &c.kernel).is_ok();
         ok.then(|| "shifts".to_string())
     };
     let shrunk = shrink_with(&case, "shifts", &budget, still);

@@ -1062,7 +1062,11 @@ impl<'k> Writer<'k> {
                 // GLSL leaves `int(x)` undefined for NaN and out-of-range x (lavapipe gives
                 // min_int); the helper truncates and saturates as the interpreter does.
                 if from.is_float() && matches!(s, Scalar::I32 | Scalar::I64) {
-                    let h = format!("ftoi{}_{}", if s == Scalar::I64 { 64 } else { 32 }, from.short());
+                    let h = format!(
+                        "ftoi{}_{}",
+                        if s == Scalar::I64 { 64 } else { 32 },
+                        from.short()
+                    );
                     self.helpers.insert(h.clone());
                     return format!("sarek_h_{h}({a})");
                 }
