@@ -9,6 +9,10 @@
 #   scripts/gpu.sh remote   what runs on the GPU machine: `sarek devices`, then
 #                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
 #                           exit 1 if any file failed (the log is also written to $OUT when set)
+#   scripts/gpu.sh difftest-build   build `sarek-difftest` (release) and stage it in .gpu/ too
+#   scripts/gpu.sh difftest         on the GPU machine: generated kernels on cuda, ptx and opencl
+#                           compared with interp (DIFFTEST_SEED, DIFFTEST_COUNT: default 1, 500;
+#                           stops after 540 s; failures shrunk into $OUT/difftest)
 #   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
 #                             run(command="bash scripts/gpu.sh remote", carry=[".gpu"])
 #
@@ -129,8 +133,35 @@ bench() {
     done
 }
 
+# Issue 19: random kernels on the GPU backends (docs/difftest.md).
+difftest_build() {
+    cargo build --release -p sarek-difftest
+    mkdir -p .gpu
+    cp target/release/sarek-difftest .gpu/sarek-difftest
+    strip .gpu/sarek-difftest
+    local exclude
+    exclude=$(git rev-parse --git-path info/exclude)
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
+    echo "staged .gpu/sarek-difftest ($(du -h .gpu/sarek-difftest | cut -f1))"
+}
+
+difftest() {
+    [ -x .gpu/sarek-difftest ] || { echo "no .gpu/sarek-difftest: run 'scripts/gpu.sh difftest-build' here and carry .gpu" >&2; exit 2; }
+    if nvrtc=$(find_nvrtc); then
+        export SAREK_NVRTC_LIB=$nvrtc
+        export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/sarek-cache}
+    .gpu/sarek-difftest --seed "${DIFFTEST_SEED:-1}" --count "${DIFFTEST_COUNT:-500}" \
+        --backends "${DIFFTEST_BACKENDS:-cuda,ptx,opencl}" --validators cuda,ptx \
+        --time-limit 540 --shrink-seconds 30 --progress 50 --out "${OUT:-/tmp}/difftest"
+}
+
 case "${1:-all}" in
     build) build ;;
+    difftest-build) difftest_build ;;
+    difftest) difftest ;;
     remote) remote ;;
     traps) remote_env; traps ;;
     all)
