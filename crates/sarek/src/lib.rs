@@ -77,7 +77,12 @@
 //! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
 //! ```
 
+mod fusion;
+mod skeleton;
+
+pub use fusion::Fused;
 pub use sarek_compiler as compiler;
+pub use skeleton::{Skeleton, SkeletonKind};
 pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
 pub use sarek_runtime as runtime;
 
