@@ -294,6 +294,40 @@ fn reads_data(e: &Expr) -> bool {
     }
 }
 
+/// Whether helper `func` may write (store into, or apply an atomic to) its vector parameter
+/// number `param`, itself or through the helpers it passes it to.
+fn helper_writes(kernel: &Kernel, func: crate::ir::FuncId, param: usize) -> bool {
+    let f = kernel.function(func);
+    let Some(&v) = f.params.get(param) else {
+        return true;
+    };
+    let mut writes = false;
+    crate::ir::visit::for_each_stmt(&f.body, &mut |s| {
+        if let StmtKind::Assign { place, .. } = &s.kind {
+            let mut p = place;
+            while let LValue::Field { base, .. } = p {
+                p = base;
+            }
+            writes |= matches!(p, LValue::Index { base, .. } if *base == v);
+        }
+    });
+    super::merge::for_each_expr(&f.body, &mut |e| match &e.kind {
+        ExprKind::Intrinsic {
+            op: Intrinsic::Atomic(_),
+            args,
+        } => writes |= matches!(args.first(), Some(Expr { kind: ExprKind::Var(a), .. }) if *a == v),
+        ExprKind::Call { func, args } => {
+            for (k, a) in args.iter().enumerate() {
+                if matches!(a.kind, ExprKind::Var(a) if a == v) {
+                    writes |= helper_writes(kernel, *func, k);
+                }
+            }
+        }
+        _ => {}
+    });
+    writes
+}
+
 struct Analyser<'k> {
     kernel: &'k Kernel,
     env: HashMap<VarId, Sym>,
@@ -320,10 +354,14 @@ impl Analyser<'_> {
         }
     }
 
-    fn escape(&mut self, v: VarId, why: String) {
+    /// The vector is used as a whole: its reads become unknown, and its writes too when
+    /// the use may write it.
+    fn escape(&mut self, v: VarId, why: String, writes: bool) {
         if let Some(a) = self.slot(v) {
             a.reads = Pattern::Unknown;
-            a.writes = a.writes.join(Pattern::Unknown);
+            if writes {
+                a.writes = a.writes.join(Pattern::Unknown);
+            }
             a.escapes.get_or_insert(why);
         }
     }
@@ -422,7 +460,7 @@ impl Analyser<'_> {
             ExprKind::Var(v) => {
                 // A whole vector in value position: an argument to a helper or intrinsic.
                 if self.slot(*v).is_some() {
-                    self.escape(*v, "it is passed as a whole".into());
+                    self.escape(*v, "it is passed as a whole".into(), true);
                 }
             }
             ExprKind::Index { base, index } => {
@@ -453,11 +491,12 @@ impl Analyser<'_> {
             }
             ExprKind::Call { func, args } => {
                 let name = self.kernel.function(*func).name.clone();
-                for a in args {
+                for (k, a) in args.iter().enumerate() {
                     if let ExprKind::Var(v) = a.kind
                         && self.slot(v).is_some()
                     {
-                        self.escape(v, format!("it is passed to helper `{name}`"));
+                        let writes = helper_writes(self.kernel, *func, k);
+                        self.escape(v, format!("it is passed to helper `{name}`"), writes);
                     } else {
                         self.expr(a);
                     }
@@ -465,15 +504,15 @@ impl Analyser<'_> {
             }
             ExprKind::Intrinsic { op, args } => {
                 let what = match op {
-                    Intrinsic::Atomic(_) => Some("an atomic operates on it"),
-                    Intrinsic::Length => Some("its `length` is taken"),
+                    Intrinsic::Atomic(_) => Some(("an atomic operates on it", true)),
+                    Intrinsic::Length => Some(("its `length` is taken", false)),
                     _ => None,
                 };
                 for a in args {
-                    if let (ExprKind::Var(v), Some(why)) = (&a.kind, what)
+                    if let (ExprKind::Var(v), Some((why, writes))) = (&a.kind, what)
                         && self.slot(*v).is_some()
                     {
-                        self.escape(*v, why.into());
+                        self.escape(*v, why.into(), writes);
                     } else {
                         self.expr(a);
                     }

@@ -156,17 +156,19 @@ impl fmt::Display for Decision {
                 intermediate,
                 pattern,
             } => {
-                write!(f, "fuse through `{intermediate}`: the consumer's reads are {pattern}; ")?;
+                write!(f, "fuse through `{intermediate}`: ")?;
                 match pattern {
                     Pattern::Stencil { radius } => write!(
                         f,
-                        "the producer is recomputed {} times per element",
+                        "the consumer reads it as a stencil of radius {radius}, so the producer is recomputed {} times per element",
                         2 * radius + 1
                     ),
-                    Pattern::Reduction => {
-                        f.write_str("the producer is computed where the loop reads it")
-                    }
-                    _ => f.write_str("the producer is computed once per element"),
+                    Pattern::Reduction => f.write_str(
+                        "the consumer reads it in a loop, so the producer is computed where the loop reads it",
+                    ),
+                    _ => f.write_str(
+                        "the consumer reads it one-to-one, so the producer is computed once per element",
+                    ),
                 }
             }
             Decision::Refuse(r) => write!(f, "do not fuse: {r}"),
