@@ -83,7 +83,7 @@ mod skeleton;
 pub use fusion::Fused;
 pub use sarek_compiler as compiler;
 pub use skeleton::{Skeleton, SkeletonKind};
-pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
+pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
 pub use sarek_runtime as runtime;
 
 pub use sarek_compiler::types::Literal;

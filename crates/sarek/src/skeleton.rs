@@ -25,6 +25,14 @@
 //! assert_eq!(prefix.as_slice()[3], 1 + 2 + 3 + 4);
 //! # Ok::<(), sarek::Error>(())
 //! ```
+//!
+//! [`skeleton!`](crate::skeleton) does the generation while the Rust program compiles; a
+//! helper of the wrong type is a compile error:
+//!
+//! ```compile_fail
+//! // `negate : int32 -> int32` is no associative operator.
+//! let s = sarek::skeleton!(reduce, "tests/kernels/skeleton_ops.sarek", negate, "0");
+//! ```
 
 use crate::{AsHostVector, Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Program};
 use sarek_compiler::skeleton::{self as sk, BLOCK, Plan, REDUCE_TILE};
@@ -78,6 +86,29 @@ impl Program {
             .map_err(|e| Error::Compile(format!("error: {e}\n")))?;
         let text = instance.program_source(self.sources.text(self.file));
         let program = Program::compile(self.sources.name(self.file), &text)?;
+        Skeleton::assemble(program, instance)
+    }
+}
+
+impl Skeleton {
+    /// A skeleton from a source that already holds its generated kernels (what
+    /// [`skeleton!`](crate::skeleton) embeds after generating and checking them at build
+    /// time): `source` is compiled, nothing is generated.
+    pub fn from_source(
+        name: &str,
+        source: &str,
+        kind: sk::Skeleton,
+        helper: &str,
+    ) -> Result<Skeleton, Error> {
+        let program = Program::compile(name, source)?;
+        let typed = sk::typed(&program.sources, program.file)
+            .map_err(|d| Error::Compile(program.render(&d, false)))?;
+        let instance = sk::instantiate(&typed, helper, &kind)
+            .map_err(|e| Error::Compile(format!("error: {e}\n")))?;
+        Skeleton::assemble(program, instance)
+    }
+
+    fn assemble(program: Program, instance: sk::Instance) -> Result<Skeleton, Error> {
         let names: Vec<&String> = match &instance.plan {
             Plan::Elementwise { kernel } | Plan::Reduce { kernel } => vec![kernel],
             Plan::Scan { blocks, add, shift } => {

@@ -484,3 +484,18 @@ let%kernel sync (a : float32 vector) (t : float32 vector) (n : int32) =
         assert!(err.starts_with("error: cannot read"), "{err}");
     }
 }
+
+#[test]
+fn skeleton_macro_instantiates_at_build_time() {
+    let sum = sarek::skeleton!(reduce, "tests/kernels/skeleton_ops.sarek", plus, "0").unwrap();
+    assert_eq!(sum.kernels()[0].name(), "reduce_plus");
+    let (r, _) = sum
+        .reduce(&*interp(), &mut i32s((1..=3000).collect()))
+        .unwrap();
+    assert_eq!(ints(&r.columns[0]), [3000 * 3001 / 2]);
+    let neg = sarek::skeleton!(map, "tests/kernels/skeleton_ops.sarek", negate).unwrap();
+    let mut out = i32s(vec![0; 3]);
+    neg.map(&*interp(), &mut i32s(vec![1, -2, 3]), &mut out)
+        .unwrap();
+    assert_eq!(ints(&out.columns[0]), [-1, 2, -3]);
+}
