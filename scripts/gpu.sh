@@ -9,6 +9,8 @@
 #   scripts/gpu.sh remote   what runs on the GPU machine: `sarek devices`, then
 #                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
 #                           exit 1 if any file failed (the log is also written to $OUT when set)
+#   scripts/gpu.sh fusion   on the GPU machine: the fusion/skeleton measurement (issue 18),
+#                           .gpu/fusion_pipeline on 2^28 floats with cuda and ptx
 #   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
 #                             run(command="bash scripts/gpu.sh remote", carry=[".gpu"])
 #
@@ -23,6 +25,9 @@ build() {
     mkdir -p .gpu
     cp target/release/sarek .gpu/sarek
     strip .gpu/sarek
+    cargo build --release -p sarek --example fusion_pipeline
+    cp target/release/examples/fusion_pipeline .gpu/fusion_pipeline
+    strip .gpu/fusion_pipeline
     # .gpu/ travels with the run tool's `carry`; keep it out of git.
     local exclude
     exclude=$(git rev-parse --git-path info/exclude)
@@ -129,10 +134,20 @@ bench() {
     done
 }
 
+# Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, and the reduce
+# skeleton against the copy bandwidth (map skeleton), per backend.
+fusion() {
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
+        echo "== fusion_pipeline --size ${SAREK_FUSION_SIZE:-268435456}, backend $b"
+        SAREK_BACKEND=$b .gpu/fusion_pipeline --size "${SAREK_FUSION_SIZE:-268435456}" --reps 5 || true
+    done
+}
+
 case "${1:-all}" in
     build) build ;;
     remote) remote ;;
     traps) remote_env; traps ;;
+    fusion) remote_env; fusion ;;
     all)
         build
         cat <<'EOF'
