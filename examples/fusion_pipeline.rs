@@ -89,7 +89,10 @@ fn run() -> Result<(), Box<dyn Error>> {
     let reps = arg("--reps", 3)?.max(1);
     let device = sarek::default_device()?;
     let info = device.info();
-    println!("device: {} ({}), {n} float32 elements", info.backend, info.name);
+    println!(
+        "device: {} ({}), {n} float32 elements",
+        info.backend, info.name
+    );
 
     let program = sarek::Program::compile(PATH, SOURCE)?;
     let stages: Vec<Kernel> = ["stage1", "stage2", "stage3"]
@@ -157,7 +160,12 @@ fn run() -> Result<(), Box<dyn Error>> {
 
     // reduce vs copy.
     let copy = sarek::skeleton!(map, "../../examples/kernels/fusion_pipeline.sarek", copy)?;
-    let sum = sarek::skeleton!(reduce, "../../examples/kernels/fusion_pipeline.sarek", plus, "0.0")?;
+    let sum = sarek::skeleton!(
+        reduce,
+        "../../examples/kernels/fusion_pipeline.sarek",
+        plus,
+        "0.0"
+    )?;
     let mut input = Vector::from_vec(a);
     let mut output = Vector::filled(0.0f32, n);
     let mut copy_time = Duration::MAX;
@@ -186,7 +194,9 @@ fn run() -> Result<(), Box<dyn Error>> {
         100.0 * reduce_bw / copy_bw
     );
     if wrong > 0 {
-        return Err(format!("the fused pipeline differs from the unfused one in {wrong} elements").into());
+        return Err(
+            format!("the fused pipeline differs from the unfused one in {wrong} elements").into(),
+        );
     }
     Ok(())
 }

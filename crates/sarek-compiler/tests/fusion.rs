@@ -7,9 +7,7 @@
 mod support;
 
 use sarek_compiler::diag::{SourceMap, render_all};
-use sarek_compiler::fusion::{
-    Decision, Pattern, Refusal, analyse, can_fuse, fuse, fuse_pipeline,
-};
+use sarek_compiler::fusion::{Decision, Pattern, Refusal, analyse, can_fuse, fuse, fuse_pipeline};
 use sarek_compiler::ir::{Kernel, validate::validate};
 use sarek_compiler::{Target, TargetOptions};
 use support::validate::{load_nvrtc, skip};
@@ -187,7 +185,11 @@ fn access_patterns() {
     assert_eq!(p(&k[0], "out").writes, Pattern::OneToOne);
     assert_eq!(p(&k[0], "out").stores, 2);
     assert_eq!(p(&k[1], "u").reads, Pattern::Reduction);
-    assert_eq!(p(&k[1], "out").reads, Pattern::Unknown, "`length out` escapes");
+    assert_eq!(
+        p(&k[1], "out").reads,
+        Pattern::Unknown,
+        "`length out` escapes"
+    );
     // `block_idx_x * block_dim_x + tid` through a `let` is the global index.
     assert_eq!(p(&k[2], "u").reads, Pattern::OneToOne);
     assert_eq!(p(&k[2], "out").writes, Pattern::Gather);
@@ -222,9 +224,17 @@ fn decisions_print_their_reason() {
 
 #[test]
 fn refuses_barriers_atomics_shared_memory_and_thread_positions() {
-    assert!(matches!(refusal("with_barrier", "use_t", "t"), Refusal::Barrier { kernel } if kernel == "with_barrier"));
-    assert!(matches!(refusal("with_atomic", "use_t", "t"), Refusal::Atomic { .. }));
-    assert!(matches!(refusal("with_shared", "use_t", "t"), Refusal::SharedMemory { .. }));
+    assert!(
+        matches!(refusal("with_barrier", "use_t", "t"), Refusal::Barrier { kernel } if kernel == "with_barrier")
+    );
+    assert!(matches!(
+        refusal("with_atomic", "use_t", "t"),
+        Refusal::Atomic { .. }
+    ));
+    assert!(matches!(
+        refusal("with_shared", "use_t", "t"),
+        Refusal::SharedMemory { .. }
+    ));
     assert!(
         matches!(refusal("with_tid", "use_t", "t"), Refusal::ThreadPosition { what, .. } if what == "thread_idx_x")
     );
@@ -281,7 +291,11 @@ fn refuses_mismatched_index_patterns_and_types() {
     ));
     assert!(matches!(
         refusal("plain", "wide_t", "t"),
-        Refusal::StencilTooWide { radius: 5, max: 4, .. }
+        Refusal::StencilTooWide {
+            radius: 5,
+            max: 4,
+            ..
+        }
     ));
     assert!(
         matches!(refusal("plain", "n_as_float", "t"), Refusal::ParamTypeMismatch { name, .. } if name == "n")
@@ -297,22 +311,29 @@ fn refuses_mismatched_index_patterns_and_types() {
 
 #[test]
 fn pipelines_refuse_shared_ambiguous_and_missing_intermediates() {
-    let k = kernels(REFUSALS, &["plain", "use_t", "use_t", "plain2", "use_both", "ignores_t"]);
+    let k = kernels(
+        REFUSALS,
+        &["plain", "use_t", "use_t", "plain2", "use_both", "ignores_t"],
+    );
     let e = fuse_pipeline(&k[0..3]).unwrap_err();
     assert!(
-        matches!(&e.refusal, Refusal::IntermediateReadElsewhere { name, .. } if name == "t"),
+        matches!(&*e.refusal, Refusal::IntermediateReadElsewhere { name, .. } if name == "t"),
         "{e}"
     );
-    assert!(e.to_string().starts_with("cannot fuse `plain` into `use_t`"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("cannot fuse `plain` into `use_t`"),
+        "{e}"
+    );
     let e = fuse_pipeline(&[k[3].clone(), k[4].clone()]).unwrap_err();
     assert!(
-        matches!(&e.refusal, Refusal::AmbiguousIntermediate { names, .. } if names == &["t", "t2"]),
+        matches!(&*e.refusal, Refusal::AmbiguousIntermediate { names, .. } if names == &["t", "t2"]),
         "{e}"
     );
     let e = fuse_pipeline(&[k[0].clone(), k[5].clone()]).unwrap_err();
-    assert!(matches!(e.refusal, Refusal::NoIntermediate { .. }), "{e}");
+    assert!(matches!(*e.refusal, Refusal::NoIntermediate { .. }), "{e}");
     assert!(matches!(
-        fuse_pipeline(&[]).unwrap_err().refusal,
+        *fuse_pipeline(&[]).unwrap_err().refusal,
         Refusal::EmptyPipeline
     ));
     // A vector both kernels only read is no intermediate.
@@ -325,7 +346,10 @@ let%kernel c (t : float32 vector) (a : float32 vector) (b : float32 vector) (n :
 "#,
         &["p", "c"],
     );
-    assert!(fuse_pipeline(&two).is_ok(), "a is read by both, written by neither");
+    assert!(
+        fuse_pipeline(&two).is_ok(),
+        "a is read by both, written by neither"
+    );
 }
 
 #[test]
@@ -394,10 +418,15 @@ fn fused_cases() -> Vec<(Kernel, Vec<String>)> {
 #[test]
 fn fused_kernels_validate_and_drop_their_intermediates() {
     for (k, eliminated) in fused_cases() {
-        validate(&k).unwrap_or_else(|e| panic!("{e}\n{}", sarek_compiler::ir::print::print_kernel(&k)));
+        validate(&k)
+            .unwrap_or_else(|e| panic!("{e}\n{}", sarek_compiler::ir::print::print_kernel(&k)));
         let params: Vec<&str> = k.params.iter().map(|p| k.var(*p).name.as_str()).collect();
         for t in &eliminated {
-            assert!(!params.contains(&t.as_str()), "{}: {t} still a parameter", k.name);
+            assert!(
+                !params.contains(&t.as_str()),
+                "{}: {t} still a parameter",
+                k.name
+            );
         }
     }
     let (k, eliminated) = fused_cases().remove(1);
@@ -482,10 +511,18 @@ fn fused_kernels_compile_with_nvrtc() {
         // SAFETY: `prog` is a live program; the options are valid C strings.
         let res = unsafe { result::compile_program(prog, &opts) };
         let log = unsafe { result::get_program_log(prog) }
-            .map(|l| unsafe { CStr::from_ptr(l.as_ptr()) }.to_string_lossy().into_owned())
+            .map(|l| {
+                unsafe { CStr::from_ptr(l.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .unwrap_or_default();
         unsafe { result::destroy_program(prog) }.ok();
-        assert!(res.is_ok(), "{}: NVRTC rejected the CUDA C:\n{log}\n{src}", k.name);
+        assert!(
+            res.is_ok(),
+            "{}: NVRTC rejected the CUDA C:\n{log}\n{src}",
+            k.name
+        );
     }
 }
 
@@ -568,11 +605,38 @@ fn skeletons_pass_every_generator() {
     let cases = [
         ("norm", Skeleton::Map),
         ("mk", Skeleton::Zip),
-        ("addf", Skeleton::Reduce { neutral: "0.0".into() }),
-        ("addp", Skeleton::Reduce { neutral: "{ x = 0.0; y = 0.0 }".into() }),
-        ("bigger", Skeleton::Reduce { neutral: "Empty".into() }),
-        ("addf", Skeleton::Scan { inclusive: true, neutral: "0.0".into() }),
-        ("addp", Skeleton::Scan { inclusive: false, neutral: "{ x = 0.0; y = 0.0 }".into() }),
+        (
+            "addf",
+            Skeleton::Reduce {
+                neutral: "0.0".into(),
+            },
+        ),
+        (
+            "addp",
+            Skeleton::Reduce {
+                neutral: "{ x = 0.0; y = 0.0 }".into(),
+            },
+        ),
+        (
+            "bigger",
+            Skeleton::Reduce {
+                neutral: "Empty".into(),
+            },
+        ),
+        (
+            "addf",
+            Skeleton::Scan {
+                inclusive: true,
+                neutral: "0.0".into(),
+            },
+        ),
+        (
+            "addp",
+            Skeleton::Scan {
+                inclusive: false,
+                neutral: "{ x = 0.0; y = 0.0 }".into(),
+            },
+        ),
     ];
     let glsl = sarek_compiler::back::glsl::spirv::glslang_available()
         && sarek_compiler::back::glsl::spirv::spirv_val_available();
@@ -610,7 +674,9 @@ fn skeletons_refuse_wrong_helpers() {
     let mut sources = SourceMap::new();
     let file = sources.add("helpers.sarek", HELPERS);
     let t = typed(&sources, file).unwrap();
-    let reduce = Skeleton::Reduce { neutral: "0.0".into() };
+    let reduce = Skeleton::Reduce {
+        neutral: "0.0".into(),
+    };
     assert!(matches!(
         instantiate(&t, "nope", &reduce),
         Err(SkeletonError::UnknownHelper(_))

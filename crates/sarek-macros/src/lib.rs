@@ -286,7 +286,9 @@ fn expand_skeleton(
         n.map(LitStr::value).ok_or_else(|| {
             (
                 kind.span(),
-                format!("`{kind}` needs a neutral element: skeleton!({kind}, \"file\", helper, \"0\")"),
+                format!(
+                    "`{kind}` needs a neutral element: skeleton!({kind}, \"file\", helper, \"0\")"
+                ),
             )
         })
     };

@@ -82,9 +82,9 @@ mod skeleton;
 
 pub use fusion::Fused;
 pub use sarek_compiler as compiler;
-pub use skeleton::{Skeleton, SkeletonKind};
 pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
 pub use sarek_runtime as runtime;
+pub use skeleton::{Skeleton, SkeletonKind};
 
 pub use sarek_compiler::types::Literal;
 pub use sarek_compiler::{Target, TargetOptions};

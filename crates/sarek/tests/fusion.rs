@@ -12,7 +12,12 @@ use sarek::{Backend, Column, Device, HostVector, Kernel, ParamKind, Program};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const GPU_LIKE: [Backend; 4] = [Backend::Cpu, Backend::Wgpu, Backend::Vulkan, Backend::OpenCl];
+const GPU_LIKE: [Backend; 4] = [
+    Backend::Cpu,
+    Backend::Wgpu,
+    Backend::Vulkan,
+    Backend::OpenCl,
+];
 
 fn device(backend: Backend) -> Option<Arc<dyn Device>> {
     match sarek::open(backend) {
@@ -159,7 +164,9 @@ fn both(stages: &[Stage], n: usize, seed: u64, device: &dyn Device) -> (Vec<f32>
     let fused = program.fuse(&refs).unwrap();
     assert_eq!(
         fused.eliminated,
-        (1..stages.len()).map(|k| format!("x{k}")).collect::<Vec<_>>()
+        (1..stages.len())
+            .map(|k| format!("x{k}"))
+            .collect::<Vec<_>>()
     );
     let mut vs = inputs(n, seed);
     run_named(&fused.kernel, device, &mut vs, n);
@@ -202,7 +209,13 @@ fn sample_pipelines_agree_on_every_backend() {
     let samples = [
         vec![Stage::Affine(3, 1), Stage::AddW, Stage::Sin],
         vec![Stage::Square, Stage::Stencil, Stage::Clamp, Stage::Stencil],
-        vec![Stage::AddW, Stage::Affine(-2, 2), Stage::Square, Stage::Sin, Stage::AddW],
+        vec![
+            Stage::AddW,
+            Stage::Affine(-2, 2),
+            Stage::Square,
+            Stage::Sin,
+            Stage::AddW,
+        ],
     ];
     for b in GPU_LIKE {
         let Some(d) = device(b) else { continue };
@@ -347,17 +360,29 @@ fn skeletons_match_the_host_on_every_backend() {
             .zip(&ys)
             .map(|(x, y)| x * x + (*y as f32) * (*y as f32))
             .collect();
-        close(&want, &floats(&out.columns[0]), &format!("{b}: zip then map"));
+        close(
+            &want,
+            &floats(&out.columns[0]),
+            &format!("{b}: zip then map"),
+        );
 
         // reduce: exact integers over several passes, floats, a non-commutative record.
         for n in [1, 2047, 2049, 5000] {
-            let v: Vec<i32> = (0..n as i32).map(|i| i % 13 - 6).collect();
+            let v: Vec<i32> = (0..n).map(|i| i % 13 - 6).collect();
             let (r, _) = sum.reduce(d, &mut i32s(v.clone())).unwrap();
-            assert_eq!(ints(&r.columns[0]), [v.iter().sum::<i32>()], "{b}: sum of {n}");
+            assert_eq!(
+                ints(&r.columns[0]),
+                [v.iter().sum::<i32>()],
+                "{b}: sum of {n}"
+            );
         }
         let v: Vec<f32> = (0..5000).map(|i| (i % 17) as f32 * 0.25).collect();
         let (r, _) = sumf.reduce(d, &mut f32s(v.clone())).unwrap();
-        close(&[v.iter().sum::<f32>()], &floats(&r.columns[0]), &format!("{b}: float sum"));
+        close(
+            &[v.iter().sum::<f32>()],
+            &floats(&r.columns[0]),
+            &format!("{b}: float sum"),
+        );
         let (mut h, v) = lin_vector(4500);
         let (r, _) = lin.reduce(d, &mut h).unwrap();
         let want = v.iter().copied().fold((1, 0), compose);
@@ -406,9 +431,16 @@ fn skeletons_match_the_host_on_every_backend() {
 fn skeleton_errors_are_clear() {
     let program = Program::compile("helpers.sarek", HELPERS).unwrap();
     let e = program.reduce("norm2", "0.0").err().unwrap();
-    assert!(e.to_string().contains("`reduce norm2` needs a helper of type 'a -> 'a -> 'a"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("`reduce norm2` needs a helper of type 'a -> 'a -> 'a"),
+        "{e}"
+    );
     let e = program.reduce("plus", "0.0").err().unwrap();
-    assert!(e.to_string().contains("helpers.sarek"), "a wrong neutral is a located error: {e}");
+    assert!(
+        e.to_string().contains("helpers.sarek"),
+        "a wrong neutral is a located error: {e}"
+    );
 }
 
 mod cli {
@@ -453,7 +485,10 @@ let%kernel sync (a : float32 vector) (t : float32 vector) (n : int32) =
         assert_eq!(code, 0, "{err}");
         assert!(out.starts_with("kernel k1_k2"), "{out}");
         assert!(out.contains("fused_t"), "{out}");
-        assert!(err.contains("note: fuse through `t`: the consumer reads it one-to-one"), "{err}");
+        assert!(
+            err.contains("note: fuse through `t`: the consumer reads it one-to-one"),
+            "{err}"
+        );
         let (code, out, err) = sarek(&["fuse", &f, "--kernels", "k1,k2,k3", "--target", "opencl"]);
         assert_eq!(code, 0, "{err}");
         assert!(out.contains("__kernel void k1_k2_k3"), "{out}");
@@ -466,12 +501,17 @@ let%kernel sync (a : float32 vector) (t : float32 vector) (n : int32) =
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "sync,k2", "--via", "t"]);
         assert_eq!(code, 1);
         assert!(
-            err.starts_with("error: cannot fuse `sync` into `k2`: the producer `sync` synchronises its block"),
+            err.starts_with(
+                "error: cannot fuse `sync` into `k2`: the producer `sync` synchronises its block"
+            ),
             "{err}"
         );
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "k1,k4"]);
         assert_eq!(code, 1);
-        assert!(err.contains("no kernel `k4`") && err.contains("did you mean"), "{err}");
+        assert!(
+            err.contains("no kernel `k4`") && err.contains("did you mean"),
+            "{err}"
+        );
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "k1"]);
         assert_eq!(code, 1);
         assert!(err.contains("at least two kernels"), "{err}");

@@ -73,9 +73,9 @@ pub(super) fn for_each_expr(block: &Block, f: &mut impl FnMut(&Expr)) {
     }
     for s in block {
         match &s.kind {
-            StmtKind::Let { init: Some(e), .. }
-            | StmtKind::Expr(e)
-            | StmtKind::Return(Some(e)) => expr(e, f),
+            StmtKind::Let { init: Some(e), .. } | StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
+                expr(e, f)
+            }
             StmtKind::Assign { place: p, value } => {
                 place(p, f);
                 expr(value, f);
@@ -146,9 +146,7 @@ fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
             then_value,
             else_value,
         } => vec![cond, then_value, else_value],
-        ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } => {
-            args.iter_mut().collect()
-        }
+        ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } => args.iter_mut().collect(),
     }
 }
 
@@ -283,9 +281,9 @@ fn rewrite_exprs(block: &mut Block, f: &mut impl FnMut(&mut Expr) -> bool) {
     }
     for s in block {
         match &mut s.kind {
-            StmtKind::Let { init: Some(e), .. }
-            | StmtKind::Expr(e)
-            | StmtKind::Return(Some(e)) => expr(e, f),
+            StmtKind::Let { init: Some(e), .. } | StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
+                expr(e, f)
+            }
             StmtKind::Assign { place: p, value } => {
                 place(p, f);
                 expr(value, f);
@@ -325,9 +323,7 @@ fn rewrite_exprs(block: &mut Block, f: &mut impl FnMut(&mut Expr) -> bool) {
 /// Whether `e` is the thread's global x index: `global_thread_id`, or
 /// `block_idx_x * block_dim_x + thread_idx_x` in either order.
 fn is_global_index(e: &Expr) -> bool {
-    let geom = |e: &Expr, g: Geometry| {
-        matches!(&e.kind, ExprKind::Intrinsic { op: Intrinsic::Geometry(h), .. } if *h == g)
-    };
+    let geom = |e: &Expr, g: Geometry| matches!(&e.kind, ExprKind::Intrinsic { op: Intrinsic::Geometry(h), .. } if *h == g);
     match &e.kind {
         ExprKind::Intrinsic {
             op: Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),

@@ -42,15 +42,15 @@ pub const MAX_STENCIL_RADIUS: u32 = 4;
 pub enum Refusal {
     #[error("`{name}` is not a vector parameter of kernel `{kernel}`")]
     NotAVector { kernel: String, name: String },
-    #[error(
-        "`{name}` has element type {producer} in the producer and {consumer} in the consumer"
-    )]
+    #[error("`{name}` has element type {producer} in the producer and {consumer} in the consumer")]
     ElementTypeMismatch {
         name: String,
         producer: String,
         consumer: String,
     },
-    #[error("parameter `{name}` has type {producer} in the producer and {consumer} in the consumer")]
+    #[error(
+        "parameter `{name}` has type {producer} in the producer and {consumer} in the consumer"
+    )]
     ParamTypeMismatch {
         name: String,
         producer: String,
@@ -88,7 +88,9 @@ pub enum Refusal {
     },
     #[error("the consumer `{kernel}` writes the intermediate `{name}`")]
     ConsumerWritesIntermediate { kernel: String, name: String },
-    #[error("the consumer `{kernel}` uses the intermediate `{name}` where fusion cannot follow: {why}")]
+    #[error(
+        "the consumer `{kernel}` uses the intermediate `{name}` where fusion cannot follow: {why}"
+    )]
     IntermediateEscapes {
         kernel: String,
         name: String,
@@ -123,9 +125,7 @@ pub enum Refusal {
     },
     #[error("{what} is declared differently in the producer and the consumer")]
     TypeConflict { what: String },
-    #[error(
-        "`{name}` is also read by `{kernel}` later in the pipeline: it cannot be eliminated"
-    )]
+    #[error("`{name}` is also read by `{kernel}` later in the pipeline: it cannot be eliminated")]
     IntermediateReadElsewhere { name: String, kernel: String },
     #[error("no vector written by `{producer}` is read by `{consumer}`: nothing to fuse through")]
     NoIntermediate { producer: String, consumer: String },
@@ -145,7 +145,10 @@ pub enum Refusal {
 /// the producer is recomputed) or refuse with the reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Fuse { intermediate: String, pattern: Pattern },
+    Fuse {
+        intermediate: String,
+        pattern: Pattern,
+    },
     Refuse(Refusal),
 }
 
@@ -191,7 +194,7 @@ pub struct Fused {
 pub struct PipelineRefusal {
     pub producer: String,
     pub consumer: String,
-    pub refusal: Refusal,
+    pub refusal: Box<Refusal>,
 }
 
 /// Whether `producer` fuses into `consumer` through their vector parameter `intermediate`.
@@ -220,7 +223,7 @@ pub fn fuse_pipeline(kernels: &[Kernel]) -> Result<Fused, PipelineRefusal> {
         return Err(PipelineRefusal {
             producer: String::new(),
             consumer: String::new(),
-            refusal: Refusal::EmptyPipeline,
+            refusal: Box::new(Refusal::EmptyPipeline),
         });
     };
     let mut acc = first.clone();
@@ -230,7 +233,7 @@ pub fn fuse_pipeline(kernels: &[Kernel]) -> Result<Fused, PipelineRefusal> {
         let refuse = |refusal| PipelineRefusal {
             producer: acc.name.clone(),
             consumer: next.name.clone(),
-            refusal,
+            refusal: Box::new(refusal),
         };
         let via = intermediate(&acc, next).map_err(refuse)?;
         if let Some(later) = kernels[i + 1..].iter().find(|k| {
@@ -340,9 +343,14 @@ fn check(p: &Kernel, c: &Kernel, via: &str) -> Result<Pattern, Refusal> {
             } else if a.stores == 0 {
                 Some(format!("never writes `{via}`"))
             } else if a.stores > 1 {
-                Some(format!("writes `{via}` in {} places (fusion needs one)", a.stores))
+                Some(format!(
+                    "writes `{via}` in {} places (fusion needs one)",
+                    a.stores
+                ))
             } else if a.partial_store {
-                Some(format!("writes a field of `{via}`'s elements, not whole elements"))
+                Some(format!(
+                    "writes a field of `{via}`'s elements, not whole elements"
+                ))
             } else if a.store_in_loop {
                 Some(format!("writes `{via}` inside a loop"))
             } else if a.writes != Pattern::OneToOne {
@@ -462,7 +470,10 @@ fn producer_effects(p: &Kernel) -> Result<(), Refusal> {
         merge::for_each_expr(body, &mut |e| {
             if let crate::ir::ExprKind::Intrinsic { op, .. } = &e.kind {
                 atomic |= matches!(op, Intrinsic::Atomic(_));
-                warp |= matches!(op, Intrinsic::Warp(_) | Intrinsic::Geometry(Geometry::WarpSize));
+                warp |= matches!(
+                    op,
+                    Intrinsic::Warp(_) | Intrinsic::Geometry(Geometry::WarpSize)
+                );
             }
         });
         if found.is_none() && atomic {

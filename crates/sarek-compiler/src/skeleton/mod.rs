@@ -34,8 +34,13 @@ pub enum Skeleton {
     Map,
     Zip,
     /// `neutral` is a Sarek expression of the element type (`0.0`, `{ x = 0; y = 0 }`).
-    Reduce { neutral: String },
-    Scan { inclusive: bool, neutral: String },
+    Reduce {
+        neutral: String,
+    },
+    Scan {
+        inclusive: bool,
+        neutral: String,
+    },
 }
 
 impl Skeleton {
@@ -48,8 +53,7 @@ impl Skeleton {
                 inclusive: true, ..
             } => "scan",
             Skeleton::Scan {
-                inclusive: false,
-                ..
+                inclusive: false, ..
             } => "exclusive_scan",
         }
     }
@@ -146,10 +150,12 @@ pub fn instantiate(
     }
     let mut types = Vec::new();
     for t in f.params.iter().map(|p| &p.ty).chain([&f.ret]) {
-        types.push(spell(program, t).ok_or_else(|| SkeletonError::NotAnElement {
-            helper: helper.into(),
-            ty: format!("{t:?}"),
-        })?);
+        types.push(
+            spell(program, t).ok_or_else(|| SkeletonError::NotAnElement {
+                helper: helper.into(),
+                ty: format!("{t:?}"),
+            })?,
+        );
     }
     let found = types.join(" -> ");
     let wrong = |expected| SkeletonError::Signature {
