@@ -320,6 +320,8 @@ fn pipelines_refuse_shared_ambiguous_and_missing_intermediates() {
         matches!(&*e.refusal, Refusal::IntermediateReadElsewhere { name, .. } if name == "t"),
         "{e}"
     );
+    // Located at the consumer kernel.
+    assert!(!e.span.is_dummy());
     assert!(
         e.to_string()
             .starts_with("cannot fuse `plain` into `use_t`"),
@@ -687,4 +689,32 @@ fn skeletons_refuse_wrong_helpers() {
         "`reduce norm` needs a helper of type 'a -> 'a -> 'a; `norm` has type point -> float32"
     );
     assert!(instantiate(&t, "addf", &Skeleton::Map).is_err());
+}
+
+#[test]
+fn refusals_are_located_at_their_statement() {
+    use sarek_compiler::fusion::locate;
+    let (sources, p) = program(REFUSALS);
+    let k = |n: &str| sarek_compiler::lower_kernel(&p, n).unwrap();
+    for (producer, consumer, snippet) in [
+        ("with_barrier", "use_t", "block_barrier ()"),
+        ("with_atomic", "use_t", "atomic_add a 0 1"),
+        ("with_tid", "use_t", "thread_idx_x"),
+        ("two_outputs", "use_t", "c.(i) <- a.(i)"),
+        ("plain", "writes_t", "t.(i) <- 0.0"),
+        ("plain", "gather_t", "t.(idx.(i))"),
+        ("plain", "length_t", "length t"),
+        ("plain", "writes_a", "a.(i) <- t.(i)"),
+    ] {
+        let (pk, ck) = (k(producer), k(consumer));
+        let Decision::Refuse(r) = can_fuse(&pk, &ck, "t") else {
+            panic!("{producer} -> {consumer} fused")
+        };
+        let span = locate(&pk, &ck, &r);
+        let text = &sources.text(span.file)[span.start as usize..span.end as usize];
+        assert!(
+            text.contains(snippet),
+            "{producer} -> {consumer}: {r} at {text:?}"
+        );
+    }
 }

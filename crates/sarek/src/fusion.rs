@@ -22,6 +22,7 @@
 //! ```
 
 use crate::{Error, Kernel, Program};
+use sarek_compiler::Diagnostic;
 use sarek_compiler::fusion::{self, Decision};
 use std::sync::Arc;
 
@@ -37,13 +38,14 @@ pub struct Fused {
 impl Program {
     /// Fuse `kernels` (names, in pipeline order) into one kernel; each step's intermediate is
     /// the vector the kernels so far write and the next one reads. A refusal is an
-    /// [`Error::Compile`] saying which step and why.
+    /// [`Error::Compile`] saying which step and why, located at the statement it is about
+    /// (the barrier, the store, the read of the intermediate).
     pub fn fuse(&self, kernels: &[&str]) -> Result<Fused, Error> {
         let irs = kernels
             .iter()
             .map(|k| self.kernel(k).map(|k| k.ir))
             .collect::<Result<Vec<_>, _>>()?;
-        let f = fusion::fuse_pipeline(&irs).map_err(|r| Error::Compile(format!("error: {r}\n")))?;
+        let f = fusion::fuse_pipeline(&irs).map_err(|r| self.refusal(r.diagnostic()))?;
         Ok(Fused {
             kernel: self.wrap(f.kernel),
             eliminated: f.eliminated,
@@ -57,8 +59,9 @@ impl Program {
         fusion::fuse(&p.ir, &c.ir, via)
             .map(|k| self.wrap(k))
             .map_err(|r| {
-                Error::Compile(format!(
-                    "error: cannot fuse `{producer}` into `{consumer}`: {r}\n"
+                self.refusal(Diagnostic::error(
+                    fusion::locate(&p.ir, &c.ir, &r),
+                    format!("cannot fuse `{producer}` into `{consumer}`: {r}"),
                 ))
             })
     }
@@ -67,6 +70,15 @@ impl Program {
     pub fn can_fuse(&self, producer: &str, consumer: &str, via: &str) -> Result<Decision, Error> {
         let (p, c) = (self.kernel(producer)?, self.kernel(consumer)?);
         Ok(fusion::can_fuse(&p.ir, &c.ir, via))
+    }
+
+    /// A refusal as an [`Error::Compile`], rendered at the statement it is about.
+    fn refusal(&self, d: Diagnostic) -> Error {
+        if d.span.is_dummy() {
+            Error::Compile(format!("error: {}\n", d.message))
+        } else {
+            Error::Compile(self.render(&[d], false))
+        }
     }
 
     fn wrap(&self, ir: sarek_compiler::ir::Kernel) -> Kernel {

@@ -30,8 +30,9 @@ mod merge;
 
 pub use access::{Pattern, VectorAccess, analyse};
 
+use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{Geometry, Intrinsic};
-use crate::ir::{Kernel, StmtKind, Ty, VarId, visit};
+use crate::ir::{Expr, Kernel, Stmt, StmtKind, Ty, VarId, visit};
 use std::fmt;
 
 /// The widest stencil fused by recomputation (each element is computed `2r + 1` times).
@@ -188,13 +189,164 @@ pub struct Fused {
     pub decisions: Vec<Decision>,
 }
 
-/// A refused pipeline step: the kernels at that step and why.
+/// A refused pipeline step: the kernels at that step, why, and where ([`locate`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("cannot fuse `{producer}` into `{consumer}`: {refusal}")]
 pub struct PipelineRefusal {
     pub producer: String,
     pub consumer: String,
     pub refusal: Box<Refusal>,
+    pub span: Span,
+}
+
+impl PipelineRefusal {
+    /// The refusal as a located error.
+    pub fn diagnostic(&self) -> Diagnostic {
+        Diagnostic::error(self.span, self.to_string())
+    }
+}
+
+/// The statement a refusal is about (the barrier, the atomic, the store, the read of the
+/// intermediate, ...), else the kernel it is about.
+pub fn locate(producer: &Kernel, consumer: &Kernel, refusal: &Refusal) -> Span {
+    use crate::ir::{ExprKind, LValue};
+    let var = |k: &Kernel, name: &str| param_named(k, name);
+    let stores_to = |v: Option<VarId>| {
+        move |s: &Stmt| {
+            let StmtKind::Assign { place, .. } = &s.kind else {
+                return false;
+            };
+            let mut p = place;
+            while let LValue::Field { base, .. } = p {
+                p = base;
+            }
+            matches!(p, LValue::Index { base, .. } if Some(*base) == v)
+        }
+    };
+    let reads = |v: Option<VarId>| {
+        move |e: &Expr| match &e.kind {
+            ExprKind::Index { base, .. } => Some(*base) == v,
+            ExprKind::Var(x) => Some(*x) == v,
+            _ => false,
+        }
+    };
+    let found = match refusal {
+        Refusal::Barrier { .. } => find(
+            producer,
+            &|s| matches!(s.kind, StmtKind::Barrier | StmtKind::Fence { .. }),
+            &|_| false,
+        ),
+        Refusal::Native { .. } => find(
+            producer,
+            &|s| matches!(s.kind, StmtKind::Native(_)),
+            &|_| false,
+        ),
+        Refusal::SharedMemory { .. } => find(
+            producer,
+            &|s| matches!(s.kind, StmtKind::Array { .. }),
+            &|_| false,
+        ),
+        Refusal::Atomic { .. } => find(producer, &|_| false, &|e| {
+            matches!(
+                e.kind,
+                ExprKind::Intrinsic {
+                    op: Intrinsic::Atomic(_),
+                    ..
+                }
+            )
+        }),
+        Refusal::ThreadPosition { .. } => find(producer, &|_| false, &|e| {
+            matches!(e.kind, ExprKind::Intrinsic { op: Intrinsic::Geometry(g), .. }
+                if !matches!(g, Geometry::GlobalIdx(crate::intrinsics::Axis::X)))
+                || matches!(
+                    e.kind,
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Warp(_),
+                        ..
+                    }
+                )
+        }),
+        Refusal::ProducerReadsIntermediate { name, .. } => {
+            find(producer, &|_| false, &reads(var(producer, name)))
+        }
+        Refusal::ProducerWritesOther { name, .. } | Refusal::ProducerStore { name, .. } => {
+            let v = var(producer, name);
+            find(producer, &stores_to(v), &|_| false)
+                .or_else(|| find(producer, &|_| false, &reads(v)))
+        }
+        Refusal::ConsumerWritesIntermediate { name, .. }
+        | Refusal::ConsumerWritesProducerInput { name, .. } => {
+            let v = var(consumer, name);
+            find(consumer, &stores_to(v), &|_| false)
+                .or_else(|| find(consumer, &|_| false, &reads(v)))
+        }
+        Refusal::IntermediateEscapes { name, .. } => find(consumer, &|_| false, &|e| {
+            let v = var(consumer, name);
+            match &e.kind {
+                ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } => args
+                    .iter()
+                    .any(|a| matches!(a.kind, ExprKind::Var(x) if Some(x) == v)),
+                _ => false,
+            }
+        }),
+        Refusal::IndexMismatch { name, .. } | Refusal::StencilTooWide { name, .. } => {
+            find(consumer, &|_| false, &reads(var(consumer, name)))
+        }
+        _ => None,
+    };
+    match refusal {
+        _ if found.is_some() => found.expect("checked"),
+        Refusal::NotAVector { kernel, .. } if *kernel == consumer.name => consumer.span,
+        Refusal::ParamTypeMismatch { .. }
+        | Refusal::ElementTypeMismatch { .. }
+        | Refusal::IntermediateUnread { .. }
+        | Refusal::NoIntermediate { .. }
+        | Refusal::AmbiguousIntermediate { .. }
+        | Refusal::IntermediateReadElsewhere { .. }
+        | Refusal::TypeConflict { .. }
+        | Refusal::EmptyPipeline => consumer.span,
+        _ => producer.span,
+    }
+}
+
+/// The span of the first statement of `k`'s body satisfying `stmt`, or evaluating an
+/// expression (at any depth) satisfying `expr`.
+fn find(k: &Kernel, stmt: &dyn Fn(&Stmt) -> bool, expr: &dyn Fn(&Expr) -> bool) -> Option<Span> {
+    struct First<'a> {
+        expr: &'a dyn Fn(&Expr) -> bool,
+        found: Option<Span>,
+    }
+    impl visit::StmtVisitor for First<'_> {
+        fn var(&mut self, _: VarId) {}
+        fn expr(&mut self, span: Span, e: &Expr) {
+            if self.found.is_none() {
+                let mut hit = false;
+                merge::for_each_expr(
+                    &vec![Stmt {
+                        kind: StmtKind::Expr(e.clone()),
+                        span,
+                    }],
+                    &mut |x| hit |= (self.expr)(x),
+                );
+                if hit {
+                    self.found = Some(span);
+                }
+            }
+        }
+    }
+    let mut by_stmt = None;
+    visit::for_each_stmt(&k.body, &mut |s| {
+        if by_stmt.is_none() && stmt(s) {
+            by_stmt = Some(s.span);
+        }
+    });
+    let mut v = First { expr, found: None };
+    visit::walk_block(&mut v, &k.body);
+    let best = match (by_stmt, v.found) {
+        (Some(a), Some(b)) => Some(if a.start <= b.start { a } else { b }),
+        (a, b) => a.or(b),
+    };
+    best.filter(|s| !s.is_dummy())
 }
 
 /// Whether `producer` fuses into `consumer` through their vector parameter `intermediate`.
@@ -224,6 +376,7 @@ pub fn fuse_pipeline(kernels: &[Kernel]) -> Result<Fused, PipelineRefusal> {
             producer: String::new(),
             consumer: String::new(),
             refusal: Box::new(Refusal::EmptyPipeline),
+            span: Span::DUMMY,
         });
     };
     let mut acc = first.clone();
@@ -233,6 +386,7 @@ pub fn fuse_pipeline(kernels: &[Kernel]) -> Result<Fused, PipelineRefusal> {
         let refuse = |refusal| PipelineRefusal {
             producer: acc.name.clone(),
             consumer: next.name.clone(),
+            span: locate(&acc, next, &refusal),
             refusal: Box::new(refusal),
         };
         let via = intermediate(&acc, next).map_err(refuse)?;
