@@ -35,7 +35,7 @@
 //! ```
 
 use crate::{AsHostVector, Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Program};
-use sarek_compiler::skeleton::{self as sk, BLOCK, Plan, REDUCE_TILE};
+use sarek_compiler::skeleton::{self as sk, BLOCK, Plan};
 use sarek_runtime::RuntimeError;
 
 pub use sarek_compiler::skeleton::Skeleton as SkeletonKind;
@@ -110,7 +110,7 @@ impl Skeleton {
 
     fn assemble(program: Program, instance: sk::Instance) -> Result<Skeleton, Error> {
         let names: Vec<&String> = match &instance.plan {
-            Plan::Elementwise { kernel } | Plan::Reduce { kernel } => vec![kernel],
+            Plan::Elementwise { kernel } | Plan::Reduce { kernel, .. } => vec![kernel],
             Plan::Scan { blocks, add, shift } => {
                 std::iter::once(blocks).chain([add]).chain(shift).collect()
             }
@@ -205,10 +205,19 @@ impl Skeleton {
         input: &mut dyn AsHostVector,
     ) -> Result<(HostVector, LaunchStats), Error> {
         let k = &self.kernels[0];
+        let tile = match self.instance.plan {
+            Plan::Reduce { tile, .. } => tile as usize,
+            _ => {
+                return Err(Error::Runtime(RuntimeError::Arguments(format!(
+                    "`{}` is not a reduce skeleton",
+                    k.name()
+                ))));
+            }
+        };
         let mut total = LaunchStats::default();
         let mut n = input.host_vector().len;
-        let mut partial = k.vector("partial", n.div_ceil(REDUCE_TILE as usize).max(1))?;
-        let blocks = n.div_ceil(REDUCE_TILE as usize).max(1);
+        let mut partial = k.vector("partial", n.div_ceil(tile).max(1))?;
+        let blocks = n.div_ceil(tile).max(1);
         let mut cfg = config(device, blocks * BLOCK as usize)?;
         add(
             &mut total,
@@ -221,7 +230,7 @@ impl Skeleton {
         );
         n = blocks;
         while n > 1 {
-            let blocks = n.div_ceil(REDUCE_TILE as usize);
+            let blocks = n.div_ceil(tile);
             let mut next = k.vector("partial", blocks)?;
             cfg = config(device, blocks * BLOCK as usize)?;
             add(

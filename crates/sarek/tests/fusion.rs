@@ -539,3 +539,44 @@ fn skeleton_macro_instantiates_at_build_time() {
         .unwrap();
     assert_eq!(ints(&out.columns[0]), [-1, 2, -3]);
 }
+
+/// A 28-byte record gets smaller reduction tiles (2 items per thread): still in order.
+#[test]
+fn wide_records_reduce_in_order() {
+    let program = Program::compile(
+        "wide.sarek",
+        r#"
+type w = { m : int32; c : int32; k0 : int32; k1 : int32; k2 : int32; k3 : int32; k4 : int32 }
+let comp (f : w) (g : w) : w =
+  { m = f.m * g.m; c = f.c * g.m + g.c; k0 = f.k0 + g.k0; k1 = max f.k1 g.k1; k2 = f.k2 + g.k2; k3 = 0; k4 = 0 }
+"#,
+    )
+    .unwrap();
+    let sk = program
+        .reduce(
+            "comp",
+            "{ m = 1; c = 0; k0 = 0; k1 = 0; k2 = 0; k3 = 0; k4 = 0 }",
+        )
+        .unwrap();
+    let n = 3000;
+    let (mut h, v) = lin_vector(n);
+    let mut cols = h.columns.clone();
+    cols.push(Column::I32((0..n as i32).collect()));
+    cols.push(Column::I32((0..n as i32).map(|i| i + 7).collect()));
+    cols.push(Column::I32((0..n as i32).map(|i| i * 3).collect()));
+    cols.push(Column::I32(vec![0; n]));
+    cols.push(Column::I32(vec![0; n]));
+    h.columns = cols;
+    let want = v.iter().copied().fold((1, 0), compose);
+    for b in [Backend::Interp, Backend::Cpu] {
+        let Some(d) = device(b) else { continue };
+        let (r, _) = sk.reduce(&*d, &mut h.clone()).unwrap();
+        let got: Vec<i32> = r.columns.iter().map(|c| ints(c)[0]).collect();
+        let k0: i32 = (0..n as i32).sum();
+        assert_eq!(
+            got,
+            [want.0, want.1, k0, n as i32 - 1 + 7, 3 * k0, 0, 0],
+            "{b}"
+        );
+    }
+}

@@ -11,7 +11,7 @@
 //! | --- | --- | --- |
 //! | `map f` | `a -> b` | `output.(i) <- f input.(i)` |
 //! | `zip f` | `a -> b -> c` | `output.(i) <- f x.(i) y.(i)` |
-//! | `reduce f e` | `a -> a -> a`, associative, `e` neutral | per block of [`BLOCK`] threads, a tile of [`REDUCE_TILE`] elements loaded coalesced into shared memory, each thread folding [`REDUCE_ITEMS`] consecutive ones, then an order-preserving tree; one partial per block; the same kernel again on the partials until one is left |
+//! | `reduce f e` | `a -> a -> a`, associative, `e` neutral | per block of [`BLOCK`] threads, a tile of `BLOCK × items` elements (`items` = [`REDUCE_ITEMS`], fewer for wide elements so shared memory stays within 32 KiB) loaded coalesced into shared memory, each thread folding `items` consecutive ones, then an order-preserving tree; one partial per block; the same kernel again on the partials until one is left |
 //! | `scan f e` | as for `reduce` | a Hillis–Steele scan per block of [`BLOCK`] with the block totals, the totals scanned the same way (recursively), then each block's carry combined in; exclusive scans shift by one |
 //!
 //! Reduce and scan combine elements in their order (`f` need not be commutative), and the
@@ -23,10 +23,44 @@ use std::fmt::Write as _;
 
 /// Threads per block of every skeleton kernel (the size of their shared arrays).
 pub const BLOCK: u32 = 256;
-/// Consecutive elements each thread of a reduction folds before the block's tree.
+/// Consecutive elements each thread of a reduction folds before the block's tree (at most:
+/// see [`reduce_items`]).
 pub const REDUCE_ITEMS: u32 = 8;
-/// Elements one block of a reduction consumes.
-pub const REDUCE_TILE: u32 = BLOCK * REDUCE_ITEMS;
+/// Shared memory a reduction block may use: `BLOCK × (items + 2)` elements.
+pub const REDUCE_SHARED_BYTES: u32 = 32 * 1024;
+
+/// Items per thread for elements of `bytes` bytes: [`REDUCE_ITEMS`], halved until the
+/// block's shared arrays fit [`REDUCE_SHARED_BYTES`] (at least 1).
+pub fn reduce_items(bytes: u32) -> u32 {
+    let mut items = REDUCE_ITEMS;
+    while items > 1 && BLOCK * (items + 2) * bytes.max(1) > REDUCE_SHARED_BYTES {
+        items /= 2;
+    }
+    items
+}
+
+/// Bytes of one element in the natural (C) representation, padding aside: the size that
+/// decides how much shared memory a tile takes.
+fn elem_bytes(program: &tast::Program, ty: &tast::Ty) -> u32 {
+    match ty {
+        tast::Ty::Scalar(s) => s.size(),
+        tast::Ty::Record(r) => program.records[r.0 as usize]
+            .fields
+            .iter()
+            .map(|f| elem_bytes(program, &f.ty))
+            .sum(),
+        tast::Ty::Variant(v) => {
+            4 + program.variants[v.0 as usize]
+                .ctors
+                .iter()
+                .flat_map(|c| &c.args)
+                .map(|t| elem_bytes(program, t))
+                .sum::<u32>()
+        }
+        tast::Ty::Tuple(ts) => ts.iter().map(|t| elem_bytes(program, t)).sum(),
+        _ => 4,
+    }
+}
 
 /// Which skeleton to generate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,9 +119,9 @@ impl Instance {
 pub enum Plan {
     /// `kernel (input...) (output) (n)`, one thread per element: grid `ceil(n / BLOCK)`.
     Elementwise { kernel: String },
-    /// `kernel (input) (partial) (n)`: grid `ceil(n / REDUCE_TILE)` blocks, each writing
-    /// `partial.(block)`; repeat on the partials until one element is left.
-    Reduce { kernel: String },
+    /// `kernel (input) (partial) (n)`: grid `ceil(n / tile)` blocks, each reducing `tile`
+    /// elements into `partial.(block)`; repeat on the partials until one element is left.
+    Reduce { kernel: String, tile: u32 },
     /// `blocks (input) (output) (sums) (n)`: grid `ceil(n / BLOCK)`; when there is more than
     /// one block, scan `sums` the same way (recursively) and run `add (output) (scanned) (n)`
     /// (grid `ceil(n / BLOCK)`); for an exclusive scan, `shift (inclusive) (output) (n)` last.
@@ -196,8 +230,12 @@ pub fn instantiate(
         }
         Skeleton::Reduce { neutral } => {
             let a = associative(&types).ok_or_else(|| wrong("'a -> 'a -> 'a"))?;
-            reduce_source(&mut src, &name, helper, a, neutral);
-            Plan::Reduce { kernel: name }
+            let items = reduce_items(elem_bytes(program, &f.ret));
+            reduce_source(&mut src, &name, helper, a, neutral, items);
+            Plan::Reduce {
+                kernel: name,
+                tile: BLOCK * items,
+            }
         }
         Skeleton::Scan { inclusive, neutral } => {
             let a = associative(&types).ok_or_else(|| wrong("'a -> 'a -> 'a"))?;
@@ -225,12 +263,12 @@ fn associative(types: &[String]) -> Option<&str> {
     }
 }
 
-/// One tile of `REDUCE_TILE` elements per block: coalesced loads into shared memory (padded
-/// by one slot every `REDUCE_ITEMS` so the per-thread runs hit distinct banks), a run of
-/// `REDUCE_ITEMS` consecutive elements per thread, then a tree that combines neighbours
+/// One tile of `BLOCK × items` elements per block: coalesced loads into shared memory
+/// (padded by one slot every `items` so the per-thread runs hit distinct banks), a run of
+/// `items` consecutive elements per thread, then a tree that combines neighbours
 /// (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`), which keeps the elements' order.
-fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str) {
-    let (block, items, tile) = (BLOCK, REDUCE_ITEMS, REDUCE_TILE);
+fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, items: u32) {
+    let (block, tile) = (BLOCK, BLOCK * items);
     let padded = tile + tile / items;
     let last = items - 1;
     let _ = write!(
