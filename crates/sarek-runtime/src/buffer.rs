@@ -128,6 +128,14 @@ pub fn launch(
 ) -> Result<LaunchStats, RuntimeError> {
     check_config(&device.info(), config)?;
     check_args(kernel, args)?;
+    // Issue 15 (port this with the runtime redesign): a shared array declared `= ()` has
+    // `block_dim_x` elements, known only now. The kernel is specialised to this launch's block
+    // x size before any backend builds it; backends cache by generated source, so only such
+    // kernels get one build per block size.
+    if sarek_compiler::ir::specialize::needs_block_size(kernel) {
+        let sized = sarek_compiler::ir::specialize::block_size(kernel, config.block[0]);
+        return device.launch(&sized, config, args);
+    }
     device.launch(kernel, config, args)
 }
 

@@ -131,7 +131,7 @@ pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let mut prepared = prepare(&kernel, &a.input)?;
@@ -192,7 +192,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     if a.reps == 0 {
         return Err(Failure::user("--reps must be at least 1"));
     }
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let prepared = prepare(&kernel, &a.input)?;
