@@ -449,8 +449,8 @@ fn expand_skeleton(
         }
     };
     let rel = lit.value();
-    let (path, _) = read_and_check(&manifest_dir(), &rel).map_err(|m| (lit.span(), m))?;
-    let text = std::fs::read_to_string(&path).map_err(|e| (lit.span(), e.to_string()))?;
+    let (path, text) = read(&manifest_dir(), &rel).map_err(|m| (lit.span(), m))?;
+    front(&rel, &text).map_err(|m| (lit.span(), m))?;
     let mut sources = sarek_compiler::SourceMap::new();
     let file = sources.add(rel.clone(), text.clone());
     let program = typed(&sources, file).map_err(|_| (lit.span(), "unreachable".to_string()))?;

@@ -1,4 +1,4 @@
-//! `sarek fuse FILE --kernels A,B[,C...] [--via T] [--target T] [-o PATH]`.
+//! `sarek fuse FILE [MODULE]... --kernels A,B[,C...] [--via T] [--target T] [-o PATH]`.
 //!
 //! Fuses the named kernels of FILE left to right and prints the fused kernel for `--target`
 //! (default `ir`), preceded on stderr by one `note:` line per step saying what was fused
@@ -11,18 +11,19 @@
 
 use super::{CmdResult, Failure, color, kernel_name, load};
 use sarek::{Target, TargetOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub fn run(
     file: &Path,
+    modules: &[PathBuf],
     kernels: &str,
     via: Option<&str>,
     target: &str,
     output: Option<&Path>,
 ) -> CmdResult {
     let target: Target = target.parse().map_err(Failure::io)?;
-    let program = load(file)?;
+    let program = load(file, modules)?;
     let names: Vec<&str> = kernels
         .split(',')
         .map(str::trim)

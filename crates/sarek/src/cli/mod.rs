@@ -69,6 +69,9 @@ enum Command {
     /// Fuse a pipeline of kernels into one and print it (or why it cannot be fused).
     Fuse {
         file: PathBuf,
+        /// Other files of the program, used as OCaml modules.
+        #[arg(value_name = "MODULE")]
+        modules: Vec<PathBuf>,
         /// The kernels, in pipeline order: A,B[,C...].
         #[arg(long, value_name = "A,B")]
         kernels: String,
@@ -240,11 +243,19 @@ pub fn main() -> ExitCode {
         Command::Bench(a) => exec::bench(a),
         Command::Fuse {
             file,
+            modules,
             kernels,
             via,
             target,
             output,
-        } => fuse::run(&file, &kernels, via.as_deref(), &target, output.as_deref()),
+        } => fuse::run(
+            &file,
+            &modules,
+            &kernels,
+            via.as_deref(),
+            &target,
+            output.as_deref(),
+        ),
     };
     match result {
         Ok(code) => code,
