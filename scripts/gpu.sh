@@ -13,6 +13,8 @@
 #   scripts/gpu.sh difftest         on the GPU machine: generated kernels on cuda, ptx and opencl
 #                           compared with interp (DIFFTEST_SEED, DIFFTEST_COUNT: default 1, 500;
 #                           stops after 540 s; failures shrunk into $OUT/difftest)
+#   scripts/gpu.sh fusion   on the GPU machine: the fusion/skeleton measurement (issue 18),
+#                           .gpu/fusion_pipeline on 2^28 floats with cuda and ptx
 #   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
 #                             run(command="bash scripts/gpu.sh remote", carry=[".gpu"])
 #
@@ -27,6 +29,9 @@ build() {
     mkdir -p .gpu
     cp target/release/sarek .gpu/sarek
     strip .gpu/sarek
+    cargo build --release -p sarek --example fusion_pipeline
+    cp target/release/examples/fusion_pipeline .gpu/fusion_pipeline
+    strip .gpu/fusion_pipeline
     # .gpu/ travels with the run tool's `carry`; keep it out of git.
     local exclude
     exclude=$(git rev-parse --git-path info/exclude)
@@ -158,12 +163,22 @@ difftest() {
         --time-limit 540 --shrink-seconds 30 --progress 50 --out "${OUT:-/tmp}/difftest"
 }
 
+# Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, and the reduce
+# skeleton against the copy bandwidth (map skeleton), per backend.
+fusion() {
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
+        echo "== fusion_pipeline --size ${SAREK_FUSION_SIZE:-268435456}, backend $b"
+        SAREK_BACKEND=$b .gpu/fusion_pipeline --size "${SAREK_FUSION_SIZE:-268435456}" --reps 5 || true
+    done
+}
+
 case "${1:-all}" in
     build) build ;;
     difftest-build) difftest_build ;;
     difftest) difftest ;;
     remote) remote ;;
     traps) remote_env; traps ;;
+    fusion) remote_env; fusion ;;
     all)
         build
         cat <<'EOF'

@@ -9,10 +9,12 @@ pub mod abi;
 pub mod back;
 pub mod diag;
 pub mod front;
+pub mod fusion;
 pub mod intrinsics;
 pub mod ir;
 pub mod lower;
 pub mod passes;
+pub mod skeleton;
 pub mod target;
 pub mod types;
 

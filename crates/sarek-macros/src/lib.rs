@@ -28,7 +28,14 @@
 //!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE`,
 //!   `PATH` or `MODULES` is refused (its launcher would clash with the module's items).
 //!
-//! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
+//! - `skeleton!(reduce, "kernels/ops.sarek", plus, "0")`: a skeleton (`map`, `zip`,
+//!   `reduce`, `scan`, `exclusive_scan`; the last three take the neutral element) around a
+//!   helper of the file, generated and checked at build time (a helper of the wrong type or
+//!   an ill-typed neutral element is a Rust compile error); expands to
+//!   `sarek::Skeleton::from_source(PATH, GENERATED_SOURCE, kind, helper)`, a
+//!   `Result<sarek::Skeleton, sarek::Error>` that compiles the embedded source at run time.
+//!
+//! The facade crate re-exports all of them (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.
 
 use proc_macro::TokenStream;
@@ -350,6 +357,113 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         }
     }
     .into()
+}
+
+/// `KIND, "path", helper [, "neutral"]`.
+struct SkeletonSpec {
+    kind: Ident,
+    path: LitStr,
+    helper: Ident,
+    neutral: Option<LitStr>,
+}
+
+impl Parse for SkeletonSpec {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let kind = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let path = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let helper = input.parse()?;
+        let neutral = if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(SkeletonSpec {
+            kind,
+            path,
+            helper,
+            neutral,
+        })
+    }
+}
+
+/// Generate and check a skeleton around a helper of a Sarek file at build time.
+#[proc_macro]
+pub fn skeleton(input: TokenStream) -> TokenStream {
+    let SkeletonSpec {
+        kind,
+        path: lit,
+        helper,
+        neutral,
+    } = parse_macro_input!(input as SkeletonSpec);
+    match expand_skeleton(&kind, &lit, &helper, neutral.as_ref()) {
+        Ok(tokens) => tokens.into(),
+        Err((span, msg)) => quote_spanned!(span=> compile_error!(#msg)).into(),
+    }
+}
+
+fn expand_skeleton(
+    kind: &Ident,
+    lit: &LitStr,
+    helper: &Ident,
+    neutral: Option<&LitStr>,
+) -> Result<proc_macro2::TokenStream, (proc_macro2::Span, String)> {
+    use sarek_compiler::skeleton::{Skeleton, instantiate, typed};
+    let needs_neutral = |n: Option<&LitStr>| {
+        n.map(LitStr::value).ok_or_else(|| {
+            (
+                kind.span(),
+                format!(
+                    "`{kind}` needs a neutral element: skeleton!({kind}, \"file\", helper, \"0\")"
+                ),
+            )
+        })
+    };
+    let (sk, tokens) = match kind.to_string().as_str() {
+        "map" => (Skeleton::Map, quote!(::sarek::SkeletonKind::Map)),
+        "zip" => (Skeleton::Zip, quote!(::sarek::SkeletonKind::Zip)),
+        "reduce" => {
+            let n = needs_neutral(neutral)?;
+            (
+                Skeleton::Reduce { neutral: n.clone() },
+                quote!(::sarek::SkeletonKind::Reduce { neutral: ::std::string::String::from(#n) }),
+            )
+        }
+        k @ ("scan" | "exclusive_scan") => {
+            let n = needs_neutral(neutral)?;
+            let inclusive = k == "scan";
+            (
+                Skeleton::Scan {
+                    inclusive,
+                    neutral: n.clone(),
+                },
+                quote!(::sarek::SkeletonKind::Scan { inclusive: #inclusive, neutral: ::std::string::String::from(#n) }),
+            )
+        }
+        other => {
+            return Err((
+                kind.span(),
+                format!("unknown skeleton `{other}`: map, zip, reduce, scan or exclusive_scan"),
+            ));
+        }
+    };
+    let rel = lit.value();
+    let (path, text) = read(&manifest_dir(), &rel).map_err(|m| (lit.span(), m))?;
+    front(&rel, &text).map_err(|m| (lit.span(), m))?;
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add(rel.clone(), text.clone());
+    let program = typed(&sources, file).map_err(|_| (lit.span(), "unreachable".to_string()))?;
+    let name = helper.to_string();
+    let instance = instantiate(&program, &name, &sk).map_err(|e| (helper.span(), e.to_string()))?;
+    let full = instance.program_source(&text);
+    front(&rel, &full).map_err(|m| (helper.span(), m))?;
+    let abs = path.display().to_string();
+    Ok(quote! {{
+        // Rebuild when the file changes.
+        const _: &str = include_str!(#abs);
+        ::sarek::Skeleton::from_source(#rel, #full, #tokens, #name)
+    }})
 }
 
 /// A launcher is a function named after its kernel, next to the module's own items: a

@@ -80,9 +80,14 @@
 //! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
 //! ```
 
+mod fusion;
+mod skeleton;
+
+pub use fusion::Fused;
 pub use sarek_compiler as compiler;
-pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
+pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
 pub use sarek_runtime as runtime;
+pub use skeleton::{Skeleton, SkeletonKind};
 
 pub use sarek_compiler::types::Literal;
 pub use sarek_compiler::{Target, TargetOptions};

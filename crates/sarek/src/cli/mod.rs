@@ -11,6 +11,7 @@ mod check;
 mod compile;
 mod devices;
 mod exec;
+mod fuse;
 mod verify;
 
 use clap::{Args, Parser, Subcommand};
@@ -65,6 +66,25 @@ enum Command {
     Devices,
     /// Time a kernel: warm-up runs, then repetitions; median and minimum kernel time.
     Bench(BenchArgs),
+    /// Fuse a pipeline of kernels into one and print it (or why it cannot be fused).
+    Fuse {
+        file: PathBuf,
+        /// Other files of the program, used as OCaml modules.
+        #[arg(value_name = "MODULE")]
+        modules: Vec<PathBuf>,
+        /// The kernels, in pipeline order: A,B[,C...].
+        #[arg(long, value_name = "A,B")]
+        kernels: String,
+        /// The intermediate vector of a two-kernel fusion (default: found by name).
+        #[arg(long, value_name = "T")]
+        via: Option<String>,
+        /// ir, wgsl, glsl, opencl, cuda, metal or ptx.
+        #[arg(long, value_name = "T", default_value = "ir")]
+        target: String,
+        /// Write to PATH instead of stdout.
+        #[arg(short = 'o', value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
 }
 
 /// Inputs shared by `run`, `verify` and `bench`.
@@ -221,6 +241,21 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(a),
         Command::Devices => devices::run(),
         Command::Bench(a) => exec::bench(a),
+        Command::Fuse {
+            file,
+            modules,
+            kernels,
+            via,
+            target,
+            output,
+        } => fuse::run(
+            &file,
+            &modules,
+            &kernels,
+            via.as_deref(),
+            &target,
+            output.as_deref(),
+        ),
     };
     match result {
         Ok(code) => code,
