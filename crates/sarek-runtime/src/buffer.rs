@@ -32,6 +32,23 @@ use std::time::Instant;
 /// A device handle as buffers keep it.
 pub type DeviceRef = Arc<dyn Device>;
 
+/// Anything that names a device: `&device` for an `Arc<dyn Device>` as well as `&*device`.
+pub trait AsDevice {
+    fn as_device(&self) -> &dyn Device;
+}
+
+impl AsDevice for dyn Device {
+    fn as_device(&self) -> &dyn Device {
+        self
+    }
+}
+
+impl<T: AsDevice + ?Sized> AsDevice for Arc<T> {
+    fn as_device(&self) -> &dyn Device {
+        (**self).as_device()
+    }
+}
+
 #[derive(Debug, PartialEq)]
 struct ElemInfo {
     layout: ElemLayout,
@@ -659,13 +676,15 @@ impl<'a> Launch<'a> {
 
     /// Enqueue the launch and return; faults surface at [`launch::synchronize`]. Host
     /// vectors passed are uploaded if stale and marked as written by the device.
-    pub fn enqueue(self, device: &DeviceRef) -> Result<(), RuntimeError> {
-        self.go(device, false).map(|_| ())
+    pub fn enqueue<D: AsDevice + ?Sized>(self, device: &D) -> Result<(), RuntimeError> {
+        let device = device.as_device().core().handle()?;
+        self.go(&device, false).map(|_| ())
     }
 
     /// Launch, synchronise and report. Vectors read on the host afterwards download then.
-    pub fn run(self, device: &DeviceRef) -> Result<LaunchStats, RuntimeError> {
-        self.go(device, true)
+    pub fn run<D: AsDevice + ?Sized>(self, device: &D) -> Result<LaunchStats, RuntimeError> {
+        let device = device.as_device().core().handle()?;
+        self.go(&device, true)
     }
 
     fn go(mut self, device: &DeviceRef, wait: bool) -> Result<LaunchStats, RuntimeError> {

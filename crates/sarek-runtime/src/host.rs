@@ -237,10 +237,10 @@ impl Device for HostDevice {
 
 /// Open the interpreter device.
 pub fn open_interp() -> Result<Arc<dyn Device>, RuntimeError> {
-    Ok(Arc::new(HostDevice::new(Executor::Sequential)))
+    Ok(crate::memory::register(HostDevice::new(Executor::Sequential)))
 }
 
 /// Open the cpu device.
 pub fn open_cpu() -> Result<Arc<dyn Device>, RuntimeError> {
-    Ok(Arc::new(HostDevice::new(Executor::Parallel)))
+    Ok(crate::memory::register(HostDevice::new(Executor::Parallel)))
 }

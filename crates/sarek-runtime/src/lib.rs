@@ -33,7 +33,7 @@ pub mod vulkan;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_backend;
 
-pub use buffer::{Buffer, DeviceRef, DeviceVector, Element, Launch, Mirrored, Vector};
+pub use buffer::{AsDevice, Buffer, DeviceRef, DeviceVector, Element, Launch, Mirrored, Vector};
 pub use device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
 pub use kernel::{BuildKey, KernelHandle, KernelId};
 pub use launch::synchronize;

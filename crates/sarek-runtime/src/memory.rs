@@ -158,6 +158,9 @@ pub(crate) struct InFlight {
 /// What every device keeps besides its backend state.
 pub struct DeviceCore {
     id: DeviceId,
+    /// The device itself, for buffers that must reach it later (a [`crate::Vector`]
+    /// downloading on the host's demand); set by [`register`].
+    this: std::sync::OnceLock<std::sync::Weak<dyn crate::device::Device>>,
     name: String,
     builds: Mutex<HashMap<BuildKey, Arc<Built>>>,
     /// IR kernels launched through [`crate::Device::launch`] (no handle): one handle per
@@ -178,6 +181,7 @@ impl DeviceCore {
     pub fn new(name: String) -> DeviceCore {
         DeviceCore {
             id: DeviceId::fresh(),
+            this: std::sync::OnceLock::new(),
             name,
             builds: Mutex::new(HashMap::new()),
             interned: Mutex::new(Vec::new()),
@@ -193,6 +197,19 @@ impl DeviceCore {
 
     pub fn id(&self) -> DeviceId {
         self.id
+    }
+
+    /// A shared handle on the device (opened through [`register`]).
+    pub fn handle(&self) -> Result<Arc<dyn crate::device::Device>, RuntimeError> {
+        self.this
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(|| {
+                RuntimeError::Launch(format!(
+                    "{} was not opened through `register`, so vectors cannot follow it",
+                    self.name
+                ))
+            })
     }
 
     pub fn name(&self) -> &str {
@@ -269,4 +286,11 @@ impl DeviceCore {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Share a freshly opened device, letting its core hand out handles on it.
+pub fn register<D: crate::device::Device + 'static>(device: D) -> Arc<dyn crate::device::Device> {
+    let shared: Arc<dyn crate::device::Device> = Arc::new(device);
+    let _ = shared.core().this.set(Arc::downgrade(&shared));
+    shared
 }

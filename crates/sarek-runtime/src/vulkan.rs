@@ -69,7 +69,7 @@ fn open_with(mask_64bit: bool) -> Result<Arc<dyn Device>, RuntimeError> {
         ));
     }
     let state = State::new(mask_64bit)?;
-    Ok(Arc::new(VulkanDevice {
+    Ok(crate::memory::register(VulkanDevice {
         core: DeviceCore::new(format!("vulkan ({})", state.info.name)),
         info: state.info.clone(),
         state: Mutex::new(state),

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 /// Open the best adapter of any wgpu backend, or say why there is none.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    WgpuDevice::new().map(|d| Arc::new(d) as Arc<dyn Device>)
+    WgpuDevice::new().map(crate::memory::register)
 }
 
 fn unavailable(reason: impl Into<String>) -> RuntimeError {

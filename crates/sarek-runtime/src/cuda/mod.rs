@@ -89,7 +89,7 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
     // SAFETY: retains the device's primary context, released in `Drop`.
     let ctx = unsafe { result::primary_ctx::retain(dev) }
         .map_err(|e| unavailable(format!("cuDevicePrimaryCtxRetain: {e}")))?;
-    Ok(Arc::new(CudaDevice {
+    Ok(crate::memory::register(CudaDevice {
         dev,
         ctx,
         arch: (major * 10 + minor) as u32,

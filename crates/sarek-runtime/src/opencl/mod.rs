@@ -47,14 +47,13 @@ use std::time::Duration;
 /// program cache) is opened once per process and shared: PoCL crashes when several threads
 /// initialise platforms and contexts at once, and a shared cache builds each kernel once.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    static DEVICE: OnceLock<Result<Arc<OpenClDevice>, RuntimeError>> = OnceLock::new();
+    static DEVICE: OnceLock<Result<Arc<dyn Device>, RuntimeError>> = OnceLock::new();
     DEVICE
-        .get_or_init(open_best)
+        .get_or_init(|| open_best().map(crate::memory::register))
         .clone()
-        .map(|d| d as Arc<dyn Device>)
 }
 
-fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
+fn open_best() -> Result<OpenClDevice, RuntimeError> {
     let unavailable = |reason: String| RuntimeError::Unavailable {
         backend: Backend::OpenCl,
         reason,
@@ -68,13 +67,13 @@ fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
             let d = opencl3::device::Device::new(id);
             let ty = d.dev_type().unwrap_or(0);
             if ty & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR) != 0 {
-                return Ok(Arc::new(OpenClDevice::new(d)?));
+                return OpenClDevice::new(d);
             }
             fallback.get_or_insert(d);
         }
     }
     match fallback {
-        Some(d) => Ok(Arc::new(OpenClDevice::new(d)?)),
+        Some(d) => OpenClDevice::new(d),
         None => Err(unavailable(format!(
             "{} platform(s) but no device",
             platforms.len()
