@@ -137,8 +137,7 @@ fn length_of(v: &DeviceVector, name: &str) -> Result<i32, RuntimeError> {
 fn positional_slot(plan: &mut LaunchPlan, n: u32) -> &mut Positional {
     let n = n as usize;
     if plan.positional.len() <= n {
-        plan.positional
-            .resize(n + 1, Positional::Bytes(Vec::new()));
+        plan.positional.resize(n + 1, Positional::Bytes(Vec::new()));
     }
     &mut plan.positional[n]
 }

@@ -71,12 +71,13 @@ impl DeviceVector {
         layout: ElemLayout,
         len: usize,
     ) -> Result<DeviceVector, RuntimeError> {
-        let bytes = (layout.stride as usize)
-            .checked_mul(len)
-            .ok_or_else(|| RuntimeError::OutOfMemory {
-                device: device.core().name().to_string(),
-                bytes: usize::MAX,
-            })?;
+        let bytes =
+            (layout.stride as usize)
+                .checked_mul(len)
+                .ok_or_else(|| RuntimeError::OutOfMemory {
+                    device: device.core().name().to_string(),
+                    bytes: usize::MAX,
+                })?;
         // Every API refuses empty buffers, and wgpu wants whole 4-byte words.
         let size = bytes.max(4).next_multiple_of(4);
         let raw = device.alloc(size)?;
@@ -153,14 +154,22 @@ impl DeviceVector {
     ) -> Result<(), RuntimeError> {
         self.check_device(device, name)?;
         self.check_len(host.len, &format!("upload to `{name}`"))?;
-        match host.columns.first().and_then(|c| pack::dense_bytes(c, self.layout())) {
+        match host
+            .columns
+            .first()
+            .and_then(|c| pack::dense_bytes(c, self.layout()))
+        {
             Some(bytes) if host.columns.len() == 1 => self.upload_bytes(device, bytes),
             _ => self.upload_bytes(device, &pack::pack_vector(host, self.layout(), name)?),
         }
     }
 
     /// Copy raw device-layout bytes (at most [`DeviceVector::byte_len`]) to the buffer.
-    pub fn upload_bytes<D: Device + ?Sized>(&self, device: &D, bytes: &[u8]) -> Result<(), RuntimeError> {
+    pub fn upload_bytes<D: Device + ?Sized>(
+        &self,
+        device: &D,
+        bytes: &[u8],
+    ) -> Result<(), RuntimeError> {
         self.check_device(device, "upload")?;
         device.upload(&self.mem, bytes)?;
         device.core().count_upload(bytes.len());
@@ -194,7 +203,11 @@ impl DeviceVector {
     }
 
     /// Copy the start of the buffer's bytes into `out`.
-    pub fn download_bytes<D: Device + ?Sized>(&self, device: &D, out: &mut [u8]) -> Result<(), RuntimeError> {
+    pub fn download_bytes<D: Device + ?Sized>(
+        &self,
+        device: &D,
+        out: &mut [u8],
+    ) -> Result<(), RuntimeError> {
         self.check_device(device, "download")?;
         device.download(&self.mem, out)?;
         device.core().count_download(out.len());
@@ -401,7 +414,12 @@ pub trait Mirrored {
     ) -> Result<DeviceVector, RuntimeError>;
     /// A launch that may write `copy` was enqueued; `done` when it has also finished
     /// successfully (a synchronous launch).
-    fn written(&mut self, device: &DeviceRef, copy: &DeviceVector, done: bool) -> Result<(), RuntimeError>;
+    fn written(
+        &mut self,
+        device: &DeviceRef,
+        copy: &DeviceVector,
+        done: bool,
+    ) -> Result<(), RuntimeError>;
     /// The launch failed: the device copy may hold partial results.
     fn failed(&mut self);
 }
@@ -419,7 +437,12 @@ impl Mirrored for HostVector {
     ) -> Result<DeviceVector, RuntimeError> {
         DeviceVector::from_host(&**device, self, layout.clone(), name)
     }
-    fn written(&mut self, device: &DeviceRef, copy: &DeviceVector, _: bool) -> Result<(), RuntimeError> {
+    fn written(
+        &mut self,
+        device: &DeviceRef,
+        copy: &DeviceVector,
+        _: bool,
+    ) -> Result<(), RuntimeError> {
         copy.download(&**device, self)
     }
     fn failed(&mut self) {}
@@ -766,10 +789,14 @@ impl<'a> Launch<'a> {
 
 /// The parameter kinds of a kernel that a launch passes as vectors.
 pub fn vector_leaves(kernel: &KernelHandle, param: &str) -> Option<Vec<Leaf>> {
-    kernel.params().iter().find(|p| p.name == param).and_then(|p| match &p.kind {
-        ParamKind::Vector { leaves, .. } => Some(leaves.clone()),
-        _ => None,
-    })
+    kernel
+        .params()
+        .iter()
+        .find(|p| p.name == param)
+        .and_then(|p| match &p.kind {
+            ParamKind::Vector { leaves, .. } => Some(leaves.clone()),
+            _ => None,
+        })
 }
 
 #[cfg(test)]

@@ -83,4 +83,3 @@ pub fn run(
 ) -> Result<LaunchStats, RuntimeError> {
     interp::launch(kernel, config, args, run_parallel)
 }
-

@@ -1540,10 +1540,7 @@ mod tests {
         ) -> Result<crate::kernel::Built, RuntimeError> {
             Err(self.0.clone())
         }
-        fn alloc(
-            &self,
-            bytes: usize,
-        ) -> Result<Box<dyn crate::memory::Allocation>, RuntimeError> {
+        fn alloc(&self, bytes: usize) -> Result<Box<dyn crate::memory::Allocation>, RuntimeError> {
             Ok(Box::new(crate::memory::HostAllocation::new(bytes)?))
         }
         fn upload(&self, _: &crate::memory::Mem, _: &[u8]) -> Result<(), RuntimeError> {
@@ -1574,7 +1571,15 @@ mod tests {
         let program = sarek_compiler::check(&sources, file).unwrap();
         let d = &parse_directives(src).unwrap()[0];
         let interp = crate::interp::open().unwrap();
-        let outcome = |e: RuntimeError| run_directive(&sources, &program, d, &*interp, &Failing(e, crate::memory::DeviceCore::new("failing".into())));
+        let outcome = |e: RuntimeError| {
+            run_directive(
+                &sources,
+                &program,
+                d,
+                &*interp,
+                &Failing(e, crate::memory::DeviceCore::new("failing".into())),
+            )
+        };
 
         let compile = outcome(RuntimeError::Compile(
             "wgpu rejected the generated WGSL: expected ':'".into(),

@@ -237,7 +237,9 @@ impl Device for HostDevice {
 
 /// Open the interpreter device.
 pub fn open_interp() -> Result<Arc<dyn Device>, RuntimeError> {
-    Ok(crate::memory::register(HostDevice::new(Executor::Sequential)))
+    Ok(crate::memory::register(HostDevice::new(
+        Executor::Sequential,
+    )))
 }
 
 /// Open the cpu device.

@@ -24,7 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The device's build of `kernel`, made on first use.
-pub fn build<D: Device + ?Sized>(device: &D, kernel: &KernelHandle) -> Result<Arc<Built>, RuntimeError> {
+pub fn build<D: Device + ?Sized>(
+    device: &D,
+    kernel: &KernelHandle,
+) -> Result<Arc<Built>, RuntimeError> {
     device
         .core()
         .build_cached(&BuildKey::new(kernel), || device.build(kernel))

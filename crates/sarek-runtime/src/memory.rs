@@ -101,10 +101,12 @@ impl HostAllocation {
     pub fn new(len: usize) -> Result<HostAllocation, RuntimeError> {
         let n = len.div_ceil(8).max(1);
         let mut words = Vec::new();
-        words.try_reserve_exact(n).map_err(|_| RuntimeError::OutOfMemory {
-            device: "host".into(),
-            bytes: len,
-        })?;
+        words
+            .try_reserve_exact(n)
+            .map_err(|_| RuntimeError::OutOfMemory {
+                device: "host".into(),
+                bytes: len,
+            })?;
         words.resize(n, 0);
         Ok(HostAllocation {
             words: Mutex::new(words),
@@ -264,7 +266,8 @@ impl DeviceCore {
 
     pub fn count_download(&self, bytes: usize) {
         self.downloads.fetch_add(1, Ordering::Relaxed);
-        self.download_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.download_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     /// Transfers since the device opened.

@@ -78,7 +78,9 @@ pub fn pack_vector(
     for (col, &(offset, stored)) in v.columns.iter().zip(&layout.leaves) {
         let out = bytes.get_mut(offset as usize..).unwrap_or_default();
         match (col, stored) {
-            (Column::Bool(x), Stored::BoolAsU32) => strided(out, stride, x, |b| u32::from(*b).to_le_bytes()),
+            (Column::Bool(x), Stored::BoolAsU32) => {
+                strided(out, stride, x, |b| u32::from(*b).to_le_bytes())
+            }
             (Column::Bool(x), _) => strided(out, stride, x, |b| [u8::from(*b)]),
             (Column::I32(x), _) => strided(out, stride, x, |e| e.to_le_bytes()),
             (Column::I64(x), _) => strided(out, stride, x, |e| e.to_le_bytes()),
@@ -97,7 +99,12 @@ fn strided<T, const N: usize>(out: &mut [u8], stride: usize, x: &[T], f: impl Fn
 }
 
 /// Load `f(bytes at i * stride)` into `x[i]`.
-fn unstrided<T, const N: usize>(bytes: &[u8], stride: usize, x: &mut [T], f: impl Fn([u8; N]) -> T) {
+fn unstrided<T, const N: usize>(
+    bytes: &[u8],
+    stride: usize,
+    x: &mut [T],
+    f: impl Fn([u8; N]) -> T,
+) {
     for (chunk, e) in bytes.chunks(stride).zip(x.iter_mut()) {
         *e = f(chunk[..N].try_into().expect("N bytes"));
     }
@@ -151,7 +158,12 @@ pub fn pack_value(
     let mut bytes = vec![0u8; layout.stride as usize];
     for (value, &(offset, stored)) in leaves.iter().zip(&layout.leaves) {
         let at = offset as usize;
-        write_leaf(&mut bytes[at..at + stored.size() as usize], *value, stored, name)?;
+        write_leaf(
+            &mut bytes[at..at + stored.size() as usize],
+            *value,
+            stored,
+            name,
+        )?;
     }
     Ok(bytes)
 }

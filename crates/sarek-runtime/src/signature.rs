@@ -73,4 +73,3 @@ pub fn signature(kernel: &Kernel) -> Vec<Param> {
         })
         .collect()
 }
-

@@ -22,8 +22,8 @@
 //!   warp size (32) with vote, ballot and shuffle; elsewhere (lavapipe has 8 lanes) the
 //!   generator emulates them in shared memory, so results match the interpreter everywhere.
 
-use crate::capability;
 use crate::bind::LaunchPlan;
+use crate::capability;
 use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
 use crate::kernel::{Built, KernelHandle, KernelId};
 use crate::memory::{Allocation, DeviceCore, Mem};
@@ -452,7 +452,10 @@ impl State {
     }
 
     /// Generate, check against the device, compile the module (once per source).
-    fn build(&mut self, kernel: &KernelHandle) -> Result<(VkExe, sarek_compiler::abi::Abi), RuntimeError> {
+    fn build(
+        &mut self,
+        kernel: &KernelHandle,
+    ) -> Result<(VkExe, sarek_compiler::abi::Abi), RuntimeError> {
         let ir = kernel.ir();
         self.check_capabilities(ir)?;
         let generated = glsl::generate_with(ir, &self.options, self.warps)

@@ -389,7 +389,10 @@ impl Device for WgpuDevice {
 
     fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
         let buf = &mem.raw::<WgpuAlloc>().0;
-        let size = (out.len() as u64).max(4).next_multiple_of(4).min(buf.size());
+        let size = (out.len() as u64)
+            .max(4)
+            .next_multiple_of(4)
+            .min(buf.size());
         let staging = self
             .scoped("failed to read a buffer back", || {
                 let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
@@ -416,26 +419,30 @@ impl Device for WgpuDevice {
         let compiled = built.exe::<Compiled>();
         let abi = &built.abi;
         let pipeline = self.pipeline(compiled, plan.config.block)?;
-        let queries = plan.timed.then(|| self.timestamps).unwrap_or(false).then(|| {
-            let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: None,
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
+        let queries = plan
+            .timed
+            .then(|| self.timestamps)
+            .unwrap_or(false)
+            .then(|| {
+                let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: None,
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2,
+                });
+                let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: 16,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                let read = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size: 16,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                (set, resolve, read)
             });
-            let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            let read = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: 16,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            (set, resolve, read)
-        });
         self.scoped("failed to run the kernel", || {
             let uniform = abi.uniform_binding.map(|(_, b)| {
                 let u = self.device.create_buffer(&wgpu::BufferDescriptor {

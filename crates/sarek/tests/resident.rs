@@ -51,6 +51,14 @@ const HOST_AND_SOFTWARE: [Backend; 5] = [
     Backend::OpenCl,
 ];
 
+/// The tests share the process's devices (OpenCL's is one per process) and count their
+/// transfers: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn program() -> Program {
     Program::compile("resident.sarek", STEP).expect("compiles")
 }
@@ -59,6 +67,7 @@ fn program() -> Program {
 /// when the host reads it, one build.
 #[test]
 fn a_pipeline_of_1000_launches_moves_data_once_each_way() {
+    let _serial = serial();
     let program = program();
     let step = program.kernel("step").unwrap();
     let n = 256usize;
@@ -70,7 +79,11 @@ fn a_pipeline_of_1000_launches_moves_data_once_each_way() {
         let before = sarek::transfers(&device);
         let builds = device.core().builds();
         let mut v = Vector::from_vec(start.clone());
-        let launches = if backend == Backend::Interp { 100 } else { 1000 };
+        let launches = if backend == Backend::Interp {
+            100
+        } else {
+            1000
+        };
         for _ in 0..launches {
             step.launch()
                 .arg(&mut v)
@@ -79,19 +92,34 @@ fn a_pipeline_of_1000_launches_moves_data_once_each_way() {
                 .unwrap();
         }
         sarek::synchronize(&device).unwrap();
-        assert!(!v.host_is_current(), "{backend}: the device copy is current");
+        assert!(
+            !v.host_is_current(),
+            "{backend}: the device copy is current"
+        );
         let got = v.to_vec();
         let expected: Vec<f32> = start.iter().map(|x| x + launches as f32).collect();
         assert_eq!(got, expected, "{backend}");
         let t = sarek::transfers(&device);
         assert_eq!(t.uploads - before.uploads, 1, "{backend}: uploads {t:?}");
-        assert_eq!(t.downloads - before.downloads, 1, "{backend}: downloads {t:?}");
-        assert_eq!(t.upload_bytes - before.upload_bytes, 4 * n as u64, "{backend}");
+        assert_eq!(
+            t.downloads - before.downloads,
+            1,
+            "{backend}: downloads {t:?}"
+        );
+        assert_eq!(
+            t.upload_bytes - before.upload_bytes,
+            4 * n as u64,
+            "{backend}"
+        );
         assert_eq!(device.core().builds() - builds, 1, "{backend}: one build");
         // Reading again moves nothing; writing on the host makes the next launch upload.
         assert_eq!(v.to_vec(), expected);
         v.as_mut_slice()[0] = -1.0;
-        step.launch().arg(&mut v).scalar(n as i32).run(&device).unwrap();
+        step.launch()
+            .arg(&mut v)
+            .scalar(n as i32)
+            .run(&device)
+            .unwrap();
         assert_eq!(v.as_slice()[0], 0.0, "{backend}");
         let t2 = sarek::transfers(&device);
         assert_eq!((t2.uploads - t.uploads, t2.downloads - t.downloads), (1, 1));
@@ -101,6 +129,7 @@ fn a_pipeline_of_1000_launches_moves_data_once_each_way() {
 /// Typed buffers: launches on them move nothing; the host reads them when it asks.
 #[test]
 fn buffers_stay_on_the_device() {
+    let _serial = serial();
     let program = program();
     let saxpy = program.kernel("saxpy").unwrap();
     let total = program.kernel("total").unwrap();
@@ -129,15 +158,23 @@ fn buffers_stay_on_the_device() {
             .config(sarek::LaunchConfig::linear(1))
             .run(&device)
             .unwrap();
-        assert_eq!(sarek::transfers(&device), before, "{backend}: launches move nothing");
+        assert_eq!(
+            sarek::transfers(&device),
+            before,
+            "{backend}: launches move nothing"
+        );
         // y = 1 + 3 * 2x
-        assert_eq!(y.download(device.as_ref()).unwrap(), [7.0, 13.0, 19.0, 25.0]);
+        assert_eq!(
+            y.download(device.as_ref()).unwrap(),
+            [7.0, 13.0, 19.0, 25.0]
+        );
         assert_eq!(out.download(device.as_ref()).unwrap(), [64.0], "{backend}");
     }
 }
 
 #[test]
 fn a_buffer_on_another_device_is_refused_naming_both() {
+    let _serial = serial();
     let program = program();
     let step = program.kernel("step").unwrap();
     let interp = sarek::open(Backend::Interp).unwrap();
@@ -163,11 +200,13 @@ fn a_buffer_on_another_device_is_refused_naming_both() {
 
 #[test]
 fn length_mismatches_are_clear_errors() {
+    let _serial = serial();
     let device = sarek::open(Backend::Cpu).unwrap();
     let b = Buffer::filled(device.as_ref(), 0i32, 4).unwrap();
     let e = b.upload(device.as_ref(), &[1, 2, 3]).unwrap_err();
     assert!(
-        e.to_string().contains("the buffer holds 4 elements, 3 given"),
+        e.to_string()
+            .contains("the buffer holds 4 elements, 3 given"),
         "{e}"
     );
     let mut out = [0i32; 5];
@@ -192,6 +231,7 @@ fn length_mismatches_are_clear_errors() {
 /// nothing the kernel still uses, and the results are those of the kernel.
 #[test]
 fn a_buffer_dropped_while_its_launch_is_in_flight_stays_alive() {
+    let _serial = serial();
     let program = program();
     let saxpy = program.kernel("saxpy").unwrap();
     for backend in HOST_AND_SOFTWARE {
@@ -213,7 +253,10 @@ fn a_buffer_dropped_while_its_launch_is_in_flight_stays_alive() {
         }
         sarek::synchronize(&device).unwrap();
         assert!(
-            y.download(device.as_ref()).unwrap().iter().all(|&v| v == 7.0),
+            y.download(device.as_ref())
+                .unwrap()
+                .iter()
+                .all(|&v| v == 7.0),
             "{backend}"
         );
     }
@@ -221,6 +264,7 @@ fn a_buffer_dropped_while_its_launch_is_in_flight_stays_alive() {
 
 #[test]
 fn out_of_device_memory_is_an_error() {
+    let _serial = serial();
     for backend in HOST_AND_SOFTWARE {
         let Some(device) = device(backend) else {
             continue;
@@ -238,6 +282,7 @@ fn out_of_device_memory_is_an_error() {
 /// A fault in an asynchronous launch is reported by the next synchronisation, located.
 #[test]
 fn an_async_fault_surfaces_at_synchronize_with_its_location() {
+    let _serial = serial();
     let program = program();
     let oob = program.kernel("oob").unwrap();
     for backend in [Backend::Interp, Backend::Cpu] {
@@ -250,7 +295,10 @@ fn an_async_fault_surfaces_at_synchronize_with_its_location() {
             .expect("enqueueing succeeds; the fault comes later");
         let e = oob.error(sarek::synchronize(&device).unwrap_err());
         assert!(matches!(e, Error::Located { .. }), "{e}");
-        assert!(e.to_string().contains("resident.sarek:18:3"), "{backend}: {e}");
+        assert!(
+            e.to_string().contains("resident.sarek:18:3"),
+            "{backend}: {e}"
+        );
         // The next synchronisation is clean.
         sarek::synchronize(&device).unwrap();
     }
@@ -286,6 +334,7 @@ fn an_async_fault_surfaces_at_synchronize_with_its_location() {
 /// Two threads launching on one device, each on its own vectors.
 #[test]
 fn two_threads_launch_on_one_device() {
+    let _serial = serial();
     let program = program();
     let step = program.kernel("step").unwrap();
     for backend in HOST_AND_SOFTWARE {
@@ -320,6 +369,7 @@ fn two_threads_launch_on_one_device() {
 /// Records in a device buffer: laid out per the device's ABI, read back as columns.
 #[test]
 fn record_buffers_round_trip_on_every_layout() {
+    let _serial = serial();
     let program = Program::compile(
         "rec.sarek",
         "type p = { x : float32; ok : bool; k : int32 }\n\
@@ -341,12 +391,20 @@ fn record_buffers_round_trip_on_every_layout() {
         buf.upload(device.as_ref(), &host, "v").unwrap();
         bump.launch().buffer(&buf).run(&device).unwrap();
         let back = buf.to_host(device.as_ref()).unwrap();
-        assert_eq!(back.columns[0], sarek::Column::F32(vec![2.0, 4.0, 6.0]), "{backend}");
+        assert_eq!(
+            back.columns[0],
+            sarek::Column::F32(vec![2.0, 4.0, 6.0]),
+            "{backend}"
+        );
         assert_eq!(
             back.columns[1],
             sarek::Column::Bool(vec![false, true, false]),
             "{backend}"
         );
-        assert_eq!(back.columns[2], sarek::Column::I32(vec![10, 21, 32]), "{backend}");
+        assert_eq!(
+            back.columns[2],
+            sarek::Column::I32(vec![10, 21, 32]),
+            "{backend}"
+        );
     }
 }

@@ -196,7 +196,10 @@ impl CudaDevice {
         unsafe { result::ctx::set_current(self.ctx) }.map_err(drv("making the context current"))
     }
 
-    fn load(&self, kernel: &KernelHandle) -> Result<(Loaded, sarek_compiler::abi::Abi), RuntimeError> {
+    fn load(
+        &self,
+        kernel: &KernelHandle,
+    ) -> Result<(Loaded, sarek_compiler::abi::Abi), RuntimeError> {
         let options = TargetOptions {
             subgroups: true,
             float64: true,

@@ -21,22 +21,22 @@ use crate::bind::{LaunchPlan, Positional};
 use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
 use crate::kernel::{Built, KernelHandle};
 use crate::memory::{Allocation, DeviceCore, Mem};
-use opencl3::error_codes::{
-    CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY,
-    CL_OUT_OF_RESOURCES,
-};
-use sarek_compiler::abi::LayoutRules;
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::{
     CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU,
     CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT,
 };
+use opencl3::error_codes::{
+    CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY,
+    CL_OUT_OF_RESOURCES,
+};
 use opencl3::kernel::Kernel as ClKernel;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_mem};
 use sarek_compiler::abi::Abi;
+use sarek_compiler::abi::LayoutRules;
 use sarek_compiler::back::cfamily::Dialect;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::TargetOptions;
@@ -251,10 +251,17 @@ impl Device for OpenClDevice {
     fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
         // SAFETY: no host pointer; the buffer is written before any kernel reads it.
         let buf = unsafe {
-            Buffer::<u8>::create(&self.context, CL_MEM_READ_WRITE, bytes, std::ptr::null_mut())
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes,
+                std::ptr::null_mut(),
+            )
         }
         .map_err(|e| match e.0 {
-            CL_MEM_OBJECT_ALLOCATION_FAILURE | CL_OUT_OF_RESOURCES | CL_OUT_OF_HOST_MEMORY
+            CL_MEM_OBJECT_ALLOCATION_FAILURE
+            | CL_OUT_OF_RESOURCES
+            | CL_OUT_OF_HOST_MEMORY
             | CL_INVALID_BUFFER_SIZE => RuntimeError::OutOfMemory {
                 device: self.core.name().to_string(),
                 bytes,
@@ -355,12 +362,12 @@ impl Device for OpenClDevice {
         let timed = std::mem::take(&mut *self.timed.lock().unwrap_or_else(|p| p.into_inner()));
         Ok(timed
             .iter()
-            .map(|Timed(e)| {
-                match (e.profiling_command_start(), e.profiling_command_end()) {
+            .map(
+                |Timed(e)| match (e.profiling_command_start(), e.profiling_command_end()) {
                     (Ok(s), Ok(end)) => Duration::from_nanos(end.saturating_sub(s)),
                     _ => Duration::ZERO,
-                }
-            })
+                },
+            )
             .sum())
     }
 }
