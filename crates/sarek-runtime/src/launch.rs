@@ -109,9 +109,10 @@ pub fn run_host<D: Device + ?Sized>(
 ) -> Result<LaunchStats, RuntimeError> {
     let total = Instant::now();
     check_config(&device.info(), config)?;
-    check_args(kernel, args)?;
+    // A kernel this device refuses is refused whatever the arguments.
     let handle = device.core().intern(kernel);
     let built = build(device, &handle)?;
+    check_args(kernel, args)?;
     let mut copies: Vec<Option<DeviceVector>> = Vec::with_capacity(args.len());
     for (param, arg) in built.abi.params.iter().zip(args.iter()) {
         copies.push(match (&param.kind, arg) {
