@@ -701,12 +701,22 @@ pub struct Inputs {
     pub args: Vec<(String, String)>,
     /// Given vectors (e.g. from `.npy` files), by parameter name.
     pub vectors: Vec<(String, HostVector)>,
+    /// Lengths of particular vectors (`--len NAME=N`), overriding `size` for them.
+    pub lengths: Vec<(String, usize)>,
     /// How the user writes an argument, for messages: `--arg ` on the command line, empty in
     /// directives.
     pub arg_hint: &'static str,
 }
 
 impl Inputs {
+    /// The length of generated vector `name`.
+    pub fn length(&self, name: &str) -> usize {
+        self.lengths
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(self.size, |(_, l)| *l)
+    }
+
     pub fn new(size: usize, seed: u64) -> Inputs {
         Inputs {
             size,
@@ -752,6 +762,28 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
             return err(format!(
                 "parameter `{name}` is a vector ({}); vectors are generated, or read with --input {name}=FILE.npy",
                 p.type_name
+            ));
+        }
+    }
+    for (i, (name, len)) in inputs.lengths.iter().enumerate() {
+        let Some(p) = sig.iter().find(|p| &p.name == name) else {
+            return err(unknown(name));
+        };
+        if inputs.lengths[..i].iter().any(|(n, _)| n == name) {
+            return err(format!("the length of `{name}` is given twice"));
+        }
+        if !matches!(p.kind, ParamKind::Vector { .. }) {
+            return err(format!(
+                "parameter `{name}` is not a vector ({}); only vectors have a length",
+                p.type_name
+            ));
+        }
+        if let Some((_, v)) = inputs.vectors.iter().find(|(n, _)| n == name)
+            && v.len != *len
+        {
+            return err(format!(
+                "vector `{name}` is given with {} elements but its length is set to {len}",
+                v.len
             ));
         }
     }
@@ -805,24 +837,26 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 })?;
                 ArgValue::Aggregate(vals)
             }
-            ParamKind::Vector { elem, .. } => match inputs
-                .vectors
-                .iter()
-                .find(|(n, _)| n == &p.name)
-            {
-                Some((_, v)) => {
-                    check_tags(kernel, elem, v).map_err(|e| {
-                        RuntimeError::Arguments(format!(
-                            "parameter `{}` ({}), {e}",
-                            p.name, p.type_name
-                        ))
-                    })?;
-                    ArgValue::Vector(v.clone())
+            ParamKind::Vector { elem, .. } => {
+                match inputs.vectors.iter().find(|(n, _)| n == &p.name) {
+                    Some((_, v)) => {
+                        check_tags(kernel, elem, v).map_err(|e| {
+                            RuntimeError::Arguments(format!(
+                                "parameter `{}` ({}), {e}",
+                                p.name, p.type_name
+                            ))
+                        })?;
+                        ArgValue::Vector(v.clone())
+                    }
+                    None => ArgValue::Vector(seeded_vector(
+                        kernel,
+                        elem,
+                        inputs.length(&p.name),
+                        inputs.seed,
+                        index,
+                    )),
                 }
-                None => {
-                    ArgValue::Vector(seeded_vector(kernel, elem, inputs.size, inputs.seed, index))
-                }
-            },
+            }
         };
         out.push(value);
     }
