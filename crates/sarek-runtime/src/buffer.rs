@@ -402,6 +402,8 @@ impl<T: Element> Buffer<T> {
 /// Anything a [`Launch`] passes as a vector that lives on the host between launches.
 pub trait Mirrored {
     fn len(&self) -> usize;
+    /// The scalar type of each column.
+    fn scalars(&self) -> Vec<Scalar>;
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -428,6 +430,9 @@ pub trait Mirrored {
 impl Mirrored for HostVector {
     fn len(&self) -> usize {
         self.len
+    }
+    fn scalars(&self) -> Vec<Scalar> {
+        self.columns.iter().map(Column::scalar).collect()
     }
     fn device_copy(
         &mut self,
@@ -586,6 +591,9 @@ impl<T: Element> Mirrored for Vector<T> {
     fn len(&self) -> usize {
         Vector::len(self)
     }
+    fn scalars(&self) -> Vec<Scalar> {
+        vec![T::SCALAR]
+    }
 
     fn device_copy(
         &mut self,
@@ -739,6 +747,19 @@ impl<'a> Launch<'a> {
         for ((arg, abi), p) in self.args.iter_mut().zip(&built.abi.params).zip(params) {
             copies.push(match (arg, &abi.kind) {
                 (LaunchArg::Mirrored(v), AbiParamKind::Vector { elem, .. }) => {
+                    let given = v.scalars();
+                    if let ParamKind::Vector { leaves, .. } = &p.kind
+                        && (given.len() != leaves.len()
+                            || given.iter().zip(leaves).any(|(s, l)| *s != l.scalar))
+                    {
+                        let names: Vec<&str> = given.iter().map(|s| s.name()).collect();
+                        return Err(RuntimeError::Arguments(format!(
+                            "parameter `{}` has type {}, but the vector given has columns ({})",
+                            p.name,
+                            p.type_name,
+                            names.join(", ")
+                        )));
+                    }
                     Some(v.device_copy(device, elem, &p.name)?)
                 }
                 (LaunchArg::Mirrored(_), _) => {

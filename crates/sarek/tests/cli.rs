@@ -621,11 +621,14 @@ fn bench_reports_median_and_throughput() {
     ]);
     r.ok();
     for w in [
-        "median:",
-        "min:",
+        "median ",
+        "min ",
         "Melem/s",
         "GB/s",
-        "1 warm-up + 3 timed runs",
+        "1 warm-up + 3 timed + 3 back-to-back launches on resident buffers",
+        "upload:",
+        "download:",
+        "us per launch",
     ] {
         assert!(r.stdout.contains(w), "`{w}` not in {}", r.stdout);
     }
