@@ -352,7 +352,7 @@ impl Device for WgpuDevice {
         let limit = self
             .limits
             .max_buffer_size
-            .min(u64::from(self.limits.max_storage_buffer_binding_size));
+            .min(self.limits.max_storage_buffer_binding_size);
         let oom = || RuntimeError::OutOfMemory {
             device: self.core.name().to_string(),
             bytes,
@@ -377,7 +377,7 @@ impl Device for WgpuDevice {
 
     fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
         let buf = &mem.raw::<WgpuAlloc>().0;
-        if bytes.len() % 4 == 0 {
+        if bytes.len().is_multiple_of(4) {
             self.queue.write_buffer(buf, 0, bytes);
         } else {
             let mut padded = bytes.to_vec();
@@ -419,11 +419,7 @@ impl Device for WgpuDevice {
         let compiled = built.exe::<Compiled>();
         let abi = &built.abi;
         let pipeline = self.pipeline(compiled, plan.config.block)?;
-        let queries = plan
-            .timed
-            .then(|| self.timestamps)
-            .unwrap_or(false)
-            .then(|| {
+        let queries = (plan.timed && self.timestamps).then(|| {
                 let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
                     label: None,
                     ty: wgpu::QueryType::Timestamp,
