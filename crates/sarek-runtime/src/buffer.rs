@@ -720,7 +720,6 @@ impl<'a> Launch<'a> {
 
     fn go(mut self, device: &DeviceRef, wait: bool) -> Result<LaunchStats, RuntimeError> {
         let total = Instant::now();
-        let built = launch::build(&**device, self.kernel)?;
         let params = self.kernel.params();
         if params.len() != self.args.len() {
             return Err(RuntimeError::Arguments(format!(
@@ -742,6 +741,7 @@ impl<'a> Launch<'a> {
                 .unwrap_or(1);
             LaunchConfig::linear(u32::try_from(n).unwrap_or(u32::MAX))
         });
+        let built = launch::build_for(&**device, self.kernel, config)?;
         // Device copies of the host vectors (uploaded where stale).
         let mut copies: Vec<Option<DeviceVector>> = Vec::with_capacity(self.args.len());
         for ((arg, abi), p) in self.args.iter_mut().zip(&built.abi.params).zip(params) {

@@ -33,6 +33,22 @@ pub fn build<D: Device + ?Sized>(
         .build_cached(&BuildKey::new(kernel), || device.build(kernel))
 }
 
+/// The build of `kernel` for a launch over `config`. A kernel with a shared array sized by the
+/// block (`= ()`) is specialised to this launch's block x size first (one build per block
+/// size, interned by IR); every other kernel builds once.
+pub fn build_for<D: Device + ?Sized>(
+    device: &D,
+    kernel: &KernelHandle,
+    config: LaunchConfig,
+) -> Result<Arc<Built>, RuntimeError> {
+    use sarek_compiler::ir::specialize;
+    if specialize::needs_block_size(kernel.ir()) {
+        let sized = specialize::block_size(kernel.ir(), config.block[0]);
+        return build(device, &device.core().intern(&sized));
+    }
+    build(device, kernel)
+}
+
 /// Check, bind and dispatch one launch of `built`; `timed` asks for the device timer.
 pub fn enqueue_built<D: Device + ?Sized>(
     device: &D,
@@ -70,7 +86,7 @@ pub fn enqueue<D: Device + ?Sized>(
     config: LaunchConfig,
     args: &[BindArg<'_>],
 ) -> Result<(), RuntimeError> {
-    let built = build(device, kernel)?;
+    let built = build_for(device, kernel, config)?;
     enqueue_built(device, &built, config, args, false)
 }
 
@@ -111,7 +127,7 @@ pub fn run_host<D: Device + ?Sized>(
     check_config(&device.info(), config)?;
     // A kernel this device refuses is refused whatever the arguments.
     let handle = device.core().intern(kernel);
-    let built = build(device, &handle)?;
+    let built = build_for(device, &handle, config)?;
     check_args(kernel, args)?;
     let mut copies: Vec<Option<DeviceVector>> = Vec::with_capacity(args.len());
     for (param, arg) in built.abi.params.iter().zip(args.iter()) {

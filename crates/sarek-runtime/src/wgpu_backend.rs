@@ -420,25 +420,25 @@ impl Device for WgpuDevice {
         let abi = &built.abi;
         let pipeline = self.pipeline(compiled, plan.config.block)?;
         let queries = (plan.timed && self.timestamps).then(|| {
-                let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                    label: None,
-                    ty: wgpu::QueryType::Timestamp,
-                    count: 2,
-                });
-                let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: None,
-                    size: 16,
-                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: false,
-                });
-                let read = self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: None,
-                    size: 16,
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                (set, resolve, read)
+            let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: None,
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
             });
+            let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let read = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 16,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            (set, resolve, read)
+        });
         self.scoped("failed to run the kernel", || {
             let uniform = abi.uniform_binding.map(|(_, b)| {
                 let u = self.device.create_buffer(&wgpu::BufferDescriptor {

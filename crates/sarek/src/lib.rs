@@ -30,6 +30,9 @@
 //! [`include_kernel!`], [`kernel_source!`] and [`kernel_module!`] check a kernel source while
 //! the Rust program compiles: a Sarek error becomes a Rust compile error. `kernel_module!` also
 //! writes one typed launcher per kernel.
+//! The file macros take a program's module files too:
+//! `kernel_module!(mod k = "k.sarek", modules = ["geometry_lib.sarek"])` (module
+//! `Geometry_lib`, see [`Program::check_with_modules`]).
 //!
 //! Vectors of records, tuples and variants are [`HostVector`]s, one [`Column`] per scalar leaf
 //! of the element type ([`Kernel::vector`] makes a zeroed one); by-value records, tuples and
@@ -162,11 +165,36 @@ impl Program {
             .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
     }
 
+    /// Like [`Program::compile`], with other files as the program's modules (see
+    /// [`Program::check_with_modules`]); what `kernel_module!(.., modules = [..])` calls.
+    pub fn compile_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, Error> {
+        Program::check_with_modules(name, source, modules)
+            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
+    }
+
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
     /// they point into) for callers that render themselves.
     pub fn check(name: &str, source: &str) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
+        Program::check_with_modules(name, source, &[])
+    }
+
+    /// Like [`Program::check`], with other files as the program's modules: `(name, source)`
+    /// where `geometry_lib.sarek` is module `Geometry_lib`, included where the program uses
+    /// it (`Geometry_lib.f`, `open Geometry_lib`).
+    pub fn check_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
         let mut sources = SourceMap::new();
         let file = sources.add(name, source);
+        for (n, text) in modules {
+            sources.add(n.as_str(), text.as_str());
+        }
         match compiler::check(&sources, file) {
             Ok(checked) => Ok(Program {
                 sources: Arc::new(sources),

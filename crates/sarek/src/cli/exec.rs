@@ -147,7 +147,7 @@ pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let mut prepared = prepare(&kernel, &a.input)?;
@@ -211,7 +211,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     if a.reps == 0 {
         return Err(Failure::user("--reps must be at least 1"));
     }
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let prepared = prepare(&kernel, &a.input)?;
@@ -220,7 +220,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let fail = |e: sarek::RuntimeError| runtime_failure(&program, &e);
     let handle = sarek::runtime::KernelHandle::new(kernel.clone());
     let built_at = Instant::now();
-    let built = launch::build(device.as_ref(), &handle).map_err(fail)?;
+    let built = launch::build_for(device.as_ref(), &handle, prepared.config).map_err(fail)?;
     let build_time = built_at.elapsed();
     launch::check_args(&kernel, &prepared.args).map_err(fail)?;
     // Upload once.

@@ -40,6 +40,14 @@ enum Command {
     /// Print the code generated for a target (all kernels when --kernel is absent).
     Compile {
         file: PathBuf,
+        /// Other files of the program, used as OCaml modules (`geometry_lib.sarek` is
+        /// `Geometry_lib`).
+        #[arg(value_name = "MODULE")]
+        modules: Vec<PathBuf>,
+        /// Block size to generate for, when a kernel has a shared array sized by the block
+        /// (`let%shared (t : float32) = () in`).
+        #[arg(long, value_name = "X[,Y[,Z]]")]
+        block: Option<String>,
         /// ir, wgsl, glsl, opencl, cuda, metal or ptx.
         #[arg(long, value_name = "T")]
         target: String,
@@ -90,6 +98,9 @@ struct InputArgs {
 #[derive(Args)]
 struct RunArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     #[arg(long, value_name = "K")]
     kernel: String,
     /// interp, cpu, wgpu, vulkan, opencl, cuda or ptx (default: $SAREK_BACKEND, else the best
@@ -106,6 +117,9 @@ struct RunArgs {
 #[derive(Args)]
 struct VerifyArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     /// The kernel (default: the file's @run directives, or its only kernel).
     #[arg(long, value_name = "K")]
     kernel: Option<String>,
@@ -127,6 +141,9 @@ struct VerifyArgs {
 #[derive(Args)]
 struct BenchArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     #[arg(long, value_name = "K")]
     kernel: String,
     #[arg(long, value_name = "B")]
@@ -193,10 +210,19 @@ pub fn main() -> ExitCode {
         Command::Check { files } => check::run(&files),
         Command::Compile {
             file,
+            modules,
+            block,
             target,
             kernel,
             output,
-        } => compile::run(&file, &target, kernel.as_deref(), output.as_deref()),
+        } => compile::run(
+            &file,
+            &modules,
+            block.as_deref(),
+            &target,
+            kernel.as_deref(),
+            output.as_deref(),
+        ),
         Command::Run(a) => exec::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Devices => devices::run(),
@@ -256,21 +282,35 @@ fn ensure_runtime_dir() {
 #[cfg(not(unix))]
 fn ensure_runtime_dir() {}
 
-/// Read and check `path`: an unreadable file is exit 2, diagnostics exit 1.
-pub fn load(path: &Path) -> Result<Program, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+/// Read `path`: an unreadable file is exit 2.
+fn read(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path).map_err(|e| {
         Failure::io(format!(
             "cannot read `{}`: {}",
             path.display(),
             io_reason(&e)
         ))
-    })?;
-    Program::check(&path.display().to_string(), &text).map_err(|(sources, diags)| {
-        Failure::rendered(
-            1,
-            sarek::compiler::diag::render_all(&diags, &sources, color()),
-        )
     })
+}
+
+/// Read and check `path`, with `modules` as the program's modules (each file is module
+/// `Name` after its stem): an unreadable file is exit 2, diagnostics exit 1.
+pub fn load(path: &Path, modules: &[PathBuf]) -> Result<Program, Failure> {
+    let text = read(path)?;
+    let mut others = Vec::new();
+    for m in modules {
+        if m != path {
+            others.push((m.display().to_string(), read(m)?));
+        }
+    }
+    Program::check_with_modules(&path.display().to_string(), &text, &others).map_err(
+        |(sources, diags)| {
+            Failure::rendered(
+                1,
+                sarek::compiler::diag::render_all(&diags, &sources, color()),
+            )
+        },
+    )
 }
 
 /// `No such file or directory` without the `(os error 2)` suffix.

@@ -720,10 +720,12 @@ impl<'k> Writer<'k> {
     /// attributes need SPIR-V 1.4, above the Vulkan 1.1 target), so: `N <= 1` is
     /// `[[dont_unroll]]`; a larger `N` is `[[unroll]]` (unroll completely) only where the loop
     /// has a constant trip count of at most `N`, so that full unrolling is what was asked;
-    /// otherwise the hint is dropped rather than turned into an unbounded full unroll.
+    /// otherwise the hint is dropped rather than turned into an unbounded full unroll. A full
+    /// unroll asked for (`pragma ["unroll"]`, [`crate::ir::UNROLL_FULL`]) is `[[unroll]]`.
     fn loop_attribute(&mut self, unroll: Option<u32>, trip: Option<i64>) -> &'static str {
         let attr = match (unroll, trip) {
             (Some(0 | 1), _) => "[[dont_unroll]] ",
+            (Some(crate::ir::UNROLL_FULL), _) => "[[unroll]] ",
             (Some(n), Some(t)) if t <= i64::from(n) => "[[unroll]] ",
             _ => return "",
         };
