@@ -22,7 +22,7 @@
 //! let device = sarek::default_device()?;
 //! let mut x = Vector::from_vec(vec![1.0f32; 1024]);
 //! let mut y = Vector::from_vec(vec![2.0f32; 1024]);
-//! saxpy.launch().arg(&mut x).arg(&mut y).scalar(3.0f32).scalar(1024i32).run(&*device)?;
+//! saxpy.launch().arg(&mut x).arg(&mut y).scalar(3.0f32).scalar(1024i32).run(&device)?;
 //! assert_eq!(y.as_slice()[0], 5.0);
 //! # Ok::<(), sarek::Error>(())
 //! ```
@@ -91,13 +91,24 @@ pub use skeleton::{Skeleton, SkeletonKind};
 
 pub use sarek_compiler::types::Literal;
 pub use sarek_compiler::{Target, TargetOptions};
-pub use sarek_runtime::buffer::{AsHostVector, Element, Vector};
 pub use sarek_runtime::discover::{available, default_device, open};
-pub use sarek_runtime::harness::{Param, ParamKind};
+pub use sarek_runtime::signature::{Param, ParamKind};
 pub use sarek_runtime::{
-    ArgValue, Backend, Column, Device, DeviceInfo, HostVector, LaunchConfig, LaunchStats,
-    RuntimeError,
+    ArgValue, AsDevice, Backend, Buffer, Column, Device, DeviceInfo, DeviceVector, Element,
+    HostVector, LaunchConfig, LaunchStats, Mirrored, RuntimeError, Transfers, Vector,
 };
+
+/// Wait for every launch enqueued on `device` ([`Launch::enqueue`]); the device-timed
+/// kernel time of the timed ones, or the first fault among them (located by
+/// [`Kernel::error`] or [`Program::render_runtime_error`]).
+pub fn synchronize<D: AsDevice + ?Sized>(device: &D) -> Result<std::time::Duration, RuntimeError> {
+    runtime::launch::synchronize(device.as_device())
+}
+
+/// How many copies and bytes moved between the host and `device` since it opened.
+pub fn transfers<D: AsDevice + ?Sized>(device: &D) -> Transfers {
+    device.as_device().core().transfers()
+}
 
 use sarek_compiler::diag::{self, Diagnostic};
 use sarek_compiler::{FileId, SourceMap};
@@ -247,6 +258,7 @@ impl Program {
         }
         self.lower(name)
             .map(|ir| Kernel {
+                handle: runtime::KernelHandle::new(ir.clone()),
                 ir,
                 sources: Arc::clone(&self.sources),
             })
@@ -286,6 +298,8 @@ fn located(sources: &SourceMap, e: &RuntimeError, color: bool) -> Option<String>
 #[derive(Clone)]
 pub struct Kernel {
     pub ir: compiler::ir::Kernel,
+    /// The identity devices cache its builds under.
+    handle: runtime::KernelHandle,
     sources: Arc<SourceMap>,
 }
 
@@ -304,7 +318,7 @@ impl Kernel {
 
     /// The parameters in order: name, type, and how a launch passes them.
     pub fn params(&self) -> Vec<Param> {
-        runtime::harness::signature(&self.ir)
+        self.handle.params().to_vec()
     }
 
     fn param(&self, name: &str) -> Result<Param, Error> {
@@ -357,11 +371,29 @@ impl Kernel {
         })
     }
 
-    /// Start a launch; add arguments in parameter order, then `.run(&*device)`.
+    /// A device buffer of `len` elements for vector parameter `param`, laid out as
+    /// `device`'s code expects (records, tuples and variants included), zeroed.
+    pub fn buffer<D: AsDevice + ?Sized>(
+        &self,
+        device: &D,
+        param: &str,
+        len: usize,
+    ) -> Result<DeviceVector, Error> {
+        let device = device.as_device();
+        let host = self.vector(param, len)?;
+        let p = self.param(param)?;
+        let ParamKind::Vector { elem, .. } = &p.kind else {
+            unreachable!("`vector` checked the parameter is a vector");
+        };
+        let layout = compiler::abi::elem_layout(&self.ir, elem, device.layout_rules());
+        DeviceVector::from_host(device, &host, layout, param).map_err(Error::Runtime)
+    }
+
+    /// Start a launch; add arguments in parameter order, then `.run(&device)`.
     pub fn launch(&self) -> Launch<'_> {
         Launch {
             kernel: self,
-            inner: runtime::buffer::Launch::new(&self.ir),
+            inner: runtime::Launch::new(&self.handle),
         }
     }
 
@@ -385,7 +417,7 @@ impl Kernel {
 /// vector element types), so every backend reports a mistake the same way.
 pub struct Launch<'a> {
     kernel: &'a Kernel,
-    inner: runtime::buffer::Launch<'a>,
+    inner: runtime::Launch<'a>,
 }
 
 impl<'a> Launch<'a> {
@@ -396,9 +428,16 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Pass a vector (typed [`Vector`] or a [`HostVector`]); it is updated in place.
-    pub fn arg(mut self, v: &'a mut dyn AsHostVector) -> Self {
+    /// Pass a host vector: a [`Vector`] (moves only when its copy on the device is
+    /// stale) or a [`HostVector`] (uploaded before and downloaded after every launch).
+    pub fn arg(mut self, v: &'a mut dyn Mirrored) -> Self {
         self.inner = self.inner.arg(v);
+        self
+    }
+
+    /// Pass a device buffer ([`Buffer::vector`], [`Kernel::buffer`]); nothing moves.
+    pub fn buffer(mut self, v: &'a DeviceVector) -> Self {
+        self.inner = self.inner.buffer(v);
         self
     }
 
@@ -410,13 +449,7 @@ impl<'a> Launch<'a> {
 
     /// Pass a scalar given as a [`Literal`].
     pub fn value(mut self, v: Literal) -> Self {
-        self.inner = match v {
-            Literal::Bool(x) => self.inner.scalar(x),
-            Literal::I32(x) => self.inner.scalar(x),
-            Literal::I64(x) => self.inner.scalar(x),
-            Literal::F32(x) => self.inner.scalar(x),
-            Literal::F64(x) => self.inner.scalar(x),
-        };
+        self.inner = self.inner.value(v);
         self
     }
 
@@ -426,10 +459,18 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Check and run on `device`; vectors are copied back into the caller's buffers. A fault
-    /// or a refusal is an [`Error::Located`] in the kernel's source.
-    pub fn run(self, device: &dyn Device) -> Result<LaunchStats, Error> {
+    /// Check, run on `device` and wait for it. Vectors stay on the device; reading one on
+    /// the host downloads it then. A fault or a refusal is an [`Error::Located`] in the
+    /// kernel's source.
+    pub fn run<D: AsDevice + ?Sized>(self, device: &D) -> Result<LaunchStats, Error> {
         let kernel = self.kernel;
         self.inner.run(device).map_err(|e| kernel.error(e))
+    }
+
+    /// Check and enqueue on `device` without waiting: a fault surfaces at [`synchronize`].
+    /// Arguments are checked now.
+    pub fn enqueue<D: AsDevice + ?Sized>(self, device: &D) -> Result<(), Error> {
+        let kernel = self.kernel;
+        self.inner.enqueue(device).map_err(|e| kernel.error(e))
     }
 }

@@ -64,7 +64,8 @@ enum Command {
     Verify(VerifyArgs),
     /// List every backend: its devices, or why it is unavailable.
     Devices,
-    /// Time a kernel: warm-up runs, then repetitions; median and minimum kernel time.
+    /// Time a kernel on resident buffers: upload once, warm-up and timed launches, one
+    /// download; kernel time (device timer), host time per launch, bandwidth.
     Bench(BenchArgs),
     /// Fuse a pipeline of kernels into one and print it (or why it cannot be fused).
     Fuse {
@@ -108,6 +109,10 @@ struct InputArgs {
     /// Seed of the input generator.
     #[arg(long, value_name = "S", default_value_t = sarek::runtime::harness::DEFAULT_SEED)]
     seed: u64,
+    /// Length of one vector parameter, overriding --size for it (a 1-element output next to
+    /// a long input: --size 268435456 --len out=1).
+    #[arg(long = "len", value_name = "NAME=N")]
+    lens: Vec<String>,
 }
 
 #[derive(Args)]
@@ -165,10 +170,11 @@ struct BenchArgs {
     backend: Option<String>,
     #[command(flatten)]
     input: InputArgs,
-    /// Untimed runs first.
+    /// Untimed launches first.
     #[arg(long, value_name = "N", default_value_t = 2)]
     warmup: u32,
-    /// Timed runs.
+    /// Timed launches (each timed by the device), then as many back-to-back ones timed by
+    /// the host.
     #[arg(long, value_name = "N", default_value_t = 10)]
     reps: u32,
 }
