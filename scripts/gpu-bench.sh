@@ -36,9 +36,6 @@ if [ -x /tmp/hand ]; then
     /tmp/hand_fma "${names[@]}" 2>>"$log" | sed 's/^\([^,]*\),/\1,hand_fma,/' >> "$csv"
 fi
 
-to_ms() { # "0.965 ms" -> 0.965 ; "12.3 µs" -> 0.0123
-    awk '{ v=$1; u=$2; if (u=="µs"||u=="us") v/=1000; else if (u=="s") v*=1000; printf "%.4f", v }'
-}
 while IFS=$'\t' read -r name file kernel size grid block args _bytes _flops; do
     [[ $name == \#* || -z $name ]] && continue
     [[ -n $only && ,$only, != *,$name,* ]] && continue
@@ -49,8 +46,9 @@ while IFS=$'\t' read -r name file kernel size grid block args _bytes _flops; do
         res=$("$bin" bench "$file" --kernel "$kernel" --backend "$b" --size "$size" \
             --grid "$grid" --block "$block" "${argv[@]}" --warmup 3 --reps "$reps" 2>&1)
         echo "$res" >> "$log"
-        med=$(echo "$res" | sed -n 's/^median: *//p' | head -n1 | to_ms)
-        min=$(echo "$res" | sed -n 's/^min: *//p' | head -n1 | to_ms)
+        # "kernel:     median 0.965 ms, min 0.950 ms (device timer)"
+        med=$(echo "$res" | sed -n 's/^kernel: *median \([0-9.]*\) ms.*/\1/p' | head -n1)
+        min=$(echo "$res" | sed -n 's/^kernel: *median .*, min \([0-9.]*\) ms.*/\1/p' | head -n1)
         [ -n "$med" ] && echo "$name,$b,$med,$min" >> "$csv"
     done
 done < benches/gpu/suite.tsv

@@ -13,6 +13,11 @@
 #   scripts/gpu.sh difftest         on the GPU machine: generated kernels on cuda, ptx and opencl
 #                           compared with interp (DIFFTEST_SEED, DIFFTEST_COUNT: default 1, 500;
 #                           stops after 540 s; failures shrunk into $OUT/difftest)
+#   scripts/gpu.sh bench [NAMES]   on the GPU machine: the GPU benchmark suite (benches/gpu/,
+#                           issue 14) on cuda and ptx next to hand-written CUDA; CSV in $OUT, then
+#                           here: python3 scripts/gpu-bench-report.py CSV (table, chart in docs/)
+#   scripts/gpu.sh runtime  on the GPU machine: launch overhead, 1 GiB upload, resident saxpy 2^28
+#                           (issue 12), sarek bench next to plain CUDA (benches/gpu/runtime.cu)
 #   scripts/gpu.sh fusion   on the GPU machine: the fusion/skeleton measurement (issue 18),
 #                           .gpu/fusion_pipeline on 2^28 floats with cuda and ptx
 #   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
@@ -172,6 +177,23 @@ fusion() {
     done
 }
 
+# Issue 12: launch overhead, upload bandwidth and a resident saxpy pipeline, `sarek bench`
+# next to the same work in plain CUDA (benches/gpu/runtime.cu).
+runtime() {
+    local bin=.gpu/sarek nvcc
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    echo "== plain CUDA (benches/gpu/runtime.cu)"
+    "$nvcc" -O3 -arch=sm_90 -o /tmp/runtime_hand benches/gpu/runtime.cu && /tmp/runtime_hand
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
+        echo "== sarek bench saxpy, 1 element, 10000 launches, backend $b"
+        "$bin" bench tests/kernels/saxpy.sarek --kernel saxpy --backend "$b" --size 1 \
+            --arg a=2.0 --arg n=1 --warmup 100 --reps 10000 || true
+        echo "== sarek bench saxpy, 2^28 elements (1 GiB per vector), 100 launches, backend $b"
+        "$bin" bench tests/kernels/saxpy.sarek --kernel saxpy --backend "$b" --size 268435456 \
+            --arg a=2.0 --arg n=268435456 --warmup 0 --reps 100 || true
+    done
+}
+
 case "${1:-all}" in
     build) build ;;
     difftest-build) difftest_build ;;
@@ -179,6 +201,8 @@ case "${1:-all}" in
     remote) remote ;;
     traps) remote_env; traps ;;
     fusion) remote_env; fusion ;;
+    runtime) remote_env; runtime ;;
+    bench) remote_env; bash scripts/gpu-bench.sh "${2:-}" ;;
     all)
         build
         cat <<'EOF'
@@ -187,5 +211,5 @@ Now run on the GPU machine (device `run` tool, kind nvidia-h200):
 The log comes back as $OUT/gpu-verify.log.
 EOF
         ;;
-    *) echo "usage: $0 [build|remote]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|remote|traps|bench|runtime|fusion|difftest-build|difftest]" >&2; exit 2 ;;
 esac
