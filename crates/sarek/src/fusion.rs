@@ -83,6 +83,7 @@ impl Program {
 
     fn wrap(&self, ir: sarek_compiler::ir::Kernel) -> Kernel {
         Kernel {
+            handle: crate::runtime::KernelHandle::new(ir.clone()),
             ir,
             sources: Arc::clone(&self.sources),
         }

@@ -34,7 +34,7 @@
 //! let s = sarek::skeleton!(reduce, "tests/kernels/skeleton_ops.sarek", negate, "0");
 //! ```
 
-use crate::{AsHostVector, Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Program};
+use crate::{Mirrored, Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Program};
 use sarek_compiler::skeleton::{self as sk, BLOCK, Plan};
 use sarek_runtime::RuntimeError;
 
@@ -128,7 +128,7 @@ impl Skeleton {
 }
 
 /// Blocks of `BLOCK` threads covering `items` work items.
-fn config(device: &dyn Device, items: usize) -> Result<LaunchConfig, Error> {
+fn config(device: &(dyn Device + 'static), items: usize) -> Result<LaunchConfig, Error> {
     let info = device.info();
     if info.max_threads_per_block < BLOCK {
         return Err(Error::Runtime(RuntimeError::Arguments(format!(
@@ -164,11 +164,11 @@ impl Skeleton {
     /// Run a `map` skeleton over `input.len()` elements.
     pub fn map(
         &self,
-        device: &dyn Device,
-        input: &mut dyn AsHostVector,
-        output: &mut dyn AsHostVector,
+        device: &(dyn Device + 'static),
+        input: &mut dyn Mirrored,
+        output: &mut dyn Mirrored,
     ) -> Result<LaunchStats, Error> {
-        let n = input.host_vector().len;
+        let n = input.len();
         self.kernels[0]
             .launch()
             .config(config(device, n)?)
@@ -181,12 +181,12 @@ impl Skeleton {
     /// Run a `zip` skeleton over `x.len()` elements.
     pub fn zip(
         &self,
-        device: &dyn Device,
-        x: &mut dyn AsHostVector,
-        y: &mut dyn AsHostVector,
-        output: &mut dyn AsHostVector,
+        device: &(dyn Device + 'static),
+        x: &mut dyn Mirrored,
+        y: &mut dyn Mirrored,
+        output: &mut dyn Mirrored,
     ) -> Result<LaunchStats, Error> {
-        let n = x.host_vector().len;
+        let n = x.len();
         self.kernels[0]
             .launch()
             .config(config(device, n)?)
@@ -201,8 +201,8 @@ impl Skeleton {
     /// summed statistics of every pass.
     pub fn reduce(
         &self,
-        device: &dyn Device,
-        input: &mut dyn AsHostVector,
+        device: &(dyn Device + 'static),
+        input: &mut dyn Mirrored,
     ) -> Result<(HostVector, LaunchStats), Error> {
         let k = &self.kernels[0];
         let tile = match self.instance.plan {
@@ -215,7 +215,7 @@ impl Skeleton {
             }
         };
         let mut total = LaunchStats::default();
-        let mut n = input.host_vector().len;
+        let mut n = input.len();
         let mut partial = k.vector("partial", n.div_ceil(tile).max(1))?;
         let blocks = n.div_ceil(tile).max(1);
         let mut cfg = config(device, blocks * BLOCK as usize)?;
@@ -251,12 +251,12 @@ impl Skeleton {
     /// Run a `scan` skeleton from `input` into `output` (same length).
     pub fn scan(
         &self,
-        device: &dyn Device,
-        input: &mut dyn AsHostVector,
-        output: &mut dyn AsHostVector,
+        device: &(dyn Device + 'static),
+        input: &mut dyn Mirrored,
+        output: &mut dyn Mirrored,
     ) -> Result<LaunchStats, Error> {
         let mut total = LaunchStats::default();
-        let n = input.host_vector().len;
+        let n = input.len();
         if self.kernels.len() == 3 {
             // Exclusive: the inclusive scan into a temporary, then shifted by one.
             let mut incl = self.kernels[0].vector("output", n)?;
@@ -279,13 +279,13 @@ impl Skeleton {
 
     fn inclusive(
         &self,
-        device: &dyn Device,
-        input: &mut dyn AsHostVector,
-        output: &mut dyn AsHostVector,
+        device: &(dyn Device + 'static),
+        input: &mut dyn Mirrored,
+        output: &mut dyn Mirrored,
         total: &mut LaunchStats,
     ) -> Result<(), Error> {
         let (blocks_k, add_k) = (&self.kernels[0], &self.kernels[1]);
-        let n = input.host_vector().len;
+        let n = input.len();
         let blocks = n.div_ceil(BLOCK as usize).max(1);
         let mut sums = blocks_k.vector("sums", blocks)?;
         add(
