@@ -37,7 +37,7 @@ pub trait AsDevice {
     fn as_device(&self) -> &dyn Device;
 }
 
-impl AsDevice for dyn Device {
+impl AsDevice for dyn Device + '_ {
     fn as_device(&self) -> &dyn Device {
         self
     }

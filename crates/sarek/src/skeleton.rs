@@ -128,7 +128,7 @@ impl Skeleton {
 }
 
 /// Blocks of `BLOCK` threads covering `items` work items.
-fn config(device: &(dyn Device + 'static), items: usize) -> Result<LaunchConfig, Error> {
+fn config(device: &dyn Device, items: usize) -> Result<LaunchConfig, Error> {
     let info = device.info();
     if info.max_threads_per_block < BLOCK {
         return Err(Error::Runtime(RuntimeError::Arguments(format!(
@@ -164,7 +164,7 @@ impl Skeleton {
     /// Run a `map` skeleton over `input.len()` elements.
     pub fn map(
         &self,
-        device: &(dyn Device + 'static),
+        device: &dyn Device,
         input: &mut dyn Mirrored,
         output: &mut dyn Mirrored,
     ) -> Result<LaunchStats, Error> {
@@ -181,7 +181,7 @@ impl Skeleton {
     /// Run a `zip` skeleton over `x.len()` elements.
     pub fn zip(
         &self,
-        device: &(dyn Device + 'static),
+        device: &dyn Device,
         x: &mut dyn Mirrored,
         y: &mut dyn Mirrored,
         output: &mut dyn Mirrored,
@@ -201,7 +201,7 @@ impl Skeleton {
     /// summed statistics of every pass.
     pub fn reduce(
         &self,
-        device: &(dyn Device + 'static),
+        device: &dyn Device,
         input: &mut dyn Mirrored,
     ) -> Result<(HostVector, LaunchStats), Error> {
         let k = &self.kernels[0];
@@ -251,7 +251,7 @@ impl Skeleton {
     /// Run a `scan` skeleton from `input` into `output` (same length).
     pub fn scan(
         &self,
-        device: &(dyn Device + 'static),
+        device: &dyn Device,
         input: &mut dyn Mirrored,
         output: &mut dyn Mirrored,
     ) -> Result<LaunchStats, Error> {
@@ -279,7 +279,7 @@ impl Skeleton {
 
     fn inclusive(
         &self,
-        device: &(dyn Device + 'static),
+        device: &dyn Device,
         input: &mut dyn Mirrored,
         output: &mut dyn Mirrored,
         total: &mut LaunchStats,
