@@ -1248,6 +1248,26 @@ pub fn run(
     buffer::launch(device, kernel, config, args)
 }
 
+/// [`run`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
+/// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
+/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
+/// (with the index and thread in the message), so they run the kernel as it is.
+pub fn run_checked(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+    checked: bool,
+) -> Result<LaunchStats, RuntimeError> {
+    let host_checks = matches!(device.info().backend, Backend::Interp | Backend::Cpu);
+    if checked && !host_checks {
+        let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
+        buffer::launch(device, &kernel, config, args)
+    } else {
+        buffer::launch(device, kernel, config, args)
+    }
+}
+
 /// For every `.sarek` file of `kernels_dir` and every `@run` directive in it: compile, run on
 /// `interp` and on `backend` with the same seeded inputs, and compare. The caller decides what
 /// is fatal (typically: any [`CorpusReport::failures`], and `unavailable` when

@@ -131,6 +131,7 @@ impl WgpuDevice {
                 subgroups,
                 float64: false,
                 int64_atomics: false,
+                checked: false, // issue 17: checks are inserted per launch
             },
             pipelines: Mutex::new(HashMap::new()),
         })

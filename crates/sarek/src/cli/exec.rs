@@ -147,11 +147,12 @@ pub fn run(a: RunArgs) -> CmdResult {
             ))
         })?;
     }
-    let stats = harness::run(
+    let stats = harness::run_checked(
         device.as_ref(),
         &kernel,
         prepared.config,
         &mut prepared.args,
+        !a.unchecked,
     )
     .map_err(|e| runtime_failure(&program, &e))?;
     let c = prepared.config;
@@ -202,7 +203,13 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     for rep in 0..a.warmup + a.reps {
         // Fresh inputs every time: a kernel that updates in place sees the same data.
         let mut args = prepared.args.clone();
-        let stats = harness::run(device.as_ref(), &kernel, prepared.config, &mut args)
+        let stats = harness::run_checked(
+            device.as_ref(),
+            &kernel,
+            prepared.config,
+            &mut args,
+            a.checked,
+        )
             .map_err(|e| runtime_failure(&program, &e))?;
         if rep >= a.warmup {
             times.push(stats.kernel_time);

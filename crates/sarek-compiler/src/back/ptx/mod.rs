@@ -25,6 +25,7 @@ pub use writer::PTX_LAYOUT;
 
 /// Generate a PTX module with one `.entry` for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*crate::passes::for_target(kernel, options);
     writer::Writer::new(kernel, options).finish()
 }
 
