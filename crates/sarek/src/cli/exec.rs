@@ -57,14 +57,20 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
             )));
         };
         let v = npy::read_vector(std::path::Path::new(file), leaves, size).map_err(|e| {
-            let why = match &e {
-                npy::NpyError::Io { source, .. } => super::io_reason(source),
-                other => other.to_string(),
+            let (why, io) = match &e {
+                npy::NpyError::Io { source, .. } => (super::io_reason(source), true),
+                other => (other.to_string(), false),
             };
-            Failure::user(format!(
+            let message = format!(
                 "--input {name}={file}: {why} (parameter `{name}` : {})",
                 p.type_name
-            ))
+            );
+            // docs/cli.md: an I/O error on a file named on the command line exits 2 (issue 17).
+            if io {
+                Failure::io(message)
+            } else {
+                Failure::user(message)
+            }
         })?;
         size.get_or_insert(v.len);
         vectors.push((name.to_string(), v));
