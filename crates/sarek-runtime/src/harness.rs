@@ -1259,7 +1259,9 @@ pub fn run_checked(
     args: &mut [ArgValue],
     checked: bool,
 ) -> Result<LaunchStats, RuntimeError> {
-    let host_checks = matches!(device.info().backend, Backend::Interp | Backend::Cpu);
+    let info = device.info();
+    crate::limits::check_launch(kernel, &config, info.backend, &info.name)?;
+    let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
     if checked && !host_checks {
         let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
         buffer::launch(device, &kernel, config, args)

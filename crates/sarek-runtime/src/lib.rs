@@ -8,6 +8,7 @@ pub mod device;
 pub mod discover;
 pub mod harness;
 pub mod interp;
+pub mod limits;
 pub mod npy;
 pub mod value;
 

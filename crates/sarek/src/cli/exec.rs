@@ -76,6 +76,8 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
         vectors.push((name.to_string(), v));
     }
     let size = size.unwrap_or(harness::DEFAULT_SIZE);
+    // Issue 17: refuse a --size past int32 or past memory before allocating anything.
+    sarek::runtime::limits::check_size(kernel, size as u64).map_err(Failure::user)?;
     let dims = |flag: &str, s: &Option<String>| {
         s.as_deref()
             .map(harness::parse_dims)
