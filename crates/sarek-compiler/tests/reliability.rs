@@ -92,10 +92,18 @@ impl Tools {
                 Ok(true)
             }
             Target::OpenCl if self.clang => {
-                let path = self.dir.join(format!("{:?}.cl", std::thread::current().id()));
+                let path = self
+                    .dir
+                    .join(format!("{:?}.cl", std::thread::current().id()));
                 std::fs::write(&path, src).unwrap();
                 let mut cmd = Command::new("clang");
-                cmd.args(["-x", "cl", "-fsyntax-only", "-Xclang", "-finclude-default-header"]);
+                cmd.args([
+                    "-x",
+                    "cl",
+                    "-fsyntax-only",
+                    "-Xclang",
+                    "-finclude-default-header",
+                ]);
                 if src.contains("sub_group_") {
                     cmd.args(["-cl-std=CL2.0", "-target", "spir64"]);
                 } else {
@@ -167,7 +175,12 @@ fn pipeline(
                     ..TargetOptions::default()
                 };
                 for t in TARGETS {
-                    modules.push((k.name.clone(), t, checked, sarek_compiler::generate(&ir, t, &options)));
+                    modules.push((
+                        k.name.clone(),
+                        t,
+                        checked,
+                        sarek_compiler::generate(&ir, t, &options),
+                    ));
                 }
             }
         }
@@ -218,7 +231,11 @@ fn assert_clean(what: &str, tally: &Tally) {
         tally.invalid.len(),
         tally.panics.len()
     );
-    assert!(tally.panics.is_empty(), "panics:\n{}", tally.panics.join("\n\n"));
+    assert!(
+        tally.panics.is_empty(),
+        "panics:\n{}",
+        tally.panics.join("\n\n")
+    );
     assert!(
         tally.invalid.is_empty(),
         "{} generated modules rejected by their validator; first:\n{}",
@@ -242,7 +259,10 @@ fn hostile_inputs_have_expected_outcomes() {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let expect = text
             .lines()
-            .find_map(|l| l.split_once("@expect ").map(|(_, e)| e.trim_end().trim_end_matches("*)").trim().to_string()))
+            .find_map(|l| {
+                l.split_once("@expect ")
+                    .map(|(_, e)| e.trim_end().trim_end_matches("*)").trim().to_string())
+            })
             .unwrap_or_else(|| panic!("{name}: no `@expect` line"));
         let r = pipeline(&name, &text, &tools, &TARGETS, &mut tally);
         match (expect.strip_prefix("error: "), r) {
@@ -282,7 +302,18 @@ impl Rng {
 }
 
 const INT_EDGES: [&str; 12] = [
-    "0", "1", "(-1)", "31", "32", "33", "63", "64", "65535", "2147483647", "(-2147483647 - 1)", "123456789",
+    "0",
+    "1",
+    "(-1)",
+    "31",
+    "32",
+    "33",
+    "63",
+    "64",
+    "65535",
+    "2147483647",
+    "(-2147483647 - 1)",
+    "123456789",
 ];
 const FLOAT_EDGES: [&str; 7] = ["0.0", "(-1.0)", "1e38", "3.4e38", "1e-45", "(-0.0)", "1e30"];
 const INT_OPS: [&str; 11] = [
@@ -297,7 +328,8 @@ fn literals(text: &str) -> Vec<(usize, usize, bool)> {
     let mut i = 0;
     while i < b.len() {
         let starts = b[i].is_ascii_digit()
-            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+            && (i == 0
+                || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
         if !starts {
             i += 1;
             continue;
@@ -334,7 +366,11 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
                 t.replace_range(s..e, v);
             }
             2 => {
-                let ops: &[&str] = if rng.below(3) == 0 { &FLOAT_OPS } else { &INT_OPS };
+                let ops: &[&str] = if rng.below(3) == 0 {
+                    &FLOAT_OPS
+                } else {
+                    &INT_OPS
+                };
                 let at: Vec<(usize, &str)> = ops
                     .iter()
                     .flat_map(|op| t.match_indices(op).collect::<Vec<_>>())
@@ -394,7 +430,13 @@ fn mutated_corpus_validates() {
         } else {
             &[Target::Wgsl]
         };
-        let _ = pipeline(&format!("mutant of {name}"), &mutant, &tools, validate, &mut tally);
+        let _ = pipeline(
+            &format!("mutant of {name}"),
+            &mutant,
+            &tools,
+            validate,
+            &mut tally,
+        );
         if !tally.invalid.is_empty() || !tally.panics.is_empty() {
             break;
         }

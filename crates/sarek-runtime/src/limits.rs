@@ -196,7 +196,13 @@ mod tests {
         assert!(e.to_string().contains("262144 bytes"), "{e}");
         assert!(e.to_string().contains("allows 49152"), "{e}");
         check_launch(&k, &LaunchConfig::linear(64), Backend::Interp, "interp").unwrap();
-        check_launch(&shared_kernel(1024), &LaunchConfig::linear(64), Backend::Wgpu, "x").unwrap();
+        check_launch(
+            &shared_kernel(1024),
+            &LaunchConfig::linear(64),
+            Backend::Wgpu,
+            "x",
+        )
+        .unwrap();
     }
 
     #[test]

@@ -49,7 +49,10 @@ fn every_backend_reports_each_fault_located_in_checked_mode() {
         .filter_map(|&b| match discover::open(b) {
             Ok(d) => Some((b, d)),
             Err(e) => {
-                assert!(!harness::required(b), "{b} is required but unavailable: {e}");
+                assert!(
+                    !harness::required(b),
+                    "{b} is required but unavailable: {e}"
+                );
                 eprintln!("skipping {b}: {e}");
                 None
             }
@@ -60,7 +63,10 @@ fn every_backend_reports_each_fault_located_in_checked_mode() {
         let text = std::fs::read_to_string(&path).unwrap();
         let expect = text
             .lines()
-            .find_map(|l| l.split_once("@fault ").map(|(_, e)| e.trim().trim_end_matches("*)").trim().to_string()))
+            .find_map(|l| {
+                l.split_once("@fault ")
+                    .map(|(_, e)| e.trim().trim_end_matches("*)").trim().to_string())
+            })
             .unwrap_or_else(|| panic!("{name}: no @fault line"));
         let program = Program::compile(&name, &text).expect("compiles");
         let kernel = program.kernel("k").expect("kernel k").ir;

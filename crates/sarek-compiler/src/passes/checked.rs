@@ -37,7 +37,13 @@ use std::collections::HashMap;
 /// `kernel` with bounds and division checks (see the module docs).
 pub fn insert_checks(kernel: &Kernel) -> Kernel {
     let mut k = kernel.clone();
-    let first_code = kernel.traps().iter().map(|(t, _)| t.code).max().unwrap_or(0) + 1;
+    let first_code = kernel
+        .traps()
+        .iter()
+        .map(|(t, _)| t.code)
+        .max()
+        .unwrap_or(0)
+        + 1;
     let mut c = Checker {
         vars: std::mem::take(&mut k.vars),
         next_code: first_code,
@@ -160,7 +166,8 @@ impl Checker {
                     };
                     if let Some(d) = self.hoist(rhs, span, out) {
                         let zero = Expr::lit(zero_of(rhs.ty.scalar()));
-                        let cond = binary(BinOp::Eq, Expr::new(ExprKind::Var(d), rhs.ty.clone()), zero);
+                        let cond =
+                            binary(BinOp::Eq, Expr::new(ExprKind::Var(d), rhs.ty.clone()), zero);
                         self.trap_if(cond, message, span, out);
                     }
                 }

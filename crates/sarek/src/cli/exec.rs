@@ -218,7 +218,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
             &mut args,
             a.checked,
         )
-            .map_err(|e| runtime_failure(&program, &e))?;
+        .map_err(|e| runtime_failure(&program, &e))?;
         if rep >= a.warmup {
             times.push(stats.kernel_time);
         }

@@ -921,7 +921,11 @@ impl<'k> Writer<'k> {
             // GLSL leaves `x / 0` and `min_int / -1` undefined: the helper gives every
             // target's result (`x / 0 = 0`, `min_int / -1 = min_int`).
             BinOp::Div if matches!(s, Scalar::I32 | Scalar::I64) => {
-                let h = if s == Scalar::I32 { "div_i32" } else { "div_i64" };
+                let h = if s == Scalar::I32 {
+                    "div_i32"
+                } else {
+                    "div_i64"
+                };
                 self.helpers.insert(h.into());
                 format!("sarek_h_{h}({a}, {b})")
             }
@@ -1441,7 +1445,10 @@ fn builtin_helper(key: &str) -> String {
     // located fault on the interpreter and in checked mode).
     templates.insert("rem", "T sarek_h_rem_S(T a, T b) {\n    if (b == T(0)) return a;\n    if (b == T(-1)) return T(0);\n    return a - b * (a / b);\n}\n".into());
     templates.insert("div", "T sarek_h_div_S(T a, T b) {\n    if (b == T(0)) return T(0);\n    if (b == T(-1)) return T(0) - a;\n    return a / b;\n}\n".into());
-    templates.insert("opaque", "T sarek_h_opaque_S(T x) {\n    return x;\n}\n".into());
+    templates.insert(
+        "opaque",
+        "T sarek_h_opaque_S(T x) {\n    return x;\n}\n".into(),
+    );
     // Float to int as the interpreter converts: truncate, saturate, NaN -> 0 (a GLSL cast of
     // an out-of-range value is undefined; lavapipe drops the store).
     templates.insert("ftoi32", "int sarek_h_ftoi32_S(T x) {\n    if (isnan(x)) return 0;\n    if (x >= T(2147483648.0)) return 2147483647;\n    if (x <= T(-2147483648.0)) return -2147483647 - 1;\n    return int(x);\n}\n".into());

@@ -1207,9 +1207,9 @@ impl<'a> Writer<'a> {
         }
         let t = self.ty(&e.ty);
         let name = format!("sarek_rt_{t}");
-        self.support
-            .entry(name.clone())
-            .or_insert_with(|| format!("fn {name}(sarek_p0: {t}) -> {t} {{\n{INDENT}return sarek_p0;\n}}\n"));
+        self.support.entry(name.clone()).or_insert_with(|| {
+            format!("fn {name}(sarek_p0: {t}) -> {t} {{\n{INDENT}return sarek_p0;\n}}\n")
+        });
         format!("{name}({x})")
     }
 
@@ -1227,7 +1227,10 @@ impl<'a> Writer<'a> {
     /// [`Writer::operand`].
     fn index(&mut self, base: VarId, index: &Expr) -> String {
         let sized = matches!(self.k.var(base).ty, Ty::Array { size: Some(_), .. })
-            || matches!(self.access(base).map(|a| a.root), Some(Root::Shared(_) | Root::Local(_)));
+            || matches!(
+                self.access(base).map(|a| a.root),
+                Some(Root::Shared(_) | Root::Local(_))
+            );
         let opaque = sized && self.is_const(index);
         self.operand(index, opaque)
     }
