@@ -70,6 +70,12 @@ struct Tools {
     dir: PathBuf,
 }
 
+impl Drop for Tools {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 impl Tools {
     fn find() -> Tools {
         let dir = std::env::temp_dir().join(format!("sarek-reliability-{}", std::process::id()));
