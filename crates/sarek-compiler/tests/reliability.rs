@@ -412,7 +412,7 @@ fn mutated_corpus_validates() {
     let seed: u64 = std::env::var("SAREK_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_17);
+        .unwrap_or(0x005e_ed17);
     let tools = Tools::find();
     let corpus: Vec<(String, String)> = files::corpus()
         .into_iter()
