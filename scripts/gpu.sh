@@ -9,6 +9,17 @@
 #   scripts/gpu.sh remote   what runs on the GPU machine: `sarek devices`, then
 #                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
 #                           exit 1 if any file failed (the log is also written to $OUT when set)
+#   scripts/gpu.sh difftest-build   build `sarek-difftest` (release) and stage it in .gpu/ too
+#   scripts/gpu.sh difftest         on the GPU machine: generated kernels on cuda, ptx and opencl
+#                           compared with interp (DIFFTEST_SEED, DIFFTEST_COUNT: default 1, 500;
+#                           stops after 540 s; failures shrunk into $OUT/difftest)
+#   scripts/gpu.sh bench [NAMES]   on the GPU machine: the GPU benchmark suite (benches/gpu/,
+#                           issue 14) on cuda and ptx next to hand-written CUDA; CSV in $OUT, then
+#                           here: python3 scripts/gpu-bench-report.py CSV (table, chart in docs/)
+#   scripts/gpu.sh runtime  on the GPU machine: launch overhead, 1 GiB upload, resident saxpy 2^28
+#                           (issue 12), sarek bench next to plain CUDA (benches/gpu/runtime.cu)
+#   scripts/gpu.sh fusion   on the GPU machine: the fusion/skeleton measurement (issue 18),
+#                           .gpu/fusion_pipeline on 2^28 floats with cuda and ptx
 #   scripts/gpu.sh          build, then print the call of the device `run` tool to make:
 #                             run(command="bash scripts/gpu.sh remote", carry=[".gpu"])
 #
@@ -23,6 +34,9 @@ build() {
     mkdir -p .gpu
     cp target/release/sarek .gpu/sarek
     strip .gpu/sarek
+    cargo build --release -p sarek --example fusion_pipeline
+    cp target/release/examples/fusion_pipeline .gpu/fusion_pipeline
+    strip .gpu/fusion_pipeline
     # .gpu/ travels with the run tool's `carry`; keep it out of git.
     local exclude
     exclude=$(git rev-parse --git-path info/exclude)
@@ -129,6 +143,57 @@ bench() {
     done
 }
 
+# Issue 19: random kernels on the GPU backends (docs/difftest.md).
+difftest_build() {
+    cargo build --release -p sarek-difftest
+    mkdir -p .gpu
+    cp target/release/sarek-difftest .gpu/sarek-difftest
+    strip .gpu/sarek-difftest
+    local exclude
+    exclude=$(git rev-parse --git-path info/exclude)
+    mkdir -p "$(dirname "$exclude")"
+    grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
+    echo "staged .gpu/sarek-difftest ($(du -h .gpu/sarek-difftest | cut -f1))"
+}
+
+difftest() {
+    [ -x .gpu/sarek-difftest ] || { echo "no .gpu/sarek-difftest: run 'scripts/gpu.sh difftest-build' here and carry .gpu" >&2; exit 2; }
+    if nvrtc=$(find_nvrtc); then
+        export SAREK_NVRTC_LIB=$nvrtc
+        export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/sarek-cache}
+    .gpu/sarek-difftest --seed "${DIFFTEST_SEED:-1}" --count "${DIFFTEST_COUNT:-500}" \
+        --backends "${DIFFTEST_BACKENDS:-cuda,ptx,opencl}" --validators cuda,ptx \
+        --time-limit 540 --shrink-seconds 30 --progress 50 --out "${OUT:-/tmp}/difftest"
+}
+
+# Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, and the reduce
+# skeleton against the copy bandwidth (map skeleton), per backend.
+fusion() {
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
+        echo "== fusion_pipeline --size ${SAREK_FUSION_SIZE:-268435456}, backend $b"
+        SAREK_BACKEND=$b .gpu/fusion_pipeline --size "${SAREK_FUSION_SIZE:-268435456}" --reps 5 || true
+    done
+}
+
+# Issue 12: launch overhead, upload bandwidth and a resident saxpy pipeline, `sarek bench`
+# next to the same work in plain CUDA (benches/gpu/runtime.cu).
+runtime() {
+    local bin=.gpu/sarek nvcc
+    nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+    echo "== plain CUDA (benches/gpu/runtime.cu)"
+    "$nvcc" -O3 -arch=sm_90 -o /tmp/runtime_hand benches/gpu/runtime.cu && /tmp/runtime_hand
+    for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
+        echo "== sarek bench saxpy, 1 element, 10000 launches, backend $b"
+        "$bin" bench tests/kernels/saxpy.sarek --kernel saxpy --backend "$b" --size 1 \
+            --arg a=2.0 --arg n=1 --warmup 100 --reps 10000 || true
+        echo "== sarek bench saxpy, 2^28 elements (1 GiB per vector), 100 launches, backend $b"
+        "$bin" bench tests/kernels/saxpy.sarek --kernel saxpy --backend "$b" --size 268435456 \
+            --arg a=2.0 --arg n=268435456 --warmup 0 --reps 100 || true
+    done
+}
+
 # Issue 17 on the H200: (1) shift counts >= 32 and the other operator edge cases agree with
 # interp on cuda/ptx (CUDA's `1u << n` was undefined); (2) the fault kernels are reported
 # located in checked mode; (3) the cost of checked mode: each benchmark kernel timed with
@@ -163,8 +228,13 @@ checked() {
 
 case "${1:-all}" in
     build) build ;;
+    difftest-build) difftest_build ;;
+    difftest) difftest ;;
     remote) remote ;;
     traps) remote_env; traps ;;
+    fusion) remote_env; fusion ;;
+    runtime) remote_env; runtime ;;
+    bench) remote_env; bash scripts/gpu-bench.sh "${2:-}" ;;
     # run(command="bash scripts/gpu.sh checked", carry=[".gpu"]) after `scripts/gpu.sh build`
     checked) remote_env; checked 2>&1 | tee "${OUT:-/tmp}/gpu-checked.log" ;;
     all)
@@ -175,5 +245,5 @@ Now run on the GPU machine (device `run` tool, kind nvidia-h200):
 The log comes back as $OUT/gpu-verify.log.
 EOF
         ;;
-    *) echo "usage: $0 [build|remote]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|remote|traps|bench|runtime|fusion|difftest-build|difftest|checked]" >&2; exit 2 ;;
 esac

@@ -61,3 +61,32 @@ if [ "${SAREK_LINT:-0}" = 1 ]; then
     cargo clippy --workspace --all-targets --quiet -- -D warnings
 fi
 cargo test --workspace --quiet "$@"
+
+# --- the browser playground -------------------------------------------------------------
+# crates/sarek-wasm built for wasm32 and playground/ served on 127.0.0.1, tested in Debian's
+# chromium (WebGPU on its built-in SwiftShader Vulkan, headless) through Playwright
+# (playground/tests/browser.py; about 20 s once installed). As for the GPU runtimes above, a
+# chromium, playwright or wasm32 target that cannot be installed is a failure, not a skip;
+# SAREK_PLAYGROUND=0 leaves the section out (a machine without apt, say).
+if [ "${SAREK_PLAYGROUND:-1}" != 0 ]; then
+    if ! dpkg -s chromium >/dev/null 2>&1; then
+        log "installing chromium"
+        sudo=""
+        [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+    fi
+    if ! python3 -c 'import playwright' 2>/dev/null; then
+        log "pip installing playwright (the browser is Debian's chromium: no playwright install)"
+        python3 -m pip install -q --disable-pip-version-check playwright >/dev/null
+    fi
+    if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+        log "adding the wasm32-unknown-unknown target"
+        rustup target add wasm32-unknown-unknown >/dev/null
+    fi
+    target_dir="${CARGO_TARGET_DIR:-target}"
+    cargo build --quiet -p sarek
+    scripts/playground.sh --build "$target_dir/playground"
+    timeout 600 python3 playground/tests/browser.py --site "$target_dir/playground" \
+        --cli "$target_dir/debug/sarek" --artifacts "$target_dir/playground-test"
+fi

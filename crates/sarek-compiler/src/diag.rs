@@ -72,6 +72,11 @@ impl SourceMap {
         &self.files[id.0 as usize].0
     }
 
+    /// Every file, in the order added.
+    pub fn ids(&self) -> impl Iterator<Item = FileId> + use<> {
+        (0..self.files.len() as u32).map(FileId)
+    }
+
     pub fn text(&self, id: FileId) -> &str {
         &self.files[id.0 as usize].1
     }

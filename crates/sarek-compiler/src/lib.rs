@@ -9,22 +9,26 @@ pub mod abi;
 pub mod back;
 pub mod diag;
 pub mod front;
+pub mod fusion;
 pub mod intrinsics;
 pub mod ir;
 pub mod lower;
 pub mod passes;
+pub mod skeleton;
 pub mod target;
 pub mod types;
 
 pub use diag::{Diagnostic, FileId, SourceMap, Span};
 pub use target::{Generated, Target, TargetOptions};
 
-/// Parse, type-check and run the front-end passes on one file of `sources`.
+/// Parse, type-check and run the front-end passes on one file of `sources`; the other files
+/// of `sources` are the program's modules, included where the file uses them
+/// ([`front::modules`]).
 /// On success every kernel of the file is checked, monomorphic and convergence-safe, and
 /// lowers to the IR (lowering's own refusals are user errors too, so `sarek check` reports
 /// them; the IR is rebuilt by [`lower_kernel`] when needed).
 pub fn check(sources: &SourceMap, file: FileId) -> Result<front::tast::Program, Vec<Diagnostic>> {
-    let ast = front::parser::parse(file, sources.text(file))?;
+    let ast = front::modules::parse_program(sources, file)?;
     let typed = front::typer::check_program(&ast)?;
     let mono = front::mono::monomorphise(typed)?;
     let flat = front::recursion::eliminate(mono)?;

@@ -11,18 +11,31 @@
 //! - `include_kernel!("kernels/k.sarek")`: a file, relative to the including crate's
 //!   `CARGO_MANIFEST_DIR` (proc-macros cannot see the including file's directory on stable);
 //!   it expands through `include_str!` so cargo rebuilds when the file changes.
+//! - `include_kernel!("kernels/k.sarek", modules = ["kernels/geometry_lib.sarek"])` and
+//!   `kernel_module!(mod k = "kernels/k.sarek", modules = [...])`: a program of several files,
+//!   each module file being module `Geometry_lib` after its stem (as `sarek check k.sarek
+//!   geometry_lib.sarek`); every file goes through `include_str!` (rebuild tracking), and a
+//!   diagnostic is rendered at its own file, the `compile_error!` pointing at that file's
+//!   literal.
 //!
 //! - `kernel_module!(pub mod saxpy = "kernels/saxpy.sarek")` (attributes such as `/// docs`
-//!   may precede `pub mod`): a module with the checked `SOURCE`, `program()` to compile it,
-//!   and one typed launcher per kernel,
+//!   may precede `pub mod`): a module with the checked `SOURCE`, its `PATH`, the `MODULES`
+//!   files, `program()` to compile it, and one typed launcher per kernel,
 //!   `saxpy::saxpy(&kernel, &mut x, &mut y, 2.0f32, n)`, whose Rust parameter types follow the
 //!   kernel's (`T vector` of a scalar is `&mut sarek::Vector<T>`, other vectors
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
 //!   `Vec<sarek::Literal>`, see `sarek::Kernel::value`); it returns the `sarek::Launch` to
-//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE` or
-//!   `PATH` is refused (its launcher would clash with the module's items).
+//!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE`,
+//!   `PATH` or `MODULES` is refused (its launcher would clash with the module's items).
 //!
-//! The facade crate re-exports all three (`sarek::include_kernel!`); `sarek::Program::compile`
+//! - `skeleton!(reduce, "kernels/ops.sarek", plus, "0")`: a skeleton (`map`, `zip`,
+//!   `reduce`, `scan`, `exclusive_scan`; the last three take the neutral element) around a
+//!   helper of the file, generated and checked at build time (a helper of the wrong type or
+//!   an ill-typed neutral element is a Rust compile error); expands to
+//!   `sarek::Skeleton::from_source(PATH, GENERATED_SOURCE, kind, helper)`, a
+//!   `Result<sarek::Skeleton, sarek::Error>` that compiles the embedded source at run time.
+//!
+//! The facade crate re-exports all of them (`sarek::include_kernel!`); `sarek::Program::compile`
 //! then compiles the checked text at run time without surprises.
 
 use proc_macro::TokenStream;
@@ -79,17 +92,125 @@ fn align(token: &str, value: &str, line: usize, column: usize) -> Option<String>
     ))
 }
 
-/// Check a Sarek file (path relative to the crate root) at compile time; expands to its text.
+/// `"path" [, modules = ["path", ...]]`: the argument of `include_kernel!`, also the tail of
+/// `kernel_module!`.
+struct Files {
+    main: LitStr,
+    modules: Vec<LitStr>,
+}
+
+impl Parse for Files {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let main = input.parse()?;
+        let mut modules = Vec::new();
+        if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key != "modules" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "expected `modules = [\"file.sarek\", ...]`",
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            let list;
+            syn::bracketed!(list in input);
+            modules = list
+                .parse_terminated(|p: ParseStream| p.parse::<LitStr>(), Token![,])?
+                .into_iter()
+                .collect();
+            input.parse::<Option<Token![,]>>()?;
+        }
+        Ok(Files { main, modules })
+    }
+}
+
+impl Files {
+    /// The main file, then each module file once: a file named twice would define its items
+    /// twice, and the main file named again among the modules is the main file (as `sarek
+    /// check`).
+    fn distinct(&self) -> Vec<&LitStr> {
+        let mut lits = vec![&self.main];
+        for m in &self.modules {
+            if !lits.iter().any(|l| l.value() == m.value()) {
+                lits.push(m);
+            }
+        }
+        lits
+    }
+}
+
+/// A failed check: the message of the `compile_error!` and the literal (of the main file or
+/// of a module) it points at.
+struct Refusal {
+    message: String,
+    at: LitStr,
+}
+
+impl Refusal {
+    fn to_tokens(&self, semicolon: bool) -> TokenStream {
+        let msg = &self.message;
+        let semi = semicolon.then(|| quote!(;));
+        quote_spanned!(self.at.span()=> compile_error!(#msg) #semi).into()
+    }
+}
+
+/// A checked program of files: their full paths (main first, for `include_str!`) and the typed
+/// program.
+struct Checked {
+    paths: Vec<std::path::PathBuf>,
+    program: sarek_compiler::front::tast::Program,
+}
+
+/// Read every file of `files` (relative to `root`) and run the front end on the main one with
+/// the others as its modules, each registered under its relative path for diagnostics.
+fn read_and_check_files(root: &std::path::Path, files: &Files) -> Result<Checked, Refusal> {
+    let lits = files.distinct();
+    let mut sources = sarek_compiler::SourceMap::new();
+    let mut paths = Vec::new();
+    for lit in &lits {
+        let (path, text) = read(root, &lit.value()).map_err(|message| Refusal {
+            message,
+            at: (*lit).clone(),
+        })?;
+        sources.add(lit.value().as_str(), text.as_str());
+        paths.push(path);
+    }
+    let main = sources.ids().next().expect("the main file was added");
+    sarek_compiler::check(&sources, main)
+        .map(|program| Checked {
+            paths: paths.clone(),
+            program,
+        })
+        .map_err(|d| {
+            // Point at the literal naming the file of the first error.
+            let at = d
+                .first()
+                .and_then(|d| sources.ids().position(|f| f == d.span.file))
+                .map_or(&files.main, |i| lits[i]);
+            Refusal {
+                message: rejected(&d, &sources),
+                at: at.clone(),
+            }
+        })
+}
+
+/// Check a Sarek file (path relative to the crate root) at compile time, with the files of
+/// its modules when given; expands to its text.
 #[proc_macro]
 pub fn include_kernel(input: TokenStream) -> TokenStream {
-    let lit = parse_macro_input!(input as LitStr);
-    let rel = lit.value();
-    match read_and_check(&manifest_dir(), &rel) {
-        Ok((path, _)) => {
-            let abs = path.display().to_string();
-            quote_spanned!(lit.span()=> include_str!(#abs)).into()
+    let files = parse_macro_input!(input as Files);
+    match read_and_check_files(&manifest_dir(), &files) {
+        Ok(Checked { paths, .. }) => {
+            let abs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let (main, modules) = (&abs[0], &abs[1..]);
+            // The modules are included too, only so that cargo rebuilds when one changes.
+            quote_spanned!(files.main.span()=> {
+                #(const _: &str = include_str!(#modules);)*
+                include_str!(#main)
+            })
+            .into()
         }
-        Err(msg) => quote_spanned!(lit.span()=> compile_error!(#msg)).into(),
+        Err(refusal) => refusal.to_tokens(false),
     }
 }
 
@@ -100,6 +221,7 @@ fn manifest_dir() -> std::path::PathBuf {
         .unwrap_or_else(|| ".".into())
 }
 
+#[cfg(test)]
 /// Read `root/rel` and run the front end on it, registered as `rel` for its diagnostics.
 /// Returns the full path (for `include_str!`) and the typed program, or the message of the
 /// `compile_error!`.
@@ -107,19 +229,25 @@ fn read_and_check(
     root: &std::path::Path,
     rel: &str,
 ) -> Result<(std::path::PathBuf, sarek_compiler::front::tast::Program), String> {
-    let path = root.join(rel);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    let (path, text) = read(root, rel)?;
     front(rel, &text).map(|program| (path, program))
 }
 
-/// `[VIS] mod NAME = "path"`.
+/// The full path of `root/rel` and its text, or the message of the `compile_error!`.
+fn read(root: &std::path::Path, rel: &str) -> Result<(std::path::PathBuf, String), String> {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    Ok((path, text))
+}
+
+/// `[VIS] mod NAME = "path" [, modules = ["path", ...]]`.
 struct ModuleSpec {
     /// Outer attributes (`/// docs`, `#[allow(..)]`) for the generated module.
     attrs: Vec<Attribute>,
     vis: Visibility,
     name: Ident,
-    path: LitStr,
+    files: Files,
 }
 
 impl Parse for ModuleSpec {
@@ -129,12 +257,12 @@ impl Parse for ModuleSpec {
         input.parse::<Token![mod]>()?;
         let name = input.parse()?;
         input.parse::<Token![=]>()?;
-        let path = input.parse()?;
+        let files = input.parse()?;
         Ok(ModuleSpec {
             attrs,
             vis,
             name,
-            path,
+            files,
         })
     }
 }
@@ -146,12 +274,13 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         mut attrs,
         vis,
         name,
-        path: lit,
+        files,
     } = parse_macro_input!(input as ModuleSpec);
+    let lit = &files.main;
     let rel = lit.value();
-    let (path, program) = match read_and_check(&manifest_dir(), &rel) {
-        Ok(found) => found,
-        Err(msg) => return quote_spanned!(lit.span()=> compile_error!(#msg);).into(),
+    let Checked { paths, program } = match read_and_check_files(&manifest_dir(), &files) {
+        Ok(checked) => checked,
+        Err(refusal) => return refusal.to_tokens(true),
     };
     if let Some(msg) = launcher_clash(&program, &rel) {
         return quote_spanned!(lit.span()=> compile_error!(#msg);).into();
@@ -201,7 +330,9 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
             }
         }
     });
-    let abs = path.display().to_string();
+    let abs = paths[0].display().to_string();
+    let module_abs: Vec<String> = paths[1..].iter().map(|p| p.display().to_string()).collect();
+    let module_rel: Vec<String> = files.distinct()[1..].iter().map(|l| l.value()).collect();
     if !attrs.iter().any(|a| a.path().is_ident("doc")) {
         let doc = format!("The kernels of `{rel}`, checked at build time, and their launchers.");
         attrs.push(syn::parse_quote!(#[doc = #doc]));
@@ -213,10 +344,14 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
             pub const SOURCE: &str = include_str!(#abs);
             /// The path the source was read from (relative to the crate root).
             pub const PATH: &str = #rel;
-            /// Compile the source (it checked at build time, so this fails only if the
-            /// compiler changed in between).
+            /// The program's module files, `(path, source)`, each module `Name` after its stem.
+            pub const MODULES: &[(&str, &str)] = &[#((#module_rel, include_str!(#module_abs))),*];
+            /// Compile the source with its modules (it checked at build time, so this fails
+            /// only if the compiler changed in between).
             pub fn program() -> ::std::result::Result<::sarek::Program, ::sarek::Error> {
-                ::sarek::Program::compile(PATH, SOURCE)
+                let modules: ::std::vec::Vec<(::std::string::String, ::std::string::String)> =
+                    MODULES.iter().map(|(p, s)| (p.to_string(), s.to_string())).collect();
+                ::sarek::Program::compile_with_modules(PATH, SOURCE, &modules)
             }
             #(#launchers)*
         }
@@ -224,11 +359,118 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
     .into()
 }
 
+/// `KIND, "path", helper [, "neutral"]`.
+struct SkeletonSpec {
+    kind: Ident,
+    path: LitStr,
+    helper: Ident,
+    neutral: Option<LitStr>,
+}
+
+impl Parse for SkeletonSpec {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let kind = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let path = input.parse()?;
+        input.parse::<Token![,]>()?;
+        let helper = input.parse()?;
+        let neutral = if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(SkeletonSpec {
+            kind,
+            path,
+            helper,
+            neutral,
+        })
+    }
+}
+
+/// Generate and check a skeleton around a helper of a Sarek file at build time.
+#[proc_macro]
+pub fn skeleton(input: TokenStream) -> TokenStream {
+    let SkeletonSpec {
+        kind,
+        path: lit,
+        helper,
+        neutral,
+    } = parse_macro_input!(input as SkeletonSpec);
+    match expand_skeleton(&kind, &lit, &helper, neutral.as_ref()) {
+        Ok(tokens) => tokens.into(),
+        Err((span, msg)) => quote_spanned!(span=> compile_error!(#msg)).into(),
+    }
+}
+
+fn expand_skeleton(
+    kind: &Ident,
+    lit: &LitStr,
+    helper: &Ident,
+    neutral: Option<&LitStr>,
+) -> Result<proc_macro2::TokenStream, (proc_macro2::Span, String)> {
+    use sarek_compiler::skeleton::{Skeleton, instantiate, typed};
+    let needs_neutral = |n: Option<&LitStr>| {
+        n.map(LitStr::value).ok_or_else(|| {
+            (
+                kind.span(),
+                format!(
+                    "`{kind}` needs a neutral element: skeleton!({kind}, \"file\", helper, \"0\")"
+                ),
+            )
+        })
+    };
+    let (sk, tokens) = match kind.to_string().as_str() {
+        "map" => (Skeleton::Map, quote!(::sarek::SkeletonKind::Map)),
+        "zip" => (Skeleton::Zip, quote!(::sarek::SkeletonKind::Zip)),
+        "reduce" => {
+            let n = needs_neutral(neutral)?;
+            (
+                Skeleton::Reduce { neutral: n.clone() },
+                quote!(::sarek::SkeletonKind::Reduce { neutral: ::std::string::String::from(#n) }),
+            )
+        }
+        k @ ("scan" | "exclusive_scan") => {
+            let n = needs_neutral(neutral)?;
+            let inclusive = k == "scan";
+            (
+                Skeleton::Scan {
+                    inclusive,
+                    neutral: n.clone(),
+                },
+                quote!(::sarek::SkeletonKind::Scan { inclusive: #inclusive, neutral: ::std::string::String::from(#n) }),
+            )
+        }
+        other => {
+            return Err((
+                kind.span(),
+                format!("unknown skeleton `{other}`: map, zip, reduce, scan or exclusive_scan"),
+            ));
+        }
+    };
+    let rel = lit.value();
+    let (path, text) = read(&manifest_dir(), &rel).map_err(|m| (lit.span(), m))?;
+    front(&rel, &text).map_err(|m| (lit.span(), m))?;
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add(rel.clone(), text.clone());
+    let program = typed(&sources, file).map_err(|_| (lit.span(), "unreachable".to_string()))?;
+    let name = helper.to_string();
+    let instance = instantiate(&program, &name, &sk).map_err(|e| (helper.span(), e.to_string()))?;
+    let full = instance.program_source(&text);
+    front(&rel, &full).map_err(|m| (helper.span(), m))?;
+    let abs = path.display().to_string();
+    Ok(quote! {{
+        // Rebuild when the file changes.
+        const _: &str = include_str!(#abs);
+        ::sarek::Skeleton::from_source(#rel, #full, #tokens, #name)
+    }})
+}
+
 /// A launcher is a function named after its kernel, next to the module's own items: a
 /// kernel whose name would clash with one of them is refused with this message.
 fn launcher_clash(program: &sarek_compiler::front::tast::Program, rel: &str) -> Option<String> {
     let k = program.kernels.iter().find(|k| {
-        ["program", "SOURCE", "PATH"].contains(&rust_ident(&k.name).to_string().as_str())
+        ["program", "SOURCE", "PATH", "MODULES"].contains(&rust_ident(&k.name).to_string().as_str())
     })?;
     Some(format!(
         "kernel `{}` in {rel} would clash with the module's own `{}`: rename the kernel, or \
@@ -266,12 +508,15 @@ fn check(name: &str, text: &str) -> Result<(), String> {
 fn front(name: &str, text: &str) -> Result<sarek_compiler::front::tast::Program, String> {
     let mut sources = sarek_compiler::SourceMap::new();
     let file = sources.add(name, text);
-    sarek_compiler::check(&sources, file).map_err(|d| {
-        format!(
-            "Sarek kernel rejected:\n{}",
-            sarek_compiler::diag::render_all(&d, &sources, false).trim_end()
-        )
-    })
+    sarek_compiler::check(&sources, file).map_err(|d| rejected(&d, &sources))
+}
+
+/// The `compile_error!` message of rejected diagnostics (no colour).
+fn rejected(diags: &[sarek_compiler::Diagnostic], sources: &sarek_compiler::SourceMap) -> String {
+    format!(
+        "Sarek kernel rejected:\n{}",
+        sarek_compiler::diag::render_all(diags, sources, false).trim_end()
+    )
 }
 
 #[cfg(test)]
@@ -344,5 +589,68 @@ mod tests {
         };
         assert!(msg.starts_with("cannot read Sarek kernel `"), "{msg}");
         assert!(msg.contains("no/such.sarek"), "{msg}");
+    }
+
+    /// A program of files under `crates/sarek-macros/target-test-modules/<case>`: `main.sarek`
+    /// with `modules` as its module files.
+    fn files(main: &str, modules: &[&str]) -> super::Files {
+        let lit = |v: &str| syn::LitStr::new(v, proc_macro2::Span::call_site());
+        super::Files {
+            main: lit(main),
+            modules: modules.iter().map(|m| lit(m)).collect(),
+        }
+    }
+
+    #[test]
+    fn module_files_are_checked_with_the_program_and_errors_located_in_their_file() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let main = "tests/upstream/modules/uses_geometry.sarek";
+        let lib = "tests/upstream/modules/geometry_lib.sarek";
+        // Alone, the main file names an unknown module, pointing at the main file.
+        let Err(alone) = super::read_and_check_files(&root, &files(main, &[])) else {
+            panic!("{main} needs its module");
+        };
+        assert!(alone.message.contains("Geometry_lib"), "{}", alone.message);
+        assert_eq!(alone.at.value(), main);
+        // With it (named twice, and the main file again: each read once).
+        let checked = super::read_and_check_files(&root, &files(main, &[lib, main, lib]));
+        let checked = checked.unwrap_or_else(|r| panic!("{}", r.message));
+        assert_eq!(checked.paths.len(), 2);
+        assert!(checked.paths[0].ends_with(main) && checked.paths[1].ends_with(lib));
+        let names: Vec<&str> = checked
+            .program
+            .kernels
+            .iter()
+            .map(|k| k.name.as_str())
+            .collect();
+        assert_eq!(names, ["nearest", "opened"]);
+        // A type error in a module: rendered at the module's file, pointing at its literal.
+        let dir = std::env::temp_dir().join(format!("sarek-macros-modules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("main.sarek"),
+            "let%kernel k (v : int32 vector) = v.(0) <- Util.one",
+        )
+        .unwrap();
+        std::fs::write(dir.join("util.sarek"), "let one : int32 =\n  true\n").unwrap();
+        let Err(bad) = super::read_and_check_files(&dir, &files("main.sarek", &["util.sarek"]))
+        else {
+            panic!("util.sarek has a type error");
+        };
+        assert!(bad.message.contains("util.sarek:2:3"), "{}", bad.message);
+        assert_eq!(bad.at.value(), "util.sarek");
+        // An unreadable module file: the message names it, at its literal.
+        let Err(missing) =
+            super::read_and_check_files(&dir, &files("main.sarek", &["util.sarek", "nope.sarek"]))
+        else {
+            panic!("nope.sarek does not exist");
+        };
+        assert!(
+            missing.message.starts_with("cannot read Sarek kernel `"),
+            "{}",
+            missing.message
+        );
+        assert_eq!(missing.at.value(), "nope.sarek");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

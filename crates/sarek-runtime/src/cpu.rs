@@ -9,7 +9,7 @@
 //! The block executor sits behind [`BlockProgram`]: a compiled path replaces the interpreter's
 //! SIMT core by implementing it, and keeps this driver.
 
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
+use crate::device::{Device, LaunchConfig, LaunchStats, RuntimeError};
 use crate::interp::{self, BlockWorker, Launch};
 use crate::value::ArgValue;
 use rayon::prelude::*;
@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Open the cpu device (always available).
+/// Open the cpu device (always available): see [`crate::host`].
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    Ok(Arc::new(CpuDevice))
+    crate::host::open_cpu()
 }
 
 /// A kernel ready to run block by block; blocks may run concurrently, each with its own
@@ -82,28 +82,4 @@ pub fn run(
     args: &mut [ArgValue],
 ) -> Result<LaunchStats, RuntimeError> {
     interp::launch(kernel, config, args, run_parallel)
-}
-
-/// The `cpu` device.
-pub struct CpuDevice;
-
-impl Device for CpuDevice {
-    fn info(&self) -> DeviceInfo {
-        DeviceInfo {
-            backend: Backend::Cpu,
-            name: format!("host CPU ({} threads)", rayon::current_num_threads()),
-            max_threads_per_block: interp::MAX_THREADS_PER_BLOCK,
-            subgroups: true,
-            float64: true,
-        }
-    }
-
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        run(kernel, config, args)
-    }
 }

@@ -1,6 +1,10 @@
 //! Devices and launches: the interface every backend implements.
 
+use crate::bind::LaunchPlan;
+use crate::kernel::{Built, KernelHandle};
+use crate::memory::{Allocation, DeviceCore, Mem};
 use crate::value::ArgValue;
+use sarek_compiler::abi::LayoutRules;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::{Diagnostic, Target};
 use std::fmt;
@@ -8,6 +12,7 @@ use std::time::Duration;
 
 /// The runtime backends (command-line spellings in [`Backend::name`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Backend {
     Interp,
     Cpu,
@@ -106,6 +111,7 @@ pub struct LaunchStats {
 /// A runtime failure: unavailable device, a kernel the target or device cannot run, rejected
 /// source, launch error, or (on the interpreter) a located fault in the kernel.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuntimeError {
     #[error("backend `{backend}` is unavailable: {reason}")]
     Unavailable { backend: Backend, reason: String },
@@ -127,6 +133,19 @@ pub enum RuntimeError {
     Arguments(String),
     #[error("{0}")]
     Launch(String),
+    /// A buffer passed to a launch on another device than the one holding it.
+    #[error(
+        "buffer for `{param}` lives on {buffer_device}, but the launch is on {launch_device}: \
+         copy it to the host and back, or allocate it on {launch_device}"
+    )]
+    WrongDevice {
+        param: String,
+        buffer_device: String,
+        launch_device: String,
+    },
+    /// The device could not allocate `bytes` bytes.
+    #[error("out of device memory on {device}: could not allocate {bytes} bytes")]
+    OutOfMemory { device: String, bytes: usize },
     /// A fault found by the interpreter/cpu executor (out of bounds, division by zero, a
     /// barrier reached by part of a block, ...), or a trap a device reported. `span` is the
     /// kernel statement; `message` names the kernel (and, on the interpreter, the block and
@@ -240,15 +259,46 @@ fn refusal_summary(target: Target, kernel: &str, diagnostics: &[Diagnostic]) -> 
     )
 }
 
-/// A device that can run IR kernels. Implementations compile (and cache) per kernel and
-/// launch configuration as they need; vectors in `args` are copied in before and out after.
+/// A device: the one narrow interface every backend implements (build, alloc, upload,
+/// download, dispatch, sync), plus the [`DeviceCore`] it embeds.
+///
+/// Ordering: the device has one in-order queue. `dispatch` only enqueues; `upload` returns
+/// once the bytes have left the caller's slice and is ordered after earlier dispatches
+/// (a backend whose memory the host writes directly waits for them first); `download`
+/// waits for every earlier dispatch. `sync` waits for everything and returns the device-timed
+/// kernel time of the timed dispatches since the previous `sync`. Faults (traps, interpreter
+/// faults) are found by [`crate::launch::synchronize`], which wraps `sync`.
+///
+/// Callers use the free functions of [`crate::launch`] (checked, cached, keeping buffers
+/// alive) rather than these methods.
 pub trait Device: Send + Sync {
     fn info(&self) -> DeviceInfo;
-    /// Run `kernel` over `config` with `args` in the kernel's parameter order.
+    /// Identity, build cache, launches in flight, transfer counters.
+    fn core(&self) -> &DeviceCore;
+    /// How vector elements are laid out in this device's buffers (the ABI of its code).
+    fn layout_rules(&self) -> LayoutRules;
+    /// Generate and build `kernel` (uncached: [`crate::launch::build`] caches per
+    /// [`crate::kernel::BuildKey`]). A refusal is a located [`RuntimeError::Refused`].
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError>;
+    /// Allocate `bytes` bytes (at least 4) of device memory. Contents are unspecified.
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError>;
+    /// Copy `bytes` to the start of `mem`.
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError>;
+    /// Copy the start of `mem` into `out`, after every earlier dispatch.
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError>;
+    /// Enqueue one launch of `built` as `plan` says.
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError>;
+    /// Wait for every dispatch; the device-timed kernel time of the timed ones.
+    fn sync(&self) -> Result<Duration, RuntimeError>;
+
+    /// Run `kernel` once with host values (vectors uploaded, launched, synchronised,
+    /// downloaded back into `args`): the convenience of tests and `sarek run`.
     fn launch(
         &self,
         kernel: &Kernel,
         config: LaunchConfig,
         args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError>;
+    ) -> Result<LaunchStats, RuntimeError> {
+        crate::launch::run_host(self, kernel, config, args)
+    }
 }

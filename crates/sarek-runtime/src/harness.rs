@@ -15,10 +15,10 @@
 //! - [`check_corpus_against_interp`]: run every corpus directive on `interp` and on a backend
 //!   and report what disagrees.
 
-use crate::buffer;
 use crate::device::{Backend, Device, LaunchConfig, LaunchStats, RuntimeError};
+pub use crate::signature::{Param, ParamKind, signature, type_name};
 use crate::value::{ArgValue, Column, HostVector};
-use sarek_compiler::abi::{self, Leaf};
+use sarek_compiler::abi;
 use sarek_compiler::ir::{Kernel, Ty};
 use sarek_compiler::types::{Literal, Scalar};
 use std::fmt;
@@ -235,74 +235,6 @@ fn fill(
 
 // ---------------------------------------------------------------------------------------
 // Signatures and arguments
-
-/// How a kernel parameter is passed.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ParamKind {
-    Scalar(Scalar),
-    /// A record/variant/tuple by value: its leaves.
-    Aggregate(Vec<Leaf>),
-    /// A vector: its element type and the element's leaves.
-    Vector {
-        elem: Ty,
-        leaves: Vec<Leaf>,
-    },
-}
-
-/// One kernel parameter as the harness sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Param {
-    pub name: String,
-    pub ty: Ty,
-    /// Readable type (`float32`, `point vector`).
-    pub type_name: String,
-    pub kind: ParamKind,
-}
-
-/// A readable spelling of an IR type.
-pub fn type_name(kernel: &Kernel, ty: &Ty) -> String {
-    match ty {
-        Ty::Unit => "unit".into(),
-        Ty::Scalar(s) => s.name().into(),
-        Ty::Record(id) => {
-            let r = kernel.record(*id);
-            if r.is_tuple {
-                let parts: Vec<_> = r.fields.iter().map(|f| type_name(kernel, &f.ty)).collect();
-                format!("({})", parts.join(" * "))
-            } else {
-                r.name.clone()
-            }
-        }
-        Ty::Variant(id) => kernel.variant(*id).name.clone(),
-        Ty::Vector(e) => format!("{} vector", type_name(kernel, e)),
-        Ty::Array { elem, .. } => format!("{} array", type_name(kernel, elem)),
-    }
-}
-
-/// The parameters of `kernel` in order.
-pub fn signature(kernel: &Kernel) -> Vec<Param> {
-    kernel
-        .params
-        .iter()
-        .map(|&id| {
-            let v = kernel.var(id);
-            let kind = match &v.ty {
-                Ty::Scalar(s) => ParamKind::Scalar(*s),
-                Ty::Vector(e) => ParamKind::Vector {
-                    elem: (**e).clone(),
-                    leaves: abi::leaves(kernel, e),
-                },
-                other => ParamKind::Aggregate(abi::leaves(kernel, other)),
-            };
-            Param {
-                name: v.name.clone(),
-                ty: v.ty.clone(),
-                type_name: type_name(kernel, &v.ty),
-                kind,
-            }
-        })
-        .collect()
-}
 
 /// Parse a scalar value written on a command line or in a directive: `true`/`false` for bool,
 /// decimal or `0x` hex integers (an OCaml suffix `l`/`L` is accepted), floats in Rust/OCaml
@@ -769,12 +701,22 @@ pub struct Inputs {
     pub args: Vec<(String, String)>,
     /// Given vectors (e.g. from `.npy` files), by parameter name.
     pub vectors: Vec<(String, HostVector)>,
+    /// Lengths of particular vectors (`--len NAME=N`), overriding `size` for them.
+    pub lengths: Vec<(String, usize)>,
     /// How the user writes an argument, for messages: `--arg ` on the command line, empty in
     /// directives.
     pub arg_hint: &'static str,
 }
 
 impl Inputs {
+    /// The length of generated vector `name`.
+    pub fn length(&self, name: &str) -> usize {
+        self.lengths
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(self.size, |(_, l)| *l)
+    }
+
     pub fn new(size: usize, seed: u64) -> Inputs {
         Inputs {
             size,
@@ -820,6 +762,28 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
             return err(format!(
                 "parameter `{name}` is a vector ({}); vectors are generated, or read with --input {name}=FILE.npy",
                 p.type_name
+            ));
+        }
+    }
+    for (i, (name, len)) in inputs.lengths.iter().enumerate() {
+        let Some(p) = sig.iter().find(|p| &p.name == name) else {
+            return err(unknown(name));
+        };
+        if inputs.lengths[..i].iter().any(|(n, _)| n == name) {
+            return err(format!("the length of `{name}` is given twice"));
+        }
+        if !matches!(p.kind, ParamKind::Vector { .. }) {
+            return err(format!(
+                "parameter `{name}` is not a vector ({}); only vectors have a length",
+                p.type_name
+            ));
+        }
+        if let Some((_, v)) = inputs.vectors.iter().find(|(n, _)| n == name)
+            && v.len != *len
+        {
+            return err(format!(
+                "vector `{name}` is given with {} elements but its length is set to {len}",
+                v.len
             ));
         }
     }
@@ -873,24 +837,26 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Run
                 })?;
                 ArgValue::Aggregate(vals)
             }
-            ParamKind::Vector { elem, .. } => match inputs
-                .vectors
-                .iter()
-                .find(|(n, _)| n == &p.name)
-            {
-                Some((_, v)) => {
-                    check_tags(kernel, elem, v).map_err(|e| {
-                        RuntimeError::Arguments(format!(
-                            "parameter `{}` ({}), {e}",
-                            p.name, p.type_name
-                        ))
-                    })?;
-                    ArgValue::Vector(v.clone())
+            ParamKind::Vector { elem, .. } => {
+                match inputs.vectors.iter().find(|(n, _)| n == &p.name) {
+                    Some((_, v)) => {
+                        check_tags(kernel, elem, v).map_err(|e| {
+                            RuntimeError::Arguments(format!(
+                                "parameter `{}` ({}), {e}",
+                                p.name, p.type_name
+                            ))
+                        })?;
+                        ArgValue::Vector(v.clone())
+                    }
+                    None => ArgValue::Vector(seeded_vector(
+                        kernel,
+                        elem,
+                        inputs.length(&p.name),
+                        inputs.seed,
+                        index,
+                    )),
                 }
-                None => {
-                    ArgValue::Vector(seeded_vector(kernel, elem, inputs.size, inputs.seed, index))
-                }
-            },
+            }
         };
         out.push(value);
     }
@@ -1245,7 +1211,7 @@ pub fn run(
     config: LaunchConfig,
     args: &mut [ArgValue],
 ) -> Result<LaunchStats, RuntimeError> {
-    buffer::launch(device, kernel, config, args)
+    device.launch(kernel, config, args)
 }
 
 /// [`run`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
@@ -1264,9 +1230,9 @@ pub fn run_checked(
     let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
     if checked && !host_checks {
         let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
-        buffer::launch(device, &kernel, config, args)
+        run(device, &kernel, config, args)
     } else {
-        buffer::launch(device, kernel, config, args)
+        run(device, kernel, config, args)
     }
 }
 
@@ -1605,8 +1571,8 @@ mod tests {
         assert!(matches!(&args[0], ArgValue::Vector(h) if h.len == 10 && h.columns.len() == 4));
     }
 
-    /// A device whose every launch fails with the error a backend would report.
-    struct Failing(RuntimeError);
+    /// A device whose every build fails with the error a backend would report.
+    struct Failing(RuntimeError, crate::memory::DeviceCore);
 
     impl Device for Failing {
         fn info(&self) -> crate::device::DeviceInfo {
@@ -1618,13 +1584,36 @@ mod tests {
                 float64: true,
             }
         }
-        fn launch(
+        fn core(&self) -> &crate::memory::DeviceCore {
+            &self.1
+        }
+        fn layout_rules(&self) -> sarek_compiler::abi::LayoutRules {
+            sarek_compiler::abi::LayoutRules::Std430
+        }
+        fn build(
             &self,
-            _: &Kernel,
-            _: LaunchConfig,
-            _: &mut [ArgValue],
-        ) -> Result<LaunchStats, RuntimeError> {
+            _: &crate::kernel::KernelHandle,
+        ) -> Result<crate::kernel::Built, RuntimeError> {
             Err(self.0.clone())
+        }
+        fn alloc(&self, bytes: usize) -> Result<Box<dyn crate::memory::Allocation>, RuntimeError> {
+            Ok(Box::new(crate::memory::HostAllocation::new(bytes)?))
+        }
+        fn upload(&self, _: &crate::memory::Mem, _: &[u8]) -> Result<(), RuntimeError> {
+            Err(self.0.clone())
+        }
+        fn download(&self, _: &crate::memory::Mem, _: &mut [u8]) -> Result<(), RuntimeError> {
+            Err(self.0.clone())
+        }
+        fn dispatch(
+            &self,
+            _: &crate::kernel::Built,
+            _: &crate::bind::LaunchPlan,
+        ) -> Result<(), RuntimeError> {
+            Err(self.0.clone())
+        }
+        fn sync(&self) -> Result<std::time::Duration, RuntimeError> {
+            Ok(std::time::Duration::ZERO)
         }
     }
 
@@ -1638,7 +1627,15 @@ mod tests {
         let program = sarek_compiler::check(&sources, file).unwrap();
         let d = &parse_directives(src).unwrap()[0];
         let interp = crate::interp::open().unwrap();
-        let outcome = |e: RuntimeError| run_directive(&sources, &program, d, &*interp, &Failing(e));
+        let outcome = |e: RuntimeError| {
+            run_directive(
+                &sources,
+                &program,
+                d,
+                &*interp,
+                &Failing(e, crate::memory::DeviceCore::new("failing".into())),
+            )
+        };
 
         let compile = outcome(RuntimeError::Compile(
             "wgpu rejected the generated WGSL: expected ':'".into(),

@@ -22,18 +22,20 @@
 //!   warp size (32) with vote, ballot and shuffle; elsewhere (lavapipe has 8 lanes) the
 //!   generator emulates them in shared memory, so results match the interpreter everywhere.
 
+use crate::bind::LaunchPlan;
 use crate::capability;
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
-use crate::value::{ArgValue, HostVector};
+use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
+use crate::kernel::{Built, KernelHandle, KernelId};
+use crate::memory::{Allocation, DeviceCore, Mem};
 use ash::vk;
-use sarek_compiler::abi::{AbiParamKind, ArgSlot, ElemLayout, Stored};
+use sarek_compiler::abi::{AbiParamKind, LayoutRules};
 use sarek_compiler::back::glsl::{self, Warps, spirv};
 use sarek_compiler::ir::Kernel;
-use sarek_compiler::types::{Literal, Scalar};
+use sarek_compiler::types::Scalar;
 use sarek_compiler::{Diagnostic, Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The language's warp size: subgroups are used only when the device's size equals it.
 const WARP_SIZE: u32 = 32;
@@ -67,13 +69,67 @@ fn open_with(mask_64bit: bool) -> Result<Arc<dyn Device>, RuntimeError> {
         ));
     }
     let state = State::new(mask_64bit)?;
-    Ok(Arc::new(VulkanDevice {
+    Ok(crate::memory::register(VulkanDevice {
+        core: DeviceCore::new(format!("vulkan ({})", state.info.name)),
+        info: state.info.clone(),
         state: Mutex::new(state),
+        waited: Mutex::new(Duration::ZERO),
     }))
 }
 
 struct VulkanDevice {
     state: Mutex<State>,
+    info: DeviceInfo,
+    core: DeviceCore,
+    waited: Mutex<Duration>,
+}
+
+/// A built kernel: the GLSL source its module is kept under, and its identity (pipelines
+/// are kept per kernel and block size).
+struct VkExe {
+    kernel: KernelId,
+    source: String,
+}
+
+/// A host-visible, coherent storage buffer, mapped for its whole life.
+struct VkAlloc {
+    owner: Arc<Owner>,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    ptr: *mut u8,
+    size: usize,
+}
+
+// SAFETY: the handles are plain identifiers and the mapping a plain address; writes through
+// it happen only while no submitted work uses the buffer (uploads wait for the queue).
+unsafe impl Send for VkAlloc {}
+unsafe impl Sync for VkAlloc {}
+
+impl Allocation for VkAlloc {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Drop for VkAlloc {
+    fn drop(&mut self) {
+        // SAFETY: launches using the buffer have finished (they keep it alive until the sync
+        // that waited for them); freeing mapped memory unmaps it.
+        unsafe {
+            self.owner.device.destroy_buffer(self.buffer, None);
+            self.owner.device.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// What one submitted launch holds until it has finished.
+struct Submitted {
+    fence: vk::Fence,
+    command: vk::CommandBuffer,
+    descriptor_pool: vk::DescriptorPool,
+    query_pool: Option<vk::QueryPool>,
+    /// Parameters past the push-constant limit, as a storage buffer.
+    _params: Option<VkAlloc>,
 }
 
 /// A compiled module: what every pipeline of one GLSL source shares.
@@ -85,9 +141,9 @@ struct Module {
 }
 
 struct State {
+    owner: Arc<Owner>,
     // Kept alive for the instance's function pointers and the loader library.
     _entry: ash::Entry,
-    instance: ash::Instance,
     device: ash::Device,
     queue: vk::Queue,
     command_pool: vk::CommandPool,
@@ -101,7 +157,9 @@ struct State {
     options: TargetOptions,
     warps: Warps,
     modules: HashMap<String, Module>,
-    pipelines: HashMap<(String, [u32; 3]), vk::Pipeline>,
+    pipelines: HashMap<(KernelId, [u32; 3]), vk::Pipeline>,
+    /// Launches submitted since the last sync.
+    submitted: Vec<Submitted>,
 }
 
 // SAFETY: the Vulkan handles are plain identifiers; every use goes through the Mutex, which
@@ -247,8 +305,11 @@ impl State {
             float64,
         };
         Ok(State {
+            owner: Arc::new(Owner {
+                instance: instance.clone(),
+                device: device.clone(),
+            }),
             _entry: entry,
-            instance,
             device,
             queue,
             command_pool,
@@ -271,6 +332,7 @@ impl State {
             },
             modules: HashMap::new(),
             pipelines: HashMap::new(),
+            submitted: Vec::new(),
         })
     }
 
@@ -342,8 +404,9 @@ impl State {
         Ok(&self.modules[source])
     }
 
-    fn pipeline(&mut self, source: &str, block: [u32; 3]) -> Result<vk::Pipeline, RuntimeError> {
-        let key = (source.to_string(), block);
+    fn pipeline(&mut self, exe: &VkExe, block: [u32; 3]) -> Result<vk::Pipeline, RuntimeError> {
+        let key = (exe.kernel, block);
+        let source = exe.source.as_str();
         if let Some(p) = self.pipelines.get(&key) {
             return Ok(*p);
         }
@@ -389,30 +452,293 @@ impl State {
         })
     }
 
-    fn launch(
+    /// Generate, check against the device, compile the module (once per source).
+    fn build(
         &mut self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        let start = Instant::now();
-        self.check_capabilities(kernel)?;
-        let generated = glsl::generate_with(kernel, &self.options, self.warps)
-            .map_err(|d| RuntimeError::refused(Target::Glsl, &kernel.name, d))?;
-        self.check_launch(kernel, &generated.abi, config, args)?;
+        kernel: &KernelHandle,
+    ) -> Result<(VkExe, sarek_compiler::abi::Abi), RuntimeError> {
+        let ir = kernel.ir();
+        self.check_capabilities(ir)?;
+        let generated = glsl::generate_with(ir, &self.options, self.warps)
+            .map_err(|d| RuntimeError::refused(Target::Glsl, &ir.name, d))?;
+        self.check_limits(ir, &generated.abi)?;
         self.module(&generated.source, &generated.abi)?;
-        let pipeline = self.pipeline(&generated.source, config.block)?;
-        let mut scratch = Scratch::default();
-        let result = self.run(&generated.source, pipeline, config, args, &mut scratch);
-        scratch.destroy(&self.device);
-        let (kernel_time, trap) = result?;
-        if trap != 0 {
-            return Err(crate::device::trap_fault(kernel, trap, Backend::Vulkan));
+        Ok((
+            VkExe {
+                kernel: kernel.id(),
+                source: generated.source,
+            },
+            generated.abi,
+        ))
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<VkAlloc, RuntimeError> {
+        let d = &self.device;
+        let size = bytes.max(16) as u64;
+        let oom = || RuntimeError::OutOfMemory {
+            device: format!("vulkan ({})", self.info.name),
+            bytes,
+        };
+        if size > u64::from(self.limits.max_storage_buffer_range) {
+            return Err(oom());
         }
-        Ok(LaunchStats {
-            kernel_time,
-            total_time: start.elapsed(),
-        })
+        // SAFETY: objects made from this device; each is destroyed on the error paths.
+        unsafe {
+            let buffer = d
+                .create_buffer(
+                    &vk::BufferCreateInfo::default()
+                        .size(size)
+                        .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
+                        .sharing_mode(vk::SharingMode::EXCLUSIVE),
+                    None,
+                )
+                .map_err(vk_err("buffer creation"))?;
+            let req = d.get_buffer_memory_requirements(buffer);
+            let Some(ty) = self.memory_type(req.memory_type_bits) else {
+                d.destroy_buffer(buffer, None);
+                return Err(RuntimeError::Launch(
+                    "vulkan: no host-visible memory for storage buffers".into(),
+                ));
+            };
+            let memory = match d.allocate_memory(
+                &vk::MemoryAllocateInfo::default()
+                    .allocation_size(req.size)
+                    .memory_type_index(ty),
+                None,
+            ) {
+                Ok(m) => m,
+                Err(e) => {
+                    d.destroy_buffer(buffer, None);
+                    return Err(match e {
+                        vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+                        | vk::Result::ERROR_OUT_OF_HOST_MEMORY => oom(),
+                        e => vk_err("memory allocation")(e),
+                    });
+                }
+            };
+            let mapped = d
+                .bind_buffer_memory(buffer, memory, 0)
+                .and_then(|()| d.map_memory(memory, 0, size, vk::MemoryMapFlags::empty()));
+            match mapped {
+                Ok(ptr) => Ok(VkAlloc {
+                    owner: self.owner.clone(),
+                    buffer,
+                    memory,
+                    ptr: ptr.cast(),
+                    size: size as usize,
+                }),
+                Err(e) => {
+                    d.destroy_buffer(buffer, None);
+                    d.free_memory(memory, None);
+                    Err(vk_err("mapping memory")(e))
+                }
+            }
+        }
+    }
+
+    /// Wait for every submitted launch and free what they held; the timed kernel time.
+    fn wait_all(&mut self) -> Result<Duration, RuntimeError> {
+        let d = &self.device;
+        let mut total = Duration::ZERO;
+        let mut failure = None;
+        for s in std::mem::take(&mut self.submitted) {
+            // SAFETY: objects of this device; after the wait nothing uses them.
+            unsafe {
+                if let Err(e) = d.wait_for_fences(&[s.fence], true, u64::MAX) {
+                    failure.get_or_insert(vk_err("waiting for a kernel")(e));
+                }
+                if let Some(qp) = s.query_pool {
+                    let mut stamps = [0u64; 2];
+                    if d.get_query_pool_results(
+                        qp,
+                        0,
+                        &mut stamps,
+                        vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+                    )
+                    .is_ok()
+                    {
+                        let ns = stamps[1].saturating_sub(stamps[0]) as f64
+                            * f64::from(self.limits.timestamp_period);
+                        total += Duration::from_nanos(ns as u64);
+                    }
+                    d.destroy_query_pool(qp, None);
+                }
+                d.free_command_buffers(self.command_pool, &[s.command]);
+                d.destroy_fence(s.fence, None);
+                d.destroy_descriptor_pool(s.descriptor_pool, None);
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(total),
+        }
+    }
+
+    fn dispatch(&mut self, exe: &VkExe, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        self.check_config(plan.config)?;
+        let pipeline = self.pipeline(exe, plan.config.block)?;
+        let m = &self.modules[&exe.source];
+        let d = &self.device;
+        let mut push = plan.uniform.clone();
+        let mut bindings: Vec<(u32, vk::Buffer)> = plan
+            .bindings
+            .iter()
+            .map(|(b, mem)| (*b, mem.raw::<VkAlloc>().buffer))
+            .collect();
+        let params = match m.abi.uniform_binding {
+            Some((_, binding)) => {
+                // Parameters past the push-constant limit: a storage buffer.
+                let a = self.alloc(push.len())?;
+                // SAFETY: a fresh mapping at least `push.len()` long.
+                unsafe { std::ptr::copy_nonoverlapping(push.as_ptr(), a.ptr, push.len()) };
+                bindings.push((binding, a.buffer));
+                push.clear();
+                Some(a)
+            }
+            None => None,
+        };
+        // SAFETY: objects made from this device, recorded into a one-time command buffer;
+        // everything the launch uses stays alive until `wait_all` has seen its fence.
+        unsafe {
+            let sizes = [vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: bindings.len().max(1) as u32,
+            }];
+            let pool = d
+                .create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(1)
+                        .pool_sizes(&sizes),
+                    None,
+                )
+                .map_err(vk_err("descriptor pool"))?;
+            let set = if bindings.is_empty() {
+                None
+            } else {
+                let layouts = [m.set_layout];
+                let set = d
+                    .allocate_descriptor_sets(
+                        &vk::DescriptorSetAllocateInfo::default()
+                            .descriptor_pool(pool)
+                            .set_layouts(&layouts),
+                    )
+                    .map_err(vk_err("descriptor set"))?[0];
+                let infos: Vec<_> = bindings
+                    .iter()
+                    .map(|(_, b)| {
+                        [vk::DescriptorBufferInfo::default()
+                            .buffer(*b)
+                            .offset(0)
+                            .range(vk::WHOLE_SIZE)]
+                    })
+                    .collect();
+                let writes: Vec<_> = bindings
+                    .iter()
+                    .zip(&infos)
+                    .map(|((binding, _), info)| {
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(set)
+                            .dst_binding(*binding)
+                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                            .buffer_info(info)
+                    })
+                    .collect();
+                d.update_descriptor_sets(&writes, &[]);
+                Some(set)
+            };
+            let cb = d
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(self.command_pool)
+                        .level(vk::CommandBufferLevel::PRIMARY)
+                        .command_buffer_count(1),
+                )
+                .map_err(vk_err("command buffer"))?[0];
+            let queries = if self.timestamps && plan.timed {
+                Some(
+                    d.create_query_pool(
+                        &vk::QueryPoolCreateInfo::default()
+                            .query_type(vk::QueryType::TIMESTAMP)
+                            .query_count(2),
+                        None,
+                    )
+                    .map_err(vk_err("query pool"))?,
+                )
+            } else {
+                None
+            };
+            d.begin_command_buffer(
+                cb,
+                &vk::CommandBufferBeginInfo::default()
+                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+            )
+            .map_err(vk_err("begin command buffer"))?;
+            // Earlier launches' writes are visible to this one (launches are in order).
+            let order = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::HOST_WRITE)
+                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::HOST,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &[order],
+                &[],
+                &[],
+            );
+            if let Some(qp) = queries {
+                d.cmd_reset_query_pool(cb, qp, 0, 2);
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qp, 0);
+            }
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
+            if let Some(set) = set {
+                d.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::COMPUTE,
+                    m.layout,
+                    0,
+                    &[set],
+                    &[],
+                );
+            }
+            if !push.is_empty() {
+                d.cmd_push_constants(cb, m.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
+            }
+            let [gx, gy, gz] = plan.config.grid;
+            d.cmd_dispatch(cb, gx, gy, gz);
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ);
+            d.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            );
+            if let Some(qp) = queries {
+                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
+            }
+            d.end_command_buffer(cb)
+                .map_err(vk_err("end command buffer"))?;
+            let fence = d
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+                .map_err(vk_err("fence"))?;
+            let cbs = [cb];
+            let submit = vk::SubmitInfo::default().command_buffers(&cbs);
+            d.queue_submit(self.queue, &[submit], fence)
+                .map_err(vk_err("queue submit"))?;
+            self.submitted.push(Submitted {
+                fence,
+                command: cb,
+                descriptor_pool: pool,
+                query_pool: queries,
+                _params: params,
+            });
+        }
+        Ok(())
     }
 
     /// Refuse, located, a kernel needing a 64-bit type this device lacks: SPIR-V declaring
@@ -432,21 +758,7 @@ impl State {
         Ok(())
     }
 
-    fn check_launch(
-        &self,
-        kernel: &Kernel,
-        abi: &sarek_compiler::abi::Abi,
-        config: LaunchConfig,
-        args: &[ArgValue],
-    ) -> Result<(), RuntimeError> {
-        if args.len() != abi.params.len() {
-            return Err(RuntimeError::Arguments(format!(
-                "kernel `{}` takes {} arguments, {} given",
-                kernel.name,
-                abi.params.len(),
-                args.len()
-            )));
-        }
+    fn check_config(&self, config: LaunchConfig) -> Result<(), RuntimeError> {
         let l = &self.limits;
         for axis in 0..3 {
             if config.block[axis] == 0 || config.block[axis] > l.max_compute_work_group_size[axis] {
@@ -469,6 +781,16 @@ impl State {
                 self.info.max_threads_per_block
             )));
         }
+        Ok(())
+    }
+
+    /// Refuse, located, a kernel whose parameters or buffers exceed this device's limits.
+    fn check_limits(
+        &self,
+        kernel: &Kernel,
+        abi: &sarek_compiler::abi::Abi,
+    ) -> Result<(), RuntimeError> {
+        let l = &self.limits;
         if let Some(size) = abi.uniform_size
             && abi.uniform_binding.is_none()
             && size > l.max_push_constants_size
@@ -498,314 +820,13 @@ impl State {
         }
         Ok(())
     }
-
-    /// Create, fill, dispatch, wait, read back. Resources go into `scratch` as they are made,
-    /// so the caller frees them whatever happens.
-    fn run(
-        &self,
-        source: &str,
-        pipeline: vk::Pipeline,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-        scratch: &mut Scratch,
-    ) -> Result<(Duration, i32), RuntimeError> {
-        let d = &self.device;
-        let m = &self.modules[source];
-        let abi = &m.abi;
-        let mut push = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        // (binding, buffer, memory, size, argument index; usize::MAX for the parameter block,
-        // TRAP for the trap status word).
-        let mut buffers = Vec::new();
-        for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
-            match (&p.kind, arg) {
-                (
-                    AbiParamKind::Vector {
-                        elem,
-                        buffer,
-                        length,
-                    },
-                    ArgValue::Vector(v),
-                ) => {
-                    let ArgSlot::Binding { binding, .. } = buffer else {
-                        continue;
-                    };
-                    let bytes = pack_vector(v, elem)?;
-                    let (buf, mem) = self.host_buffer(&bytes, scratch)?;
-                    buffers.push((*binding, buf, mem, bytes.len(), i));
-                    if let ArgSlot::Uniform { offset } = length {
-                        let len = i32::try_from(v.len).map_err(|_| {
-                            RuntimeError::Arguments(format!(
-                                "vector `{}` is too long for int32 lengths",
-                                p.name
-                            ))
-                        })?;
-                        put(
-                            &mut push,
-                            *offset as usize,
-                            Literal::I32(len),
-                            Stored::Native(Scalar::I32),
-                        );
-                    }
-                }
-                (
-                    AbiParamKind::Value {
-                        layout,
-                        slot: ArgSlot::Uniform { offset },
-                    },
-                    arg,
-                ) => {
-                    let leaves: Vec<Literal> = match arg {
-                        ArgValue::Scalar(l) => vec![*l],
-                        ArgValue::Aggregate(ls) => ls.clone(),
-                        ArgValue::Vector(_) => {
-                            return Err(RuntimeError::Arguments(format!(
-                                "parameter `{}` is not a vector",
-                                p.name
-                            )));
-                        }
-                    };
-                    if leaves.len() != layout.leaves.len() {
-                        return Err(RuntimeError::Arguments(format!(
-                            "parameter `{}` needs {} values, {} given",
-                            p.name,
-                            layout.leaves.len(),
-                            leaves.len()
-                        )));
-                    }
-                    for (lit, (at, stored)) in leaves.iter().zip(&layout.leaves) {
-                        put(&mut push, (*offset + *at) as usize, *lit, *stored);
-                    }
-                }
-                _ => {
-                    return Err(RuntimeError::Arguments(format!(
-                        "argument for `{}` does not fit the parameter",
-                        p.name
-                    )));
-                }
-            }
-        }
-        if let Some((_, binding)) = abi.uniform_binding {
-            // Parameters past the push-constant limit: a storage buffer, never read back.
-            let (buf, mem) = self.host_buffer(&push, scratch)?;
-            buffers.push((binding, buf, mem, push.len(), usize::MAX));
-            push.clear();
-        }
-        const TRAP: usize = usize::MAX - 1;
-        if let Some(ArgSlot::Binding { binding, .. }) = abi.trap_status {
-            let (buf, mem) = self.host_buffer(&[0; 4], scratch)?;
-            buffers.push((binding, buf, mem, 4, TRAP));
-        }
-        unsafe {
-            let set = if buffers.is_empty() {
-                None
-            } else {
-                let sizes = [vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_BUFFER,
-                    descriptor_count: buffers.len() as u32,
-                }];
-                let pool = d
-                    .create_descriptor_pool(
-                        &vk::DescriptorPoolCreateInfo::default()
-                            .max_sets(1)
-                            .pool_sizes(&sizes),
-                        None,
-                    )
-                    .map_err(vk_err("descriptor pool"))?;
-                scratch.descriptor_pool = pool;
-                let layouts = [m.set_layout];
-                let set = d
-                    .allocate_descriptor_sets(
-                        &vk::DescriptorSetAllocateInfo::default()
-                            .descriptor_pool(pool)
-                            .set_layouts(&layouts),
-                    )
-                    .map_err(vk_err("descriptor set"))?[0];
-                let infos: Vec<_> = buffers
-                    .iter()
-                    .map(|(_, b, ..)| {
-                        [vk::DescriptorBufferInfo::default()
-                            .buffer(*b)
-                            .offset(0)
-                            .range(vk::WHOLE_SIZE)]
-                    })
-                    .collect();
-                let writes: Vec<_> = buffers
-                    .iter()
-                    .zip(&infos)
-                    .map(|((binding, ..), info)| {
-                        vk::WriteDescriptorSet::default()
-                            .dst_set(set)
-                            .dst_binding(*binding)
-                            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                            .buffer_info(info)
-                    })
-                    .collect();
-                d.update_descriptor_sets(&writes, &[]);
-                Some(set)
-            };
-            let cb = d
-                .allocate_command_buffers(
-                    &vk::CommandBufferAllocateInfo::default()
-                        .command_pool(self.command_pool)
-                        .level(vk::CommandBufferLevel::PRIMARY)
-                        .command_buffer_count(1),
-                )
-                .map_err(vk_err("command buffer"))?[0];
-            scratch.command = Some((self.command_pool, cb));
-            let queries = if self.timestamps {
-                let qp = d
-                    .create_query_pool(
-                        &vk::QueryPoolCreateInfo::default()
-                            .query_type(vk::QueryType::TIMESTAMP)
-                            .query_count(2),
-                        None,
-                    )
-                    .map_err(vk_err("query pool"))?;
-                scratch.query_pool = qp;
-                Some(qp)
-            } else {
-                None
-            };
-            d.begin_command_buffer(
-                cb,
-                &vk::CommandBufferBeginInfo::default()
-                    .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-            )
-            .map_err(vk_err("begin command buffer"))?;
-            if let Some(qp) = queries {
-                d.cmd_reset_query_pool(cb, qp, 0, 2);
-                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::TOP_OF_PIPE, qp, 0);
-            }
-            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, pipeline);
-            if let Some(set) = set {
-                d.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::COMPUTE,
-                    m.layout,
-                    0,
-                    &[set],
-                    &[],
-                );
-            }
-            if !push.is_empty() {
-                d.cmd_push_constants(cb, m.layout, vk::ShaderStageFlags::COMPUTE, 0, &push);
-            }
-            d.cmd_dispatch(cb, config.grid[0], config.grid[1], config.grid[2]);
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::HOST_READ);
-            d.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
-                vk::PipelineStageFlags::HOST,
-                vk::DependencyFlags::empty(),
-                &[barrier],
-                &[],
-                &[],
-            );
-            if let Some(qp) = queries {
-                d.cmd_write_timestamp(cb, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
-            }
-            d.end_command_buffer(cb)
-                .map_err(vk_err("end command buffer"))?;
-            let fence = d
-                .create_fence(&vk::FenceCreateInfo::default(), None)
-                .map_err(vk_err("fence"))?;
-            scratch.fence = fence;
-            let cbs = [cb];
-            let submit = vk::SubmitInfo::default().command_buffers(&cbs);
-            let wall = Instant::now();
-            d.queue_submit(self.queue, &[submit], fence)
-                .map_err(vk_err("queue submit"))?;
-            d.wait_for_fences(&[fence], true, u64::MAX)
-                .map_err(vk_err("waiting for the kernel"))?;
-            let mut elapsed = wall.elapsed();
-            if let Some(qp) = queries {
-                let mut stamps = [0u64; 2];
-                if d.get_query_pool_results(
-                    qp,
-                    0,
-                    &mut stamps,
-                    vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-                )
-                .is_ok()
-                {
-                    let ns = stamps[1].saturating_sub(stamps[0]) as f64
-                        * self.limits.timestamp_period as f64;
-                    elapsed = Duration::from_nanos(ns as u64);
-                }
-            }
-            let mut trap = 0;
-            for (_, _, mem, size, i) in buffers.iter().filter(|b| b.4 != usize::MAX) {
-                let ptr = d
-                    .map_memory(*mem, 0, *size as u64, vk::MemoryMapFlags::empty())
-                    .map_err(vk_err("map memory"))?;
-                let bytes = std::slice::from_raw_parts(ptr as *const u8, *size).to_vec();
-                d.unmap_memory(*mem);
-                if *i == TRAP {
-                    trap = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
-                    continue;
-                }
-                let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) =
-                    (&abi.params[*i].kind, &mut args[*i])
-                else {
-                    continue;
-                };
-                unpack_vector(&bytes, elem, v);
-            }
-            Ok((elapsed, trap))
-        }
-    }
-
-    /// A host-visible, coherent storage buffer holding `bytes`.
-    fn host_buffer(
-        &self,
-        bytes: &[u8],
-        scratch: &mut Scratch,
-    ) -> Result<(vk::Buffer, vk::DeviceMemory), RuntimeError> {
-        let d = &self.device;
-        // A zero-length vector still needs a (non-empty) buffer to bind.
-        let size = bytes.len().max(16) as u64;
-        unsafe {
-            let buffer = d
-                .create_buffer(
-                    &vk::BufferCreateInfo::default()
-                        .size(size)
-                        .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
-                        .sharing_mode(vk::SharingMode::EXCLUSIVE),
-                    None,
-                )
-                .map_err(vk_err("buffer creation"))?;
-            scratch.buffers.push(buffer);
-            let req = d.get_buffer_memory_requirements(buffer);
-            let ty = self.memory_type(req.memory_type_bits).ok_or_else(|| {
-                RuntimeError::Launch("vulkan: no host-visible memory for storage buffers".into())
-            })?;
-            let mem = d
-                .allocate_memory(
-                    &vk::MemoryAllocateInfo::default()
-                        .allocation_size(req.size)
-                        .memory_type_index(ty),
-                    None,
-                )
-                .map_err(vk_err("memory allocation"))?;
-            scratch.memories.push(mem);
-            d.bind_buffer_memory(buffer, mem, 0)
-                .map_err(vk_err("bind buffer memory"))?;
-            let ptr = d
-                .map_memory(mem, 0, size, vk::MemoryMapFlags::empty())
-                .map_err(vk_err("map memory"))?;
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr as *mut u8, bytes.len());
-            d.unmap_memory(mem);
-            Ok((buffer, mem))
-        }
-    }
 }
 
 impl Drop for State {
     fn drop(&mut self) {
         // SAFETY: every object was created from this device/instance and no work is pending
         // (each launch waits for its fence).
+        let _ = self.wait_all();
         unsafe {
             let _ = self.device.device_wait_idle();
             for p in self.pipelines.values() {
@@ -820,159 +841,95 @@ impl Drop for State {
             self.device
                 .destroy_pipeline_cache(self.pipeline_cache, None);
             self.device.destroy_command_pool(self.command_pool, None);
+        }
+    }
+}
+
+/// The Vulkan device and instance, destroyed when the device state and every buffer made
+/// from it are gone (a buffer may outlive the [`VulkanDevice`] that made it).
+struct Owner {
+    instance: ash::Instance,
+    device: ash::Device,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // SAFETY: nothing made from them is left (every holder keeps this alive).
+        unsafe {
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
         }
     }
 }
 
-/// Per-launch objects, freed after the launch whatever its outcome.
-#[derive(Default)]
-struct Scratch {
-    buffers: Vec<vk::Buffer>,
-    memories: Vec<vk::DeviceMemory>,
-    descriptor_pool: vk::DescriptorPool,
-    query_pool: vk::QueryPool,
-    fence: vk::Fence,
-    command: Option<(vk::CommandPool, vk::CommandBuffer)>,
-}
-
-impl Scratch {
-    fn destroy(self, d: &ash::Device) {
-        // SAFETY: the launch waited for its fence (or never submitted), so nothing is in use;
-        // destroying a null handle is a no-op.
-        unsafe {
-            if let Some((pool, cb)) = self.command {
-                d.free_command_buffers(pool, &[cb]);
-            }
-            d.destroy_fence(self.fence, None);
-            d.destroy_query_pool(self.query_pool, None);
-            d.destroy_descriptor_pool(self.descriptor_pool, None);
-            for b in self.buffers {
-                d.destroy_buffer(b, None);
-            }
-            for m in self.memories {
-                d.free_memory(m, None);
-            }
-        }
-    }
-}
-
 impl Device for VulkanDevice {
     fn info(&self) -> DeviceInfo {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .info
-            .clone()
+        self.info.clone()
     }
 
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .launch(kernel, config, args)
+    fn core(&self) -> &DeviceCore {
+        &self.core
     }
-}
 
-/// Write `lit` at byte `at` as `stored`.
-fn put(buf: &mut [u8], at: usize, lit: Literal, stored: Stored) {
-    let bytes: Vec<u8> = match (stored, lit) {
-        (Stored::BoolAsU32, Literal::Bool(b)) => (b as u32).to_le_bytes().to_vec(),
-        (Stored::BoolAsU8, Literal::Bool(b)) => vec![b as u8],
-        (_, Literal::Bool(b)) => vec![b as u8],
-        (_, Literal::I32(v)) => v.to_le_bytes().to_vec(),
-        (_, Literal::I64(v)) => v.to_le_bytes().to_vec(),
-        (_, Literal::F32(v)) => v.to_le_bytes().to_vec(),
-        (_, Literal::F64(v)) => v.to_le_bytes().to_vec(),
-    };
-    buf[at..at + bytes.len()].copy_from_slice(&bytes);
-}
-
-/// Read the scalar `scalar` stored as `stored` at byte `at`.
-fn get(buf: &[u8], at: usize, scalar: Scalar, stored: Stored) -> Literal {
-    let b4 = || <[u8; 4]>::try_from(&buf[at..at + 4]).expect("4 bytes");
-    let b8 = || <[u8; 8]>::try_from(&buf[at..at + 8]).expect("8 bytes");
-    match (scalar, stored) {
-        (Scalar::Bool, Stored::BoolAsU32) => Literal::Bool(u32::from_le_bytes(b4()) != 0),
-        (Scalar::Bool, _) => Literal::Bool(buf[at] != 0),
-        (Scalar::I32, _) => Literal::I32(i32::from_le_bytes(b4())),
-        (Scalar::I64, _) => Literal::I64(i64::from_le_bytes(b8())),
-        (Scalar::F32, _) => Literal::F32(f32::from_le_bytes(b4())),
-        (Scalar::F64, _) => Literal::F64(f64::from_le_bytes(b8())),
+    fn layout_rules(&self) -> LayoutRules {
+        LayoutRules::Std430
     }
-}
 
-/// Pack a host vector (one column per leaf) into device bytes with `layout`.
-fn pack_vector(v: &HostVector, layout: &ElemLayout) -> Result<Vec<u8>, RuntimeError> {
-    if v.columns.len() != layout.leaves.len() || v.columns.iter().any(|c| c.len() != v.len) {
-        return Err(RuntimeError::Arguments(format!(
-            "a vector has {} columns of data for an element of {} fields",
-            v.columns.len(),
-            layout.leaves.len()
-        )));
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        let (exe, abi) = self.state().build(kernel)?;
+        Ok(Built {
+            kernel: kernel.clone(),
+            abi,
+            exe: Box::new(exe),
+        })
     }
-    let stride = layout.stride as usize;
-    let mut bytes = vec![0u8; v.len * stride];
-    for (col, (off, stored)) in v.columns.iter().zip(&layout.leaves) {
-        for i in 0..v.len {
-            put(&mut bytes, i * stride + *off as usize, col.get(i), *stored);
-        }
-    }
-    Ok(bytes)
-}
 
-/// Unpack device bytes into the host vector's columns.
-fn unpack_vector(bytes: &[u8], layout: &ElemLayout, v: &mut HostVector) {
-    let stride = layout.stride as usize;
-    for (col, (off, stored)) in v.columns.iter_mut().zip(&layout.leaves) {
-        let scalar = col.scalar();
-        for i in 0..v.len {
-            col.set(i, get(bytes, i * stride + *off as usize, scalar, *stored));
-        }
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
+        Ok(Box::new(self.state().alloc(bytes)?))
+    }
+
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
+        let a = mem.raw::<VkAlloc>();
+        // Host writes to memory a submitted launch may still use: wait for them first.
+        let mut state = self.state();
+        let time = state.wait_all()?;
+        *self.kernel_time() += time;
+        drop(state);
+        assert!(bytes.len() <= a.size, "upload larger than its buffer");
+        // SAFETY: the mapping is `a.size` bytes long and no launch is using it.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), a.ptr, bytes.len()) };
+        Ok(())
+    }
+
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
+        let a = mem.raw::<VkAlloc>();
+        let mut state = self.state();
+        let time = state.wait_all()?;
+        *self.kernel_time() += time;
+        drop(state);
+        assert!(out.len() <= a.size, "download larger than its buffer");
+        // SAFETY: the mapping is `a.size` bytes long; every launch has finished.
+        unsafe { std::ptr::copy_nonoverlapping(a.ptr, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        self.state().dispatch(built.exe::<VkExe>(), plan)
+    }
+
+    fn sync(&self) -> Result<Duration, RuntimeError> {
+        let time = self.state().wait_all()?;
+        Ok(std::mem::take(&mut *self.kernel_time()) + time)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::value::Column;
+impl VulkanDevice {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
 
-    #[test]
-    fn pack_round_trip() {
-        let layout = ElemLayout {
-            stride: 16,
-            leaves: vec![
-                (0, Stored::Native(Scalar::F32)),
-                (4, Stored::BoolAsU32),
-                (8, Stored::Native(Scalar::I64)),
-            ],
-        };
-        let v = HostVector {
-            len: 2,
-            columns: vec![
-                Column::F32(vec![1.5, -2.0]),
-                Column::Bool(vec![true, false]),
-                Column::I64(vec![-7, 1 << 40]),
-            ],
-        };
-        let bytes = pack_vector(&v, &layout).unwrap();
-        assert_eq!(bytes.len(), 32);
-        assert_eq!(&bytes[4..8], &[1, 0, 0, 0]);
-        let mut back = HostVector {
-            len: 2,
-            columns: vec![
-                Column::F32(vec![0.0; 2]),
-                Column::Bool(vec![false; 2]),
-                Column::I64(vec![0; 2]),
-            ],
-        };
-        unpack_vector(&bytes, &layout, &mut back);
-        assert_eq!(back, v);
+    /// Kernel time of launches waited for by uploads and downloads, for the next `sync`.
+    fn kernel_time(&self) -> std::sync::MutexGuard<'_, Duration> {
+        self.waited.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

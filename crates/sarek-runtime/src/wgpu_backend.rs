@@ -1,30 +1,32 @@
 //! The `wgpu` backend: kernels compiled to WGSL and run through wgpu (Vulkan, Metal, DX12).
 //!
-//! A launch generates WGSL for the kernel (options from the device: subgroups when the adapter
-//! has them, no 64-bit types), then packs every argument from the ABI descriptor the generator
-//! returned: scalars and by-value aggregates into the `Params` uniform, each vector into a
-//! storage buffer laid out per its [`ElemLayout`], lengths into the uniform. Pipelines are cached
-//! per (WGSL source, block size); the block size reaches the shader as pipeline-overridable
-//! constants. Device errors are caught with error scopes and returned as [`RuntimeError`]s:
+//! A build generates WGSL for the kernel (options from the device: subgroups when the adapter
+//! has them, no 64-bit types) and makes its shader module and layouts; pipelines are made per
+//! block size (the block size reaches the shader as pipeline-overridable constants) and kept
+//! with the build. Buffers are storage buffers laid out per the ABI (std430); uploads go
+//! through `Queue::write_buffer` (ordered before the next submission), downloads through a
+//! mapped staging copy. A dispatch writes the plan's uniform block ([`crate::bind`]) into a
+//! small uniform buffer, binds the plan's buffers and submits without waiting; `sync` polls
+//! the device until the queue is empty. Device errors are caught with error scopes and returned as [`RuntimeError`]s:
 //! what the WGSL generator refuses (64-bit types, warps without 32-lane subgroups) and more
 //! vectors than the adapter binds are [`RuntimeError::Refused`], located in the kernel; WGSL
 //! that wgpu rejects is [`RuntimeError::Compile`] (a generator bug).
 //! Kernel time comes from timestamp queries when the adapter supports them, else from the wall
 //! clock around the dispatch's own submission.
 
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
-use crate::value::{ArgValue, Column, HostVector};
-use sarek_compiler::abi::{Abi, AbiParamKind, ArgSlot, ElemLayout, Stored};
-use sarek_compiler::ir::Kernel;
-use sarek_compiler::types::{Literal, Scalar};
+use crate::bind::LaunchPlan;
+use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
+use crate::kernel::{Built, KernelHandle};
+use crate::memory::{Allocation, DeviceCore, Mem};
+use sarek_compiler::abi::{Abi, AbiParamKind, ArgSlot, LayoutRules};
 use sarek_compiler::{Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Open the best adapter of any wgpu backend, or say why there is none.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    WgpuDevice::new().map(|d| Arc::new(d) as Arc<dyn Device>)
+    WgpuDevice::new().map(crate::memory::register)
 }
 
 fn unavailable(reason: impl Into<String>) -> RuntimeError {
@@ -42,15 +44,27 @@ pub struct WgpuDevice {
     limits: wgpu::Limits,
     timestamps: bool,
     options: TargetOptions,
-    pipelines: Mutex<HashMap<PipelineKey, Arc<Compiled>>>,
+    core: DeviceCore,
+    /// Timestamp read-back buffers of the timed launches since the last sync.
+    timed: Mutex<Vec<wgpu::Buffer>>,
 }
 
-/// A pipeline is specific to its WGSL source and its block size (pipeline constants).
-type PipelineKey = (String, [u32; 3]);
-
+/// A built kernel: its module and layouts, and a pipeline per block size.
 struct Compiled {
-    pipeline: wgpu::ComputePipeline,
+    module: wgpu::ShaderModule,
     layout: wgpu::BindGroupLayout,
+    pipeline_layout: wgpu::PipelineLayout,
+    entry_point: String,
+    pipelines: Mutex<HashMap<[u32; 3], wgpu::ComputePipeline>>,
+}
+
+/// A storage buffer.
+struct WgpuAlloc(wgpu::Buffer);
+
+impl Allocation for WgpuAlloc {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 fn adapter_rank(t: wgpu::DeviceType) -> u32 {
@@ -122,6 +136,8 @@ impl WgpuDevice {
             float64: false,
         };
         Ok(WgpuDevice {
+            core: DeviceCore::new(format!("wgpu ({})", info.name)),
+            timed: Mutex::new(Vec::new()),
             device,
             queue,
             info,
@@ -133,7 +149,6 @@ impl WgpuDevice {
                 int64_atomics: false,
                 checked: false, // issue 17: checks are inserted per launch
             },
-            pipelines: Mutex::new(HashMap::new()),
         })
     }
 
@@ -155,28 +170,29 @@ impl WgpuDevice {
         }
     }
 
-    fn pipeline(
-        &self,
-        source: &str,
-        abi: &Abi,
-        block: [u32; 3],
-    ) -> Result<Arc<Compiled>, RuntimeError> {
-        let key = (source.to_string(), block);
-        if let Some(c) = self
-            .pipelines
-            .lock()
-            .map_err(|_| RuntimeError::Launch("pipeline cache poisoned".into()))?
-            .get(&key)
-        {
-            return Ok(c.clone());
+    /// Generate the WGSL and make its module and layouts.
+    fn compile(&self, kernel: &KernelHandle) -> Result<(Compiled, Abi), RuntimeError> {
+        let ir = kernel.ir();
+        let generated = sarek_compiler::generate(ir, Target::Wgsl, &self.options)
+            .map_err(|d| RuntimeError::refused(Target::Wgsl, &ir.name, d))?;
+        // A device limit is a refusal of the kernel, not a pipeline validation error.
+        if let Some(refusal) = crate::capability::refuse_buffer_count(
+            ir,
+            0,
+            self.limits.max_storage_buffers_per_shader_stage,
+            Target::Wgsl,
+            &self.info.name,
+        ) {
+            return Err(refusal);
         }
+        let abi = generated.abi;
         let compiled = self
             .scoped("rejected the generated WGSL", || {
                 let module = self
                     .device
                     .create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(&abi.entry_point),
-                        source: wgpu::ShaderSource::Wgsl(source.into()),
+                        source: wgpu::ShaderSource::Wgsl(generated.source.as_str().into()),
                     });
                 let mut entries = Vec::new();
                 let storage = |binding| wgpu::BindGroupLayoutEntry {
@@ -219,39 +235,58 @@ impl WgpuDevice {
                             label: Some("sarek"),
                             entries: &entries,
                         });
-                let pl = self
-                    .device
-                    .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                        label: Some("sarek"),
-                        bind_group_layouts: &[Some(&layout)],
-                        immediate_size: 0,
-                    });
+                let pipeline_layout =
+                    self.device
+                        .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some("sarek"),
+                            bind_group_layouts: &[Some(&layout)],
+                            immediate_size: 0,
+                        });
+                Compiled {
+                    module,
+                    layout,
+                    pipeline_layout,
+                    entry_point: abi.entry_point.clone(),
+                    pipelines: Mutex::new(HashMap::new()),
+                }
+            })
+            .map_err(RuntimeError::Compile)?;
+        Ok((compiled, abi))
+    }
+
+    /// The pipeline of `c` for `block` (made on first use).
+    fn pipeline(
+        &self,
+        c: &Compiled,
+        block: [u32; 3],
+    ) -> Result<wgpu::ComputePipeline, RuntimeError> {
+        let mut pipelines = c.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = pipelines.get(&block) {
+            return Ok(p.clone());
+        }
+        let pipeline = self
+            .scoped("rejected the generated WGSL", || {
                 let constants = [
                     ("sarek_block_x", f64::from(block[0])),
                     ("sarek_block_y", f64::from(block[1])),
                     ("sarek_block_z", f64::from(block[2])),
                 ];
-                let pipeline =
-                    self.device
-                        .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                            label: Some(&abi.entry_point),
-                            layout: Some(&pl),
-                            module: &module,
-                            entry_point: Some(&abi.entry_point),
-                            compilation_options: wgpu::PipelineCompilationOptions {
-                                constants: &constants,
-                                zero_initialize_workgroup_memory: true,
-                            },
-                            cache: None,
-                        });
-                Arc::new(Compiled { pipeline, layout })
+                self.device
+                    .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(&c.entry_point),
+                        layout: Some(&c.pipeline_layout),
+                        module: &c.module,
+                        entry_point: Some(&c.entry_point),
+                        compilation_options: wgpu::PipelineCompilationOptions {
+                            constants: &constants,
+                            zero_initialize_workgroup_memory: true,
+                        },
+                        cache: None,
+                    })
             })
             .map_err(RuntimeError::Compile)?;
-        self.pipelines
-            .lock()
-            .map_err(|_| RuntimeError::Launch("pipeline cache poisoned".into()))?
-            .insert(key, compiled.clone());
-        Ok(compiled)
+        pipelines.insert(block, pipeline.clone());
+        Ok(pipeline)
     }
 
     fn check_config(&self, config: &LaunchConfig) -> Result<(), RuntimeError> {
@@ -262,12 +297,6 @@ impl WgpuDevice {
             l.max_compute_workgroup_size_y,
             l.max_compute_workgroup_size_z,
         ];
-        if b.contains(&0) || config.grid.contains(&0) {
-            return Err(RuntimeError::Arguments(format!(
-                "empty launch: grid {:?}, block {:?}",
-                config.grid, b
-            )));
-        }
         if (0..3).any(|i| b[i] > max_b[i])
             || config.threads_per_block() > l.max_compute_invocations_per_workgroup
         {
@@ -288,64 +317,12 @@ impl WgpuDevice {
         }
         Ok(())
     }
-}
 
-/// Write one leaf value at `at` in `bytes` as `stored`.
-fn put(bytes: &mut [u8], at: usize, stored: Stored, v: Literal) -> Result<(), RuntimeError> {
-    let raw: [u8; 4] = match (stored, v) {
-        (Stored::BoolAsU32, Literal::Bool(b)) => u32::from(b).to_le_bytes(),
-        (Stored::Native(Scalar::I32), Literal::I32(x)) => x.to_le_bytes(),
-        (Stored::Native(Scalar::F32), Literal::F32(x)) => x.to_le_bytes(),
-        (s, v) => {
-            return Err(RuntimeError::Arguments(format!(
-                "cannot store {v:?} as {s:?} on wgpu"
-            )));
-        }
-    };
-    bytes
-        .get_mut(at..at + 4)
-        .ok_or_else(|| RuntimeError::Arguments("argument does not fit its slot".into()))?
-        .copy_from_slice(&raw);
-    Ok(())
-}
-
-fn get(bytes: &[u8], at: usize, stored: Stored) -> Literal {
-    let raw: [u8; 4] = bytes[at..at + 4].try_into().unwrap_or([0; 4]);
-    match stored {
-        Stored::BoolAsU32 => Literal::Bool(u32::from_le_bytes(raw) != 0),
-        Stored::Native(Scalar::F32) => Literal::F32(f32::from_le_bytes(raw)),
-        _ => Literal::I32(i32::from_le_bytes(raw)),
-    }
-}
-
-/// Pack a host vector (one column per leaf) into its device layout.
-fn pack(v: &HostVector, layout: &ElemLayout, name: &str) -> Result<Vec<u8>, RuntimeError> {
-    if v.columns.len() != layout.leaves.len() || v.columns.iter().any(|c| c.len() != v.len) {
-        return Err(RuntimeError::Arguments(format!(
-            "vector `{name}`: {} columns of lengths {:?} do not match its element type ({} leaves, length {})",
-            v.columns.len(),
-            v.columns.iter().map(Column::len).collect::<Vec<_>>(),
-            layout.leaves.len(),
-            v.len
-        )));
-    }
-    let stride = layout.stride as usize;
-    // wgpu refuses empty bindings; a zero-length vector still gets one element of storage.
-    let mut bytes = vec![0u8; (v.len.max(1) * stride).max(4).next_multiple_of(4)];
-    for (col, (off, stored)) in v.columns.iter().zip(&layout.leaves) {
-        for i in 0..v.len {
-            put(&mut bytes, i * stride + *off as usize, *stored, col.get(i))?;
-        }
-    }
-    Ok(bytes)
-}
-
-fn unpack(bytes: &[u8], v: &mut HostVector, layout: &ElemLayout) {
-    let stride = layout.stride as usize;
-    for (col, (off, stored)) in v.columns.iter_mut().zip(&layout.leaves) {
-        for i in 0..v.len {
-            col.set(i, get(bytes, i * stride + *off as usize, *stored));
-        }
+    fn wait(&self) -> Result<(), RuntimeError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map(|_| ())
+            .map_err(|e| RuntimeError::Launch(format!("wgpu: {e}")))
     }
 }
 
@@ -354,186 +331,96 @@ impl Device for WgpuDevice {
         self.info.clone()
     }
 
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        let started = Instant::now();
-        self.check_config(&config)?;
-        let generated = sarek_compiler::generate(kernel, Target::Wgsl, &self.options)
-            .map_err(|d| RuntimeError::refused(Target::Wgsl, &kernel.name, d))?;
-        let abi = &generated.abi;
-        if args.len() != abi.params.len() {
-            return Err(RuntimeError::Arguments(format!(
-                "kernel `{}` takes {} arguments, {} given",
-                kernel.name,
-                abi.params.len(),
-                args.len()
-            )));
-        }
-        // A device limit is a refusal of the kernel, not a pipeline validation error.
-        if let Some(refusal) = crate::capability::refuse_buffer_count(
-            kernel,
-            0,
-            self.limits.max_storage_buffers_per_shader_stage,
-            Target::Wgsl,
-            &self.info.name,
-        ) {
-            return Err(refusal);
-        }
-        let compiled = self.pipeline(&generated.source, abi, config.block)?;
+    fn core(&self) -> &DeviceCore {
+        &self.core
+    }
 
-        // Uniform block and storage buffers, straight from the ABI descriptor.
-        let mut uniform = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
-        let mut storage: Vec<(usize, u32, Vec<u8>)> = Vec::new();
-        for (i, (p, arg)) in abi.params.iter().zip(args.iter()).enumerate() {
-            match (&p.kind, arg) {
-                (
-                    AbiParamKind::Value {
-                        layout,
-                        slot: ArgSlot::Uniform { offset },
-                    },
-                    ArgValue::Scalar(v),
-                ) => {
-                    let (off, st) = layout
-                        .leaves
-                        .first()
-                        .copied()
-                        .unwrap_or((0, Stored::Native(Scalar::I32)));
-                    put(&mut uniform, (*offset + off) as usize, st, *v)?;
-                }
-                (
-                    AbiParamKind::Value {
-                        layout,
-                        slot: ArgSlot::Uniform { offset },
-                    },
-                    ArgValue::Aggregate(vs),
-                ) => {
-                    if vs.len() != layout.leaves.len() {
-                        return Err(RuntimeError::Arguments(format!(
-                            "argument `{}` has {} components, its type has {}",
-                            p.name,
-                            vs.len(),
-                            layout.leaves.len()
-                        )));
-                    }
-                    for ((off, st), v) in layout.leaves.iter().zip(vs) {
-                        put(&mut uniform, (*offset + off) as usize, *st, *v)?;
-                    }
-                }
-                (
-                    AbiParamKind::Value {
-                        slot: ArgSlot::None,
-                        ..
-                    },
-                    _,
-                ) => {}
-                (
-                    AbiParamKind::Vector {
-                        elem,
-                        buffer: ArgSlot::Binding { binding, .. },
-                        length,
-                    },
-                    ArgValue::Vector(v),
-                ) => {
-                    let len = i32::try_from(v.len).map_err(|_| {
-                        RuntimeError::Arguments(format!("vector `{}` is too long", p.name))
-                    })?;
-                    if let ArgSlot::Uniform { offset } = length {
-                        put(
-                            &mut uniform,
-                            *offset as usize,
-                            Stored::Native(Scalar::I32),
-                            Literal::I32(len),
-                        )?;
-                    }
-                    storage.push((i, *binding, pack(v, elem, &p.name)?));
-                }
-                (kind, arg) => {
-                    return Err(RuntimeError::Arguments(format!(
-                        "argument `{}`: {} given where the kernel expects {}",
-                        p.name,
-                        match arg {
-                            ArgValue::Scalar(_) => "a scalar",
-                            ArgValue::Aggregate(_) => "a record/variant",
-                            ArgValue::Vector(_) => "a vector",
-                        },
-                        match kind {
-                            AbiParamKind::Vector { .. } => "a vector",
-                            AbiParamKind::Value { .. } => "a value",
-                        }
-                    )));
-                }
-            }
-        }
-        // The trap status word travels as one more storage buffer, zeroed.
-        let trap_at = match abi.trap_status {
-            Some(ArgSlot::Binding { binding, .. }) => {
-                storage.push((usize::MAX, binding, vec![0; 4]));
-                Some(storage.len() - 1)
-            }
-            _ => None,
+    fn layout_rules(&self) -> LayoutRules {
+        LayoutRules::Std430
+    }
+
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        let (compiled, abi) = self.compile(kernel)?;
+        Ok(Built {
+            kernel: kernel.clone(),
+            abi,
+            exe: Box::new(compiled),
+        })
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
+        let size = bytes.max(4).next_multiple_of(4) as u64;
+        let limit = self
+            .limits
+            .max_buffer_size
+            .min(self.limits.max_storage_buffer_binding_size);
+        let oom = || RuntimeError::OutOfMemory {
+            device: self.core.name().to_string(),
+            bytes,
         };
-
-        let usage = wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_SRC
-            | wgpu::BufferUsages::COPY_DST;
-        let (buffers, uniform_buf, bind_group) = self
-            .scoped("could not allocate the kernel's buffers", || {
-                let buffers: Vec<wgpu::Buffer> = storage
-                    .iter()
-                    .map(|(_, _, bytes)| {
-                        let b = self.device.create_buffer(&wgpu::BufferDescriptor {
-                            label: None,
-                            size: bytes.len() as u64,
-                            usage,
-                            mapped_at_creation: false,
-                        });
-                        self.queue.write_buffer(&b, 0, bytes);
-                        b
-                    })
-                    .collect();
-                let uniform_buf = abi.uniform_binding.map(|_| {
-                    let b = self.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("Params"),
-                        size: uniform.len().max(16) as u64,
-                        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    });
-                    self.queue.write_buffer(&b, 0, &uniform);
-                    b
-                });
-                let mut entries: Vec<wgpu::BindGroupEntry> = storage
-                    .iter()
-                    .zip(&buffers)
-                    .map(|((_, binding, _), b)| wgpu::BindGroupEntry {
-                        binding: *binding,
-                        resource: b.as_entire_binding(),
-                    })
-                    .collect();
-                if let (Some((_, b)), Some(u)) = (abi.uniform_binding, &uniform_buf) {
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: b,
-                        resource: u.as_entire_binding(),
-                    });
-                }
-                let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        if size > limit {
+            return Err(oom());
+        }
+        let buffer = self
+            .scoped("could not allocate a buffer", || {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
                     label: None,
-                    layout: &compiled.layout,
-                    entries: &entries,
+                    size,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .map_err(|_| oom())?;
+        Ok(Box::new(WgpuAlloc(buffer)))
+    }
+
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
+        let buf = &mem.raw::<WgpuAlloc>().0;
+        if bytes.len().is_multiple_of(4) {
+            self.queue.write_buffer(buf, 0, bytes);
+        } else {
+            let mut padded = bytes.to_vec();
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            self.queue.write_buffer(buf, 0, &padded);
+        }
+        Ok(())
+    }
+
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
+        let buf = &mem.raw::<WgpuAlloc>().0;
+        let size = (out.len() as u64)
+            .max(4)
+            .next_multiple_of(4)
+            .min(buf.size());
+        let staging = self
+            .scoped("failed to read a buffer back", || {
+                let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: None,
+                    size,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
                 });
-                (buffers, uniform_buf, bind_group)
+                let mut enc = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                enc.copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+                self.queue.submit([enc.finish()]);
+                staging
             })
             .map_err(RuntimeError::Launch)?;
-        // Uploads finish before the dispatch is timed.
-        self.queue.submit([]);
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| RuntimeError::Launch(format!("wgpu: {e}")))?;
+        let bytes = read_back(&self.device, &staging)?;
+        out.copy_from_slice(&bytes[..out.len()]);
+        Ok(())
+    }
 
-        let queries = self.timestamps.then(|| {
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        self.check_config(&plan.config)?;
+        let compiled = built.exe::<Compiled>();
+        let abi = &built.abi;
+        let pipeline = self.pipeline(compiled, plan.config.block)?;
+        let queries = (plan.timed && self.timestamps).then(|| {
             let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: None,
                 ty: wgpu::QueryType::Timestamp,
@@ -553,8 +440,38 @@ impl Device for WgpuDevice {
             });
             (set, resolve, read)
         });
-        let dispatched = Instant::now();
         self.scoped("failed to run the kernel", || {
+            let uniform = abi.uniform_binding.map(|(_, b)| {
+                let u = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("Params"),
+                    size: plan.uniform.len().max(16).next_multiple_of(16) as u64,
+                    usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let mut bytes = plan.uniform.clone();
+                bytes.resize(bytes.len().next_multiple_of(4), 0);
+                self.queue.write_buffer(&u, 0, &bytes);
+                (b, u)
+            });
+            let mut entries: Vec<wgpu::BindGroupEntry> = plan
+                .bindings
+                .iter()
+                .map(|(binding, m)| wgpu::BindGroupEntry {
+                    binding: *binding,
+                    resource: m.raw::<WgpuAlloc>().0.as_entire_binding(),
+                })
+                .collect();
+            if let Some((b, u)) = &uniform {
+                entries.push(wgpu::BindGroupEntry {
+                    binding: *b,
+                    resource: u.as_entire_binding(),
+                });
+            }
+            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &compiled.layout,
+                entries: &entries,
+            });
             let mut enc = self
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
@@ -569,9 +486,10 @@ impl Device for WgpuDevice {
                         }
                     }),
                 });
-                pass.set_pipeline(&compiled.pipeline);
+                pass.set_pipeline(&pipeline);
                 pass.set_bind_group(0, &bind_group, &[]);
-                pass.dispatch_workgroups(config.grid[0], config.grid[1], config.grid[2]);
+                let [gx, gy, gz] = plan.config.grid;
+                pass.dispatch_workgroups(gx, gy, gz);
             }
             if let Some((set, resolve, read)) = &queries {
                 enc.resolve_query_set(set, 0..2, resolve, 0);
@@ -580,69 +498,27 @@ impl Device for WgpuDevice {
             self.queue.submit([enc.finish()]);
         })
         .map_err(RuntimeError::Launch)?;
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| RuntimeError::Launch(format!("wgpu: {e}")))?;
-        let wall = dispatched.elapsed();
-        let kernel_time = match &queries {
-            Some((_, _, read)) => {
-                let ticks = read_back(&self.device, read)?;
-                let t0 = u64::from_le_bytes(ticks[0..8].try_into().unwrap_or([0; 8]));
-                let t1 = u64::from_le_bytes(ticks[8..16].try_into().unwrap_or([0; 8]));
-                let ns =
-                    t1.saturating_sub(t0) as f64 * f64::from(self.queue.get_timestamp_period());
-                if ns > 0.0 {
-                    Duration::from_nanos(ns as u64)
-                } else {
-                    wall
-                }
-            }
-            None => wall,
-        };
-
-        // Read every vector back through a staging buffer.
-        let staging: Vec<wgpu::Buffer> = self
-            .scoped("failed to read results back", || {
-                let mut enc = self
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                let staging: Vec<wgpu::Buffer> = buffers
-                    .iter()
-                    .map(|b| {
-                        let s = self.device.create_buffer(&wgpu::BufferDescriptor {
-                            label: None,
-                            size: b.size(),
-                            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                            mapped_at_creation: false,
-                        });
-                        enc.copy_buffer_to_buffer(b, 0, &s, 0, b.size());
-                        s
-                    })
-                    .collect();
-                self.queue.submit([enc.finish()]);
-                staging
-            })
-            .map_err(RuntimeError::Launch)?;
-        for (k, ((i, _, _), s)) in storage.iter().zip(&staging).enumerate() {
-            let bytes = read_back(&self.device, s)?;
-            if Some(k) == trap_at {
-                let code = i32::from_le_bytes(bytes[..4].try_into().unwrap_or([0; 4]));
-                if code != 0 {
-                    return Err(crate::device::trap_fault(kernel, code, Backend::Wgpu));
-                }
-                continue;
-            }
-            if let (ArgValue::Vector(v), AbiParamKind::Vector { elem, .. }) =
-                (&mut args[*i], &abi.params[*i].kind)
-            {
-                unpack(&bytes, v, elem);
-            }
+        if let Some((_, _, read)) = queries {
+            self.timed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(read);
         }
-        drop(uniform_buf);
-        Ok(LaunchStats {
-            kernel_time,
-            total_time: started.elapsed(),
-        })
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<Duration, RuntimeError> {
+        self.wait()?;
+        let timed = std::mem::take(&mut *self.timed.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut total = Duration::ZERO;
+        for read in &timed {
+            let ticks = read_back(&self.device, read)?;
+            let t0 = u64::from_le_bytes(ticks[0..8].try_into().unwrap_or([0; 8]));
+            let t1 = u64::from_le_bytes(ticks[8..16].try_into().unwrap_or([0; 8]));
+            let ns = t1.saturating_sub(t0) as f64 * f64::from(self.queue.get_timestamp_period());
+            total += Duration::from_nanos(ns as u64);
+        }
+        Ok(total)
     }
 }
 

@@ -83,5 +83,7 @@ fn open_launch_and_errors() {
     let err = device
         .launch(&k, huge, &mut args)
         .expect_err("block too large");
-    assert!(matches!(err, RuntimeError::Launch(_)), "{err}");
+    // Checked before the device sees the launch, against the device's own limit.
+    assert!(matches!(err, RuntimeError::Arguments(_)), "{err}");
+    assert!(err.to_string().contains("1048576 threads"), "{err}");
 }

@@ -22,7 +22,7 @@
 //! let device = sarek::default_device()?;
 //! let mut x = Vector::from_vec(vec![1.0f32; 1024]);
 //! let mut y = Vector::from_vec(vec![2.0f32; 1024]);
-//! saxpy.launch().arg(&mut x).arg(&mut y).scalar(3.0f32).scalar(1024i32).run(&*device)?;
+//! saxpy.launch().arg(&mut x).arg(&mut y).scalar(3.0f32).scalar(1024i32).run(&device)?;
 //! assert_eq!(y.as_slice()[0], 5.0);
 //! # Ok::<(), sarek::Error>(())
 //! ```
@@ -30,6 +30,9 @@
 //! [`include_kernel!`], [`kernel_source!`] and [`kernel_module!`] check a kernel source while
 //! the Rust program compiles: a Sarek error becomes a Rust compile error. `kernel_module!` also
 //! writes one typed launcher per kernel.
+//! The file macros take a program's module files too:
+//! `kernel_module!(mod k = "k.sarek", modules = ["geometry_lib.sarek"])` (module
+//! `Geometry_lib`, see [`Program::check_with_modules`]).
 //!
 //! Vectors of records, tuples and variants are [`HostVector`]s, one [`Column`] per scalar leaf
 //! of the element type ([`Kernel::vector`] makes a zeroed one); by-value records, tuples and
@@ -77,19 +80,35 @@
 //! const BAD: &str = sarek::kernel_source!("let%kernel k (v : int32 vector) = v.(0) <- undefined_name");
 //! ```
 
+mod fusion;
+mod skeleton;
+
+pub use fusion::Fused;
 pub use sarek_compiler as compiler;
-pub use sarek_macros::{include_kernel, kernel_module, kernel_source};
+pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
 pub use sarek_runtime as runtime;
+pub use skeleton::{Skeleton, SkeletonKind};
 
 pub use sarek_compiler::types::Literal;
 pub use sarek_compiler::{Target, TargetOptions};
-pub use sarek_runtime::buffer::{AsHostVector, Element, Vector};
 pub use sarek_runtime::discover::{available, default_device, open};
-pub use sarek_runtime::harness::{Param, ParamKind};
+pub use sarek_runtime::signature::{Param, ParamKind};
 pub use sarek_runtime::{
-    ArgValue, Backend, Column, Device, DeviceInfo, HostVector, LaunchConfig, LaunchStats,
-    RuntimeError,
+    ArgValue, AsDevice, Backend, Buffer, Column, Device, DeviceInfo, DeviceVector, Element,
+    HostVector, LaunchConfig, LaunchStats, Mirrored, RuntimeError, Transfers, Vector,
 };
+
+/// Wait for every launch enqueued on `device` ([`Launch::enqueue`]); the device-timed
+/// kernel time of the timed ones, or the first fault among them (located by
+/// [`Kernel::error`] or [`Program::render_runtime_error`]).
+pub fn synchronize<D: AsDevice + ?Sized>(device: &D) -> Result<std::time::Duration, RuntimeError> {
+    runtime::launch::synchronize(device.as_device())
+}
+
+/// How many copies and bytes moved between the host and `device` since it opened.
+pub fn transfers<D: AsDevice + ?Sized>(device: &D) -> Transfers {
+    device.as_device().core().transfers()
+}
 
 use sarek_compiler::diag::{self, Diagnostic};
 use sarek_compiler::{FileId, SourceMap};
@@ -151,11 +170,36 @@ impl Program {
             .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
     }
 
+    /// Like [`Program::compile`], with other files as the program's modules (see
+    /// [`Program::check_with_modules`]); what `kernel_module!(.., modules = [..])` calls.
+    pub fn compile_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, Error> {
+        Program::check_with_modules(name, source, modules)
+            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
+    }
+
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
     /// they point into) for callers that render themselves.
     pub fn check(name: &str, source: &str) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
+        Program::check_with_modules(name, source, &[])
+    }
+
+    /// Like [`Program::check`], with other files as the program's modules: `(name, source)`
+    /// where `geometry_lib.sarek` is module `Geometry_lib`, included where the program uses
+    /// it (`Geometry_lib.f`, `open Geometry_lib`).
+    pub fn check_with_modules(
+        name: &str,
+        source: &str,
+        modules: &[(String, String)],
+    ) -> Result<Program, (SourceMap, Vec<Diagnostic>)> {
         let mut sources = SourceMap::new();
         let file = sources.add(name, source);
+        for (n, text) in modules {
+            sources.add(n.as_str(), text.as_str());
+        }
         match compiler::check(&sources, file) {
             Ok(checked) => Ok(Program {
                 sources: Arc::new(sources),
@@ -214,6 +258,7 @@ impl Program {
         }
         self.lower(name)
             .map(|ir| Kernel {
+                handle: runtime::KernelHandle::new(ir.clone()),
                 ir,
                 sources: Arc::clone(&self.sources),
             })
@@ -253,6 +298,8 @@ fn located(sources: &SourceMap, e: &RuntimeError, color: bool) -> Option<String>
 #[derive(Clone)]
 pub struct Kernel {
     pub ir: compiler::ir::Kernel,
+    /// The identity devices cache its builds under.
+    handle: runtime::KernelHandle,
     sources: Arc<SourceMap>,
 }
 
@@ -271,7 +318,7 @@ impl Kernel {
 
     /// The parameters in order: name, type, and how a launch passes them.
     pub fn params(&self) -> Vec<Param> {
-        runtime::harness::signature(&self.ir)
+        self.handle.params().to_vec()
     }
 
     fn param(&self, name: &str) -> Result<Param, Error> {
@@ -324,11 +371,29 @@ impl Kernel {
         })
     }
 
-    /// Start a launch; add arguments in parameter order, then `.run(&*device)`.
+    /// A device buffer of `len` elements for vector parameter `param`, laid out as
+    /// `device`'s code expects (records, tuples and variants included), zeroed.
+    pub fn buffer<D: AsDevice + ?Sized>(
+        &self,
+        device: &D,
+        param: &str,
+        len: usize,
+    ) -> Result<DeviceVector, Error> {
+        let device = device.as_device();
+        let host = self.vector(param, len)?;
+        let p = self.param(param)?;
+        let ParamKind::Vector { elem, .. } = &p.kind else {
+            unreachable!("`vector` checked the parameter is a vector");
+        };
+        let layout = compiler::abi::elem_layout(&self.ir, elem, device.layout_rules());
+        DeviceVector::from_host(device, &host, layout, param).map_err(Error::Runtime)
+    }
+
+    /// Start a launch; add arguments in parameter order, then `.run(&device)`.
     pub fn launch(&self) -> Launch<'_> {
         Launch {
             kernel: self,
-            inner: runtime::buffer::Launch::new(&self.ir),
+            inner: runtime::Launch::new(&self.handle),
         }
     }
 
@@ -352,7 +417,7 @@ impl Kernel {
 /// vector element types), so every backend reports a mistake the same way.
 pub struct Launch<'a> {
     kernel: &'a Kernel,
-    inner: runtime::buffer::Launch<'a>,
+    inner: runtime::Launch<'a>,
 }
 
 impl<'a> Launch<'a> {
@@ -363,9 +428,16 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Pass a vector (typed [`Vector`] or a [`HostVector`]); it is updated in place.
-    pub fn arg(mut self, v: &'a mut dyn AsHostVector) -> Self {
+    /// Pass a host vector: a [`Vector`] (moves only when its copy on the device is
+    /// stale) or a [`HostVector`] (uploaded before and downloaded after every launch).
+    pub fn arg(mut self, v: &'a mut dyn Mirrored) -> Self {
         self.inner = self.inner.arg(v);
+        self
+    }
+
+    /// Pass a device buffer ([`Buffer::vector`], [`Kernel::buffer`]); nothing moves.
+    pub fn buffer(mut self, v: &'a DeviceVector) -> Self {
+        self.inner = self.inner.buffer(v);
         self
     }
 
@@ -377,13 +449,7 @@ impl<'a> Launch<'a> {
 
     /// Pass a scalar given as a [`Literal`].
     pub fn value(mut self, v: Literal) -> Self {
-        self.inner = match v {
-            Literal::Bool(x) => self.inner.scalar(x),
-            Literal::I32(x) => self.inner.scalar(x),
-            Literal::I64(x) => self.inner.scalar(x),
-            Literal::F32(x) => self.inner.scalar(x),
-            Literal::F64(x) => self.inner.scalar(x),
-        };
+        self.inner = self.inner.value(v);
         self
     }
 
@@ -393,10 +459,18 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// Check and run on `device`; vectors are copied back into the caller's buffers. A fault
-    /// or a refusal is an [`Error::Located`] in the kernel's source.
-    pub fn run(self, device: &dyn Device) -> Result<LaunchStats, Error> {
+    /// Check, run on `device` and wait for it. Vectors stay on the device; reading one on
+    /// the host downloads it then. A fault or a refusal is an [`Error::Located`] in the
+    /// kernel's source.
+    pub fn run<D: AsDevice + ?Sized>(self, device: &D) -> Result<LaunchStats, Error> {
         let kernel = self.kernel;
         self.inner.run(device).map_err(|e| kernel.error(e))
+    }
+
+    /// Check and enqueue on `device` without waiting: a fault surfaces at [`synchronize`].
+    /// Arguments are checked now.
+    pub fn enqueue<D: AsDevice + ?Sized>(self, device: &D) -> Result<(), Error> {
+        let kernel = self.kernel;
+        self.inner.enqueue(device).map_err(|e| kernel.error(e))
     }
 }

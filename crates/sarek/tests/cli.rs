@@ -626,12 +626,59 @@ fn bench_reports_median_and_throughput() {
     ]);
     r.ok();
     for w in [
-        "median:",
-        "min:",
+        "median ",
+        "min ",
         "Melem/s",
         "GB/s",
-        "1 warm-up + 3 timed runs",
+        "1 warm-up + 3 timed + 3 back-to-back launches on resident buffers",
+        "upload:",
+        "download:",
+        "us per launch",
     ] {
         assert!(r.stdout.contains(w), "`{w}` not in {}", r.stdout);
     }
+}
+
+/// `--len NAME=N`: one vector gets its own length (a 1-element output next to a long
+/// input); mistakes are one message and exit 1.
+#[test]
+fn len_gives_one_vector_its_own_length() {
+    let d = scratch("len");
+    let file = write(
+        &d,
+        "total.sarek",
+        "let%kernel total (x : int32 vector) (out : int32 vector) =\n  \
+           if global_thread_id = 0 then begin\n    \
+             let mut s = 0 in\n    \
+             for k = 0 to length x - 1 do s := s + x.(k) done;\n    \
+             out.(0) <- s\n  \
+           end\n",
+    );
+    let out_dir = d.join("out");
+    let r = run_interp(
+        &file,
+        "total",
+        &[
+            "--size",
+            "1000",
+            "--len",
+            "out=1",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    r.ok();
+    assert!(r.stdout.contains("int32[1000]"), "{}", r.stdout);
+    assert!(r.stdout.contains("int32[1] "), "{}", r.stdout);
+    let leaves = scalar_leaf(Scalar::I32);
+    let x = sarek::runtime::npy::read_vector(&out_dir.join("x.npy"), &leaves, None).unwrap();
+    let out = sarek::runtime::npy::read_vector(&out_dir.join("out.npy"), &leaves, None).unwrap();
+    let sum: i32 = match &x.columns[0] {
+        Column::I32(v) => v.iter().sum(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(out.len, 1);
+    assert_eq!(out.columns[0], Column::I32(vec![sum]));
+    run_interp(&file, "total", &["--len", "outt=1"]).fails(1, &["no parameter `outt`", "`out`"]);
+    run_interp(&file, "total", &["--len", "out=many"]).fails(1, &["--len `out=many`"]);
 }

@@ -109,3 +109,71 @@ fn typed_launchers_take_rust_types() {
         .unwrap();
     assert_eq!(c.to_vec(), vec![19.0, 22.0, 43.0, 50.0]);
 }
+
+// A program of two files: `Geometry_lib` is the second file (tests/upstream/modules/).
+sarek::kernel_module!(
+    mod geometry = "../../tests/upstream/modules/uses_geometry.sarek",
+    modules = ["../../tests/upstream/modules/geometry_lib.sarek"]
+);
+
+const WITH_MODULES: &str = sarek::include_kernel!(
+    "../../tests/upstream/modules/uses_geometry.sarek",
+    modules = ["../../tests/upstream/modules/geometry_lib.sarek"],
+);
+
+#[test]
+fn module_files_are_checked_and_compiled_with_the_program() {
+    assert_eq!(WITH_MODULES, geometry::SOURCE);
+    assert!(WITH_MODULES.contains("Geometry_lib.dist2"));
+    assert_eq!(geometry::MODULES.len(), 1);
+    assert_eq!(
+        geometry::MODULES[0].0,
+        "../../tests/upstream/modules/geometry_lib.sarek"
+    );
+    assert!(geometry::MODULES[0].1.contains("let dist2"));
+    // Alone, the file does not compile: `program()` brings its module.
+    assert!(sarek::Program::compile(geometry::PATH, geometry::SOURCE).is_err());
+    let program = geometry::program().unwrap();
+    assert_eq!(program.kernel_names(), ["nearest", "opened"]);
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    // Points (i, 2 - i) with small integer coordinates: every sum is exact in float32.
+    let n = 5usize;
+    let xs: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let ys: Vec<f32> = (0..n).map(|i| 2.0 - i as f32).collect();
+    let points = sarek::HostVector {
+        len: n,
+        columns: vec![
+            sarek::Column::F32(xs.clone()),
+            sarek::Column::F32(ys.clone()),
+        ],
+    };
+    let config = sarek::LaunchConfig {
+        grid: [1, 1, 1],
+        block: [n as u32, 1, 1],
+    };
+    // nearest: |p|^2 + unit_len (1) + Local.shift (float32 (sq 2)) (4.5).
+    let nearest = program.kernel("nearest").unwrap();
+    let mut out = Vector::filled(0.0f32, n);
+    geometry::nearest(&nearest, &mut points.clone(), &mut out, n as i32)
+        .config(config)
+        .run(&*device)
+        .unwrap();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| xs[i] * xs[i] + ys[i] * ys[i] + 5.5)
+        .collect();
+    assert_eq!(out.to_vec(), expected);
+    // opened: twice (dist2 p_i p_(i+1 mod n)).
+    let opened = program.kernel("opened").unwrap();
+    let mut out = Vector::filled(0.0f32, n);
+    geometry::opened(&opened, &mut points.clone(), &mut out, n as i32)
+        .config(config)
+        .run(&*device)
+        .unwrap();
+    let expected: Vec<f32> = (0..n)
+        .map(|i| {
+            let j = (i + 1) % n;
+            2.0 * ((xs[i] - xs[j]).powi(2) + (ys[i] - ys[j]).powi(2))
+        })
+        .collect();
+    assert_eq!(out.to_vec(), expected);
+}

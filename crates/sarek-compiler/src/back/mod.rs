@@ -16,6 +16,11 @@ pub fn generate(
     target: Target,
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
+    if target != Target::Ir
+        && let Some(d) = crate::ir::specialize::unspecialized(kernel, target.display_name())
+    {
+        return Err(vec![d]);
+    }
     match target {
         Target::Ir => Ok(Generated {
             source: crate::ir::print::print_kernel(kernel),

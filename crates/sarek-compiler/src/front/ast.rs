@@ -45,6 +45,16 @@ pub enum ItemKind {
     },
     Fun(FunDecl),
     Kernel(KernelDecl),
+    /// `module M = struct ... end`, or a whole file given as module `M` (the file name,
+    /// capitalised): its helpers and constants are `M.f`, visible unqualified inside it.
+    /// Its types join the program's one type namespace (`M.point` is `point`).
+    Module {
+        name: Ident,
+        items: Vec<Item>,
+    },
+    /// `open M` at top level for a module of the program (`open Std` and the other built-in
+    /// modules are dropped by the parser: their names are always in scope).
+    Open(Ident),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +128,9 @@ pub struct KernelDecl {
     pub name: Ident,
     pub params: Vec<Param>,
     pub body: Expr,
+    /// Helpers of an upstream-style prelude (`[%kernel let f x = ... in fun ... -> ...]`),
+    /// in order: visible to the kernel and to the helpers after them, not to later items.
+    pub prelude: Vec<FunDecl>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -55,6 +55,25 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
+/// The thread-index intrinsic a condition tests directly (`thread_idx_x > 16`), if any.
+///
+/// Upstream Sarek refuses such a condition in a plain superstep, but accepts one on a
+/// variable bound outside it (`let tid = thread_idx_x in ... if tid < 128 then ...`), the
+/// shape of its reductions, scans and tiled loops: the closing barrier is after the branch,
+/// so every thread still reaches it. Barriers and warp collectives inside such a branch are
+/// refused all the same ([`Analyzer::sync`]).
+fn thread_index_in(e: &Expr) -> Option<String> {
+    if let ExprKind::Intrinsic {
+        op: Intrinsic::Geometry(g),
+        ..
+    } = &e.kind
+        && g.is_thread_varying()
+    {
+        return Some(geometry_name(*g));
+    }
+    e.children().into_iter().find_map(thread_index_in)
+}
+
 /// Why a value differs between threads.
 #[derive(Clone, Debug)]
 struct Origin {
@@ -180,7 +199,9 @@ impl<'p> Analyzer<'p> {
     /// `ctx` with code now running under `cond` if its variance is varying.
     fn under(&mut self, ctx: &Ctx, cond: &Expr, kind: &'static str, v: &Variance) -> Ctx {
         let Some(origin) = v else { return ctx.clone() };
-        if let Some((name, header)) = &ctx.plain_superstep {
+        if let Some((name, header)) = &ctx.plain_superstep
+            && let Some(index) = thread_index_in(cond)
+        {
             let d = Diagnostic::error(
                 cond.span,
                 format!("superstep `{name}` has thread-dependent control flow"),
@@ -188,7 +209,7 @@ impl<'p> Analyzer<'p> {
             .with_label(format!("this {kind} differs between threads of a block"))
             .with_secondary(*header, format!("plain superstep `{name}` declared here"));
             let d = with_origin(d, cond.span, origin)
-                .with_note("a plain superstep asserts that every thread of the block runs the same path through its body")
+                .with_note(format!("a plain superstep asserts that every thread of the block runs the same path through its body, and this condition tests `{index}` itself"))
                 .with_help(format!(
                     "declare it `let%superstep[@divergent] {name} = ...` to let threads take different paths inside it; its closing barrier is still reached by every thread"
                 ));

@@ -73,6 +73,9 @@ pub enum Tok {
     LetExt(String),
     /// `[%kernel`: an extension node whose payload is parsed; closed by `]`.
     ExtOpen(String),
+    /// `[%%name`: a structure-item extension (upstream's `[%%kernel let k ... ]`), whose
+    /// payload is parsed; closed by `]`.
+    ItemExtOpen(String),
     /// `[%name payload]` for any other name, payload kept raw.
     Extension {
         name: String,
@@ -144,6 +147,7 @@ impl Tok {
             Tok::Str(_) => "string literal".to_string(),
             Tok::LetExt(n) => format!("`let%{n}`"),
             Tok::ExtOpen(n) => format!("`[%{n}`"),
+            Tok::ItemExtOpen(n) => format!("`[%%{n}`"),
             Tok::Extension { name, .. } => format!("extension `[%{name} ...]`"),
             Tok::Attr {
                 name, outer: false, ..
@@ -753,6 +757,17 @@ impl<'a> Lexer<'a> {
         let (kind, skip) = match (self.peek(1), self.peek(2)) {
             (b'@', b'@') => (Some(true), 3),
             (b'@', _) => (Some(false), 2),
+            (b'%', b'%') => {
+                // `[%%name`: its payload is parsed as items (the parser reports unknown names).
+                self.pos += 3;
+                let name_start = self.pos;
+                while is_attr_name_char(self.peek(0)) {
+                    self.pos += 1;
+                }
+                let name = self.text[name_start..self.pos].to_string();
+                self.push(Tok::ItemExtOpen(name), start);
+                return true;
+            }
             (b'%', _) => (None, 2),
             _ => {
                 self.pos += 1;

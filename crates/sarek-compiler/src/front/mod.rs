@@ -3,6 +3,7 @@
 pub mod ast;
 pub mod convergence;
 pub mod lexer;
+pub mod modules;
 pub mod mono;
 pub mod parser;
 pub mod recursion;

@@ -48,6 +48,7 @@ use crate::diag::{Diagnostic, FileId, Span};
 use crate::front::ast::Program;
 use crate::front::lexer::{self, Tok, Token};
 pub(crate) use errors::SyntaxError;
+pub use items::PRELUDE_TYPE;
 
 /// Limit on the parser's nesting depth, on the height of every expression (so passes that
 /// recurse over the AST recurse at most this deep) and on the node count of a type.

@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod print;
+pub mod specialize;
 pub mod validate;
 pub mod visit;
 
@@ -183,6 +184,17 @@ pub enum LValue {
     /// Field of a record place.
     Field { base: Box<LValue>, field: u32 },
 }
+
+/// The size of a shared array declared without one (`let%shared (t : float32) = () in`):
+/// the launch's block size along x, as upstream Sarek sizes it. The runtime replaces it with
+/// the real size right before generating code for a launch ([`specialize::block_size`]);
+/// a generator given a kernel that still has it refuses it, located.
+pub const SIZE_BLOCK_DIM_X: u32 = u32::MAX;
+
+/// The unroll hint of a loop asking to unroll it completely (`pragma ["unroll"]`):
+/// `#pragma unroll` in CUDA and OpenCL C, `[[unroll]]` in GLSL, nothing where the target has
+/// no hint. Any other `unroll` value `n` is a count.
+pub const UNROLL_FULL: u32 = u32::MAX;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {

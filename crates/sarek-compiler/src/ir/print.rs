@@ -44,6 +44,9 @@ pub fn type_name(kernel: &Kernel, ty: &Ty) -> String {
                 MemSpace::Local => "local",
             };
             match size {
+                Some(super::SIZE_BLOCK_DIM_X) => {
+                    format!("{} array[block_dim_x] {space}", type_name(kernel, elem))
+                }
                 Some(n) => format!("{} array[{n}] {space}", type_name(kernel, elem)),
                 None => format!("{} array[] {space}", type_name(kernel, elem)),
             }
@@ -262,14 +265,14 @@ impl Printer<'_> {
             } => {
                 let dir = if *downto { "downto" } else { "to" };
                 let (v, a, b) = (self.binder(*var), self.expr(start), self.expr(end));
-                let u = unroll.map_or(String::new(), |n| format!(" [@unroll {n}]"));
+                let u = unroll_hint(*unroll);
                 self.line(&format!("for {v} = {a} {dir} {b}{u} {{"));
                 self.block(body);
                 self.line("}");
             }
             StmtKind::While { cond, body, unroll } => {
                 let c = self.expr(cond);
-                let u = unroll.map_or(String::new(), |n| format!(" [@unroll {n}]"));
+                let u = unroll_hint(*unroll);
                 self.line(&format!("while {c}{u} {{"));
                 self.block(body);
                 self.line("}");
@@ -497,6 +500,15 @@ impl Printer<'_> {
             .get(variant.0 as usize)
             .and_then(|v| v.ctors.get(ctor as usize))
             .map_or(format!("ctor#{ctor}"), |c| c.name.clone())
+    }
+}
+
+/// `[@unroll N]`, `[@unroll]` for a full unroll, nothing without a hint.
+fn unroll_hint(unroll: Option<u32>) -> String {
+    match unroll {
+        Some(super::UNROLL_FULL) => " [@unroll]".to_string(),
+        Some(n) => format!(" [@unroll {n}]"),
+        None => String::new(),
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod checked;
 pub mod constfold;
 pub mod legalize;
+pub mod opt;
 pub mod reserved;
 
 /// `kernel` as a generator should see it under `options`: with the checked-mode checks

@@ -313,15 +313,24 @@ pub fn children(e: &Expr) -> Vec<&Expr> {
 /// The greatest expression height in the program, computed without recursion.
 pub fn max_height(p: &Program) -> usize {
     let mut stack: Vec<(&Expr, usize)> = Vec::new();
+    let mut max = 0;
     for item in &p.items {
         match &item.kind {
             ItemKind::Const { value, .. } => stack.push((value, 1)),
             ItemKind::Fun(f) => stack.push((&f.body, 1)),
-            ItemKind::Kernel(k) => stack.push((&k.body, 1)),
-            ItemKind::Type(_) => {}
+            ItemKind::Kernel(k) => {
+                stack.push((&k.body, 1));
+                stack.extend(k.prelude.iter().map(|f| (&f.body, 1)));
+            }
+            ItemKind::Module { items, .. } => {
+                let inner = Program {
+                    items: items.clone(),
+                };
+                max = max.max(max_height(&inner));
+            }
+            ItemKind::Type(_) | ItemKind::Open(_) => {}
         }
     }
-    let mut max = 0;
     while let Some((e, d)) = stack.pop() {
         max = max.max(d);
         stack.extend(children(e).into_iter().map(|c| (c, d + 1)));
@@ -391,11 +400,23 @@ pub fn program_sexp(p: &Program) -> String {
                 sexp(&f.body)
             ),
             ItemKind::Kernel(k) => format!(
-                "kernel {} ({}) = {}",
+                "kernel {} ({}) = {}{}",
                 k.name.name,
                 params(&k.params),
-                sexp(&k.body)
+                sexp(&k.body),
+                k.prelude
+                    .iter()
+                    .map(|f| format!(" [prelude {} = {}]", f.name.name, sexp(&f.body)))
+                    .collect::<String>()
             ),
+            ItemKind::Module { name, items } => format!(
+                "module {} = struct\n{}end",
+                name.name,
+                program_sexp(&Program {
+                    items: items.clone()
+                })
+            ),
+            ItemKind::Open(m) => format!("open {}", m.name),
         };
         out.push_str(&line);
         out.push_str(&attrs(&item.attrs));

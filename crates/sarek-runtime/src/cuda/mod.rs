@@ -4,34 +4,28 @@
 //!
 //! - Device 0 of the driver; its compute capability picks the NVRTC target `sm_XY`.
 //! - Kernels compile to CUBIN through [`nvrtc::ModuleCache`] (on disk, keyed by source,
-//!   architecture, driver and NVRTC versions), then load once per process per source.
-//! - Arguments follow the ABI descriptor: a vector is a device allocation holding its packed
-//!   image (see `opencl::pack`, shared) plus its `int` length; values are passed as their
-//!   packed bytes. Vectors are copied back after the launch.
-//! - Kernel time comes from CUDA events around the launch.
+//!   architecture, driver and NVRTC versions), then load once per device per build key.
+//! - Buffers are `cuMemAlloc` allocations; uploads and downloads are synchronous copies on
+//!   the legacy default stream, which launches use too, so everything is in order.
+//! - Dispatch passes the plan's positional arguments ([`crate::bind`]) to `cuLaunchKernel`
+//!   and returns; a timed launch records two events around itself, read at `sync`
+//!   (`cuCtxSynchronize`), which is also where a device error of a launch appears.
 //! - Floating point: NVRTC runs with `--fmad=false` (no FMA contraction), IEEE division and
 //!   square root; math functions keep CUDA's documented ulp bounds.
 
 pub mod nvrtc;
 
-// Packing is shared with the OpenCL backend; compiled here too when that one is off.
-#[cfg(feature = "opencl")]
-use crate::opencl::pack;
-#[cfg(not(feature = "opencl"))]
-#[path = "../opencl/pack.rs"]
-mod pack;
-
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
-use crate::value::ArgValue;
+use crate::bind::{LaunchPlan, Positional};
+use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
+use crate::kernel::{Built, KernelHandle};
+use crate::memory::{Allocation, DeviceCore, Mem};
 use cudarc::driver::{result, sys};
-use sarek_compiler::abi::{Abi, AbiParamKind, ArgSlot};
+use sarek_compiler::abi::LayoutRules;
 use sarek_compiler::back::cfamily::Dialect;
-use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::{Target, TargetOptions};
-use std::collections::HashMap;
 use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a device turns IR into a loadable module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,7 +89,7 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
     // SAFETY: retains the device's primary context, released in `Drop`.
     let ctx = unsafe { result::primary_ctx::retain(dev) }
         .map_err(|e| unavailable(format!("cuDevicePrimaryCtxRetain: {e}")))?;
-    Ok(Arc::new(CudaDevice {
+    Ok(crate::memory::register(CudaDevice {
         dev,
         ctx,
         arch: (major * 10 + minor) as u32,
@@ -103,6 +97,8 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
         nvrtc_version,
         toolchain,
         cache: nvrtc::ModuleCache::default_location(),
+        core: DeviceCore::new(format!("{backend} ({name})")),
+        timed: Mutex::new(Vec::new()),
         info: DeviceInfo {
             backend,
             name,
@@ -110,15 +106,24 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
             subgroups: true,
             float64: true,
         },
-        modules: Mutex::new(HashMap::new()),
     }))
 }
 
-/// A loaded module and its entry point.
+/// A loaded module and its entry point, unloaded on drop.
 struct Loaded {
+    ctx: sys::CUcontext,
     module: sys::CUmodule,
     function: sys::CUfunction,
-    abi: Abi,
+}
+
+impl Drop for Loaded {
+    fn drop(&mut self) {
+        // SAFETY: loaded in `ctx`, which the device keeps until its builds are dropped.
+        unsafe {
+            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::module::unload(self.module);
+        }
+    }
 }
 
 struct CudaDevice {
@@ -131,12 +136,13 @@ struct CudaDevice {
     toolchain: Toolchain,
     cache: nvrtc::ModuleCache,
     info: DeviceInfo,
-    /// Generated source -> module loaded in `ctx`.
-    modules: Mutex<HashMap<String, Arc<Loaded>>>,
+    core: DeviceCore,
+    /// Event pairs around the timed launches since the last sync.
+    timed: Mutex<Vec<(sys::CUevent, sys::CUevent)>>,
 }
 
 // SAFETY: driver handles are plain identifiers valid in any thread once `ctx` is current;
-// every use makes it current first, and the module table is behind a lock.
+// every use makes it current first, and the mutable tables are behind locks.
 unsafe impl Send for CudaDevice {}
 unsafe impl Sync for CudaDevice {}
 unsafe impl Send for Loaded {}
@@ -144,15 +150,8 @@ unsafe impl Sync for Loaded {}
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        if let Ok(modules) = self.modules.get_mut() {
-            for m in modules.values() {
-                // SAFETY: the module was loaded in this context and no launch is running.
-                unsafe {
-                    let _ = result::ctx::set_current(self.ctx);
-                    let _ = result::module::unload(m.module);
-                }
-            }
-        }
+        // Modules unload while the context is still retained.
+        self.core.clear_builds();
         // SAFETY: balances the retain in `open`.
         unsafe {
             let _ = result::primary_ctx::release(self.dev);
@@ -164,38 +163,58 @@ fn drv(what: &'static str) -> impl Fn(result::DriverError) -> RuntimeError {
     move |e| RuntimeError::Launch(format!("CUDA: {what} failed: {e}"))
 }
 
-/// Device memory freed on drop (also on early error returns).
-struct DeviceAlloc(sys::CUdeviceptr);
+/// Device memory, freed on drop.
+struct CudaAlloc {
+    ctx: sys::CUcontext,
+    ptr: sys::CUdeviceptr,
+}
 
-impl Drop for DeviceAlloc {
+// SAFETY: a device pointer is a plain address, valid in any thread with the context current.
+unsafe impl Send for CudaAlloc {}
+unsafe impl Sync for CudaAlloc {}
+
+impl Allocation for CudaAlloc {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Drop for CudaAlloc {
     fn drop(&mut self) {
-        // SAFETY: allocated by `malloc_sync` in the current context, freed once.
+        // SAFETY: allocated by `malloc_sync` in `ctx`, freed once; launches using it have
+        // finished (they keep their buffers alive until the sync that waited for them).
         unsafe {
-            let _ = result::free_sync(self.0);
+            let _ = result::ctx::set_current(self.ctx);
+            let _ = result::free_sync(self.ptr);
         }
     }
 }
 
 impl CudaDevice {
-    fn load(&self, kernel: &Kernel) -> Result<Arc<Loaded>, RuntimeError> {
+    fn current(&self) -> Result<(), RuntimeError> {
+        // SAFETY: the primary context lives as long as `self`.
+        unsafe { result::ctx::set_current(self.ctx) }.map_err(drv("making the context current"))
+    }
+
+    fn load(
+        &self,
+        kernel: &KernelHandle,
+    ) -> Result<(Loaded, sarek_compiler::abi::Abi), RuntimeError> {
         let options = TargetOptions {
             subgroups: true,
             float64: true,
             int64_atomics: true,
             checked: false, // issue 17: checks are inserted per launch (`sarek_runtime::checked`)
         };
+        let ir = kernel.ir();
         let generated = match self.toolchain {
             Toolchain::Nvrtc => {
-                sarek_compiler::back::cfamily::generate(kernel, Dialect::Cuda, &options)
-                    .map_err(|d| pack::refused(kernel, Dialect::Cuda, &d))?
+                sarek_compiler::back::cfamily::generate(ir, Dialect::Cuda, &options)
+                    .map_err(|d| RuntimeError::refused(Target::Cuda, &ir.name, d))?
             }
-            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(kernel, &options)
-                .map_err(|d| RuntimeError::refused(Target::Ptx, &kernel.name, d))?,
+            Toolchain::DriverJit => sarek_compiler::back::ptx::generate(ir, &options)
+                .map_err(|d| RuntimeError::refused(Target::Ptx, &ir.name, d))?,
         };
-        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = modules.get(&generated.source) {
-            return Ok(m.clone());
-        }
         // The driver takes a CUBIN image, or PTX text terminated by NUL (JIT-compiled).
         let image = match self.toolchain {
             Toolchain::Nvrtc => {
@@ -215,11 +234,12 @@ impl CudaDevice {
                 text
             }
         };
+        self.current()?;
         // SAFETY: the image is a complete CUBIN or NUL-terminated PTX; the context is current.
         let module = unsafe { result::module::load_data(image.as_ptr().cast()) }.map_err(|e| {
             RuntimeError::Compile(format!(
                 "CUDA: the driver refused the module of `{}`: {e}",
-                kernel.name
+                ir.name
             ))
         })?;
         let name = CString::new(generated.abi.entry_point.clone()).expect("identifier");
@@ -230,13 +250,14 @@ impl CudaDevice {
                 generated.abi.entry_point
             ))
         })?;
-        let loaded = Arc::new(Loaded {
-            module,
-            function,
-            abi: generated.abi,
-        });
-        modules.insert(generated.source, loaded.clone());
-        Ok(loaded)
+        Ok((
+            Loaded {
+                ctx: self.ctx,
+                module,
+                function,
+            },
+            generated.abi,
+        ))
     }
 }
 
@@ -245,163 +266,134 @@ impl Device for CudaDevice {
         self.info.clone()
     }
 
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        let started = Instant::now();
-        // SAFETY: the primary context lives as long as `self`.
-        unsafe { result::ctx::set_current(self.ctx) }.map_err(drv("making the context current"))?;
-        let loaded = self.load(kernel)?;
-        let abi = &loaded.abi;
-        if args.len() != abi.params.len() {
-            return Err(RuntimeError::Arguments(format!(
-                "kernel `{}` takes {} arguments, got {}",
-                kernel.name,
-                abi.params.len(),
-                args.len()
-            )));
+    fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    fn layout_rules(&self) -> LayoutRules {
+        match self.toolchain {
+            Toolchain::Nvrtc => sarek_compiler::back::cfamily::LAYOUT,
+            Toolchain::DriverJit => sarek_compiler::back::ptx::PTX_LAYOUT,
         }
-        // Argument images, 8-byte aligned, indexed by kernel argument number.
-        let mut slots: Vec<(u32, Vec<u64>)> = Vec::new();
-        let mut allocs: Vec<Option<(DeviceAlloc, usize)>> = Vec::new();
-        for (param, arg) in abi.params.iter().zip(args.iter()) {
-            match (&param.kind, arg) {
-                (
-                    AbiParamKind::Vector {
-                        elem,
-                        buffer,
-                        length,
-                    },
-                    ArgValue::Vector(v),
-                ) => {
-                    let bytes = pack::pack_vector(v, elem, &param.name)?;
-                    // SAFETY: fresh allocation of the image's size, then a synchronous copy.
-                    let ptr = DeviceAlloc(
-                        unsafe { result::malloc_sync(bytes.len()) }.map_err(drv("allocating"))?,
-                    );
-                    unsafe { result::memcpy_htod_sync(ptr.0, &bytes) }
-                        .map_err(drv("copying to the device"))?;
-                    let len = i32::try_from(v.len).map_err(|_| {
-                        RuntimeError::Arguments(format!(
-                            "vector `{}` is longer than int32 allows",
-                            param.name
-                        ))
-                    })?;
-                    slots.push((argument(buffer)?, vec![ptr.0]));
-                    slots.push((argument(length)?, words(&len.to_le_bytes())));
-                    allocs.push(Some((ptr, bytes.len())));
+    }
+
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        let (loaded, abi) = self.load(kernel)?;
+        Ok(Built {
+            kernel: kernel.clone(),
+            abi,
+            exe: Box::new(loaded),
+        })
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
+        self.current()?;
+        // SAFETY: a plain allocation in the current context.
+        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| {
+            if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                RuntimeError::OutOfMemory {
+                    device: self.core.name().to_string(),
+                    bytes,
                 }
-                (AbiParamKind::Value { layout, slot }, a) => {
-                    slots.push((
-                        argument(slot)?,
-                        words(&pack::pack_value(a, layout, &param.name)?),
-                    ));
-                    allocs.push(None);
+            } else {
+                drv("allocating")(e)
+            }
+        })?;
+        Ok(Box::new(CudaAlloc { ctx: self.ctx, ptr }))
+    }
+
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
+        self.current()?;
+        // SAFETY: the allocation holds at least `bytes.len()` bytes (the caller sized it).
+        unsafe { result::memcpy_htod_sync(mem.raw::<CudaAlloc>().ptr, bytes) }
+            .map_err(drv("copying to the device"))
+    }
+
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
+        self.current()?;
+        // SAFETY: the allocation holds at least `out.len()` bytes; the synchronous copy on
+        // the legacy stream waits for earlier launches.
+        unsafe { result::memcpy_dtoh_sync(out, mem.raw::<CudaAlloc>().ptr) }
+            .map_err(drv("copying back"))
+    }
+
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        let loaded = built.exe::<Loaded>();
+        self.current()?;
+        // Argument images, 8-byte aligned, in kernel argument order.
+        let mut images: Vec<[u64; 4]> = Vec::with_capacity(plan.positional.len());
+        for arg in &plan.positional {
+            let mut w = [0u64; 4];
+            match arg {
+                Positional::Mem(m) => w[0] = m.raw::<CudaAlloc>().ptr,
+                Positional::Bytes(b) if b.len() <= 32 => {
+                    bytemuck::cast_slice_mut::<u64, u8>(&mut w)[..b.len()].copy_from_slice(b)
                 }
-                (AbiParamKind::Vector { .. }, _) => {
-                    return Err(RuntimeError::Arguments(format!(
-                        "parameter `{}` takes a vector",
-                        param.name
+                Positional::Bytes(b) => {
+                    return Err(RuntimeError::Launch(format!(
+                        "CUDA: a by-value argument of {} bytes (at most 32 are passed)",
+                        b.len()
                     )));
                 }
             }
+            images.push(w);
         }
-        let trap = match &abi.trap_status {
-            Some(slot) => {
-                // SAFETY: fresh 4-byte allocation, zeroed by a synchronous copy.
-                let ptr =
-                    DeviceAlloc(unsafe { result::malloc_sync(4) }.map_err(drv("allocating"))?);
-                unsafe { result::memcpy_htod_sync(ptr.0, &[0u8; 4]) }
-                    .map_err(drv("copying to the device"))?;
-                slots.push((argument(slot)?, vec![ptr.0]));
-                Some(ptr)
-            }
-            None => None,
-        };
-        slots.sort_by_key(|s| s.0);
         let mut params: Vec<*mut c_void> =
-            slots.iter_mut().map(|s| s.1.as_mut_ptr().cast()).collect();
-        let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
-            .map_err(drv("creating an event"))?;
-        let end = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
-            .map_err(drv("creating an event"))?;
+            images.iter_mut().map(|w| w.as_mut_ptr().cast()).collect();
         let stream = result::stream::null();
-        let [gx, gy, gz] = config.grid;
-        let [bx, by, bz] = config.block;
-        // SAFETY: `params` points at one image per kernel argument, in order, alive until
-        // the synchronisation below; the function belongs to the current context.
-        let launched = unsafe {
-            result::event::record(start, stream)
-                .and_then(|()| {
-                    result::launch_kernel(
-                        loaded.function,
-                        (gx, gy, gz),
-                        (bx, by, bz),
-                        0,
-                        stream,
-                        &mut params,
-                    )
-                })
-                .and_then(|()| result::event::record(end, stream))
-                .and_then(|()| result::event::synchronize(end))
+        let [gx, gy, gz] = plan.config.grid;
+        let [bx, by, bz] = plan.config.block;
+        let events = if plan.timed {
+            let start = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+                .map_err(drv("creating an event"))?;
+            let end = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+                .map_err(drv("creating an event"))?;
+            // SAFETY: fresh events on the current context's legacy stream.
+            unsafe { result::event::record(start, stream) }.map_err(drv("recording an event"))?;
+            Some((start, end))
+        } else {
+            None
         };
-        // SAFETY: both events were recorded (or the launch failed before use); synchronised.
-        let elapsed = unsafe { result::event::elapsed(start, end) };
+        // SAFETY: `params` points at one image per kernel argument, in order; the driver
+        // copies them before returning. The buffers stay alive until the next sync.
         unsafe {
-            let _ = result::event::destroy(start);
-            let _ = result::event::destroy(end);
+            result::launch_kernel(
+                loaded.function,
+                (gx, gy, gz),
+                (bx, by, bz),
+                0,
+                stream,
+                &mut params,
+            )
         }
-        launched.map_err(drv("running the kernel"))?;
-        let kernel_time = elapsed.map_or_else(
-            |_| started.elapsed(),
-            |ms| Duration::from_secs_f64(f64::from(ms) / 1e3),
-        );
-        for ((param, arg), alloc) in abi.params.iter().zip(args.iter_mut()).zip(&allocs) {
-            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some((ptr, size))) =
-                (&param.kind, arg, alloc)
-            {
-                let mut bytes = vec![0u8; *size];
-                // SAFETY: the allocation holds `size` bytes; the kernel has finished.
-                unsafe { result::memcpy_dtoh_sync(&mut bytes, ptr.0) }
-                    .map_err(drv("copying back"))?;
-                pack::unpack_vector(&bytes, v, elem);
+        .map_err(drv("launching the kernel"))?;
+        if let Some((start, end)) = events {
+            // SAFETY: as above.
+            unsafe { result::event::record(end, stream) }.map_err(drv("recording an event"))?;
+            self.timed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((start, end));
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<Duration, RuntimeError> {
+        self.current()?;
+        let waited = result::ctx::synchronize().map_err(drv("running the kernels"));
+        let timed = std::mem::take(&mut *self.timed.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut total = Duration::ZERO;
+        for (start, end) in timed {
+            // SAFETY: both recorded; the context is synchronised.
+            unsafe {
+                if let Ok(ms) = result::event::elapsed(start, end) {
+                    total += Duration::from_secs_f64(f64::from(ms) / 1e3);
+                }
+                let _ = result::event::destroy(start);
+                let _ = result::event::destroy(end);
             }
         }
-        if let Some(ptr) = &trap {
-            let mut word = [0u8; 4];
-            // SAFETY: the allocation holds 4 bytes; the kernel has finished.
-            unsafe { result::memcpy_dtoh_sync(&mut word, ptr.0) }
-                .map_err(drv("reading the trap status word"))?;
-            let code = i32::from_le_bytes(word);
-            if code != 0 {
-                return Err(crate::device::trap_fault(kernel, code, self.info().backend));
-            }
-        }
-        Ok(LaunchStats {
-            kernel_time,
-            total_time: started.elapsed(),
-        })
+        waited?;
+        Ok(total)
     }
-}
-
-fn argument(slot: &ArgSlot) -> Result<u32, RuntimeError> {
-    match slot {
-        ArgSlot::Argument(n) => Ok(*n),
-        other => Err(RuntimeError::Launch(format!(
-            "CUDA ABI slot {other:?} is not a kernel argument"
-        ))),
-    }
-}
-
-/// Bytes as 8-byte-aligned words (the driver reads each argument through a pointer).
-fn words(bytes: &[u8]) -> Vec<u64> {
-    let mut w = vec![0u64; bytes.len().div_ceil(8).max(1)];
-    // SAFETY: `w` has at least `bytes.len()` bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), w.as_mut_ptr().cast::<u8>(), bytes.len())
-    };
-    w
 }

@@ -31,7 +31,7 @@ pub(crate) mod scalar;
 
 pub use exec::WARP_SIZE;
 
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
+use crate::device::{Device, LaunchConfig, LaunchStats, RuntimeError};
 use crate::value::{ArgValue, Column, HostVector};
 use compile::{Param, Program};
 use exec::{GVec, Globals, Worker};
@@ -44,33 +44,9 @@ use std::time::Instant;
 /// The largest block the interpreter and the cpu backend accept.
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 
-/// Open the interpreter (always available).
+/// Open the interpreter device (always available): see [`crate::host`].
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    Ok(Arc::new(InterpDevice))
-}
-
-/// The `interp` device.
-pub struct InterpDevice;
-
-impl Device for InterpDevice {
-    fn info(&self) -> DeviceInfo {
-        DeviceInfo {
-            backend: Backend::Interp,
-            name: "reference interpreter (SIMT, warp size 32)".into(),
-            max_threads_per_block: MAX_THREADS_PER_BLOCK,
-            subgroups: true,
-            float64: true,
-        }
-    }
-
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        run(kernel, config, args)
-    }
+    crate::host::open_interp()
 }
 
 /// Run `kernel` over `config` on the interpreter, blocks in order; vectors in `args` are

@@ -9,49 +9,51 @@
 //!   a located [`RuntimeError::Refused`] naming OpenCL C.
 //! - Programs are cached per generated source (one cache per device), so a kernel is built
 //!   once however often it is launched; build logs come back as [`RuntimeError::Compile`].
-//! - Arguments follow the ABI descriptor: a vector is a buffer packed per its
-//!   [`ElemLayout`](sarek_compiler::abi::ElemLayout) plus its `int` length; values are
-//!   passed as their packed bytes. Vectors are read back after the launch.
-//! - Launch: global size = grid * block, local size = block; the kernel time is the event's
-//!   profiling interval (start to end).
+//! - Buffers are `cl_mem` objects; uploads and downloads are blocking writes and reads on
+//!   the device's one in-order queue, so they are ordered with the launches around them.
+//! - Dispatch sets the plan's positional arguments ([`crate::bind`]) and enqueues without
+//!   waiting: global size = grid * block, local size = block. A timed launch keeps its event;
+//!   its profiling interval (start to end) is the kernel time `sync` reports.
 //! - Floating point: the source turns FP contraction off; the build adds
 //!   `-cl-fp32-correctly-rounded-divide-sqrt` where the device supports it.
 
-pub(crate) mod pack;
-
-use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError};
-use crate::value::ArgValue;
+use crate::bind::{LaunchPlan, Positional};
+use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
+use crate::kernel::{Built, KernelHandle};
+use crate::memory::{Allocation, DeviceCore, Mem};
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::{
     CL_DEVICE_TYPE_ACCELERATOR, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_GPU,
     CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT,
 };
+use opencl3::error_codes::{
+    CL_INVALID_BUFFER_SIZE, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY,
+    CL_OUT_OF_RESOURCES,
+};
 use opencl3::kernel::Kernel as ClKernel;
-use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
+use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, ClMem};
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_mem};
-use sarek_compiler::abi::{Abi, AbiParamKind};
+use sarek_compiler::abi::Abi;
+use sarek_compiler::abi::LayoutRules;
 use sarek_compiler::back::cfamily::Dialect;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::TargetOptions;
-use std::collections::HashMap;
-use std::ffi::c_void;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Open the best OpenCL device, or say why there is none. The device (its context, queue and
 /// program cache) is opened once per process and shared: PoCL crashes when several threads
 /// initialise platforms and contexts at once, and a shared cache builds each kernel once.
 pub fn open() -> Result<Arc<dyn Device>, RuntimeError> {
-    static DEVICE: OnceLock<Result<Arc<OpenClDevice>, RuntimeError>> = OnceLock::new();
+    static DEVICE: OnceLock<Result<Arc<dyn Device>, RuntimeError>> = OnceLock::new();
     DEVICE
-        .get_or_init(open_best)
+        .get_or_init(|| open_best().map(crate::memory::register))
         .clone()
-        .map(|d| d as Arc<dyn Device>)
 }
 
-fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
+fn open_best() -> Result<OpenClDevice, RuntimeError> {
     let unavailable = |reason: String| RuntimeError::Unavailable {
         backend: Backend::OpenCl,
         reason,
@@ -65,13 +67,13 @@ fn open_best() -> Result<Arc<OpenClDevice>, RuntimeError> {
             let d = opencl3::device::Device::new(id);
             let ty = d.dev_type().unwrap_or(0);
             if ty & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR) != 0 {
-                return Ok(Arc::new(OpenClDevice::new(d)?));
+                return OpenClDevice::new(d);
             }
             fallback.get_or_insert(d);
         }
     }
     match fallback {
-        Some(d) => Ok(Arc::new(OpenClDevice::new(d)?)),
+        Some(d) => OpenClDevice::new(d),
         None => Err(unavailable(format!(
             "{} platform(s) but no device",
             platforms.len()
@@ -84,8 +86,12 @@ struct Compiled {
     _program: Program,
     /// An OpenCL kernel object holds its arguments: one launch at a time sets them.
     kernel: Mutex<ClKernel>,
-    abi: Abi,
 }
+
+// SAFETY: program and kernel objects are thread-safe handles; argument setting, the one
+// call that is not, happens under the kernel's lock.
+unsafe impl Send for Compiled {}
+unsafe impl Sync for Compiled {}
 
 struct OpenClDevice {
     context: Context,
@@ -93,8 +99,9 @@ struct OpenClDevice {
     info: DeviceInfo,
     options: TargetOptions,
     build_options: String,
-    /// Generated source -> built program (the cache is per device, so the key is the source).
-    cache: Mutex<HashMap<String, Arc<Compiled>>>,
+    core: DeviceCore,
+    /// Events of the timed launches since the last sync.
+    timed: Mutex<Vec<Timed>>,
 }
 
 fn cl_err(what: &str) -> impl Fn(opencl3::error_codes::ClError) -> RuntimeError + '_ {
@@ -140,26 +147,20 @@ impl OpenClDevice {
             float64: options.float64,
         };
         Ok(OpenClDevice {
+            core: DeviceCore::new(format!("opencl ({})", info.name)),
             context,
             queue,
             info,
             options,
             build_options,
-            cache: Mutex::new(HashMap::new()),
+            timed: Mutex::new(Vec::new()),
         })
     }
 
-    fn compile(
-        &self,
-        kernel: &Kernel,
-        cache: &mut HashMap<String, Arc<Compiled>>,
-    ) -> Result<Arc<Compiled>, RuntimeError> {
+    fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
         let generated =
             sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
-                .map_err(|diags| pack::refused(kernel, Dialect::OpenCl, &diags))?;
-        if let Some(c) = cache.get(&generated.source) {
-            return Ok(c.clone());
-        }
+                .map_err(|d| RuntimeError::refused(Dialect::OpenCl.target(), &kernel.name, d))?;
         let mut options = self.build_options.clone();
         if generated.source.contains("sub_group_") {
             // The subgroup built-ins are OpenCL C 2.0 functions.
@@ -179,20 +180,14 @@ impl OpenClDevice {
                 generated.abi.entry_point
             ))
         })?;
-        let compiled = Arc::new(Compiled {
-            _program: program,
-            kernel: Mutex::new(cl_kernel),
-            abi: generated.abi,
-        });
-        cache.insert(generated.source, compiled.clone());
-        Ok(compiled)
+        Ok((
+            Compiled {
+                _program: program,
+                kernel: Mutex::new(cl_kernel),
+            },
+            generated.abi,
+        ))
     }
-}
-
-/// One kernel argument's value.
-enum Slot {
-    Mem(cl_mem),
-    Bytes(Vec<u8>),
 }
 
 /// Raw-bytes argument setting (opencl3 only sets sized Rust values).
@@ -212,124 +207,137 @@ impl SetArgRaw for ClKernel {
     }
 }
 
-fn argument(slot: &sarek_compiler::abi::ArgSlot) -> Result<u32, RuntimeError> {
-    match slot {
-        sarek_compiler::abi::ArgSlot::Argument(n) => Ok(*n),
-        other => Err(RuntimeError::Launch(format!(
-            "OpenCL ABI slot {other:?} is not a kernel argument"
-        ))),
+/// A device buffer.
+struct ClAlloc(Buffer<u8>);
+
+// SAFETY: OpenCL memory objects may be used from any thread (the API is thread-safe
+// except for kernel argument setting, which is behind a lock).
+unsafe impl Send for ClAlloc {}
+unsafe impl Sync for ClAlloc {}
+
+impl Allocation for ClAlloc {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
+
+/// The event of a timed launch, read at the next sync.
+struct Timed(opencl3::event::Event);
+
+// SAFETY: OpenCL events are thread-safe handles.
+unsafe impl Send for Timed {}
 
 impl Device for OpenClDevice {
     fn info(&self) -> DeviceInfo {
         self.info.clone()
     }
 
-    fn launch(
-        &self,
-        kernel: &Kernel,
-        config: LaunchConfig,
-        args: &mut [ArgValue],
-    ) -> Result<LaunchStats, RuntimeError> {
-        let started = Instant::now();
-        let compiled = {
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            self.compile(kernel, &mut cache)?
-        };
-        let abi = &compiled.abi;
-        if args.len() != abi.params.len() {
-            return Err(RuntimeError::Arguments(format!(
-                "kernel `{}` takes {} arguments, got {}",
-                kernel.name,
-                abi.params.len(),
-                args.len()
-            )));
+    fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    fn layout_rules(&self) -> LayoutRules {
+        sarek_compiler::back::cfamily::LAYOUT
+    }
+
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        let (compiled, abi) = self.compile(kernel.ir())?;
+        Ok(Built {
+            kernel: kernel.clone(),
+            abi,
+            exe: Box::new(compiled),
+        })
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
+        // SAFETY: no host pointer; the buffer is written before any kernel reads it.
+        let buf = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes,
+                std::ptr::null_mut(),
+            )
         }
-        // Every buffer and byte image stays alive until the kernel has run.
-        let mut buffers: Vec<Option<Buffer<u8>>> = Vec::with_capacity(args.len());
-        let mut slots: Vec<(u32, Slot)> = Vec::new();
-        for (param, arg) in abi.params.iter().zip(args.iter()) {
-            match (&param.kind, arg) {
-                (
-                    AbiParamKind::Vector {
-                        elem,
-                        buffer,
-                        length,
-                    },
-                    ArgValue::Vector(v),
-                ) => {
-                    let mut bytes = pack::pack_vector(v, elem, &param.name)?;
-                    // SAFETY: `bytes` is a live host allocation of that size, copied at creation.
-                    let buf = unsafe {
-                        Buffer::<u8>::create(
-                            &self.context,
-                            CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                            bytes.len(),
-                            bytes.as_mut_ptr().cast::<c_void>(),
-                        )
-                    }
-                    .map_err(cl_err("allocating a buffer"))?;
-                    let len = i32::try_from(v.len).map_err(|_| {
-                        RuntimeError::Arguments(format!(
-                            "vector `{}` is longer than int32 allows",
-                            param.name
-                        ))
-                    })?;
-                    slots.push((argument(buffer)?, Slot::Mem(buf.get())));
-                    slots.push((argument(length)?, Slot::Bytes(len.to_le_bytes().to_vec())));
-                    buffers.push(Some(buf));
-                }
-                (AbiParamKind::Value { layout, slot }, a) => {
-                    slots.push((
-                        argument(slot)?,
-                        Slot::Bytes(pack::pack_value(a, layout, &param.name)?),
-                    ));
-                    buffers.push(None);
-                }
-                (AbiParamKind::Vector { .. }, _) => {
-                    return Err(RuntimeError::Arguments(format!(
-                        "parameter `{}` takes a vector",
-                        param.name
-                    )));
-                }
-            }
+        .map_err(|e| match e.0 {
+            CL_MEM_OBJECT_ALLOCATION_FAILURE
+            | CL_OUT_OF_RESOURCES
+            | CL_OUT_OF_HOST_MEMORY
+            | CL_INVALID_BUFFER_SIZE => RuntimeError::OutOfMemory {
+                device: self.core.name().to_string(),
+                bytes,
+            },
+            _ => cl_err("allocating a buffer")(e),
+        })?;
+        Ok(Box::new(ClAlloc(buf)))
+    }
+
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
+        let buf = mem.raw::<ClAlloc>().0.get();
+        // SAFETY: blocking write of `bytes` into a buffer at least that long; the event the
+        // call returns is released by `Event`'s drop.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_write_buffer(
+                self.queue.get(),
+                buf,
+                CL_BLOCKING,
+                0,
+                bytes.len(),
+                bytes.as_ptr().cast(),
+                0,
+                std::ptr::null(),
+            )
         }
-        let trap = match &abi.trap_status {
-            Some(slot) => {
-                let mut zero = [0u8; 4];
-                // SAFETY: `zero` is a live host allocation of 4 bytes, copied at creation.
-                let buf = unsafe {
-                    Buffer::<u8>::create(
-                        &self.context,
-                        CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                        zero.len(),
-                        zero.as_mut_ptr().cast::<c_void>(),
-                    )
-                }
-                .map_err(cl_err("allocating the trap status word"))?;
-                slots.push((argument(slot)?, Slot::Mem(buf.get())));
-                Some(buf)
-            }
-            None => None,
-        };
+        .map_err(|e| cl_err("writing a buffer")(opencl3::error_codes::ClError(e)))?;
+        drop(opencl3::event::Event::new(event));
+        Ok(())
+    }
+
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
+        let buf = mem.raw::<ClAlloc>().0.get();
+        // SAFETY: blocking read into a slice no longer than the buffer; the queue is in
+        // order, so earlier kernels have finished. The event is released by its drop.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_read_buffer(
+                self.queue.get(),
+                buf,
+                CL_BLOCKING,
+                0,
+                out.len(),
+                out.as_mut_ptr().cast(),
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| cl_err("reading a buffer")(opencl3::error_codes::ClError(e)))?;
+        drop(opencl3::event::Event::new(event));
+        Ok(())
+    }
+
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        let compiled = built.exe::<Compiled>();
         let k = compiled.kernel.lock().unwrap_or_else(|p| p.into_inner());
-        for (index, slot) in &slots {
+        for (index, arg) in plan.positional.iter().enumerate() {
             // SAFETY: indices and sizes come from the ABI of this very source: a buffer slot
             // takes a cl_mem handle, a value slot the packed bytes of its C type.
             unsafe {
-                match slot {
-                    Slot::Mem(mem) => k.set_arg(*index, mem),
-                    Slot::Bytes(b) => k.set_arg_raw(*index, b),
+                match arg {
+                    Positional::Mem(m) => {
+                        let mem: cl_mem = m.raw::<ClAlloc>().0.get();
+                        k.set_arg(index as u32, &mem)
+                    }
+                    Positional::Bytes(b) => k.set_arg_raw(index as u32, b),
                 }
             }
             .map_err(cl_err("setting an argument"))?;
         }
+        let config = plan.config;
         let global: Vec<usize> = (0..3)
             .map(|i| config.grid[i] as usize * config.block[i] as usize)
             .collect();
         let local: Vec<usize> = config.block.iter().map(|&b| b as usize).collect();
-        // SAFETY: every argument is set; the sizes arrays have work_dim = 3 entries.
+        // SAFETY: every argument is set; the sizes arrays have work_dim = 3 entries. The
+        // buffers stay alive until the next sync (the launch keeps them).
         let event = unsafe {
             self.queue.enqueue_nd_range_kernel(
                 k.get(),
@@ -341,44 +349,26 @@ impl Device for OpenClDevice {
             )
         }
         .map_err(cl_err("enqueueing the kernel"))?;
-        event.wait().map_err(cl_err("running the kernel"))?;
-        let kernel_time = match (
-            event.profiling_command_start(),
-            event.profiling_command_end(),
-        ) {
-            (Ok(s), Ok(e)) => Duration::from_nanos(e.saturating_sub(s)),
-            _ => started.elapsed(),
-        };
-        for ((param, arg), buf) in abi.params.iter().zip(args.iter_mut()).zip(&buffers) {
-            if let (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v), Some(buf)) =
-                (&param.kind, arg, buf)
-            {
-                let mut bytes = vec![0u8; elem.stride as usize * v.len.max(1)];
-                // SAFETY: blocking read of the whole buffer into a slice of its size.
-                unsafe {
-                    self.queue
-                        .enqueue_read_buffer(buf, CL_BLOCKING, 0, &mut bytes, &[])
-                }
-                .map_err(cl_err("reading a buffer back"))?;
-                pack::unpack_vector(&bytes, v, elem);
-            }
+        if plan.timed {
+            self.timed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(Timed(event));
         }
-        if let Some(buf) = &trap {
-            let mut word = [0u8; 4];
-            // SAFETY: blocking read of the 4-byte status buffer into a 4-byte array.
-            unsafe {
-                self.queue
-                    .enqueue_read_buffer(buf, CL_BLOCKING, 0, &mut word, &[])
-            }
-            .map_err(cl_err("reading the trap status word"))?;
-            let code = i32::from_le_bytes(word);
-            if code != 0 {
-                return Err(crate::device::trap_fault(kernel, code, Backend::OpenCl));
-            }
-        }
-        Ok(LaunchStats {
-            kernel_time,
-            total_time: started.elapsed(),
-        })
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<Duration, RuntimeError> {
+        self.queue.finish().map_err(cl_err("running the kernels"))?;
+        let timed = std::mem::take(&mut *self.timed.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(timed
+            .iter()
+            .map(
+                |Timed(e)| match (e.profiling_command_start(), e.profiling_command_end()) {
+                    (Ok(s), Ok(end)) => Duration::from_nanos(end.saturating_sub(s)),
+                    _ => Duration::ZERO,
+                },
+            )
+            .sum())
     }
 }

@@ -1,4 +1,7 @@
-//! `sarek compile FILE --target T [--kernel K] [-o PATH]`.
+//! `sarek compile FILE [MODULE...] --target T [--kernel K] [--block X] [-o PATH]`.
+//!
+//! `--block` sizes the shared arrays declared `= ()` (`block_dim_x` elements); without it such
+//! a kernel is refused with a located message, since its size is known only at launch.
 //!
 //! Without `--kernel`, every kernel of the file is compiled, in source order. On stdout, when
 //! there are several, each is preceded by a `// ==== kernel NAME ====` line (a comment in every
@@ -9,13 +12,25 @@
 
 use super::{CmdResult, Failure, color, kernel_name, load, lower};
 use sarek::{Target, TargetOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub fn run(file: &Path, target: &str, kernel: Option<&str>, output: Option<&Path>) -> CmdResult {
+pub fn run(
+    file: &Path,
+    modules: &[PathBuf],
+    block: Option<&str>,
+    target: &str,
+    kernel: Option<&str>,
+    output: Option<&Path>,
+) -> CmdResult {
     // An unknown target is a usage error, like any other malformed option value.
     let target: Target = target.parse().map_err(Failure::io)?;
-    let program = load(file)?;
+    let block = block
+        .map(|b| {
+            sarek::runtime::harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}")))
+        })
+        .transpose()?;
+    let program = load(file, modules)?;
     let names: Vec<String> = match kernel {
         Some(k) => vec![kernel_name(&program, k)?],
         None => program
@@ -48,7 +63,10 @@ pub fn run(file: &Path, target: &str, kernel: Option<&str>, output: Option<&Path
     let mut modules = Vec::new();
     let mut diags = Vec::new();
     for name in &names {
-        let ir = lower(&program, name)?;
+        let mut ir = lower(&program, name)?;
+        if let Some(b) = block {
+            ir = sarek::compiler::ir::specialize::block_size(&ir, b[0]);
+        }
         match sarek::compiler::generate(&ir, target, &TargetOptions::default()) {
             Ok(g) => {
                 let mut source = g.source;

@@ -36,6 +36,16 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
         args.push((n.to_string(), v.to_string()));
     }
     let mut size = input.size;
+    let mut lengths: Vec<(String, usize)> = Vec::new();
+    for spec in &input.lens {
+        let (name, n) = name_value("--len", spec)?;
+        let n: usize = n.trim().parse().map_err(|_| {
+            Failure::user(format!(
+                "--len `{spec}`: `{n}` is not a length (a non-negative integer)"
+            ))
+        })?;
+        lengths.push((name.to_string(), n));
+    }
     let mut vectors = Vec::new();
     for spec in &input.inputs {
         let (name, file) = name_value("--input", spec)?;
@@ -56,7 +66,12 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
                 p.type_name
             )));
         };
-        let v = npy::read_vector(std::path::Path::new(file), leaves, size).map_err(|e| {
+        let expected = lengths
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| *l)
+            .or(size);
+        let v = npy::read_vector(std::path::Path::new(file), leaves, expected).map_err(|e| {
             let (why, io) = match &e {
                 npy::NpyError::Io { source, .. } => (super::io_reason(source), true),
                 other => (other.to_string(), false),
@@ -94,6 +109,7 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
         seed: input.seed,
         args,
         vectors,
+        lengths,
         arg_hint: "--arg ",
     };
     let args = harness::build_args(kernel, &inputs).map_err(|e| Failure::user(e.to_string()))?;
@@ -139,7 +155,7 @@ pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let mut prepared = prepare(&kernel, &a.input)?;
@@ -198,61 +214,132 @@ pub fn run(a: RunArgs) -> CmdResult {
 }
 
 pub fn bench(a: BenchArgs) -> CmdResult {
+    use sarek::runtime::bind::BindArg;
+    use sarek::runtime::launch;
+    use std::time::Instant;
     if a.reps == 0 {
         return Err(Failure::user("--reps must be at least 1"));
     }
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = lower(&program, &name)?;
     let prepared = prepare(&kernel, &a.input)?;
     let device = open_device(a.backend.as_deref())?;
     let info = device.info();
-    let mut times = Vec::new();
-    for rep in 0..a.warmup + a.reps {
-        // Fresh inputs every time: a kernel that updates in place sees the same data.
-        let mut args = prepared.args.clone();
-        let stats = harness::run_checked(
-            device.as_ref(),
-            &kernel,
-            prepared.config,
-            &mut args,
-            a.checked,
-        )
-        .map_err(|e| runtime_failure(&program, &e))?;
-        if rep >= a.warmup {
-            times.push(stats.kernel_time);
-        }
+    let fail = |e: sarek::RuntimeError| runtime_failure(&program, &e);
+    // Issue 17: `--checked` times the kernel with checked mode's checks.
+    let timed = if a.checked {
+        sarek::compiler::passes::checked::insert_checks(&kernel)
+    } else {
+        kernel.clone()
+    };
+    let handle = sarek::runtime::KernelHandle::new(timed);
+    let built_at = Instant::now();
+    let built = launch::build_for(device.as_ref(), &handle, prepared.config).map_err(fail)?;
+    let build_time = built_at.elapsed();
+    launch::check_args(&kernel, &prepared.args).map_err(fail)?;
+    // Upload once.
+    let uploaded_at = Instant::now();
+    let mut buffers = Vec::new();
+    for (param, arg) in built.abi.params.iter().zip(&prepared.args) {
+        buffers.push(match (&param.kind, arg) {
+            (sarek::compiler::abi::AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) => Some(
+                sarek::DeviceVector::from_host(device.as_ref(), v, elem.clone(), &param.name)
+                    .map_err(fail)?,
+            ),
+            _ => None,
+        });
     }
+    launch::synchronize(device.as_ref()).map_err(fail)?;
+    let upload_time = uploaded_at.elapsed();
+    let moved: u64 = buffers.iter().flatten().map(|b| b.byte_len() as u64).sum();
+    let args: Vec<BindArg<'_>> = prepared
+        .args
+        .iter()
+        .zip(&buffers)
+        .map(|(a, b)| match (a, b) {
+            (_, Some(b)) => BindArg::Vector(b),
+            (ArgValue::Scalar(l), _) => BindArg::Scalar(*l),
+            (ArgValue::Aggregate(ls), _) => BindArg::Aggregate(ls),
+            (ArgValue::Vector(_), None) => unreachable!("vectors have buffers"),
+        })
+        .collect();
+    let config = prepared.config;
+    let go = |timed: bool| launch::enqueue_built(device.as_ref(), &built, config, &args, timed);
+    for _ in 0..a.warmup {
+        go(false).map_err(fail)?;
+    }
+    launch::synchronize(device.as_ref()).map_err(fail)?;
+    // Kernel time: each launch timed by the device.
+    let mut times = Vec::new();
+    for _ in 0..a.reps {
+        go(true).map_err(fail)?;
+        times.push(launch::synchronize(device.as_ref()).map_err(fail)?);
+    }
+    // Host time: back-to-back launches, one synchronisation at the end.
+    let started = Instant::now();
+    for _ in 0..a.reps {
+        go(false).map_err(fail)?;
+    }
+    let enqueued = started.elapsed();
+    launch::synchronize(device.as_ref()).map_err(fail)?;
+    let back_to_back = started.elapsed();
+    // Download once.
+    let downloaded_at = Instant::now();
+    for b in buffers.iter().flatten() {
+        b.to_host(device.as_ref()).map_err(fail)?;
+    }
+    let download_time = downloaded_at.elapsed();
+
     times.sort();
     let median = if times.len() % 2 == 1 {
         times[times.len() / 2]
     } else {
         (times[times.len() / 2 - 1] + times[times.len() / 2]) / 2
     };
-    let bytes: u64 = prepared
-        .args
-        .iter()
-        .map(|v| match v {
-            ArgValue::Vector(h) => h
-                .columns
-                .iter()
-                .map(|c| c.len() as u64 * u64::from(c.scalar().size()))
-                .sum(),
-            _ => 0,
-        })
-        .sum();
-    let secs = median.as_secs_f64().max(1e-12);
+    let reps = f64::from(a.reps);
+    let per = |d: Duration| d.as_secs_f64() / reps;
+    let gbps = |bytes: u64, d: Duration| bytes as f64 / d.as_secs_f64().max(1e-12) / 1e9;
+    let c = config;
     println!("device:     {} ({})", info.backend, info.name);
     println!(
-        "kernel:     {name}, size {}, {} warm-up + {} timed runs",
-        prepared.size, a.warmup, a.reps
+        "kernel:     {name}, grid {}x{}x{}, block {}x{}x{}, size {}; {} warm-up + {} timed + {} back-to-back launches on resident buffers",
+        c.grid[0],
+        c.grid[1],
+        c.grid[2],
+        c.block[0],
+        c.block[1],
+        c.block[2],
+        prepared.size,
+        a.warmup,
+        a.reps,
+        a.reps
     );
-    println!("median:     {}", ms(median));
-    println!("min:        {}", ms(times[0]));
+    println!("build:      {}", ms(build_time));
     println!(
-        "throughput: {:.2} Melem/s (size / median), {:.3} GB/s (vector bytes / median)",
-        prepared.size as f64 / secs / 1e6,
-        bytes as f64 / secs / 1e9
+        "upload:     {} ({moved} bytes, {:.3} GB/s), once",
+        ms(upload_time),
+        gbps(moved, upload_time)
+    );
+    println!(
+        "kernel:     median {}, min {} (device timer)",
+        ms(median),
+        ms(times[0])
+    );
+    println!(
+        "host:       {:.2} us per launch enqueued, {:.2} us per launch back to back with the final sync",
+        per(enqueued) * 1e6,
+        per(back_to_back) * 1e6
+    );
+    println!(
+        "bandwidth:  {:.3} GB/s (bytes of the kernel's vectors, each counted once / median kernel time), {:.2} Melem/s",
+        gbps(moved, median),
+        prepared.size as f64 / median.as_secs_f64().max(1e-12) / 1e6
+    );
+    println!(
+        "download:   {} ({moved} bytes, {:.3} GB/s), once",
+        ms(download_time),
+        gbps(moved, download_time)
     );
     Ok(ExitCode::SUCCESS)
 }

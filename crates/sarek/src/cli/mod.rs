@@ -11,6 +11,7 @@ mod check;
 mod compile;
 mod devices;
 mod exec;
+mod fuse;
 mod verify;
 
 use clap::{Args, Parser, Subcommand};
@@ -40,6 +41,14 @@ enum Command {
     /// Print the code generated for a target (all kernels when --kernel is absent).
     Compile {
         file: PathBuf,
+        /// Other files of the program, used as OCaml modules (`geometry_lib.sarek` is
+        /// `Geometry_lib`).
+        #[arg(value_name = "MODULE")]
+        modules: Vec<PathBuf>,
+        /// Block size to generate for, when a kernel has a shared array sized by the block
+        /// (`let%shared (t : float32) = () in`).
+        #[arg(long, value_name = "X[,Y[,Z]]")]
+        block: Option<String>,
         /// ir, wgsl, glsl, opencl, cuda, metal or ptx.
         #[arg(long, value_name = "T")]
         target: String,
@@ -55,8 +64,28 @@ enum Command {
     Verify(VerifyArgs),
     /// List every backend: its devices, or why it is unavailable.
     Devices,
-    /// Time a kernel: warm-up runs, then repetitions; median and minimum kernel time.
+    /// Time a kernel on resident buffers: upload once, warm-up and timed launches, one
+    /// download; kernel time (device timer), host time per launch, bandwidth.
     Bench(BenchArgs),
+    /// Fuse a pipeline of kernels into one and print it (or why it cannot be fused).
+    Fuse {
+        file: PathBuf,
+        /// Other files of the program, used as OCaml modules.
+        #[arg(value_name = "MODULE")]
+        modules: Vec<PathBuf>,
+        /// The kernels, in pipeline order: A,B[,C...].
+        #[arg(long, value_name = "A,B")]
+        kernels: String,
+        /// The intermediate vector of a two-kernel fusion (default: found by name).
+        #[arg(long, value_name = "T")]
+        via: Option<String>,
+        /// ir, wgsl, glsl, opencl, cuda, metal or ptx.
+        #[arg(long, value_name = "T", default_value = "ir")]
+        target: String,
+        /// Write to PATH instead of stdout.
+        #[arg(short = 'o', value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
 }
 
 /// Inputs shared by `run`, `verify` and `bench`.
@@ -80,11 +109,18 @@ struct InputArgs {
     /// Seed of the input generator.
     #[arg(long, value_name = "S", default_value_t = sarek::runtime::harness::DEFAULT_SEED)]
     seed: u64,
+    /// Length of one vector parameter, overriding --size for it (a 1-element output next to
+    /// a long input: --size 268435456 --len out=1).
+    #[arg(long = "len", value_name = "NAME=N")]
+    lens: Vec<String>,
 }
 
 #[derive(Args)]
 struct RunArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     #[arg(long, value_name = "K")]
     kernel: String,
     /// interp, cpu, wgpu, vulkan, opencl, cuda or ptx (default: $SAREK_BACKEND, else the best
@@ -104,6 +140,9 @@ struct RunArgs {
 #[derive(Args)]
 struct VerifyArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     /// The kernel (default: the file's @run directives, or its only kernel).
     #[arg(long, value_name = "K")]
     kernel: Option<String>,
@@ -128,16 +167,20 @@ struct VerifyArgs {
 #[derive(Args)]
 struct BenchArgs {
     file: PathBuf,
+    /// Other files of the program, used as OCaml modules.
+    #[arg(value_name = "MODULE")]
+    modules: Vec<PathBuf>,
     #[arg(long, value_name = "K")]
     kernel: String,
     #[arg(long, value_name = "B")]
     backend: Option<String>,
     #[command(flatten)]
     input: InputArgs,
-    /// Untimed runs first.
+    /// Untimed launches first.
     #[arg(long, value_name = "N", default_value_t = 2)]
     warmup: u32,
-    /// Timed runs.
+    /// Timed launches (each timed by the device), then as many back-to-back ones timed by
+    /// the host.
     #[arg(long, value_name = "N", default_value_t = 10)]
     reps: u32,
     /// Time the kernel with the checked mode's bounds and divisor checks (off by default).
@@ -196,14 +239,38 @@ pub fn main() -> ExitCode {
         Command::Check { files } => check::run(&files),
         Command::Compile {
             file,
+            modules,
+            block,
             target,
             kernel,
             output,
-        } => compile::run(&file, &target, kernel.as_deref(), output.as_deref()),
+        } => compile::run(
+            &file,
+            &modules,
+            block.as_deref(),
+            &target,
+            kernel.as_deref(),
+            output.as_deref(),
+        ),
         Command::Run(a) => exec::run(a),
         Command::Verify(a) => verify::run(a),
         Command::Devices => devices::run(),
         Command::Bench(a) => exec::bench(a),
+        Command::Fuse {
+            file,
+            modules,
+            kernels,
+            via,
+            target,
+            output,
+        } => fuse::run(
+            &file,
+            &modules,
+            &kernels,
+            via.as_deref(),
+            &target,
+            output.as_deref(),
+        ),
     };
     match result {
         Ok(code) => code,
@@ -259,21 +326,39 @@ fn ensure_runtime_dir() {
 #[cfg(not(unix))]
 fn ensure_runtime_dir() {}
 
-/// Read and check `path`: an unreadable file is exit 2, diagnostics exit 1.
-pub fn load(path: &Path) -> Result<Program, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+/// Read `path`: an unreadable file is exit 2.
+fn read(path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path).map_err(|e| {
         Failure::io(format!(
             "cannot read `{}`: {}",
             path.display(),
             io_reason(&e)
         ))
-    })?;
-    Program::check(&path.display().to_string(), &text).map_err(|(sources, diags)| {
-        Failure::rendered(
-            1,
-            sarek::compiler::diag::render_all(&diags, &sources, color()),
-        )
     })
+}
+
+/// Read and check `path`, with `modules` as the program's modules (each file is module
+/// `Name` after its stem): an unreadable file is exit 2, diagnostics exit 1.
+pub fn load(path: &Path, modules: &[PathBuf]) -> Result<Program, Failure> {
+    let text = read(path)?;
+    // A file named twice (or the program named again among its modules) is read once, as the
+    // macros do.
+    let mut others = Vec::new();
+    let mut seen: Vec<&Path> = vec![path];
+    for m in modules {
+        if !seen.contains(&m.as_path()) {
+            seen.push(m);
+            others.push((m.display().to_string(), read(m)?));
+        }
+    }
+    Program::check_with_modules(&path.display().to_string(), &text, &others).map_err(
+        |(sources, diags)| {
+            Failure::rendered(
+                1,
+                sarek::compiler::diag::render_all(&diags, &sources, color()),
+            )
+        },
+    )
 }
 
 /// `No such file or directory` without the `(os error 2)` suffix.

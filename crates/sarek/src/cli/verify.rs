@@ -35,7 +35,7 @@ enum Cell {
 }
 
 pub fn run(a: VerifyArgs) -> CmdResult {
-    let program = load(&a.file)?;
+    let program = load(&a.file, &a.modules)?;
     let text = program.sources().text(program.file()).to_string();
     let directives = harness::parse_directives(&text)
         .map_err(|e| Failure::user(format!("{}: {e}", a.file.display())))?;

@@ -155,6 +155,9 @@ impl Dialect {
     /// 0 means "do not unroll", which the pragma spells 1 (0 is rejected).
     pub fn unroll_pragma(self, n: u32) -> Option<String> {
         match self {
+            Dialect::Cuda | Dialect::OpenCl if n == crate::ir::UNROLL_FULL => {
+                Some("#pragma unroll".to_string())
+            }
             Dialect::Cuda | Dialect::OpenCl => Some(format!("#pragma unroll {}", n.max(1))),
             Dialect::Metal => None,
         }

@@ -1432,7 +1432,17 @@ impl<'a> Writer<'a> {
                 match (self.d, rs) {
                     (Dialect::Cuda, Scalar::F32) => format!("fabsf({})", strip(&x)),
                     (_, s) if s.is_float() => format!("fabs({})", strip(&x)),
-                    (Dialect::OpenCl, _) => format!("(({t})abs({}))", strip(&x)),
+                    // OpenCL's `abs` is undefined at the minimum (PoCL loses the store): a
+                    // helper that wraps there, as the interpreter does.
+                    (Dialect::OpenCl, s) => {
+                        let u = if s == Scalar::I64 { "ulong" } else { "uint" };
+                        let name = self.helper(&format!("abs:{t}"), &format!("sarek_abs_{t}"), |name| {
+                            format!(
+                                "static {t} {name}({t} x) {{\n{INDENT}return x < 0 ? ({t})(({u})0 - ({u})x) : x;\n}}\n\n"
+                            )
+                        });
+                        format!("{name}({})", strip(&x))
+                    }
                     (Dialect::Cuda, Scalar::I64) => format!("llabs({})", strip(&x)),
                     _ => format!("abs({})", strip(&x)),
                 }

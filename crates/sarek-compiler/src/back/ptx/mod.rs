@@ -10,6 +10,12 @@
 //!   result registers and branches to the end of the inlined body. No user identifier reaches
 //!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
 //!   only the entry point name is escaped.
+//! - Shaped for `ptxas`, which optimises less than NVRTC's front end: the IR optimisation
+//!   stage runs first (constants propagated, divisions by powers of two as shifts); integer
+//!   literals are immediates; shared memory is addressed in 32 bits with a constant index
+//!   term as the `[reg+imm]` offset; `&&`/`||` whose right operand cannot fault become
+//!   predicate instructions; `while` loops are tested at the bottom, while `for` loops keep
+//!   the exit-test-then-step shape ptxas unrolls.
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
@@ -23,10 +29,12 @@ use crate::target::{Generated, TargetOptions};
 
 pub use writer::PTX_LAYOUT;
 
-/// Generate a PTX module with one `.entry` for `kernel`.
+/// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
+/// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
-    writer::Writer::new(kernel, options).finish()
+    let kernel = crate::passes::opt::optimize(kernel);
+    writer::Writer::new(&kernel, options).finish()
 }
 
 /// Whether `name` can be emitted as a PTX identifier unchanged.

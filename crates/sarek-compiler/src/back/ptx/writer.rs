@@ -88,11 +88,31 @@ fn bits(s: Scalar) -> &'static str {
     }
 }
 
+/// An element address: a register plus a constant byte offset (PTX's `[reg+imm]` form, so
+/// `a.(i + 1)` next to `a.(i)` costs no address arithmetic).
+#[derive(Clone, Copy, Debug)]
+struct Address {
+    reg: Reg,
+    offset: i64,
+}
+
+impl Address {
+    /// The operand text for leaf byte offset `leaf` within the element.
+    fn at(self, leaf: u32) -> String {
+        match self.offset + i64::from(leaf) {
+            0 => format!("{}", self.reg),
+            off => format!("{}+{off}", self.reg),
+        }
+    }
+}
+
 /// Where a memory-resident array lives.
 #[derive(Clone, Debug)]
 struct MemArray {
     space: &'static str,
-    /// 64-bit base address register (state-space address for shared/local).
+    /// Base address register: 64-bit for global and local memory, 32-bit for shared memory
+    /// (shared addresses fit in 32 bits; 32-bit arithmetic is what NVRTC emits, and it
+    /// lets ptxas fold offsets into `LDS`).
     base: Reg,
     /// Length register (int32).
     len: Reg,
@@ -114,7 +134,7 @@ enum Place {
     Regs(Vec<Reg>),
     Mem {
         array: MemArray,
-        addr: Reg,
+        addr: Address,
         leaves: Vec<(u32, Stored, Scalar)>,
     },
 }
@@ -494,6 +514,9 @@ impl<'k> Writer<'k> {
                 self.block(body);
                 self.loops.pop();
                 self.place_label(cont);
+                // Exit test, step, branch back: ptxas recognises and unrolls this shape
+                // (a bottom test on the counter before its step does not unroll: measured
+                // through the cubin size and register count of matmul_tiled's inner loop).
                 let last = self.reg(Class::Pred);
                 self.emit(format!("setp.eq.s32 {last}, {i}, {e};"));
                 self.emit(format!("@{last} bra $L{done};"));
@@ -502,7 +525,27 @@ impl<'k> Writer<'k> {
                 self.emit(format!("bra.uni $L{top};"));
                 self.place_label(done);
             }
+            StmtKind::While { cond, body, unroll } if !has_call(cond) => {
+                // Rotated: the condition is tested once before the loop and then at the
+                // bottom, so each iteration takes one conditional branch (and `continue`
+                // goes to the bottom test).
+                let (top, cont, done) = (self.label(), self.label(), self.label());
+                let c = self.expr(cond)[0];
+                self.emit(format!("@!{c} bra $L{done};"));
+                self.place_label(top);
+                if matches!(unroll, Some(0 | 1)) {
+                    self.emit(".pragma \"nounroll\";");
+                }
+                self.loops.push((cont, done));
+                self.block(body);
+                self.loops.pop();
+                self.place_label(cont);
+                let c = self.expr(cond)[0];
+                self.emit(format!("@{c} bra $L{top};"));
+                self.place_label(done);
+            }
             StmtKind::While { cond, body, unroll } => {
+                // A condition that inlines a helper is emitted once, at the top.
                 let (top, done) = (self.label(), self.label());
                 self.place_label(top);
                 if matches!(unroll, Some(0 | 1)) {
@@ -613,8 +656,15 @@ impl<'k> Writer<'k> {
             &mut self.local_decls
         };
         let _ = writeln!(target, "{decl} .align 8 .b8 {sym}[{bytes}];");
-        let base = self.reg(Class::B64);
-        self.emit(format!("mov.u64 {base}, {sym};"));
+        let base = if *space == MemSpace::Shared {
+            let base = self.reg(Class::B32);
+            self.emit(format!("mov.u32 {base}, {sym};"));
+            base
+        } else {
+            let base = self.reg(Class::B64);
+            self.emit(format!("mov.u64 {base}, {sym};"));
+            base
+        };
         let len = self.reg(Class::B32);
         self.emit(format!("mov.b32 {len}, {n};"));
         self.env.insert(
@@ -667,12 +717,57 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn element_addr(&mut self, a: &MemArray, index: Reg) -> Reg {
-        let off = self.reg(Class::B64);
-        self.emit(format!("mul.wide.s32 {off}, {index}, {};", a.layout.stride));
-        let addr = self.reg(Class::B64);
-        self.emit(format!("add.s64 {addr}, {}, {off};", a.base));
-        addr
+    /// The address of element `index` of `a`. A constant term of the index (`i + 1`,
+    /// `i - 1`, or a literal index) becomes the immediate offset. That is exact for every
+    /// in-bounds access: with the constant below 2^20 in magnitude, `i + c` cannot wrap
+    /// around int32 into the array's range, so the wrapped and the true sum agree wherever
+    /// the access is defined at all.
+    fn element_addr(&mut self, a: &MemArray, index: &Expr) -> Address {
+        const MAX_FOLDED: i64 = 1 << 20;
+        let stride = i64::from(a.layout.stride);
+        let lit = |e: &Expr| match e.kind {
+            ExprKind::Lit(Literal::I32(c)) if i64::from(c).abs() < MAX_FOLDED => Some(i64::from(c)),
+            _ => None,
+        };
+        let (var_part, constant) = match &index.kind {
+            _ if lit(index).is_some() => (None, lit(index).unwrap_or(0)),
+            ExprKind::Binary {
+                op: BinOp::Add,
+                lhs,
+                rhs,
+            } if lit(rhs).is_some() => (Some(&**lhs), lit(rhs).unwrap_or(0)),
+            ExprKind::Binary {
+                op: BinOp::Add,
+                lhs,
+                rhs,
+            } if lit(lhs).is_some() => (Some(&**rhs), lit(lhs).unwrap_or(0)),
+            ExprKind::Binary {
+                op: BinOp::Sub,
+                lhs,
+                rhs,
+            } if lit(rhs).is_some() => (Some(&**lhs), -lit(rhs).unwrap_or(0)),
+            _ => (Some(index), 0),
+        };
+        let offset = constant * stride;
+        let Some(e) = var_part else {
+            return Address {
+                reg: a.base,
+                offset,
+            };
+        };
+        let i = self.expr(e)[0];
+        let reg = if a.base.class == Class::B32 {
+            let addr = self.reg(Class::B32);
+            self.emit(format!("mad.lo.s32 {addr}, {i}, {stride}, {};", a.base));
+            addr
+        } else {
+            let off = self.reg(Class::B64);
+            self.emit(format!("mul.wide.s32 {off}, {i}, {stride};"));
+            let addr = self.reg(Class::B64);
+            self.emit(format!("add.s64 {addr}, {}, {off};", a.base));
+            addr
+        };
+        Address { reg, offset }
     }
 
     fn place(&mut self, lv: &LValue) -> Place {
@@ -688,11 +783,10 @@ impl<'k> Writer<'k> {
                 }
             },
             LValue::Index { base, index } => {
-                let i = self.expr(index)[0];
                 let Some(a) = self.array(*base) else {
                     return Place::Regs(Vec::new());
                 };
-                let addr = self.element_addr(&a, i);
+                let addr = self.element_addr(&a, index);
                 let scalars = self.scalars(&a.elem);
                 let leaves = a
                     .layout
@@ -735,7 +829,7 @@ impl<'k> Writer<'k> {
                 leaves,
             } => {
                 for ((off, stored, _), v) in leaves.iter().zip(value) {
-                    self.store_leaf(array.space, &format!("{addr}+{off}"), *stored, *v);
+                    self.store_leaf(array.space, &addr.at(*off), *stored, *v);
                 }
             }
         }
@@ -768,19 +862,16 @@ impl<'k> Writer<'k> {
                 vec![d]
             }
             ExprKind::Index { base, index } => {
-                let i = self.expr(index)[0];
                 let Some(a) = self.array(*base) else {
                     return self.fresh_value(&e.ty);
                 };
-                let addr = self.element_addr(&a, i);
+                let addr = self.element_addr(&a, index);
                 let scalars = self.scalars(&a.elem);
                 let leaves = a.layout.leaves.clone();
                 leaves
                     .iter()
                     .zip(scalars)
-                    .map(|((off, stored), s)| {
-                        self.load_leaf(a.space, &format!("{addr}+{off}"), *stored, s)
-                    })
+                    .map(|((off, stored), s)| self.load_leaf(a.space, &addr.at(*off), *stored, s))
                     .collect()
             }
             ExprKind::Field { base, field } => {
@@ -911,8 +1002,18 @@ impl<'k> Writer<'k> {
     }
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, ty: &Ty) -> Reg {
+        if matches!(op, BinOp::And | BinOp::Or) && speculatable(rhs) {
+            // Evaluating the right operand regardless changes nothing: one predicate
+            // instruction instead of a branch around it.
+            let a = self.expr(lhs)[0];
+            let b = self.expr(rhs)[0];
+            let d = self.reg(Class::Pred);
+            let name = if op == BinOp::And { "and" } else { "or" };
+            self.emit(format!("{name}.pred {d}, {a}, {b};"));
+            return d;
+        }
         if matches!(op, BinOp::And | BinOp::Or) {
-            // Short-circuit: the right operand may have effects.
+            // Short-circuit: the right operand may have effects or fault.
             let a = self.expr(lhs)[0];
             let d = self.reg(Class::Pred);
             self.mov(d, a);
@@ -925,11 +1026,18 @@ impl<'k> Writer<'k> {
             return d;
         }
         let a = self.expr(lhs)[0];
-        let b = self.expr(rhs)[0];
+        // An integer literal on the right is an immediate operand: a constant divisor or
+        // comparand in a register hides it from ptxas.
         let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
+        let b = match rhs.kind {
+            ExprKind::Lit(Literal::I32(v)) if s.is_int() => Operand::Imm(i64::from(v)),
+            ExprKind::Lit(Literal::I64(v)) if s.is_int() => Operand::Imm(v),
+            _ => Operand::Reg(self.expr(rhs)[0]),
+        };
         if op.is_comparison() {
             let d = self.reg(Class::Pred);
             if s == Scalar::Bool {
+                let b = b.reg();
                 let x = self.reg(Class::Pred);
                 self.emit(format!("xor.pred {x}, {a}, {b};"));
                 match op {
@@ -1016,13 +1124,19 @@ impl<'k> Writer<'k> {
             BinOp::Shl | BinOp::LShr | BinOp::AShr => {
                 // Counts are taken modulo the width, as the interpreter does.
                 let width = if rs == Scalar::I64 { 63 } else { 31 };
-                let n = self.reg(Class::B32);
-                if rhs.ty.scalar() == Some(Scalar::I64) {
-                    self.emit(format!("cvt.u32.u64 {n}, {b};"));
-                    self.emit(format!("and.b32 {n}, {n}, {width};"));
-                } else {
-                    self.emit(format!("and.b32 {n}, {b}, {width};"));
-                }
+                let n = match b {
+                    Operand::Imm(v) => Operand::Imm(v & width),
+                    Operand::Reg(b) => {
+                        let n = self.reg(Class::B32);
+                        if rhs.ty.scalar() == Some(Scalar::I64) {
+                            self.emit(format!("cvt.u32.u64 {n}, {b};"));
+                            self.emit(format!("and.b32 {n}, {n}, {width};"));
+                        } else {
+                            self.emit(format!("and.b32 {n}, {b}, {width};"));
+                        }
+                        Operand::Reg(n)
+                    }
+                };
                 let (name, ty) = match op {
                     BinOp::Shl => ("shl", bits(rs)),
                     BinOp::LShr => ("shr", if rs == Scalar::I64 { "u64" } else { "u32" }),
@@ -1457,9 +1571,9 @@ impl<'k> Writer<'k> {
             return d;
         };
         let Some(a) = self.array(*v) else { return d };
-        let i = self.expr(&args[1])[0];
+        let addr = self.element_addr(&a, &args[1]);
         let vals: Vec<Reg> = args[2..].iter().map(|x| self.expr(x)[0]).collect();
-        let addr = self.element_addr(&a, i);
+        let addr = addr.at(0);
         let space = a.space;
         let (b, i64) = (bits(s), s == Scalar::I64);
         let one = |w: &mut Self, negative: bool| {
@@ -1580,6 +1694,74 @@ impl<'k> Writer<'k> {
 }
 
 /// The type of an l-value.
+/// Whether `e` calls a helper (which the writer inlines: emitting it twice doubles code).
+fn has_call(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Call { .. } => true,
+        ExprKind::Lit(_) | ExprKind::Var(_) => false,
+        ExprKind::Binary { lhs, rhs, .. } => has_call(lhs) || has_call(rhs),
+        ExprKind::Unary { operand: x, .. }
+        | ExprKind::Index { index: x, .. }
+        | ExprKind::Field { base: x, .. }
+        | ExprKind::Tag(x)
+        | ExprKind::Payload { value: x, .. } => has_call(x),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => has_call(cond) || has_call(then_value) || has_call(else_value),
+        ExprKind::Record { fields: args, .. }
+        | ExprKind::Ctor { fields: args, .. }
+        | ExprKind::Intrinsic { args, .. } => args.iter().any(has_call),
+    }
+}
+
+/// A right-hand operand: a register or an integer immediate.
+#[derive(Clone, Copy, Debug)]
+enum Operand {
+    Reg(Reg),
+    Imm(i64),
+}
+
+impl Operand {
+    /// The register (operands of predicate operations are never immediates).
+    fn reg(self) -> Reg {
+        match self {
+            Operand::Reg(r) => r,
+            Operand::Imm(_) => unreachable!("immediate predicate operand"),
+        }
+    }
+}
+
+impl std::fmt::Display for Operand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Operand::Reg(r) => r.fmt(f),
+            Operand::Imm(v) => v.fmt(f),
+        }
+    }
+}
+
+/// Whether `e` may be evaluated when the source would not evaluate it: no effects, no
+/// memory access (an index guarded by `i < n &&` may be out of bounds), no division (a
+/// guarded divisor may be zero), and cheap.
+fn speculatable(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => true,
+        ExprKind::Binary { op, lhs, rhs } => {
+            !matches!(op, BinOp::Div | BinOp::Rem) && speculatable(lhs) && speculatable(rhs)
+        }
+        ExprKind::Unary { operand, .. } => speculatable(operand),
+        ExprKind::Field { base, .. } => speculatable(base),
+        ExprKind::Tag(v) => speculatable(v),
+        ExprKind::Intrinsic {
+            op: Intrinsic::Geometry(_),
+            ..
+        } => true,
+        _ => false,
+    }
+}
+
 fn lvalue_ty(kernel: &Kernel, lv: &LValue) -> Ty {
     match lv {
         LValue::Var(id) => kernel.var(*id).ty.clone(),

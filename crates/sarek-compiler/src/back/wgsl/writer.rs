@@ -1340,8 +1340,9 @@ impl<'a> Writer<'a> {
                     (Some(from), Some(to)) if from == to => x,
                     (_, Some(Scalar::Bool)) => format!("bool({x})"),
                     (_, Some(Scalar::F32 | Scalar::F64)) => format!("f32({x})"),
-                    // WGSL's conversion of NaN is indeterminate: saturate as the interpreter.
-                    (Some(Scalar::F32 | Scalar::F64), _) => {
+                    // naga clamps at the largest f32 below 2^31 and leaves NaN to the driver;
+                    // the interpreter saturates at max_int and gives 0 for NaN.
+                    (Some(Scalar::F32), _) => {
                         self.support_fn("sarek_f32_to_i32", F32_TO_I32);
                         format!("sarek_f32_to_i32({x})")
                     }
@@ -1526,6 +1527,22 @@ impl<'a> Writer<'a> {
     }
 }
 
+/// float32 -> int32 as the interpreter converts: truncation, saturation at both ends, NaN to
+/// 0 (tested on the bits: WGSL implementations may assume `x != x` is false).
+const F32_TO_I32: &str = "fn sarek_f32_to_i32(sarek_p0: f32) -> i32 {
+    if ((bitcast<u32>(sarek_p0) & 0x7fffffffu) > 0x7f800000u) {
+        return 0i;
+    }
+    if (sarek_p0 >= 2147483648.0f) {
+        return 2147483647i;
+    }
+    if (sarek_p0 <= -2147483648.0f) {
+        return -2147483647i - 1i;
+    }
+    return i32(sarek_p0);
+}
+";
+
 /// C `fmod` for f32 (seed 002): an exact reduction by power-of-two scaling. `d` climbs from
 /// |y| by exact doublings to the largest |y|*2^k <= |x|, then walks back down subtracting when
 /// `r >= d`; each subtraction is exact (Sterbenz: d <= r < 2d), so `r` is the exact remainder,
@@ -1547,22 +1564,6 @@ const REM_I32: &str = "fn sarek_rem(sarek_p0: i32, sarek_p1: i32) -> i32 {
         return sarek_p0;
     }
     return sarek_p0 % sarek_p1;
-}
-";
-
-/// Truncate, saturate at the bounds, NaN -> 0 (the interpreter's conversion). 2^31 is exact
-/// in float32; the largest float32 below it converts exactly.
-const F32_TO_I32: &str = "fn sarek_f32_to_i32(sarek_p0: f32) -> i32 {
-    if ((bitcast<u32>(sarek_p0) & 0x7fffffffu) > 0x7f800000u) {
-        return 0i;
-    }
-    if (sarek_p0 >= 2147483648.0f) {
-        return 2147483647i;
-    }
-    if (sarek_p0 <= -2147483648.0f) {
-        return i32(-2147483648);
-    }
-    return i32(sarek_p0);
 }
 ";
 

@@ -58,6 +58,10 @@ fn binop(t: &Tok) -> Option<(BinaryOp, u8, bool)> {
 
 /// Can this token start an application argument (a "simple expression")?
 fn starts_arg(t: &Tok) -> bool {
+    if matches!(t, Tok::Ident(m) if m == "module") {
+        // OCaml's keyword, which starts an item (`module M = struct ... end`).
+        return false;
+    }
     matches!(
         t,
         Tok::Ident(_)
@@ -328,8 +332,8 @@ impl Parser {
         let operand = self.nested(Self::unary)?;
         let span = op_span.to(operand.span);
         let folded = match (&operand.kind, float_minus) {
-            (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(-v)),
-            (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(-v)),
+            (ExprKind::Lit(Lit::Int(v)), false) => Some(Lit::Int(negate_int(*v, 32))),
+            (ExprKind::Lit(Lit::Int64(v)), false) => Some(Lit::Int64(negate_int(*v, 64))),
             (ExprKind::Lit(Lit::Float(v)), _) => Some(Lit::Float(-v)),
             (ExprKind::Lit(Lit::Float64(v)), _) => Some(Lit::Float64(-v)),
             _ => None,
@@ -741,6 +745,15 @@ impl Parser {
         let mut h = 0;
         let mut fields: Vec<(Ident, Expr)> = Vec::new();
         while !self.at(&Tok::RBrace) {
+            // `{ M.x = ...; y = ... }`: a field qualified by its type's module (types share
+            // one namespace, so the qualifier is dropped, as for constructors).
+            while matches!(self.peek(), Tok::UIdent(_))
+                && *self.peek_at(1) == Tok::Dot
+                && matches!(self.peek_at(2), Tok::Ident(_) | Tok::UIdent(_))
+            {
+                self.bump();
+                self.bump();
+            }
             let is_field = matches!(self.peek(), Tok::Ident(_))
                 && matches!(self.peek_at(1), Tok::Eq | Tok::Semi | Tok::RBrace);
             if !is_field {
@@ -1324,7 +1337,7 @@ impl Parser {
     }
 
     /// The bound pattern of a `let`: a tuple-level pattern, or `(x : t)`.
-    fn let_pattern(&mut self) -> PResult<(Pattern, Option<TypeExpr>)> {
+    pub(super) fn let_pattern(&mut self) -> PResult<(Pattern, Option<TypeExpr>)> {
         if self.at(&Tok::LParen)
             && matches!(self.peek_at(1), Tok::Ident(_) | Tok::Underscore)
             && *self.peek_at(2) == Tok::Colon
@@ -1574,8 +1587,8 @@ impl Parser {
                     Tok::Int {
                         value,
                         int64: false,
-                    } => Lit::Int(-value),
-                    Tok::Int { value, int64: true } => Lit::Int64(-value),
+                    } => Lit::Int(negate_int(value, 32)),
+                    Tok::Int { value, int64: true } => Lit::Int64(negate_int(value, 64)),
                     Tok::Float {
                         value,
                         float64: false,
@@ -1609,4 +1622,13 @@ impl Parser {
             _ => Err(self.expected("a pattern")),
         }
     }
+}
+
+/// `-v` for an integer literal of `bits` bits. The most negative value negates to itself, as
+/// in OCaml: `0x80000000` already is min_int (a hexadecimal literal spells bits), so
+/// `-0x80000000` is min_int too (`-0x80000000l` in OCaml), while the decimal `2147483648`
+/// still negates to `-2147483648`.
+fn negate_int(v: i128, bits: u32) -> i128 {
+    let min = -(1i128 << (bits - 1));
+    if v == min { v } else { -v }
 }

@@ -5,6 +5,14 @@ use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
+/// Built-in modules whose names are always in scope: opening them does nothing.
+pub(super) const BUILTIN_OPENS: [&str; 4] = ["Std", "Sarek", "Gpu", "Math"];
+
+/// Built-in modules opened only locally (`let open Float32 in`): they rename operators.
+const LOCAL_OPENS: [&str; 7] = [
+    "Float32", "Float64", "Int32", "Int64", "Float", "Array", "Vector",
+];
+
 /// A parameter written as a pattern (see [`Parser::params`]).
 pub(super) enum ParamPattern {
     /// `(a, b)`
@@ -13,15 +21,43 @@ pub(super) enum ParamPattern {
     Record(Vec<(Ident, Pattern)>),
 }
 
+/// Type names an OCaml host file aliases for its kernels (`type float32 = float`,
+/// `type ('a, 'b) vector = ('a, 'b) Vector.t`): Sarek already means them, so such an alias
+/// is skipped.
+const HOST_TYPE_NAMES: [&str; 11] = [
+    "int32", "int64", "float32", "float64", "float", "int", "bool", "unit", "double", "vector",
+    "array",
+];
+
+/// Attribute marking a type hoisted out of a kernel prelude's `let module`: the same
+/// declaration may appear in several kernels of a file (the name cannot be written).
+pub const PRELUDE_TYPE: &str = "%prelude";
+
+/// A prelude binding that wraps the kernel body.
+enum PreludeWrap {
+    Open(Ident),
+    Value {
+        pattern: Pattern,
+        ty: Option<TypeExpr>,
+        value: Box<Expr>,
+    },
+}
+
 /// Pattern parameters and the hidden names standing for them.
 pub(super) type Destructured = Vec<(ParamPattern, Ident)>;
 
 impl Parser {
     pub(super) fn program(&mut self) -> Program {
+        let items = self.items_until(None);
+        Program { items }
+    }
+
+    /// Items up to the end of the file, or up to `end` closing `module M = struct`.
+    fn items_until(&mut self, closing: Option<&Tok>) -> Vec<Item> {
         let mut items: Vec<Item> = Vec::new();
         loop {
             while self.eat(&Tok::SemiSemi) {}
-            if self.at(&Tok::Eof) {
+            if self.at(&Tok::Eof) || closing.is_some_and(|c| self.at(c)) {
                 break;
             }
             // `[@@attr]` after an item belongs to that item (lexed apart from it).
@@ -39,11 +75,15 @@ impl Parser {
             }
             if self.at(&Tok::Open) {
                 let start = self.pos;
-                if self.top_level_open().is_err() {
-                    if self.fatal {
-                        break;
+                match self.top_level_open() {
+                    Ok(Some(item)) => items.push(item),
+                    Ok(None) => {}
+                    Err(_) => {
+                        if self.fatal {
+                            break;
+                        }
+                        self.recover(start);
                     }
-                    self.recover(start);
                 }
                 continue;
             }
@@ -56,9 +96,12 @@ impl Parser {
                         | Tok::SemiSemi
                         | Tok::Let
                         | Tok::LetExt(_)
+                        | Tok::ItemExtOpen(_)
                         | Tok::Type
                         | Tok::Open => {}
+                        Tok::Ident(m) if m == "module" => {}
                         Tok::Attr { outer: true, .. } => {}
+                        t if closing == Some(t) => {}
                         Tok::And => {
                             self.top_level_and(&new);
                             items.append(&mut new);
@@ -82,7 +125,7 @@ impl Parser {
                 }
             }
         }
-        Program { items }
+        items
     }
 
     /// `let rec f ... and g ...` (mutual recursion) or `let x ... and y ...` at top level.
@@ -109,27 +152,50 @@ impl Parser {
     }
 
     /// `open Std` (or `Sarek`, `Gpu`, `Math`, also `open!`) at top level: accepted and
-    /// without effect, since those modules' names are always in scope. Other modules are
-    /// opened locally (`let open Float32 in`).
-    fn top_level_open(&mut self) -> PResult<()> {
+    /// without effect, since those modules' names are always in scope. `open M` of another
+    /// module is an item: the typer checks that `M` is a module of the program (a file or a
+    /// `module M = struct ... end`); the built-in `Float32`-style modules are opened locally
+    /// (`let open Float32 in`).
+    fn top_level_open(&mut self) -> PResult<Option<Item>> {
         let start = self.bump();
         self.eat(&Tok::Bang);
-        let Tok::UIdent(name) = self.peek().clone() else {
-            return Err(self.expected("a module name after `open`"));
-        };
-        let end = self.bump();
-        if !matches!(name.as_str(), "Std" | "Sarek" | "Gpu" | "Math") {
+        let module = self.module_path("a module name after `open`")?;
+        if BUILTIN_OPENS.contains(&module.name.as_str()) {
+            return Ok(None);
+        }
+        if LOCAL_OPENS.contains(&module.name.as_str()) {
+            let name = &module.name;
             let d = Diagnostic::error(
-                start.to(end),
+                start.to(module.span),
                 format!("top-level `open {name}` is not supported"),
             )
-            .with_label("only `open Std` (or `Sarek`, `Gpu`, `Math`) is accepted here")
-            .with_help(format!(
-                "open it inside the kernel: `let open {name} in ...`"
-            ));
+            .with_label("only `open Std` (or `Sarek`, `Gpu`, `Math`) or a module of the program is accepted here")
+            .with_help(format!("open it inside the kernel: `let open {name} in ...`"));
             return Err(self.report(d));
         }
-        Ok(())
+        Ok(Some(Item {
+            span: start.to(module.span),
+            kind: ItemKind::Open(module),
+            attrs: Vec::new(),
+        }))
+    }
+
+    /// `M` or `A.B.M` (the last name is the module: `Sarek.Std` is `Std`).
+    fn module_path(&mut self, what: &'static str) -> PResult<Ident> {
+        let Tok::UIdent(mut name) = self.peek().clone() else {
+            return Err(self.expected(what));
+        };
+        let mut span = self.bump();
+        while self.at(&Tok::Dot) {
+            if let Tok::UIdent(next) = self.peek_at(1).clone() {
+                self.bump();
+                span = self.bump();
+                name = next;
+            } else {
+                break;
+            }
+        }
+        Ok(Ident { name, span })
     }
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
@@ -162,8 +228,16 @@ impl Parser {
     fn item(&mut self) -> PResult<Vec<Item>> {
         match self.peek().clone() {
             Tok::Type => self.type_decls(),
-            Tok::Let => self.let_item().map(|i| vec![i]),
+            Tok::Let => self.let_item(),
             Tok::LetExt(name) if name == "kernel" => self.kernel_item().map(|i| vec![i]),
+            Tok::ItemExtOpen(name) if name == "kernel" => self.structure_kernels(),
+            Tok::Ident(m) if m == "module" => self.module_item().map(|i| vec![i]),
+            Tok::ItemExtOpen(name) => {
+                let d = Diagnostic::error(self.span(), format!("`[%%{name}` is not a Sarek item"))
+                    .with_label("unknown structure extension")
+                    .with_help("kernels are written `let%kernel k (p : t) = ...`, `[%%kernel let k (p : t) = ...]` or `let k = [%kernel fun (p : t) -> ...]`");
+                Err(self.report(d))
+            }
             Tok::LetExt(name) => {
                 let d =
                     Diagnostic::error(self.span(), format!("`let%{name}` is not a top-level item"))
@@ -197,10 +271,81 @@ impl Parser {
         let span = start.to(body.span);
         let body = Self::bind_params(destructured, body);
         Ok(Item {
-            kind: ItemKind::Kernel(KernelDecl { name, params, body }),
+            kind: ItemKind::Kernel(KernelDecl {
+                name,
+                params,
+                body,
+                prelude: Vec::new(),
+            }),
             span,
             attrs,
         })
+    }
+
+    /// `[%%kernel let k (p : t) ... = body ...]`: upstream's structure-item form; every
+    /// `let` inside is a kernel (as `let%kernel`).
+    fn structure_kernels(&mut self) -> PResult<Vec<Item>> {
+        let open = self.bump();
+        let mut kernels = Vec::new();
+        loop {
+            while self.eat(&Tok::SemiSemi) {}
+            if self.at(&Tok::RBracket) {
+                break;
+            }
+            if !self.at(&Tok::Let) {
+                if let Tok::Ident(e) = self.peek()
+                    && e == "external"
+                {
+                    let d = Diagnostic::error(self.span(), "external kernels are not supported")
+                        .with_label("`external` names a kernel written in another language")
+                        .with_note("Sarek compiles kernels from their source: there is no pre-built kernel to load")
+                        .with_help("write the kernel in Sarek (`[%%kernel let k (p : t) = ...]`)");
+                    return Err(self.report(d));
+                }
+                return Err(self.expected("`let` (a kernel) inside `[%%kernel`"));
+            }
+            kernels.push(self.kernel_item()?);
+        }
+        let close = self.expect_closing(&Tok::RBracket, "[%%kernel", open)?;
+        if kernels.is_empty() {
+            let d = Diagnostic::error(open.to(close), "`[%%kernel]` defines no kernel")
+                .with_label("empty");
+            return Err(self.report(d));
+        }
+        Ok(kernels)
+    }
+
+    /// `module M = struct items end`.
+    fn module_item(&mut self) -> PResult<Item> {
+        let start = self.bump();
+        let name = match self.peek().clone() {
+            Tok::UIdent(name) => Ident {
+                name,
+                span: self.bump(),
+            },
+            _ => return Err(self.expected("a module name after `module`")),
+        };
+        self.expect_eq_after("the module name")?;
+        let (items, end) = self.struct_body()?;
+        Ok(Item {
+            kind: ItemKind::Module { name, items },
+            span: start.to(end),
+            attrs: Vec::new(),
+        })
+    }
+
+    /// `struct items end`; returns the items and the span of `end`.
+    fn struct_body(&mut self) -> PResult<(Vec<Item>, Span)> {
+        let open = match self.peek() {
+            Tok::Ident(s) if s == "struct" => self.bump(),
+            _ => return Err(self.expected("`struct` (a module body)")),
+        };
+        let items = self.items_until(Some(&Tok::End));
+        if self.fatal {
+            return Err(Fail);
+        }
+        let end = self.expect_closing(&Tok::End, "struct", open)?;
+        Ok((items, end))
     }
 
     /// After `:` on a kernel: only `unit` is allowed.
@@ -225,9 +370,29 @@ impl Parser {
     }
 
     /// `let [rec] name ...` at top level: a constant, a helper or the `[%kernel fun]` form.
-    fn let_item(&mut self) -> PResult<Item> {
+    fn let_item(&mut self) -> PResult<Vec<Item>> {
         let col = self.toks[self.pos].col;
         let start = self.bump();
+        // `let (x : t) = c`: an annotated constant written as OCaml prints it.
+        if self.at(&Tok::LParen)
+            && matches!(self.peek_at(1), Tok::Ident(_))
+            && *self.peek_at(2) == Tok::Colon
+        {
+            let open = self.bump();
+            let name = self.lident("a name")?;
+            self.bump();
+            let ty = self.type_expr()?;
+            self.expect_closing(&Tok::RParen, "(", open)?;
+            let attrs = self.inner_attributes();
+            self.expect_eq_after("the constant's type")?;
+            let value = self.with_offside(Some(col), Self::seq_expr)?;
+            let span = start.to(value.span);
+            return Ok(vec![Item {
+                kind: ItemKind::Const { name, ty, value },
+                span,
+                attrs,
+            }]);
+        }
         let recursive = self.eat(&Tok::Rec);
         let mut attrs = self.inner_attributes();
         if self.at(&Tok::LParen) && *self.peek_at(1) == Tok::RParen {
@@ -250,13 +415,23 @@ impl Parser {
                 self.expect_eq_after("the constant's type")?;
                 let value = self.with_offside(Some(col), Self::seq_expr)?;
                 let span = start.to(value.span);
-                return Ok(Item {
+                return Ok(vec![Item {
                     kind: ItemKind::Const { name, ty, value },
                     span,
                     attrs,
-                });
+                }]);
             }
             if self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::ExtOpen(_)) {
+                self.bump();
+                return self.kernel_extension(start, name, attrs);
+            }
+            // `let k = snd [%kernel ...]`: upstream's pair (host closure, kernel) reduced to
+            // its kernel, which is what a Sarek kernel item is.
+            if self.at(&Tok::Eq)
+                && matches!(self.peek_at(1), Tok::Ident(f) if f == "snd")
+                && matches!(self.peek_at(2), Tok::ExtOpen(_))
+            {
+                self.bump();
                 self.bump();
                 return self.kernel_extension(start, name, attrs);
             }
@@ -297,23 +472,136 @@ impl Parser {
             attrs: fattrs,
             body,
         };
-        Ok(Item {
+        Ok(vec![Item {
             kind: ItemKind::Fun(decl),
             span,
             attrs,
-        })
+        }])
     }
 
-    /// `[%kernel fun params -> body]` after `let name =`.
+    /// `[%kernel [prelude] fun params -> body]` after `let name =`.
+    ///
+    /// The prelude is upstream's: `let open M in`, helpers (`let [rec] f (x : t) = e in`),
+    /// values (`let x = e in`) and `let module Types = struct type ... end in`, in any
+    /// order before the `fun`. Helpers become the kernel's [`KernelDecl::prelude`] (scoped
+    /// to it), values and opens wrap the body, and the module's types are hoisted before the
+    /// kernel as items marked [`PRELUDE_TYPE`] (the typer accepts an identical one twice).
     fn kernel_extension(
         &mut self,
         start: Span,
         name: Ident,
         attrs: Vec<Attribute>,
-    ) -> PResult<Item> {
+    ) -> PResult<Vec<Item>> {
         let open = self.bump();
+        let mut items = Vec::new();
+        let mut prelude: Vec<FunDecl> = Vec::new();
+        // Opens and values around the body, outermost first.
+        let mut wraps: Vec<PreludeWrap> = Vec::new();
+        let mut opens: Vec<Ident> = Vec::new();
+        while self.at(&Tok::Let) {
+            let let_start = self.span();
+            if *self.peek_at(1) == Tok::Open {
+                self.bump();
+                self.bump();
+                self.eat(&Tok::Bang);
+                let module = self.module_path("a module name after `let open`")?;
+                self.expect_in_prelude(let_start)?;
+                if !BUILTIN_OPENS.contains(&module.name.as_str()) {
+                    opens.push(module.clone());
+                    wraps.push(PreludeWrap::Open(module));
+                }
+                continue;
+            }
+            if matches!(self.peek_at(1), Tok::Ident(m) if m == "module") {
+                self.bump();
+                let module_start = self.bump();
+                if !matches!(self.peek(), Tok::UIdent(_)) {
+                    return Err(self.expected("a module name after `let module`"));
+                }
+                self.bump();
+                self.expect_eq_after("the module name")?;
+                let (module_items, end) = self.struct_body()?;
+                for mut item in module_items {
+                    match item.kind {
+                        ItemKind::Type(_) => {
+                            item.attrs.push(Attribute {
+                                name: PRELUDE_TYPE.into(),
+                                payload: String::new(),
+                                span: item.span,
+                            });
+                            items.push(item);
+                        }
+                        _ => {
+                            let d = Diagnostic::error(
+                                item.span,
+                                "only type declarations are supported in a kernel's `let module`",
+                            )
+                            .with_label("not a type declaration")
+                            .with_secondary(module_start.to(end), "in this module")
+                            .with_help(
+                                "define helpers in the prelude itself: `let f (x : t) = ... in`",
+                            );
+                            self.diags.push(d);
+                        }
+                    }
+                }
+                self.expect_in_prelude(let_start)?;
+                continue;
+            }
+            let is_value = match (self.peek_at(1), self.peek_at(2)) {
+                (Tok::Rec, _) => false,
+                (Tok::Ident(_), Tok::Eq) => !matches!(self.peek_at(3), Tok::Fun | Tok::Function),
+                (Tok::Ident(_), Tok::Colon) | (Tok::LParen | Tok::Mut | Tok::Underscore, _) => true,
+                _ => false,
+            };
+            if is_value {
+                let wrap = self.prelude_value()?;
+                wraps.push(wrap);
+                continue;
+            }
+            let item = self.let_item()?;
+            // `let rec f ... = e [@@sarek.inline 4] in`: OCaml's binding attributes.
+            let mut binding_attrs = Vec::new();
+            while let Tok::Attr { outer: true, .. } = self.peek() {
+                binding_attrs.push(self.attribute());
+            }
+            self.expect_in_prelude(let_start)?;
+            for item in item {
+                match item.kind {
+                    ItemKind::Fun(mut decl) => {
+                        decl.attrs.append(&mut binding_attrs);
+                        // The opens before the helper are in scope in its body too.
+                        for m in opens.iter().rev() {
+                            let span = decl.body.span;
+                            decl.body = Expr {
+                                kind: ExprKind::LetOpen {
+                                    module: m.clone(),
+                                    body: Box::new(decl.body),
+                                },
+                                span,
+                            };
+                        }
+                        prelude.push(decl);
+                    }
+                    ItemKind::Const {
+                        name: cname,
+                        ty,
+                        value,
+                    } => wraps.push(PreludeWrap::Value {
+                        pattern: Pattern::Var(cname),
+                        ty: Some(ty),
+                        value: Box::new(value),
+                    }),
+                    _ => {
+                        let d = Diagnostic::error(item.span, "not supported in a kernel prelude")
+                            .with_label("expected a helper, a value, `let open` or `let module`");
+                        self.diags.push(d);
+                    }
+                }
+            }
+        }
         if !self.eat(&Tok::Fun) {
-            return Err(self.expected("`fun` after `[%kernel`"));
+            return Err(self.expected("`fun` (or a prelude `let ... in`) after `[%kernel`"));
         }
         let (params, destructured) = self.params()?;
         if params.is_empty() {
@@ -324,14 +612,63 @@ impl Parser {
         }
         self.bump();
         let body = self.with_offside(None, Self::seq_expr)?;
-        let body = Self::bind_params(destructured, body);
+        let mut body = Self::bind_params(destructured, body);
+        for w in wraps.into_iter().rev() {
+            let span = body.span;
+            let kind = match w {
+                PreludeWrap::Open(module) => ExprKind::LetOpen {
+                    module,
+                    body: Box::new(body),
+                },
+                PreludeWrap::Value { pattern, ty, value } => ExprKind::Let {
+                    pattern,
+                    mutable: false,
+                    ty,
+                    value,
+                    body: Box::new(body),
+                },
+            };
+            body = Expr { kind, span };
+        }
         let close = self.expect_closing(&Tok::RBracket, "[%kernel", open)?;
         let span = start.to(close);
-        Ok(Item {
-            kind: ItemKind::Kernel(KernelDecl { name, params, body }),
+        items.push(Item {
+            kind: ItemKind::Kernel(KernelDecl {
+                name,
+                params,
+                body,
+                prelude,
+            }),
             span,
             attrs,
+        });
+        Ok(items)
+    }
+
+    /// `let pat [: t] = e in` in a kernel prelude (a value the kernel body sees).
+    fn prelude_value(&mut self) -> PResult<PreludeWrap> {
+        let let_start = self.bump();
+        let col = self.toks[self.pos].col;
+        let (pattern, mut ty) = self.let_pattern()?;
+        if self.eat(&Tok::Colon) {
+            ty = Some(self.type_expr()?);
+        }
+        self.expect_eq_after("the value's name")?;
+        let value = self.with_offside(Some(col), Self::seq_expr)?;
+        self.expect_in_prelude(let_start)?;
+        Ok(PreludeWrap::Value {
+            pattern,
+            ty,
+            value: Box::new(value),
         })
+    }
+
+    fn expect_in_prelude(&mut self, let_start: Span) -> PResult<()> {
+        if self.eat(&Tok::In) {
+            return Ok(());
+        }
+        let _ = let_start;
+        Err(self.expected("`in` after a kernel prelude binding"))
     }
 
     /// A lowercase identifier (or `_`).
@@ -484,13 +821,28 @@ impl Parser {
         let mut items = Vec::new();
         let mut start = self.bump();
         loop {
-            if let Tok::TyVar(_) = self.peek() {
-                let d = Diagnostic::error(self.span(), "type parameters are not supported")
+            let params = self.type_decl_params();
+            let name = self.lident("a type name after `type`")?;
+            self.expect_eq_after("the type name")?;
+            // A record, or constructors (`A | B`, `A of t`; `M.t` is an abbreviation).
+            let declares = matches!(self.peek(), Tok::LBrace | Tok::Bar)
+                || (matches!(self.peek(), Tok::UIdent(_)) && *self.peek_at(1) != Tok::Dot);
+            let abbreviation = !declares;
+            if abbreviation && HOST_TYPE_NAMES.contains(&name.name.as_str()) {
+                // `type float32 = float`, `type 'a vector = 'a array`: the aliases an OCaml
+                // host file needs for kernel annotations; these names mean that already.
+                self.skip_host_type();
+                if self.at(&Tok::And) {
+                    start = self.bump();
+                    continue;
+                }
+                return Ok(items);
+            }
+            if let Some(span) = params {
+                let d = Diagnostic::error(span, "type parameters are not supported")
                     .with_label("records and variants are monomorphic");
                 return Err(self.report(d));
             }
-            let name = self.lident("a type name after `type`")?;
-            self.expect_eq_after("the type name")?;
             let kind = if self.at(&Tok::LBrace) {
                 self.record_decl()?
             } else {
@@ -511,6 +863,55 @@ impl Parser {
                 continue;
             }
             return Ok(items);
+        }
+    }
+
+    /// `'a` or `('a, 'b)` before a declared type's name; returns their span.
+    fn type_decl_params(&mut self) -> Option<Span> {
+        match (self.peek(), self.peek_at(1)) {
+            (Tok::TyVar(_), _) => Some(self.bump()),
+            (Tok::LParen, Tok::TyVar(_)) => {
+                let open = self.bump();
+                while !matches!(self.peek(), Tok::RParen | Tok::Eof | Tok::Eq) {
+                    self.bump();
+                }
+                let close = if self.at(&Tok::RParen) {
+                    self.bump()
+                } else {
+                    self.prev_span()
+                };
+                Some(open.to(close))
+            }
+            _ => None,
+        }
+    }
+
+    /// Skip the right-hand side of a host type alias (any OCaml type: `('a, 'b) Vector.t`).
+    fn skip_host_type(&mut self) {
+        let mut depth = 0usize;
+        loop {
+            match self.peek() {
+                Tok::Eof => return,
+                Tok::LParen | Tok::LBracket => depth += 1,
+                Tok::RParen | Tok::RBracket if depth > 0 => depth -= 1,
+                Tok::SemiSemi
+                | Tok::Let
+                | Tok::LetExt(_)
+                | Tok::ItemExtOpen(_)
+                | Tok::Type
+                | Tok::Open
+                | Tok::And
+                | Tok::End
+                | Tok::RBracket
+                | Tok::Attr { outer: true, .. }
+                    if depth == 0 =>
+                {
+                    return;
+                }
+                Tok::Ident(m) if depth == 0 && m == "module" => return,
+                _ => {}
+            }
+            self.bump();
         }
     }
 
@@ -614,19 +1015,64 @@ impl Parser {
     /// An atom followed by postfix type constructors: `float32 vector`, `'a array`.
     fn type_app(&mut self) -> PResult<TypeExpr> {
         let mut ty = self.type_atom()?;
-        while let Tok::Ident(name) = self.peek().clone() {
-            self.type_node()?;
-            let id = Ident {
-                name,
-                span: self.bump(),
+        loop {
+            let (modules, id) = match self.peek().clone() {
+                Tok::Ident(name) => (
+                    Vec::new(),
+                    Ident {
+                        name,
+                        span: self.bump(),
+                    },
+                ),
+                Tok::UIdent(_) if *self.peek_at(1) == Tok::Dot => self.qualified_type_name()?,
+                _ => return Ok(ty),
             };
+            self.type_node()?;
             let span = ty.span.to(id.span);
+            // Upstream spellings: `t Vector.t` is `t vector`; the old `t Arr.t Global.t` is a
+            // global array, i.e. `t vector` (`Global.t` marks the memory space of `Arr.t`).
+            let name = match (modules.last().map(String::as_str), id.name.as_str()) {
+                (Some("Vector"), "t" | "vector") | (Some("Arr"), "t") => "vector",
+                (Some("Global"), "t") if matches!(&ty.kind, TypeExprKind::App(_, c) if c.name == "vector") =>
+                {
+                    ty.span = span;
+                    continue;
+                }
+                (_, n) => n,
+            };
+            let id = Ident {
+                name: name.to_string(),
+                span: id.span,
+            };
             ty = TypeExpr {
                 kind: TypeExprKind::App(Box::new(ty), id),
                 span,
             };
         }
-        Ok(ty)
+    }
+
+    /// `M.N.name` in a type: the modules and the name. The program's types share one
+    /// namespace, so `Geometry_lib.point` is `point` (as `M.C` is `C` for constructors).
+    fn qualified_type_name(&mut self) -> PResult<(Vec<String>, Ident)> {
+        let mut modules = Vec::new();
+        while let Tok::UIdent(m) = self.peek().clone() {
+            if *self.peek_at(1) != Tok::Dot {
+                break;
+            }
+            modules.push(m);
+            self.bump();
+            self.bump();
+        }
+        match self.peek().clone() {
+            Tok::Ident(name) => Ok((
+                modules,
+                Ident {
+                    name,
+                    span: self.bump(),
+                },
+            )),
+            _ => Err(self.expected("a type name after the module path")),
+        }
     }
 
     fn type_atom(&mut self) -> PResult<TypeExpr> {
@@ -652,6 +1098,13 @@ impl Parser {
                 Ok(TypeExpr {
                     span: open.to(close),
                     ..inner
+                })
+            }
+            Tok::UIdent(_) if *self.peek_at(1) == Tok::Dot => {
+                let (_, id) = self.qualified_type_name()?;
+                Ok(TypeExpr {
+                    span: id.span,
+                    kind: TypeExprKind::Named(id),
                 })
             }
             Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor { name })),

@@ -142,7 +142,7 @@ const ATOMICS: [(&str, AtomicOp); 11] = [
 ];
 
 /// Modules whose qualified names resolve to intrinsics (`Std.thread_idx_x`, `Float32.sqrt`).
-pub(super) const MODULES: [&str; 11] = [
+pub(crate) const MODULES: [&str; 11] = [
     "Std", "Gpu", "Math", "Float32", "Float64", "Int32", "Int64", "Sarek", "Float", "Array",
     "Vector",
 ];

@@ -38,6 +38,38 @@ impl TypeEnv {
     }
 }
 
+/// Whether two declarations are the same, ignoring where they are written.
+fn same_type_decl(a: &ast::TypeDeclKind, b: &ast::TypeDeclKind) -> bool {
+    fn same_ty(a: &ast::TypeExpr, b: &ast::TypeExpr) -> bool {
+        use ast::TypeExprKind as K;
+        match (&a.kind, &b.kind) {
+            (K::Named(x), K::Named(y)) | (K::Var(x), K::Var(y)) => x.name == y.name,
+            (K::App(x, c), K::App(y, d)) => c.name == d.name && same_ty(x, y),
+            (K::Tuple(xs), K::Tuple(ys)) => {
+                xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_ty(x, y))
+            }
+            _ => false,
+        }
+    }
+    match (a, b) {
+        (ast::TypeDeclKind::Record(x), ast::TypeDeclKind::Record(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(f, g)| f.name.name == g.name.name && same_ty(&f.ty, &g.ty))
+        }
+        (ast::TypeDeclKind::Variant(x), ast::TypeDeclKind::Variant(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(c, d)| {
+                    c.name.name == d.name.name
+                        && c.args.len() == d.args.len()
+                        && c.args.iter().zip(&d.args).all(|(a, b)| same_ty(a, b))
+                })
+        }
+        _ => false,
+    }
+}
+
 /// Where a written type appears; decides what it may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TyMode {
@@ -67,12 +99,34 @@ impl Checker {
     /// Register every type declaration of the file, then check them (two phases, so a type may
     /// mention one declared later: that is how indirect recursion gets its proper error).
     pub(super) fn declare_types(&mut self, program: &ast::Program) {
-        let mut decls = Vec::new();
-        for item in &program.items {
-            let ast::ItemKind::Type(decl) = &item.kind else {
-                continue;
-            };
+        fn gather<'a>(items: &'a [ast::Item], out: &mut Vec<(&'a ast::TypeDecl, bool)>) {
+            for item in items {
+                match &item.kind {
+                    ast::ItemKind::Type(decl) => {
+                        let prelude = item
+                            .attrs
+                            .iter()
+                            .any(|a| a.name == crate::front::parser::PRELUDE_TYPE);
+                        out.push((decl, prelude));
+                    }
+                    ast::ItemKind::Module { items, .. } => gather(items, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut all = Vec::new();
+        gather(&program.items, &mut all);
+        let mut decls: Vec<(&ast::TypeDecl, TypeRef)> = Vec::new();
+        for (decl, prelude) in all {
             let name = &decl.name.name;
+            // Kernels of one file often repeat the same `let module Types = struct ... end`.
+            if prelude
+                && decls
+                    .iter()
+                    .any(|(d, _)| d.name.name == *name && same_type_decl(&d.kind, &decl.kind))
+            {
+                continue;
+            }
             if self.env.names.contains_key(name)
                 || SCALAR_NAMES.iter().any(|(n, _)| n == name)
                 || name == "unit"

@@ -207,8 +207,13 @@ impl Checker {
             unreachable!("dispatched on the kind")
         };
         let elem = self.ty_of(elem, TyMode::Data);
-        let size_e = self.check(size, &Ty::I32);
-        let n = self.const_size(&size_e, "shared array");
+        // `= ()`: upstream's default size, the block's x dimension, fixed per launch.
+        let n = if matches!(size.kind, ast::ExprKind::Lit(ast::Lit::Unit)) {
+            Some(crate::ir::SIZE_BLOCK_DIM_X)
+        } else {
+            let size_e = self.check(size, &Ty::I32);
+            self.const_size(&size_e, "shared array")
+        };
         let ty = Ty::Array {
             elem: Box::new(elem),
             space: MemSpace::Shared,
@@ -262,6 +267,12 @@ impl Checker {
         let A::LetOpen { module, body } = &e.kind else {
             unreachable!("dispatched on the kind")
         };
+        if let Some(full) = self.resolve_module(&module.name) {
+            self.opens.push(full);
+            let body = self.infer(body, expected);
+            self.opens.pop();
+            return body;
+        }
         if !builtins::MODULES.contains(&module.name.as_str()) {
             let mut d = Diagnostic::error(module.span, format!("unknown module `{}`", module.name))
                 .with_label("not a module")
@@ -582,7 +593,11 @@ impl Checker {
         for a in args {
             let mut words = a.split_whitespace();
             if words.next() == Some("unroll") {
-                let n = self.parse_count(words.next().unwrap_or(""), e.span, "unroll");
+                // `pragma ["unroll"]` without a count asks for a full unroll (upstream's meaning).
+                let n = match words.next() {
+                    None => Some(crate::ir::UNROLL_FULL),
+                    Some(count) => self.parse_count(count, e.span, "unroll"),
+                };
                 set_unroll(&mut b, n);
             }
         }
@@ -753,21 +768,21 @@ impl Checker {
     }
 
     fn var(&mut self, path: &[ast::Ident], name: &ast::Ident, span: Span) -> Expr {
-        if path.is_empty() {
-            if let Some(idx) = self.find_local(&name.name) {
-                if let LocalKind::Fun { .. } = self.scope[idx].kind {
-                    return self.not_applied(&name.name, span, "helper");
-                }
-                let (id, ty) = self.local_ref(idx);
-                return mk(T::Var(id), ty, span);
+        if path.is_empty()
+            && let Some(idx) = self.find_local(&name.name)
+        {
+            if let LocalKind::Fun { .. } = self.scope[idx].kind {
+                return self.not_applied(&name.name, span, "helper");
             }
-            match self.globals.get(&name.name).cloned() {
-                Some(Global::Const { lit }) => {
-                    return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
-                }
-                Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
-                None => {}
+            let (id, ty) = self.local_ref(idx);
+            return mk(T::Var(id), ty, span);
+        }
+        match self.find_global(path, &name.name) {
+            Some(Global::Const { lit }) => {
+                return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
             }
+            Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
+            None => {}
         }
         match self.lookup_builtin(path, name) {
             Some(Builtin::Geometry(g)) => mk(
@@ -821,6 +836,22 @@ impl Checker {
     fn unknown_name(&mut self, path: &[ast::Ident], name: &ast::Ident, what: &str) {
         let span = path.first().map_or(name.span, |p| p.span.to(name.span));
         if let Some(m) = path.last() {
+            if let Some(full) = self.resolve_module(&m.name) {
+                let prefix = format!("{full}.");
+                let names = self
+                    .globals
+                    .keys()
+                    .filter_map(|k| k.strip_prefix(&prefix))
+                    .filter(|k| !k.contains('.'));
+                let mut d =
+                    Diagnostic::error(span, format!("`{}` has no member `{}`", m.name, name.name))
+                        .with_label("not found in this module");
+                if let Some(h) = did_you_mean(closest(&name.name, names)) {
+                    d = d.with_help(h);
+                }
+                self.diags.push(d);
+                return;
+            }
             if !builtins::MODULES.contains(&m.name.as_str()) {
                 let mut d = Diagnostic::error(m.span, format!("unknown module `{}`", m.name))
                     .with_label("not a module");
@@ -1806,47 +1837,47 @@ impl Checker {
             }
             return err_expr(span);
         };
-        if path.is_empty() {
-            if let Some(idx) = self.find_local(&name.name) {
-                if let LocalKind::Fun { fun, captures } = self.scope[idx].kind.clone() {
-                    let captured: Vec<Expr> = captures
-                        .iter()
-                        .map(|i| {
-                            let (id, ty) = self.local_ref(*i);
-                            mk(T::Var(id), ty, func.span)
-                        })
-                        .collect();
-                    return self.call(fun, &name.name, captured, args, span);
+        if path.is_empty()
+            && let Some(idx) = self.find_local(&name.name)
+        {
+            if let LocalKind::Fun { fun, captures } = self.scope[idx].kind.clone() {
+                let captured: Vec<Expr> = captures
+                    .iter()
+                    .map(|i| {
+                        let (id, ty) = self.local_ref(*i);
+                        mk(T::Var(id), ty, func.span)
+                    })
+                    .collect();
+                return self.call(fun, &name.name, captured, args, span);
+            }
+            let ty = self.scope[idx].ty.clone();
+            if is_error(&self.subst.resolve(&ty)) {
+                for a in args {
+                    self.infer(a, None);
                 }
-                let ty = self.scope[idx].ty.clone();
-                if is_error(&self.subst.resolve(&ty)) {
-                    for a in args {
-                        self.infer(a, None);
-                    }
-                    return err_expr(span);
-                }
-                let shown = self.show(&ty);
+                return err_expr(span);
+            }
+            let shown = self.show(&ty);
+            self.diags.push(
+                Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
+                    .with_label(format!("this has type `{shown}`"))
+                    .with_secondary(self.scope[idx].span, "declared here"),
+            );
+            return err_expr(span);
+        }
+        match self.find_global(path, &name.name) {
+            Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
+            Some(Global::Const { .. }) => {
                 self.diags.push(
-                    Diagnostic::error(func.span, format!("`{}` is not a function", name.name))
-                        .with_label(format!("this has type `{shown}`"))
-                        .with_secondary(self.scope[idx].span, "declared here"),
+                    Diagnostic::error(
+                        func.span,
+                        format!("the constant `{}` is not a function", name.name),
+                    )
+                    .with_label("applied to arguments"),
                 );
                 return err_expr(span);
             }
-            match self.globals.get(&name.name).cloned() {
-                Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
-                Some(Global::Const { .. }) => {
-                    self.diags.push(
-                        Diagnostic::error(
-                            func.span,
-                            format!("the constant `{}` is not a function", name.name),
-                        )
-                        .with_label("applied to arguments"),
-                    );
-                    return err_expr(span);
-                }
-                None => {}
-            }
+            None => {}
         }
         match self.lookup_builtin(path, name) {
             Some(b) => {

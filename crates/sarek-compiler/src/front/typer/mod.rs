@@ -52,6 +52,9 @@ use crate::types::{Literal, Scalar};
 
 pub use messages::{aggregate_equality_help, aggregate_equality_message};
 
+/// The built-in modules (`Std`, `Float32`, ...): a program's own module cannot take these names.
+pub const BUILTIN_MODULES: [&str; 11] = builtins::MODULES;
+
 use env::{TyMode, TypeEnv};
 use unify::{Constraint, Subst, as_var, error_ty};
 use visit::VisitMut;
@@ -68,14 +71,7 @@ pub fn check_program(program: &ast::Program) -> Result<tast::Program, Vec<Diagno
         };
         c.top_level.entry(name.name.clone()).or_insert(name.span);
     }
-    for item in &program.items {
-        match &item.kind {
-            ast::ItemKind::Type(_) => {}
-            ast::ItemKind::Const { name, ty, value } => c.check_const(name, ty, value),
-            ast::ItemKind::Fun(decl) => c.check_top_function(decl),
-            ast::ItemKind::Kernel(k) => c.check_kernel(k),
-        }
-    }
+    c.check_items(&program.items);
     if !c.diags.is_empty() {
         return Err(c.diags);
     }
@@ -163,6 +159,13 @@ pub(super) struct Checker {
     /// Every top-level helper and constant of the file, defined yet or not: a use before
     /// the definition gets a note saying so.
     top_level: HashMap<String, Span>,
+    /// The module being checked (`["Geometry_lib"]`, or `["A", "B"]` for nested modules);
+    /// its helpers and constants are stored in [`Checker::globals`] as `A.B.name`.
+    module_path: Vec<String>,
+    /// Full names (`A.B`) of the program's modules defined so far.
+    modules: std::collections::HashSet<String>,
+    /// Modules opened by a top-level `open M` in the current module (full names).
+    top_opens: Vec<String>,
 }
 
 impl Checker {
@@ -199,7 +202,97 @@ impl Checker {
         };
         self.scope.clear();
         self.frames.clear();
-        self.opens.clear();
+        self.opens = self.top_opens.clone();
+    }
+
+    /// Check items in order; a module's items are checked with its name as the prefix of
+    /// their global names, and its top-level opens end with it.
+    fn check_items(&mut self, items: &[ast::Item]) {
+        for item in items {
+            match &item.kind {
+                ast::ItemKind::Type(_) => {}
+                ast::ItemKind::Const { name, ty, value } => self.check_const(name, ty, value),
+                ast::ItemKind::Fun(decl) => self.check_top_function(decl),
+                ast::ItemKind::Kernel(k) => self.check_kernel(k),
+                ast::ItemKind::Module { name, items } => {
+                    self.module_path.push(name.name.clone());
+                    let full = self.module_path.join(".");
+                    self.modules.insert(full);
+                    let saved = std::mem::take(&mut self.top_opens);
+                    self.check_items(items);
+                    self.top_opens = saved;
+                    self.module_path.pop();
+                }
+                ast::ItemKind::Open(m) => match self.resolve_module(&m.name) {
+                    Some(full) => self.top_opens.push(full),
+                    None => {
+                        let known: Vec<&str> = self.modules.iter().map(|m| m.as_str()).collect();
+                        let mut d = Diagnostic::error(m.span, format!("unknown module `{}`", m.name))
+                            .with_label("not a module of this program")
+                            .with_note("a module is a file given with the program (`geometry_lib.sarek` is `Geometry_lib`) or a `module M = struct ... end` defined above");
+                        if let Some(h) =
+                            messages::did_you_mean(crate::diag::closest(&m.name, known))
+                        {
+                            d = d.with_help(h);
+                        }
+                        self.diags.push(d);
+                    }
+                },
+            }
+        }
+    }
+
+    /// The global name of `name` defined in the current module.
+    fn global_key(&self, name: &str) -> String {
+        if self.module_path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.module_path.join("."))
+        }
+    }
+
+    /// The full name of module `name` as seen from the current module (innermost first),
+    /// then from the opened modules.
+    fn resolve_module(&self, name: &str) -> Option<String> {
+        (0..=self.module_path.len())
+            .rev()
+            .find_map(|depth| {
+                let mut parts = self.module_path[..depth].to_vec();
+                parts.push(name.to_string());
+                let full = parts.join(".");
+                self.modules.contains(&full).then_some(full)
+            })
+            .or_else(|| {
+                self.opens.iter().rev().find_map(|m| {
+                    let full = format!("{m}.{name}");
+                    self.modules.contains(&full).then_some(full)
+                })
+            })
+    }
+
+    /// A helper or constant named `path.name` seen from here: the current module and its
+    /// parents (innermost first), then the opened modules (last opened first).
+    fn find_global(&self, path: &[ast::Ident], name: &str) -> Option<Global> {
+        let mut written: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
+        written.push(name);
+        for depth in (0..=self.module_path.len()).rev() {
+            let mut parts: Vec<&str> = self.module_path[..depth]
+                .iter()
+                .map(String::as_str)
+                .collect();
+            parts.extend(&written);
+            if let Some(g) = self.globals.get(&parts.join(".")) {
+                return Some(g.clone());
+            }
+        }
+        if path.is_empty() {
+            for m in self.opens.iter().rev() {
+                if let Some(g) = self.globals.get(&format!("{m}.{name}")) {
+                    return Some(g.clone());
+                }
+            }
+        }
+        None
     }
 
     fn check_const(&mut self, name: &ast::Ident, ty: &ast::TypeExpr, value: &ast::Expr) {
@@ -215,7 +308,7 @@ impl Checker {
         match expr::const_eval(&value) {
             Some(lit) => {
                 self.globals
-                    .insert(name.name.clone(), Global::Const { lit });
+                    .insert(self.global_key(&name.name), Global::Const { lit });
             }
             None => {
                 // Keep the name known so uses do not report it as unknown.
@@ -234,7 +327,7 @@ impl Checker {
                     _ => Literal::I32(0),
                 };
                 self.globals
-                    .insert(name.name.clone(), Global::Const { lit });
+                    .insert(self.global_key(&name.name), Global::Const { lit });
             }
         }
     }
@@ -337,7 +430,8 @@ impl Checker {
                     .with_help("define the recursive helper at top level"),
                 );
             } else {
-                self.globals.insert(decl.name.name.clone(), Global::Fun(id));
+                self.globals
+                    .insert(self.global_key(&decl.name.name), Global::Fun(id));
             }
         }
         for p in &params {
@@ -437,7 +531,8 @@ impl Checker {
             ret: f.ret.clone(),
         };
         self.funs[id.0 as usize].def = Some(f);
-        self.globals.insert(decl.name.name.clone(), Global::Fun(id));
+        self.globals
+            .insert(self.global_key(&decl.name.name), Global::Fun(id));
     }
 
     fn collect_vars(&self, t: &Ty, out: &mut Vec<u32>) {
@@ -459,6 +554,18 @@ impl Checker {
     }
 
     fn check_kernel(&mut self, k: &ast::KernelDecl) {
+        // Prelude helpers are visible to this kernel only: the globals are restored after it.
+        let saved_globals = (!k.prelude.is_empty()).then(|| self.globals.clone());
+        for helper in &k.prelude {
+            self.check_top_function(helper);
+        }
+        self.check_kernel_body(k);
+        if let Some(globals) = saved_globals {
+            self.globals = globals;
+        }
+    }
+
+    fn check_kernel_body(&mut self, k: &ast::KernelDecl) {
         self.begin_item(&k.name.name);
         if self.kernels.iter().any(|x| x.name == k.name.name) {
             self.diags.push(

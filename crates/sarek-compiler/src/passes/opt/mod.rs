@@ -1,0 +1,41 @@
+//! The IR optimisation stage: small passes, each a function from a kernel to a kernel that
+//! keeps `ir::validate` green and the interpreter's results bit for bit (integer wrapping,
+//! truncating division, float operations never reassociated or contracted).
+//!
+//! It runs before generators whose target compiler does not already do this work on our
+//! output: PTX, which `ptxas` assembles with little high-level optimisation (a division by
+//! a constant in a register stays a software division), and the compiled CPU backend. The
+//! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers.
+//!
+//! Order: fold constants, then propagate literal-bound variables and fold again until
+//! nothing changes (bounded), then strength-reduce divisions by constants, then fold the
+//! shifts and masks that produced when their operands were constant.
+
+mod constprop;
+mod divconst;
+mod walk;
+
+pub use constprop::propagate_constants;
+pub use divconst::reduce_division;
+
+use crate::ir::Kernel;
+use crate::passes::constfold::fold_constants;
+
+/// How many propagate-then-fold rounds run at most (each round exposes the constants the
+/// previous fold produced; real kernels settle in two).
+const MAX_PROPAGATION_ROUNDS: usize = 8;
+
+/// Every optimisation pass, in order, on a copy of `kernel`.
+pub fn optimize(kernel: &Kernel) -> Kernel {
+    let mut k = fold_constants(kernel);
+    for _ in 0..MAX_PROPAGATION_ROUNDS {
+        if !propagate_constants(&mut k) {
+            break;
+        }
+        k = fold_constants(&k);
+    }
+    if reduce_division(&mut k) {
+        k = fold_constants(&k);
+    }
+    k
+}

@@ -1,0 +1,353 @@
+//! Skeletons: kernels generated around a helper the user wrote in Sarek.
+//!
+//! A skeleton is *source generation*: [`instantiate`] reads the helper's signature from the
+//! type-checked program, writes the skeleton's kernels as Sarek text calling the helper, and
+//! returns them with the launch sequence a runtime follows. The text is appended to the user's
+//! source and checked by the ordinary front end, so every element type the language has
+//! (scalars, records, tuples, variants) works, and the kernels go through the same lowering
+//! and generators as hand-written ones.
+//!
+//! | skeleton | helper | kernels |
+//! | --- | --- | --- |
+//! | `map f` | `a -> b` | `output.(i) <- f input.(i)` |
+//! | `zip f` | `a -> b -> c` | `output.(i) <- f x.(i) y.(i)` |
+//! | `reduce f e` | `a -> a -> a`, associative, `e` neutral | per block of [`BLOCK`] threads, a tile of `BLOCK × items` elements (`items` = [`REDUCE_ITEMS`], fewer for wide elements so shared memory stays within 32 KiB) loaded coalesced into shared memory, each thread folding `items` consecutive ones, then an order-preserving tree; one partial per block; the same kernel again on the partials until one is left |
+//! | `scan f e` | as for `reduce` | a Hillis–Steele scan per block of [`BLOCK`] with the block totals, the totals scanned the same way (recursively), then each block's carry combined in; exclusive scans shift by one |
+//!
+//! Reduce and scan combine elements in their order (`f` need not be commutative), and the
+//! neutral element pads partial tiles. Launch shapes are fixed by the kernels' shared arrays:
+//! blocks of [`BLOCK`] threads; see [`Plan`].
+
+use crate::front::tast;
+use std::fmt::Write as _;
+
+/// Threads per block of every skeleton kernel (the size of their shared arrays).
+pub const BLOCK: u32 = 256;
+/// Consecutive elements each thread of a reduction folds before the block's tree (at most:
+/// see [`reduce_items`]).
+pub const REDUCE_ITEMS: u32 = 8;
+/// Shared memory a reduction block may use: `BLOCK × (items + 2)` elements.
+pub const REDUCE_SHARED_BYTES: u32 = 32 * 1024;
+
+/// Items per thread for elements of `bytes` bytes: [`REDUCE_ITEMS`], halved until the
+/// block's shared arrays fit [`REDUCE_SHARED_BYTES`] (at least 1).
+pub fn reduce_items(bytes: u32) -> u32 {
+    let mut items = REDUCE_ITEMS;
+    while items > 1 && BLOCK * (items + 2) * bytes.max(1) > REDUCE_SHARED_BYTES {
+        items /= 2;
+    }
+    items
+}
+
+/// Bytes of one element in the natural (C) representation, padding aside: the size that
+/// decides how much shared memory a tile takes.
+fn elem_bytes(program: &tast::Program, ty: &tast::Ty) -> u32 {
+    match ty {
+        tast::Ty::Scalar(s) => s.size(),
+        tast::Ty::Record(r) => program.records[r.0 as usize]
+            .fields
+            .iter()
+            .map(|f| elem_bytes(program, &f.ty))
+            .sum(),
+        tast::Ty::Variant(v) => {
+            4 + program.variants[v.0 as usize]
+                .ctors
+                .iter()
+                .flat_map(|c| &c.args)
+                .map(|t| elem_bytes(program, t))
+                .sum::<u32>()
+        }
+        tast::Ty::Tuple(ts) => ts.iter().map(|t| elem_bytes(program, t)).sum(),
+        _ => 4,
+    }
+}
+
+/// Which skeleton to generate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skeleton {
+    Map,
+    Zip,
+    /// `neutral` is a Sarek expression of the element type (`0.0`, `{ x = 0; y = 0 }`).
+    Reduce {
+        neutral: String,
+    },
+    Scan {
+        inclusive: bool,
+        neutral: String,
+    },
+}
+
+impl Skeleton {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Skeleton::Map => "map",
+            Skeleton::Zip => "zip",
+            Skeleton::Reduce { .. } => "reduce",
+            Skeleton::Scan {
+                inclusive: true, ..
+            } => "scan",
+            Skeleton::Scan {
+                inclusive: false, ..
+            } => "exclusive_scan",
+        }
+    }
+}
+
+/// The generated kernels and how to launch them (every kernel's vectors come first, then
+/// `n : int32`, the number of elements it works on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instance {
+    pub skeleton: Skeleton,
+    pub helper: String,
+    /// Sarek source of the kernels; it calls the helper, so check it appended to the
+    /// helper's file ([`Instance::program_source`]).
+    pub source: String,
+    pub plan: Plan,
+    /// Element types as written in Sarek (inputs then output).
+    pub types: Vec<String>,
+}
+
+impl Instance {
+    /// The user's file followed by the generated kernels.
+    pub fn program_source(&self, user_source: &str) -> String {
+        format!("{user_source}\n\n{}", self.source)
+    }
+}
+
+/// The kernels of an instance, by role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Plan {
+    /// `kernel (input...) (output) (n)`, one thread per element: grid `ceil(n / BLOCK)`.
+    Elementwise { kernel: String },
+    /// `kernel (input) (partial) (n)`: grid `ceil(n / tile)` blocks, each reducing `tile`
+    /// elements into `partial.(block)`; repeat on the partials until one element is left.
+    Reduce { kernel: String, tile: u32 },
+    /// `blocks (input) (output) (sums) (n)`: grid `ceil(n / BLOCK)`; when there is more than
+    /// one block, scan `sums` the same way (recursively) and run `add (output) (scanned) (n)`
+    /// (grid `ceil(n / BLOCK)`); for an exclusive scan, `shift (inclusive) (output) (n)` last.
+    Scan {
+        blocks: String,
+        add: String,
+        shift: Option<String>,
+    },
+}
+
+/// Why a skeleton cannot be generated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SkeletonError {
+    #[error("no helper `{0}` in the program")]
+    UnknownHelper(String),
+    #[error("helper `{helper}` is polymorphic: give its parameters concrete types for a skeleton")]
+    Polymorphic { helper: String },
+    #[error("`{skeleton} {helper}` needs a helper of type {expected}; `{helper}` has type {found}")]
+    Signature {
+        skeleton: &'static str,
+        helper: String,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("`{helper}` takes or returns {ty}, which a vector cannot hold")]
+    NotAnElement { helper: String, ty: String },
+}
+
+/// The Sarek spelling of a typed-AST type, when a vector can hold it.
+fn spell(program: &tast::Program, ty: &tast::Ty) -> Option<String> {
+    match ty {
+        tast::Ty::Scalar(s) => Some(s.name().into()),
+        tast::Ty::Record(r) => Some(program.records[r.0 as usize].name.clone()),
+        tast::Ty::Variant(v) => Some(program.variants[v.0 as usize].name.clone()),
+        tast::Ty::Tuple(ts) => {
+            let parts: Option<Vec<String>> = ts.iter().map(|t| spell(program, t)).collect();
+            Some(format!("({})", parts?.join(" * ")))
+        }
+        _ => None,
+    }
+}
+
+/// Generate `skeleton` around helper `helper` of the type-checked (not yet monomorphised)
+/// `program`; the kernels are named `<skeleton>_<helper>[_<role>]`.
+pub fn instantiate(
+    program: &tast::Program,
+    helper: &str,
+    skeleton: &Skeleton,
+) -> Result<Instance, SkeletonError> {
+    let f = program
+        .functions
+        .iter()
+        .rev()
+        .find(|f| f.name == helper)
+        .ok_or_else(|| SkeletonError::UnknownHelper(helper.into()))?;
+    if f.type_params > 0 {
+        return Err(SkeletonError::Polymorphic {
+            helper: helper.into(),
+        });
+    }
+    let mut types = Vec::new();
+    for t in f.params.iter().map(|p| &p.ty).chain([&f.ret]) {
+        types.push(
+            spell(program, t).ok_or_else(|| SkeletonError::NotAnElement {
+                helper: helper.into(),
+                ty: format!("{t:?}"),
+            })?,
+        );
+    }
+    let found = types.join(" -> ");
+    let wrong = |expected| SkeletonError::Signature {
+        skeleton: skeleton.name(),
+        helper: helper.into(),
+        expected,
+        found: found.clone(),
+    };
+    let name = format!("{}_{helper}", skeleton.name());
+    let mut src = format!(
+        "(* Generated by sarek: the `{}` skeleton of `{helper}`. *)\n",
+        skeleton.name()
+    );
+    let plan = match skeleton {
+        Skeleton::Map => {
+            let [a, b] = &types[..] else {
+                return Err(wrong("'a -> 'b"));
+            };
+            let _ = write!(
+                src,
+                "let%kernel {name} (input : {a} vector) (output : {b} vector) (n : int32) =\n  \
+                 let i = global_thread_id in\n  \
+                 if i < n then output.(i) <- {helper} input.(i)\n"
+            );
+            Plan::Elementwise { kernel: name }
+        }
+        Skeleton::Zip => {
+            let [a, b, c] = &types[..] else {
+                return Err(wrong("'a -> 'b -> 'c"));
+            };
+            let _ = write!(
+                src,
+                "let%kernel {name} (x : {a} vector) (y : {b} vector) (output : {c} vector) (n : int32) =\n  \
+                 let i = global_thread_id in\n  \
+                 if i < n then output.(i) <- {helper} x.(i) y.(i)\n"
+            );
+            Plan::Elementwise { kernel: name }
+        }
+        Skeleton::Reduce { neutral } => {
+            let a = associative(&types).ok_or_else(|| wrong("'a -> 'a -> 'a"))?;
+            let items = reduce_items(elem_bytes(program, &f.ret));
+            reduce_source(&mut src, &name, helper, a, neutral, items);
+            Plan::Reduce {
+                kernel: name,
+                tile: BLOCK * items,
+            }
+        }
+        Skeleton::Scan { inclusive, neutral } => {
+            let a = associative(&types).ok_or_else(|| wrong("'a -> 'a -> 'a"))?;
+            scan_source(&mut src, &name, helper, a, neutral, *inclusive);
+            Plan::Scan {
+                blocks: format!("{name}_blocks"),
+                add: format!("{name}_add"),
+                shift: (!inclusive).then(|| format!("{name}_shift")),
+            }
+        }
+    };
+    Ok(Instance {
+        skeleton: skeleton.clone(),
+        helper: helper.into(),
+        source: src,
+        plan,
+        types,
+    })
+}
+
+fn associative(types: &[String]) -> Option<&str> {
+    match types {
+        [a, b, c] if a == b && b == c => Some(a),
+        _ => None,
+    }
+}
+
+/// One tile of `BLOCK × items` elements per block: coalesced loads into shared memory
+/// (padded by one slot every `items` so the per-thread runs hit distinct banks), a run of
+/// `items` consecutive elements per thread, then a tree that combines neighbours
+/// (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`), which keeps the elements' order.
+fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, items: u32) {
+    let (block, tile) = (BLOCK, BLOCK * items);
+    let padded = tile + tile / items;
+    let last = items - 1;
+    let _ = write!(
+        src,
+        "let%kernel {name} (input : {a} vector) (partial : {a} vector) (n : int32) =
+  let%shared (tile : {a}) = {padded} in
+  let%shared (part : {a}) = {block} in
+  let tid = thread_idx_x in
+  let base = block_idx_x * {tile} in
+  for r = 0 to {last} do
+    let q = r * {block} + tid in
+    let k = base + q in
+    tile.(q + q / {items}) <- (if k < n then input.(k) else {neutral})
+  done;
+  block_barrier ();
+  let run = tid * {} in
+  let mut acc = tile.(run) in
+  for r = 1 to {last} do
+    acc := {f} acc tile.(run + r)
+  done;
+  part.(tid) <- acc;
+  block_barrier ();
+  let mut s = 1 in
+  while s < {block} do
+    let idx = 2 * s * tid in
+    if idx < {block} then part.(idx) <- {f} part.(idx) part.(idx + s);
+    block_barrier ();
+    s := s * 2
+  done;
+  if tid = 0 then partial.(block_idx_x) <- part.(0)
+",
+        items + 1
+    );
+}
+
+fn scan_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, inclusive: bool) {
+    let block = BLOCK;
+    let last = block - 1;
+    let _ = write!(
+        src,
+        "let%kernel {name}_blocks (input : {a} vector) (output : {a} vector) (sums : {a} vector) (n : int32) =
+  let%shared (buf : {a}) = {block} in
+  let tid = thread_idx_x in
+  let i = block_idx_x * {block} + tid in
+  buf.(tid) <- (if i < n then input.(i) else {neutral});
+  block_barrier ();
+  let mut offset = 1 in
+  while offset < {block} do
+    let v = if tid >= offset then buf.(tid - offset) else {neutral} in
+    block_barrier ();
+    buf.(tid) <- {f} v buf.(tid);
+    block_barrier ();
+    offset := offset * 2
+  done;
+  if i < n then output.(i) <- buf.(tid);
+  if tid = {last} then sums.(block_idx_x) <- buf.({last})
+
+let%kernel {name}_add (output : {a} vector) (carry : {a} vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n && i >= {block} then output.(i) <- {f} carry.(i / {block} - 1) output.(i)
+"
+    );
+    if !inclusive {
+        let _ = write!(
+            src,
+            "
+let%kernel {name}_shift (inclusive : {a} vector) (output : {a} vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then output.(i) <- (if i = 0 then {neutral} else inclusive.(i - 1))
+"
+        );
+    }
+}
+
+/// Parse and type-check (without monomorphising) one file, for [`instantiate`].
+pub fn typed(
+    sources: &crate::SourceMap,
+    file: crate::FileId,
+) -> Result<tast::Program, Vec<crate::Diagnostic>> {
+    let ast = crate::front::parser::parse(file, sources.text(file))?;
+    crate::front::typer::check_program(&ast)
+}

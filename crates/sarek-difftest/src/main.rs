@@ -1,0 +1,377 @@
+//! `sarek-difftest`: generate random kernels and compare every generator and backend with
+//! the reference interpreter. See docs/difftest.md.
+
+use clap::Parser;
+use sarek_difftest::exec::{self, BackendKind, Target};
+use sarek_difftest::generator::{self, Case, Options, Rng};
+use sarek_difftest::runner::{Broken, Column, Harness, Outcome, Summary};
+use sarek_difftest::shrink::{self, Budget};
+use sarek_difftest::validate::TARGETS;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sarek-difftest",
+    about = "Random-kernel differential testing of every Sarek generator and backend against interp"
+)]
+struct Args {
+    /// Number of kernels to generate.
+    #[arg(long, default_value_t = 100)]
+    count: u64,
+    /// Seed of the first kernel; kernel k uses seed + k.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Backends compared with interp: a comma list, `all` (every backend but interp), or `none`.
+    #[arg(long, default_value = "all")]
+    backends: String,
+    /// Generators validated: a comma list of targets (wgsl,glsl,opencl,cuda,ptx,metal), `all` or `none`.
+    #[arg(long, default_value = "all")]
+    validators: String,
+    /// Where failing kernels (shrunk and original) and the summary are written.
+    #[arg(long, default_value = "difftest-out")]
+    out: PathBuf,
+    /// Do not shrink failures.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Shrinking budget per failure: attempts.
+    #[arg(long, default_value_t = 400)]
+    shrink_attempts: usize,
+    /// Shrinking budget per failure: seconds.
+    #[arg(long, default_value_t = 120)]
+    shrink_seconds: u64,
+    /// Percentage of kernels that use int64/float64.
+    #[arg(long, default_value_t = 40)]
+    wide: u8,
+    /// Percentage of kernels that may use warp operations.
+    #[arg(long, default_value_t = 25)]
+    warps: u8,
+    /// Percentage of kernels whose integer operations may have only constant operands
+    /// (naga's constant evaluation rejects the overflowing ones: issue 17, counted `known`).
+    #[arg(long, default_value_t = 20)]
+    constant_ops: u8,
+    /// Stop generating after this many seconds (the summary covers what ran).
+    #[arg(long)]
+    time_limit: Option<u64>,
+    /// Print a progress line every N kernels.
+    #[arg(long, default_value_t = 100)]
+    progress: u64,
+    /// Exit 2 when a named backend is unavailable (instead of counting it unavailable).
+    #[arg(long)]
+    require: bool,
+    /// Run the kernels of these files (`@run` directive; vector seed from --seed) instead of
+    /// generating: reproduce a written-out failure.
+    #[arg(long, num_args = 1..)]
+    replay: Vec<PathBuf>,
+    /// Write every generated kernel's source to the output folder (for inspection).
+    #[arg(long)]
+    keep: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(m) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn parse_backends(s: &str) -> Result<Vec<BackendKind>, String> {
+    match s.trim() {
+        "all" => Ok(exec::all_backends()),
+        "none" | "" => Ok(Vec::new()),
+        list => list
+            .split(',')
+            .map(|b| {
+                let b = exec::backend(b.trim()).map_err(|e| format!("--backends: {e}"))?;
+                if b == BackendKind::Interp {
+                    Err("--backends: interp is the reference; name the others".to_string())
+                } else {
+                    Ok(b)
+                }
+            })
+            .collect(),
+    }
+}
+
+fn parse_targets(s: &str) -> Result<Vec<Target>, String> {
+    match s.trim() {
+        "all" => Ok(TARGETS.to_vec()),
+        "none" | "" => Ok(Vec::new()),
+        list => list
+            .split(',')
+            .map(|t| {
+                let t: Target = t.trim().parse().map_err(|e| format!("--validators: {e}"))?;
+                if TARGETS.contains(&t) {
+                    Ok(t)
+                } else {
+                    Err(format!("--validators: `{}` has no validator", t.name()))
+                }
+            })
+            .collect(),
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode, String> {
+    let backends = parse_backends(&args.backends)?;
+    let targets = parse_targets(&args.validators)?;
+    let harness = Harness::new(&backends, &targets)?;
+    let mut unavailable = false;
+    for (b, d) in &harness.devices {
+        match d {
+            Ok(d) => println!("backend {}: {}", exec::backend_name(*b), d.info().name),
+            Err(why) => {
+                unavailable = true;
+                println!("backend {}: unavailable ({why})", exec::backend_name(*b));
+            }
+        }
+    }
+    for t in &targets {
+        match harness.validators.unavailable(*t) {
+            None => println!("validator {}: available", t.name()),
+            Some(why) => println!("validator {}: unavailable ({why})", t.name()),
+        }
+    }
+    if unavailable && args.require && args.backends != "all" {
+        return Err("a requested backend is unavailable (--require)".into());
+    }
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+
+    if !args.replay.is_empty() {
+        return replay(&harness, &args);
+    }
+
+    let start = Instant::now();
+    let mut summary = Summary::default();
+    let budget = Budget {
+        attempts: args.shrink_attempts,
+        time: Duration::from_secs(args.shrink_seconds),
+    };
+    let mut written = Vec::new();
+    for k in 0..args.count {
+        if args
+            .time_limit
+            .is_some_and(|l| start.elapsed().as_secs() >= l)
+        {
+            println!("time limit reached after {k} kernels");
+            break;
+        }
+        let seed = args.seed + k;
+        let case = generator::generate(seed, &options(seed, &args));
+        if args.keep {
+            let _ = std::fs::write(args.out.join(format!("kernel-{seed}.sarek")), case.source());
+        }
+        let report = harness.run(
+            &case.source(),
+            &case.kernel,
+            &shrink::launch_of(&case),
+            None,
+        );
+        let features: Vec<&'static str> = case.features.iter().copied().collect();
+        summary.add(&report, &features);
+        if let Some(b) = &report.broken {
+            let (tag, m) = match b {
+                Broken::Check(m) => ("check", m),
+                Broken::Reference(m) => ("interp", m),
+            };
+            let path = args.out.join(format!("broken-{tag}-{seed}.sarek"));
+            write(&path, &case.source());
+            write(&path.with_extension("txt"), m);
+            println!(
+                "seed {seed}: generated kernel broken ({tag}); written to {}",
+                path.display()
+            );
+            written.push(path);
+        }
+        let failures: Vec<(Column, sarek_difftest::runner::Failure)> =
+            report.failures().map(|(c, f)| (c, f.clone())).collect();
+        for (col, f) in failures {
+            println!(
+                "seed {seed}: {} FAILED ({:?}): {}",
+                col.label(),
+                f.kind,
+                first_line(&f.message)
+            );
+            let path = write_failure(&harness, &args, &case, col, &f, &budget);
+            written.push(path);
+        }
+        if args.progress > 0 && (k + 1) % args.progress == 0 {
+            println!(
+                "[{}/{}] {:.0} s, {} failing kernel-columns so far",
+                k + 1,
+                args.count,
+                start.elapsed().as_secs_f64(),
+                summary.failed()
+            );
+            let _ = std::io::stdout().flush();
+        }
+    }
+    let text = format!(
+        "sarek-difftest --count {} --seed {} --backends {} --validators {}\n\n{summary}",
+        args.count, args.seed, args.backends, args.validators
+    );
+    println!("\n{text}");
+    write(&args.out.join("summary.md"), &text);
+    if !written.is_empty() {
+        println!("failures written:");
+        for p in &written {
+            println!("  {}", p.display());
+        }
+    }
+    Ok(if summary.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The per-kernel knobs, derived from the seed alone (a seed reproduces its kernel).
+fn options(seed: u64, args: &Args) -> Options {
+    let mut r = Rng::new(seed.wrapping_mul(31).wrapping_add(7));
+    Options {
+        wide: r.pct(args.wide as usize),
+        warps: r.pct(args.warps as usize),
+        constant_ops: r.pct(args.constant_ops as usize),
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        eprintln!("warning: cannot write {}: {e}", path.display());
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+}
+
+/// Shrink (unless disabled) and write `<column>-<seed>.sarek`, the original, and a `.txt`
+/// with the message and the commands that reproduce it.
+fn write_failure(
+    harness: &Harness,
+    args: &Args,
+    case: &Case,
+    col: Column,
+    f: &sarek_difftest::runner::Failure,
+    budget: &Budget,
+) -> PathBuf {
+    let label = col.label().replace(':', "-");
+    let base = args.out.join(format!("{label}-{}", case.seed));
+    write(&base.with_extension("orig.sarek"), &case.source());
+    let (kernel, message, note) = if args.no_shrink {
+        (
+            case.clone(),
+            f.message.clone(),
+            "not shrunk (--no-shrink)".to_string(),
+        )
+    } else {
+        let s = shrink::shrink(harness, case, col, &f.kind, &f.message, budget);
+        let note = format!(
+            "shrunk from {} to {} nodes in {} steps ({} attempts)",
+            case.tree.size(),
+            s.case.tree.size(),
+            s.steps,
+            s.attempts
+        );
+        (s.case, s.message, note)
+    };
+    let file = base.with_extension("sarek");
+    write(&file, &kernel.source());
+    let repro = match col {
+        Column::Exec(b) => format!(
+            "sarek verify {f} --backends {b} --seed {s}\nsarek-difftest --replay {f} --backends {b} --validators none --seed {s}",
+            f = file.display(),
+            b = exec::backend_name(b),
+            s = case.seed
+        ),
+        Column::Gen(t) => format!(
+            "sarek compile {f} --target {t}   # then the validator (see docs/difftest.md)\nsarek-difftest --replay {f} --backends none --validators {t}",
+            f = file.display(),
+            t = t.name()
+        ),
+    };
+    write(
+        &base.with_extension("txt"),
+        &format!(
+            "{} failed ({:?}) on seed {}; {note}\n\nreproduce:\n{repro}\n\nmessage (shrunk kernel):\n{message}\n",
+            col.label(),
+            f.kind,
+            case.seed
+        ),
+    );
+    println!("  {note}; written to {}", file.display());
+    file
+}
+
+fn replay(harness: &Harness, args: &Args) -> Result<ExitCode, String> {
+    let mut failed = false;
+    for path in &args.replay {
+        let source = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        // The vector seed: --seed when given on the command line, else the file's header.
+        let seed = header_seed(&source).unwrap_or(args.seed);
+        let (kernel, launch) =
+            exec::directive(&source, seed).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r = harness.run(&source, &kernel, &launch, None);
+        println!(
+            "{} (seed {seed}, {:.0} ms):",
+            path.display(),
+            r.time.as_secs_f64() * 1000.0
+        );
+        if let Some(b) = &r.broken {
+            failed = true;
+            println!("  broken: {b:?}");
+        }
+        for (c, o) in &r.outcomes {
+            match o {
+                Outcome::Failed(f) => {
+                    failed = true;
+                    println!(
+                        "  {}: FAILED ({:?})\n{}",
+                        c.label(),
+                        f.kind,
+                        indent(&f.message)
+                    );
+                }
+                other => println!("  {}: {}", c.label(), short(other)),
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn header_seed(source: &str) -> Option<u64> {
+    let i = source.find("--seed ")?;
+    source[i + 7..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn short(o: &Outcome) -> String {
+    match o {
+        Outcome::Agree => "agree".into(),
+        Outcome::Refused => "refused".into(),
+        Outcome::Known(k, m) => format!("known: {k}\n{}", indent(m)),
+        Outcome::Unavailable => "unavailable".into(),
+        Outcome::Failed(f) => format!("FAILED {:?}", f.kind),
+    }
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("    {l}\n")).collect()
+}

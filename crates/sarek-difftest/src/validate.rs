@@ -1,0 +1,220 @@
+//! Each generator's output through its real validator, found as `scripts/test.sh` installs
+//! them: naga for WGSL (in process), glslangValidator + spirv-val for GLSL, clang for OpenCL C
+//! (`-fsyntax-only`, OpenCL C 1.2; PoCL itself builds it when the `opencl` backend runs),
+//! NVRTC for CUDA C (`sm_90`, loaded at run time), ptxas for PTX (`SAREK_PTXAS`, `PATH`, or
+//! the `nvidia-cuda-nvcc` wheel), clang++ with the project's Metal shim header for Metal.
+//! A validator that is not installed makes its column `unavailable`, never a failure.
+
+use crate::exec::Target;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What one validator said.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    Accepted,
+    /// The tool rejected the source: its message.
+    Rejected(String),
+}
+
+/// The validators found on this machine.
+pub struct Validators {
+    scratch: PathBuf,
+    glslang: bool,
+    clang: bool,
+    clangxx: bool,
+    nvrtc: Result<(), String>,
+    ptxas: Option<PathBuf>,
+    metal_shim: PathBuf,
+}
+
+/// The targets with a validator, in column order.
+pub const TARGETS: [Target; 6] = [
+    Target::Wgsl,
+    Target::Glsl,
+    Target::OpenCl,
+    Target::Cuda,
+    Target::Ptx,
+    Target::Metal,
+];
+
+/// The Metal shim header (`crates/sarek-compiler/tests/support/metal_shim.h`), compiled in
+/// so the release binary carries it.
+const METAL_SHIM: &str = include_str!("../../sarek-compiler/tests/support/metal_shim.h");
+
+fn runs(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// ptxas: `$SAREK_PTXAS`, `PATH`, or the `nvidia` wheel of the first `python3`.
+fn find_ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("SAREK_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if runs("ptxas") {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia; print(list(nvidia.__path__)[0])"])
+        .output()
+        .ok()?;
+    let root = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&root)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin/ptxas")))
+        .filter(|p| p.exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+impl Validators {
+    pub fn find() -> Validators {
+        let scratch = std::env::temp_dir().join(format!("sarek-difftest-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(scratch.join("include"));
+        let metal_shim = scratch.join("metal_shim.h");
+        let _ = std::fs::write(&metal_shim, METAL_SHIM);
+        let _ = std::fs::write(
+            scratch.join("include/metal_stdlib"),
+            format!("#include \"{}\"\n", metal_shim.display()),
+        );
+        Validators {
+            glslang: sarek::compiler::back::glsl::spirv::glslang_available()
+                && sarek::compiler::back::glsl::spirv::spirv_val_available(),
+            clang: runs("clang"),
+            clangxx: runs("clang++"),
+            nvrtc: crate::exec::load_nvrtc(),
+            ptxas: find_ptxas(),
+            scratch,
+            metal_shim,
+        }
+    }
+
+    /// Why `target` cannot be validated here, if it cannot.
+    pub fn unavailable(&self, target: Target) -> Option<String> {
+        match target {
+            Target::Wgsl | Target::Ir => None,
+            Target::Glsl => (!self.glslang).then(|| "glslangValidator or spirv-val missing".into()),
+            Target::OpenCl => (!self.clang).then(|| "clang missing".into()),
+            Target::Cuda => self.nvrtc.clone().err(),
+            Target::Ptx => self.ptxas.is_none().then(|| "ptxas missing".into()),
+            Target::Metal => (!self.clangxx).then(|| "clang++ missing".into()),
+        }
+    }
+
+    pub fn check(&self, target: Target, source: &str) -> Verdict {
+        let result = match target {
+            Target::Wgsl => naga_validate(source),
+            Target::Glsl => glsl(source),
+            Target::OpenCl => self.clang_cl(source),
+            Target::Cuda => crate::exec::nvrtc_compile(source, 90),
+            Target::Ptx => self.ptxas(source),
+            Target::Metal => self.metal(source),
+            Target::Ir => Ok(()),
+        };
+        match result {
+            Ok(()) => Verdict::Accepted,
+            Err(m) => Verdict::Rejected(m),
+        }
+    }
+
+    fn file(&self, ext: &str, source: &str) -> Result<PathBuf, String> {
+        let path = self.scratch.join(format!("k.{ext}"));
+        std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    fn clang_cl(&self, source: &str) -> Result<(), String> {
+        let path = self.file("cl", source)?;
+        let mut cmd = Command::new("clang");
+        cmd.args([
+            "-x",
+            "cl",
+            "-fsyntax-only",
+            "-Xclang",
+            "-finclude-default-header",
+        ]);
+        // Subgroup built-ins are declared by clang's header for OpenCL C 2.0 only.
+        if source.contains("sub_group_") {
+            cmd.args(["-cl-std=CL2.0", "-target", "spir64"]);
+        } else {
+            cmd.arg("-cl-std=CL1.2");
+        }
+        tool_result(cmd.arg(&path), "clang")
+    }
+
+    fn ptxas(&self, source: &str) -> Result<(), String> {
+        let path = self.file("ptx", source)?;
+        let ptxas = self.ptxas.as_ref().ok_or("ptxas missing")?;
+        tool_result(
+            Command::new(ptxas)
+                .args(["-arch=sm_90", "-o"])
+                .arg(self.scratch.join("k.cubin"))
+                .arg(&path),
+            "ptxas",
+        )
+    }
+
+    fn metal(&self, source: &str) -> Result<(), String> {
+        let path = self.file("metal", source)?;
+        tool_result(
+            Command::new("clang++")
+                .args([
+                    "-x",
+                    "c++",
+                    "-std=c++17",
+                    "-fsyntax-only",
+                    "-Wno-unknown-attributes",
+                    "-include",
+                ])
+                .arg(&self.metal_shim)
+                .arg("-I")
+                .arg(self.scratch.join("include"))
+                .arg(&path),
+            "clang++ (Metal shim)",
+        )
+    }
+
+    pub fn scratch(&self) -> &Path {
+        &self.scratch
+    }
+}
+
+impl Drop for Validators {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+fn tool_result(cmd: &mut Command, tool: &str) -> Result<(), String> {
+    match cmd.output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "{tool}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )),
+        Err(e) => Err(format!("{tool} could not run: {e}")),
+    }
+}
+
+/// naga with every validation flag and the SUBGROUP capability (as the WGSL tests use).
+pub fn naga_validate(src: &str) -> Result<(), String> {
+    use naga::valid::{Capabilities, ValidationFlags, Validator};
+    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
+    Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
+        .validate(&module)
+        .map(|_| ())
+        .map_err(|e| e.emit_to_string(src))
+}
+
+fn glsl(source: &str) -> Result<(), String> {
+    use sarek::compiler::back::glsl::spirv;
+    let words = spirv::compile(source).map_err(|e| e.to_string())?;
+    spirv::validate(&words).map_err(|e| e.to_string())
+}

@@ -1,0 +1,248 @@
+//! The host devices, `interp` and `cpu`: buffers are host memory ([`HostAllocation`], bytes
+//! laid out by C rules with bools as one byte, as a compiled host kernel would take them), so
+//! upload and download are memcpys and nothing crosses a bus.
+//!
+//! Their "build" resolves nothing: the ABI is every parameter as a positional argument
+//! (vector `i`: its buffer at `2i`, its length at `2i + 1`), and dispatch runs the
+//! interpreter core (blocks in order on `interp`, on the rayon pool on `cpu`) on the
+//! buffers' contents, writing the vectors back when it succeeds. A fault is kept for the
+//! next synchronisation, as a GPU's would be, and leaves the buffers untouched.
+
+use crate::bind::{LaunchPlan, Positional};
+use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
+use crate::kernel::{Built, KernelHandle};
+use crate::memory::{Allocation, DeviceCore, HostAllocation, Mem, lock};
+use crate::pack;
+use crate::signature::ParamKind;
+use crate::value::{ArgValue, HostVector};
+use sarek_compiler::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules, Stored};
+use sarek_compiler::ir::Ty;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Element layout of host buffers.
+pub const HOST_LAYOUT: LayoutRules = LayoutRules::C {
+    bool_repr: Stored::BoolAsU8,
+};
+
+/// Which executor a host device runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Executor {
+    /// Blocks in order, one OS thread (`interp`).
+    Sequential,
+    /// Blocks in parallel on the rayon pool (`cpu`).
+    Parallel,
+}
+
+/// A host device.
+pub struct HostDevice {
+    executor: Executor,
+    info: DeviceInfo,
+    core: DeviceCore,
+    kernel_time: Mutex<Duration>,
+}
+
+impl HostDevice {
+    pub fn new(executor: Executor) -> HostDevice {
+        let info = match executor {
+            Executor::Sequential => DeviceInfo {
+                backend: Backend::Interp,
+                name: "reference interpreter (SIMT, warp size 32)".into(),
+                max_threads_per_block: crate::interp::MAX_THREADS_PER_BLOCK,
+                subgroups: true,
+                float64: true,
+            },
+            Executor::Parallel => DeviceInfo {
+                backend: Backend::Cpu,
+                name: format!("host CPU ({} threads)", rayon::current_num_threads()),
+                max_threads_per_block: crate::interp::MAX_THREADS_PER_BLOCK,
+                subgroups: true,
+                float64: true,
+            },
+        };
+        HostDevice {
+            executor,
+            core: DeviceCore::new(format!("{} ({})", info.backend, info.name)),
+            info,
+            kernel_time: Mutex::new(Duration::ZERO),
+        }
+    }
+
+    fn run(
+        &self,
+        kernel: &KernelHandle,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<Duration, RuntimeError> {
+        let run = match self.executor {
+            Executor::Sequential => crate::interp::run,
+            Executor::Parallel => crate::cpu::run,
+        };
+        Ok(run(kernel.ir(), config, args)?.kernel_time)
+    }
+}
+
+/// The host ABI of `kernel`: every parameter positional, laid out by [`HOST_LAYOUT`].
+pub fn host_abi(kernel: &KernelHandle) -> Abi {
+    let ir = kernel.ir();
+    let params = ir
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            let v = ir.var(id);
+            let n = 2 * i as u32;
+            let kind = match &v.ty {
+                Ty::Vector(e) => AbiParamKind::Vector {
+                    elem: abi::elem_layout(ir, e, HOST_LAYOUT),
+                    buffer: ArgSlot::Argument(n),
+                    length: ArgSlot::Argument(n + 1),
+                },
+                ty => AbiParamKind::Value {
+                    layout: abi::elem_layout(ir, ty, HOST_LAYOUT),
+                    slot: ArgSlot::Argument(n),
+                },
+            };
+            AbiParam {
+                name: v.name.clone(),
+                ty: v.ty.clone(),
+                kind,
+            }
+        })
+        .collect();
+    Abi {
+        entry_point: ir.name.clone(),
+        params,
+        uniform_size: None,
+        uniform_binding: None,
+        block_size_in_source: false,
+        trap_status: None,
+    }
+}
+
+fn bytes_at(plan: &LaunchPlan, n: usize) -> &[u8] {
+    match plan.positional.get(n) {
+        Some(Positional::Bytes(b)) => b,
+        _ => &[],
+    }
+}
+
+impl Device for HostDevice {
+    fn info(&self) -> DeviceInfo {
+        self.info.clone()
+    }
+
+    fn core(&self) -> &DeviceCore {
+        &self.core
+    }
+
+    fn layout_rules(&self) -> LayoutRules {
+        HOST_LAYOUT
+    }
+
+    fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        Ok(Built {
+            kernel: kernel.clone(),
+            abi: host_abi(kernel),
+            exe: Box::new(()),
+        })
+    }
+
+    fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError> {
+        HostAllocation::new(bytes)
+            .map(|a| Box::new(a) as Box<dyn Allocation>)
+            .map_err(|_| RuntimeError::OutOfMemory {
+                device: self.core.name().to_string(),
+                bytes,
+            })
+    }
+
+    fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError> {
+        let mut dst = mem.raw::<HostAllocation>().bytes();
+        dst.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
+        let src = mem.raw::<HostAllocation>().bytes();
+        out.copy_from_slice(&src.as_slice()[..out.len()]);
+        Ok(())
+    }
+
+    fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
+        let kernel = &built.kernel;
+        let mut args = Vec::with_capacity(kernel.params().len());
+        let mut vectors = Vec::new();
+        for (i, (param, p)) in built.abi.params.iter().zip(kernel.params()).enumerate() {
+            match (&param.kind, &p.kind) {
+                (AbiParamKind::Vector { elem, .. }, ParamKind::Vector { leaves, .. }) => {
+                    let Some(Positional::Mem(mem)) = plan.positional.get(2 * i) else {
+                        return Err(RuntimeError::Launch(format!(
+                            "host plan: no buffer for `{}`",
+                            param.name
+                        )));
+                    };
+                    let len_bytes: [u8; 4] = bytes_at(plan, 2 * i + 1).try_into().unwrap_or([0; 4]);
+                    let len = i32::from_le_bytes(len_bytes).max(0) as usize;
+                    let mut v = HostVector::zeros(leaves, len);
+                    pack::unpack_vector(
+                        mem.raw::<HostAllocation>().bytes().as_slice(),
+                        &mut v,
+                        elem,
+                    );
+                    args.push(ArgValue::Vector(v));
+                    vectors.push((args.len() - 1, mem.clone(), elem));
+                }
+                (AbiParamKind::Value { layout, .. }, kind) => {
+                    let scalars: Vec<_> = match kind {
+                        ParamKind::Scalar(s) => vec![*s],
+                        ParamKind::Aggregate(leaves) => leaves.iter().map(|l| l.scalar).collect(),
+                        _ => Vec::new(),
+                    };
+                    let leaves = pack::unpack_value(bytes_at(plan, 2 * i), layout, &scalars);
+                    args.push(match kind {
+                        ParamKind::Scalar(_) => ArgValue::Scalar(leaves[0]),
+                        _ => ArgValue::Aggregate(leaves),
+                    });
+                }
+                _ => {
+                    return Err(RuntimeError::Launch(format!(
+                        "host plan: parameter `{}` does not match its ABI",
+                        param.name
+                    )));
+                }
+            }
+        }
+        match self.run(kernel, plan.config, &mut args) {
+            Ok(time) => {
+                if plan.timed {
+                    *lock(&self.kernel_time) += time;
+                }
+                for (k, mem, elem) in vectors {
+                    if let ArgValue::Vector(v) = &args[k] {
+                        let bytes = pack::pack_vector(v, elem, &built.abi.params[k].name)?;
+                        self.upload(&mem, &bytes)?;
+                    }
+                }
+            }
+            Err(e) => self.core.defer_fault(e),
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<Duration, RuntimeError> {
+        Ok(std::mem::take(&mut *lock(&self.kernel_time)))
+    }
+}
+
+/// Open the interpreter device.
+pub fn open_interp() -> Result<Arc<dyn Device>, RuntimeError> {
+    Ok(crate::memory::register(HostDevice::new(
+        Executor::Sequential,
+    )))
+}
+
+/// Open the cpu device.
+pub fn open_cpu() -> Result<Arc<dyn Device>, RuntimeError> {
+    Ok(crate::memory::register(HostDevice::new(Executor::Parallel)))
+}

@@ -1,0 +1,262 @@
+//! Launching: the checked, cached path every caller goes through.
+//!
+//! - [`build`]: the device's build of a kernel, made once per [`BuildKey`] and kept by the
+//!   device.
+//! - [`enqueue_built`]: check the launch against the device, bind the arguments
+//!   ([`crate::bind`]), dispatch, and keep what the launch uses alive until the next
+//!   synchronisation (with the trap status word when the kernel has traps).
+//! - [`synchronize`]: wait for the device; the first fault of the launches since the last
+//!   synchronisation (a trap a device reported, an interpreter fault) comes back here,
+//!   located. Any thread's launches: a synchronisation is the device's, as in CUDA.
+//! - [`run_host`]: one launch with host values, uploaded and downloaded around it (tests,
+//!   `sarek run`); [`check_config`] and [`check_args`] word mistakes in host values.
+
+use crate::bind::{BindArg, bind};
+use crate::buffer::DeviceVector;
+use crate::device::{Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault};
+use crate::kernel::{BuildKey, Built, KernelHandle};
+use crate::memory::{InFlight, Mem, lock};
+use crate::signature::{ParamKind, signature};
+use crate::value::{ArgValue, HostVector};
+use sarek_compiler::abi::{AbiParamKind, Leaf};
+use sarek_compiler::ir::Kernel;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The device's build of `kernel`, made on first use.
+pub fn build<D: Device + ?Sized>(
+    device: &D,
+    kernel: &KernelHandle,
+) -> Result<Arc<Built>, RuntimeError> {
+    device
+        .core()
+        .build_cached(&BuildKey::new(kernel), || device.build(kernel))
+}
+
+/// The build of `kernel` for a launch over `config`. A kernel with a shared array sized by the
+/// block (`= ()`) is specialised to this launch's block x size first (one build per block
+/// size, interned by IR); every other kernel builds once.
+pub fn build_for<D: Device + ?Sized>(
+    device: &D,
+    kernel: &KernelHandle,
+    config: LaunchConfig,
+) -> Result<Arc<Built>, RuntimeError> {
+    use sarek_compiler::ir::specialize;
+    if specialize::needs_block_size(kernel.ir()) {
+        let sized = specialize::block_size(kernel.ir(), config.block[0]);
+        return build(device, &device.core().intern(&sized));
+    }
+    build(device, kernel)
+}
+
+/// Check, bind and dispatch one launch of `built`; `timed` asks for the device timer.
+pub fn enqueue_built<D: Device + ?Sized>(
+    device: &D,
+    built: &Arc<Built>,
+    config: LaunchConfig,
+    args: &[BindArg<'_>],
+    timed: bool,
+) -> Result<(), RuntimeError> {
+    check_config(&device.info(), config)?;
+    let core = device.core();
+    let trap = match built.abi.trap_status {
+        Some(_) => {
+            let m = Mem::new(core, 4, device.alloc(4)?);
+            device.upload(&m, &[0; 4])?;
+            Some(m)
+        }
+        None => None,
+    };
+    let mut plan = bind(core, built, config, args, trap.as_ref())?;
+    plan.timed = timed;
+    device.dispatch(built, &plan)?;
+    let keep = plan.buffers().cloned().collect();
+    lock(&core.in_flight).push(InFlight {
+        kernel: built.kernel.clone(),
+        keep,
+        trap,
+    });
+    Ok(())
+}
+
+/// Build (cached) and enqueue one launch of `kernel` on buffers.
+pub fn enqueue<D: Device + ?Sized>(
+    device: &D,
+    kernel: &KernelHandle,
+    config: LaunchConfig,
+    args: &[BindArg<'_>],
+) -> Result<(), RuntimeError> {
+    let built = build_for(device, kernel, config)?;
+    enqueue_built(device, &built, config, args, false)
+}
+
+/// Wait for every launch on `device`; the device-timed kernel time of the timed ones, or
+/// the first fault among them, located.
+pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeError> {
+    let core = device.core();
+    let waited = device.sync();
+    let flights = std::mem::take(&mut *lock(&core.in_flight));
+    let deferred = lock(&core.deferred).take();
+    let time = waited?;
+    if let Some(e) = deferred {
+        return Err(e);
+    }
+    for f in &flights {
+        if let Some(word) = &f.trap {
+            let mut code = [0u8; 4];
+            device.download(word, &mut code)?;
+            let code = i32::from_le_bytes(code);
+            if code != 0 {
+                return Err(trap_fault(f.kernel.ir(), code, device.info().backend));
+            }
+        }
+    }
+    // Dropping `flights` releases what the launches kept alive.
+    Ok(time)
+}
+
+/// Run `kernel` once with host values: vectors uploaded, launched (timed), synchronised,
+/// downloaded back into `args` (left untouched when the launch fails).
+pub fn run_host<D: Device + ?Sized>(
+    device: &D,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+) -> Result<LaunchStats, RuntimeError> {
+    let total = Instant::now();
+    check_config(&device.info(), config)?;
+    // A kernel this device refuses is refused whatever the arguments.
+    let handle = device.core().intern(kernel);
+    let built = build_for(device, &handle, config)?;
+    check_args(kernel, args)?;
+    let mut copies: Vec<Option<DeviceVector>> = Vec::with_capacity(args.len());
+    for (param, arg) in built.abi.params.iter().zip(args.iter()) {
+        copies.push(match (&param.kind, arg) {
+            (AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) => Some(
+                DeviceVector::from_host(device, v, elem.clone(), &param.name)?,
+            ),
+            _ => None,
+        });
+    }
+    let bind_args: Vec<BindArg<'_>> = args
+        .iter()
+        .zip(&copies)
+        .map(|(a, c)| match (a, c) {
+            (_, Some(copy)) => BindArg::Vector(copy),
+            (ArgValue::Scalar(l), _) => BindArg::Scalar(*l),
+            (ArgValue::Aggregate(ls), _) => BindArg::Aggregate(ls),
+            (ArgValue::Vector(_), None) => unreachable!("check_args matched vectors"),
+        })
+        .collect();
+    enqueue_built(device, &built, config, &bind_args, true)?;
+    let kernel_time = synchronize(device)?;
+    for (arg, copy) in args.iter_mut().zip(&copies) {
+        if let (ArgValue::Vector(v), Some(copy)) = (arg, copy) {
+            copy.download(device, v)?;
+        }
+    }
+    Ok(LaunchStats {
+        kernel_time,
+        total_time: total.elapsed(),
+    })
+}
+
+/// Check that `config` can run on the device `info` describes.
+pub fn check_config(info: &DeviceInfo, config: LaunchConfig) -> Result<(), RuntimeError> {
+    if config.grid.contains(&0) || config.block.contains(&0) {
+        return Err(RuntimeError::Arguments(format!(
+            "grid {} and block {} must be positive on every axis",
+            dims(config.grid),
+            dims(config.block)
+        )));
+    }
+    let threads = config.block.iter().map(|&d| u64::from(d)).product::<u64>();
+    if threads > u64::from(info.max_threads_per_block) {
+        return Err(RuntimeError::Arguments(format!(
+            "block {} has {threads} threads, more than the {} allowed per block on {} ({})",
+            dims(config.block),
+            info.max_threads_per_block,
+            info.backend,
+            info.name
+        )));
+    }
+    Ok(())
+}
+
+fn dims(d: [u32; 3]) -> String {
+    format!("{}x{}x{}", d[0], d[1], d[2])
+}
+
+/// Check `args` against `kernel`'s parameters.
+pub fn check_args(kernel: &Kernel, args: &[ArgValue]) -> Result<(), RuntimeError> {
+    let sig = signature(kernel);
+    let err = |m: String| Err(RuntimeError::Arguments(m));
+    if sig.len() != args.len() {
+        return err(format!(
+            "kernel `{}` takes {} arguments, {} given",
+            kernel.name,
+            sig.len(),
+            args.len()
+        ));
+    }
+    for (p, a) in sig.iter().zip(args) {
+        let what = |a: &ArgValue| match a {
+            ArgValue::Scalar(l) => l.scalar().name().to_string(),
+            ArgValue::Aggregate(_) => "an aggregate".to_string(),
+            ArgValue::Vector(_) => "a vector".to_string(),
+        };
+        match (&p.kind, a) {
+            (ParamKind::Scalar(s), ArgValue::Scalar(l)) if l.scalar() == *s => {}
+            (ParamKind::Aggregate(leaves), ArgValue::Aggregate(vals))
+                if vals.len() == leaves.len()
+                    && vals.iter().zip(leaves).all(|(v, l)| v.scalar() == l.scalar) => {}
+            (ParamKind::Vector { leaves, .. }, ArgValue::Vector(v)) => {
+                check_vector(&p.name, &p.type_name, leaves, v)?
+            }
+            _ => {
+                return err(format!(
+                    "parameter `{}` has type {}, but {} was given",
+                    p.name,
+                    p.type_name,
+                    what(a)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_vector(
+    name: &str,
+    type_name: &str,
+    leaves: &[Leaf],
+    v: &HostVector,
+) -> Result<(), RuntimeError> {
+    let fits = v.columns.len() == leaves.len()
+        && v.columns
+            .iter()
+            .zip(leaves)
+            .all(|(c, l)| c.scalar() == l.scalar);
+    if !fits {
+        let given: Vec<&str> = v.columns.iter().map(|c| c.scalar().name()).collect();
+        return Err(RuntimeError::Arguments(format!(
+            "parameter `{name}` has type {type_name}, but the vector given has columns ({})",
+            given.join(", ")
+        )));
+    }
+    if let Some(c) = v.columns.iter().find(|c| c.len() != v.len) {
+        return Err(RuntimeError::Arguments(format!(
+            "vector `{name}` says it has {} elements but a column holds {}",
+            v.len,
+            c.len()
+        )));
+    }
+    if v.len > i32::MAX as usize {
+        return Err(RuntimeError::Arguments(format!(
+            "vector `{name}` has {} elements; `length` is an int32, so at most {}",
+            v.len,
+            i32::MAX
+        )));
+    }
+    Ok(())
+}
