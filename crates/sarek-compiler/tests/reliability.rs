@@ -78,7 +78,12 @@ impl Drop for Tools {
 
 impl Tools {
     fn find() -> Tools {
-        let dir = std::env::temp_dir().join(format!("sarek-reliability-{}", std::process::id()));
+        // One folder per test (tests run on threads of one process and remove theirs).
+        let dir = std::env::temp_dir().join(format!(
+            "sarek-reliability-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         std::fs::create_dir_all(&dir).unwrap();
         Tools {
             glslang: spirv::glslang_available() && spirv::spirv_val_available(),
