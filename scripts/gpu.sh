@@ -194,6 +194,38 @@ runtime() {
     done
 }
 
+# Issue 17 on the H200: (1) shift counts >= 32 and the other operator edge cases agree with
+# interp on cuda/ptx (CUDA's `1u << n` was undefined); (2) the fault kernels are reported
+# located in checked mode; (3) the cost of checked mode: each benchmark kernel timed with
+# and without `--checked` (figures for docs/benchmarks.md, "Checked mode").
+checked() {
+    local bin=.gpu/sarek
+    local backends=${SAREK_GPU_BACKENDS:-cuda,ptx}
+    for f in tests/conformance/c25_shifts.sarek tests/conformance/c26_int_arith.sarek; do
+        echo "== verify $f --backends $backends"
+        "$bin" verify "$f" --backends "$backends" || true
+    done
+    for b in ${backends//,/ } opencl; do
+        for f in tests/reliability/faults/*.sarek; do
+            echo "== checked fault: $f on $b (expect: $(grep -o '@fault [^*]*' "$f" | head -n 1))"
+            set +e
+            "$bin" run "$f" --kernel k --backend "$b" --size 256 --arg n=200 2>&1 | head -n 3
+            echo "exit ${PIPESTATUS[0]}"
+            set -e
+        done
+    done
+    for b in ${backends//,/ }; do
+        for mode in "" --checked; do
+            echo "== bench mandelbrot 1024x1024 $b ${mode:-unchecked}"
+            "$bin" bench tests/kernels/mandelbrot.sarek --kernel mandelbrot --backend "$b" --size 1048576 \
+                --grid 64,64 --block 16,16 --arg width=1024 --arg height=1024 --arg max_iter=256 --reps 10 $mode || true
+            echo "== bench matmul_tiled 256x256 $b ${mode:-unchecked}"
+            "$bin" bench tests/kernels/matmul_tiled.sarek --kernel matmul_tiled --backend "$b" --size 65536 \
+                --grid 16,16 --block 16,16 --arg n=256 --reps 10 $mode || true
+        done
+    done
+}
+
 case "${1:-all}" in
     build) build ;;
     difftest-build) difftest_build ;;
@@ -203,6 +235,8 @@ case "${1:-all}" in
     fusion) remote_env; fusion ;;
     runtime) remote_env; runtime ;;
     bench) remote_env; bash scripts/gpu-bench.sh "${2:-}" ;;
+    # run(command="bash scripts/gpu.sh checked", carry=[".gpu"]) after `scripts/gpu.sh build`
+    checked) remote_env; checked 2>&1 | tee "${OUT:-/tmp}/gpu-checked.log" ;;
     all)
         build
         cat <<'EOF'
@@ -211,5 +245,5 @@ Now run on the GPU machine (device `run` tool, kind nvidia-h200):
 The log comes back as $OUT/gpu-verify.log.
 EOF
         ;;
-    *) echo "usage: $0 [build|remote|traps|bench|runtime|fusion|difftest-build|difftest]" >&2; exit 2 ;;
+    *) echo "usage: $0 [build|remote|traps|bench|runtime|fusion|difftest-build|difftest|checked]" >&2; exit 2 ;;
 esac

@@ -85,6 +85,10 @@ pub struct TargetOptions {
     pub float64: bool,
     /// Whether the device supports 64-bit integer atomics.
     pub int64_atomics: bool,
+    /// Checked mode: bounds checks on every vector, shared- and local-array access and
+    /// divisor checks, reported as located faults through the trap status word
+    /// ([`crate::passes::checked`]). Off by default (what `compile` prints).
+    pub checked: bool,
 }
 
 impl Default for TargetOptions {
@@ -93,6 +97,7 @@ impl Default for TargetOptions {
             subgroups: true,
             float64: true,
             int64_atomics: true,
+            checked: false,
         }
     }
 }

@@ -69,6 +69,7 @@ fn pocl_build() {
         float64: ext.contains("cl_khr_fp64"),
         int64_atomics: ext.contains("cl_khr_int64_base_atomics")
             && ext.contains("cl_khr_int64_extended_atomics"),
+        checked: false,
     };
     let context = opencl3::context::Context::from_device(&device).expect("context");
     let (mut built, mut refused) = (0, 0);

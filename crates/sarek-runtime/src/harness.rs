@@ -1214,6 +1214,28 @@ pub fn run(
     device.launch(kernel, config, args)
 }
 
+/// [`run`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
+/// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
+/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
+/// (with the index and thread in the message), so they run the kernel as it is.
+pub fn run_checked(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+    checked: bool,
+) -> Result<LaunchStats, RuntimeError> {
+    let info = device.info();
+    crate::limits::check_launch(kernel, &config, info.backend, &info.name)?;
+    let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
+    if checked && !host_checks {
+        let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
+        run(device, &kernel, config, args)
+    } else {
+        run(device, kernel, config, args)
+    }
+}
+
 /// For every `.sarek` file of `kernels_dir` and every `@run` directive in it: compile, run on
 /// `interp` and on `backend` with the same seeded inputs, and compare. The caller decides what
 /// is fatal (typically: any [`CorpusReport::failures`], and `unavailable` when

@@ -18,6 +18,7 @@ pub mod host;
 pub mod interp;
 pub mod kernel;
 pub mod launch;
+pub mod limits;
 pub mod memory;
 pub mod npy;
 pub mod pack;

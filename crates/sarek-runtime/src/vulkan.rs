@@ -323,6 +323,7 @@ impl State {
                 subgroups: true,
                 float64,
                 int64_atomics,
+                checked: false, // issue 17: checks are inserted per launch
             },
             warps: if native_warps {
                 Warps::Native

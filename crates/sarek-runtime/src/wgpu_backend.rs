@@ -147,6 +147,7 @@ impl WgpuDevice {
                 subgroups,
                 float64: false,
                 int64_atomics: false,
+                checked: false, // issue 17: checks are inserted per launch
             },
         })
     }
@@ -164,7 +165,7 @@ impl WgpuDevice {
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
         match v.or(o) {
-            Some(e) => Err(format!("wgpu {what}: {e}")),
+            Some(e) => Err(format!("wgpu {what}: {}", error_chain(&e))),
             None => Ok(value),
         }
     }
@@ -539,4 +540,20 @@ fn read_back(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<Vec<u8>, Ru
         .to_vec();
     buffer.unmap();
     Ok(bytes)
+}
+
+/// An error with every cause under it (issue 17/19: wgpu's own `Display` is only "Validation
+/// Error"; naga's message, with the offending WGSL line, is in the source chain).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let line = c.to_string();
+        if !text.contains(line.trim()) {
+            text.push_str(": ");
+            text.push_str(line.trim_end());
+        }
+        cause = c.source();
+    }
+    text
 }

@@ -315,6 +315,11 @@ fn run_user_errors_are_one_message_and_exit_1() {
         &["2048 threads", "1024"],
     );
 
+    // A missing --input file is an I/O error on a file named on the command line: exit 2.
+    let missing = format!("x={}", d.join("missing.npy").display());
+    run(&["--arg", "a=1", "--arg", "n=4", "--input", &missing])
+        .fails(2, &["missing.npy", "No such file", "`x`"]);
+
     // .npy of the wrong dtype, then of the wrong length.
     let spec = format!(
         "x={}",

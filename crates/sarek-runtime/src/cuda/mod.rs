@@ -204,6 +204,7 @@ impl CudaDevice {
             subgroups: true,
             float64: true,
             int64_atomics: true,
+            checked: false, // issue 17: checks are inserted per launch (`sarek_runtime::checked`)
         };
         let ir = kernel.ir();
         let generated = match self.toolchain {

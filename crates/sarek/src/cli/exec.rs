@@ -72,19 +72,27 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
             .map(|(_, l)| *l)
             .or(size);
         let v = npy::read_vector(std::path::Path::new(file), leaves, expected).map_err(|e| {
-            let why = match &e {
-                npy::NpyError::Io { source, .. } => super::io_reason(source),
-                other => other.to_string(),
+            let (why, io) = match &e {
+                npy::NpyError::Io { source, .. } => (super::io_reason(source), true),
+                other => (other.to_string(), false),
             };
-            Failure::user(format!(
+            let message = format!(
                 "--input {name}={file}: {why} (parameter `{name}` : {})",
                 p.type_name
-            ))
+            );
+            // docs/cli.md: an I/O error on a file named on the command line exits 2 (issue 17).
+            if io {
+                Failure::io(message)
+            } else {
+                Failure::user(message)
+            }
         })?;
         size.get_or_insert(v.len);
         vectors.push((name.to_string(), v));
     }
     let size = size.unwrap_or(harness::DEFAULT_SIZE);
+    // Issue 17: refuse a --size past int32 or past memory before allocating anything.
+    sarek::runtime::limits::check_size(kernel, size as u64).map_err(Failure::user)?;
     let dims = |flag: &str, s: &Option<String>| {
         s.as_deref()
             .map(harness::parse_dims)
@@ -163,11 +171,12 @@ pub fn run(a: RunArgs) -> CmdResult {
             ))
         })?;
     }
-    let stats = harness::run(
+    let stats = harness::run_checked(
         device.as_ref(),
         &kernel,
         prepared.config,
         &mut prepared.args,
+        !a.unchecked,
     )
     .map_err(|e| runtime_failure(&program, &e))?;
     let c = prepared.config;
@@ -218,7 +227,13 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let device = open_device(a.backend.as_deref())?;
     let info = device.info();
     let fail = |e: sarek::RuntimeError| runtime_failure(&program, &e);
-    let handle = sarek::runtime::KernelHandle::new(kernel.clone());
+    // Issue 17: `--checked` times the kernel with checked mode's checks.
+    let timed = if a.checked {
+        sarek::compiler::passes::checked::insert_checks(&kernel)
+    } else {
+        kernel.clone()
+    };
+    let handle = sarek::runtime::KernelHandle::new(timed);
     let built_at = Instant::now();
     let built = launch::build_for(device.as_ref(), &handle, prepared.config).map_err(fail)?;
     let build_time = built_at.elapsed();

@@ -132,6 +132,9 @@ struct RunArgs {
     /// Write every vector parameter to DIR/<param>.npy after the run.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Launch without the checked mode's bounds and divisor checks on GPU backends.
+    #[arg(long)]
+    unchecked: bool,
 }
 
 #[derive(Args)]
@@ -156,6 +159,9 @@ struct VerifyArgs {
     /// for float64).
     #[arg(long, value_name = "N")]
     ulps: Option<u64>,
+    /// Launch without the checked mode's bounds and divisor checks on GPU backends.
+    #[arg(long)]
+    unchecked: bool,
 }
 
 #[derive(Args)]
@@ -177,6 +183,9 @@ struct BenchArgs {
     /// the host.
     #[arg(long, value_name = "N", default_value_t = 10)]
     reps: u32,
+    /// Time the kernel with the checked mode's bounds and divisor checks (off by default).
+    #[arg(long)]
+    checked: bool,
 }
 
 /// How a command ends: an exit code and what to print on stderr.

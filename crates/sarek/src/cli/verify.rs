@@ -210,7 +210,13 @@ pub fn run(a: VerifyArgs) -> CmdResult {
         let mut rows = Vec::new();
         for (b, device) in &devices {
             let mut found = args.clone();
-            let cell = match harness::run(device.as_ref(), &kernel, config, &mut found) {
+            let cell = match harness::run_checked(
+                device.as_ref(),
+                &kernel,
+                config,
+                &mut found,
+                !a.unchecked,
+            ) {
                 Ok(_) => Cell::Compared(harness::compare_args(&kernel, &expected, &found, &tol)),
                 Err(e @ RuntimeError::Refused { .. }) => {
                     Cell::Refused(program.render_runtime_error(&e, false))

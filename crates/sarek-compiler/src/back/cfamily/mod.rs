@@ -65,6 +65,7 @@ pub fn generate(
     dialect: Dialect,
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*crate::passes::for_target(kernel, options);
     let reserved = reserved(dialect.target());
     let legal = legalize(kernel, &reserved, true);
     writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)

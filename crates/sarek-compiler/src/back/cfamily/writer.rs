@@ -1212,8 +1212,10 @@ impl<'a> Writer<'a> {
             BinOp::LShr => {
                 let u = self.d.unsigned(operand);
                 let t = self.scalar(operand);
-                format!("(({t})(({u}){a} >> {b}))")
+                let n = shift_count(&b, operand);
+                format!("(({t})(({u}){a} >> {n}))")
             }
+            BinOp::AShr => format!("({a} >> {})", shift_count(&b, operand)),
             BinOp::Rem if operand.is_float() => {
                 format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b))
             }
@@ -1228,7 +1230,8 @@ impl<'a> Writer<'a> {
     /// Signed `/` or `mod` as a helper with the language's meaning where C has undefined
     /// behaviour (which lets compilers delete the surrounding code): `min_int / -1` wraps to
     /// `min_int` and `min_int mod -1` is 0, as in OCaml and the interpreter. A zero divisor,
-    /// a located fault on the interpreter, yields 0 here instead of undefined behaviour.
+    /// a located fault on the interpreter and in checked mode, has the one result every
+    /// generator gives it (docs/language-notes.md): `x / 0 = 0` and `x mod 0 = x`.
     fn int_division(&mut self, div: bool, s: Scalar) -> String {
         let t = self.scalar(s);
         let u = self.d.unsigned(s);
@@ -1242,9 +1245,43 @@ impl<'a> Writer<'a> {
             let body = if div {
                 format!("d == 0 ? 0 : d == -1 ? ({t})(({u})0 - ({u})n) : n / d")
             } else {
-                "d == 0 || d == -1 ? 0 : n % d".to_string()
+                "d == 0 ? n : d == -1 ? 0 : n % d".to_string()
             };
             format!("{q}{t} {name}({t} n, {t} d) {{\n{INDENT}return {body};\n}}\n\n")
+        })
+    }
+
+    /// Float to int conversion as the interpreter defines it (Rust's `as`): truncation toward
+    /// zero, saturation at the bounds, NaN -> 0. The bounds are powers of two, exact in
+    /// every float type, so the comparisons decide without rounding.
+    fn float_to_int(&mut self, from: Scalar, to: Scalar) -> String {
+        let f = self.scalar(from);
+        let t = self.scalar(to);
+        let q = self.d.helper_qualifier();
+        let (hi, max, min) = if to == Scalar::I64 {
+            let sfx = if self.d == Dialect::Cuda { "LL" } else { "L" };
+            (
+                "9223372036854775808.0",
+                format!("9223372036854775807{sfx}"),
+                format!("(-9223372036854775807{sfx} - 1)"),
+            )
+        } else {
+            (
+                "2147483648.0",
+                "2147483647".to_string(),
+                "(-2147483647 - 1)".to_string(),
+            )
+        };
+        let sfx = if from == Scalar::F32 { "f" } else { "" };
+        let key = format!("f2i:{f}:{t}");
+        let base = format!("sarek_{}_to_{}", from.name(), to.name());
+        self.helper(&key, &base, |name| {
+            format!(
+                "{q}{t} {name}({f} x) {{\n{INDENT}if (isnan(x)) return 0;\n\
+                 {INDENT}if (x >= {hi}{sfx}) return {max};\n\
+                 {INDENT}if (x <= -{hi}{sfx}) return {min};\n\
+                 {INDENT}return ({t})x;\n}}\n\n"
+            )
         })
     }
 
@@ -1260,7 +1297,8 @@ impl<'a> Writer<'a> {
         let a = self.unsigned_operand(lhs, s);
         // The shift count is not wrapped: it only needs to be an integer.
         let b = if op == BinOp::Shl {
-            self.expr(rhs)
+            let b = self.expr(rhs);
+            shift_count(&b, s)
         } else {
             self.unsigned_operand(rhs, s)
         };
@@ -1442,10 +1480,15 @@ impl<'a> Writer<'a> {
                     return x;
                 }
                 let t = self.scalar(rs);
-                // OpenCL's plain cast of an out-of-range float is undefined; the saturating,
-                // truncating conversion matches the interpreter (NaN -> 0).
-                if self.d == Dialect::OpenCl && arg_scalar.is_float() && rs.is_int() {
-                    format!("convert_{t}_sat_rtz({})", strip(&x))
+                // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
+                // it to anything); the interpreter truncates and saturates, NaN -> 0.
+                if arg_scalar.is_float() && rs.is_int() {
+                    if self.d == Dialect::OpenCl {
+                        format!("convert_{t}_sat_rtz({})", strip(&x))
+                    } else {
+                        let f = self.float_to_int(arg_scalar, rs);
+                        format!("{f}({})", strip(&x))
+                    }
                 } else {
                     format!("(({t}){x})")
                 }
@@ -1749,6 +1792,13 @@ fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
 }
 
 /// A literal divisor other than 0 and -1: C's `/` and `%` are defined for every dividend.
+/// A shift count masked to the operand width, as the interpreter and OpenCL C define it
+/// (C leaves counts >= the width undefined; CUDA and Metal give 0 or garbage).
+fn shift_count(count: &str, operand: Scalar) -> String {
+    let mask = if operand == Scalar::I64 { 63 } else { 31 };
+    format!("({count} & {mask})")
+}
+
 fn safe_divisor(e: &Expr) -> bool {
     matches!(
         e.kind,

@@ -475,6 +475,28 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// An element index. glslang rejects a constant index outside a sized array, though the
+    /// access may never run (or faults located in checked mode): such an index goes through
+    /// an identity helper, which is not a constant expression.
+    fn index(&mut self, base: VarId, index: &Expr) -> String {
+        let i = self.expr(index);
+        let real = match self.resolve_array(base) {
+            ArrArg::Global(g) => g,
+            ArrArg::Local(_) => base,
+        };
+        let size = match self.k.var(real).ty {
+            Ty::Array { size: Some(n), .. } => Some(i64::from(n)),
+            _ => None,
+        };
+        match (&index.kind, size) {
+            (ExprKind::Lit(Literal::I32(k)), Some(n)) if !(0..n).contains(&i64::from(*k)) => {
+                self.helpers.insert("opaque_i32".into());
+                format!("sarek_h_opaque_i32({i})")
+            }
+            _ => i,
+        }
+    }
+
     fn is_uint_shared(&self, v: VarId) -> bool {
         matches!(self.resolve_array(v), ArrArg::Global(g) if self.shared_as_uint.contains(&g))
     }
@@ -559,7 +581,7 @@ impl<'k> Writer<'k> {
                 let v = self.expr(value);
                 let line = match place {
                     LValue::Index { base, index } if self.is_uint_shared(*base) => {
-                        let i = self.expr(index);
+                        let i = self.index(*base, index);
                         format!("{}[{i}] = floatBitsToUint({v});", self.array_name(*base))
                     }
                     _ => format!("{} = {v};", self.place(place)),
@@ -748,7 +770,7 @@ impl<'k> Writer<'k> {
         match p {
             LValue::Var(v) => self.var_ref(*v),
             LValue::Index { base, index } => {
-                let i = self.expr(index);
+                let i = self.index(*base, index);
                 format!("{}[{i}]", self.array_name(*base))
             }
             LValue::Field { base, field } => {
@@ -817,7 +839,7 @@ impl<'k> Writer<'k> {
                 }
             }
             ExprKind::Index { base, index } => {
-                let i = self.expr(index);
+                let i = self.index(*base, index);
                 let read = format!("{}[{i}]", self.array_name(*base));
                 if self.is_uint_shared(*base) {
                     format!("uintBitsToFloat({read})")
@@ -904,6 +926,17 @@ impl<'k> Writer<'k> {
             }
         };
         match op {
+            // GLSL leaves `x / 0` and `min_int / -1` undefined: the helper gives every
+            // target's result (`x / 0 = 0`, `min_int / -1 = min_int`).
+            BinOp::Div if matches!(s, Scalar::I32 | Scalar::I64) => {
+                let h = if s == Scalar::I32 {
+                    "div_i32"
+                } else {
+                    "div_i64"
+                };
+                self.helpers.insert(h.into());
+                format!("sarek_h_{h}({a}, {b})")
+            }
             BinOp::Rem => {
                 // GLSL `%` on negative ints is undefined (glslang emits OpSMod, the sign of the
                 // divisor) and `mod` on floats is floor-based: both get C-remainder helpers.
@@ -1425,7 +1458,14 @@ fn builtin_helper(key: &str) -> String {
     };
     let mut templates: BTreeMap<&str, String> = BTreeMap::new();
     // C remainder: the sign of the dividend; `x mod -1` is 0 (also for the most negative x).
-    templates.insert("rem", "T sarek_h_rem_S(T a, T b) {\n    if (b == T(-1)) return T(0);\n    return a - b * (a / b);\n}\n".into());
+    // `x mod 0 = x` and `x / 0 = 0`: the result every generator gives a zero divisor (a
+    // located fault on the interpreter and in checked mode).
+    templates.insert("rem", "T sarek_h_rem_S(T a, T b) {\n    if (b == T(0)) return a;\n    if (b == T(-1)) return T(0);\n    return a - b * (a / b);\n}\n".into());
+    templates.insert("div", "T sarek_h_div_S(T a, T b) {\n    if (b == T(0)) return T(0);\n    if (b == T(-1)) return T(0) - a;\n    return a / b;\n}\n".into());
+    templates.insert(
+        "opaque",
+        "T sarek_h_opaque_S(T x) {\n    return x;\n}\n".into(),
+    );
     // C fmod, exactly: scale |y| up by powers of two to the largest multiple not above |x|,
     // then subtract back down; every step is exact (seed 002's WGSL helper, in GLSL).
     templates.insert(

@@ -76,6 +76,7 @@ pub fn generate_with(
     options: &TargetOptions,
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*crate::passes::for_target(kernel, options);
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let kernel = legalize_shader_avoiding_params(&fold_constants(kernel));
     debug_assert_eq!(

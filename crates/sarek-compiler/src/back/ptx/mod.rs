@@ -32,6 +32,7 @@ pub use writer::PTX_LAYOUT;
 /// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*crate::passes::for_target(kernel, options);
     let kernel = crate::passes::opt::optimize(kernel);
     writer::Writer::new(&kernel, options).finish()
 }

@@ -1086,9 +1086,32 @@ impl<'k> Writer<'k> {
             BinOp::Add => self.emit(format!("add.{t} {d}, {a}, {b};")),
             BinOp::Sub => self.emit(format!("sub.{t} {d}, {a}, {b};")),
             BinOp::Mul => self.emit(format!("mul.lo.{t} {d}, {a}, {b};")),
-            BinOp::Div => self.emit(format!("div.{t} {d}, {a}, {b};")),
             BinOp::Rem if f => self.refuse("float `mod` (fmod) has no PTX instruction"),
-            BinOp::Rem => self.emit(format!("rem.{t} {d}, {a}, {b};")),
+            // `div`/`rem` by 0 and `min_int / -1` are machine-specific in PTX: divide by 1
+            // instead and select the language's results (`x / 0 = 0`, `x mod 0 = x`, as on
+            // every target; `x / -1 = -x` wrapping, `x mod -1 = x rem 1 = 0`).
+            BinOp::Div | BinOp::Rem => {
+                let b64 = rs == Scalar::I64;
+                let (zero, minus1) = (self.reg(Class::Pred), self.reg(Class::Pred));
+                let special = self.reg(Class::Pred);
+                let safe = self.reg(if b64 { Class::B64 } else { Class::B32 });
+                self.emit(format!("setp.eq.{t} {zero}, {b}, 0;"));
+                self.emit(format!("setp.eq.{t} {minus1}, {b}, -1;"));
+                self.emit(format!("or.pred {special}, {zero}, {minus1};"));
+                self.emit(format!("selp.{t} {safe}, 1, {b}, {special};"));
+                if op == BinOp::Div {
+                    let q = self.reg(safe.class);
+                    let n = self.reg(safe.class);
+                    self.emit(format!("div.{t} {q}, {a}, {safe};"));
+                    self.emit(format!("neg.{t} {n}, {q};"));
+                    self.emit(format!("selp.{t} {q}, {n}, {q}, {minus1};"));
+                    self.emit(format!("selp.{t} {d}, 0, {q}, {zero};"));
+                } else {
+                    let r = self.reg(safe.class);
+                    self.emit(format!("rem.{t} {r}, {a}, {safe};"));
+                    self.emit(format!("selp.{t} {d}, {a}, {r}, {zero};"));
+                }
+            }
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
                 let name = match op {
                     BinOp::BitAnd => "and",

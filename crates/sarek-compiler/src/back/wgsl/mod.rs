@@ -48,6 +48,7 @@ use crate::target::{Generated, TargetOptions};
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*crate::passes::for_target(kernel, options);
     // Seed 000's shader variant: names that are not identifiers (`x'`, `_`) and locals that
     // redeclare a binder in scope are renamed; reserved words are left to `escape`, and a local
     // shadowing a scalar parameter needs nothing (references are by VarId; see `names`).

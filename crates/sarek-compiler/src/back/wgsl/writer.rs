@@ -52,6 +52,9 @@ pub(super) struct Writer<'a> {
     exited_divergently: bool,
     /// Immutable locals whose value is the same in every thread of a workgroup.
     uniform_vars: BTreeSet<VarId>,
+    /// Immutable locals bound to a constant expression: naga evaluates operations on them
+    /// at compile or pipeline-creation time (see [`Writer::is_const`]).
+    const_lets: BTreeSet<VarId>,
     span: Span,
     diags: Vec<Diagnostic>,
 }
@@ -113,6 +116,7 @@ impl<'a> Writer<'a> {
             divergent: 0,
             exited_divergently: false,
             uniform_vars: BTreeSet::new(),
+            const_lets: BTreeSet::new(),
             span: k.span,
             diags: Vec::new(),
         }
@@ -766,6 +770,9 @@ impl<'a> Writer<'a> {
                 if !info.mutable && init.as_ref().is_some_and(|e| self.is_uniform(e)) {
                     self.uniform_vars.insert(*var);
                 }
+                if !info.mutable && init.as_ref().is_some_and(|e| self.is_const(e)) {
+                    self.const_lets.insert(*var);
+                }
                 match init {
                     Some(e) => {
                         let e = self.expr(e);
@@ -986,7 +993,7 @@ impl<'a> Writer<'a> {
                     self.internal("store into an unknown array");
                     return;
                 };
-                let i = self.expr(index);
+                let i = self.index(*base, index);
                 let elem = self.k.var(*base).ty.elem().cloned().unwrap_or(Ty::I32);
                 let atomic = self.is_atomic(a.root).then(|| elem.clone());
                 (
@@ -1033,7 +1040,7 @@ impl<'a> Writer<'a> {
             },
             ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
             ExprKind::Unary { op, operand } => {
-                let x = self.expr(operand);
+                let x = self.operand(operand, self.is_const(operand));
                 match op {
                     UnOp::Neg => format!("(-{x})"),
                     UnOp::Not => format!("(!{x})"),
@@ -1044,7 +1051,7 @@ impl<'a> Writer<'a> {
                 let Some(a) = self.access(*base) else {
                     return self.internal("read of an unknown array");
                 };
-                let i = self.expr(index);
+                let i = self.index(*base, index);
                 let elem = self.k.var(*base).ty.elem().cloned().unwrap_or(Ty::I32);
                 let place = format!("{}[{i}]", a.expr);
                 if self.is_atomic(a.root) {
@@ -1125,21 +1132,107 @@ impl<'a> Writer<'a> {
     }
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
-        let (l, r) = (self.expr(lhs), self.expr(rhs));
+        // An operation on constants only is evaluated by naga, which rejects what overflows
+        // (`1 << 31`, `1.0 / 0.0`): one operand goes through an identity function instead.
+        let opaque = self.is_const(lhs) && self.is_const(rhs);
+        let l = self.operand(lhs, opaque);
+        let r = self.expr(rhs);
         let float = lhs.ty == Ty::F32;
         match op {
             BinOp::Rem if float => {
                 self.support_fn("sarek_fmod", FMOD);
                 return format!("sarek_fmod({l}, {r})");
             }
-            // Shift counts are u32 in WGSL; a count >= 32 is taken modulo 32 at run time.
-            BinOp::Shl | BinOp::AShr => return format!("({l} {} u32({r}))", op.c_symbol()),
-            BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> u32({r}))"),
+            // The count is masked as the interpreter does (naga rejects a constant count
+            // >= 32 even on a run-time value).
+            BinOp::Shl | BinOp::AShr => {
+                return format!("({l} {} (u32({r}) & 31u))", op.c_symbol());
+            }
+            BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> (u32({r}) & 31u))"),
+            // Integer `/` and `mod` through functions: naga rejects a constant zero divisor,
+            // and the language's results are spelled out (`x / 0 = 0`, `x mod 0 = x`, as on
+            // every target; `min_int / -1 = min_int`, `min_int mod -1 = 0`).
+            BinOp::Div | BinOp::Rem if !float && !safe_divisor(rhs) => {
+                let (name, src) = if op == BinOp::Div {
+                    ("sarek_div", DIV_I32)
+                } else {
+                    ("sarek_rem", REM_I32)
+                };
+                self.support_fn(name, src);
+                return format!("{name}({l}, {r})");
+            }
             _ => {}
         }
-        // Integer `/` and `%` are total in WGSL: x / 0 = x, x % 0 = 0, and
-        // i32::MIN / -1 = i32::MIN, i32::MIN % -1 = 0 (the interpreter faults instead).
         format!("({l} {} {r})", op.c_symbol())
+    }
+
+    /// Whether naga treats `e` as a constant (or override) expression and so evaluates it
+    /// itself. Every operation whose operands are all constant is written with an opaque
+    /// operand ([`Writer::operand`]), so an operation is never constant here.
+    fn is_const(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Lit(_) => true,
+            ExprKind::Var(v) => self.const_lets.contains(v),
+            ExprKind::Field { base, .. } | ExprKind::Tag(base) => self.is_const(base),
+            ExprKind::Payload { value, .. } => self.is_const(value),
+            ExprKind::Record { fields, .. } | ExprKind::Ctor { fields, .. } => {
+                fields.iter().all(|f| self.is_const(f))
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => self.is_const(cond) && self.is_const(then_value) && self.is_const(else_value),
+            // `blockDim` reads a pipeline-overridable constant.
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(Geometry::BlockDim(_)),
+                ..
+            } => true,
+            // The length of a shared or local array is its size, a literal.
+            ExprKind::Intrinsic {
+                op: Intrinsic::Length,
+                args,
+            } => matches!(&args[..], [Expr { kind: ExprKind::Var(v), .. }]
+                if matches!(self.k.var(*v).ty, Ty::Array { size: Some(_), .. })),
+            _ => false,
+        }
+    }
+
+    /// `e`, through the identity function of its type when `opaque` (a function call is never
+    /// a constant expression, and drivers inline it).
+    fn operand(&mut self, e: &Expr, opaque: bool) -> String {
+        let x = self.expr(e);
+        if !opaque {
+            return x;
+        }
+        let t = self.ty(&e.ty);
+        let name = format!("sarek_rt_{t}");
+        self.support.entry(name.clone()).or_insert_with(|| {
+            format!("fn {name}(sarek_p0: {t}) -> {t} {{\n{INDENT}return sarek_p0;\n}}\n")
+        });
+        format!("{name}({x})")
+    }
+
+    /// Arguments of a built-in function: naga evaluates a call on constants only.
+    fn builtin_args(&mut self, args: &[Expr]) -> Vec<String> {
+        let opaque = args.iter().all(|a| self.is_const(a));
+        args.iter()
+            .enumerate()
+            .map(|(i, a)| self.operand(a, opaque && i == 0))
+            .collect()
+    }
+
+    /// An element index: a constant one into a sized array is checked by naga, though the
+    /// access may never run (or faults located in checked mode), so it goes through
+    /// [`Writer::operand`].
+    fn index(&mut self, base: VarId, index: &Expr) -> String {
+        let sized = matches!(self.k.var(base).ty, Ty::Array { size: Some(_), .. })
+            || matches!(
+                self.access(base).map(|a| a.root),
+                Some(Root::Shared(_) | Root::Local(_))
+            );
+        let opaque = sized && self.is_const(index);
+        self.operand(index, opaque)
     }
 
     fn support_fn(&mut self, name: &str, src: &str) {
@@ -1223,7 +1316,7 @@ impl<'a> Writer<'a> {
                 }
             }
             Intrinsic::Math(m) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let a = self.builtin_args(args);
                 self.math(m, &a)
             }
             Intrinsic::Abs
@@ -1231,7 +1324,7 @@ impl<'a> Writer<'a> {
             | Intrinsic::Max
             | Intrinsic::Clz
             | Intrinsic::Popcount => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let a = self.builtin_args(args);
                 let f = match op {
                     Intrinsic::Abs => "abs",
                     Intrinsic::Min => "min",
@@ -1242,7 +1335,7 @@ impl<'a> Writer<'a> {
                 format!("{f}({})", a.join(", "))
             }
             Intrinsic::Convert => {
-                let x = self.expr(&args[0]);
+                let x = self.builtin_args(args).remove(0);
                 match (args[0].ty.scalar(), ty.scalar()) {
                     (Some(from), Some(to)) if from == to => x,
                     (_, Some(Scalar::Bool)) => format!("bool({x})"),
@@ -1456,6 +1549,29 @@ const F32_TO_I32: &str = "fn sarek_f32_to_i32(sarek_p0: f32) -> i32 {
 /// in at most ~277 steps (the f32 exponent span). The dividend's sign is copied bitwise. |y| = inf
 /// returns x as C does; y = 0, |x| = inf and NaNs return x too: WGSL cannot make a NaN, the
 /// one documented divergence from C (which returns NaN there).
+/// `x / 0 = 0`; `min_int / -1 = min_int` (WGSL's own `/` already gives that).
+const DIV_I32: &str = "fn sarek_div(sarek_p0: i32, sarek_p1: i32) -> i32 {
+    if (sarek_p1 == 0i) {
+        return 0i;
+    }
+    return sarek_p0 / sarek_p1;
+}
+";
+
+/// `x mod 0 = x`; `min_int mod -1 = 0` (WGSL's own `%` already gives that).
+const REM_I32: &str = "fn sarek_rem(sarek_p0: i32, sarek_p1: i32) -> i32 {
+    if (sarek_p1 == 0i) {
+        return sarek_p0;
+    }
+    return sarek_p0 % sarek_p1;
+}
+";
+
+/// A literal divisor other than 0 and -1: plain `/` and `%` mean the language's.
+fn safe_divisor(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lit(Literal::I32(d)) if d != 0 && d != -1)
+}
+
 const FMOD: &str = "fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
     let ax = abs(sarek_p0);
     let ay = abs(sarek_p1);

@@ -366,6 +366,28 @@ impl Checker {
         }
     }
 
+    /// Two parameters of one kernel or helper with the same name (OCaml refuses it; the
+    /// generators would emit two declarations of one name). `_` may repeat.
+    fn refuse_duplicate_params(&mut self, params: &[ast::Param]) {
+        for (i, p) in params.iter().enumerate() {
+            let name = &p.name.name;
+            if name == "_" {
+                continue;
+            }
+            if let Some(first) = params[..i].iter().find(|q| &q.name.name == name) {
+                self.diags.push(
+                    Diagnostic::error(
+                        p.name.span,
+                        format!("the parameter `{name}` is bound more than once"),
+                    )
+                    .with_label("bound again here")
+                    .with_secondary(first.name.span, "first bound here")
+                    .with_help("rename one of them"),
+                );
+            }
+        }
+    }
+
     /// Check params, return type and body of a helper (top-level or local); the helper's own
     /// name is visible in its body when `recursive`. Returns the function with inferred types.
     fn check_function_body(
@@ -375,6 +397,7 @@ impl Checker {
         local: bool,
     ) -> tast::Function {
         let scope_mark = self.scope.len();
+        self.refuse_duplicate_params(&decl.params);
         let mut params = Vec::new();
         for p in &decl.params {
             let ty = match &p.ty {
@@ -553,6 +576,7 @@ impl Checker {
                 .with_label("redefined here"),
             );
         }
+        self.refuse_duplicate_params(&k.params);
         let mut params = Vec::new();
         for p in &k.params {
             let ty = match &p.ty {

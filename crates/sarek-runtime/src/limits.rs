@@ -1,0 +1,232 @@
+//! Resource limits checked before anything is allocated or built (issue 17, item 4): each a
+//! clear error naming the limit and the device, instead of an allocation abort, a driver
+//! assertion (PoCL with 4 MB of shared memory), a SIGILL (`--grid 65536,65536` on PoCL) or a
+//! raw `CUDA_ERROR_INVALID_VALUE`.
+//!
+//! Written once here and called from the launch paths ([`crate::harness::run_checked`], the
+//! CLI's input preparation). The per-backend figures are the documented limits of the
+//! targets where the device API cannot be asked from here; a backend that knows its device's
+//! own limits (wgpu, Vulkan) also checks them itself.
+//! PORT NOTE (issue 12 restructuring): the tables below can become `DeviceInfo` fields.
+
+use crate::device::{Backend, LaunchConfig, RuntimeError};
+use sarek_compiler::ir::{Kernel, StmtKind, Ty, visit};
+use sarek_compiler::types::MemSpace;
+
+/// The most elements a vector may have: lengths and indices are int32.
+pub const MAX_VECTOR_LEN: u64 = i32::MAX as u64;
+
+/// Static shared memory per block the backend's target accepts, in bytes. CUDA and PTX:
+/// 48 KiB of static `__shared__` (more needs dynamic shared memory and an opt-in);
+/// OpenCL: 64 KiB, a portable bound below PoCL's and NVIDIA's `CL_DEVICE_LOCAL_MEM_SIZE`
+/// (PoCL asserts with 4 MB); wgpu: WebGPU's default `maxComputeWorkgroupStorageSize`
+/// (16 KiB); Vulkan: 32 KiB (lavapipe's and the common `maxComputeSharedMemorySize`).
+pub fn max_shared_bytes(backend: Backend) -> Option<u64> {
+    match backend {
+        Backend::Cuda | Backend::Ptx => Some(48 * 1024),
+        Backend::OpenCl => Some(64 * 1024),
+        Backend::Wgpu => Some(16 * 1024),
+        Backend::Vulkan => Some(32 * 1024),
+        Backend::Interp | Backend::Cpu => None,
+    }
+}
+
+/// Blocks per grid axis. CUDA: 2^31 - 1 along x, 65535 along y and z (the driver's raw
+/// `CUDA_ERROR_INVALID_VALUE` otherwise); OpenCL: see [`check_launch`]; the shader backends
+/// check their device's own `maxComputeWorkGroupCount` themselves.
+pub fn max_grid(backend: Backend) -> [u64; 3] {
+    match backend {
+        Backend::Cuda | Backend::Ptx => [i32::MAX as u64, 65535, 65535],
+        _ => [u32::MAX as u64; 3],
+    }
+}
+
+/// Shared memory one block of `kernel` declares, in bytes (each element at its natural C
+/// size: bools as 4 bytes, variants with a 4-byte tag). Errors when a size overflows.
+pub fn shared_bytes(kernel: &Kernel) -> Result<u64, RuntimeError> {
+    let mut total: u64 = 0;
+    let mut overflow = None;
+    let mut bodies = vec![&kernel.body];
+    bodies.extend(kernel.functions.iter().map(|f| &f.body));
+    for body in bodies {
+        visit::for_each_stmt(body, &mut |s| {
+            let StmtKind::Array { var } = &s.kind else {
+                return;
+            };
+            let info = kernel.var(*var);
+            if let Ty::Array {
+                elem,
+                space: MemSpace::Shared,
+                size: Some(n),
+            } = &info.ty
+            {
+                match u64::from(*n)
+                    .checked_mul(elem_bytes(kernel, elem))
+                    .and_then(|b| total.checked_add(b))
+                {
+                    Some(t) => total = t,
+                    None => overflow = Some(info.name.clone()),
+                }
+            }
+        });
+    }
+    match overflow {
+        Some(name) => Err(RuntimeError::Launch(format!(
+            "kernel `{}`: the byte size of shared array `{name}` overflows",
+            kernel.name
+        ))),
+        None => Ok(total),
+    }
+}
+
+fn elem_bytes(kernel: &Kernel, ty: &Ty) -> u64 {
+    let leaves = sarek_compiler::abi::leaves(kernel, ty);
+    let tag = u64::from(matches!(ty, Ty::Variant(_))) * 4;
+    tag + leaves
+        .iter()
+        .map(|l| u64::from(l.scalar.size().max(4)))
+        .sum::<u64>()
+}
+
+/// Every check that needs only the kernel, the launch and the backend.
+pub fn check_launch(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    backend: Backend,
+    device: &str,
+) -> Result<(), RuntimeError> {
+    let shared = shared_bytes(kernel)?;
+    if let Some(max) = max_shared_bytes(backend)
+        && shared > max
+    {
+        return Err(RuntimeError::Launch(format!(
+            "kernel `{}` declares {shared} bytes of shared memory per block; the {backend} device ({device}) allows {max}",
+            kernel.name
+        )));
+    }
+    let max = max_grid(backend);
+    for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+        let g = u64::from(config.grid[axis]);
+        if g > max[axis] {
+            return Err(RuntimeError::Launch(format!(
+                "grid of {g} blocks along {name}: the {backend} device ({device}) allows at most {}",
+                max[axis]
+            )));
+        }
+    }
+    // OpenCL counts work-items and work-groups of the whole launch in 32 bits on PoCL (a
+    // `--grid 65536,65536` launch died with SIGILL); CUDA allows far more.
+    if backend == Backend::OpenCl {
+        let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
+        let threads = blocks * config.block.iter().map(|&b| u64::from(b)).product::<u64>();
+        if threads > u64::from(u32::MAX) {
+            return Err(RuntimeError::Launch(format!(
+                "grid {:?} x block {:?} = {threads} threads: the {backend} device ({device}) allows at most {} per launch",
+                config.grid,
+                config.block,
+                u32::MAX
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `--size` before any vector is allocated: at most [`MAX_VECTOR_LEN`] elements, and the
+/// vectors of `kernel` together within the memory this machine has available.
+pub fn check_size(kernel: &Kernel, size: u64) -> Result<(), String> {
+    if size > MAX_VECTOR_LEN {
+        return Err(format!(
+            "--size {size}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)"
+        ));
+    }
+    let per_element: u64 = kernel
+        .params
+        .iter()
+        .filter_map(|p| match &kernel.var(*p).ty {
+            Ty::Vector(elem) => Some(
+                sarek_compiler::abi::leaves(kernel, elem)
+                    .iter()
+                    .map(|l| u64::from(l.scalar.size()))
+                    .sum::<u64>(),
+            ),
+            _ => None,
+        })
+        .sum();
+    let bytes = per_element.saturating_mul(size);
+    if let Some(available) = available_memory()
+        && bytes > available
+    {
+        return Err(format!(
+            "--size {size}: the vectors of kernel `{}` need {bytes} bytes, more than the {available} bytes of memory available",
+            kernel.name
+        ));
+    }
+    Ok(())
+}
+
+/// `MemAvailable` of `/proc/meminfo` (Linux); `None` elsewhere.
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sarek_compiler::ir::build::KernelBuilder;
+    use sarek_compiler::ir::{Stmt, StmtKind};
+    use sarek_compiler::types::Scalar;
+
+    fn shared_kernel(n: u32) -> Kernel {
+        let mut kb = KernelBuilder::new("k");
+        let s = kb.array("s", Ty::Scalar(Scalar::F32), MemSpace::Shared, n);
+        kb.finish(vec![Stmt {
+            kind: StmtKind::Array { var: s },
+            span: Default::default(),
+        }])
+    }
+
+    #[test]
+    fn shared_memory_is_counted_and_refused_past_the_backend_limit() {
+        let k = shared_kernel(65536); // 256 KiB of float32
+        assert_eq!(shared_bytes(&k).unwrap(), 262_144);
+        let e = check_launch(&k, &LaunchConfig::linear(64), Backend::Cuda, "H200").unwrap_err();
+        assert!(e.to_string().contains("262144 bytes"), "{e}");
+        assert!(e.to_string().contains("allows 49152"), "{e}");
+        check_launch(&k, &LaunchConfig::linear(64), Backend::Interp, "interp").unwrap();
+        check_launch(
+            &shared_kernel(1024),
+            &LaunchConfig::linear(64),
+            Backend::Wgpu,
+            "x",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn grids_past_the_axis_limits_are_refused() {
+        let k = shared_kernel(1);
+        let config = LaunchConfig {
+            grid: [65536, 65536, 1],
+            block: [256, 1, 1],
+        };
+        let e = check_launch(&k, &config, Backend::OpenCl, "PoCL").unwrap_err();
+        assert!(e.to_string().contains("1099511627776 threads"), "{e}");
+        let e = check_launch(&k, &config, Backend::Cuda, "H200").unwrap_err();
+        assert!(e.to_string().contains("along y"), "{e}");
+    }
+
+    #[test]
+    fn sizes_past_int32_are_refused_before_allocating() {
+        let mut kb = KernelBuilder::new("k");
+        kb.vector("v", Ty::Scalar(Scalar::F64));
+        let k = kb.finish(Vec::new());
+        let e = check_size(&k, 1 << 31).unwrap_err();
+        assert!(e.contains("int32"), "{e}");
+        let e = check_size(&k, 1_000_000_000_000).unwrap_err();
+        assert!(e.contains("int32"), "{e}");
+        check_size(&k, 1024).unwrap();
+    }
+}
