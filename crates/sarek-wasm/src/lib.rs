@@ -101,6 +101,7 @@ pub fn parse_options(s: &str) -> Option<TargetOptions> {
             subgroups,
             float64,
             int64_atomics,
+            ..TargetOptions::default()
         }),
         _ => None,
     }

@@ -177,6 +177,7 @@ fn a_refusal_merges_each_reason_as_the_runtime_does() {
         subgroups: false,
         float64: false,
         int64_atomics: false,
+        ..TargetOptions::default()
     };
     let diags = sarek_compiler::generate(&ir, Target::Wgsl, &options).unwrap_err();
     assert!(diags.len() > 1, "several uses, to merge");
