@@ -26,7 +26,7 @@ times = defaultdict(dict)
 for row in csv.DictReader(src.open()):
     times[row["name"]][row["impl"]] = float(row["median_ms"])
 
-impls = [i for i in ("cuda", "ptx") if any(i in t for t in times.values())]
+impls = [i for i in ("cuda", "ptx", "cuda_checked", "ptx_checked") if any(i in t for t in times.values())]
 lines = [
     "# GPU benchmark suite",
     "",

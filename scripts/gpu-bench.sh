@@ -16,14 +16,19 @@ log=$out/gpu-bench.log
 bin=${SAREK_BIN:-.gpu/sarek}
 backends=${SAREK_BENCH_BACKENDS:-cuda,ptx}
 reps=${SAREK_BENCH_REPS:-20}
+# Extra bench flags (e.g. --checked) and a suffix for the CSV column they produce.
+flags=${SAREK_BENCH_FLAGS:-}
+tag=${SAREK_BENCH_TAG:-}
 only=${1:-}
 
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-echo "name,impl,median_ms,min_ms" > "$csv"
+[ -s "$csv" ] || echo "name,impl,median_ms,min_ms" > "$csv"
 {
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader || true
-    "$nvcc" -O3 --fmad=false -arch=sm_90 -o /tmp/hand benches/gpu/hand.cu &&
-        "$nvcc" -O3 --fmad=true -arch=sm_90 -o /tmp/hand_fma benches/gpu/hand.cu
+    if [ -z "$tag" ]; then
+        "$nvcc" -O3 --fmad=false -arch=sm_90 -o /tmp/hand benches/gpu/hand.cu &&
+            "$nvcc" -O3 --fmad=true -arch=sm_90 -o /tmp/hand_fma benches/gpu/hand.cu
+    fi
 } >> "$log" 2>&1
 names=()
 while IFS=$'\t' read -r name _; do
@@ -31,7 +36,7 @@ while IFS=$'\t' read -r name _; do
     [[ -n $only && ,$only, != *,$name,* ]] && continue
     names+=("$name")
 done < benches/gpu/suite.tsv
-if [ -x /tmp/hand ]; then
+if [ -z "$tag" ] && [ -x /tmp/hand ]; then
     /tmp/hand "${names[@]}" 2>>"$log" | sed 's/^\([^,]*\),/\1,hand,/' >> "$csv"
     /tmp/hand_fma "${names[@]}" 2>>"$log" | sed 's/^\([^,]*\),/\1,hand_fma,/' >> "$csv"
 fi
@@ -44,12 +49,12 @@ while IFS=$'\t' read -r name file kernel size grid block args _bytes _flops; do
     for b in ${backends//,/ }; do
         echo "== $name on $b" >> "$log"
         res=$("$bin" bench "$file" --kernel "$kernel" --backend "$b" --size "$size" \
-            --grid "$grid" --block "$block" "${argv[@]}" --warmup 3 --reps "$reps" 2>&1)
+            --grid "$grid" --block "$block" "${argv[@]}" --warmup 3 --reps "$reps" $flags 2>&1)
         echo "$res" >> "$log"
         # "kernel:     median 0.965 ms, min 0.950 ms (device timer)"
         med=$(echo "$res" | sed -n 's/^kernel: *median \([0-9.]*\) ms.*/\1/p' | head -n1)
         min=$(echo "$res" | sed -n 's/^kernel: *median .*, min \([0-9.]*\) ms.*/\1/p' | head -n1)
-        [ -n "$med" ] && echo "$name,$b,$med,$min" >> "$csv"
+        [ -n "$med" ] && echo "$name,$b$tag,$med,$min" >> "$csv"
     done
 done < benches/gpu/suite.tsv
 cat "$csv"
