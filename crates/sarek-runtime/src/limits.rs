@@ -95,7 +95,15 @@ pub fn check_launch(
     backend: Backend,
     device: &str,
 ) -> Result<(), RuntimeError> {
-    let shared = shared_bytes(kernel)?;
+    // A block-sized shared array (`let%shared (t : T) = ()`) has the launch's block x size.
+    let shared = if sarek_compiler::ir::specialize::needs_block_size(kernel) {
+        shared_bytes(&sarek_compiler::ir::specialize::block_size(
+            kernel,
+            config.block[0],
+        ))?
+    } else {
+        shared_bytes(kernel)?
+    };
     if let Some(max) = max_shared_bytes(backend)
         && shared > max
     {
