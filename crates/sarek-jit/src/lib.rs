@@ -1,0 +1,130 @@
+//! Sarek's compiled `cpu` backend: an IR kernel becomes one native function per block through
+//! Cranelift, and a launch runs the blocks of the grid on the rayon pool.
+//!
+//! The SIMT model on a CPU (as MCUDA and PoCL do it):
+//! - one block is one call of the compiled *block function*, one rayon task;
+//! - the threads of a block are loops over the block ("thread loops"); the kernel body is cut
+//!   into *segments* at every synchronisation point (a barrier, a warp operation) and each
+//!   segment is one thread loop, so every thread finishes a segment before any starts the
+//!   next: that is the barrier;
+//! - control flow that contains a synchronisation point (a loop around barriers, an `if` with
+//!   a barrier in a branch) runs once per block, outside the thread loops; its condition is
+//!   computed per thread and checked to be uniform across the block;
+//! - variables live across segments are kept per thread in a frame (8 bytes per scalar leaf
+//!   and thread); everything else stays in registers;
+//! - warp operations read the frame slots of the other lanes of the warp (32 lanes, linear
+//!   thread order, as the interpreter);
+//! - shared memory is per block, local arrays per thread; global atomics are real atomics.
+//!
+//! Arithmetic is the interpreter's bit for bit (wrapping integers, masked shifts, truncated
+//! division, saturating float-to-int, float32 in float32; math functions call the same Rust
+//! functions the interpreter uses). Out-of-bounds accesses, integer division by zero, traps and
+//! invalid variant tags are located [`Fault`]s. A synchronisation point reached by part of a
+//! block is [`Fault::Divergent`]: the caller reruns the launch on the interpreter, which
+//! reports it exactly (or runs it, when the divergence never reaches a barrier).
+//!
+//! A construct the code generator does not handle is [`JitError::Unsupported`]: the caller
+//! falls back to the interpreter core, never to a wrong result.
+
+mod codegen;
+mod launch;
+mod math;
+mod prepare;
+mod structure;
+
+pub use launch::{Column, JitArg, VectorArg};
+
+use sarek_compiler::Span;
+use sarek_compiler::ir::Kernel;
+use std::time::{Duration, Instant};
+
+/// Threads per warp (the interpreter's).
+pub const WARP_SIZE: u32 = 32;
+/// The largest block a launch accepts (the interpreter's).
+pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
+
+/// Code generation options.
+#[derive(Clone, Debug)]
+pub struct JitOptions {
+    /// Cranelift optimisation level `speed` (else `none`, faster to compile).
+    pub optimize: bool,
+}
+
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions { optimize: true }
+    }
+}
+
+/// Why a kernel was not compiled.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum JitError {
+    /// A construct this code generator does not handle yet: run the kernel on the
+    /// interpreter instead. The span is where it is (may be dummy).
+    #[error("the cpu code generator does not handle {what} (kernel `{kernel}`)")]
+    Unsupported {
+        kernel: String,
+        what: String,
+        span: Span,
+    },
+    /// Cranelift rejected the generated function: a Sarek bug.
+    #[error("cranelift failed on kernel `{kernel}`: {message}")]
+    Codegen { kernel: String, message: String },
+}
+
+/// A failed launch.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Fault {
+    /// A located fault in the kernel (out of bounds, division by zero, trap, invalid tag):
+    /// `message` names the kernel, the block and the thread, like the interpreter's.
+    #[error("{message}")]
+    Kernel { span: Span, message: String },
+    /// A barrier or warp operation (or the uniform control flow around one) was reached by
+    /// part of a block only. The launch must be rerun on the interpreter, which reports it.
+    #[error("{message}")]
+    Divergent { span: Span, message: String },
+    /// Arguments or launch configuration that do not fit the kernel.
+    #[error("{0}")]
+    Arguments(String),
+}
+
+/// A compiled kernel: launch it any number of times with any grid and block.
+pub struct JitKernel {
+    pub(crate) inner: launch::Compiled,
+    compile_time: Duration,
+}
+
+impl JitKernel {
+    /// Time Cranelift (and the preparation passes) took for this kernel.
+    pub fn compile_time(&self) -> Duration {
+        self.compile_time
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.inner.kernel.name
+    }
+
+    /// Run the grid; vectors in `args` (kernel parameter order) are updated in place. On a
+    /// fault, vectors may be partly written (callers that need them untouched pass copies).
+    pub fn launch(
+        &self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &mut [JitArg<'_>],
+    ) -> Result<(), Fault> {
+        self.inner.launch(grid, block, args)
+    }
+}
+
+/// Compile `kernel` to native code for this machine.
+pub fn compile(kernel: &Kernel, options: &JitOptions) -> Result<JitKernel, JitError> {
+    let start = Instant::now();
+    let prepared = prepare::prepare(kernel)?;
+    let tree = structure::build(&prepared)?;
+    let inner = codegen::compile(prepared, tree, options)?;
+    Ok(JitKernel {
+        inner,
+        compile_time: start.elapsed(),
+    })
+}

@@ -1,0 +1,508 @@
+//! Preparation: rewrite the kernel body so that every synchronisation point is a statement of
+//! its own and every condition of synchronising control flow is a variable.
+//!
+//! - barriers written as expression statements become [`StmtKind::Barrier`]; fences are
+//!   dropped (memory is sequentially consistent within a block and blocks only meet through
+//!   atomics);
+//! - a warp operation inside an expression is hoisted before its statement:
+//!   `let a = x; let b = y; let w = warp_op a b` then the expression reads `w`;
+//! - `if`, `for` and `while` around a synchronisation point get their condition or bounds in
+//!   fresh variables (`while c do body` becomes `let mut t = c; while t do body; t := c`).
+//!
+//! What the block-level scheduling cannot express is refused here ([`JitError::Unsupported`]):
+//! synchronisation in helpers or under a `match`, warp operations under a short-circuit
+//! operand or a conditional expression, `break`/`continue` that leave a synchronising loop,
+//! opaque native code.
+
+use crate::JitError;
+use sarek_compiler::Span;
+use sarek_compiler::intrinsics::Intrinsic;
+use sarek_compiler::ir::{
+    Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo,
+};
+use sarek_compiler::types::BinOp;
+
+type R<T> = Result<T, JitError>;
+
+/// The prepared copy of `k`.
+pub(crate) fn prepare(k: &Kernel) -> R<Kernel> {
+    let mut out = k.clone();
+    for f in &mut out.functions {
+        f.body = normalize(std::mem::take(&mut f.body));
+    }
+    out.body = normalize(std::mem::take(&mut out.body));
+    let mut p = Prep { k: &mut out };
+    for i in 0..p.k.functions.len() {
+        let f = &p.k.functions[i];
+        if let Some(span) = first_sync(&f.body) {
+            return Err(p.unsupported("a barrier or warp operation inside a helper", span));
+        }
+        if let Some(span) = first_native(&f.body) {
+            return Err(p.unsupported("opaque native code", span));
+        }
+    }
+    if let Some(span) = first_native(&p.k.body) {
+        return Err(p.unsupported("opaque native code", span));
+    }
+    let body = std::mem::take(&mut p.k.body);
+    let body = p.block(body)?;
+    p.k.body = body;
+    Ok(out)
+}
+
+fn is_barrier_expr(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Intrinsic {
+            op: Intrinsic::BlockBarrier,
+            ..
+        }
+    )
+}
+
+fn is_fence_expr(e: &Expr) -> bool {
+    matches!(
+        e.kind,
+        ExprKind::Intrinsic {
+            op: Intrinsic::FenceBlock | Intrinsic::FenceDevice,
+            ..
+        }
+    )
+}
+
+/// Barrier expression statements to barriers, fences dropped, recursively.
+fn normalize(b: Block) -> Block {
+    let mut out = Vec::with_capacity(b.len());
+    for mut s in b {
+        match &mut s.kind {
+            StmtKind::Expr(e) if is_barrier_expr(e) => s.kind = StmtKind::Barrier,
+            StmtKind::Expr(e) if is_fence_expr(e) => continue,
+            StmtKind::Fence { .. } => continue,
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                *then_block = normalize(std::mem::take(then_block));
+                *else_block = normalize(std::mem::take(else_block));
+            }
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                *body = normalize(std::mem::take(body))
+            }
+            StmtKind::Match { arms, .. } => {
+                for a in arms {
+                    a.body = normalize(std::mem::take(&mut a.body));
+                }
+            }
+            _ => {}
+        }
+        out.push(s);
+    }
+    out
+}
+
+/// Whether an expression contains a warp operation.
+pub(crate) fn has_warp(e: &Expr) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let ExprKind::Intrinsic {
+            op: Intrinsic::Warp(_),
+            ..
+        } = x.kind
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Pre-order walk over an expression tree.
+pub(crate) fn walk_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => {}
+        ExprKind::Binary { lhs, rhs, .. } => {
+            walk_expr(lhs, f);
+            walk_expr(rhs, f);
+        }
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Index { index: a, .. }
+        | ExprKind::Field { base: a, .. }
+        | ExprKind::Tag(a)
+        | ExprKind::Payload { value: a, .. } => walk_expr(a, f),
+        ExprKind::Record { fields, .. }
+        | ExprKind::Ctor { fields, .. }
+        | ExprKind::Call { args: fields, .. }
+        | ExprKind::Intrinsic { args: fields, .. } => fields.iter().for_each(|a| walk_expr(a, f)),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            walk_expr(cond, f);
+            walk_expr(then_value, f);
+            walk_expr(else_value, f);
+        }
+    }
+}
+
+/// Expressions a statement evaluates itself (not those of nested blocks).
+pub(crate) fn own_exprs(s: &Stmt) -> Vec<&Expr> {
+    match &s.kind {
+        StmtKind::Let { init: Some(e), .. } | StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
+            vec![e]
+        }
+        StmtKind::Assign { place, value } => {
+            let mut v = place_exprs(place);
+            v.push(value);
+            v
+        }
+        StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => vec![cond],
+        StmtKind::For { start, end, .. } => vec![start, end],
+        StmtKind::Match { scrutinee, .. } => vec![scrutinee],
+        _ => vec![],
+    }
+}
+
+fn place_exprs(p: &LValue) -> Vec<&Expr> {
+    match p {
+        LValue::Var(_) => vec![],
+        LValue::Index { index, .. } => vec![index],
+        LValue::Field { base, .. } => place_exprs(base),
+    }
+}
+
+/// Whether a statement (with its nested blocks) synchronises: a barrier or a warp operation.
+pub(crate) fn is_sync(s: &Stmt) -> bool {
+    if matches!(s.kind, StmtKind::Barrier) || own_exprs(s).into_iter().any(has_warp) {
+        return true;
+    }
+    nested_blocks(s).into_iter().any(|b| b.iter().any(is_sync))
+}
+
+pub(crate) fn nested_blocks(s: &Stmt) -> Vec<&Block> {
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => vec![then_block, else_block],
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+            vec![body]
+        }
+        StmtKind::Match { arms, .. } => arms.iter().map(|a| &a.body).collect(),
+        _ => vec![],
+    }
+}
+
+fn first_sync(b: &Block) -> Option<Span> {
+    b.iter().find(|s| is_sync(s)).map(|s| s.span)
+}
+
+fn first_native(b: &Block) -> Option<Span> {
+    for s in b {
+        if matches!(s.kind, StmtKind::Native(_)) {
+            return Some(s.span);
+        }
+        for nb in nested_blocks(s) {
+            if let Some(sp) = first_native(nb) {
+                return Some(sp);
+            }
+        }
+    }
+    None
+}
+
+/// Whether `b` has a `break`/`continue` that leaves the loop whose body it is.
+fn jumps_out(b: &Block) -> bool {
+    b.iter().any(|s| match &s.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
+        StmtKind::For { .. } | StmtKind::While { .. } => false,
+        _ => nested_blocks(s).into_iter().any(jumps_out),
+    })
+}
+
+struct Prep<'k> {
+    k: &'k mut Kernel,
+}
+
+impl Prep<'_> {
+    fn unsupported(&self, what: &str, span: Span) -> JitError {
+        JitError::Unsupported {
+            kernel: self.k.name.clone(),
+            what: what.to_string(),
+            span,
+        }
+    }
+
+    fn fresh(&mut self, ty: Ty, mutable: bool) -> VarId {
+        let id = VarId(self.k.vars.len() as u32);
+        self.k.vars.push(VarInfo {
+            name: format!("_jit{}", id.0),
+            ty,
+            mutable,
+            span: Span::DUMMY,
+        });
+        id
+    }
+
+    fn let_(&self, var: VarId, init: Expr, span: Span) -> Stmt {
+        Stmt {
+            kind: StmtKind::Let {
+                var,
+                init: Some(init),
+            },
+            span,
+        }
+    }
+
+    fn var_expr(&self, v: VarId) -> Expr {
+        Expr::new(ExprKind::Var(v), self.k.var(v).ty.clone())
+    }
+
+    /// `let t = e` before, `t` in its place.
+    fn bind_temp(&mut self, e: Expr, span: Span, pre: &mut Block) -> Expr {
+        if let ExprKind::Var(_) = e.kind {
+            return e;
+        }
+        let v = self.fresh(e.ty.clone(), false);
+        pre.push(self.let_(v, e, span));
+        self.var_expr(v)
+    }
+
+    fn block(&mut self, b: Block) -> R<Block> {
+        let mut out = Vec::with_capacity(b.len());
+        for s in b {
+            self.stmt(s, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn stmt(&mut self, s: Stmt, out: &mut Block) -> R<()> {
+        if !is_sync(&s) {
+            out.push(s);
+            return Ok(());
+        }
+        // Synchronisation inside nested blocks makes the statement block-uniform control
+        // flow; a warp operation in its own expressions only is hoisted before it.
+        let nested = nested_blocks(&s).into_iter().any(|b| b.iter().any(is_sync));
+        let span = s.span;
+        let kind = match s.kind {
+            StmtKind::Barrier => StmtKind::Barrier,
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let mut cond = self.hoist(cond, span, out)?;
+                let (mut then_block, mut else_block) = (then_block, else_block);
+                if nested {
+                    cond = self.bind_temp(cond, span, out);
+                    then_block = self.block(then_block)?;
+                    else_block = self.block(else_block)?;
+                }
+                StmtKind::If {
+                    cond,
+                    then_block,
+                    else_block,
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                unroll,
+            } => {
+                let mut start = self.hoist(start, span, out)?;
+                let mut end = self.hoist(end, span, out)?;
+                let mut body = body;
+                if nested {
+                    if jumps_out(&body) {
+                        return Err(self.unsupported(
+                            "`break`, `continue` or `return` in a loop with barriers",
+                            span,
+                        ));
+                    }
+                    start = self.bind_temp(start, span, out);
+                    end = self.bind_temp(end, span, out);
+                    body = self.block(body)?;
+                }
+                StmtKind::For {
+                    var,
+                    start,
+                    end,
+                    downto,
+                    body,
+                    unroll,
+                }
+            }
+            StmtKind::While { cond, body, unroll } => {
+                if jumps_out(&body) {
+                    return Err(self.unsupported(
+                        "`break`, `continue` or `return` in a loop with barriers",
+                        span,
+                    ));
+                }
+                let t = self.fresh(Ty::BOOL, true);
+                let again = Stmt {
+                    kind: StmtKind::Assign {
+                        place: LValue::Var(t),
+                        value: cond.clone(),
+                    },
+                    span,
+                };
+                let first = self.let_(t, cond, span);
+                self.stmt(first, out)?;
+                let mut body = self.block(body)?;
+                self.stmt(again, &mut body)?;
+                StmtKind::While {
+                    cond: self.var_expr(t),
+                    body,
+                    unroll,
+                }
+            }
+            StmtKind::Block(b) => StmtKind::Block(self.block(b)?),
+            StmtKind::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => {
+                if nested {
+                    return Err(
+                        self.unsupported("a barrier or warp operation under a `match`", span)
+                    );
+                }
+                StmtKind::Match {
+                    scrutinee: self.hoist(scrutinee, span, out)?,
+                    variant,
+                    arms,
+                }
+            }
+            StmtKind::Let {
+                var,
+                init: Some(init),
+            } => StmtKind::Let {
+                var,
+                init: Some(self.hoist(init, span, out)?),
+            },
+            StmtKind::Assign { place, value } => {
+                let place = self.hoist_place(place, span, out)?;
+                let value = self.hoist(value, span, out)?;
+                StmtKind::Assign { place, value }
+            }
+            StmtKind::Expr(e) => StmtKind::Expr(self.hoist(e, span, out)?),
+            _ => {
+                return Err(self.unsupported("a warp operation in this statement", span));
+            }
+        };
+        out.push(Stmt { kind, span });
+        Ok(())
+    }
+
+    fn hoist_place(&mut self, p: LValue, span: Span, pre: &mut Block) -> R<LValue> {
+        Ok(match p {
+            LValue::Var(v) => LValue::Var(v),
+            LValue::Index { base, index } => LValue::Index {
+                base,
+                index: Box::new(self.hoist(*index, span, pre)?),
+            },
+            LValue::Field { base, field } => LValue::Field {
+                base: Box::new(self.hoist_place(*base, span, pre)?),
+                field,
+            },
+        })
+    }
+
+    /// Replace every warp operation in `e` by a variable computed before the statement.
+    fn hoist(&mut self, e: Expr, span: Span, pre: &mut Block) -> R<Expr> {
+        if !has_warp(&e) {
+            return Ok(e);
+        }
+        let Expr { kind, ty } = e;
+        let kind = match kind {
+            ExprKind::Intrinsic {
+                op: Intrinsic::Warp(w),
+                args,
+            } => {
+                let mut vars = Vec::new();
+                for a in args {
+                    let a = self.hoist(a, span, pre)?;
+                    let v = self.fresh(a.ty.clone(), false);
+                    pre.push(self.let_(v, a, span));
+                    vars.push(self.var_expr(v));
+                }
+                let w_var = self.fresh(ty.clone(), false);
+                let call = Expr::new(
+                    ExprKind::Intrinsic {
+                        op: Intrinsic::Warp(w),
+                        args: vars,
+                    },
+                    ty.clone(),
+                );
+                pre.push(self.let_(w_var, call, span));
+                return Ok(self.var_expr(w_var));
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                if matches!(op, BinOp::And | BinOp::Or) && has_warp(&rhs) {
+                    return Err(self
+                        .unsupported("a warp operation in the right operand of `&&`/`||`", span));
+                }
+                ExprKind::Binary {
+                    op,
+                    lhs: Box::new(self.hoist(*lhs, span, pre)?),
+                    rhs: Box::new(self.hoist(*rhs, span, pre)?),
+                }
+            }
+            ExprKind::Select { .. } => {
+                return Err(self.unsupported("a warp operation in a conditional expression", span));
+            }
+            ExprKind::Unary { op, operand } => ExprKind::Unary {
+                op,
+                operand: Box::new(self.hoist(*operand, span, pre)?),
+            },
+            ExprKind::Index { base, index } => ExprKind::Index {
+                base,
+                index: Box::new(self.hoist(*index, span, pre)?),
+            },
+            ExprKind::Field { base, field } => ExprKind::Field {
+                base: Box::new(self.hoist(*base, span, pre)?),
+                field,
+            },
+            ExprKind::Tag(a) => ExprKind::Tag(Box::new(self.hoist(*a, span, pre)?)),
+            ExprKind::Payload { value, ctor, field } => ExprKind::Payload {
+                value: Box::new(self.hoist(*value, span, pre)?),
+                ctor,
+                field,
+            },
+            ExprKind::Record { record, fields } => ExprKind::Record {
+                record,
+                fields: self.hoist_all(fields, span, pre)?,
+            },
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => ExprKind::Ctor {
+                variant,
+                ctor,
+                fields: self.hoist_all(fields, span, pre)?,
+            },
+            ExprKind::Call { func, args } => ExprKind::Call {
+                func,
+                args: self.hoist_all(args, span, pre)?,
+            },
+            ExprKind::Intrinsic { op, args } => ExprKind::Intrinsic {
+                op,
+                args: self.hoist_all(args, span, pre)?,
+            },
+            k @ (ExprKind::Lit(_) | ExprKind::Var(_)) => k,
+        };
+        Ok(Expr { kind, ty })
+    }
+
+    fn hoist_all(&mut self, es: Vec<Expr>, span: Span, pre: &mut Block) -> R<Vec<Expr>> {
+        es.into_iter().map(|e| self.hoist(e, span, pre)).collect()
+    }
+}
