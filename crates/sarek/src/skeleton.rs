@@ -34,7 +34,7 @@
 //! let s = sarek::skeleton!(reduce, "tests/kernels/skeleton_ops.sarek", negate, "0");
 //! ```
 
-use crate::{Mirrored, Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Program};
+use crate::{Device, Error, HostVector, Kernel, LaunchConfig, LaunchStats, Mirrored, Program};
 use sarek_compiler::skeleton::{self as sk, BLOCK, Plan};
 use sarek_runtime::RuntimeError;
 
