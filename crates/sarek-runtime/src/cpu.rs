@@ -83,3 +83,105 @@ pub fn run(
 ) -> Result<LaunchStats, RuntimeError> {
     interp::launch(kernel, config, args, run_parallel)
 }
+
+/// A kernel as the `cpu` device holds it: native code (Cranelift, `sarek-jit`), or the reason
+/// it runs on the interpreter core.
+enum Compiled {
+    Native(Box<sarek_jit::JitKernel>),
+    Interpreted(String),
+}
+
+/// The `cpu` device's compiled kernels, compared whole (a changed kernel recompiles).
+#[derive(Default)]
+pub struct JitCache {
+    kernels: Mutex<Vec<(Kernel, Arc<Compiled>)>>,
+}
+
+impl JitCache {
+    fn compiled(&self, kernel: &Kernel) -> Arc<Compiled> {
+        let mut cache = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, c)) = cache.iter().find(|(k, _)| k == kernel) {
+            return c.clone();
+        }
+        // Compiling under the lock: a second launch of the same kernel waits for it.
+        let c = Arc::new(
+            match sarek_jit::compile(kernel, &sarek_jit::JitOptions::default()) {
+                Ok(k) => Compiled::Native(Box::new(k)),
+                Err(e) => Compiled::Interpreted(e.to_string()),
+            },
+        );
+        cache.push((kernel.clone(), c.clone()));
+        c
+    }
+
+    /// Why `kernel` runs on the interpreter core rather than as native code (`None`: native).
+    pub fn note(&self, kernel: &Kernel) -> Option<String> {
+        match &*self.compiled(kernel) {
+            Compiled::Native(_) => None,
+            Compiled::Interpreted(why) => Some(why.clone()),
+        }
+    }
+
+    /// Run `kernel` as native code when the code generator handles it, else (and for launches
+    /// the interpreter diagnoses exactly: arguments, barriers reached by part of a block) on
+    /// the interpreter core. Vectors are updated only when the launch succeeds.
+    pub fn run(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
+        let total = std::time::Instant::now();
+        let compiled = self.compiled(kernel);
+        let Compiled::Native(jit) = &*compiled else {
+            return run(kernel, config, args);
+        };
+        let mut copies = args.to_vec();
+        let start = std::time::Instant::now();
+        let result = jit.launch(config.grid, config.block, &mut jit_args(&mut copies));
+        let kernel_time = start.elapsed();
+        match result {
+            Ok(()) => {
+                for (a, c) in args.iter_mut().zip(copies) {
+                    if let ArgValue::Vector(_) = a {
+                        *a = c;
+                    }
+                }
+                Ok(LaunchStats {
+                    kernel_time,
+                    total_time: total.elapsed(),
+                })
+            }
+            Err(sarek_jit::Fault::Kernel { span, message }) => {
+                Err(RuntimeError::Fault { span, message })
+            }
+            Err(sarek_jit::Fault::Divergent { .. } | sarek_jit::Fault::Arguments(_)) => {
+                run(kernel, config, args)
+            }
+        }
+    }
+}
+
+fn jit_args(args: &mut [ArgValue]) -> Vec<sarek_jit::JitArg<'_>> {
+    use crate::value::Column;
+    args.iter_mut()
+        .map(|a| match a {
+            ArgValue::Scalar(l) => sarek_jit::JitArg::Scalar(*l),
+            ArgValue::Aggregate(ls) => sarek_jit::JitArg::Aggregate(ls.clone()),
+            ArgValue::Vector(v) => sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+                len: v.len,
+                columns: v
+                    .columns
+                    .iter_mut()
+                    .map(|c| match c {
+                        Column::Bool(x) => sarek_jit::Column::Bool(x),
+                        Column::I32(x) => sarek_jit::Column::I32(x),
+                        Column::I64(x) => sarek_jit::Column::I64(x),
+                        Column::F32(x) => sarek_jit::Column::F32(x),
+                        Column::F64(x) => sarek_jit::Column::F64(x),
+                    })
+                    .collect(),
+            }),
+        })
+        .collect()
+}

@@ -40,6 +40,8 @@ pub struct HostDevice {
     info: DeviceInfo,
     core: DeviceCore,
     kernel_time: Mutex<Duration>,
+    /// Native code of the kernels the `cpu` executor ran.
+    jit: crate::cpu::JitCache,
 }
 
 impl HostDevice {
@@ -54,7 +56,10 @@ impl HostDevice {
             },
             Executor::Parallel => DeviceInfo {
                 backend: Backend::Cpu,
-                name: format!("host CPU ({} threads)", rayon::current_num_threads()),
+                name: format!(
+                    "host CPU ({} threads, native code via Cranelift)",
+                    rayon::current_num_threads()
+                ),
                 max_threads_per_block: crate::interp::MAX_THREADS_PER_BLOCK,
                 subgroups: true,
                 float64: true,
@@ -65,6 +70,7 @@ impl HostDevice {
             core: DeviceCore::new(format!("{} ({})", info.backend, info.name)),
             info,
             kernel_time: Mutex::new(Duration::ZERO),
+            jit: crate::cpu::JitCache::default(),
         }
     }
 
@@ -74,11 +80,11 @@ impl HostDevice {
         config: LaunchConfig,
         args: &mut [ArgValue],
     ) -> Result<Duration, RuntimeError> {
-        let run = match self.executor {
-            Executor::Sequential => crate::interp::run,
-            Executor::Parallel => crate::cpu::run,
+        let stats = match self.executor {
+            Executor::Sequential => crate::interp::run(kernel.ir(), config, args)?,
+            Executor::Parallel => self.jit.run(kernel.ir(), config, args)?,
         };
-        Ok(run(kernel.ir(), config, args)?.kernel_time)
+        Ok(stats.kernel_time)
     }
 }
 

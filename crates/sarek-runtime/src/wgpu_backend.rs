@@ -47,6 +47,8 @@ pub struct WgpuDevice {
     core: DeviceCore,
     /// Timestamp read-back buffers of the timed launches since the last sync.
     timed: Mutex<Vec<wgpu::Buffer>>,
+    /// Error scopes form one stack per device: launches from several threads take turns.
+    scope: Mutex<()>,
 }
 
 /// A built kernel: its module and layouts, and a pipeline per block size.
@@ -138,6 +140,7 @@ impl WgpuDevice {
         Ok(WgpuDevice {
             core: DeviceCore::new(format!("wgpu ({})", info.name)),
             timed: Mutex::new(Vec::new()),
+            scope: Mutex::new(()),
             device,
             queue,
             info,
@@ -159,6 +162,7 @@ impl WgpuDevice {
 
     /// Run `f` inside validation and out-of-memory error scopes.
     fn scoped<T>(&self, what: &str, f: impl FnOnce() -> T) -> Result<T, String> {
+        let _turn = self.scope.lock().unwrap_or_else(|e| e.into_inner());
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let value = f();
