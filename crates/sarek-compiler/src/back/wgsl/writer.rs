@@ -1437,7 +1437,18 @@ impl<'a> Writer<'a> {
             return self.internal("atomic on a local array");
         };
         let elem = self.k.var(*v).ty.elem().cloned().unwrap_or(Ty::I32);
-        let vals: Vec<String> = args[1..].iter().map(|x| self.expr(x)).collect();
+        // The index goes through `index` as for a plain access: naga checks a constant one.
+        let vals: Vec<String> = args[1..]
+            .iter()
+            .enumerate()
+            .map(|(k, x)| {
+                if k == 0 {
+                    self.index(*v, x)
+                } else {
+                    self.expr(x)
+                }
+            })
+            .collect();
         let i = vals.first().cloned().unwrap_or_default();
         let x = vals.get(1).cloned().unwrap_or_default();
         let place = format!("&{}[{i}]", acc.expr);
