@@ -5,8 +5,10 @@
 //! questions and `writer::Writer` does everything else, so a fix lands in all three.
 //!
 //! Design decisions, the same on every dialect:
-//! - `legalize` (seed 000) runs first with the dialect's reserved words and
-//!   `rename_params = true` (arguments are bound by position).
+//! - `legalize` (seed 000) runs first with the dialect's reserved words
+//!   ([`keywords`]); kernel parameters are renamable (arguments are bound by position). The
+//!   writer's own names (types, fields, constructors, lengths, helpers) come from the one
+//!   namer ([`crate::back::names::Namer::claim`]).
 //! - Kernel arguments, in parameter order: a vector is a global pointer followed by its `int`
 //!   length; scalars, records and variants are passed by value (Metal: `constant T&`), each
 //!   one [`ArgSlot::Argument`](crate::abi::ArgSlot) (Metal: one `[[buffer(n)]]` each).
@@ -48,6 +50,7 @@
 //! `cl_khr_subgroup_ballot`); shared arrays inside helpers on OpenCL and Metal.
 
 mod dialect;
+pub mod keywords;
 mod writer;
 
 pub use dialect::Dialect;
@@ -55,8 +58,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::legalize;
-use crate::passes::reserved::reserved;
+use crate::passes::legalize::{Params, legalize};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -66,7 +68,6 @@ pub fn generate(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
-    let reserved = reserved(dialect.target());
-    let legal = legalize(kernel, &reserved, true);
-    writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
+    let legal = legalize(kernel, keywords::of(dialect), Params::Positional);
+    writer::Writer::new(&legal, dialect, options).finish(kernel)
 }

@@ -5,6 +5,7 @@
 //! needs (extension pragmas, fallback helpers) is only known once every body is written.
 
 use super::dialect::Dialect;
+use crate::back::names::Namer;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
@@ -44,8 +45,9 @@ pub(super) struct Writer<'a> {
     k: &'a Kernel,
     d: Dialect,
     opts: &'a TargetOptions,
-    /// Every identifier a generated global name must avoid.
-    used: HashSet<String>,
+    /// Every identifier of the kernel and every name generated so far, with the dialect's
+    /// reserved words: generated names come from here.
+    namer: Namer,
     var_names: Vec<String>,
     /// Length expression of each vector/array variable in scope of the current function.
     lens: HashMap<VarId, String>,
@@ -80,24 +82,19 @@ pub(super) struct Writer<'a> {
     hoisted: HashSet<VarId>,
     out: String,
     indent: usize,
-    /// The dialect's reserved-name predicate (`passes::reserved`).
-    reserved: Box<dyn Fn(&str) -> bool>,
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        d: Dialect,
-        opts: &'a TargetOptions,
-        reserved: Box<dyn Fn(&str) -> bool>,
-    ) -> Self {
-        let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
-        used.extend(k.functions.iter().map(|f| f.name.clone()));
+    pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions) -> Self {
+        let mut namer = Namer::new(super::keywords::of(d));
+        for name in k.vars.iter().map(|v| &v.name).chain(k.functions.iter().map(|f| &f.name)) {
+            namer.avoid(name);
+        }
         let mut w = Writer {
             k,
             d,
             opts,
-            used,
+            namer,
             var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
             lens: HashMap::new(),
             record_names: Vec::new(),
@@ -121,7 +118,6 @@ impl<'a> Writer<'a> {
             hoisted: HashSet::new(),
             out: String::new(),
             indent: 0,
-            reserved,
         };
         w.name_types();
         if !k.traps().is_empty() {
@@ -137,21 +133,9 @@ impl<'a> Writer<'a> {
     }
 
     /// A global name based on `base` that no kernel identifier, keyword or earlier
-    /// generated name uses.
+    /// generated name uses ([`Namer::claim`]).
     fn fresh(&mut self, base: &str) -> String {
-        let mut base = sanitize(base);
-        // A name reserved by prefix (`atomic_*`, `get_*`) stays reserved whatever the suffix.
-        if (self.reserved)(&base) && (self.reserved)(&format!("{base}_1")) {
-            base = format!("sarek_{base}");
-        }
-        let mut name = base.clone();
-        let mut k = 1;
-        while self.used.contains(&name) || (self.reserved)(&name) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        self.used.insert(name.clone());
-        name
+        self.namer.claim(base)
     }
 
     fn name_types(&mut self) {
@@ -159,21 +143,9 @@ impl<'a> Writer<'a> {
         for r in &k.records {
             let name = self.fresh(&r.name);
             self.record_names.push(name);
-            let mut seen = HashSet::new();
-            let fields = r
-                .fields
-                .iter()
-                .map(|f| {
-                    let mut n = sanitize(&f.name);
-                    if (self.reserved)(&n) {
-                        n = format!("{n}_");
-                    }
-                    while !seen.insert(n.clone()) {
-                        n.push('_');
-                    }
-                    n
-                })
-                .collect();
+            // Members live in their struct's own namespace: one namer per struct.
+            let mut members = Namer::new(super::keywords::of(self.d));
+            let fields = r.fields.iter().map(|f| members.claim(&f.name)).collect();
             self.record_fields.push(fields);
         }
         for r in &k.records {
@@ -183,12 +155,14 @@ impl<'a> Writer<'a> {
         for v in &k.variants {
             let name = self.fresh(&v.name);
             self.variant_names.push(name);
+            let mut members = Namer::new(super::keywords::of(self.d));
+            members.avoid("tag");
             let fields = v
                 .ctors
                 .iter()
                 .map(|c| {
                     (0..c.fields.len())
-                        .map(|i| format!("{}_{i}", sanitize(&c.name)))
+                        .map(|i| members.claim(&format!("{}_{i}", c.name)))
                         .collect()
                 })
                 .collect();
@@ -596,15 +570,7 @@ impl<'a> Writer<'a> {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
-        let entry = if crate::passes::reserved::is_valid_identifier(&k.name)
-            && !(self.reserved)(&k.name)
-            && !self.used.contains(&k.name)
-        {
-            self.used.insert(k.name.clone());
-            k.name.clone()
-        } else {
-            self.fresh(&k.name)
-        };
+        let entry = self.fresh(&k.name);
         let mut params = Vec::new();
         let mut abi_params = Vec::new();
         let mut slot = 0u32;
@@ -1832,20 +1798,3 @@ fn strip_semicolon(s: &str) -> String {
     s.trim_end_matches(';').to_string()
 }
 
-/// Replace characters C identifiers cannot hold (`'` in OCaml names).
-fn sanitize(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
-    }
-    s
-}

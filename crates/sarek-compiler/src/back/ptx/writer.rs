@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::entry_name;
+use crate::back::names::Namer;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
@@ -187,7 +187,7 @@ impl<'k> Writer<'k> {
     }
 
     pub(super) fn finish(mut self) -> Result<Generated, Vec<Diagnostic>> {
-        let entry = entry_name(&self.kernel.name);
+        let entry = Namer::new(&super::keywords::KEYWORDS).escape(&self.kernel.name);
         let (param_decls, abi_params, trap_status) = self.params();
         let body = self.kernel.body.clone();
         self.block(&body);
