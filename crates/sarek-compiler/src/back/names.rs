@@ -74,7 +74,7 @@ pub struct Namer {
     reserved: HashSet<&'static str>,
     taken: HashSet<String>,
     /// Spellings over the length limit and their shortened forms, in order of first use.
-    cuts: HashMap<String, String>,
+    cuts: HashMap<(usize, String), String>,
 }
 
 impl Namer {
@@ -206,14 +206,16 @@ impl Namer {
         if spelled.len() <= max {
             return spelled;
         }
-        if let Some(cut) = self.cuts.get(&spelled) {
+        let key = (max, spelled);
+        if let Some(cut) = self.cuts.get(&key) {
             return cut.clone();
         }
+        let spelled = &key.1;
         let head = format!("{ESCAPE_PREFIX}cut{}_", self.cuts.len() + 1);
         // Identifiers are ASCII: any byte index is a character boundary.
         let keep = max.saturating_sub(head.len()).min(spelled.len());
         let cut = format!("{head}{}", spelled[..keep].trim_end_matches('_'));
-        self.cuts.insert(spelled, cut.clone());
+        self.cuts.insert(key, cut.clone());
         cut
     }
 }

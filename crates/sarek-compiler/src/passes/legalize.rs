@@ -32,10 +32,11 @@ pub enum Params {
     /// Parameters of the kernel function, bound by position (C family): renamable like any
     /// binder.
     Positional,
-    /// Module-scope names (shaders: a vector is a storage buffer of its name, a scalar a
-    /// member of the parameter block read by name): never renamed, and every other binder
-    /// (helpers, their locals and parameters) avoids them. A helper's vector or array
-    /// parameter stands for the buffer the generator substitutes: never renamed either.
+    /// Shaders: a vector is a module-scope storage buffer of its name, which every other
+    /// binder (helpers, their locals and parameters) avoids; any other parameter is a member
+    /// of the parameter block (`params.n`, `sarek_pc.n`), which no binder can hide. Neither is
+    /// renamed. A helper's vector or array parameter stands for the buffer the generator
+    /// substitutes: never renamed either.
     ModuleScope,
 }
 
@@ -118,6 +119,12 @@ impl Legalizer<'_> {
 
     /// Decide the final name of a binder and make it visible in the current scope.
     fn declare(&mut self, kind: Kind, name: &str) -> String {
+        self.declare_in(kind, name, true)
+    }
+
+    /// [`Self::declare`]; `visible` false for a name nothing can hide (a parameter-block
+    /// member).
+    fn declare_in(&mut self, kind: Kind, name: &str, visible: bool) -> String {
         let renamable = match (self.params, kind) {
             (Params::ModuleScope, Kind::KernelParam | Kind::HelperArray) => false,
             (Params::Positional, _) | (Params::ModuleScope, Kind::Other) => true,
@@ -129,10 +136,12 @@ impl Legalizer<'_> {
         } else {
             name.to_string()
         };
-        self.scopes
-            .last_mut()
-            .expect("module scope")
-            .push(final_name.clone());
+        if visible {
+            self.scopes
+                .last_mut()
+                .expect("module scope")
+                .push(final_name.clone());
+        }
         final_name
     }
 
@@ -147,7 +156,9 @@ impl Legalizer<'_> {
         let module_scope = self.params == Params::ModuleScope;
         if module_scope {
             for p in &k.params {
-                self.var(Kind::KernelParam, *p);
+                let buffer = matches!(k.var(*p).ty, Ty::Vector(_));
+                let name = self.k.var(*p).name.clone();
+                self.var_names[p.0 as usize] = self.declare_in(Kind::KernelParam, &name, buffer);
             }
         }
         for (i, f) in k.functions.iter().enumerate() {

@@ -570,7 +570,11 @@ impl<'a> Writer<'a> {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
-        let entry = self.fresh(&k.name);
+        // The entry point is spelled as on every target ([`Namer::escape`]).
+        let entry = {
+            let spelled = self.namer.escape(&k.name);
+            self.namer.unique(spelled)
+        };
         let mut params = Vec::new();
         let mut abi_params = Vec::new();
         let mut slot = 0u32;
