@@ -1,9 +1,9 @@
 //! The IR of every corpus kernel: lowered, validated, legalized for every target (the output
 //! validated again) and pinned as an insta snapshot of the IR printer's output.
 
+use sarek_compiler::back::names::Keywords;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::ir::{print::print_kernel, validate::validate};
-use sarek_compiler::back::names::Keywords;
 use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
 use std::path::Path;

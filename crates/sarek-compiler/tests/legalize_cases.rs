@@ -1,8 +1,8 @@
 //! Hand-checked cases of seed 000's renaming rules.
 
+use sarek_compiler::back::names::Keywords;
 use sarek_compiler::ir::build::*;
 use sarek_compiler::ir::*;
-use sarek_compiler::back::names::Keywords;
 use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
 
@@ -85,7 +85,11 @@ fn module_scope_params_keep_their_names() {
     // a reserved local (`max`), a local redeclaring a local, `x'` and a local named like a
     // vector parameter (a buffer) are renamed; one named like a scalar parameter (read as a
     // `params` member) stays.
-    let params = [("buf", vector_of(Ty::F32)), ("n", Ty::F32), ("ref", Ty::F32)];
+    let params = [
+        ("buf", vector_of(Ty::F32)),
+        ("n", Ty::F32),
+        ("ref", Ty::F32),
+    ];
     let k = kernel(&params, &["max", "max", "x'", "buf", "n"], |b, v| {
         let mut body: Block = (3..=6).map(|i| let_(v[i], b.read(v[i - 1]))).collect();
         body.push(let_(v[7], b.read(v[1])));

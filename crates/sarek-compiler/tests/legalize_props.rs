@@ -13,10 +13,10 @@
 //! - legalize is idempotent, and the validator accepts the output.
 
 use proptest::prelude::*;
+use sarek_compiler::back::names::{Keywords, Namer, is_identifier};
 use sarek_compiler::diag::Span;
 use sarek_compiler::ir::validate::validate;
 use sarek_compiler::ir::*;
-use sarek_compiler::back::names::{Keywords, Namer, is_identifier};
 use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
 use sarek_compiler::types::{BinOp, MemSpace};
@@ -737,9 +737,20 @@ fn positional(s: &SKernel, target: Target) -> Result<(), TestCaseError> {
     let out = legalize(&k, keywords, Params::Positional);
     let again = legalize(&out, keywords, Params::Positional);
     for n in binder_names(&out, true) {
-        prop_assert!(is_identifier(&n) && !namer.is_reserved(&n), "binder `{}` survives", n);
+        prop_assert!(
+            is_identifier(&n) && !namer.is_reserved(&n),
+            "binder `{}` survives",
+            n
+        );
     }
-    check_common(&k, &out, &again, Model { params: Params::Positional })
+    check_common(
+        &k,
+        &out,
+        &again,
+        Model {
+            params: Params::Positional,
+        },
+    )
 }
 
 /// Shaders: kernel parameters keep their names (the escaper spells them), as do helpers'
@@ -752,7 +763,11 @@ fn module_scope(s: &SKernel, target: Target) -> Result<(), TestCaseError> {
     let out = legalize(&k, keywords, Params::ModuleScope);
     let again = legalize(&out, keywords, Params::ModuleScope);
     for (p, q) in k.params.iter().zip(&out.params) {
-        prop_assert_eq!(&k.var(*p).name, &out.var(*q).name, "kernel parameter renamed");
+        prop_assert_eq!(
+            &k.var(*p).name,
+            &out.var(*q).name,
+            "kernel parameter renamed"
+        );
     }
     let helper_vectors: Vec<String> = out
         .functions
@@ -768,5 +783,12 @@ fn module_scope(s: &SKernel, target: Target) -> Result<(), TestCaseError> {
             n
         );
     }
-    check_common(&k, &out, &again, Model { params: Params::ModuleScope })
+    check_common(
+        &k,
+        &out,
+        &again,
+        Model {
+            params: Params::ModuleScope,
+        },
+    )
 }

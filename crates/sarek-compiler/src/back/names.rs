@@ -15,6 +15,7 @@
 
 use crate::target::Target;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
 /// identifier its compiler accepts.
@@ -71,7 +72,8 @@ const MINTED_ROOM: usize = 64;
 /// One generation's names.
 pub struct Namer {
     keywords: &'static Keywords,
-    reserved: HashSet<&'static str>,
+    /// `keywords.words` as a set, shared with [`Namer::sibling`]s.
+    reserved: Rc<HashSet<&'static str>>,
     taken: HashSet<String>,
     /// Spellings over the length limit and their shortened forms, in order of first use.
     cuts: HashMap<(usize, String), String>,
@@ -81,7 +83,18 @@ impl Namer {
     pub fn new(keywords: &'static Keywords) -> Namer {
         Namer {
             keywords,
-            reserved: keywords.words.iter().copied().flatten().copied().collect(),
+            reserved: Rc::new(keywords.words.iter().copied().flatten().copied().collect()),
+            taken: HashSet::new(),
+            cuts: HashMap::new(),
+        }
+    }
+
+    /// A namer for another namespace of the same target (a struct's members): same reserved
+    /// names, nothing taken.
+    pub fn sibling(&self) -> Namer {
+        Namer {
+            keywords: self.keywords,
+            reserved: Rc::clone(&self.reserved),
             taken: HashSet::new(),
             cuts: HashMap::new(),
         }
@@ -299,7 +312,9 @@ mod tests {
         }
         assert!(!glsl.is_reserved("s"));
         let wgsl = Namer::new(Keywords::of(Target::Wgsl));
-        for w in ["ref", "set", "get", "let", "f32", "__x", "sarek_y", "params"] {
+        for w in [
+            "ref", "set", "get", "let", "f32", "__x", "sarek_y", "params",
+        ] {
             assert!(wgsl.is_reserved(w), "{w}");
         }
         assert!(!Namer::new(Keywords::of(Target::Ir)).is_reserved("int"));
@@ -360,5 +375,87 @@ mod tests {
         // No limit: unchanged.
         let mut w = Namer::new(Keywords::of(Target::Wgsl));
         assert_eq!(w.fit(a.clone()), a);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::HashSet;
+
+        /// Names that stress the rules: every target's reserved words, the namespaces the
+        /// rules mint into (`sarek_`, `sarek_q_`, `sarek_cut1_`, `q_`), non-identifiers,
+        /// `__`, and names past GLSL's length limit that differ only in their tail.
+        fn name() -> impl Strategy<Value = String> {
+            let words: Vec<&'static str> = Target::ALL
+                .iter()
+                .flat_map(|t| Keywords::of(*t).words.iter().copied().flatten().copied())
+                .collect();
+            let stems = [
+                "",
+                "sarek_",
+                "sarek_q_",
+                "sarek_cut1_",
+                "q_",
+                "_",
+                "__",
+                "x'",
+            ];
+            prop_oneof![
+                proptest::sample::select(words).prop_map(str::to_string),
+                (proptest::sample::select(stems.to_vec()), "[a-z_'0-9]{0,6}")
+                    .prop_map(|(s, t)| format!("{s}{t}")),
+                (990usize..1100, "[a-z_]{1,3}").prop_map(|(n, t)| format!("{}{t}", "a".repeat(n))),
+            ]
+        }
+
+        fn distinct(names: &[String]) -> Vec<String> {
+            let mut seen = HashSet::new();
+            names.iter().filter(|n| seen.insert(*n)).cloned().collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+            /// `escape` is injective and yields identifiers; `segment` and `fit` stay injective
+            /// and within the length limit.
+            #[test]
+            fn spellings_are_injective(names in proptest::collection::vec(name(), 1..24)) {
+                let names = distinct(&names);
+                for t in [Target::Wgsl, Target::Glsl, Target::Ptx] {
+                    let mut namer = Namer::new(Keywords::of(t));
+                    let escaped: Vec<String> = names.iter().map(|n| namer.escape(n)).collect();
+                    prop_assert_eq!(distinct(&escaped).len(), names.len(), "{}: {:?}", t, escaped);
+                    for e in &escaped {
+                        prop_assert!(is_identifier(e), "{}: `{}`", t, e);
+                    }
+                    let segments: Vec<String> = names.iter().map(|n| namer.segment(n)).collect();
+                    prop_assert_eq!(distinct(&segments).len(), names.len(), "{}: {:?}", t, segments);
+                    let fitted: Vec<String> = escaped.into_iter().map(|e| namer.fit(e)).collect();
+                    prop_assert_eq!(distinct(&fitted).len(), names.len());
+                    if let Some(max) = Keywords::of(t).max_len {
+                        for (s, f) in segments.iter().zip(&fitted) {
+                            prop_assert!(s.len() <= (max - MINTED_ROOM) / 2 && f.len() <= max);
+                        }
+                    }
+                }
+            }
+
+            /// Claimed and fresh names are distinct identifiers the target does not reserve.
+            #[test]
+            fn claims_are_distinct_and_free(names in proptest::collection::vec(name(), 1..24)) {
+                for t in Target::ALL {
+                    let mut namer = Namer::new(Keywords::of(t));
+                    let claimed: Vec<String> = names
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| if i % 2 == 0 { namer.claim(n) } else { namer.fresh(n) })
+                        .collect();
+                    prop_assert_eq!(distinct(&claimed).len(), claimed.len(), "{}: {:?}", t, claimed);
+                    for c in &claimed {
+                        prop_assert!(is_identifier(c) && !namer.is_reserved(c), "{}: `{}`", t, c);
+                    }
+                }
+            }
+        }
     }
 }

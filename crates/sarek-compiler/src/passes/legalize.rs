@@ -129,8 +129,7 @@ impl Legalizer<'_> {
             (Params::ModuleScope, Kind::KernelParam | Kind::HelperArray) => false,
             (Params::Positional, _) | (Params::ModuleScope, Kind::Other) => true,
         };
-        let conflicts =
-            !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
+        let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
         let final_name = if renamable && conflicts {
             self.namer.fresh(name)
         } else {

@@ -5,8 +5,8 @@
 //! needs (extension pragmas, fallback helpers) is only known once every body is written.
 
 use super::dialect::Dialect;
-use crate::back::names::Namer;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -87,7 +87,12 @@ pub(super) struct Writer<'a> {
 impl<'a> Writer<'a> {
     pub fn new(k: &'a Kernel, d: Dialect, opts: &'a TargetOptions) -> Self {
         let mut namer = Namer::new(super::keywords::of(d));
-        for name in k.vars.iter().map(|v| &v.name).chain(k.functions.iter().map(|f| &f.name)) {
+        for name in k
+            .vars
+            .iter()
+            .map(|v| &v.name)
+            .chain(k.functions.iter().map(|f| &f.name))
+        {
             namer.avoid(name);
         }
         let mut w = Writer {
@@ -144,7 +149,7 @@ impl<'a> Writer<'a> {
             let name = self.fresh(&r.name);
             self.record_names.push(name);
             // Members live in their struct's own namespace: one namer per struct.
-            let mut members = Namer::new(super::keywords::of(self.d));
+            let mut members = self.namer.sibling();
             let fields = r.fields.iter().map(|f| members.claim(&f.name)).collect();
             self.record_fields.push(fields);
         }
@@ -155,7 +160,7 @@ impl<'a> Writer<'a> {
         for v in &k.variants {
             let name = self.fresh(&v.name);
             self.variant_names.push(name);
-            let mut members = Namer::new(super::keywords::of(self.d));
+            let mut members = self.namer.sibling();
             members.avoid("tag");
             let fields = v
                 .ctors
@@ -1801,4 +1806,3 @@ fn strip(s: &str) -> &str {
 fn strip_semicolon(s: &str) -> String {
     s.trim_end_matches(';').to_string()
 }
-

@@ -237,7 +237,10 @@ impl<'k> Writer<'k> {
 
     fn ctor_fn(&self, variant: crate::ir::VariantId, ctor: u32) -> String {
         let (v, c) = (variant.0 as usize, ctor as usize);
-        format!("sarek_mk_{}_{}", self.variant_names[v], self.ctor_names[v][c])
+        format!(
+            "sarek_mk_{}_{}",
+            self.variant_names[v], self.ctor_names[v][c]
+        )
     }
 
     /// A zero value of `ty` (payload fields of other constructors).
@@ -1007,7 +1010,11 @@ impl<'k> Writer<'k> {
         let name = if key.is_empty() {
             self.fn_names[func.0 as usize].clone()
         } else {
-            format!("sarek_s{}_{}", self.instances.len(), self.fn_names[func.0 as usize])
+            format!(
+                "sarek_s{}_{}",
+                self.instances.len(),
+                self.fn_names[func.0 as usize]
+            )
         };
         self.instances.insert((func, key.clone()), name.clone());
         let saved = std::mem::take(&mut self.subst);

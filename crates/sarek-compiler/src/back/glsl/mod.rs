@@ -42,8 +42,8 @@
 //! subgroups where the device lacks them) is refused with a located error naming GLSL.
 
 mod emit;
-pub mod keywords;
 mod f64math;
+pub mod keywords;
 pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
@@ -79,7 +79,11 @@ pub fn generate_with(
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let kernel = legalize(&fold_constants(kernel), &keywords::KEYWORDS, Params::ModuleScope);
+    let kernel = legalize(
+        &fold_constants(kernel),
+        &keywords::KEYWORDS,
+        Params::ModuleScope,
+    );
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),

@@ -21,8 +21,8 @@
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
 //!   with a located error naming PTX, and the `cuda` target remains available for them.
 
-mod writer;
 pub mod keywords;
+mod writer;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;

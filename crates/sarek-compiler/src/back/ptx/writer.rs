@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::back::names::Namer;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};

@@ -6,7 +6,12 @@ use crate::back::names::Keywords;
 
 /// WGSL's reserved names. naga accepts identifiers of any length (5,000 characters tried).
 pub static KEYWORDS: Keywords = Keywords {
-    words: &[WGSL_KEYWORDS, WGSL_RESERVED, WGSL_PREDECLARED, GENERATOR_FIXED],
+    words: &[
+        WGSL_KEYWORDS,
+        WGSL_RESERVED,
+        WGSL_PREDECLARED,
+        GENERATOR_FIXED,
+    ],
     prefixes: WGSL_PREFIXES,
     infixes: &[],
     max_len: None,

@@ -1070,7 +1070,8 @@ impl<'a> Writer<'a> {
                 match &base.ty {
                     Ty::Record(id) => format!(
                         "{b}.{}",
-                        self.names.escape(&self.k.record(*id).fields[*field as usize].name)
+                        self.names
+                            .escape(&self.k.record(*id).fields[*field as usize].name)
                     ),
                     _ => self.internal("field read on a non-record"),
                 }
