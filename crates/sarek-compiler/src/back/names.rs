@@ -75,6 +75,9 @@ pub struct Namer {
     /// `keywords.words` as a set, shared with [`Namer::sibling`]s.
     reserved: Rc<HashSet<&'static str>>,
     taken: HashSet<String>,
+    /// Per base of [`Namer::fresh`], the first suffix worth trying: every smaller one was
+    /// taken or reserved when last tried, and stays so (names are only ever added).
+    next_suffix: HashMap<String, usize>,
     /// Spellings over the length limit and their shortened forms, in order of first use.
     cuts: HashMap<(usize, String), String>,
 }
@@ -85,6 +88,7 @@ impl Namer {
             keywords,
             reserved: Rc::new(keywords.words.iter().copied().flatten().copied().collect()),
             taken: HashSet::new(),
+            next_suffix: HashMap::new(),
             cuts: HashMap::new(),
         }
     }
@@ -96,6 +100,7 @@ impl Namer {
             keywords: self.keywords,
             reserved: Rc::clone(&self.reserved),
             taken: HashSet::new(),
+            next_suffix: HashMap::new(),
             cuts: HashMap::new(),
         }
     }
@@ -109,7 +114,7 @@ impl Namer {
 
     /// Whether `name` is an identifier the target accepts and nothing has taken.
     fn is_free(&self, name: &str) -> bool {
-        is_identifier(name) && !self.is_reserved(name) && !self.taken.contains(name)
+        !self.taken.contains(name) && is_identifier(name) && !self.is_reserved(name)
     }
 
     /// Mark `name` as taken: fresh and claimed names avoid it from now on.
@@ -155,9 +160,11 @@ impl Namer {
         // candidate was refused as reserved, so the base is in a reserved family.
         let bound = self.taken.len() + 64;
         for b in [base.clone(), format!("v_{base}"), "v".to_string()] {
-            for k in 1..=bound {
+            let start = self.next_suffix.get(&b).copied().unwrap_or(1);
+            for k in start..=start + bound {
                 let candidate = format!("{b}_{k}");
                 if self.is_free(&candidate) {
+                    self.next_suffix.insert(b, k + 1);
                     self.taken.insert(candidate.clone());
                     return candidate;
                 }
