@@ -25,9 +25,10 @@ use std::fmt::Write as _;
 pub const BLOCK: u32 = 256;
 /// Consecutive elements each thread of a reduction folds before the block's tree (at most:
 /// see [`reduce_items`]).
-pub const REDUCE_ITEMS: u32 = 8;
-/// Most tiles a reduction block folds before its tree (see [`reduce_chunks`]).
-pub const REDUCE_MAX_CHUNKS: u32 = 16;
+pub const REDUCE_ITEMS: u32 = 16;
+/// Most tiles a reduction block folds before its tree (see [`reduce_chunks`]): on the H200,
+/// two pipelined chunks of 16 items beat both one (nothing to overlap) and more (too few blocks).
+pub const REDUCE_MAX_CHUNKS: u32 = 2;
 /// Blocks a reduction pass keeps when the input allows (see [`reduce_chunks`]).
 pub const REDUCE_MIN_BLOCKS: usize = 1024;
 /// Shared memory a reduction block may use: `BLOCK × (items + 2)` elements.
@@ -273,14 +274,14 @@ fn associative(types: &[String]) -> Option<&str> {
 /// consecutive elements starting at `t × items × chunks` of the block's span; each chunk
 /// brings the next `items` of every run into shared memory (a run's `items` elements are
 /// consecutive in memory, so a warp's loads use whole 32-byte sectors), padded by one slot
-/// every `items` so the per-thread folds hit distinct banks. The block then combines the
-/// runs with a tree of neighbours (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`), which
-/// keeps the elements' order.
+/// every `items` so the per-thread folds hit distinct banks. The loads are software-pipelined:
+/// the next chunk is read into registers (`v0`, `v1`, ...) while the block folds the current
+/// one, so a thread keeps `items` loads in flight across the barriers. The block then
+/// combines the runs with a tree of neighbours (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`),
+/// which keeps the elements' order.
 fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, items: u32) {
     let (block, tile) = (BLOCK, BLOCK * items);
     let padded = tile + tile / items;
-    let last = items - 1;
-    let stride = items + 1;
     let _ = write!(
         src,
         "let%kernel {name} (input : {a} vector) (partial : {a} vector) (n : int32) (chunks : int32) =
@@ -289,17 +290,47 @@ fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, 
   let tid = thread_idx_x in
   let span = chunks * {items} in
   let base = block_idx_x * chunks * {tile} in
-  let run = tid * {stride} in
-  let mut acc = {neutral} in
-  for c = 0 to chunks - 1 do
-    for r = 0 to {last} do
-      let q = r * {block} + tid in
-      let owner = q / {items} in
-      let k = base + owner * span + c * {items} + (q - owner * {items}) in
-      tile.(q + owner) <- (if k < n then input.(k) else {neutral})
-    done;
-    block_barrier ();
-    for r = 0 to {last} do
+"
+    );
+    // Slot r of the tile: thread `owner` of the block, element `r - owner·items` of its run.
+    for r in 0..items {
+        let _ = write!(
+            src,
+            "  let q{r} = {} + tid in
+  let owner{r} = q{r} / {items} in
+  let at{r} = base + owner{r} * span + (q{r} - owner{r} * {items}) in
+  let mut v{r} = (if at{r} < n then input.(at{r}) else {neutral}) in
+",
+            r * block
+        );
+    }
+    let _ = writeln!(
+        src,
+        "  let mut acc = {neutral} in
+  for c = 0 to chunks - 1 do"
+    );
+    for r in 0..items {
+        let _ = writeln!(src, "    tile.(q{r} + owner{r}) <- v{r};");
+    }
+    let _ = write!(
+        src,
+        "    block_barrier ();
+    let next = (c + 1) * {items} in
+    if c + 1 < chunks then begin
+"
+    );
+    for r in 0..items {
+        let sep = if r + 1 < items { ";" } else { "" };
+        let _ = writeln!(
+            src,
+            "      v{r} := (if at{r} + next < n then input.(at{r} + next) else {neutral}){sep}"
+        );
+    }
+    let _ = write!(
+        src,
+        "    end;
+    let run = tid * {} in
+    for r = 0 to {} do
       acc := {f} acc tile.(run + r)
     done;
     block_barrier ()
@@ -314,7 +345,9 @@ fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, 
     s := s * 2
   done;
   if tid = 0 then partial.(block_idx_x) <- part.(0)
-"
+",
+        items + 1,
+        items - 1
     );
 }
 
