@@ -56,7 +56,6 @@ pub use writer::LAYOUT;
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::passes::legalize::legalize;
-use crate::passes::reserved::reserved;
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -66,7 +65,8 @@ pub fn generate(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
-    let reserved = reserved(dialect.target());
+    let rules = dialect.rules();
+    let reserved = rules.reserved();
     let legal = legalize(kernel, &reserved, true);
-    writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
+    writer::Writer::new(&legal, rules, options, reserved).finish(kernel)
 }
