@@ -1,8 +1,11 @@
-//! The C-family generator: OpenCL C 1.2, CUDA C and Metal from one emitter.
+//! The C-family generator: OpenCL C 1.2, CUDA C, Metal and HIP from one emitter.
 //!
-//! The three languages share C's statements, expressions and structs; they differ in
-//! qualifiers, address spaces, built-in names and capabilities. [`Dialect`] answers those
-//! questions and `writer::Writer` does everything else, so a fix lands in all three.
+//! The languages share C's statements, expressions and structs; they differ in qualifiers,
+//! address spaces, kernel parameters, geometry, warp operations, atomics, built-in names and
+//! capabilities. Each dialect's file in `dialect/` answers those questions (the `Rules`
+//! trait) and `writer::Writer` does everything else without matching on the dialect, so a fix
+//! lands in all of them and a new dialect is one file. HIP is a library dialect (validated by
+//! hipcc in the tests): it has no `--target` spelling and no runtime backend.
 //!
 //! Design decisions, the same on every dialect:
 //! - `legalize` (seed 000) runs first with the dialect's reserved words and
@@ -40,6 +43,7 @@
 //!   bounds (`sinf` 2 ulp, `expf` 2 ulp, `powf` 4 ulp).
 //! - Metal: the source cannot turn fast math off; a host must compile with
 //!   `MTLMathModeSafe` (not run in this project).
+//! - HIP: `#pragma clang fp contract(off)` in the source (hipcc and hiprtc contract by default).
 //!
 //! Refusals (located diagnostics naming the target): float64 on Metal or on an OpenCL device
 //! without `cl_khr_fp64`; int64 atomics on Metal or an OpenCL device without the
