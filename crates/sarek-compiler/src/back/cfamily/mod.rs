@@ -26,6 +26,9 @@
 //! Arithmetic semantics:
 //! - Signed `+ - *`, negation and `lsl` go through the unsigned type, since signed overflow is
 //!   undefined in C and the language wraps; `lsr` shifts the unsigned type.
+//! - CUDA spells `(-x) asr n` as `~((x - 1) asr n)`: ptxas 13.0 folds a negation under an
+//!   arithmetic shift into a `LEA.HI.SX32` that is off by one for odd negative `x`, and
+//!   `~x + 1` reaches it as the same negation.
 //! - Integer `/` and `mod` are C's (truncating, remainder with the dividend's sign), which is
 //!   the language's. Division by zero (and `min_int / -1`) is undefined behaviour in C: the
 //!   interpreter reports it as a fault, a GPU returns an unspecified value and PoCL on a CPU

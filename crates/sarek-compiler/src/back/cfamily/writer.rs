@@ -1129,6 +1129,27 @@ impl<'a> Writer<'a> {
             let u = self.wrapping(op, lhs, rhs, operand);
             return format!("(({t}){u})");
         }
+        if op == BinOp::AShr
+            && self.d.negation_under_asr_miscompiles()
+            && let ExprKind::Unary {
+                op: UnOp::Neg,
+                operand: x,
+            } = &lhs.kind
+        {
+            // `(-x) asr n` as `~((x - 1) asr n)`: equal for every x (-x = ~(x - 1) in two's
+            // complement, and `asr` commutes with `~`), with no negation left to fold.
+            let t = self.scalar(operand);
+            let u = self.d.unsigned(operand);
+            let x = self.expr(x);
+            let b = self.expr(rhs);
+            let one = if operand == Scalar::I64 {
+                format!("1{}", self.d.u64_suffix())
+            } else {
+                "1u".to_string()
+            };
+            let n = shift_count(&b, operand);
+            return format!("(~((({t})(({u}){x} - {one})) >> {n}))");
+        }
         let a = self.expr(lhs);
         let b = self.expr(rhs);
         match op {

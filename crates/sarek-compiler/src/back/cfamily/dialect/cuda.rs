@@ -179,6 +179,14 @@ impl Rules for Cuda {
         }
     }
 
+    /// ptxas 13.0 for sm_90 folds `neg` into the `shr.s32` + `add` after it as
+    /// `LEA.HI.SX32 d, -a, b, 0x1f`, which is off by one for odd negative `a` (seen on the
+    /// H200 in a checked kernel; ptxas 13.5 no longer emits it). `~x + 1` reaches ptxas as the
+    /// same `neg`; `~((x - 1) >> n)` does not.
+    fn negation_under_asr_miscompiles(&self) -> bool {
+        true
+    }
+
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String {
         const MASK: &str = "0xffffffffu";
         match op {
@@ -243,5 +251,78 @@ pub(super) fn unsigned_atomic64(op: AtomicOp, f: &str, ptr: &str, vals: &[String
         AtomicOp::Dec => format!("atomicAdd({uptr}, ~0ull)"),
         AtomicOp::Cas => format!("atomicCAS({uptr}, {}, {})", u(&vals[0]), u(&vals[1])),
         _ => format!("{f}({uptr}, {})", u(&vals[0])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::back::cfamily::{Dialect, generate};
+    use crate::diag::SourceMap;
+    use crate::target::TargetOptions;
+
+    /// The identity the CUDA spelling of `(-x) asr n` rests on, over the extremes and a
+    /// sweep of each width, for every shift count.
+    #[test]
+    fn asr_of_negation_identity() {
+        let mut xs32: Vec<i32> = vec![i32::MIN, i32::MIN + 1, -3, -2, -1, 0, 1, 2, 3, i32::MAX];
+        xs32.extend((i32::MIN..=i32::MAX).step_by(65_521));
+        for &x in &xs32 {
+            for n in 0..32 {
+                assert_eq!(
+                    x.wrapping_neg() >> n,
+                    !(x.wrapping_sub(1) >> n),
+                    "{x} asr {n}"
+                );
+            }
+        }
+        let mut xs64: Vec<i64> = vec![i64::MIN, i64::MIN + 1, -3, -1, 0, 1, 3, i64::MAX];
+        xs64.extend((i64::MIN..=i64::MAX).step_by(1 << 44));
+        for &x in &xs64 {
+            for n in 0..64 {
+                assert_eq!(
+                    x.wrapping_neg() >> n,
+                    !(x.wrapping_sub(1) >> n),
+                    "{x} asr {n}"
+                );
+            }
+        }
+    }
+
+    fn source(dialect: Dialect) -> String {
+        let text = "let%kernel k (a : int32 vector) (b : int64 vector) =\n\
+                    \x20 let i = global_thread_id in\n\
+                    \x20 a.(i) <- Int32.shift_right (Int32.neg a.(i)) 1;\n\
+                    \x20 b.(i) <- Int64.shift_right (Int64.neg b.(i)) 3\n";
+        let mut sources = SourceMap::new();
+        let file = sources.add("k.sarek".to_string(), text.to_string());
+        let program = crate::check(&sources, file).expect("the kernel checks");
+        let kernel = crate::lower_kernel(&program, "k").expect("the kernel lowers");
+        generate(&kernel, dialect, &TargetOptions::default())
+            .expect("generated")
+            .source
+    }
+
+    /// CUDA spells `(-x) asr n` without a negation; the other dialects keep the plain form.
+    #[test]
+    fn asr_of_negation_spelling() {
+        let cuda = source(Dialect::Cuda);
+        assert!(
+            cuda.contains("a[i] = ~(((int)((unsigned int)a[i] - 1u)) >> (1 & 31));"),
+            "{cuda}"
+        );
+        assert!(
+            cuda.contains(
+                "b[i] = ~(((long long)((unsigned long long)b[i] - 1ull)) >> (3LL & 63));"
+            ),
+            "{cuda}"
+        );
+        assert!(!cuda.contains("0 - "), "{cuda}");
+        let opencl = source(Dialect::OpenCl);
+        assert!(opencl.contains("(0 - (uint)a[i])) >> (1 & 31)"), "{opencl}");
+        let hip = source(Dialect::Hip);
+        assert!(
+            hip.contains("(0 - (unsigned int)a[i])) >> (1 & 31)"),
+            "{hip}"
+        );
     }
 }

@@ -243,6 +243,11 @@ pub(super) trait Rules: Sync {
     fn saturating_convert(&self, _to: &'static str, _x: &str) -> Option<String> {
         None
     }
+    /// Whether the dialect's compiler miscompiles an arithmetic shift right of a negation
+    /// (the writer then spells `(-x) asr n` without the negation).
+    fn negation_under_asr_miscompiles(&self) -> bool {
+        false
+    }
     /// A warp operation on `x` (an int or float value: bools are converted around it) with
     /// its lane or distance `lane` (shuffles only), as an expression of the result type.
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String;
