@@ -68,7 +68,7 @@ fn lit(l: Literal) -> String {
         Literal::I32(v) if v < 0 => format!("({v}i)"),
         Literal::I32(v) => format!("{v}i"),
         Literal::F32(v) => f32_lit(v),
-        // Refused by the checker; kept total.
+        // Refused by the analysis (`support::wgsl`); kept total.
         Literal::I64(v) => format!("{}i", v as i32),
         Literal::F64(v) => f32_lit(v as f32),
     }
