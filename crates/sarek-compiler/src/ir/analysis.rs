@@ -627,6 +627,7 @@ impl Walker<'_> {
             space: MemSpace::Shared,
             size: Some(n),
         } = &info.ty
+            && *n != crate::ir::SIZE_BLOCK_DIM_X
         {
             let stride = abi::elem_layout(self.kernel, elem, C_RULES).stride;
             let bytes = u64::from(stride).saturating_mul(u64::from(*n));
