@@ -81,8 +81,8 @@ pub enum Limit {
     /// Nesting depth of brace-enclosed blocks in the generated function (a flat `else if`
     /// chain counts once, a `match` twice).
     BlockNesting,
-    /// Nesting depth of a statement's blocks plus its deepest expression (what a recursive
-    /// descent parser recurses over).
+    /// Nesting depth of a statement's blocks plus its deepest expression ([`expr_depth`]):
+    /// what a recursive-descent parser recurses over.
     ParserNesting,
 }
 
@@ -255,7 +255,7 @@ impl Support {
             .map(|(_, m, _)| *m)
     }
 
-    /// "WGSL" or "the device `name` (GLSL)".
+    /// "WGSL" or "the device `name` (GLSL)": the subject of a refusal.
     fn who(&self) -> String {
         let target = self.target.display_name();
         match &self.device {
@@ -278,7 +278,7 @@ pub fn refusals(needs: &Needs, support: &Support) -> Vec<Diagnostic> {
         let Some(first) = uses.first() else { continue };
         let mut d = Diagnostic::error(
             first.span,
-            format!("{} is not supported by {who}", feature.describe()),
+            format!("{who} does not support {}", feature.describe()),
         )
         .with_label(first.label.clone())
         .with_note(why.clone());
@@ -288,8 +288,10 @@ pub fn refusals(needs: &Needs, support: &Support) -> Vec<Diagnostic> {
                 message: u.label.clone(),
             });
         }
-        if uses.len() > MAX_PLACES {
-            d = d.with_note(format!("and {} more places", uses.len() - MAX_PLACES));
+        match uses.len().saturating_sub(MAX_PLACES) {
+            0 => {}
+            1 => d = d.with_note("and 1 more place"),
+            n => d = d.with_note(format!("and {n} more places")),
         }
         if let Some(h) = feature.help() {
             d = d.with_help(h);
@@ -303,6 +305,8 @@ pub fn refusals(needs: &Needs, support: &Support) -> Vec<Diagnostic> {
         }
         out.push(limit_refusal(needs, *limit, amount, *max, &who, why));
     }
+    // In source order, whatever order the support declares things in.
+    out.sort_by_key(|d| (d.span.file, d.span.start, d.span.end));
     out
 }
 
@@ -711,9 +715,20 @@ fn children(e: &Expr) -> Vec<&Expr> {
     }
 }
 
-/// Nesting depth of an expression tree (a leaf is 1).
+/// Nesting depth of an expression tree as a recursive-descent parser of a C-like spelling
+/// sees it: a leaf is 1, an operator, call, index or conversion 2 (its operand in parentheses
+/// or as an argument, itself perhaps inside a conversion), a shift 3 (its count is converted
+/// and masked as well).
 pub fn expr_depth(e: &Expr) -> u64 {
-    1 + children(e).into_iter().map(expr_depth).max().unwrap_or(0)
+    let own = match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => 1,
+        ExprKind::Binary {
+            op: BinOp::Shl | BinOp::LShr | BinOp::AShr,
+            ..
+        } => 3,
+        _ => 2,
+    };
+    own + children(e).into_iter().map(expr_depth).max().unwrap_or(0)
 }
 
 /// The deepest expression a statement evaluates itself (not in its nested blocks).
