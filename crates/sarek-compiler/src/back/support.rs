@@ -109,9 +109,12 @@ pub fn opencl(options: &TargetOptions) -> Support {
 /// Static `__shared__` arrays (and PTX `.shared` variables) are limited to 48 KiB per block;
 /// more needs dynamic shared memory, which Sarek does not emit.
 pub const CUDA_MAX_STATIC_SHARED: u64 = 48 * 1024;
-/// `__global__` parameters since CUDA 12.1 on compute capability 7.0+ (NVRTC rejects more).
+/// `__global__` parameters since CUDA 12.1 on compute capability 7.0+: NVRTC reports "formal
+/// parameter space overflowed" past it (its byte count is the analysis's).
 pub const CUDA_MAX_PARAM_BYTES: u64 = 32_764;
-/// Kernel parameters of a PTX ISA 8.0 module (this generator's `.version`): the classic 4 KiB.
+/// Kernel parameters of a PTX ISA 8.0 module (this generator's `.version`): the documented
+/// 4 KiB (ptxas 13 allows 0x1100 bytes and wants `.version 8.1` for more; a driver's JIT may
+/// be older).
 pub const PTX_MAX_PARAM_BYTES: u64 = 4_096;
 
 pub fn cuda() -> Support {
