@@ -750,3 +750,196 @@ fn stmt_expr_depth(kind: &StmtKind) -> u64 {
         _ => 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::SourceMap;
+
+    fn lower(src: &str) -> (SourceMap, Kernel) {
+        let mut sources = SourceMap::new();
+        let file = sources.add("k.sarek", src);
+        let program = crate::check(&sources, file).unwrap_or_else(|d| {
+            panic!("{}", crate::diag::render_all(&d, &sources, false))
+        });
+        let kernel = crate::lower_kernel(&program, "k").unwrap();
+        (sources, kernel)
+    }
+
+    fn lines(sources: &SourceMap, uses: &[Use]) -> Vec<usize> {
+        uses.iter()
+            .map(|u| sources.line_col(u.span.file, u.span.start).0)
+            .collect()
+    }
+
+    const MIXED: &str = "\
+let%kernel k (v : float64 vector) (h : int64 vector) (n : int32) =
+  let i = global_thread_id in
+  let s = warp_shuffle_xor n 1 in
+  if i < n then begin
+    v.(i) <- sqrt v.(i) +. sin v.(i);
+    ignore (atomic_add h 0 1L);
+    v.(i) <- v.(i) +. float64 s
+  end
+";
+
+    #[test]
+    fn every_feature_is_found_with_its_places_in_source_order() {
+        let (sources, kernel) = lower(MIXED);
+        let needs = Needs::of(&kernel);
+        assert_eq!(lines(&sources, needs.uses(Feature::Float64)), [1, 5, 7]);
+        // `h` (line 1) and the atomic's int64 result (line 6).
+        assert_eq!(lines(&sources, needs.uses(Feature::Int64)), [1, 6]);
+        assert_eq!(lines(&sources, needs.uses(Feature::Int64Atomics)), [6]);
+        assert_eq!(lines(&sources, needs.uses(Feature::Subgroups)), [3]);
+        assert_eq!(lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sin))), [5]);
+        assert_eq!(lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sqrt))), [5]);
+        assert!(needs.uses(Feature::FloatMod).is_empty());
+        assert!(needs.uses(Feature::AggregateEquality).is_empty());
+        // Two vectors (pointer + length each) and an int32, as CUDA lays them out.
+        assert_eq!(needs.param_bytes.value, 12 + 4 + 12 + 4);
+        assert_eq!(needs.vectors.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_feature_is_one_error_at_its_first_use_naming_target_and_device() {
+        let (sources, kernel) = lower(MIXED);
+        let support = Support::all(Target::Glsl)
+            .on_device("tiny")
+            .without(Feature::Float64, "it lacks shaderFloat64")
+            .without(Feature::Int64Atomics, "it lacks shaderBufferInt64Atomics")
+            // Declared but not needed: no error.
+            .without(Feature::FloatMod, "no fmod");
+        let err = check(&kernel, &support).unwrap_err();
+        assert_eq!(err.len(), 2, "{err:?}");
+        let (f64, atomics) = (&err[0], &err[1]);
+        assert_eq!(
+            f64.message,
+            "the device `tiny` (GLSL) does not support 64-bit floats (float64)"
+        );
+        assert_eq!(sources.line_col(f64.span.file, f64.span.start).0, 1);
+        assert_eq!(f64.secondary.len(), 2);
+        assert_eq!(f64.notes, ["it lacks shaderFloat64"]);
+        assert_eq!(
+            atomics.message,
+            "the device `tiny` (GLSL) does not support int64 atomics"
+        );
+        assert_eq!(sources.line_col(atomics.span.file, atomics.span.start).0, 6);
+        // Without the device, the target is the subject.
+        let target_only = Support::all(Target::Metal).without(Feature::Float64, "no double");
+        let err = check(&kernel, &target_only).unwrap_err();
+        assert_eq!(err[0].message, "Metal does not support 64-bit floats (float64)");
+        assert!(check(&kernel, &Support::all(Target::Cuda)).is_ok());
+    }
+
+    #[test]
+    fn places_past_five_are_counted() {
+        let body: String = (0..8)
+            .map(|j| format!("  v.({j}) <- v.({j}) +. 1.0d;\n"))
+            .collect();
+        let (_, kernel) = lower(&format!(
+            "let%kernel k (v : float64 vector) =\n{body}  v.(9) <- 0.0d\n"
+        ));
+        let err = check(
+            &kernel,
+            &Support::all(Target::Metal).without(Feature::Float64, "no double"),
+        )
+        .unwrap_err();
+        // `v` and nine statements: one error, four more labels, five counted.
+        assert_eq!(err.len(), 1);
+        assert_eq!(err[0].secondary.len(), MAX_PLACES - 1);
+        assert_eq!(err[0].notes, ["no double", "and 5 more places"]);
+    }
+
+    #[test]
+    fn limits_keep_the_tighter_value_and_refuse_past_it() {
+        let src = "\
+let%kernel k (v : int32 vector) =
+  let%shared (a : int32) = 1024 in
+  let%shared (b : float64) = 2048 in
+  v.(thread_idx_x) <- a.(0);
+  b.(0) <- 1.0d
+";
+        let (sources, kernel) = lower(src);
+        let needs = Needs::of(&kernel);
+        assert_eq!(needs.shared_bytes.value, 4 * 1024 + 8 * 2048);
+        // Located at the largest array, `b`.
+        assert_eq!(sources.line_col(needs.shared_bytes.span.file, needs.shared_bytes.span.start).0, 3);
+        let support = Support::all(Target::Cuda)
+            .limit(Limit::SharedBytes, 48 * 1024, "target")
+            .on_device("small")
+            .limit(Limit::SharedBytes, 16 * 1024, "device")
+            .limit(Limit::SharedBytes, 32 * 1024, "looser: ignored");
+        assert_eq!(support.max(Limit::SharedBytes), Some(16 * 1024));
+        let err = refusals(&needs, &support);
+        assert_eq!(err.len(), 1);
+        assert_eq!(
+            err[0].message,
+            "kernel `k` declares 20480 bytes of shared arrays, the device `small` (CUDA C) allows at most 16384"
+        );
+        assert_eq!(err[0].notes, ["device"]);
+        let roomy = Support::all(Target::Cuda).limit(Limit::SharedBytes, 20480, "exactly");
+        assert!(refusals(&needs, &roomy).is_empty());
+    }
+
+    /// An `if` chain of `n` statements written `else if`, and the same chain with a second
+    /// statement in each `else` (so that every `if` nests in the previous one's block).
+    fn chains(n: usize) -> (Needs, Needs) {
+        let arms: Vec<String> = (0..n)
+            .map(|j| format!("if x = {j} then v.(0) <- {j}"))
+            .collect();
+        let (_, flat) = lower(&format!(
+            "let%kernel k (v : int32 vector) =\n  let x = v.(1) in\n  {}\n  else v.(0) <- 0\n",
+            arms.join("\n  else ")
+        ));
+        // Nest by hand: the source's own nesting limit stops short of WGSL's.
+        let mut nested = flat.clone();
+        let [.., last] = nested.body.as_mut_slice() else {
+            unreachable!()
+        };
+        fn nest(s: &mut crate::ir::Stmt) {
+            if let StmtKind::If { else_block, .. } = &mut s.kind
+                && let [only] = else_block.as_mut_slice()
+            {
+                nest(only);
+                else_block.insert(
+                    0,
+                    crate::ir::Stmt {
+                        kind: StmtKind::Barrier,
+                        span: Span::DUMMY,
+                    },
+                );
+            }
+        }
+        nest(last);
+        (Needs::of(&flat), Needs::of(&nested))
+    }
+
+    #[test]
+    fn an_else_if_chain_is_flat_and_real_nesting_counts() {
+        let (flat, nested) = chains(40);
+        // The kernel body is level 1, an `if`'s blocks level 2, however long the chain.
+        assert_eq!(flat.block_nesting.value, 2);
+        assert_eq!(nested.block_nesting.value, 41);
+        let wgsl = crate::back::support::wgsl(&crate::TargetOptions::default());
+        assert!(refusals(&flat, &wgsl).is_empty());
+        let (flat, deep) = chains(130);
+        assert!(refusals(&flat, &wgsl).is_empty());
+        let err = refusals(&deep, &wgsl);
+        assert_eq!(err.len(), 1, "{err:?}");
+        assert_eq!(
+            err[0].message,
+            "kernel `k` nests blocks 131 deep, WGSL allows at most 127"
+        );
+    }
+
+    #[test]
+    fn expression_depth_counts_parser_levels() {
+        let (_, kernel) = lower(
+            "let%kernel k (v : int32 vector) =\n  let x = v.(0) in\n  v.(1) <- (x + 1) lsl (x - 1)\n",
+        );
+        let needs = Needs::of(&kernel);
+        // Statement at level 1; shift 3 + subtraction 2 + leaf 1.
+        assert_eq!(needs.parser_nesting.value, 1 + 3 + 2 + 1);
+    }
+}
