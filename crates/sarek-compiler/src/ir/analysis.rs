@@ -78,8 +78,8 @@ pub enum Limit {
     ParamBytes,
     /// Storage buffers bound at once: one per vector parameter (plus [`Needs::extra_buffers`]).
     StorageBuffers,
-    /// Nesting depth of brace-enclosed blocks in the generated function (a flat `else if`
-    /// chain counts once, a `match` twice).
+    /// Nesting depth of brace-enclosed blocks in the generated function: one per block, a
+    /// flat `else if` chain once, a `match` two levels (a scope and its chain), a `for` four.
     BlockNesting,
     /// Nesting depth of a statement's blocks plus its deepest expression ([`expr_depth`]):
     /// what a recursive-descent parser recurses over.
@@ -529,9 +529,13 @@ impl Walker<'_> {
                 }
                 self.block(rest);
             }
-            StmtKind::For { body, .. }
-            | StmtKind::While { body, .. }
-            | StmtKind::Block(body) => {
+            // A scope for the bounds, the entry test, the loop, the body: the longest
+            // spelling of a `for` (WGSL's); other targets take fewer levels.
+            StmtKind::For { body, .. } => {
+                self.depth = depth + 4;
+                self.block(body);
+            }
+            StmtKind::While { body, .. } | StmtKind::Block(body) => {
                 self.depth = depth + 1;
                 self.block(body);
             }
@@ -941,5 +945,14 @@ let%kernel k (v : int32 vector) =
         let needs = Needs::of(&kernel);
         // Statement at level 1; shift 3 + subtraction 2 + leaf 1.
         assert_eq!(needs.parser_nesting.value, 1 + 3 + 2 + 1);
+    }
+
+    #[test]
+    fn a_for_loop_counts_as_written_in_wgsl() {
+        // WGSL: `{` bounds `if (..) {` `loop {` `{` body: the body's statements at level 5.
+        let (_, kernel) = lower(
+            "let%kernel k (v : int32 vector) =\n  for j = 0 to 3 do\n    v.(j) <- j\n  done\n",
+        );
+        assert_eq!(Needs::of(&kernel).block_nesting.value, 5);
     }
 }
