@@ -315,7 +315,7 @@ fn more_vectors_than_the_device_binds_are_refused_located() {
     assert_eq!(r.get("failure").str(), "refused");
     let rendered = r.get("rendered").str();
     assert!(
-        rendered.contains("needs 3 storage buffers, the device `Tiny GPU` binds at most 2"),
+        rendered.contains("needs 3 storage buffers, the device `Tiny GPU` (WGSL) binds at most 2"),
         "{rendered}"
     );
     assert!(rendered.contains("many.sarek:1:"), "{rendered}");
