@@ -179,7 +179,9 @@ fn a_refusal_merges_each_reason_as_the_runtime_does() {
         int64_atomics: false,
         ..TargetOptions::default()
     };
-    let diags = sarek_compiler::generate(&ir, Target::Wgsl, &options).unwrap_err();
+    // As the runtime's wgpu backend refuses: WGSL's support refined by the device (named).
+    let support = sarek_compiler::back::support::wgsl(&options).on_device("WebGPU");
+    let diags = sarek_compiler::ir::analysis::check(&ir, &support).unwrap_err();
     // The analysis words one error per reason (float64 here), its uses as places.
     assert_eq!(diags.len(), 1, "{diags:?}");
     assert!(diags.iter().all(|d| !d.secondary.is_empty()), "{diags:?}");
