@@ -304,7 +304,10 @@ fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
     );
     let src = sources.text(sources.ids().next().unwrap());
     let col = src.find("(p1021 :").unwrap() + 2;
-    assert_eq!(sources.location(err[0].span), format!("params.sarek:1:{col}"));
+    assert_eq!(
+        sources.location(err[0].span),
+        format!("params.sarek:1:{col}")
+    );
     // CUDA C takes the same kernel (its limit is 32,764 bytes).
     assert!(sarek_compiler::generate(&over, Target::Cuda, &TargetOptions::default()).is_ok());
 }

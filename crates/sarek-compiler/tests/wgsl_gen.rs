@@ -376,7 +376,9 @@ fn deep_chains_are_written_flat_or_refused_located() {
     naga_validate(&g.source).unwrap();
     let errs = wgsl::generate(&loops(32), &TargetOptions::default()).unwrap_err();
     assert!(
-        errs[0].message.contains("nests blocks 129 deep, WGSL allows at most 127"),
+        errs[0]
+            .message
+            .contains("nests blocks 129 deep, WGSL allows at most 127"),
         "{}",
         errs[0].message
     );

@@ -24,7 +24,11 @@ pub fn check_needs(needs: &Needs, support: &Support) -> Result<(), RuntimeError>
     if refused.is_empty() {
         Ok(())
     } else {
-        Err(RuntimeError::refused(support.target, &needs.kernel, refused))
+        Err(RuntimeError::refused(
+            support.target,
+            &needs.kernel,
+            refused,
+        ))
     }
 }
 

@@ -24,7 +24,6 @@
 
 use crate::bind::LaunchPlan;
 use crate::capability;
-use sarek_compiler::ir::analysis::{Feature, Needs, Support};
 use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
 use crate::kernel::{Built, KernelHandle, KernelId};
 use crate::memory::{Allocation, DeviceCore, Mem};
@@ -32,6 +31,7 @@ use ash::vk;
 use sarek_compiler::abi::{AbiParamKind, LayoutRules};
 use sarek_compiler::back::glsl::{self, Warps, spirv};
 use sarek_compiler::ir::Kernel;
+use sarek_compiler::ir::analysis::{Feature, Needs, Support};
 use sarek_compiler::{Diagnostic, Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -752,7 +752,11 @@ impl State {
         let support = sarek_compiler::back::support::glsl(&self.options, self.warps)
             .on_device(&self.info.name)
             .without_if(!self.int64, Feature::Int64, "it lacks shaderInt64")
-            .without_if(!self.info.float64, Feature::Float64, "it lacks shaderFloat64");
+            .without_if(
+                !self.info.float64,
+                Feature::Float64,
+                "it lacks shaderFloat64",
+            );
         capability::storage_buffers(support, storage_limit)
     }
 

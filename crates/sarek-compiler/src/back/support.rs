@@ -31,8 +31,14 @@ pub const WGSL_MAX_PARSER_NESTING: u64 = 190;
 pub fn wgsl(options: &TargetOptions) -> Support {
     let other = "other targets (OpenCL, CUDA, GLSL, PTX) still compile this kernel";
     Support::all(Target::Wgsl)
-        .without(Feature::Float64, format!("WGSL has no 64-bit floats; {other}"))
-        .without(Feature::Int64, format!("WGSL has no 64-bit integers; {other}"))
+        .without(
+            Feature::Float64,
+            format!("WGSL has no 64-bit floats; {other}"),
+        )
+        .without(
+            Feature::Int64,
+            format!("WGSL has no 64-bit integers; {other}"),
+        )
         .without(
             Feature::Int64Atomics,
             format!("WGSL has no 64-bit integers; {other}"),

@@ -62,7 +62,9 @@ impl Feature {
             Feature::AggregateEquality => {
                 Some("compare elements or fields one by one (use `match` for variants)")
             }
-            Feature::HelperSharedArray => Some("declare the shared array in the kernel and pass it to the helper"),
+            Feature::HelperSharedArray => {
+                Some("declare the shared array in the kernel and pass it to the helper")
+            }
             _ => None,
         }
     }
@@ -351,7 +353,9 @@ fn limit_refusal(
             "move inner blocks into helper functions",
         ),
         Limit::ParserNesting => (
-            format!("kernel `{k}` nests statements and expressions {n} deep, {who} allows at most {max}"),
+            format!(
+                "kernel `{k}` nests statements and expressions {n} deep, {who} allows at most {max}"
+            ),
             amount.span,
             "the deepest statement".to_string(),
             "bind parts of the expression with `let`, or move inner blocks into helper functions",
@@ -434,7 +438,12 @@ fn param_bytes(kernel: &Kernel) -> Amount {
             }
             ty => {
                 let layout = abi::elem_layout(kernel, ty, rules);
-                let align = layout.leaves.iter().map(|(_, s)| s.size()).max().unwrap_or(1);
+                let align = layout
+                    .leaves
+                    .iter()
+                    .map(|(_, s)| s.size())
+                    .max()
+                    .unwrap_or(1);
                 place(
                     u64::from(layout.stride.max(1)),
                     u64::from(align),
@@ -466,7 +475,11 @@ struct Walker<'k> {
 
 impl Walker<'_> {
     fn add(&mut self, feature: Feature, span: Span, label: String) {
-        let span = if span.is_dummy() { self.needs.span } else { span };
+        let span = if span.is_dummy() {
+            self.needs.span
+        } else {
+            span
+        };
         let uses = match self.needs.features.iter().position(|(f, _)| *f == feature) {
             Some(i) => &mut self.needs.features[i].1,
             None => {
@@ -585,9 +598,7 @@ impl Walker<'_> {
                 self.expr(span, value, true);
             }
             StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(span, e, true),
-            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => {
-                self.expr(span, cond, true)
-            }
+            StmtKind::If { cond, .. } | StmtKind::While { cond, .. } => self.expr(span, cond, true),
             StmtKind::For {
                 var, start, end, ..
             } => {
@@ -763,9 +774,8 @@ mod tests {
     fn lower(src: &str) -> (SourceMap, Kernel) {
         let mut sources = SourceMap::new();
         let file = sources.add("k.sarek", src);
-        let program = crate::check(&sources, file).unwrap_or_else(|d| {
-            panic!("{}", crate::diag::render_all(&d, &sources, false))
-        });
+        let program = crate::check(&sources, file)
+            .unwrap_or_else(|d| panic!("{}", crate::diag::render_all(&d, &sources, false)));
         let kernel = crate::lower_kernel(&program, "k").unwrap();
         (sources, kernel)
     }
@@ -796,8 +806,14 @@ let%kernel k (v : float64 vector) (h : int64 vector) (n : int32) =
         assert_eq!(lines(&sources, needs.uses(Feature::Int64)), [1, 6]);
         assert_eq!(lines(&sources, needs.uses(Feature::Int64Atomics)), [6]);
         assert_eq!(lines(&sources, needs.uses(Feature::Subgroups)), [3]);
-        assert_eq!(lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sin))), [5]);
-        assert_eq!(lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sqrt))), [5]);
+        assert_eq!(
+            lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sin))),
+            [5]
+        );
+        assert_eq!(
+            lines(&sources, needs.uses(Feature::Float64Math(MathFn::Sqrt))),
+            [5]
+        );
         assert!(needs.uses(Feature::FloatMod).is_empty());
         assert!(needs.uses(Feature::AggregateEquality).is_empty());
         // Two vectors (pointer + length each) and an int32, as CUDA lays them out.
@@ -832,7 +848,10 @@ let%kernel k (v : float64 vector) (h : int64 vector) (n : int32) =
         // Without the device, the target is the subject.
         let target_only = Support::all(Target::Metal).without(Feature::Float64, "no double");
         let err = check(&kernel, &target_only).unwrap_err();
-        assert_eq!(err[0].message, "Metal does not support 64-bit floats (float64)");
+        assert_eq!(
+            err[0].message,
+            "Metal does not support 64-bit floats (float64)"
+        );
         assert!(check(&kernel, &Support::all(Target::Cuda)).is_ok());
     }
 
@@ -868,7 +887,12 @@ let%kernel k (v : int32 vector) =
         let needs = Needs::of(&kernel);
         assert_eq!(needs.shared_bytes.value, 4 * 1024 + 8 * 2048);
         // Located at the largest array, `b`.
-        assert_eq!(sources.line_col(needs.shared_bytes.span.file, needs.shared_bytes.span.start).0, 3);
+        assert_eq!(
+            sources
+                .line_col(needs.shared_bytes.span.file, needs.shared_bytes.span.start)
+                .0,
+            3
+        );
         let support = Support::all(Target::Cuda)
             .limit(Limit::SharedBytes, 48 * 1024, "target")
             .on_device("small")

@@ -84,11 +84,7 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        d: Dialect,
-        reserved: Box<dyn Fn(&str) -> bool>,
-    ) -> Self {
+    pub fn new(k: &'a Kernel, d: Dialect, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
         let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
         used.extend(k.functions.iter().map(|f| f.name.clone()));
         let mut w = Writer {
