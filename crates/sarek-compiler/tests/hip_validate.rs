@@ -94,3 +94,34 @@ fn hip_is_a_library_dialect() {
         Some(sarek_compiler::target::Target::Cuda)
     );
 }
+
+/// HIP's one limit: 64 KiB of shared memory per block (hipcc rejects more), refused by name,
+/// while CUDA C (48 KiB) and HIP accept what fits.
+#[test]
+fn hip_refuses_shared_memory_past_lds() {
+    let kernel = |floats: u32| {
+        let text = format!(
+            "let%kernel k (a : float32 vector) =\n\
+             \x20 let%shared (s : float32) = {floats} in\n\
+             \x20 let i = thread_idx_x in\n\
+             \x20 s.(i) <- a.(i);\n\
+             \x20 block_barrier ();\n\
+             \x20 a.(i) <- s.(i)\n"
+        );
+        let mut sources = sarek_compiler::diag::SourceMap::new();
+        let file = sources.add("k.sarek".to_string(), text);
+        let program = sarek_compiler::check(&sources, file).expect("the kernel checks");
+        sarek_compiler::lower_kernel(&program, "k").expect("the kernel lowers")
+    };
+    let options = TargetOptions::default();
+    // 16,384 floats: 64 KiB, HIP's limit exactly.
+    assert!(generate(&kernel(16_384), Dialect::Hip, &options).is_ok());
+    let refused = generate(&kernel(16_385), Dialect::Hip, &options).expect_err("over 64 KiB");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].message.contains("HIP allows at most 65536"),
+        "{}",
+        refused[0].message
+    );
+    assert!(!refused[0].span.is_dummy());
+}

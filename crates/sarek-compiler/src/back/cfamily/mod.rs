@@ -48,11 +48,12 @@
 //!   `MTLMathModeSafe` (not run in this project).
 //! - HIP: `#pragma clang fp contract(off)` in the source (hipcc and hiprtc contract by default).
 //!
-//! Refusals (located diagnostics naming the target): float64 on Metal or on an OpenCL device
-//! without `cl_khr_fp64`; int64 atomics on Metal or an OpenCL device without the
-//! `cl_khr_int64_*_atomics` extensions; warp operations on an OpenCL device without
-//! subgroups (shuffles need `cl_khr_subgroup_shuffle[_relative]`, ballot
-//! `cl_khr_subgroup_ballot`); shared arrays inside helpers on OpenCL and Metal.
+//! Refusals are decided before writing by [`crate::ir::analysis`] against
+//! [`super::support`]: float64 on Metal or on an OpenCL device without `cl_khr_fp64`; int64
+//! atomics on Metal or an OpenCL device without the `cl_khr_int64_*_atomics` extensions; warp
+//! operations on an OpenCL device without subgroups; shared arrays inside helpers on OpenCL
+//! and Metal; CUDA's shared-memory and parameter-space limits; HIP's shared-memory limit.
+//! Each dialect declares its support (`Rules::support`).
 
 mod dialect;
 mod writer;
@@ -73,7 +74,8 @@ pub fn generate(
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
     let rules = dialect.rules();
+    crate::ir::analysis::check(kernel, &rules.support(options))?;
     let reserved = rules.reserved();
     let legal = legalize(kernel, &reserved, true);
-    writer::Writer::new(&legal, rules, options, reserved).finish(kernel)
+    writer::Writer::new(&legal, rules, reserved).finish(kernel)
 }

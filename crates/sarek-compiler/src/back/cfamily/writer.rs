@@ -6,12 +6,12 @@
 //! Whatever differs between the C dialects is asked of the dialect's [`Rules`]: the writer
 //! never matches on a dialect.
 
-use super::dialect::{AtomicCall, Emit, Feature, Rules, Support};
+use super::dialect::{AtomicCall, Emit, Rules};
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
-use crate::target::{Generated, TargetOptions};
+use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -33,8 +33,8 @@ struct GeometryStruct {
     var: String,
 }
 
-/// Which optional device features the generated source relies on, with the first statement
-/// that needed each (for refusals).
+/// Which optional device features the generated source relies on (the OpenCL pragmas), with
+/// the first statement that needed each.
 #[derive(Default)]
 pub(super) struct Features {
     pub(super) float64: Option<Span>,
@@ -46,7 +46,6 @@ pub(super) struct Features {
 pub(super) struct Writer<'a> {
     k: &'a Kernel,
     d: &'static dyn Rules,
-    opts: &'a TargetOptions,
     /// Every identifier a generated global name must avoid.
     used: HashSet<String>,
     var_names: Vec<String>,
@@ -88,18 +87,12 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        d: &'static dyn Rules,
-        opts: &'a TargetOptions,
-        reserved: Box<dyn Fn(&str) -> bool>,
-    ) -> Self {
+    pub fn new(k: &'a Kernel, d: &'static dyn Rules, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
         let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
         used.extend(k.functions.iter().map(|f| f.name.clone()));
         let mut w = Writer {
             k,
             d,
-            opts,
             used,
             var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
             lens: HashMap::new(),
@@ -207,8 +200,9 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
     fn error(&mut self, message: String, label: &str, note: &str) {
-        let d = Diagnostic::error(self.span, message)
+        let d = crate::ir::analysis::internal_in(self.span, self.d.display_name(), message)
             .with_label(label)
             .with_note(note);
         if !self
@@ -410,7 +404,7 @@ impl<'a> Writer<'a> {
 
     // ---------------------------------------------------------------- functions
 
-    /// Write everything and return the source and ABI (or the refusals).
+    /// Write everything and return the source and ABI (or internal errors).
     pub fn finish(mut self, original: &Kernel) -> Result<Generated, Vec<Diagnostic>> {
         let types = self.write_types();
         let mut functions = String::new();
@@ -418,7 +412,6 @@ impl<'a> Writer<'a> {
             functions.push_str(&self.write_function(FuncId(i as u32)));
         }
         let (kernel, abi) = self.write_kernel(original);
-        self.check_features();
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -440,48 +433,6 @@ impl<'a> Writer<'a> {
             src.pop();
         }
         Ok(Generated { source: src, abi })
-    }
-
-    fn check_features(&mut self) {
-        let target = self.d.display_name();
-        let int64_atomics = self
-            .features
-            .int64_atomics_base
-            .or(self.features.int64_atomics_extended);
-        let needed = [
-            (Feature::Float64, self.features.float64, self.opts.float64),
-            (
-                Feature::Int64Atomics,
-                int64_atomics,
-                self.opts.int64_atomics,
-            ),
-            (
-                Feature::Subgroups,
-                self.features.subgroups,
-                self.opts.subgroups,
-            ),
-        ];
-        for (feature, span, on_device) in needed {
-            let Some(span) = span else { continue };
-            let (what, label) = match feature {
-                Feature::Float64 => ("float64 is", "float64 used here"),
-                Feature::Int64Atomics => ("int64 atomics are", "int64 atomic here"),
-                Feature::Subgroups => ("warp operations are", "warp operation here"),
-            };
-            self.span = span;
-            match self.d.support(feature) {
-                Support::Always => {}
-                Support::Never(note) => {
-                    self.error(format!("{what} not supported by {target}"), label, note)
-                }
-                Support::Device(note) if !on_device => self.error(
-                    format!("{what} not supported by this {target} device"),
-                    label,
-                    note,
-                ),
-                Support::Device(_) => {}
-            }
-        }
     }
 
     fn prelude(&self, kernel_name: &str) -> String {

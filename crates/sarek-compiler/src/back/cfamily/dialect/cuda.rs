@@ -2,10 +2,11 @@
 //! `threadIdx`-style geometry, `_sync` warp intrinsics over the full mask, native atomics
 //! (64-bit ones on `unsigned long long`), and C's `f`-suffixed float32 math functions.
 
-use super::{AtomicCall, Emit, Feature, Rules, Support, pragma_unroll};
+use super::{AtomicCall, Emit, Rules, pragma_unroll};
 use crate::back::cfamily::writer::{Features, strip};
 use crate::intrinsics::{AtomicOp, Geometry, MathFn, WarpOp};
-use crate::target::Target;
+use crate::ir::analysis::Support;
+use crate::target::{Target, TargetOptions};
 use crate::types::{MemSpace, Scalar};
 
 pub(super) struct Cuda;
@@ -23,8 +24,8 @@ impl Rules for Cuda {
         Box::new(crate::passes::reserved::reserved(Target::Cuda))
     }
 
-    fn support(&self, _feature: Feature) -> Support {
-        Support::Always
+    fn support(&self, _options: &TargetOptions) -> Support {
+        crate::back::support::cuda()
     }
 
     fn scalar(&self, s: Scalar) -> &'static str {

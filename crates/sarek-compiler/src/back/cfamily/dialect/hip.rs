@@ -7,13 +7,17 @@
 //! types). HIP is a library dialect: no `--target` spelling, no runtime backend.
 
 use super::cuda::{Cuda, unsigned_atomic64};
-use super::{AtomicCall, Emit, Feature, Rules, Support};
+use super::{AtomicCall, Emit, Rules};
 use crate::back::cfamily::writer::{Features, INDENT};
 use crate::intrinsics::{AtomicOp, Geometry, MathFn, WarpOp};
-use crate::target::Target;
+use crate::ir::analysis::{Limit, Support};
+use crate::target::{Target, TargetOptions};
 use crate::types::{MemSpace, Scalar};
 
 pub(super) struct Hip;
+
+/// Static shared memory (LDS) per block on AMD GPUs.
+const HIP_MAX_SHARED: u64 = 64 * 1024;
 
 /// Names the HIP device headers declare at global scope beyond CUDA's.
 const HIP_NAMES: &[&str] = &["__shfl", "__all", "__any", "__ballot", "__ballot64"];
@@ -32,8 +36,14 @@ impl Rules for Hip {
         Box::new(move |name| cuda(name) || name.starts_with("hip") || HIP_NAMES.contains(&name))
     }
 
-    fn support(&self, _feature: Feature) -> Support {
-        Support::Always
+    /// gfx9 and later have float64, 64-bit atomics and wavefront operations; a workgroup has
+    /// 64 KiB of LDS (hipcc rejects more: "local memory (N) exceeds limit (65536)").
+    fn support(&self, _options: &TargetOptions) -> Support {
+        Support::all(Target::Cuda).in_language("HIP").limit(
+            Limit::SharedBytes,
+            HIP_MAX_SHARED,
+            "AMD GPUs have 64 KiB of shared memory (LDS) per block",
+        )
     }
 
     fn scalar(&self, s: Scalar) -> &'static str {

@@ -3,10 +3,11 @@
 //! kernel parameters (gathered in a struct the writer passes to helpers that read it), `simd_*`
 //! warp operations, `atomic_*_explicit` atomics, no float64 and no 64-bit atomics.
 
-use super::{AtomicCall, Emit, Feature, GeometryInput, Rules, Support};
+use super::{AtomicCall, Emit, GeometryInput, Rules};
 use crate::back::cfamily::writer::{Features, INDENT};
 use crate::intrinsics::{AtomicOp, Geometry, MathFn, WarpOp};
-use crate::target::Target;
+use crate::ir::analysis::Support;
+use crate::target::{Target, TargetOptions};
 use crate::types::{MemSpace, Scalar};
 
 pub(super) struct Metal;
@@ -24,16 +25,8 @@ impl Rules for Metal {
         Box::new(crate::passes::reserved::reserved(Target::Metal))
     }
 
-    fn support(&self, feature: Feature) -> Support {
-        match feature {
-            Feature::Float64 => Support::Never(
-                "Metal Shading Language has no double type; use float32 or another target",
-            ),
-            Feature::Int64Atomics => {
-                Support::Never("Metal has no signed 64-bit atomic read-modify-write operations")
-            }
-            Feature::Subgroups => Support::Always,
-        }
+    fn support(&self, _options: &TargetOptions) -> Support {
+        crate::back::support::metal()
     }
 
     fn pointer_space(&self, space: MemSpace) -> &'static str {

@@ -3,7 +3,8 @@
 //! The shared writer (`super::writer`) emits C's statements, expressions, structs and helper
 //! functions; for every other token and decision it asks the dialect's [`Rules`]: types and
 //! address spaces, declarations and kernel parameters, the prelude, thread geometry, warp
-//! operations, atomics, math spellings, and which optional features the dialect can express.
+//! operations, atomics, math spellings, and what the dialect supports (its declaration for
+//! the one refusal rule).
 //! The writer never matches on [`Dialect`]: a new C dialect is one file implementing [`Rules`]
 //! and its line in [`Dialect::rules`] (HIP was added that way).
 
@@ -14,7 +15,8 @@ mod opencl;
 
 use super::writer::Features;
 use crate::intrinsics::{AtomicOp, Geometry, MathFn, WarpOp};
-use crate::target::Target;
+use crate::ir::analysis::Support;
+use crate::target::{Target, TargetOptions};
 use crate::types::{MemSpace, Scalar};
 
 /// One of the C-like source languages.
@@ -48,24 +50,6 @@ impl Dialect {
     pub fn display_name(self) -> &'static str {
         self.rules().display_name()
     }
-}
-
-/// An optional feature whose support differs between dialects and devices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Feature {
-    Float64,
-    Int64Atomics,
-    Subgroups,
-}
-
-/// Whether a dialect can express a [`Feature`]; the note explains a refusal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Support {
-    Always,
-    /// Never: the language lacks it.
-    Never(&'static str),
-    /// When the device has it (the matching [`TargetOptions`](crate::target::TargetOptions) flag).
-    Device(&'static str),
 }
 
 /// A thread-geometry value a dialect receives as an attributed kernel parameter (Metal); the
@@ -108,8 +92,9 @@ pub(super) trait Rules: Sync {
     fn display_name(&self) -> &'static str;
     /// The names a generated program cannot declare (`legalize` and fresh names avoid them).
     fn reserved(&self) -> Box<dyn Fn(&str) -> bool>;
-    /// Whether the dialect can express `feature` (refusals name these facts).
-    fn support(&self, feature: Feature) -> Support;
+    /// What the dialect supports under `options` (the input of the one refusal rule,
+    /// [`crate::ir::analysis`]).
+    fn support(&self, options: &TargetOptions) -> Support;
 
     // ------------------------------------------------------------ types and literals
 

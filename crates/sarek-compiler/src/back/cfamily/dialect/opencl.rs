@@ -3,10 +3,11 @@
 //! devices with their extensions (enabled by pragma in the prelude), and no float atomics (a
 //! compare-and-swap loop).
 
-use super::{AtomicCall, Emit, Feature, Rules, Support, pragma_unroll};
+use super::{AtomicCall, Emit, Rules, pragma_unroll};
 use crate::back::cfamily::writer::{Features, INDENT};
 use crate::intrinsics::{AtomicOp, Geometry, WarpOp};
-use crate::target::Target;
+use crate::ir::analysis::Support;
+use crate::target::{Target, TargetOptions};
 use crate::types::{MemSpace, Scalar};
 use std::fmt::Write as _;
 
@@ -25,17 +26,8 @@ impl Rules for OpenCl {
         Box::new(crate::passes::reserved::reserved(Target::OpenCl))
     }
 
-    fn support(&self, feature: Feature) -> Support {
-        match feature {
-            Feature::Float64 => Support::Device("the device lacks the cl_khr_fp64 extension"),
-            Feature::Int64Atomics => Support::Device(
-                "the device lacks cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics",
-            ),
-            Feature::Subgroups => Support::Device(
-                "OpenCL C 1.2 has warp operations only through cl_khr_subgroups (and \
-                 cl_khr_subgroup_shuffle, _shuffle_relative, _ballot), which this device lacks",
-            ),
-        }
+    fn support(&self, options: &TargetOptions) -> Support {
+        crate::back::support::opencl(options)
     }
 
     fn pointer_space(&self, space: MemSpace) -> &'static str {
