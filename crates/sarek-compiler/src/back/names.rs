@@ -44,9 +44,9 @@ impl Keywords {
             Target::Ir => &NO_KEYWORDS,
             Target::Wgsl => &wgsl::keywords::KEYWORDS,
             Target::Glsl => &glsl::keywords::KEYWORDS,
-            Target::OpenCl => cfamily::keywords::of(cfamily::Dialect::OpenCl),
-            Target::Cuda => cfamily::keywords::of(cfamily::Dialect::Cuda),
-            Target::Metal => cfamily::keywords::of(cfamily::Dialect::Metal),
+            Target::OpenCl => &cfamily::keywords::OPENCL,
+            Target::Cuda => &cfamily::keywords::CUDA,
+            Target::Metal => &cfamily::keywords::METAL,
             Target::Ptx => &ptx::keywords::KEYWORDS,
         }
     }

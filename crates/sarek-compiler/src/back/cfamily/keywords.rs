@@ -1,19 +1,9 @@
 //! Reserved names of the C-family dialects: what OpenCL C, CUDA C++ and Metal source cannot
 //! declare. Besides keywords, a table lists built-in names a local would hide (in C,
 //! `float sqrt = ...; sqrt(x)` no longer calls the function) and whole families by prefix
-//! (`get_*`, `half_*`, `simd_*`, ...). [`of`] gives a dialect's [`Keywords`].
+//! (`get_*`, `half_*`, `simd_*`, ...). Each dialect names its table (`Rules::keywords`).
 
-use super::Dialect;
 use crate::back::names::Keywords;
-
-/// The reserved names of `dialect`.
-pub fn of(dialect: Dialect) -> &'static Keywords {
-    match dialect {
-        Dialect::OpenCl => &OPENCL,
-        Dialect::Cuda => &CUDA,
-        Dialect::Metal => &METAL,
-    }
-}
 
 /// OpenCL C 1.2.
 pub static OPENCL: Keywords = Keywords {
@@ -27,6 +17,14 @@ pub static OPENCL: Keywords = Keywords {
 pub static CUDA: Keywords = Keywords {
     words: &[C_KEYWORDS, C_MATH, CPP_KEYWORDS, CUDA_NAMES],
     prefixes: CUDA_PREFIXES,
+    infixes: &[],
+    max_len: None,
+};
+
+/// HIP: CUDA's names, the HIP device headers' global names and the `hip*` family.
+pub static HIP: Keywords = Keywords {
+    words: &[C_KEYWORDS, C_MATH, CPP_KEYWORDS, CUDA_NAMES, HIP_NAMES],
+    prefixes: HIP_PREFIXES,
     infixes: &[],
     max_len: None,
 };
@@ -529,6 +527,12 @@ pub const CUDA_NAMES: &[&str] = &[
 /// CUDA families: `__`-prefixed intrinsics (`__syncthreads`, `__shfl_sync`, `__float_as_int`)
 /// are already reserved to the implementation in C++.
 pub const CUDA_PREFIXES: &[&str] = &["__", "atomic", "cuda", "make_"];
+
+/// Names the HIP device headers declare at global scope beyond CUDA's.
+pub const HIP_NAMES: &[&str] = &["__shfl", "__all", "__any", "__ballot", "__ballot64"];
+
+/// HIP families: CUDA's and the runtime's `hip*` names.
+pub const HIP_PREFIXES: &[&str] = &["__", "atomic", "cuda", "make_", "hip"];
 
 /// Metal Shading Language 2.x names (MSL specification §2 types, §4 address spaces, §5
 /// attributes, §6 the standard library) besides the C++14 keywords.

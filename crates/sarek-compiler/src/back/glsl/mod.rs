@@ -38,8 +38,8 @@
 //! does not fold through; lone literals are written in a decimal glslang reads back exactly.
 //!
 //! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
-//! helpers in `f64math`. What GLSL cannot express (float64 or int64 atomics and native
-//! subgroups where the device lacks them) is refused with a located error naming GLSL.
+//! helpers in `f64math`. What the device lacks (float64, int64 atomics, native subgroups) is
+//! refused before writing by [`crate::ir::analysis`] against [`super::support::glsl`].
 
 mod emit;
 mod f64math;
@@ -47,11 +47,11 @@ pub mod keywords;
 pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
-use crate::diag::{Diagnostic, Span};
+use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::passes::constfold::fold_constants;
 use crate::passes::legalize::{Params, legalize};
-use crate::target::{Generated, Target, TargetOptions};
+use crate::target::{Generated, TargetOptions};
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
 /// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
@@ -78,6 +78,7 @@ pub fn generate_with(
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let kernel = legalize(
         &fold_constants(kernel),
@@ -89,7 +90,7 @@ pub fn generate_with(
         Ok(()),
         "legalize produced invalid IR"
     );
-    emit::Writer::new(&kernel, options, warps).generate()
+    emit::Writer::new(&kernel, warps).generate()
 }
 
 /// One member of the push-constant block.
@@ -209,14 +210,4 @@ impl emit::Writer<'_> {
     fn length_name(&self, p: VarId) -> String {
         format!("sarek_len_{}", self.names[p.0 as usize])
     }
-}
-
-fn refusal(span: Span, message: String) -> Diagnostic {
-    Diagnostic::error(
-        span,
-        format!(
-            "{} cannot compile this kernel: {message}",
-            Target::Glsl.display_name()
-        ),
-    )
 }
