@@ -37,6 +37,7 @@ fn bin(op: BinOp, l: Expr, r: Expr) -> Expr {
             op,
             lhs: Box::new(l),
             rhs: Box::new(r),
+            nowrap: false,
         },
         ty,
     )

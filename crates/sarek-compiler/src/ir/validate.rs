@@ -449,9 +449,20 @@ impl<'k> Validator<'k> {
                     &e.ty,
                 )
             }
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => {
                 self.expr(lhs)?;
                 self.expr(rhs)?;
+                if *nowrap
+                    && !(matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                        && scalar_of(&e.ty).is_some_and(Scalar::is_int))
+                {
+                    return Err(format!("`{}` marked nowrap on {:?}", op.symbol(), e.ty));
+                }
                 self.binary(*op, lhs, rhs, &e.ty)
             }
             ExprKind::Unary { op, operand } => {

@@ -67,6 +67,8 @@ pub fn generate(
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
     let reserved = reserved(dialect.target());
-    let legal = legalize(kernel, &reserved, true);
+    // Counted loops whose step cannot overflow get a plain signed step (issue 14).
+    let stepped = crate::passes::loop_step::mark_loop_steps(kernel);
+    let legal = legalize(&stepped, &reserved, true);
     writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
 }

@@ -1071,7 +1071,12 @@ impl<'a> Writer<'a> {
         match &e.kind {
             ExprKind::Lit(l) => self.literal(*l),
             ExprKind::Var(v) => self.var(*v),
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => self.binary(*op, lhs, rhs, *nowrap),
             ExprKind::Unary { op, operand } => {
                 let x = self.expr(operand);
                 match (op, operand.ty.scalar()) {
@@ -1198,10 +1203,15 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, nowrap: bool) -> String {
         let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
-        // Signed overflow is undefined in C; the language wraps, so go through unsigned.
-        if operand.is_int() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl) {
+        // Signed overflow is undefined in C; the language wraps, so go through unsigned,
+        // unless the operation is proven not to overflow (`passes::loop_step`): then plain
+        // signed arithmetic, which lets the C compiler count a loop's trips and unroll it.
+        if operand.is_int()
+            && !nowrap
+            && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl)
+        {
             let t = self.scalar(operand);
             let u = self.wrapping(op, lhs, rhs, operand);
             return format!("(({t}){u})");
@@ -1311,6 +1321,7 @@ impl<'a> Writer<'a> {
                 op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl),
                 lhs,
                 rhs,
+                ..
             } => self.wrapping(*op, lhs, rhs, s),
             ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
             ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {

@@ -825,7 +825,7 @@ impl<'k> Writer<'k> {
         match &e.kind {
             ExprKind::Lit(l) => self.literal(l),
             ExprKind::Var(v) => self.var_ref(*v),
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary { op, lhs, rhs, .. } => {
                 let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
                 let (a, b) = (self.expr(lhs), self.expr(rhs));
                 self.binary(*op, s, a, b, rhs.ty.scalar().unwrap_or(Scalar::I32))

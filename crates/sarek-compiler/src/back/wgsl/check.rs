@@ -128,7 +128,7 @@ impl StmtVisitor for Checker<'_> {
         }
         match &e.kind {
             ExprKind::Lit(_) | ExprKind::Var(_) => {}
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary { op, lhs, rhs, .. } => {
                 if matches!(op, BinOp::Eq | BinOp::Ne) && lhs.ty.scalar().is_none() {
                     self.report(
                         Diagnostic::error(

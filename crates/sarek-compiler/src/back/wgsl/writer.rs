@@ -1038,7 +1038,7 @@ impl<'a> Writer<'a> {
                 Some((field, false)) => field.clone(),
                 None => self.names.local(*v).to_string(),
             },
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs),
             ExprKind::Unary { op, operand } => {
                 let x = self.operand(operand, self.is_const(operand));
                 match op {
