@@ -547,6 +547,7 @@ mod tests {
                             op: BinOp::Add,
                             lhs: Box::new(Expr::new(ExprKind::Var(VarId(0)), Ty::F32)),
                             rhs: Box::new(Expr::lit(Literal::F32(1.0))),
+                            nowrap: false,
                         },
                         Ty::Scalar(Scalar::F32),
                     )),

@@ -344,6 +344,7 @@ mod tests {
                 op,
                 lhs: Box::new(a),
                 rhs: Box::new(b),
+                nowrap: false,
             },
             ty,
         )

@@ -557,3 +557,186 @@ fn convergent_functions(kernel: &Kernel) -> BTreeSet<FuncId> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::SourceMap;
+    use crate::target::{Target, TargetOptions};
+
+    fn kernel(src: &str) -> Kernel {
+        let mut sources = SourceMap::new();
+        let file = sources.add("t.sarek", src);
+        let program = crate::check(&sources, file).expect("the test kernel checks");
+        crate::lower_kernel(&program, &program.kernels[0].name).expect("it lowers")
+    }
+
+    /// Every `while` loop of a block and of its nested blocks, and the steps marked in each.
+    fn loops(b: &Block) -> Vec<usize> {
+        let mut out = Vec::new();
+        visit::for_each_stmt(b, &mut |s| {
+            if let StmtKind::While { body, .. } = &s.kind {
+                let mut marked = 0;
+                visit::for_each_stmt(body, &mut |s| {
+                    if let StmtKind::Assign {
+                        value:
+                            Expr {
+                                kind: ExprKind::Binary { nowrap: true, .. },
+                                ..
+                            },
+                        ..
+                    } = &s.kind
+                    {
+                        marked += 1;
+                    }
+                });
+                out.push(marked);
+            }
+        });
+        out
+    }
+
+    fn marked(src: &str) -> Vec<usize> {
+        let k = mark_loop_steps(&kernel(src));
+        assert_eq!(crate::ir::validate::validate(&k), Ok(()));
+        loops(&k.body)
+    }
+
+    const GRID_STRIDE: &str = "
+      let%kernel k (a : int32 vector) (n : int32) =
+        let step = grid_dim_x * block_dim_x in
+        let mut acc = 0 in
+        let mut i = global_thread_id in
+        while i < n do
+          acc := acc + a.(i);
+          i := i + step
+        done;
+        a.(0) <- acc";
+
+    #[test]
+    fn a_grid_stride_loop_is_versioned() {
+        let k = mark_loop_steps(&kernel(GRID_STRIDE));
+        assert_eq!(crate::ir::validate::validate(&k), Ok(()));
+        // The fast copy marks the step, the other keeps it wrapping.
+        assert_eq!(loops(&k.body), vec![1, 0]);
+        let printed = crate::ir::print::print_kernel(&k);
+        assert!(
+            printed.contains("if ((0 < step%") && printed.contains("<= (2147483647 -nw step%"),
+            "{printed}"
+        );
+        let cuda = crate::generate(&k, Target::Cuda, &TargetOptions::default())
+            .expect("CUDA")
+            .source;
+        assert!(cuda.contains("i = i + step;"), "{cuda}");
+        assert!(
+            cuda.contains("i = (int)((unsigned int)i + (unsigned int)step);"),
+            "{cuda}"
+        );
+    }
+
+    #[test]
+    fn literal_bounds_are_decided_without_a_copy() {
+        let src = |n: i32, s: i32| {
+            format!(
+                "let%kernel k (a : int32 vector) =
+                   let mut i = a.(0) in
+                   while i <= {n} do a.(1) <- i; i := {s} + i done"
+            )
+        };
+        assert_eq!(marked(&src(2147483647 - 5, 5)), vec![1]);
+        assert_eq!(marked(&src(2147483647 - 4, 5)), vec![0]);
+        // A negative step could pass min_int: not marked.
+        assert_eq!(marked(&src(100, -1)), vec![0]);
+    }
+
+    #[test]
+    fn every_bounded_conjunct_is_marked_under_one_guard() {
+        let k = mark_loop_steps(&kernel(
+            "let%kernel k (a : int32 vector) (n : int32) (cap : int32) =
+               let mut i = a.(0) in
+               let mut c = 0 in
+               while i < n && c < cap do c := c + 1; i := i + 3 done;
+               a.(0) <- c",
+        ));
+        assert_eq!(loops(&k.body), vec![2, 0]);
+        let printed = crate::ir::print::print_kernel(&k);
+        // Positive literal steps need no sign test, and `max - s` is folded.
+        assert!(
+            printed.contains("if ((n%1 <= 2147483644) && (cap%2 <= 2147483646))"),
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn loops_without_the_counted_shape_are_left_alone() {
+        let cases = [
+            // Two steps per test.
+            "while i < n do i := i + s; i := i + s done",
+            // The step in a nested loop runs several times per test.
+            "while i < n do for j = 0 to 1 do i := i + s done done",
+            // The bound changes in the body.
+            "while i < m do m := m - 1; i := i + s done",
+            // The step is declared in the body: not available to a guard.
+            "while i < n do let t = s * 2 in i := i + t done",
+            // A step that may fault when evaluated again.
+            "while i < n do i := i + (s / n) done",
+            // A step read from memory.
+            "while i < n do i := i + a.(1) done",
+            // Not an addition of the index.
+            "while i < n do i := s + s done",
+            // A bound below, not above.
+            "while i > n do i := i + s done",
+        ];
+        for body in cases {
+            let src = format!(
+                "let%kernel k (a : int32 vector) (n : int32) (s : int32) =
+                   let mut i = a.(0) in
+                   let mut m = n in
+                   {body};
+                   a.(0) <- i + m"
+            );
+            let got = marked(&src);
+            assert!(got.iter().all(|&m| m == 0), "{body}: {got:?}");
+            assert_eq!(got.len(), 1, "{body}: not versioned");
+        }
+    }
+
+    #[test]
+    fn convergent_bodies_and_helpers_are_not_versioned() {
+        let barrier = "
+          let%kernel k (a : int32 vector) (n : int32) (s : int32) =
+            let mut i = 0 in
+            while i < n do block_barrier (); i := i + s done;
+            a.(0) <- i";
+        assert_eq!(marked(barrier), vec![0]);
+        let warp = "
+          let sync (x : int32) : int32 = warp_shuffle x 0
+          let%kernel k (a : int32 vector) (n : int32) (s : int32) =
+            let mut i = 0 in
+            let mut x = 0 in
+            while i < n do x := x + sync i; i := i + s done;
+            a.(0) <- x";
+        assert_eq!(marked(warp), vec![0]);
+    }
+
+    #[test]
+    fn nested_versioning_stops_at_the_inner_loop() {
+        let k = mark_loop_steps(&kernel(
+            "let%kernel k (a : int32 vector) (n : int32) (s : int32) =
+               let mut i = a.(0) in
+               let mut x = 0 in
+               while i < n do
+                 let mut j = i in
+                 while j < n do x := x + j; j := j + s done;
+                 i := i + s
+               done;
+               a.(0) <- x",
+        ));
+        assert_eq!(crate::ir::validate::validate(&k), Ok(()));
+        // The outer loop keeps one copy with its own step wrapping (its one marked step is
+        // the inner fast copy's); the inner one is versioned.
+        assert_eq!(loops(&k.body), vec![1, 1, 0]);
+        let printed = crate::ir::print::print_kernel(&k);
+        assert!(printed.contains("i%3 <- (i%3 + s%2)"), "{printed}");
+    }
+}
