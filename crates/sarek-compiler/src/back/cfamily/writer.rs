@@ -6,6 +6,7 @@
 
 use super::dialect::Dialect;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::loops;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -914,12 +915,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// `for var = start to|downto end`: inclusive bounds evaluated once, in order, for any
-    /// int32 bounds. The guard runs once; the loop is a `do`-`while` on an unsigned copy of
-    /// the index whose exit test (`it++ != end`) compares before stepping, so `to max_int`
-    /// and `downto min_int` stop without signed overflow, and `continue` (which in a
-    /// `do`-`while` jumps to the test) still steps. This is the rotated loop compilers build
-    /// from `for (i = a; i <= b; ++i)` themselves: the trip count stays computable.
+    /// `for var = start to|downto end` in the shape shared with GLSL ([`loops`]).
     fn for_loop(
         &mut self,
         var: VarId,
@@ -935,38 +931,41 @@ impl<'a> Writer<'a> {
         let a = self.expr(start);
         let b = self.expr(end);
         let u = self.d.unsigned(Scalar::I32);
-        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
-        self.line("{");
-        self.indent += 1;
         // A name or a literal needs no parentheses under the cast.
-        let operand = |e: &str| {
+        let convert = |t: &str, e: &str| {
             let e = strip(e);
             if e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
-                e.to_string()
+                format!("({t}){e}")
             } else {
-                format!("({e})")
+                format!("({t})({e})")
             }
         };
-        self.line(&format!(
-            "{u} {it} = ({u}){}, {last} = ({u}){};",
-            operand(&a),
-            operand(&b)
-        ));
-        self.line(&format!("if ((int){it} {cmp} (int){last}) {{"));
-        self.indent += 1;
-        if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
-            self.line(&p);
+        let hint = match unroll.and_then(|n| self.d.unroll_pragma(n)) {
+            Some(p) => loops::Hint::Line(p),
+            None => loops::Hint::None,
+        };
+        let names = loops::Names {
+            index: &name,
+            counter: &it,
+            last: &last,
+        };
+        let spelling = loops::Spelling {
+            unsigned: &u,
+            convert: &convert,
+        };
+        let shape = loops::rotated_for(&names, &a, &b, downto, hint, &spelling);
+        let base = self.indent;
+        for (depth, line) in &shape.head {
+            self.indent = base + depth;
+            self.line(line);
         }
-        self.line("do {");
-        self.indent += 1;
-        self.line(&format!("int {name} = (int){it};"));
+        self.indent = base + shape.body_depth;
         self.block_body(body);
-        self.indent -= 1;
-        self.line(&format!("}} while ({it}{step} != {last});"));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        for (depth, line) in &shape.tail {
+            self.indent = base + depth;
+            self.line(line);
+        }
+        self.indent = base;
     }
 
     /// A match is an `if` chain on the tag (a `switch` would capture `break`).

@@ -694,11 +694,9 @@ impl<'k> Writer<'k> {
         }
     }
 
-    /// `for var = start to|downto end`, in the shape every generator shares: inclusive
-    /// bounds evaluated once, in order; a guard run once; then a `do`-`while` on an unsigned
-    /// copy of the index whose exit test (`it++ != end`) compares before it steps, so that
-    /// `to max_int` and `downto min_int` stop (GLSL integers wrap: a plain `i <= end; i++`
-    /// never would) and `continue`, which in a `do`-`while` jumps to the test, still steps.
+    /// `for var = start to|downto end` in the shape shared with the C family
+    /// ([`crate::back::loops`]); GLSL integers wrap, so a plain `i <= end; i++` would never
+    /// stop at `to max_int`.
     #[allow(clippy::too_many_arguments)]
     fn for_loop(
         &mut self,
@@ -711,36 +709,34 @@ impl<'k> Writer<'k> {
         ind: usize,
         out: &mut String,
     ) {
+        use crate::back::loops;
         let n = self.fresh();
         let (a, b) = (self.expr(start), self.expr(end));
         let (it, last) = (format!("sarek_it{n}"), format!("sarek_end{n}"));
-        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
-        let trip = match (&start.kind, &end.kind) {
-            (ExprKind::Lit(Literal::I32(a)), ExprKind::Lit(Literal::I32(b))) => {
-                let (lo, hi) = if downto { (*b, *a) } else { (*a, *b) };
-                Some((i64::from(hi) - i64::from(lo) + 1).max(0))
-            }
-            _ => None,
+        let trip = loops::trip_count(start, end, downto);
+        let hint = match self.loop_attribute(unroll, trip) {
+            "" => loops::Hint::None,
+            attr => loops::Hint::Prefix(attr),
         };
-        let attr = self.loop_attribute(unroll, trip);
         let i = self.names[var.0 as usize].clone();
-        Self::line(out, ind, "{");
-        Self::line(
-            out,
-            ind + 1,
-            &format!("uint {it} = uint({a}), {last} = uint({b});"),
-        );
-        Self::line(
-            out,
-            ind + 1,
-            &format!("if (int({it}) {cmp} int({last})) {{"),
-        );
-        Self::line(out, ind + 2, &format!("{attr}do {{"));
-        Self::line(out, ind + 3, &format!("int {i} = int({it});"));
-        self.block(body, ind + 3, out);
-        Self::line(out, ind + 2, &format!("}} while ({it}{step} != {last});"));
-        Self::line(out, ind + 1, "}");
-        Self::line(out, ind, "}");
+        let names = loops::Names {
+            index: &i,
+            counter: &it,
+            last: &last,
+        };
+        let convert = |t: &str, e: &str| format!("{t}({e})");
+        let spelling = loops::Spelling {
+            unsigned: "uint",
+            convert: &convert,
+        };
+        let shape = loops::rotated_for(&names, &a, &b, downto, hint, &spelling);
+        for (depth, line) in &shape.head {
+            Self::line(out, ind + depth, line);
+        }
+        self.block(body, ind + shape.body_depth, out);
+        for (depth, line) in &shape.tail {
+            Self::line(out, ind + depth, line);
+        }
     }
 
     /// The `GL_EXT_control_flow_attributes` attribute (with its trailing space) that renders
