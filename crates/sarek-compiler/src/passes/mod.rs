@@ -6,6 +6,7 @@ pub mod legalize;
 pub mod loop_step;
 pub mod opt;
 pub mod reserved;
+pub mod specialize_helpers;
 
 /// `kernel` as a generator should see it under `options`: with the checked-mode checks
 /// ([`checked::insert_checks`]) when `options.checked`.

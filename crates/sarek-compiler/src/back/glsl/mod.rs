@@ -84,7 +84,14 @@ pub fn generate_with(
         Ok(()),
         "legalize produced invalid IR"
     );
-    emit::Writer::new(&kernel, options, warps).generate()
+    // GLSL functions cannot take buffers or shared arrays: one copy per call shape.
+    let spec = crate::passes::specialize_helpers::specialize_helpers(&kernel);
+    debug_assert_eq!(
+        crate::ir::validate::validate(&spec.kernel),
+        Ok(()),
+        "specialisation produced invalid IR"
+    );
+    emit::Writer::new(&spec, options, warps).generate()
 }
 
 /// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already

@@ -7,8 +7,8 @@
 //! 0. [`crate::passes::legalize::legalize_shader`] (seed 000);
 //! 1. `check`: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
 //!    operations without subgroups), with located errors naming WGSL;
-//! 2. `usage`: which array each array-typed name denotes, atomic arrays, helper
-//!    specialisations (storage buffers cannot be passed to WGSL functions);
+//! 2. [`crate::passes::specialize_helpers`] (storage buffers cannot be passed to WGSL
+//!    functions), then `usage`: atomic arrays, shared arrays, helpers in the order called;
 //! 3. `names`: every WGSL name, from the injective [`escape`] rule;
 //! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
@@ -54,6 +54,13 @@ pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, V
     // shadowing a scalar parameter needs nothing (references are by VarId; see `names`).
     let kernel = &crate::passes::legalize::legalize_shader(kernel);
     let facts = check::check(kernel, options)?;
+    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`).
+    let kernel = &crate::passes::specialize_helpers::specialize_helpers(kernel).kernel;
+    debug_assert_eq!(
+        crate::ir::validate::validate(kernel),
+        Ok(()),
+        "specialisation produced invalid IR"
+    );
     let usage = usage::analyse(kernel)?;
     let names = names::Names::new(kernel, &usage);
     let bindings = abi::Bindings::new(kernel, &names);
