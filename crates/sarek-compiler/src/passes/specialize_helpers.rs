@@ -10,6 +10,8 @@
 //! array whichever copy runs. The result is ordinary IR (callees before callers), except
 //! that a helper may name a kernel vector parameter or a shared array of the kernel.
 
+#[cfg(test)]
+use crate::ir::visit;
 use crate::ir::{
     Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, MatchArm, Stmt, StmtKind, Ty, VarId,
     VarInfo,
@@ -485,5 +487,156 @@ fn renumber_calls(b: &mut Block, position: &[usize]) {
             StmtKind::Block(b) => renumber_calls(b, position),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::SourceMap;
+
+    fn kernel(src: &str) -> Kernel {
+        let mut sources = SourceMap::new();
+        let file = sources.add("t.sarek", src);
+        let program = crate::check(&sources, file).expect("the test kernel checks");
+        crate::lower_kernel(&program, &program.kernels[0].name).expect("it lowers")
+    }
+
+    fn specialized(src: &str) -> Specialized {
+        let s = specialize_helpers(&kernel(src));
+        assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
+        assert_eq!(s.has_arrays.len(), s.kernel.functions.len());
+        s
+    }
+
+    /// (helper name, parameter names, whether its copy had arrays), in IR order.
+    fn shape(s: &Specialized) -> Vec<(String, Vec<String>, bool)> {
+        s.kernel
+            .functions
+            .iter()
+            .zip(&s.has_arrays)
+            .map(|(f, a)| {
+                let params = f.params.iter().map(|p| s.kernel.var(*p).name.clone());
+                (f.name.clone(), params.collect(), *a)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_copy_per_global_array_with_its_parameter_removed() {
+        let s = specialized(
+            "let get (v : float32 vector) (i : int32) : float32 = v.(i)
+             let twice (v : float32 vector) (i : int32) : float32 = get v i +. get v i
+             let unused (v : float32 vector) : float32 = v.(0)
+             let gets (v : float32 array) (i : int32) : float32 = v.(i)
+             let%kernel k (a : float32 vector) (b : float32 vector) =
+               let%shared (t : float32) = 64 in
+               t.(0) <- 1.0;
+               a.(0) <- twice a 1 +. twice b 2 +. gets t 0 +. twice a 3",
+        );
+        // Callees first; `twice a` is made once; `unused` is gone.
+        let names: Vec<_> = shape(&s)
+            .into_iter()
+            .map(|(n, p, a)| (n, p.join(" "), a))
+            .collect();
+        let want = [
+            ("get", "i", true),
+            ("twice", "i", true),
+            ("get", "i", true),
+            ("twice", "i", true),
+            ("gets", "i", true),
+        ];
+        assert_eq!(names.len(), want.len(), "{names:?}");
+        for ((n, p, a), (wn, wp, wa)) in names.iter().zip(want) {
+            // Monomorphisation may suffix a name (`gets__sharr64_f32`).
+            assert!(n.starts_with(wn) && (p.as_str(), *a) == (wp, wa), "{names:?}");
+        }
+        // Each copy of `get` reads the array it was made for.
+        let read = |f: &Function| {
+            let mut base = None;
+            visit::for_each_stmt(&f.body, &mut |st| {
+                if let StmtKind::Return(Some(Expr {
+                    kind: ExprKind::Index { base: b, .. },
+                    ..
+                })) = &st.kind
+                {
+                    base = Some(s.kernel.var(*b).name.clone());
+                }
+            });
+            base
+        };
+        let gets: Vec<_> = [0, 2, 4]
+            .iter()
+            .map(|&i| read(&s.kernel.functions[i]))
+            .collect();
+        assert_eq!(
+            gets,
+            [Some("a".into()), Some("b".into()), Some("t".into())],
+            "{}",
+            crate::ir::print::print_kernel(&s.kernel)
+        );
+    }
+
+    #[test]
+    fn per_thread_arrays_stay_parameters_one_copy_per_size() {
+        let s = specialized(
+            "let first (v : int32 array) : int32 = v.(0)
+             let%kernel k (a : int32 vector) =
+               let x : int32 array = create_array 4 Local in
+               let y : int32 array = create_array 4 Local in
+               let z : int32 array = create_array 8 Local in
+               x.(0) <- 1; y.(0) <- 2; z.(0) <- 3;
+               a.(0) <- first x + first y + first z",
+        );
+        assert_eq!(s.kernel.functions.len(), 2);
+        let sizes: Vec<_> = s
+            .kernel
+            .functions
+            .iter()
+            .map(|f| s.kernel.var(f.params[0]).ty.clone())
+            .collect();
+        for (ty, n) in sizes.iter().zip([4, 8]) {
+            assert!(
+                matches!(ty, Ty::Array { space: MemSpace::Local, size: Some(m), .. } if *m == n),
+                "{ty:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn helpers_without_arrays_are_kept_once_with_fresh_binders() {
+        let original = kernel(
+            "let sq (x : int32) : int32 = let y = x * x in y
+             let%kernel k (a : int32 vector) = a.(0) <- sq 2 + sq 3",
+        );
+        let s = specialize_helpers(&original);
+        assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
+        assert_eq!(shape(&s), [("sq".into(), vec!["x".into()], false)]);
+        let p = s.kernel.functions[0].params[0];
+        assert!(p.0 as usize >= original.vars.len(), "a fresh parameter");
+    }
+
+    #[test]
+    fn a_shared_array_declared_in_a_helper_stays_one_array() {
+        let s = specialized(
+            "let stage (v : float32 vector) : float32 =
+               let%shared (t : float32) = 32 in
+               t.(thread_idx_x) <- v.(thread_idx_x);
+               block_barrier ();
+               t.(0)
+             let%kernel k (a : float32 vector) (b : float32 vector) =
+               a.(0) <- stage a +. stage b",
+        );
+        assert_eq!(s.kernel.functions.len(), 2);
+        let mut declared = Vec::new();
+        for f in &s.kernel.functions {
+            visit::for_each_stmt(&f.body, &mut |st| {
+                if let StmtKind::Array { var } = st.kind {
+                    declared.push(var);
+                }
+            });
+        }
+        assert_eq!(declared.len(), 2);
+        assert_eq!(declared[0], declared[1]);
     }
 }
