@@ -22,7 +22,10 @@
 //!
 //! Arithmetic semantics:
 //! - Signed `+ - *`, negation and `lsl` go through the unsigned type, since signed overflow is
-//!   undefined in C and the language wraps; `lsr` shifts the unsigned type.
+//!   undefined in C and the language wraps; `lsr` shifts the unsigned type. The exception is
+//!   an operation marked `nowrap` by [`crate::passes::loop_step`] (a counted loop's step
+//!   proven not to overflow): plain signed arithmetic, so the C compiler can count trips
+//!   and unroll.
 //! - Integer `/` and `mod` are C's (truncating, remainder with the dividend's sign), which is
 //!   the language's. Division by zero (and `min_int / -1`) is undefined behaviour in C: the
 //!   interpreter reports it as a fault, a GPU returns an unspecified value and PoCL on a CPU
