@@ -37,7 +37,6 @@ fn bin(op: BinOp, l: Expr, r: Expr) -> Expr {
             op,
             lhs: Box::new(l),
             rhs: Box::new(r),
-            nowrap: false,
         },
         ty,
     )

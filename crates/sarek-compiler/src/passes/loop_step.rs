@@ -16,7 +16,7 @@
 //!   versioned loop inside (no exponential growth), at most [`MAX_VERSIONED_STATEMENTS`].
 //! - Every conjunct that bounds its own variable counts (`while i < n && c < cap` marks both
 //!   steps, under one guard).
-
+//!
 //! The values computed are unchanged (the marked add equals the wrapping one wherever it
 //! runs), so the interpreter and every other consumer may ignore the flag.
 

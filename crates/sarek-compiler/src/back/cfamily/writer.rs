@@ -950,7 +950,7 @@ impl<'a> Writer<'a> {
             last: &last,
         };
         let spelling = loops::Spelling {
-            unsigned: &u,
+            unsigned: u,
             convert: &convert,
         };
         let shape = loops::rotated_for(&names, &a, &b, downto, hint, &spelling);
