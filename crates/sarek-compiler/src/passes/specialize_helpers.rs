@@ -549,7 +549,10 @@ mod tests {
         assert_eq!(names.len(), want.len(), "{names:?}");
         for ((n, p, a), (wn, wp, wa)) in names.iter().zip(want) {
             // Monomorphisation may suffix a name (`gets__sharr64_f32`).
-            assert!(n.starts_with(wn) && (p.as_str(), *a) == (wp, wa), "{names:?}");
+            assert!(
+                n.starts_with(wn) && (p.as_str(), *a) == (wp, wa),
+                "{names:?}"
+            );
         }
         // Each copy of `get` reads the array it was made for.
         let read = |f: &Function| {
