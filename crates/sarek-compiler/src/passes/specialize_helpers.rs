@@ -402,10 +402,13 @@ impl Builder<'_> {
                 }
             }
         };
-        Expr {
-            kind,
-            ty: e.ty.clone(),
-        }
+        // A substituted array keeps its own type (a sized shared or per-thread array where
+        // the parameter was unsized).
+        let ty = match &kind {
+            ExprKind::Var(v) if is_array(&e.ty) => self.vars[v.0 as usize].ty.clone(),
+            _ => e.ty.clone(),
+        };
+        Expr { kind, ty }
     }
 }
 
@@ -617,6 +620,20 @@ mod tests {
         assert_eq!(shape(&s), [("sq".into(), vec!["x".into()], false)]);
         let p = s.kernel.functions[0].params[0];
         assert!(p.0 as usize >= original.vars.len(), "a fresh parameter");
+    }
+
+    #[test]
+    fn an_array_passed_on_takes_the_type_of_what_it_denotes() {
+        // `v` is unsized in `outer`; its copy passes the sized shared array itself on.
+        let s = specialized(
+            "let inner (v : int32 array) : int32 = atomic_add v 0 1
+             let outer (v : int32 array) : int32 = inner v
+             let%kernel k (a : int32 vector) =
+               let%shared (t : int32) = 4 in
+               let%shared (u : int32) = 8 in
+               a.(0) <- outer t + outer u",
+        );
+        assert_eq!(s.kernel.functions.len(), 4);
     }
 
     #[test]
