@@ -5,6 +5,7 @@ pub mod cfamily;
 pub mod glsl;
 pub mod loops;
 pub mod ptx;
+pub mod support;
 pub mod wgsl;
 
 use crate::diag::Diagnostic;
