@@ -203,6 +203,7 @@ impl Builder {
                         op: BinOp::Add,
                         lhs: Box::new(a),
                         rhs: Box::new(b),
+                        nowrap: false,
                     },
                     Ty::I32,
                 )
@@ -342,6 +343,7 @@ impl Builder {
                         op: BinOp::Lt,
                         lhs: Box::new(self.expr(&SExpr::Var(0))),
                         rhs: Box::new(Expr::i32(2)),
+                        nowrap: false,
                     },
                     Ty::BOOL,
                 );

@@ -106,7 +106,7 @@ impl visit::StmtVisitor for Count<'_> {
 }
 
 fn count(e: &sarek_compiler::ir::Expr, n: &mut usize) {
-    if let ExprKind::Binary { op, lhs, rhs } = &e.kind {
+    if let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind {
         if matches!(op, BinOp::Div | BinOp::Rem) && matches!(rhs.kind, ExprKind::Lit(_)) {
             *n += 1;
         }

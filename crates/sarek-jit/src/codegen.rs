@@ -1152,7 +1152,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                 }
                 self.read_var(*v)
             }
-            ExprKind::Binary { op, lhs, rhs } => vec![self.binary(*op, lhs, rhs)?],
+            ExprKind::Binary { op, lhs, rhs, .. } => vec![self.binary(*op, lhs, rhs)?],
             ExprKind::Unary { op, operand } => {
                 let s = scalar(operand)?;
                 let a = self.expr1(operand)?;

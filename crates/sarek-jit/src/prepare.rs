@@ -444,7 +444,12 @@ impl Prep<'_> {
                 pre.push(self.let_(w_var, call, span));
                 return Ok(self.var_expr(w_var));
             }
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => {
                 if matches!(op, BinOp::And | BinOp::Or) && has_warp(&rhs) {
                     return Err(self
                         .unsupported("a warp operation in the right operand of `&&`/`||`", span));
@@ -453,6 +458,7 @@ impl Prep<'_> {
                     op,
                     lhs: Box::new(self.hoist(*lhs, span, pre)?),
                     rhs: Box::new(self.hoist(*rhs, span, pre)?),
+                    nowrap,
                 }
             }
             ExprKind::Select { .. } => {

@@ -63,7 +63,17 @@ pub fn wgsl(options: &TargetOptions) -> Support {
             WGSL_MAX_PARSER_NESTING,
             "naga's WGSL parser stops at 200 levels of recursion",
         )
+        .limit(
+            Limit::LocalArrayBytes,
+            SHADER_MAX_TYPE_BYTES,
+            "naga lays out no type larger than 2^31 - 1 bytes",
+        )
 }
+
+/// The largest type naga (WGSL) and SPIR-V tools lay out: sizes are 32-bit signed.
+pub const SHADER_MAX_TYPE_BYTES: u64 = i32::MAX as u64;
+/// CUDA's local memory per thread (compute capability 2.0 and later).
+pub const CUDA_MAX_LOCAL_BYTES: u64 = 512 * 1024;
 
 pub fn glsl(options: &TargetOptions, warps: Warps) -> Support {
     Support::all(Target::Glsl)
@@ -83,6 +93,11 @@ pub fn glsl(options: &TargetOptions, warps: Warps) -> Support {
             Feature::Subgroups,
             "native warp operations need 32-lane subgroups (GL_KHR_shader_subgroup), which the \
              device (or these options) lacks",
+        )
+        .limit(
+            Limit::LocalArrayBytes,
+            SHADER_MAX_TYPE_BYTES,
+            "SPIR-V array sizes and offsets are 32-bit",
         )
 }
 
@@ -135,6 +150,11 @@ pub fn cuda() -> Support {
             CUDA_MAX_PARAM_BYTES,
             "CUDA (12.1 and later, compute capability 7.0+) limits `__global__` parameters to \
              32,764 bytes",
+        )
+        .limit(
+            Limit::LocalArrayBytes,
+            CUDA_MAX_LOCAL_BYTES,
+            "CUDA gives a thread at most 512 KiB of local memory",
         )
 }
 
@@ -194,6 +214,11 @@ pub fn ptx() -> Support {
             Limit::ParamBytes,
             PTX_MAX_PARAM_BYTES,
             format!("PTX ISA 8.0 modules take at most 4 KiB of kernel parameters; {cuda}"),
+        )
+        .limit(
+            Limit::LocalArrayBytes,
+            CUDA_MAX_LOCAL_BYTES,
+            "CUDA gives a thread at most 512 KiB of local memory",
         );
     for m in PTX_MISSING_FLOAT64_MATH {
         s = s.without(

@@ -213,6 +213,7 @@ pub(crate) fn is_block_base(e: &Expr) -> bool {
             op: BinOp::Mul,
             lhs,
             rhs,
+            ..
         } => matches!(
             (geometry(lhs), geometry(rhs)),
             (
@@ -256,7 +257,7 @@ pub(crate) fn eval(env: &HashMap<VarId, Sym>, e: &Expr) -> Sym {
             base: 1,
             c: 0,
         },
-        ExprKind::Binary { op, lhs, rhs } => {
+        ExprKind::Binary { op, lhs, rhs, .. } => {
             let (l, r) = (eval(env, lhs), eval(env, rhs));
             match op {
                 BinOp::Add => l.lin(r, 1),

@@ -333,6 +333,7 @@ fn is_global_index(e: &Expr) -> bool {
             op: crate::types::BinOp::Add,
             lhs,
             rhs,
+            ..
         } => {
             (is_block_base(lhs) && geom(rhs, Geometry::ThreadIdx(Axis::X)))
                 || (is_block_base(rhs) && geom(lhs, Geometry::ThreadIdx(Axis::X)))

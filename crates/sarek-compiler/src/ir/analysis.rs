@@ -86,6 +86,8 @@ pub enum Limit {
     /// Nesting depth of a statement's blocks plus its deepest expression ([`expr_depth`]):
     /// what a recursive-descent parser recurses over.
     ParserNesting,
+    /// Bytes of the largest per-thread (`Local`) array (C layout).
+    LocalArrayBytes,
 }
 
 /// One place that needs a feature.
@@ -117,6 +119,8 @@ pub struct Needs {
     pub extra_buffers: u64,
     pub block_nesting: Amount,
     pub parser_nesting: Amount,
+    /// The largest per-thread array.
+    pub local_array_bytes: Amount,
     /// The traps' places (checked mode, bounded recursion).
     pub traps: Vec<Span>,
 }
@@ -186,6 +190,7 @@ impl Needs {
             },
             Limit::BlockNesting => self.block_nesting,
             Limit::ParserNesting => self.parser_nesting,
+            Limit::LocalArrayBytes => self.local_array_bytes,
         }
     }
 }
@@ -361,6 +366,14 @@ fn limit_refusal(
             amount.span,
             "the deepest block".to_string(),
             "move inner blocks into helper functions",
+        ),
+        Limit::LocalArrayBytes => (
+            format!(
+                "kernel `{k}` declares a per-thread array of {n} bytes, {who} allows at most {max}"
+            ),
+            amount.span,
+            "the largest per-thread array".to_string(),
+            "use a smaller array, or keep the data in a vector",
         ),
         Limit::ParserNesting => (
             format!(
@@ -669,6 +682,22 @@ impl Walker<'_> {
             if bytes > self.largest_shared || shared.span.is_dummy() {
                 self.largest_shared = bytes;
                 shared.span = info.span;
+            }
+        }
+        if let Ty::Array {
+            elem,
+            space: MemSpace::Local,
+            size: Some(n),
+        } = &info.ty
+        {
+            let stride = abi::elem_layout(self.kernel, elem, C_RULES).stride;
+            let bytes = u64::from(stride).saturating_mul(u64::from(*n));
+            let local = &mut self.needs.local_array_bytes;
+            if bytes > local.value {
+                *local = Amount {
+                    value: bytes,
+                    span: info.span,
+                };
             }
         }
     }

@@ -273,6 +273,7 @@ pub fn bin(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
             op,
             lhs: Box::new(lhs),
             rhs: Box::new(rhs),
+            nowrap: false,
         },
         ty,
     )

@@ -295,6 +295,11 @@ pub enum ExprKind {
         op: BinOp,
         lhs: Box<Expr>,
         rhs: Box<Expr>,
+        /// An integer operation proven never to overflow ([`crate::passes::loop_step`] sets
+        /// it): the value is the same as the wrapping one, and a target whose signed overflow
+        /// is undefined may print plain signed arithmetic, which its compiler can reason
+        /// about (trip counts, unrolling). False everywhere else; dropping it is always safe.
+        nowrap: bool,
     },
     Unary {
         op: UnOp,

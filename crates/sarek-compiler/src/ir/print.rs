@@ -401,13 +401,20 @@ impl Printer<'_> {
         match &e.kind {
             ExprKind::Lit(l) => literal(l),
             ExprKind::Var(v) => self.var(*v),
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => {
                 let sym = match op {
                     BinOp::Eq => "==",
                     BinOp::Ne => "!=",
                     o => o.symbol(),
                 };
-                format!("({} {sym} {})", self.expr(lhs), self.expr(rhs))
+                // A step proven not to overflow (`passes::loop_step`).
+                let mark = if *nowrap { "nw" } else { "" };
+                format!("({} {sym}{mark} {})", self.expr(lhs), self.expr(rhs))
             }
             ExprKind::Unary { op, operand } => {
                 let o = self.expr(operand);
@@ -540,6 +547,7 @@ mod tests {
                             op: BinOp::Add,
                             lhs: Box::new(Expr::new(ExprKind::Var(VarId(0)), Ty::F32)),
                             rhs: Box::new(Expr::lit(Literal::F32(1.0))),
+                            nowrap: false,
                         },
                         Ty::Scalar(Scalar::F32),
                     )),

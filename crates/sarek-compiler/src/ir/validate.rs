@@ -9,6 +9,9 @@
 //!   initialiser), or an element / field of a vector or array element;
 //! - `break`/`continue` only inside loops, `return` only in helpers, calls only to earlier
 //!   helpers (callees before callers, so there is no recursion left).
+//! - after [`crate::passes::specialize_helpers`], a helper may also name a kernel vector
+//!   parameter or a shared array directly, and copies of one helper may declare the same
+//!   shared array (it stays one array): both are the kernel's module-scope arrays.
 //!
 //! A failure is a compiler bug, not a user error, so it is a plain [`ValidationError`] naming
 //! the kernel and the first problem found (with the IR printer's spelling of the offending
@@ -135,8 +138,23 @@ impl<'k> Validator<'k> {
         Ok(())
     }
 
+    /// A kernel vector parameter or a shared array: named by helpers after specialisation.
+    fn is_module_array(&self, id: VarId) -> bool {
+        match self.k.vars.get(id.0 as usize).map(|v| &v.ty) {
+            Some(Ty::Vector(_)) => self.k.params.contains(&id),
+            Some(Ty::Array {
+                space: MemSpace::Shared,
+                size: Some(_),
+                ..
+            }) => true,
+            _ => false,
+        }
+    }
+
     fn in_scope(&self, id: VarId) -> R {
-        if self.scopes.iter().any(|s| s.contains(&id)) {
+        if self.scopes.iter().any(|s| s.contains(&id))
+            || (self.func.is_some() && self.is_module_array(id))
+        {
             Ok(())
         } else if self.bound.contains(&id) {
             Err(format!(
@@ -216,6 +234,11 @@ impl<'k> Validator<'k> {
                             self.name(*var)
                         ));
                     }
+                }
+                if self.func.is_some() && self.is_module_array(*var) && self.bound.contains(var) {
+                    // Another copy of this helper declared it: one array for every copy.
+                    self.scopes.last_mut().expect("a scope is open").push(*var);
+                    return Ok(());
                 }
                 self.bind(*var)
             }
@@ -449,9 +472,20 @@ impl<'k> Validator<'k> {
                     &e.ty,
                 )
             }
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => {
                 self.expr(lhs)?;
                 self.expr(rhs)?;
+                if *nowrap
+                    && !(matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                        && scalar_of(&e.ty).is_some_and(Scalar::is_int))
+                {
+                    return Err(format!("`{}` marked nowrap on {:?}", op.symbol(), e.ty));
+                }
                 self.binary(*op, lhs, rhs, &e.ty)
             }
             ExprKind::Unary { op, operand } => {

@@ -403,6 +403,7 @@ impl Lowerer<'_> {
                         op: *op,
                         lhs: Box::new(l),
                         rhs: Box::new(r),
+                        nowrap: false,
                     },
                     ty,
                 )
@@ -938,7 +939,7 @@ fn f32_constant(e: &ir::Expr) -> Option<f32> {
             op: crate::types::UnOp::Neg,
             operand,
         } => f32_constant(operand).map(|v| -v),
-        K::Binary { op, lhs, rhs } => {
+        K::Binary { op, lhs, rhs, .. } => {
             let (a, b) = (f32_constant(lhs)?, f32_constant(rhs)?);
             match op {
                 BinOp::Add => Some(a + b),
@@ -1013,7 +1014,7 @@ fn is_inert(e: &ir::Expr) -> bool {
     use ir::ExprKind as K;
     match &e.kind {
         K::Lit(_) | K::Var(_) => true,
-        K::Binary { op, lhs, rhs } => {
+        K::Binary { op, lhs, rhs, .. } => {
             let faults = matches!(op, BinOp::Div | BinOp::Rem)
                 && lhs.ty.scalar().is_some_and(|s| s.is_int());
             !faults && is_inert(lhs) && is_inert(rhs)

@@ -516,6 +516,7 @@ fn binary(op: BinOp, lhs: ir::Expr, rhs: ir::Expr) -> ir::Expr {
             op,
             lhs: Box::new(lhs),
             rhs: Box::new(rhs),
+            nowrap: false,
         },
         ir::Ty::BOOL,
     )

@@ -151,7 +151,7 @@ impl Checker {
     fn expr(&mut self, e: &mut Expr, span: Span, out: &mut Block) {
         match &mut e.kind {
             ExprKind::Lit(_) | ExprKind::Var(_) => {}
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary { op, lhs, rhs, .. } => {
                 self.expr(lhs, span, out);
                 if matches!(op, BinOp::And | BinOp::Or) {
                     return; // the right operand is conditional (and never faults)
@@ -356,6 +356,7 @@ fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
             op,
             lhs: Box::new(lhs),
             rhs: Box::new(rhs),
+            nowrap: false,
         },
         ty,
     )

@@ -131,7 +131,7 @@ fn evaluate(e: &Expr) -> Option<Literal> {
     };
     let result = e.ty.scalar()?;
     let v = match &e.kind {
-        ExprKind::Binary { op, lhs, rhs } => binary(*op, lit(lhs)?, lit(rhs)?)?,
+        ExprKind::Binary { op, lhs, rhs, .. } => binary(*op, lit(lhs)?, lit(rhs)?)?,
         ExprKind::Unary { op, operand } => unary(*op, lit(operand)?)?,
         ExprKind::Intrinsic { op, args } => {
             let args = args.iter().map(lit).collect::<Option<Vec<_>>>()?;
@@ -344,6 +344,7 @@ mod tests {
                 op,
                 lhs: Box::new(a),
                 rhs: Box::new(b),
+                nowrap: false,
             },
             ty,
         )

@@ -3,7 +3,9 @@
 pub mod checked;
 pub mod constfold;
 pub mod legalize;
+pub mod loop_step;
 pub mod opt;
+pub mod specialize_helpers;
 
 /// `kernel` as a generator should see it under `options`: with the checked-mode checks
 /// ([`checked::insert_checks`]) when `options.checked`.

@@ -776,7 +776,7 @@ impl Compiler<'_> {
                 })?;
                 (r, ExprKind::Ready)
             }
-            E::Binary { op, lhs, rhs } => {
+            E::Binary { op, lhs, rhs, .. } => {
                 let ty = self.scalar_of(lhs)?;
                 let a = self.boxed(lhs)?;
                 let b = self.boxed(rhs)?;

@@ -27,7 +27,10 @@
 //!
 //! Arithmetic semantics:
 //! - Signed `+ - *`, negation and `lsl` go through the unsigned type, since signed overflow is
-//!   undefined in C and the language wraps; `lsr` shifts the unsigned type.
+//!   undefined in C and the language wraps; `lsr` shifts the unsigned type. The exception is
+//!   an operation marked `nowrap` by [`crate::passes::loop_step`] (a counted loop's step
+//!   proven not to overflow): plain signed arithmetic, so the C compiler can count trips
+//!   and unroll.
 //! - CUDA spells `(-x) asr n` as `~((x - 1) asr n)`: ptxas 13.0 folds a negation under an
 //!   arithmetic shift into a `LEA.HI.SX32` that is off by one for odd negative `x`, and
 //!   `~x + 1` reaches it as the same negation.
@@ -78,6 +81,8 @@ pub fn generate(
     let kernel = &*crate::passes::for_target(kernel, options);
     let rules = dialect.rules();
     crate::ir::analysis::check(kernel, &rules.support(options))?;
-    let legal = legalize(kernel, rules.keywords(), Params::Positional);
+    // Counted loops whose step cannot overflow get a plain signed step (issue 14).
+    let stepped = crate::passes::loop_step::mark_loop_steps(kernel);
+    let legal = legalize(&stepped, rules.keywords(), Params::Positional);
     writer::Writer::new(&legal, rules).finish(kernel)
 }

@@ -8,6 +8,7 @@
 
 use super::dialect::{AtomicCall, Emit, Rules};
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::loops;
 use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
@@ -777,12 +778,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// `for var = start to|downto end`: inclusive bounds evaluated once, in order, for any
-    /// int32 bounds. The guard runs once; the loop is a `do`-`while` on an unsigned copy of
-    /// the index whose exit test (`it++ != end`) compares before stepping, so `to max_int`
-    /// and `downto min_int` stop without signed overflow, and `continue` (which in a
-    /// `do`-`while` jumps to the test) still steps. This is the rotated loop compilers build
-    /// from `for (i = a; i <= b; ++i)` themselves: the trip count stays computable.
+    /// `for var = start to|downto end` in the shape shared with GLSL ([`loops`]).
     fn for_loop(
         &mut self,
         var: VarId,
@@ -798,38 +794,41 @@ impl<'a> Writer<'a> {
         let a = self.expr(start);
         let b = self.expr(end);
         let u = self.d.unsigned(Scalar::I32);
-        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
-        self.line("{");
-        self.indent += 1;
         // A name or a literal needs no parentheses under the cast.
-        let operand = |e: &str| {
+        let convert = |t: &str, e: &str| {
             let e = strip(e);
             if e.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
-                e.to_string()
+                format!("({t}){e}")
             } else {
-                format!("({e})")
+                format!("({t})({e})")
             }
         };
-        self.line(&format!(
-            "{u} {it} = ({u}){}, {last} = ({u}){};",
-            operand(&a),
-            operand(&b)
-        ));
-        self.line(&format!("if ((int){it} {cmp} (int){last}) {{"));
-        self.indent += 1;
-        if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
-            self.line(&p);
+        let hint = match unroll.and_then(|n| self.d.unroll_pragma(n)) {
+            Some(p) => loops::Hint::Line(p),
+            None => loops::Hint::None,
+        };
+        let names = loops::Names {
+            index: &name,
+            counter: &it,
+            last: &last,
+        };
+        let spelling = loops::Spelling {
+            unsigned: u,
+            convert: &convert,
+        };
+        let shape = loops::rotated_for(&names, &a, &b, downto, hint, &spelling);
+        let base = self.indent;
+        for (depth, line) in &shape.head {
+            self.indent = base + depth;
+            self.line(line);
         }
-        self.line("do {");
-        self.indent += 1;
-        self.line(&format!("int {name} = (int){it};"));
+        self.indent = base + shape.body_depth;
         self.block_body(body);
-        self.indent -= 1;
-        self.line(&format!("}} while ({it}{step} != {last});"));
-        self.indent -= 1;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
+        for (depth, line) in &shape.tail {
+            self.indent = base + depth;
+            self.line(line);
+        }
+        self.indent = base;
     }
 
     /// A match is an `if` chain on the tag (a `switch` would capture `break`).
@@ -934,7 +933,12 @@ impl<'a> Writer<'a> {
         match &e.kind {
             ExprKind::Lit(l) => self.literal(*l),
             ExprKind::Var(v) => self.var(*v),
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => self.binary(*op, lhs, rhs, *nowrap),
             ExprKind::Unary { op, operand } => {
                 let x = self.expr(operand);
                 match (op, operand.ty.scalar()) {
@@ -1052,10 +1056,15 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, nowrap: bool) -> String {
         let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
-        // Signed overflow is undefined in C; the language wraps, so go through unsigned.
-        if operand.is_int() && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl) {
+        // Signed overflow is undefined in C; the language wraps, so go through unsigned,
+        // unless the operation is proven not to overflow (`passes::loop_step`): then plain
+        // signed arithmetic, which lets the C compiler count a loop's trips and unroll it.
+        if operand.is_int()
+            && !nowrap
+            && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl)
+        {
             let t = self.scalar(operand);
             let u = self.wrapping(op, lhs, rhs, operand);
             return format!("(({t}){u})");
@@ -1186,6 +1195,7 @@ impl<'a> Writer<'a> {
                 op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl),
                 lhs,
                 rhs,
+                ..
             } => self.wrapping(*op, lhs, rhs, s),
             ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
             ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {

@@ -39,11 +39,11 @@ pub(super) struct Writer<'k> {
     float_atomics: BTreeSet<VarId>,
     /// Built-in helper functions needed, by key.
     helpers: BTreeSet<String>,
-    /// Specialised helper instances: key -> GLSL name; texts in emission order (callees first).
-    instances: HashMap<(FuncId, Vec<ArrArg>), String>,
+    /// Per helper of the specialised kernel: whether it copies one with array parameters.
+    has_arrays: &'k [bool],
+    /// Helpers written so far: GLSL name; texts in emission order (callees first).
+    instances: HashMap<FuncId, String>,
     instance_text: Vec<String>,
-    /// Substitution of the helper being emitted: array parameter -> what it is bound to.
-    subst: HashMap<VarId, ArrArg>,
     counter: u32,
     /// Emitting a constant expression glslang would fold: float32 literals are spelled as bit
     /// patterns, which it does not fold through (see [`glslang_folds`]).
@@ -66,7 +66,14 @@ pub(super) struct Writer<'k> {
 }
 
 impl<'k> Writer<'k> {
-    pub(super) fn new(k: &'k Kernel, warps: Warps) -> Writer<'k> {
+    /// A writer for a kernel whose helpers are specialised per array argument
+    /// ([`crate::passes::specialize_helpers`]): helpers name buffers and shared arrays
+    /// directly, and take per-thread arrays as sized `inout` parameters.
+    pub(super) fn new(
+        spec: &'k crate::passes::specialize_helpers::Specialized,
+        warps: Warps,
+    ) -> Writer<'k> {
+        let k = &spec.kernel;
         let mut namer = Namer::new(&super::keywords::KEYWORDS);
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
@@ -121,9 +128,9 @@ impl<'k> Writer<'k> {
             shared_as_uint: BTreeSet::new(),
             float_atomics: BTreeSet::new(),
             helpers: BTreeSet::new(),
+            has_arrays: &spec.has_arrays,
             instances: HashMap::new(),
             instance_text: Vec::new(),
-            subst: HashMap::new(),
             counter: 0,
             opaque_f32: false,
             span: k.span,
@@ -183,7 +190,6 @@ impl<'k> Writer<'k> {
         self.instances.clear();
         self.instance_text.clear();
         self.float_atomics.clear();
-        self.subst.clear();
         self.counter = 0;
         self.errors.clear();
         self.refused.clear();
@@ -472,11 +478,9 @@ impl<'k> Writer<'k> {
 
     // ----- arrays -----
 
-    /// What an array-typed variable is here (through the current helper's substitution).
+    /// What an array-typed variable is: after specialisation, a helper's array parameter is a
+    /// sized per-thread array and every other array name is module-scope.
     fn resolve_array(&self, v: VarId) -> ArrArg {
-        if let Some(a) = self.subst.get(&v) {
-            return a.clone();
-        }
         match &self.k.var(v).ty {
             Ty::Array {
                 space: MemSpace::Local,
@@ -714,11 +718,9 @@ impl<'k> Writer<'k> {
         }
     }
 
-    /// `for var = start to|downto end`, in the shape every generator shares: inclusive
-    /// bounds evaluated once, in order; a guard run once; then a `do`-`while` on an unsigned
-    /// copy of the index whose exit test (`it++ != end`) compares before it steps, so that
-    /// `to max_int` and `downto min_int` stop (GLSL integers wrap: a plain `i <= end; i++`
-    /// never would) and `continue`, which in a `do`-`while` jumps to the test, still steps.
+    /// `for var = start to|downto end` in the shape shared with the C family
+    /// ([`crate::back::loops`]); GLSL integers wrap, so a plain `i <= end; i++` would never
+    /// stop at `to max_int`.
     #[allow(clippy::too_many_arguments)]
     fn for_loop(
         &mut self,
@@ -731,36 +733,34 @@ impl<'k> Writer<'k> {
         ind: usize,
         out: &mut String,
     ) {
+        use crate::back::loops;
         let n = self.fresh();
         let (a, b) = (self.expr(start), self.expr(end));
         let (it, last) = (format!("sarek_it{n}"), format!("sarek_end{n}"));
-        let (cmp, step) = if downto { (">=", "--") } else { ("<=", "++") };
-        let trip = match (&start.kind, &end.kind) {
-            (ExprKind::Lit(Literal::I32(a)), ExprKind::Lit(Literal::I32(b))) => {
-                let (lo, hi) = if downto { (*b, *a) } else { (*a, *b) };
-                Some((i64::from(hi) - i64::from(lo) + 1).max(0))
-            }
-            _ => None,
+        let trip = loops::trip_count(start, end, downto);
+        let hint = match self.loop_attribute(unroll, trip) {
+            "" => loops::Hint::None,
+            attr => loops::Hint::Prefix(attr),
         };
-        let attr = self.loop_attribute(unroll, trip);
         let i = self.names[var.0 as usize].clone();
-        Self::line(out, ind, "{");
-        Self::line(
-            out,
-            ind + 1,
-            &format!("uint {it} = uint({a}), {last} = uint({b});"),
-        );
-        Self::line(
-            out,
-            ind + 1,
-            &format!("if (int({it}) {cmp} int({last})) {{"),
-        );
-        Self::line(out, ind + 2, &format!("{attr}do {{"));
-        Self::line(out, ind + 3, &format!("int {i} = int({it});"));
-        self.block(body, ind + 3, out);
-        Self::line(out, ind + 2, &format!("}} while ({it}{step} != {last});"));
-        Self::line(out, ind + 1, "}");
-        Self::line(out, ind, "}");
+        let names = loops::Names {
+            index: &i,
+            counter: &it,
+            last: &last,
+        };
+        let convert = |t: &str, e: &str| format!("{t}({e})");
+        let spelling = loops::Spelling {
+            unsigned: "uint",
+            convert: &convert,
+        };
+        let shape = loops::rotated_for(&names, &a, &b, downto, hint, &spelling);
+        for (depth, line) in &shape.head {
+            Self::line(out, ind + depth, line);
+        }
+        self.block(body, ind + shape.body_depth, out);
+        for (depth, line) in &shape.tail {
+            Self::line(out, ind + depth, line);
+        }
     }
 
     /// The `GL_EXT_control_flow_attributes` attribute (with its trailing space) that renders
@@ -845,7 +845,7 @@ impl<'k> Writer<'k> {
         match &e.kind {
             ExprKind::Lit(l) => self.literal(l),
             ExprKind::Var(v) => self.var_ref(*v),
-            ExprKind::Binary { op, lhs, rhs } => {
+            ExprKind::Binary { op, lhs, rhs, .. } => {
                 let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
                 let (a, b) = (self.expr(lhs), self.expr(rhs));
                 self.binary(*op, s, a, b, rhs.ty.scalar().unwrap_or(Scalar::I32))
@@ -977,58 +977,49 @@ impl<'k> Writer<'k> {
     }
 
     fn call(&mut self, func: FuncId, args: &[Expr]) -> String {
-        let f = self.k.function(func).clone();
-        let mut key = Vec::new();
         let mut out_args = Vec::new();
-        for (p, a) in f.params.iter().zip(args) {
-            let array_param = matches!(self.k.var(*p).ty, Ty::Vector(_) | Ty::Array { .. });
-            if array_param {
-                let ExprKind::Var(v) = a.kind else { continue };
-                let r = self.resolve_array(v);
-                if let ArrArg::Local(_) = r {
-                    out_args.push(self.array_name(v));
+        for a in args {
+            match (&a.kind, &a.ty) {
+                // Specialisation left only per-thread arrays as arguments.
+                (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => {
+                    out_args.push(self.array_name(*v))
                 }
-                key.push(r);
-            } else {
-                out_args.push(self.expr(a));
+                _ => out_args.push(self.expr(a)),
             }
         }
-        let name = self.instance(func, key);
+        let name = self.instance(func);
         format!("{name}({})", out_args.join(", "))
     }
 
-    /// The GLSL function for `func` specialised to `key`, emitting it on first use.
-    fn instance(&mut self, func: FuncId, key: Vec<ArrArg>) -> String {
-        if let Some(n) = self.instances.get(&(func, key.clone())) {
+    /// The GLSL function for helper `func`, written at its first call so that helpers come
+    /// before their callers and the numbering follows the calls.
+    fn instance(&mut self, func: FuncId) -> String {
+        if let Some(n) = self.instances.get(&func) {
             return n.clone();
         }
         let f = self.k.function(func).clone();
-        let name = if key.is_empty() {
-            self.fn_names[func.0 as usize].clone()
-        } else {
+        let name = if self.has_arrays[func.0 as usize] {
             format!(
                 "sarek_s{}_{}",
                 self.instances.len(),
                 self.fn_names[func.0 as usize]
             )
+        } else {
+            self.fn_names[func.0 as usize].clone()
         };
-        self.instances.insert((func, key.clone()), name.clone());
-        let saved = std::mem::take(&mut self.subst);
+        self.instances.insert(func, name.clone());
         let saved_span = self.span;
         let mut params = Vec::new();
-        let mut arrays = key.iter();
         for p in &f.params {
             let ty = self.k.var(*p).ty.clone();
-            if matches!(ty, Ty::Vector(_) | Ty::Array { .. }) {
-                let a = arrays.next().cloned().unwrap_or(ArrArg::Local(0));
-                if let ArrArg::Local(n) = a {
-                    params.push(format!(
-                        "inout {} {}[{n}]",
-                        self.ty(&ty),
-                        self.names[p.0 as usize]
-                    ));
-                }
-                self.subst.insert(*p, a);
+            if let ArrArg::Local(n) = self.resolve_array(*p)
+                && matches!(ty, Ty::Array { .. })
+            {
+                params.push(format!(
+                    "inout {} {}[{n}]",
+                    self.ty(&ty),
+                    self.names[p.0 as usize]
+                ));
             } else {
                 params.push(self.var_decl(*p));
             }
@@ -1042,7 +1033,6 @@ impl<'k> Writer<'k> {
             params.join(", ")
         );
         self.instance_text.push(text);
-        self.subst = saved;
         self.span = saved_span;
         name
     }

@@ -26,7 +26,8 @@
 //!   loops on `floatBitsToUint` (buffers get a `uint` alias of the same binding, shared arrays
 //!   used that way are stored as `uint`);
 //! - GLSL cannot pass buffers or shared arrays to functions, so a helper with vector or array
-//!   parameters is specialised per tuple of arrays it is called with (`sarek_s<n>_<name>`);
+//!   parameters is specialised per tuple of arrays it is called with
+//!   ([`crate::passes::specialize_helpers`], named `sarek_s<n>_<name>` in call order);
 //!   per-thread local arrays are passed as `inout T a[N]`.
 //!
 //! Float32 must compute as float32 (F12 in tests/conformance/FINDINGS.md): glslang parses
@@ -90,7 +91,14 @@ pub fn generate_with(
         Ok(()),
         "legalize produced invalid IR"
     );
-    emit::Writer::new(&kernel, warps).generate()
+    // GLSL functions cannot take buffers or shared arrays: one copy per call shape.
+    let spec = crate::passes::specialize_helpers::specialize_helpers(&kernel);
+    debug_assert_eq!(
+        crate::ir::validate::validate(&spec.kernel),
+        Ok(()),
+        "specialisation produced invalid IR"
+    );
+    emit::Writer::new(&spec, warps).generate()
 }
 
 /// One member of the push-constant block.

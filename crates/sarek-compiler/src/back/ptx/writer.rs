@@ -732,16 +732,19 @@ impl<'k> Writer<'k> {
                 op: BinOp::Add,
                 lhs,
                 rhs,
+                ..
             } if lit(rhs).is_some() => (Some(&**lhs), lit(rhs).unwrap_or(0)),
             ExprKind::Binary {
                 op: BinOp::Add,
                 lhs,
                 rhs,
+                ..
             } if lit(lhs).is_some() => (Some(&**rhs), lit(lhs).unwrap_or(0)),
             ExprKind::Binary {
                 op: BinOp::Sub,
                 lhs,
                 rhs,
+                ..
             } if lit(rhs).is_some() => (Some(&**lhs), -lit(rhs).unwrap_or(0)),
             _ => (Some(index), 0),
         };
@@ -846,7 +849,7 @@ impl<'k> Writer<'k> {
                     self.fresh_value(&e.ty)
                 }
             },
-            ExprKind::Binary { op, lhs, rhs } => vec![self.binary(*op, lhs, rhs, &e.ty)],
+            ExprKind::Binary { op, lhs, rhs, .. } => vec![self.binary(*op, lhs, rhs, &e.ty)],
             ExprKind::Unary { op, operand } => {
                 let a = self.expr(operand)[0];
                 let s = operand.ty.scalar().unwrap_or(Scalar::I32);
@@ -1745,7 +1748,7 @@ impl std::fmt::Display for Operand {
 fn speculatable(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lit(_) | ExprKind::Var(_) => true,
-        ExprKind::Binary { op, lhs, rhs } => {
+        ExprKind::Binary { op, lhs, rhs, .. } => {
             !matches!(op, BinOp::Div | BinOp::Rem) && speculatable(lhs) && speculatable(rhs)
         }
         ExprKind::Unary { operand, .. } => speculatable(operand),

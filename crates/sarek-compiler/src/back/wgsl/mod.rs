@@ -8,8 +8,8 @@
 //!    scalars, aggregate equality, warp operations without subgroups, nesting past naga's
 //!    limits); then [`crate::passes::legalize::legalize`] (seed 000; kernel parameters are
 //!    module-scope names);
-//! 2. `usage`: which array each array-typed name denotes, atomic arrays, helper
-//!    specialisations (storage buffers cannot be passed to WGSL functions);
+//! 2. [`crate::passes::specialize_helpers`] (storage buffers cannot be passed to WGSL
+//!    functions), then `usage`: atomic arrays, shared arrays, helpers in the order called;
 //! 3. `names`: every WGSL name, from the one namer ([`crate::back::names::Namer`]);
 //! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
@@ -57,6 +57,13 @@ pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, V
     // their names; other binders that are not identifiers, are reserved or redeclare a visible
     // name are renamed. The names that stay are escaped by `names`.
     let kernel = &legalize(kernel, &keywords::KEYWORDS, Params::ModuleScope);
+    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`).
+    let kernel = &crate::passes::specialize_helpers::specialize_helpers(kernel).kernel;
+    debug_assert_eq!(
+        crate::ir::validate::validate(kernel),
+        Ok(()),
+        "specialisation produced invalid IR"
+    );
     let usage = usage::analyse(kernel)?;
     let names = names::Names::new(kernel, &usage);
     let bindings = abi::Bindings::new(kernel, &names);

@@ -1,15 +1,15 @@
-//! Which array every array-typed name denotes, which arrays are atomic, and which helper
-//! specialisations exist.
+//! Which array every array-typed name denotes, which arrays are atomic, and the order helpers
+//! are written in.
 //!
 //! WGSL cannot portably pass a storage or workgroup buffer to a function (pointers in those
 //! address spaces are not core WGSL function parameters; measured: naga 30 rejects
 //! `fn f(p: ptr<storage, array<f32>, read_write>)` with every capability enabled, "a pointer of
-//! space Storage ... can't be passed into functions"), so a helper that takes vectors is
-//! emitted once per combination of arrays it is called with: each vector parameter is replaced
-//! by the module-scope variable it denotes. A per-thread local array stays a parameter, passed
-//! as `ptr<function, array<T, N>>`, which core WGSL allows. The same walk finds every array
-//! used atomically anywhere (through any helper), because WGSL declares atomics in the type:
-//! such an array is `array<atomic<...>>` and all its plain accesses become atomic loads/stores.
+//! space Storage ... can't be passed into functions"), so the generator first runs
+//! [`crate::passes::specialize_helpers`]: every helper is a copy per combination of arrays it
+//! is called with, naming buffers and shared arrays directly; a per-thread local array stays
+//! a parameter, passed as `ptr<function, array<T, N>>`, which core WGSL allows. This walk then
+//! finds every array used atomically anywhere, because WGSL declares atomics in the type: such
+//! an array is `array<atomic<...>>` and all its plain accesses become atomic loads/stores.
 
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::Intrinsic;
@@ -28,30 +28,31 @@ pub(super) enum Root {
     Local(VarId),
 }
 
-/// One emitted copy of a helper: the array each parameter denotes (`None` for non-arrays).
+/// One helper of the specialised kernel.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Spec {
     pub func: FuncId,
-    pub roots: Vec<Option<Root>>,
 }
 
 pub(super) struct Usage {
     /// Arrays used by an atomic operation somewhere.
     pub atomic: BTreeSet<Root>,
-    /// Helper specialisations in the order first called (callers before callees).
+    /// Helpers in the order first called (callers before callees).
     pub specs: Vec<Spec>,
-    index: BTreeMap<Spec, usize>,
-    /// Shared arrays in the order declared (kernel body first, then helpers).
+    /// Position in `specs`, by helper.
+    index: BTreeMap<FuncId, usize>,
+    /// Shared arrays in the order declared (kernel body first, then helpers as first called).
     pub shared: Vec<VarId>,
 }
 
 impl Usage {
-    pub fn spec_index(&self, spec: &Spec) -> Option<usize> {
-        self.index.get(spec).copied()
+    pub fn spec_index(&self, func: FuncId) -> Option<usize> {
+        self.index.get(&func).copied()
     }
 }
 
-/// The root of an array variable not bound through a helper parameter.
+/// The root of an array variable: every one is its own after specialisation (a helper's
+/// array parameter is a per-thread array of a known size).
 pub(super) fn own_root(kernel: &Kernel, v: VarId) -> Option<Root> {
     match &kernel.var(v).ty {
         Ty::Vector(_) if kernel.params.contains(&v) => Some(Root::Buffer(v)),
@@ -69,7 +70,8 @@ pub(super) fn own_root(kernel: &Kernel, v: VarId) -> Option<Root> {
     }
 }
 
-/// Walk the kernel from its body through every call; errors for atomics WGSL cannot express.
+/// Walk the specialised kernel from its body through every call; errors for atomics WGSL
+/// cannot express.
 pub(super) fn analyse(kernel: &Kernel) -> Result<Usage, Vec<Diagnostic>> {
     let mut w = Walker {
         kernel,
@@ -81,15 +83,13 @@ pub(super) fn analyse(kernel: &Kernel) -> Result<Usage, Vec<Diagnostic>> {
         },
         diags: Vec::new(),
     };
-    w.block(&kernel.body, &BTreeMap::new(), kernel.span);
+    w.block(&kernel.body);
     if w.diags.is_empty() {
         Ok(w.usage)
     } else {
         Err(w.diags)
     }
 }
-
-type Env = BTreeMap<VarId, Root>;
 
 struct Walker<'k> {
     kernel: &'k Kernel,
@@ -98,28 +98,13 @@ struct Walker<'k> {
 }
 
 impl Walker<'_> {
-    fn root(&self, env: &Env, v: VarId) -> Option<Root> {
-        env.get(&v).copied().or_else(|| own_root(self.kernel, v))
-    }
-
-    fn block(&mut self, b: &Block, outer: &Env, _span: Span) {
-        let mut env = outer.clone();
-        let env = &mut env;
+    fn block(&mut self, b: &Block) {
         for s in b {
             let span = s.span;
             match &s.kind {
-                StmtKind::Let { var, init } => {
-                    // `let w = v in ...` on a vector or array aliases it.
-                    if let Some(Expr {
-                        kind: ExprKind::Var(x),
-                        ty: Ty::Vector(_) | Ty::Array { .. },
-                    }) = init
-                    {
-                        if let Some(r) = self.root(env, *x) {
-                            env.insert(*var, r);
-                        }
-                    } else if let Some(e) = init {
-                        self.expr(e, env, span);
+                StmtKind::Let { init, .. } => {
+                    if let Some(e) = init {
+                        self.expr(e, span);
                     }
                 }
                 StmtKind::Array { var } => {
@@ -135,39 +120,40 @@ impl Walker<'_> {
                     }
                 }
                 StmtKind::Assign { place, value } => {
-                    self.place(place, env, span);
-                    self.expr(value, env, span);
+                    // As evaluated (and as specialisation met the calls): the value first.
+                    self.expr(value, span);
+                    self.place(place, span);
                 }
-                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(e, env, span),
+                StmtKind::Expr(e) | StmtKind::Return(Some(e)) => self.expr(e, span),
                 StmtKind::If {
                     cond,
                     then_block,
                     else_block,
                 } => {
-                    self.expr(cond, env, span);
-                    self.block(then_block, env, span);
-                    self.block(else_block, env, span);
+                    self.expr(cond, span);
+                    self.block(then_block);
+                    self.block(else_block);
                 }
                 StmtKind::For {
                     start, end, body, ..
                 } => {
-                    self.expr(start, env, span);
-                    self.expr(end, env, span);
-                    self.block(body, env, span);
+                    self.expr(start, span);
+                    self.expr(end, span);
+                    self.block(body);
                 }
                 StmtKind::While { cond, body, .. } => {
-                    self.expr(cond, env, span);
-                    self.block(body, env, span);
+                    self.expr(cond, span);
+                    self.block(body);
                 }
                 StmtKind::Match {
                     scrutinee, arms, ..
                 } => {
-                    self.expr(scrutinee, env, span);
+                    self.expr(scrutinee, span);
                     for a in arms {
-                        self.block(&a.body, env, span);
+                        self.block(&a.body);
                     }
                 }
-                StmtKind::Block(b) => self.block(b, env, span),
+                StmtKind::Block(b) => self.block(b),
                 StmtKind::Barrier
                 | StmtKind::Fence { .. }
                 | StmtKind::Return(None)
@@ -179,37 +165,37 @@ impl Walker<'_> {
         }
     }
 
-    fn place(&mut self, p: &LValue, env: &Env, span: Span) {
+    fn place(&mut self, p: &LValue, span: Span) {
         match p {
             LValue::Var(_) => {}
-            LValue::Index { index, .. } => self.expr(index, env, span),
-            LValue::Field { base, .. } => self.place(base, env, span),
+            LValue::Index { index, .. } => self.expr(index, span),
+            LValue::Field { base, .. } => self.place(base, span),
         }
     }
 
-    fn expr(&mut self, e: &Expr, env: &Env, span: Span) {
+    fn expr(&mut self, e: &Expr, span: Span) {
         match &e.kind {
             ExprKind::Lit(_) | ExprKind::Var(_) => {}
             ExprKind::Binary { lhs, rhs, .. } => {
-                self.expr(lhs, env, span);
-                self.expr(rhs, env, span);
+                self.expr(lhs, span);
+                self.expr(rhs, span);
             }
             ExprKind::Unary { operand: x, .. }
             | ExprKind::Index { index: x, .. }
             | ExprKind::Field { base: x, .. }
             | ExprKind::Tag(x)
-            | ExprKind::Payload { value: x, .. } => self.expr(x, env, span),
+            | ExprKind::Payload { value: x, .. } => self.expr(x, span),
             ExprKind::Record { fields, .. } | ExprKind::Ctor { fields, .. } => {
-                fields.iter().for_each(|f| self.expr(f, env, span))
+                fields.iter().for_each(|f| self.expr(f, span))
             }
             ExprKind::Select {
                 cond,
                 then_value,
                 else_value,
             } => {
-                self.expr(cond, env, span);
-                self.expr(then_value, env, span);
-                self.expr(else_value, env, span);
+                self.expr(cond, span);
+                self.expr(then_value, span);
+                self.expr(else_value, span);
             }
             ExprKind::Intrinsic { op, args } => {
                 if let (
@@ -220,7 +206,7 @@ impl Walker<'_> {
                     }),
                 ) = (op, args.first())
                 {
-                    match self.root(env, *v) {
+                    match own_root(self.kernel, *v) {
                         Some(Root::Local(_)) => self.diags.push(
                             Diagnostic::error(span, "WGSL has no atomics on per-thread arrays")
                                 .with_label("atomic operation on a `Local` array")
@@ -234,37 +220,21 @@ impl Walker<'_> {
                 }
                 args.iter()
                     .skip(usize::from(matches!(op, Intrinsic::Atomic(_))))
-                    .for_each(|a| self.expr(a, env, span))
+                    .for_each(|a| self.expr(a, span))
             }
             ExprKind::Call { func, args } => {
-                let roots: Vec<Option<Root>> = args
-                    .iter()
-                    .map(|a| match (&a.kind, &a.ty) {
-                        (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => self.root(env, *v),
-                        _ => None,
-                    })
-                    .collect();
                 for a in args {
                     if !matches!(a.ty, Ty::Vector(_) | Ty::Array { .. }) {
-                        self.expr(a, env, span);
+                        self.expr(a, span);
                     }
                 }
-                let spec = Spec { func: *func, roots };
-                if self.usage.index.contains_key(&spec) {
+                if self.usage.index.contains_key(func) {
                     return;
                 }
-                self.usage
-                    .index
-                    .insert(spec.clone(), self.usage.specs.len());
-                self.usage.specs.push(spec.clone());
+                self.usage.index.insert(*func, self.usage.specs.len());
+                self.usage.specs.push(Spec { func: *func });
                 let f = self.kernel.function(*func);
-                let callee_env: Env = f
-                    .params
-                    .iter()
-                    .zip(&spec.roots)
-                    .filter_map(|(p, r)| r.map(|r| (*p, r)))
-                    .collect();
-                self.block(&f.body, &callee_env, f.span);
+                self.block(&f.body);
             }
         }
     }

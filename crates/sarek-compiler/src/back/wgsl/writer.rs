@@ -540,7 +540,7 @@ impl<'a> Writer<'a> {
     }
 
     fn spec(&mut self, i: usize) -> String {
-        let Spec { func, roots } = self.usage.specs[i].clone();
+        let Spec { func } = self.usage.specs[i].clone();
         let f: Function = self.k.function(func).clone();
         self.out.clear();
         self.env.clear();
@@ -552,40 +552,30 @@ impl<'a> Writer<'a> {
         self.indent = 1;
         self.span = f.span;
         let mut params = Vec::new();
-        for (p, root) in f.params.iter().zip(&roots) {
+        for p in &f.params {
             let info = self.k.var(*p);
             let name = self.names.local(*p).to_string();
-            match root {
+            match own_root(self.k, *p) {
+                // Specialisation left only per-thread arrays as parameters.
                 Some(Root::Local(l)) => {
-                    let t = self.ty(&self.k.var(*l).ty);
+                    let t = self.ty(&self.k.var(l).ty);
                     params.push(format!("{name}: ptr<function, {t}>"));
                     self.env.insert(
                         *p,
                         Access {
-                            root: Root::Local(*l),
+                            root: Root::Local(l),
                             expr: format!("(*{name})"),
                             ptr: name,
                         },
                     );
                 }
-                Some(r) => {
-                    let g = self.names.root_global(*r).unwrap_or_default().to_string();
-                    self.env.insert(
-                        *p,
-                        Access {
-                            root: *r,
-                            expr: g,
-                            ptr: String::new(),
-                        },
-                    );
-                }
-                None if info.mutable => {
+                _ if info.mutable => {
                     // WGSL parameters are immutable: copy into a local of the source name.
                     let t = self.ty(&info.ty);
                     params.push(format!("sarek_p_{name}: {t}"));
                     self.line(format!("var {name}: {t} = sarek_p_{name};"));
                 }
-                None => params.push(format!("{name}: {}", self.ty(&info.ty))),
+                _ => params.push(format!("{name}: {}", self.ty(&info.ty))),
             }
         }
         self.block_stmts(&f.body);
@@ -1072,7 +1062,7 @@ impl<'a> Writer<'a> {
                 Some((field, false)) => field.clone(),
                 None => self.names.local(*v).to_string(),
             },
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs),
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs),
             ExprKind::Unary { op, operand } => {
                 let x = self.operand(operand, self.is_const(operand));
                 match op {
@@ -1277,29 +1267,22 @@ impl<'a> Writer<'a> {
     }
 
     fn call(&mut self, func: crate::ir::FuncId, args: &[Expr]) -> String {
-        let mut roots = Vec::new();
+        // After specialisation the only array arguments are per-thread arrays, by pointer.
         let mut out = Vec::new();
         for a in args {
             match (&a.kind, &a.ty) {
-                (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => {
-                    let acc = self.access(*v);
-                    roots.push(acc.as_ref().map(|a| a.root));
-                    if let Some(Access {
+                (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => match self.access(*v) {
+                    Some(Access {
                         root: Root::Local(_),
                         ptr,
                         ..
-                    }) = acc
-                    {
-                        out.push(ptr);
-                    }
-                }
-                _ => {
-                    roots.push(None);
-                    out.push(self.expr(a));
-                }
+                    }) => out.push(ptr),
+                    _ => return self.internal("a helper called with a module-scope array"),
+                },
+                _ => out.push(self.expr(a)),
             }
         }
-        match self.usage.spec_index(&Spec { func, roots }) {
+        match self.usage.spec_index(func) {
             Some(i) => format!("{}({})", self.names.specs[i], out.join(", ")),
             None => self.internal("call to a helper the analysis did not see"),
         }

@@ -38,7 +38,7 @@ fn contract(e: &Expr) -> Option<Expr> {
     if !e.ty.scalar().is_some_and(|s| s.is_float()) {
         return None;
     }
-    let ExprKind::Binary { op, lhs, rhs } = &e.kind else {
+    let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
         return None;
     };
     let (a, b, c) = match (op, product(lhs), product(rhs)) {
@@ -67,6 +67,7 @@ fn product(e: &Expr) -> Option<(&Expr, &Expr)> {
             op: BinOp::Mul,
             lhs,
             rhs,
+            ..
         } => Some((lhs, rhs)),
         _ => None,
     }

@@ -46,7 +46,7 @@ pub fn reduce_division(kernel: &mut Kernel) -> bool {
 
 /// The reduced form of `e` when it is an integer `/` or `mod` by a suitable constant.
 fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
-    let ExprKind::Binary { op, lhs, rhs } = &e.kind else {
+    let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
         return None;
     };
     let (scalar, width) = match e.ty.scalar()? {
@@ -70,6 +70,7 @@ fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
                 op,
                 lhs: Box::new(a),
                 rhs: Box::new(b),
+                nowrap: false,
             },
             Ty::Scalar(scalar),
         )
@@ -158,6 +159,7 @@ fn non_negative(e: &Expr, facts: &HashSet<VarId>) -> bool {
             op: BinOp::BitAnd,
             lhs,
             rhs,
+            ..
         } => non_negative(lhs, facts) || non_negative(rhs, facts),
         ExprKind::Binary {
             op: BinOp::AShr,

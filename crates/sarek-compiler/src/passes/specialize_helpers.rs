@@ -1,0 +1,662 @@
+//! One copy of a helper per combination of arrays it is called with, for targets whose
+//! functions cannot take storage or workgroup arrays as parameters (WGSL, GLSL).
+//!
+//! Each call's array arguments are resolved to what they denote: a kernel vector parameter
+//! or a shared array ([`Binding::Global`]), which the copy names directly, its parameter
+//! removed; or a per-thread array of some size ([`Binding::Local`]), which stays a parameter
+//! whose type carries the size. Copies are made from the kernel body through every call,
+//! so helpers never called disappear. Every binder of a copy is a fresh variable (the IR
+//! binds each variable once), except shared arrays declared in a helper, which stay one
+//! array whichever copy runs. The result is ordinary IR (callees before callers), except
+//! that a helper may name a kernel vector parameter or a shared array of the kernel.
+
+#[cfg(test)]
+use crate::ir::visit;
+use crate::ir::{
+    Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, MatchArm, Stmt, StmtKind, Ty, VarId,
+    VarInfo,
+};
+use crate::types::MemSpace;
+use std::collections::HashMap;
+
+/// What an array parameter of a helper denotes in one copy.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Binding {
+    /// A kernel vector parameter or a shared array: named directly by the copy.
+    Global(VarId),
+    /// A per-thread array of this many elements, passed as a parameter.
+    Local(u32),
+}
+
+/// A kernel whose helpers are one copy per call shape.
+pub struct Specialized {
+    pub kernel: Kernel,
+    /// Per helper of `kernel`: whether the helper it copies had array parameters.
+    pub has_arrays: Vec<bool>,
+}
+
+/// The kernel with its helpers specialised per array argument.
+pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
+    let mut b = Builder {
+        k: kernel,
+        vars: kernel.vars.clone(),
+        keys: HashMap::new(),
+        copies: Vec::new(),
+        completed: Vec::new(),
+    };
+    let mut kernel_scope = Scope {
+        map: HashMap::new(),
+        copy: false,
+    };
+    let body = b.block(&kernel.body, &mut kernel_scope);
+    // Copies are numbered as first met; the IR wants callees first: completion order.
+    let mut position = vec![0; b.copies.len()];
+    for (pos, &copy) in b.completed.iter().enumerate() {
+        position[copy] = pos;
+    }
+    let renumber = |mut block: Block| {
+        renumber_calls(&mut block, &position);
+        block
+    };
+    let mut functions = Vec::new();
+    let mut has_arrays = Vec::new();
+    let mut copies: Vec<Option<Copy>> = b.copies.into_iter().map(Some).collect();
+    for &copy in &b.completed {
+        let c = copies[copy].take().expect("each copy completes once");
+        functions.push(Function {
+            body: renumber(c.function.body.clone()),
+            ..c.function
+        });
+        has_arrays.push(c.has_arrays);
+    }
+    Specialized {
+        kernel: Kernel {
+            vars: b.vars,
+            body: renumber(body),
+            functions,
+            ..kernel.clone()
+        },
+        has_arrays,
+    }
+}
+
+/// The variables of the body being rewritten.
+struct Scope {
+    /// Old variable -> new: fresh binders, and array parameters -> what they denote.
+    map: HashMap<VarId, VarId>,
+    /// A helper's copy (fresh binders), not the kernel body.
+    copy: bool,
+}
+
+struct Copy {
+    function: Function,
+    has_arrays: bool,
+}
+
+struct Builder<'k> {
+    k: &'k Kernel,
+    vars: Vec<VarInfo>,
+    /// (original helper, bindings of its array parameters) -> copy number (first met).
+    keys: HashMap<(FuncId, Vec<Binding>), usize>,
+    /// By copy number; a placeholder until the copy's body is done.
+    copies: Vec<Copy>,
+    /// Copy numbers in the order their bodies were finished.
+    completed: Vec<usize>,
+}
+
+fn is_array(ty: &Ty) -> bool {
+    matches!(ty, Ty::Vector(_) | Ty::Array { .. })
+}
+
+impl Builder<'_> {
+    fn fresh(&mut self, like: VarId, ty: Ty) -> VarId {
+        let info = VarInfo {
+            ty,
+            ..self.vars[like.0 as usize].clone()
+        };
+        self.vars.push(info);
+        VarId(self.vars.len() as u32 - 1)
+    }
+
+    /// A binder: itself in the kernel body, a fresh variable in a copy.
+    fn bind(&mut self, v: VarId, sc: &mut Scope) -> VarId {
+        if !sc.copy {
+            return v;
+        }
+        let ty = self.vars[v.0 as usize].ty.clone();
+        let n = self.fresh(v, ty);
+        sc.map.insert(v, n);
+        n
+    }
+
+    /// What the array variable `v` (already substituted) denotes.
+    fn binding(&self, v: VarId) -> Binding {
+        match &self.vars[v.0 as usize].ty {
+            Ty::Array {
+                space: MemSpace::Local,
+                size: Some(n),
+                ..
+            } => Binding::Local(*n),
+            _ => Binding::Global(v),
+        }
+    }
+
+    /// The copy of `func` for these bindings, made on first use.
+    fn copy(&mut self, func: FuncId, key: Vec<Binding>) -> usize {
+        if let Some(&c) = self.keys.get(&(func, key.clone())) {
+            return c;
+        }
+        let f = self.k.function(func);
+        let number = self.copies.len();
+        self.keys.insert((func, key.clone()), number);
+        self.copies.push(Copy {
+            function: Function {
+                name: f.name.clone(),
+                span: f.span,
+                params: Vec::new(),
+                ret: f.ret.clone(),
+                body: Vec::new(),
+            },
+            has_arrays: !key.is_empty(),
+        });
+        let mut sc = Scope {
+            map: HashMap::new(),
+            copy: true,
+        };
+        let mut params = Vec::new();
+        let mut bindings = key.into_iter();
+        for &p in &f.params {
+            let ty = self.k.var(p).ty.clone();
+            if is_array(&ty) {
+                match bindings.next() {
+                    Some(Binding::Global(g)) => {
+                        sc.map.insert(p, g);
+                    }
+                    Some(Binding::Local(n)) => {
+                        let elem = ty.elem().cloned().unwrap_or(Ty::Unit);
+                        let sized = Ty::Array {
+                            elem: Box::new(elem),
+                            space: MemSpace::Local,
+                            size: Some(n),
+                        };
+                        let np = self.fresh(p, sized);
+                        sc.map.insert(p, np);
+                        params.push(np);
+                    }
+                    None => {}
+                }
+            } else {
+                let np = self.fresh(p, ty);
+                sc.map.insert(p, np);
+                params.push(np);
+            }
+        }
+        let body = self.block(&f.body, &mut sc);
+        let c = &mut self.copies[number].function;
+        c.params = params;
+        c.body = body;
+        self.completed.push(number);
+        number
+    }
+
+    fn var(&self, v: VarId, sc: &Scope) -> VarId {
+        sc.map.get(&v).copied().unwrap_or(v)
+    }
+
+    fn block(&mut self, b: &Block, sc: &mut Scope) -> Block {
+        b.iter().map(|s| self.stmt(s, sc)).collect()
+    }
+
+    fn stmt(&mut self, s: &Stmt, sc: &mut Scope) -> Stmt {
+        let kind = match &s.kind {
+            StmtKind::Let { var, init } => {
+                let init = init.as_ref().map(|e| self.expr(e, sc));
+                StmtKind::Let {
+                    var: self.bind(*var, sc),
+                    init,
+                }
+            }
+            StmtKind::Array { var } => {
+                let shared = matches!(
+                    self.k.var(*var).ty,
+                    Ty::Array {
+                        space: MemSpace::Shared,
+                        ..
+                    }
+                );
+                let var = if shared { *var } else { self.bind(*var, sc) };
+                StmtKind::Array { var }
+            }
+            StmtKind::Assign { place, value } => {
+                // The value first, as it is evaluated.
+                let value = self.expr(value, sc);
+                StmtKind::Assign {
+                    place: self.place(place, sc),
+                    value,
+                }
+            }
+            StmtKind::Expr(e) => StmtKind::Expr(self.expr(e, sc)),
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => StmtKind::If {
+                cond: self.expr(cond, sc),
+                then_block: self.block(then_block, sc),
+                else_block: self.block(else_block, sc),
+            },
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                unroll,
+            } => {
+                let (start, end) = (self.expr(start, sc), self.expr(end, sc));
+                StmtKind::For {
+                    var: self.bind(*var, sc),
+                    start,
+                    end,
+                    downto: *downto,
+                    body: self.block(body, sc),
+                    unroll: *unroll,
+                }
+            }
+            StmtKind::While { cond, body, unroll } => StmtKind::While {
+                cond: self.expr(cond, sc),
+                body: self.block(body, sc),
+                unroll: *unroll,
+            },
+            StmtKind::Match {
+                scrutinee,
+                variant,
+                arms,
+            } => StmtKind::Match {
+                scrutinee: self.expr(scrutinee, sc),
+                variant: *variant,
+                arms: arms
+                    .iter()
+                    .map(|a| MatchArm {
+                        ctor: a.ctor,
+                        bindings: a
+                            .bindings
+                            .iter()
+                            .map(|b| b.map(|v| self.bind(v, sc)))
+                            .collect(),
+                        body: self.block(&a.body, sc),
+                    })
+                    .collect(),
+            },
+            StmtKind::Block(b) => StmtKind::Block(self.block(b, sc)),
+            StmtKind::Return(e) => StmtKind::Return(e.as_ref().map(|e| self.expr(e, sc))),
+            k @ (StmtKind::Barrier
+            | StmtKind::Fence { .. }
+            | StmtKind::Break
+            | StmtKind::Continue
+            | StmtKind::Native(_)
+            | StmtKind::Trap(_)) => k.clone(),
+        };
+        Stmt { kind, span: s.span }
+    }
+
+    fn place(&mut self, p: &LValue, sc: &mut Scope) -> LValue {
+        match p {
+            LValue::Var(v) => LValue::Var(self.var(*v, sc)),
+            LValue::Index { base, index } => LValue::Index {
+                base: self.var(*base, sc),
+                index: Box::new(self.expr(index, sc)),
+            },
+            LValue::Field { base, field } => LValue::Field {
+                base: Box::new(self.place(base, sc)),
+                field: *field,
+            },
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, sc: &mut Scope) -> Expr {
+        let kind = match &e.kind {
+            ExprKind::Lit(l) => ExprKind::Lit(*l),
+            ExprKind::Var(v) => ExprKind::Var(self.var(*v, sc)),
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                nowrap,
+            } => ExprKind::Binary {
+                op: *op,
+                lhs: Box::new(self.expr(lhs, sc)),
+                rhs: Box::new(self.expr(rhs, sc)),
+                nowrap: *nowrap,
+            },
+            ExprKind::Unary { op, operand } => ExprKind::Unary {
+                op: *op,
+                operand: Box::new(self.expr(operand, sc)),
+            },
+            ExprKind::Index { base, index } => ExprKind::Index {
+                base: self.var(*base, sc),
+                index: Box::new(self.expr(index, sc)),
+            },
+            ExprKind::Field { base, field } => ExprKind::Field {
+                base: Box::new(self.expr(base, sc)),
+                field: *field,
+            },
+            ExprKind::Record { record, fields } => ExprKind::Record {
+                record: *record,
+                fields: fields.iter().map(|f| self.expr(f, sc)).collect(),
+            },
+            ExprKind::Ctor {
+                variant,
+                ctor,
+                fields,
+            } => ExprKind::Ctor {
+                variant: *variant,
+                ctor: *ctor,
+                fields: fields.iter().map(|f| self.expr(f, sc)).collect(),
+            },
+            ExprKind::Tag(x) => ExprKind::Tag(Box::new(self.expr(x, sc))),
+            ExprKind::Payload { value, ctor, field } => ExprKind::Payload {
+                value: Box::new(self.expr(value, sc)),
+                ctor: *ctor,
+                field: *field,
+            },
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => ExprKind::Select {
+                cond: Box::new(self.expr(cond, sc)),
+                then_value: Box::new(self.expr(then_value, sc)),
+                else_value: Box::new(self.expr(else_value, sc)),
+            },
+            ExprKind::Intrinsic { op, args } => ExprKind::Intrinsic {
+                op: *op,
+                args: args.iter().map(|a| self.expr(a, sc)).collect(),
+            },
+            ExprKind::Call { func, args } => {
+                let f = self.k.function(*func);
+                let mut key = Vec::new();
+                let mut kept = Vec::new();
+                // Arguments first, as they are evaluated; then the callee.
+                for (p, a) in f.params.iter().zip(args) {
+                    let a = self.expr(a, sc);
+                    if !is_array(&self.k.var(*p).ty) {
+                        kept.push(a);
+                        continue;
+                    }
+                    let ExprKind::Var(v) = a.kind else {
+                        // Lowering names every array argument; keep anything else as is.
+                        kept.push(a);
+                        continue;
+                    };
+                    let binding = self.binding(v);
+                    if matches!(binding, Binding::Local(_)) {
+                        kept.push(a);
+                    }
+                    key.push(binding);
+                }
+                let copy = self.copy(*func, key);
+                ExprKind::Call {
+                    func: FuncId(copy as u32),
+                    args: kept,
+                }
+            }
+        };
+        // A substituted array keeps its own type (a sized shared or per-thread array where
+        // the parameter was unsized).
+        let ty = match &kind {
+            ExprKind::Var(v) if is_array(&e.ty) => self.vars[v.0 as usize].ty.clone(),
+            _ => e.ty.clone(),
+        };
+        Expr { kind, ty }
+    }
+}
+
+/// Calls name copies by first-met number while building; the IR numbers helpers in order.
+fn renumber_calls(b: &mut Block, position: &[usize]) {
+    fn expr(e: &mut Expr, position: &[usize]) {
+        if let ExprKind::Call { func, .. } = &mut e.kind {
+            *func = FuncId(position[func.0 as usize] as u32);
+        }
+        match &mut e.kind {
+            ExprKind::Lit(_) | ExprKind::Var(_) => {}
+            ExprKind::Binary { lhs, rhs, .. } => {
+                expr(lhs, position);
+                expr(rhs, position);
+            }
+            ExprKind::Unary { operand: x, .. }
+            | ExprKind::Index { index: x, .. }
+            | ExprKind::Field { base: x, .. }
+            | ExprKind::Tag(x)
+            | ExprKind::Payload { value: x, .. } => expr(x, position),
+            ExprKind::Record { fields: xs, .. }
+            | ExprKind::Ctor { fields: xs, .. }
+            | ExprKind::Call { args: xs, .. }
+            | ExprKind::Intrinsic { args: xs, .. } => xs.iter_mut().for_each(|x| expr(x, position)),
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                expr(cond, position);
+                expr(then_value, position);
+                expr(else_value, position);
+            }
+        }
+    }
+    fn place(p: &mut LValue, position: &[usize]) {
+        match p {
+            LValue::Var(_) => {}
+            LValue::Index { index, .. } => expr(index, position),
+            LValue::Field { base, .. } => place(base, position),
+        }
+    }
+    for s in b {
+        match &mut s.kind {
+            StmtKind::Let { init: Some(e), .. } | StmtKind::Expr(e) | StmtKind::Return(Some(e)) => {
+                expr(e, position)
+            }
+            StmtKind::Assign { place: p, value } => {
+                place(p, position);
+                expr(value, position);
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                expr(cond, position);
+                renumber_calls(then_block, position);
+                renumber_calls(else_block, position);
+            }
+            StmtKind::For {
+                start, end, body, ..
+            } => {
+                expr(start, position);
+                expr(end, position);
+                renumber_calls(body, position);
+            }
+            StmtKind::While { cond, body, .. } => {
+                expr(cond, position);
+                renumber_calls(body, position);
+            }
+            StmtKind::Match {
+                scrutinee, arms, ..
+            } => {
+                expr(scrutinee, position);
+                arms.iter_mut()
+                    .for_each(|a| renumber_calls(&mut a.body, position));
+            }
+            StmtKind::Block(b) => renumber_calls(b, position),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::SourceMap;
+
+    fn kernel(src: &str) -> Kernel {
+        let mut sources = SourceMap::new();
+        let file = sources.add("t.sarek", src);
+        let program = crate::check(&sources, file).expect("the test kernel checks");
+        crate::lower_kernel(&program, &program.kernels[0].name).expect("it lowers")
+    }
+
+    fn specialized(src: &str) -> Specialized {
+        let s = specialize_helpers(&kernel(src));
+        assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
+        assert_eq!(s.has_arrays.len(), s.kernel.functions.len());
+        s
+    }
+
+    /// (helper name, parameter names, whether its copy had arrays), in IR order.
+    fn shape(s: &Specialized) -> Vec<(String, Vec<String>, bool)> {
+        s.kernel
+            .functions
+            .iter()
+            .zip(&s.has_arrays)
+            .map(|(f, a)| {
+                let params = f.params.iter().map(|p| s.kernel.var(*p).name.clone());
+                (f.name.clone(), params.collect(), *a)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_copy_per_global_array_with_its_parameter_removed() {
+        let s = specialized(
+            "let get (v : float32 vector) (i : int32) : float32 = v.(i)
+             let twice (v : float32 vector) (i : int32) : float32 = get v i +. get v i
+             let unused (v : float32 vector) : float32 = v.(0)
+             let gets (v : float32 array) (i : int32) : float32 = v.(i)
+             let%kernel k (a : float32 vector) (b : float32 vector) =
+               let%shared (t : float32) = 64 in
+               t.(0) <- 1.0;
+               a.(0) <- twice a 1 +. twice b 2 +. gets t 0 +. twice a 3",
+        );
+        // Callees first; `twice a` is made once; `unused` is gone.
+        let names: Vec<_> = shape(&s)
+            .into_iter()
+            .map(|(n, p, a)| (n, p.join(" "), a))
+            .collect();
+        let want = [
+            ("get", "i", true),
+            ("twice", "i", true),
+            ("get", "i", true),
+            ("twice", "i", true),
+            ("gets", "i", true),
+        ];
+        assert_eq!(names.len(), want.len(), "{names:?}");
+        for ((n, p, a), (wn, wp, wa)) in names.iter().zip(want) {
+            // Monomorphisation may suffix a name (`gets__sharr64_f32`).
+            assert!(
+                n.starts_with(wn) && (p.as_str(), *a) == (wp, wa),
+                "{names:?}"
+            );
+        }
+        // Each copy of `get` reads the array it was made for.
+        let read = |f: &Function| {
+            let mut base = None;
+            visit::for_each_stmt(&f.body, &mut |st| {
+                if let StmtKind::Return(Some(Expr {
+                    kind: ExprKind::Index { base: b, .. },
+                    ..
+                })) = &st.kind
+                {
+                    base = Some(s.kernel.var(*b).name.clone());
+                }
+            });
+            base
+        };
+        let gets: Vec<_> = [0, 2, 4]
+            .iter()
+            .map(|&i| read(&s.kernel.functions[i]))
+            .collect();
+        assert_eq!(
+            gets,
+            [Some("a".into()), Some("b".into()), Some("t".into())],
+            "{}",
+            crate::ir::print::print_kernel(&s.kernel)
+        );
+    }
+
+    #[test]
+    fn per_thread_arrays_stay_parameters_one_copy_per_size() {
+        let s = specialized(
+            "let first (v : int32 array) : int32 = v.(0)
+             let%kernel k (a : int32 vector) =
+               let x : int32 array = create_array 4 Local in
+               let y : int32 array = create_array 4 Local in
+               let z : int32 array = create_array 8 Local in
+               x.(0) <- 1; y.(0) <- 2; z.(0) <- 3;
+               a.(0) <- first x + first y + first z",
+        );
+        assert_eq!(s.kernel.functions.len(), 2);
+        let sizes: Vec<_> = s
+            .kernel
+            .functions
+            .iter()
+            .map(|f| s.kernel.var(f.params[0]).ty.clone())
+            .collect();
+        for (ty, n) in sizes.iter().zip([4, 8]) {
+            assert!(
+                matches!(ty, Ty::Array { space: MemSpace::Local, size: Some(m), .. } if *m == n),
+                "{ty:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn helpers_without_arrays_are_kept_once_with_fresh_binders() {
+        let original = kernel(
+            "let sq (x : int32) : int32 = let y = x * x in y
+             let%kernel k (a : int32 vector) = a.(0) <- sq 2 + sq 3",
+        );
+        let s = specialize_helpers(&original);
+        assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
+        assert_eq!(shape(&s), [("sq".into(), vec!["x".into()], false)]);
+        let p = s.kernel.functions[0].params[0];
+        assert!(p.0 as usize >= original.vars.len(), "a fresh parameter");
+    }
+
+    #[test]
+    fn an_array_passed_on_takes_the_type_of_what_it_denotes() {
+        // `v` is unsized in `outer`; its copy passes the sized shared array itself on.
+        let s = specialized(
+            "let inner (v : int32 array) : int32 = atomic_add v 0 1
+             let outer (v : int32 array) : int32 = inner v
+             let%kernel k (a : int32 vector) =
+               let%shared (t : int32) = 4 in
+               let%shared (u : int32) = 8 in
+               a.(0) <- outer t + outer u",
+        );
+        assert_eq!(s.kernel.functions.len(), 4);
+    }
+
+    #[test]
+    fn a_shared_array_declared_in_a_helper_stays_one_array() {
+        let s = specialized(
+            "let stage (v : float32 vector) : float32 =
+               let%shared (t : float32) = 32 in
+               t.(thread_idx_x) <- v.(thread_idx_x);
+               block_barrier ();
+               t.(0)
+             let%kernel k (a : float32 vector) (b : float32 vector) =
+               a.(0) <- stage a +. stage b",
+        );
+        assert_eq!(s.kernel.functions.len(), 2);
+        let mut declared = Vec::new();
+        for f in &s.kernel.functions {
+            visit::for_each_stmt(&f.body, &mut |st| {
+                if let StmtKind::Array { var } = st.kind {
+                    declared.push(var);
+                }
+            });
+        }
+        assert_eq!(declared.len(), 2);
+        assert_eq!(declared[0], declared[1]);
+    }
+}
