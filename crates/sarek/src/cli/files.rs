@@ -132,8 +132,9 @@ pub fn read_npy(
     let limit = 16 + MAX_NPY_HEADER_BYTES + elements.saturating_mul(8 * leaves.len() as u64);
     let data = read_checked(file, limit, b"\x93NUMPY").map_err(|e| match e {
         ReadError::Io(e) => (io_reason(&e), true),
+        // The words of `npy::from_bytes` for the same file.
         ReadError::NotMagic => (
-            "not a .npy file (it does not start with \\x93NUMPY)".to_string(),
+            npy::NpyError::Format("missing the \\x93NUMPY magic".into()).to_string(),
             false,
         ),
         ReadError::TooLarge { limit } => (
