@@ -922,3 +922,34 @@ let%kernel spin (out : int32 vector) (n : int32) =
     run_interp(&spin, "spin", &["--arg", "n=1", "--timeout", "0"])
         .fails(2, &["`0` is not a positive number of seconds"]);
 }
+
+/// `sarek compile ... | head -1`: the reader closes the pipe early; the process ends quietly
+/// (SIGPIPE, as other Unix tools) instead of reporting a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::io::Read;
+    let dir = scratch("pipe");
+    let many: String = (0..300)
+        .map(|i| {
+            TWO_KERNELS
+                .replace("add", &format!("add{i}"))
+                .replace("scale", &format!("scale{i}"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let src = write(&dir, "many.sarek", &many);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sarek"))
+        .args(["compile", &src, "--target", "opencl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is closed here (the ChildStdout was dropped).
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("internal error"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}

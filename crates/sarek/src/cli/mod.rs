@@ -266,6 +266,14 @@ pub fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in sarek, please report it): {info}");
     }));
+    // A closed stdout (`sarek compile ... | head`) ends the process quietly, as for other
+    // Unix tools, instead of a panic on the failed print.
+    #[cfg(unix)]
+    // SAFETY: called before any thread exists; restoring the default action of SIGPIPE has
+    // no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // Before any thread exists (see `ensure_runtime_dir`).
     if let Command::Run(_) | Command::Verify(_) | Command::Devices | Command::Bench(_) = cli.command
