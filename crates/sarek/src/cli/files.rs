@@ -51,7 +51,7 @@ fn bytes(n: u64) -> String {
     const GIB: u64 = 1 << 30;
     if n >= GIB {
         format!("{:.1} GiB", n as f64 / GIB as f64)
-    } else if n >= MIB && n % MIB == 0 {
+    } else if n >= MIB && n.is_multiple_of(MIB) {
         format!("{} MiB", n / MIB)
     } else {
         format!("{n} bytes")
