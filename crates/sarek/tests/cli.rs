@@ -411,7 +411,8 @@ fn refusals_are_located_once_and_fail() {
     let d = scratch("refusal");
     let file = write(&d, "twice.sarek", FLOAT64);
 
-    // The generator's own diagnostics, from `compile`: one per use, the first at `v`.
+    // `compile` renders the refusal as every backend does: one error per reason, at the first
+    // use (`v`), the store on line 5 as a secondary place.
     let compiled = sarek(&["compile", &file, "--target", "wgsl"]);
     assert_eq!(compiled.code, 1, "{}", compiled.stderr);
     let located = |text: &str| -> Vec<String> {
@@ -423,8 +424,9 @@ fn refusals_are_located_once_and_fail() {
             .collect()
     };
     let compile_places = located(&compiled.stderr);
-    assert!(compile_places.len() >= 2, "{}", compiled.stderr);
+    assert_eq!(compile_places.len(), 1, "{}", compiled.stderr);
     assert!(compile_places[0].starts_with("3:"), "{}", compiled.stderr);
+    assert!(compiled.stderr.contains("5 │"), "{}", compiled.stderr);
 
     let r = sarek(&[
         "run",

@@ -19,7 +19,7 @@
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
-//!   with a located error naming PTX, and the `cuda` target remains available for them.
+//!   before writing ([`super::support::ptx`]), and the `cuda` target remains available for them.
 
 mod writer;
 
@@ -33,6 +33,7 @@ pub use writer::PTX_LAYOUT;
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::ptx())?;
     let kernel = crate::passes::opt::optimize(kernel);
     writer::Writer::new(&kernel, options).finish()
 }
