@@ -360,6 +360,20 @@ fn run_user_errors_are_one_message_and_exit_1() {
         "n=4",
     ]);
     expect(r, &["unknown backend `gpu9000`"]);
+    // HIP is a compiler dialect without a runtime backend: refused by name, not as unknown.
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "hip",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=4",
+    ]);
+    expect(r, &["backend `hip` is not available", "no runtime backend"]);
     let r = sarek_env(
         &[
             "run", &file, "--kernel", "saxpy", "--arg", "a=1", "--arg", "n=4",

@@ -3,6 +3,7 @@
 
 pub mod cfamily;
 pub mod glsl;
+pub mod names;
 pub mod ptx;
 pub mod support;
 pub mod wgsl;

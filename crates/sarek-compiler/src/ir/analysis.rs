@@ -195,6 +195,9 @@ impl Needs {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Support {
     pub target: Target,
+    /// The language named in refusals when it is not the target's (HIP, written by the CUDA
+    /// target's rules).
+    pub language: Option<&'static str>,
     /// The device that refined the target's declaration, named in refusals.
     pub device: Option<String>,
     missing: Vec<(Feature, String)>,
@@ -206,10 +209,17 @@ impl Support {
     pub fn all(target: Target) -> Support {
         Support {
             target,
+            language: None,
             device: None,
             missing: Vec::new(),
             limits: Vec::new(),
         }
+    }
+
+    /// Refusals name this language instead of the target's.
+    pub fn in_language(mut self, name: &'static str) -> Support {
+        self.language = Some(name);
+        self
     }
 
     /// Refusals name this device.
@@ -259,7 +269,7 @@ impl Support {
 
     /// "WGSL" or "the device `name` (GLSL)": the subject of a refusal.
     fn who(&self) -> String {
-        let target = self.target.display_name();
+        let target = self.language.unwrap_or(self.target.display_name());
         match &self.device {
             Some(d) => format!("the device `{d}` ({target})"),
             None => target.to_string(),
@@ -381,11 +391,15 @@ pub fn check(kernel: &Kernel, support: &Support) -> Result<Needs, Vec<Diagnostic
 /// An error for IR a writer cannot express although the analysis let it through: a Sarek bug,
 /// never a refusal.
 pub fn internal(span: Span, target: Target, what: impl std::fmt::Display) -> Diagnostic {
+    internal_in(span, target.display_name(), what)
+}
+
+/// [`internal`] for a generator named `language` (a C dialect without a target of its own).
+pub fn internal_in(span: Span, language: &str, what: impl std::fmt::Display) -> Diagnostic {
     Diagnostic::error(
         span,
         format!(
-            "internal error: the {} generator cannot express {what} (a Sarek bug, please report it)",
-            target.display_name()
+            "internal error: the {language} generator cannot express {what} (a Sarek bug, please report it)"
         ),
     )
 }

@@ -5,7 +5,6 @@ pub mod constfold;
 pub mod legalize;
 pub mod loop_budget;
 pub mod opt;
-pub mod reserved;
 
 /// `kernel` as a generator should see it under `options`: with the checked-mode checks
 /// ([`checked::insert_checks`]) when `options.checked`.

@@ -1,7 +1,8 @@
 //! The GLSL writer: one value per generation, holding everything the emission needs (no
 //! module state). Module layout and naming are described in the parent module.
 
-use super::{Bindings, Warps, escape, glsl_reserved, mangle};
+use super::{Bindings, Warps};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
@@ -21,9 +22,15 @@ enum ArrArg {
 
 pub(super) struct Writer<'k> {
     pub(super) k: &'k Kernel,
-    reserved: Box<dyn Fn(&str) -> bool + 'k>,
-    /// GLSL spelling of every variable.
+    /// GLSL spelling of every variable, helper, record, field, variant and constructor,
+    /// decided once by the namer ([`Namer::segment`]: escaped, and short enough that the
+    /// names minted from them stay within glslang's identifier length).
     pub(super) names: Vec<String>,
+    fn_names: Vec<String>,
+    record_names: Vec<String>,
+    field_names: Vec<Vec<String>>,
+    variant_names: Vec<String>,
+    ctor_names: Vec<Vec<String>>,
     /// Shared arrays (module scope), in declaration order.
     shared: Vec<VarId>,
     /// Shared float arrays stored as `uint` because a float atomic uses them.
@@ -60,7 +67,7 @@ pub(super) struct Writer<'k> {
 
 impl<'k> Writer<'k> {
     pub(super) fn new(k: &'k Kernel, warps: Warps) -> Writer<'k> {
-        let reserved = glsl_reserved();
+        let mut namer = Namer::new(&super::keywords::KEYWORDS);
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
         for f in &k.functions {
@@ -83,16 +90,33 @@ impl<'k> Writer<'k> {
             .map(|(i, v)| {
                 if shared.contains(&VarId(i as u32)) {
                     // Module scope: sibling blocks may reuse a name, so the id makes it unique.
-                    format!("sarek_sh{i}_{}", mangle(&v.name))
+                    format!("sarek_sh{i}_{}", namer.segment(&v.name))
                 } else {
-                    escape(&v.name, &reserved)
+                    namer.segment(&v.name)
                 }
             })
             .collect();
+        let fn_names = k.functions.iter().map(|f| namer.segment(&f.name)).collect();
+        let record_names = k.records.iter().map(|r| namer.segment(&r.name)).collect();
+        let field_names = k
+            .records
+            .iter()
+            .map(|r| r.fields.iter().map(|f| namer.segment(&f.name)).collect())
+            .collect();
+        let variant_names = k.variants.iter().map(|v| namer.segment(&v.name)).collect();
+        let ctor_names = k
+            .variants
+            .iter()
+            .map(|v| v.ctors.iter().map(|c| namer.segment(&c.name)).collect())
+            .collect();
         Writer {
             k,
-            reserved: Box::new(reserved),
             names,
+            fn_names,
+            record_names,
+            field_names,
+            variant_names,
+            ctor_names,
             shared,
             shared_as_uint: BTreeSet::new(),
             float_atomics: BTreeSet::new(),
@@ -192,27 +216,26 @@ impl<'k> Writer<'k> {
         match ty {
             Ty::Unit => "void".into(),
             Ty::Scalar(s) => scalar_ty(*s).into(),
-            Ty::Record(id) => format!("sarek_t_{}", mangle(&self.k.record(*id).name)),
-            Ty::Variant(id) => format!("sarek_t_{}", mangle(&self.k.variant(*id).name)),
+            Ty::Record(id) => format!("sarek_t_{}", self.record_names[id.0 as usize]),
+            Ty::Variant(id) => format!("sarek_t_{}", self.variant_names[id.0 as usize]),
             Ty::Vector(e) | Ty::Array { elem: e, .. } => self.ty(e),
         }
     }
 
-    fn field_name(&self, name: &str) -> String {
-        escape(name, &*self.reserved)
+    fn field_name(&self, record: crate::ir::RecordId, field: usize) -> String {
+        self.field_names[record.0 as usize][field].clone()
     }
 
     fn payload_name(&self, variant: crate::ir::VariantId, ctor: u32, field: u32) -> String {
-        let c = &self.k.variant(variant).ctors[ctor as usize];
-        format!("{}_{field}", mangle(&c.name))
+        let c = &self.ctor_names[variant.0 as usize][ctor as usize];
+        format!("{c}_{field}")
     }
 
     fn ctor_fn(&self, variant: crate::ir::VariantId, ctor: u32) -> String {
-        let v = self.k.variant(variant);
+        let (v, c) = (variant.0 as usize, ctor as usize);
         format!(
             "sarek_mk_{}_{}",
-            mangle(&v.name),
-            mangle(&v.ctors[ctor as usize].name)
+            self.variant_names[v], self.ctor_names[v][c]
         )
     }
 
@@ -423,7 +446,8 @@ impl<'k> Writer<'k> {
                 .record(*id)
                 .fields
                 .iter()
-                .map(|f| (f.ty.clone(), self.field_name(&f.name)))
+                .enumerate()
+                .map(|(j, f)| (f.ty.clone(), self.field_name(*id, j)))
                 .collect(),
             Ty::Variant(id) => {
                 let mut m = vec![(Ty::I32, "tag".to_string())];
@@ -790,7 +814,7 @@ impl<'k> Writer<'k> {
 
     fn member(&self, ty: &Ty, field: u32) -> String {
         match ty {
-            Ty::Record(id) => self.field_name(&self.k.record(*id).fields[field as usize].name),
+            Ty::Record(id) => self.field_name(*id, field as usize),
             _ => format!("f{field}"),
         }
     }
@@ -980,9 +1004,13 @@ impl<'k> Writer<'k> {
         }
         let f = self.k.function(func).clone();
         let name = if key.is_empty() {
-            escape(&f.name, &*self.reserved)
+            self.fn_names[func.0 as usize].clone()
         } else {
-            format!("sarek_s{}_{}", self.instances.len(), mangle(&f.name))
+            format!(
+                "sarek_s{}_{}",
+                self.instances.len(),
+                self.fn_names[func.0 as usize]
+            )
         };
         self.instances.insert((func, key.clone()), name.clone());
         let saved = std::mem::take(&mut self.subst);

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::entry_name;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -187,7 +187,7 @@ impl<'k> Writer<'k> {
     }
 
     pub(super) fn finish(mut self) -> Result<Generated, Vec<Diagnostic>> {
-        let entry = entry_name(&self.kernel.name);
+        let entry = Namer::new(&super::keywords::KEYWORDS).escape(&self.kernel.name);
         let (param_decls, abi_params, trap_status) = self.params();
         let body = self.kernel.body.clone();
         self.block(&body);

@@ -7,7 +7,6 @@
 //! depends on the kernel alone.
 
 use super::abi::{Bindings, GROUP, ParamBinding};
-use super::escape::escape;
 use super::names::{MirrorKey, Names};
 use super::usage::{Root, Spec, Usage, own_root};
 use crate::diag::{Diagnostic, Span};
@@ -214,7 +213,7 @@ impl<'a> Writer<'a> {
 
     fn payload_field(&self, variant: u32, ctor: u32, k: usize) -> String {
         let c = &self.k.variants[variant as usize].ctors[ctor as usize];
-        escape(&format!("{}_{k}", c.name)).into_owned()
+        self.names.escape(&format!("{}_{k}", c.name))
     }
 
     /// Struct members of a record/variant as (WGSL name, IR type), in layout order.
@@ -225,7 +224,7 @@ impl<'a> Writer<'a> {
                 .record(*id)
                 .fields
                 .iter()
-                .map(|f| (escape(&f.name).into_owned(), f.ty.clone()))
+                .map(|f| (self.names.escape(&f.name), f.ty.clone()))
                 .collect(),
             Ty::Variant(id) => {
                 let mut m = vec![("tag".to_string(), Ty::I32)];
@@ -1046,7 +1045,7 @@ impl<'a> Writer<'a> {
                 return;
             };
             let field = &self.k.record(id).fields[f as usize];
-            target = format!("{target}.{}", escape(&field.name));
+            target = format!("{target}.{}", self.names.escape(&field.name));
             ty = field.ty.clone();
         }
         let v = self.expr(value);
@@ -1106,7 +1105,8 @@ impl<'a> Writer<'a> {
                 match &base.ty {
                     Ty::Record(id) => format!(
                         "{b}.{}",
-                        escape(&self.k.record(*id).fields[*field as usize].name)
+                        self.names
+                            .escape(&self.k.record(*id).fields[*field as usize].name)
                     ),
                     _ => self.internal("field read on a non-record"),
                 }
