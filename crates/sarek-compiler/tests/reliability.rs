@@ -8,8 +8,11 @@
 //!   position, through all six generators and their validators (names past a target's
 //!   identifier length are shortened by the namer, injectively);
 //! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
-//!   literals, swapped operators, shifted indices) for `SAREK_FUZZ_SECS` seconds (default
-//!   20; CI runs the default), printing inputs tried, accepted, invalid modules and panics.
+//!   literals, swapped operators, shifted indices): `SAREK_FUZZ_COUNT` mutants (default 64)
+//!   from seed `SAREK_FUZZ_SEED`, so a run tries the same mutants on any machine (CI runs the
+//!   default); `SAREK_FUZZ_SECS` (default 300) only caps the time, and a run it cuts short
+//!   says so. Prints inputs tried, accepted, invalid modules and panics. Longer searches:
+//!   raise the count, change the seed, or run the cargo-fuzz target in `fuzz/`.
 //!
 //! Validators: naga in process (parse, validate, pipeline constants as wgpu applies them,
 //! SPIR-V out), glslangValidator + spirv-val for GLSL, `clang -x cl` for OpenCL C, ptxas for
@@ -530,10 +533,14 @@ let%kernel {kernel} ({va} : float32 vector) ({vb} : float32 vector) ({rs} : {rec
 
 #[test]
 fn mutated_corpus_validates() {
-    let secs: u64 = std::env::var("SAREK_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
+    let env = |name: &str, default: u64| -> u64 {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let count = env("SAREK_FUZZ_COUNT", 64);
+    let secs = env("SAREK_FUZZ_SECS", 300);
     let seed: u64 = std::env::var("SAREK_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -551,8 +558,17 @@ fn mutated_corpus_validates() {
         .collect();
     let mut rng = Rng(seed | 1);
     let mut tally = Tally::default();
+    // The mutants depend on the seed alone: the clock may stop the run early, never change
+    // what it tries.
     let deadline = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < deadline {
+    while (tally.tried as u64) < count {
+        if Instant::now() >= deadline {
+            eprintln!(
+                "mutation loop: the {secs} s safety cap stopped it after {} of {count} mutants",
+                tally.tried
+            );
+            break;
+        }
         let (name, text) = &corpus[rng.below(corpus.len())];
         let mutant = mutate(text, &mut rng);
         // naga runs in process on every mutant; the external tools on every eighth.
@@ -572,5 +588,8 @@ fn mutated_corpus_validates() {
             break;
         }
     }
-    assert_clean(&format!("mutation loop (seed {seed:#x}, {secs} s)"), &tally);
+    assert_clean(
+        &format!("mutation loop (seed {seed:#x}, {count} mutants)"),
+        &tally,
+    );
 }

@@ -180,6 +180,31 @@ fn available_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// The loop iterations a thread may run on a device that stops its loops silently past a
+/// budget (llvmpipe: lavapipe, and wgpu on it), for `passes::loop_budget`; `None` elsewhere.
+pub fn loop_budget(device_name: &str) -> Option<u32> {
+    device_name
+        .contains("llvmpipe")
+        .then_some(sarek_compiler::passes::loop_budget::LLVMPIPE_LOOP_BUDGET)
+}
+
+/// The build of `kernel` on a device with a loop budget (see [`loop_budget`]): the kernel
+/// with the pass's canaries, interned so that a fault finds its trap site in the kernel the
+/// device ran.
+pub fn guard_loops(
+    core: &crate::memory::DeviceCore,
+    device_name: &str,
+    kernel: &crate::kernel::KernelHandle,
+) -> crate::kernel::KernelHandle {
+    match loop_budget(device_name) {
+        Some(budget) => core.intern(&sarek_compiler::passes::loop_budget::guard_loops(
+            kernel.ir(),
+            budget,
+        )),
+        None => kernel.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

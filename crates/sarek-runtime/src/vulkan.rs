@@ -869,6 +869,8 @@ impl Device for VulkanDevice {
     }
 
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        // Issue 17: llvmpipe's loop budget is a located fault, not a shortened loop.
+        let kernel = &crate::limits::guard_loops(&self.core, &self.info().name, kernel);
         let (exe, abi) = self.state().build(kernel)?;
         Ok(Built {
             kernel: kernel.clone(),

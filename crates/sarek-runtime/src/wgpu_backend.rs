@@ -340,6 +340,8 @@ impl Device for WgpuDevice {
     }
 
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        // Issue 17: llvmpipe's loop budget is a located fault, not a shortened loop.
+        let kernel = &crate::limits::guard_loops(&self.core, &self.info.name, kernel);
         let (compiled, abi) = self.compile(kernel)?;
         Ok(Built {
             kernel: kernel.clone(),

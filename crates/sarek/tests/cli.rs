@@ -699,6 +699,277 @@ fn len_gives_one_vector_its_own_length() {
     run_interp(&file, "total", &["--len", "out=many"]).fails(1, &["--len `out=many`"]);
 }
 
+// Issue 17: files and processes.
+
+/// `line:column` (1-based, columns in characters) of byte `at` of `bytes`, counted here.
+fn line_col(bytes: &[u8], at: usize) -> (usize, usize) {
+    let before = &bytes[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let col = std::str::from_utf8(&before[start..])
+        .unwrap()
+        .chars()
+        .count()
+        + 1;
+    (line, col)
+}
+
+#[test]
+fn invalid_utf8_in_a_source_is_located_at_its_first_bad_byte() {
+    let dir = scratch("utf8");
+    let mut text = b"let%kernel k (a : int32 vector) =\n  let i = thread_idx_x in\n  a.(i) <- 1 (* caf\xc3\xa9 ".to_vec();
+    let bad_at = text.len();
+    text.extend_from_slice(b"\xe9 *)\n");
+    let path = dir.join("bad.sarek");
+    std::fs::write(&path, &text).unwrap();
+    let (line, col) = line_col(&text, bad_at);
+    assert_eq!((line, col), (3, 22), "the test's own count");
+    let p = path.display().to_string();
+    for args in [
+        vec!["check", p.as_str()],
+        vec!["compile", p.as_str(), "--target", "wgsl"],
+    ] {
+        sarek(&args).fails(
+            1,
+            &[
+                "error: source files must be UTF-8",
+                &format!("bad.sarek:{line}:{col}"),
+                "invalid UTF-8 byte 0xe9",
+            ],
+        );
+    }
+}
+
+#[test]
+fn endless_and_oversized_files_stop_at_a_size_limit() {
+    let dir = scratch("limits");
+    let src = write(&dir, "two.sarek", TWO_KERNELS);
+    // A sparse source just over the limit: refused from its size, nothing read.
+    let big = dir.join("big.sarek");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    sarek(&["check", &big.display().to_string()]).fails(2, &["larger than the 64 MiB"]);
+    // A .npy header in front of a sparse 20 GiB file.
+    let huge = dir.join("huge.npy");
+    let mut f = std::fs::File::create(&huge).unwrap();
+    std::io::Write::write_all(&mut f, b"\x93NUMPY\x01\x00").unwrap();
+    f.set_len(20 << 30).unwrap();
+    drop(f);
+    let spec = format!("v={}", huge.display());
+    run_interp(&src, "scale", &["--arg", "k=2", "--input", &spec]).fails(
+        1,
+        &[
+            "--input v=",
+            "larger than the 16.0 GiB",
+            "`v` : int32 vector",
+        ],
+    );
+    run_interp(
+        &src,
+        "scale",
+        &["--arg", "k=2", "--size", "8", "--input", &spec],
+    )
+    .fails(
+        1,
+        &["larger than the 1048656 bytes a .npy file of 8 elements"],
+    );
+    #[cfg(unix)]
+    {
+        sarek(&["check", "/dev/zero"]).fails(2, &["`/dev/zero`", "larger than the 64 MiB"]);
+        run_interp(&src, "scale", &["--arg", "k=2", "--input", "v=/dev/zero"]).fails(
+            1,
+            &["--input v=/dev/zero: not a supported .npy file: missing the"],
+        );
+    }
+}
+
+#[test]
+fn out_is_created_after_a_successful_run_only_and_written_whole() {
+    let dir = scratch("out");
+    let src = write(&dir, "two.sarek", TWO_KERNELS);
+    // A missing folder (two levels) is created, and holds exactly the vectors.
+    let out = dir.join("a").join("b");
+    let out_s = out.display().to_string();
+    run_interp(
+        &src,
+        "scale",
+        &["--arg", "k=3", "--size", "8", "--out", &out_s],
+    )
+    .ok();
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["v.npy"]);
+    // A failed run (a fault, then a user error) leaves no folder behind.
+    for (k, extra) in [("scale", "--arg=kk=3"), ("scale", "--grid=0")] {
+        let failed = dir.join("failed").join(k);
+        let failed_s = failed.display().to_string();
+        let o = run_interp(&src, k, &[extra, "--size", "8", "--out", &failed_s]);
+        assert_eq!(o.code, 1, "{}", o.stderr);
+        assert!(!dir.join("failed").exists(), "a failed run created --out");
+    }
+    // A file where the folder should be: refused before running (exit 2).
+    let file_s = src.clone() + "/sub";
+    run_interp(
+        &src,
+        "scale",
+        &["--arg", "k=3", "--size", "8", "--out", &file_s],
+    )
+    .fails(2, &["--out"]);
+    run_interp(
+        &src,
+        "scale",
+        &["--arg", "k=3", "--size", "8", "--out", &src],
+    )
+    .fails(2, &["exists and is not a folder"]);
+    // An output that cannot replace its destination (a non-empty folder named `v.npy`):
+    // exit 2, the destination untouched, no temporary file left.
+    let blocked = dir.join("blocked");
+    std::fs::create_dir_all(blocked.join("v.npy").join("inside")).unwrap();
+    let blocked_s = blocked.display().to_string();
+    run_interp(
+        &src,
+        "scale",
+        &["--arg", "k=3", "--size", "8", "--out", &blocked_s],
+    )
+    .fails(2, &["cannot write", "v.npy"]);
+    let left: Vec<String> = std::fs::read_dir(&blocked)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["v.npy"], "a temporary file was left behind");
+    assert!(blocked.join("v.npy").join("inside").is_dir());
+    // `compile -o` goes through the same path: the file is complete, and no temporary file
+    // stays next to it.
+    let wgsl = dir.join("k.wgsl");
+    sarek(&[
+        "compile",
+        &src,
+        "--target",
+        "wgsl",
+        "--kernel",
+        "add",
+        "-o",
+        &wgsl.display().to_string(),
+    ])
+    .ok();
+    let printed = sarek(&["compile", &src, "--target", "wgsl", "--kernel", "add"]);
+    assert_eq!(std::fs::read_to_string(&wgsl).unwrap(), printed.ok().stdout);
+    assert!(
+        std::fs::read_dir(&dir).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tmp"))
+    );
+}
+
+#[test]
+fn timeout_stops_a_kernel_that_never_ends() {
+    let dir = scratch("timeout");
+    let spin = write(
+        &dir,
+        "spin.sarek",
+        "\
+let%kernel spin (out : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  let k = mut 0 in
+  while k >= 0 do
+    k := (k + 1) land 1023
+  done;
+  if i < length out then out.(i) <- k + n
+",
+    );
+    let out_dir = dir.join("out").display().to_string();
+    for args in [
+        vec![
+            "run",
+            &spin,
+            "--kernel",
+            "spin",
+            "--backend",
+            "interp",
+            "--out",
+            &out_dir,
+        ],
+        vec!["verify", &spin, "--kernel", "spin", "--backends", "cpu"],
+        vec!["bench", &spin, "--kernel", "spin", "--backend", "cpu"],
+    ] {
+        // The child is waited for with a deadline of its own, so a broken --timeout fails
+        // the test instead of hanging it.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sarek"))
+            .args(&args)
+            .args(["--size", "4", "--arg", "n=1", "--timeout", "1"])
+            .env_remove("SAREK_BACKEND")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("`sarek {}` ignored --timeout", args[0]);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`sarek {}` did not finish within --timeout 1 s",
+                args[0]
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!dir.join("out").exists(), "a stopped run created --out");
+    run_interp(&spin, "spin", &["--arg", "n=1", "--timeout", "0"])
+        .fails(2, &["`0` is not a positive number of seconds"]);
+}
+
+/// `sarek compile ... | head -1`: the reader closes the pipe early; the process ends quietly
+/// (SIGPIPE, as other Unix tools) instead of reporting a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::io::Read;
+    let dir = scratch("pipe");
+    let many: String = (0..300)
+        .map(|i| {
+            TWO_KERNELS
+                .replace("add", &format!("add{i}"))
+                .replace("scale", &format!("scale{i}"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let src = write(&dir, "many.sarek", &many);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sarek"))
+        .args(["compile", &src, "--target", "opencl"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is closed here (the ChildStdout was dropped).
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("internal error"), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
 /// `--fma` contracts `a *. x +. y` before generating (every target prints its fused
 /// multiply-add) and before running (`verify --fma` compares backends on the contracted
 /// kernel); without it nothing is fused.

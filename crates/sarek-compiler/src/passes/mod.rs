@@ -3,6 +3,7 @@
 pub mod checked;
 pub mod constfold;
 pub mod legalize;
+pub mod loop_budget;
 pub mod loop_step;
 pub mod opt;
 pub mod specialize_helpers;

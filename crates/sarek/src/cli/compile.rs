@@ -87,12 +87,12 @@ pub fn run(
             std::fs::create_dir_all(dir).map_err(|e| cannot_write(dir, &e))?;
             for (name, source) in &modules {
                 let path = dir.join(format!("{name}.{}", target.name()));
-                std::fs::write(&path, source).map_err(|e| cannot_write(&path, &e))?;
+                super::files::write_atomically(&path, source.as_bytes())?;
             }
         }
         Some(path) => {
             let source = modules.first().map_or("", |m| m.1.as_str());
-            std::fs::write(path, source).map_err(|e| cannot_write(path, &e))?;
+            super::files::write_atomically(path, source.as_bytes())?;
         }
         None => {
             let mut out = String::new();

@@ -72,22 +72,20 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
             .find(|(n, _)| n == name)
             .map(|(_, l)| *l)
             .or(size);
-        let v = npy::read_vector(std::path::Path::new(file), leaves, expected).map_err(|e| {
-            let (why, io) = match &e {
-                npy::NpyError::Io { source, .. } => (super::io_reason(source), true),
-                other => (other.to_string(), false),
-            };
-            let message = format!(
-                "--input {name}={file}: {why} (parameter `{name}` : {})",
-                p.type_name
-            );
-            // docs/cli.md: an I/O error on a file named on the command line exits 2 (issue 17).
-            if io {
-                Failure::io(message)
-            } else {
-                Failure::user(message)
-            }
-        })?;
+        let v = super::files::read_npy(std::path::Path::new(file), leaves, expected).map_err(
+            |(why, io)| {
+                let message = format!(
+                    "--input {name}={file}: {why} (parameter `{name}` : {})",
+                    p.type_name
+                );
+                // docs/cli.md: an I/O error on a file named on the command line exits 2 (issue 17).
+                if io {
+                    Failure::io(message)
+                } else {
+                    Failure::user(message)
+                }
+            },
+        )?;
         size.get_or_insert(v.len);
         vectors.push((name.to_string(), v));
     }
@@ -163,14 +161,8 @@ pub fn run(a: RunArgs) -> CmdResult {
     let device = open_device(a.backend.as_deref())?;
     let info = device.info();
     if let Some(dir) = &a.out {
-        // Fail before running, not after.
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Failure::io(format!(
-                "cannot create `{}`: {}",
-                dir.display(),
-                super::io_reason(&e)
-            ))
-        })?;
+        // Fail before running, but create the folder only after a successful run.
+        super::files::check_out_dir(dir)?;
     }
     let stats = harness::run_checked(
         device.as_ref(),
@@ -191,6 +183,9 @@ pub fn run(a: RunArgs) -> CmdResult {
         ms(stats.kernel_time),
         ms(stats.total_time)
     );
+    if let Some(dir) = &a.out {
+        super::files::create_out_dir(dir)?;
+    }
     let sig = harness::signature(&kernel);
     let width = sig.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for (p, arg) in sig.iter().zip(&prepared.args) {
@@ -204,7 +199,7 @@ pub fn run(a: RunArgs) -> CmdResult {
             );
             if let Some(dir) = &a.out {
                 let path = dir.join(format!("{}.npy", p.name));
-                npy::write_vector(&path, leaves, v).map_err(|e| Failure::io(e.to_string()))?;
+                super::files::write_atomically(&path, &npy::to_bytes(leaves, v))?;
             }
         }
     }

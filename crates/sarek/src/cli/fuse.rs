@@ -75,13 +75,7 @@ pub fn run(
         source.push('\n');
     }
     match output {
-        Some(path) => std::fs::write(path, source).map_err(|e| {
-            Failure::io(format!(
-                "cannot write `{}`: {}",
-                path.display(),
-                super::io_reason(&e)
-            ))
-        })?,
+        Some(path) => super::files::write_atomically(path, source.as_bytes())?,
         None => print!("{source}"),
     }
     Ok(ExitCode::SUCCESS)

@@ -11,6 +11,7 @@ mod check;
 mod compile;
 mod devices;
 mod exec;
+mod files;
 mod fuse;
 mod verify;
 
@@ -117,6 +118,42 @@ struct InputArgs {
     /// a long input: --size 268435456 --len out=1).
     #[arg(long = "len", value_name = "NAME=N")]
     lens: Vec<String>,
+    /// Stop with an error when the command has not finished after SECONDS (a kernel that
+    /// never ends cannot be interrupted on a device, so the whole process stops).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    timeout: Option<std::time::Duration>,
+}
+
+/// `--timeout SECONDS`: a positive number of seconds (`2`, `0.5`).
+fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x > 0.0 && *x < 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{s}` is not a positive number of seconds"))
+}
+
+/// Arm `--timeout`: after `limit`, if the command is still running, print why and end the
+/// process with exit 1. `_exit` skips the exit handlers: a driver thread may be busy in the
+/// runaway kernel, and its libraries' teardown would wait for it.
+fn arm_timeout(command: &str, limit: std::time::Duration) {
+    let command = command.to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!(
+            "error: `sarek {command}` did not finish within --timeout {} s (a kernel that does not terminate?); stopped",
+            limit.as_secs_f64()
+        );
+        #[cfg(unix)]
+        // SAFETY: `_exit` has no preconditions; it ends the process without running
+        // handlers that could wait for the threads still in the kernel.
+        unsafe {
+            libc::_exit(1)
+        };
+        #[cfg(not(unix))]
+        std::process::exit(1);
+    });
 }
 
 #[derive(Args)]
@@ -245,11 +282,35 @@ pub fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error (a bug in sarek, please report it): {info}");
     }));
+    // A closed stdout (`sarek compile ... | head`) ends the process quietly, as for other
+    // Unix tools, instead of a panic on the failed print.
+    #[cfg(unix)]
+    // SAFETY: called before any thread exists; restoring the default action of SIGPIPE has
+    // no other precondition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // Before any thread exists (see `ensure_runtime_dir`).
     if let Command::Run(_) | Command::Verify(_) | Command::Devices | Command::Bench(_) = cli.command
     {
         ensure_runtime_dir();
+    }
+    // After `ensure_runtime_dir`: this starts a thread.
+    match &cli.command {
+        Command::Run(RunArgs { input, .. })
+        | Command::Verify(VerifyArgs { input, .. })
+        | Command::Bench(BenchArgs { input, .. }) => {
+            if let Some(limit) = input.timeout {
+                let name = match cli.command {
+                    Command::Run(_) => "run",
+                    Command::Verify(_) => "verify",
+                    _ => "bench",
+                };
+                arm_timeout(name, limit);
+            }
+        }
+        _ => {}
     }
     let result = match cli.command {
         Command::Check { files } => check::run(&files),
@@ -344,15 +405,10 @@ fn ensure_runtime_dir() {
 #[cfg(not(unix))]
 fn ensure_runtime_dir() {}
 
-/// Read `path`: an unreadable file is exit 2.
+/// Read source file `path`: an unreadable or too large file is exit 2, one that is not UTF-8
+/// a located error (exit 1).
 fn read(path: &Path) -> Result<String, Failure> {
-    std::fs::read_to_string(path).map_err(|e| {
-        Failure::io(format!(
-            "cannot read `{}`: {}",
-            path.display(),
-            io_reason(&e)
-        ))
-    })
+    files::read_source(path)
 }
 
 /// Read and check `path`, with `modules` as the program's modules (each file is module
