@@ -15,6 +15,7 @@ pub mod ir;
 pub mod lower;
 pub mod passes;
 pub mod skeleton;
+pub mod stack;
 pub mod target;
 pub mod types;
 

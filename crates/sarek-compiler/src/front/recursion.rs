@@ -748,7 +748,7 @@ fn mutual_recursion(program: &Program) -> Vec<Diagnostic> {
                     .with_note("helpers may call only helpers defined before them, and themselves"),
                 );
             } else if state[j] == 0 {
-                dfs(j, edges, state, stack, program, diags);
+                crate::stack::grow(|| dfs(j, edges, state, stack, program, diags));
             }
         }
         stack.pop();

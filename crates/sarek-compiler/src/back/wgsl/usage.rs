@@ -264,7 +264,8 @@ impl Walker<'_> {
                     .zip(&spec.roots)
                     .filter_map(|(p, r)| r.map(|r| (*p, r)))
                     .collect();
-                self.block(&f.body, &callee_env, f.span);
+                // Nests once per helper of a call chain.
+                crate::stack::grow(|| self.block(&f.body, &callee_env, f.span));
             }
         }
     }
