@@ -255,3 +255,37 @@ fn long_helper_chain_compiles() {
     sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
     assert_eq!(out(&args[0]), (3001..3001 + n as i32).collect::<Vec<_>>());
 }
+
+/// Bounded recursion is one helper per depth, each called from the one above: `fib` at 30
+/// levels (2^30 call paths, refused as too large when every call site was expanded) is 31
+/// helpers, and computes the recursive definition.
+#[test]
+fn bounded_recursion_is_one_copy_per_depth() {
+    let src = "let rec fib (n : int32) : int32 [@sarek.inline 30] =\n  if n < 2 then n else fib (n - 1) + fib (n - 2)\n\
+               let%kernel fibs (a : int32 vector) (n : int32) =\n  let i = global_thread_id in\n  if i < n then a.(i) <- fib a.(i)\n";
+    let mut sources = SourceMap::new();
+    let file = sources.add("fib.sarek", src);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
+    let mut expected: Vec<String> = (1..=30).rev().map(|d| format!("fib__depth{d}")).collect();
+    expected.push("fib".into());
+    assert_eq!(names, expected);
+    let k = sarek_compiler::lower_kernel(&program, "fibs")
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    for target in sarek_compiler::Target::ALL {
+        if target == sarek_compiler::Target::Ptx {
+            continue; // inlines every call: 2^30 copies
+        }
+        sarek_compiler::generate(&k, target, &Default::default())
+            .unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
+    }
+    let n = 21usize;
+    let mut args = vec![
+        ints((0..n as i32).collect()),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    let expected: Vec<i32> = (0..n as i32).map(fib).collect();
+    assert_eq!(out(&args[0]), expected);
+}
