@@ -224,12 +224,19 @@ fn compile_chain(
 }
 
 /// 24 helpers that each call the previous one twice: 2^24 paths through the call graph, one
-/// function each in the output. (The front end once analysed each path.) Not PTX: its writer
-/// inlines every call, so its output does double per helper.
+/// function each in the output. (The front end once analysed each path.) PTX's writer inlines
+/// every call, so it refuses the kernel, located, rather than write 2^24 copies.
 #[test]
 fn doubling_helper_chain_compiles() {
     use sarek_compiler::Target::*;
-    compile_chain(helper_chain(24, true), 25, &[Ir, Wgsl, Glsl, OpenCl, Cuda, Metal]);
+    let k = compile_chain(helper_chain(24, true), 25, &[Ir, Wgsl, Glsl, OpenCl, Cuda, Metal]);
+    let refused = sarek_compiler::generate(&k, Ptx, &Default::default())
+        .expect_err("2^24 inlined calls are refused by PTX");
+    assert!(
+        refused[0].message.starts_with("PTX target: kernel `chain` inlines to more than"),
+        "{}",
+        refused[0].message
+    );
     // A shorter chain runs: h_n x = sum over k of C(n, k) (x + k + 1) = 2^n (x + 1) + n 2^(n-1).
     let k = compile_chain(helper_chain(10, true), 11, &sarek_compiler::Target::ALL);
     let n = 32usize;
@@ -274,11 +281,13 @@ fn bounded_recursion_is_one_copy_per_depth() {
     let k = sarek_compiler::lower_kernel(&program, "fibs")
         .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
     for target in sarek_compiler::Target::ALL {
+        let generated = sarek_compiler::generate(&k, target, &Default::default());
         if target == sarek_compiler::Target::Ptx {
-            continue; // inlines every call: 2^30 copies
+            // Inlines every call: 2^30 copies, refused.
+            assert!(generated.is_err());
+        } else {
+            generated.unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
         }
-        sarek_compiler::generate(&k, target, &Default::default())
-            .unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
     }
     let n = 21usize;
     let mut args = vec![
