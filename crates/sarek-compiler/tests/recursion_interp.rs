@@ -229,11 +229,17 @@ fn compile_chain(
 #[test]
 fn doubling_helper_chain_compiles() {
     use sarek_compiler::Target::*;
-    let k = compile_chain(helper_chain(24, true), 25, &[Ir, Wgsl, Glsl, OpenCl, Cuda, Metal]);
+    let k = compile_chain(
+        helper_chain(24, true),
+        25,
+        &[Ir, Wgsl, Glsl, OpenCl, Cuda, Metal],
+    );
     let refused = sarek_compiler::generate(&k, Ptx, &Default::default())
         .expect_err("2^24 inlined calls are refused by PTX");
     assert!(
-        refused[0].message.starts_with("PTX target: kernel `chain` inlines to more than"),
+        refused[0]
+            .message
+            .starts_with("PTX target: kernel `chain` inlines to more than"),
         "{}",
         refused[0].message
     );
@@ -253,7 +259,11 @@ fn doubling_helper_chain_compiles() {
 /// 3,000 helpers, each calling the previous one: h_3000 x = x + 3001.
 #[test]
 fn long_helper_chain_compiles() {
-    let k = compile_chain(helper_chain(3000, false), 3001, &sarek_compiler::Target::ALL);
+    let k = compile_chain(
+        helper_chain(3000, false),
+        3001,
+        &sarek_compiler::Target::ALL,
+    );
     let n = 8usize;
     let mut args = vec![
         ints((0..n as i32).collect()),

@@ -584,7 +584,13 @@ impl<'p> Analyzer<'p> {
     }
 
     /// Analyse `f`'s body for one call: whether its result varies.
-    fn analyse_call(&mut self, f: &Function, args: &[Expr], arg_vs: &[Variance], ctx: &Ctx) -> bool {
+    fn analyse_call(
+        &mut self,
+        f: &Function,
+        args: &[Expr],
+        arg_vs: &[Variance],
+        ctx: &Ctx,
+    ) -> bool {
         let fid = f.id;
         self.call_stack.push(fid);
         let saved = std::mem::take(&mut self.vars);

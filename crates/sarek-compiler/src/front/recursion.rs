@@ -39,7 +39,12 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     // Copies per depth of bounded-recursive helpers, each placed just before its helper.
     let mut depth_copies: Vec<(FunId, Vec<Function>)> = Vec::new();
     let mut names = Names::of(&program);
-    let mut next_fun = program.functions.iter().map(|f| f.id.0 + 1).max().unwrap_or(0);
+    let mut next_fun = program
+        .functions
+        .iter()
+        .map(|f| f.id.0 + 1)
+        .max()
+        .unwrap_or(0);
     for i in 0..program.functions.len() {
         let f = &program.functions[i];
         let mut calls = Vec::new();
