@@ -14,6 +14,7 @@ pub mod intrinsics;
 pub mod ir;
 pub mod lower;
 pub mod passes;
+pub mod scalar;
 pub mod skeleton;
 pub mod stack;
 pub mod target;
