@@ -310,3 +310,76 @@ fn fences_become_barriers_only_where_the_workgroup_is_converged() {
         "{divergent}"
     );
 }
+
+/// Lower the kernel `k` of `src` (file `deep.sarek`).
+fn lower_source(src: &str) -> (sarek_compiler::SourceMap, sarek_compiler::ir::Kernel) {
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("deep.sarek", src);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let kernel = sarek_compiler::lower_kernel(&program, "k").expect("lowers");
+    (sources, kernel)
+}
+
+/// naga allows 127 levels of braces and 200 levels of parser recursion: a long `else if`
+/// chain of statements is written flat and validates; a chain of values (nested `select`s)
+/// past the parser's depth and loops nested past the brace limit are refused, located.
+#[test]
+fn deep_chains_are_written_flat_or_refused_located() {
+    let arms = |n: usize, value: bool| -> String {
+        (0..n)
+            .map(|j| {
+                if value {
+                    format!("if x = {j} then {j}")
+                } else {
+                    format!("if x = {j} then v.(0) <- {j}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n  else ")
+    };
+    let (_, chain) = lower_source(&format!(
+        "let%kernel k (v : int32 vector) =\n  let x = v.(1) in\n  {}\n  else v.(0) <- 0\n",
+        arms(140, false)
+    ));
+    let g = gen_ok(&chain);
+    assert_eq!(g.source.matches("} else if (").count(), 139);
+    naga_validate(&g.source).unwrap();
+
+    let (sources, values) = lower_source(&format!(
+        "let%kernel k (v : int32 vector) =\n  let x = v.(1) in\n  v.(0) <- ({}\n  else 0)\n",
+        arms(120, true)
+    ));
+    let errs = wgsl::generate(&values, &TargetOptions::default()).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].message.contains("nests statements and expressions")
+            && errs[0].message.contains("WGSL allows at most 190"),
+        "{}",
+        errs[0].message
+    );
+    assert!(sources.location(errs[0].span).starts_with("deep.sarek:3:"));
+    for t in [Target::Glsl, Target::OpenCl, Target::Ptx] {
+        sarek_compiler::generate(&values, t, &TargetOptions::default()).unwrap();
+    }
+
+    let loops = |n: usize| {
+        let mut src = String::from("let%kernel k (v : int32 vector) =\n");
+        for j in 0..n {
+            src.push_str(&format!("for i{j} = 0 to 1 do\n"));
+        }
+        src.push_str("v.(0) <- v.(0) + 1\n");
+        src.push_str(&"done\n".repeat(n));
+        lower_source(&src).1
+    };
+    // 1 + 4 * 31 = 125 levels of braces: valid; 32 loops take 129.
+    let g = gen_ok(&loops(31));
+    naga_validate(&g.source).unwrap();
+    let errs = wgsl::generate(&loops(32), &TargetOptions::default()).unwrap_err();
+    assert!(
+        errs[0]
+            .message
+            .contains("nests blocks 129 deep, WGSL allows at most 127"),
+        "{}",
+        errs[0].message
+    );
+}

@@ -4,6 +4,7 @@
 pub mod cfamily;
 pub mod glsl;
 pub mod ptx;
+pub mod support;
 pub mod wgsl;
 
 use crate::diag::Diagnostic;

@@ -158,6 +158,9 @@ impl OpenClDevice {
     }
 
     fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
+        let support =
+            sarek_compiler::back::support::opencl(&self.options).on_device(&self.info.name);
+        crate::capability::check(kernel, &support)?;
         let generated =
             sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
                 .map_err(|d| RuntimeError::refused(Dialect::OpenCl.target(), &kernel.name, d))?;

@@ -41,11 +41,11 @@
 //! - Metal: the source cannot turn fast math off; a host must compile with
 //!   `MTLMathModeSafe` (not run in this project).
 //!
-//! Refusals (located diagnostics naming the target): float64 on Metal or on an OpenCL device
-//! without `cl_khr_fp64`; int64 atomics on Metal or an OpenCL device without the
-//! `cl_khr_int64_*_atomics` extensions; warp operations on an OpenCL device without
-//! subgroups (shuffles need `cl_khr_subgroup_shuffle[_relative]`, ballot
-//! `cl_khr_subgroup_ballot`); shared arrays inside helpers on OpenCL and Metal.
+//! Refusals are decided before writing by [`crate::ir::analysis`] against
+//! [`super::support`]: float64 on Metal or on an OpenCL device without `cl_khr_fp64`; int64
+//! atomics on Metal or an OpenCL device without the `cl_khr_int64_*_atomics` extensions; warp
+//! operations on an OpenCL device without subgroups; shared arrays inside helpers on OpenCL
+//! and Metal; CUDA's shared-memory and parameter-space limits.
 
 mod dialect;
 mod writer;
@@ -66,7 +66,13 @@ pub fn generate(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    let support = match dialect {
+        Dialect::OpenCl => super::support::opencl(options),
+        Dialect::Cuda => super::support::cuda(),
+        Dialect::Metal => super::support::metal(),
+    };
+    crate::ir::analysis::check(kernel, &support)?;
     let reserved = reserved(dialect.target());
     let legal = legalize(kernel, &reserved, true);
-    writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
+    writer::Writer::new(&legal, dialect, Box::new(reserved)).finish(kernel)
 }

@@ -9,7 +9,7 @@ use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutR
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
-use crate::target::{Generated, TargetOptions};
+use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -30,8 +30,8 @@ struct MetalGeom {
     var: String,
 }
 
-/// Which optional device features the generated source relies on, with the first statement
-/// that needed each (for refusals).
+/// Which optional device features the generated source relies on (the OpenCL pragmas), with
+/// the first statement that needed each.
 #[derive(Default)]
 struct Features {
     float64: Option<Span>,
@@ -43,7 +43,6 @@ struct Features {
 pub(super) struct Writer<'a> {
     k: &'a Kernel,
     d: Dialect,
-    opts: &'a TargetOptions,
     /// Every identifier a generated global name must avoid.
     used: HashSet<String>,
     var_names: Vec<String>,
@@ -85,18 +84,12 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        d: Dialect,
-        opts: &'a TargetOptions,
-        reserved: Box<dyn Fn(&str) -> bool>,
-    ) -> Self {
+    pub fn new(k: &'a Kernel, d: Dialect, reserved: Box<dyn Fn(&str) -> bool>) -> Self {
         let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
         used.extend(k.functions.iter().map(|f| f.name.clone()));
         let mut w = Writer {
             k,
             d,
-            opts,
             used,
             var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
             lens: HashMap::new(),
@@ -204,8 +197,9 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
     fn error(&mut self, message: String, label: &str, note: &str) {
-        let d = Diagnostic::error(self.span, message)
+        let d = crate::ir::analysis::internal(self.span, self.d.target(), message)
             .with_label(label)
             .with_note(note);
         if !self
@@ -407,7 +401,7 @@ impl<'a> Writer<'a> {
 
     // ---------------------------------------------------------------- functions
 
-    /// Write everything and return the source and ABI (or the refusals).
+    /// Write everything and return the source and ABI (or internal errors).
     pub fn finish(mut self, original: &Kernel) -> Result<Generated, Vec<Diagnostic>> {
         let types = self.write_types();
         let mut functions = String::new();
@@ -415,7 +409,6 @@ impl<'a> Writer<'a> {
             functions.push_str(&self.write_function(FuncId(i as u32)));
         }
         let (kernel, abi) = self.write_kernel(original);
-        self.check_features();
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -437,57 +430,6 @@ impl<'a> Writer<'a> {
             src.pop();
         }
         Ok(Generated { source: src, abi })
-    }
-
-    fn check_features(&mut self) {
-        let target = self.d.display_name();
-        if let Some(span) = self.features.float64 {
-            self.span = span;
-            if !self.d.has_float64() {
-                self.error(
-                    format!("float64 is not supported by {target}"),
-                    "float64 used here",
-                    "Metal Shading Language has no double type; use float32 or another target",
-                );
-            } else if self.d == Dialect::OpenCl && !self.opts.float64 {
-                self.error(
-                    format!("float64 is not supported by this {target} device"),
-                    "float64 used here",
-                    "the device lacks the cl_khr_fp64 extension",
-                );
-            }
-        }
-        let int64_atomics = self
-            .features
-            .int64_atomics_base
-            .or(self.features.int64_atomics_extended);
-        if let Some(span) = int64_atomics {
-            self.span = span;
-            if self.d == Dialect::Metal {
-                self.error(
-                    format!("int64 atomics are not supported by {target}"),
-                    "int64 atomic here",
-                    "Metal has no signed 64-bit atomic read-modify-write operations",
-                );
-            } else if self.d == Dialect::OpenCl && !self.opts.int64_atomics {
-                self.error(
-                    format!("int64 atomics are not supported by this {target} device"),
-                    "int64 atomic here",
-                    "the device lacks cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics",
-                );
-            }
-        }
-        if let Some(span) = self.features.subgroups {
-            self.span = span;
-            if self.d == Dialect::OpenCl && !self.opts.subgroups {
-                self.error(
-                    format!("warp operations are not supported by this {target} device"),
-                    "warp operation here",
-                    "OpenCL C 1.2 has warp operations only through cl_khr_subgroups (and \
-                     cl_khr_subgroup_shuffle, _shuffle_relative, _ballot), which this device lacks",
-                );
-            }
-        }
     }
 
     fn prelude(&self, kernel_name: &str) -> String {

@@ -1,11 +1,11 @@
 //! The GLSL writer: one value per generation, holding everything the emission needs (no
 //! module state). Module layout and naming are described in the parent module.
 
-use super::{Bindings, Warps, escape, glsl_reserved, mangle, refusal};
+use super::{Bindings, Warps, escape, glsl_reserved, mangle};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
-use crate::target::{Generated, TargetOptions};
+use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
@@ -21,7 +21,6 @@ enum ArrArg {
 
 pub(super) struct Writer<'k> {
     pub(super) k: &'k Kernel,
-    opts: &'k TargetOptions,
     reserved: Box<dyn Fn(&str) -> bool + 'k>,
     /// GLSL spelling of every variable.
     pub(super) names: Vec<String>,
@@ -60,7 +59,7 @@ pub(super) struct Writer<'k> {
 }
 
 impl<'k> Writer<'k> {
-    pub(super) fn new(k: &'k Kernel, opts: &'k TargetOptions, warps: Warps) -> Writer<'k> {
+    pub(super) fn new(k: &'k Kernel, warps: Warps) -> Writer<'k> {
         let reserved = glsl_reserved();
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
@@ -92,7 +91,6 @@ impl<'k> Writer<'k> {
             .collect();
         Writer {
             k,
-            opts,
             reserved: Box::new(reserved),
             names,
             shared,
@@ -119,9 +117,11 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn refuse(&mut self, message: String) {
-        if self.refused.insert(message.clone()) {
-            self.errors.push(refusal(self.span, message));
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
+    fn internal(&mut self, what: String) {
+        if self.refused.insert(what.clone()) {
+            let d = crate::ir::analysis::internal(self.span, crate::target::Target::Glsl, what);
+            self.errors.push(d);
         }
     }
 
@@ -142,10 +142,6 @@ impl<'k> Writer<'k> {
         for p in &self.k.params {
             let ty = self.k.var(*p).ty.clone();
             self.note_type(&ty);
-        }
-        if !self.opts.float64 && self.uses_f64 {
-            self.span = self.k.span;
-            self.refuse("float64 is not supported by this device".into());
         }
         if !self.errors.is_empty() {
             return Err(self.errors);
@@ -1030,9 +1026,6 @@ impl<'k> Writer<'k> {
             Intrinsic::Geometry(g) => geometry(g),
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
             Intrinsic::Warp(w) => {
-                if self.warps == Warps::Native && !self.opts.subgroups {
-                    self.refuse("warp operations need subgroups, which this device lacks".into());
-                }
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
                 if self.warps == Warps::Emulated {
                     return self.emulated_warp(w, &args[0].ty, &a);
@@ -1145,7 +1138,7 @@ impl<'k> Writer<'k> {
         };
         let target = self.resolve_array(v);
         let ArrArg::Global(g) = target else {
-            self.refuse("atomics on a per-thread local array (GLSL has atomics only on buffers and shared memory)".into());
+            self.internal("atomics on a per-thread local array".into());
             return "0".into();
         };
         let i = self.expr(&args[1]);
@@ -1174,9 +1167,6 @@ impl<'k> Writer<'k> {
             };
         }
         if s == Scalar::I64 {
-            if !self.opts.int64_atomics {
-                self.refuse("int64 atomics are not supported by this device".into());
-            }
             self.uses_i64_atomics = true;
         }
         let one = if s == Scalar::I64 { "1l" } else { "1" };
@@ -1211,7 +1201,7 @@ impl<'k> Writer<'k> {
             w.helpers.insert(h.clone());
             format!("sarek_h_{h}({})", a.join(", "))
         };
-        // GLSL 4.50 has float64 overloads only for these (§8): the rest is refused for float64.
+        // GLSL 4.50 has float64 overloads only for these (§8): the rest are `f64math` helpers.
         let f64_ok = matches!(
             m,
             Sqrt | Rsqrt
@@ -1252,10 +1242,7 @@ impl<'k> Writer<'k> {
                 self.need_f64(name);
                 return format!("sarek_h_{name}_f64({})", a.join(", "));
             }
-            self.refuse(format!(
-                "GLSL has no float64 `{}` (only float32)",
-                m.c_name()
-            ));
+            self.internal(format!("float64 `{}`", m.c_name()));
             return "0.0lf".into();
         }
         match m {

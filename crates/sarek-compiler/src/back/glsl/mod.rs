@@ -37,15 +37,15 @@
 //! does not fold through; lone literals are written in a decimal glslang reads back exactly.
 //!
 //! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
-//! helpers in `f64math`. What GLSL cannot express (float64 or int64 atomics and native
-//! subgroups where the device lacks them) is refused with a located error naming GLSL.
+//! helpers in `f64math`. What the device lacks (float64, int64 atomics, native subgroups) is
+//! refused before writing by [`crate::ir::analysis`] against [`super::support::glsl`].
 
 mod emit;
 mod f64math;
 pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
-use crate::diag::{Diagnostic, Span};
+use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::passes::constfold::fold_constants;
 use crate::passes::legalize::legalize_shader_avoiding_params;
@@ -77,6 +77,7 @@ pub fn generate_with(
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let kernel = legalize_shader_avoiding_params(&fold_constants(kernel));
     debug_assert_eq!(
@@ -84,7 +85,7 @@ pub fn generate_with(
         Ok(()),
         "legalize produced invalid IR"
     );
-    emit::Writer::new(&kernel, options, warps).generate()
+    emit::Writer::new(&kernel, warps).generate()
 }
 
 /// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already
@@ -237,16 +238,6 @@ impl emit::Writer<'_> {
     fn length_name(&self, p: VarId) -> String {
         format!("sarek_len_{}", mangle(&self.k.var(p).name))
     }
-}
-
-fn refusal(span: Span, message: String) -> Diagnostic {
-    Diagnostic::error(
-        span,
-        format!(
-            "{} cannot compile this kernel: {message}",
-            Target::Glsl.display_name()
-        ),
-    )
 }
 
 /// The reserved-word predicate of GLSL.

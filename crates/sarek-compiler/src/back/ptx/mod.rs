@@ -19,7 +19,7 @@
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
-//!   with a located error naming PTX, and the `cuda` target remains available for them.
+//!   before writing ([`super::support::ptx`]), and the `cuda` target remains available for them.
 
 mod writer;
 
@@ -48,6 +48,7 @@ pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, V
         ]);
     }
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::ptx())?;
     let kernel = crate::passes::opt::optimize(kernel);
     writer::Writer::new(&kernel, options).finish()
 }

@@ -61,7 +61,7 @@ fn uniform_ty(s: Scalar) -> &'static str {
     match s {
         Scalar::Bool => "u32",
         Scalar::F32 => "f32",
-        // 64-bit scalars were refused by the checker; i32 is the only remaining kind.
+        // 64-bit scalars were refused by the analysis (`support::wgsl`); i32 is the only remaining kind.
         _ => "i32",
     }
 }

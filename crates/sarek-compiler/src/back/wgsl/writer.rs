@@ -68,7 +68,7 @@ fn lit(l: Literal) -> String {
         Literal::I32(v) if v < 0 => format!("({v}i)"),
         Literal::I32(v) => format!("{v}i"),
         Literal::F32(v) => f32_lit(v),
-        // Refused by the checker; kept total.
+        // Refused by the analysis (`support::wgsl`); kept total.
         Literal::I64(v) => format!("{}i", v as i32),
         Literal::F64(v) => f32_lit(v as f32),
     }
@@ -624,6 +624,49 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The `else` part of an `if`, closing it. A lone `if` there is written flat,
+    /// `} else if (c) {`, when its condition needs no statements of its own: naga limits
+    /// brace nesting to 127 levels but not the length of a chain.
+    fn else_chain(&mut self, mut rest: &Block) {
+        let mut divergent = 0;
+        loop {
+            if rest.is_empty() {
+                self.line("}");
+                break;
+            }
+            if let [only] = rest.as_slice()
+                && let StmtKind::If {
+                    cond,
+                    then_block,
+                    else_block,
+                } = &only.kind
+            {
+                let (mark, counter) = (self.out.len(), self.counter);
+                let diverges = u32::from(self.diverges(only));
+                self.divergent += diverges;
+                self.span = only.span;
+                let c = self.expr(cond);
+                if self.out.len() == mark {
+                    self.nested(format!("}} else if ({c}) {{"), then_block);
+                    divergent += diverges;
+                    rest = else_block;
+                    continue;
+                }
+                // The condition wrote statements: they belong inside the `else`.
+                self.divergent -= diverges;
+                self.out.truncate(mark);
+                self.counter = counter;
+            }
+            self.line("} else {");
+            self.indent += 1;
+            self.block_stmts(rest);
+            self.indent -= 1;
+            self.line("}");
+            break;
+        }
+        self.divergent -= divergent;
+    }
+
     fn nested(&mut self, head: String, b: &Block) {
         self.line(head);
         self.indent += 1;
@@ -803,15 +846,7 @@ impl<'a> Writer<'a> {
             } => {
                 let c = self.expr(cond);
                 self.nested(format!("if ({c}) {{"), then_block);
-                if else_block.is_empty() {
-                    self.line("}");
-                } else {
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.block_stmts(else_block);
-                    self.indent -= 1;
-                    self.line("}");
-                }
+                self.else_chain(else_block);
             }
             StmtKind::For {
                 var,
