@@ -14,7 +14,9 @@ pub mod intrinsics;
 pub mod ir;
 pub mod lower;
 pub mod passes;
+pub mod scalar;
 pub mod skeleton;
+pub mod stack;
 pub mod target;
 pub mod types;
 

@@ -582,15 +582,32 @@ fn non_tail_recursion_needs_the_inline_mark() {
     assert!(err[0].message.contains("`fib`"), "{}", err[0].message);
     assert!(err[0].help[0].contains("sarek.inline"));
 
+    // One copy per depth, the deepest first: it traps where it would recurse, and each other
+    // one calls the copy one level deeper (twice, as `fib` does).
     p.functions[0].inline_depth = Some(10);
     let q = sarek_compiler::front::recursion::eliminate(p.clone()).expect("inlined");
-    fn calls(e: &Expr) -> usize {
-        let own = usize::from(matches!(e.kind, ExprKind::Call { .. }));
-        own + e.children().iter().map(|c| calls(c)).sum::<usize>()
+    fn calls(e: &Expr, out: &mut Vec<FunId>) {
+        if let ExprKind::Call { func, .. } = &e.kind {
+            out.push(*func);
+        }
+        e.children().iter().for_each(|c| calls(c, out));
     }
-    assert_eq!(calls(&q.functions[0].body), 0);
+    assert_eq!(q.functions.len(), 11);
+    assert_eq!(q.functions[0].name, "fib__depth10");
+    assert_eq!(q.functions[10].name, "fib");
+    for (i, f) in q.functions.iter().enumerate() {
+        assert_eq!(f.id, FunId(i as u32));
+        let mut callees = Vec::new();
+        calls(&f.body, &mut callees);
+        let expected = if i == 0 {
+            vec![]
+        } else {
+            vec![FunId(i as u32 - 1); 2]
+        };
+        assert_eq!(callees, expected, "{}", f.name);
+    }
 
-    p.functions[0].inline_depth = Some(30);
+    p.functions[0].inline_depth = Some(5000);
     let err = sarek_compiler::front::recursion::eliminate(p).unwrap_err();
     assert!(err[0].message.contains("too large"), "{}", err[0].message);
 }

@@ -170,3 +170,141 @@ fn unit_tail_recursion_over_a_vector() {
         assert_eq!(*x, 100 + i as i32);
     }
 }
+
+/// `h0 .. h{count}` where each helper calls the previous one twice (`doubling`) or once.
+fn helper_chain(count: usize, doubling: bool) -> String {
+    let mut src = String::from("let h0 (x : int32) : int32 = x + 1\n");
+    for i in 1..=count {
+        let prev = i - 1;
+        if doubling {
+            src += &format!("let h{i} (x : int32) : int32 = h{prev} x + h{prev} (x + 1)\n");
+        } else {
+            src += &format!("let h{i} (x : int32) : int32 = h{prev} x + 1\n");
+        }
+    }
+    src += &format!(
+        "let%kernel chain (a : int32 vector) (n : int32) =\n  let i = global_thread_id in\n  if i < n then a.(i) <- h{count} a.(i)\n"
+    );
+    src
+}
+
+/// Check, lower and generate every target on a fresh 2 MB thread (the default size of a
+/// spawned thread): how deep the compiler's recursion goes must not depend on the caller.
+fn compile_chain(
+    src: String,
+    helpers: usize,
+    targets: &'static [sarek_compiler::Target],
+) -> sarek_compiler::ir::Kernel {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let mut sources = SourceMap::new();
+            let file = sources.add("chain.sarek", &src);
+            let program = sarek_compiler::check(&sources, file)
+                .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+            assert_eq!(program.functions.len(), helpers);
+            let k = sarek_compiler::lower_kernel(&program, "chain")
+                .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+            assert_eq!(k.functions.len(), helpers);
+            for &target in targets {
+                let options = sarek_compiler::TargetOptions::default();
+                let generated = sarek_compiler::generate(&k, target, &options)
+                    .unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
+                // The last helper of the chain is in every output (PTX inlines helpers).
+                let last = format!("h{}", helpers - 1);
+                let ptx = target == sarek_compiler::Target::Ptx;
+                assert!(ptx || generated.source.contains(&last), "{target}");
+                assert!(generated.source.contains("chain"), "{target}");
+            }
+            k
+        })
+        .expect("spawn")
+        .join()
+        .expect("no panic, no stack overflow")
+}
+
+/// 24 helpers that each call the previous one twice: 2^24 paths through the call graph, one
+/// function each in the output. (The front end once analysed each path.) PTX's writer inlines
+/// every call, so it refuses the kernel, located, rather than write 2^24 copies.
+#[test]
+fn doubling_helper_chain_compiles() {
+    use sarek_compiler::Target::*;
+    let k = compile_chain(
+        helper_chain(24, true),
+        25,
+        &[Ir, Wgsl, Glsl, OpenCl, Cuda, Metal],
+    );
+    let refused = sarek_compiler::generate(&k, Ptx, &Default::default())
+        .expect_err("2^24 inlined calls are refused by PTX");
+    assert!(
+        refused[0]
+            .message
+            .starts_with("PTX target: kernel `chain` inlines to more than"),
+        "{}",
+        refused[0].message
+    );
+    // A shorter chain runs: h_n x = sum over k of C(n, k) (x + k + 1) = 2^n (x + 1) + n 2^(n-1).
+    let k = compile_chain(helper_chain(10, true), 11, &sarek_compiler::Target::ALL);
+    let n = 32usize;
+    let mut args = vec![
+        ints((0..n as i32).collect()),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    for (x, got) in out(&args[0]).into_iter().enumerate() {
+        assert_eq!(got, 1024 * (x as i32 + 1) + 10 * 512, "h10 {x}");
+    }
+}
+
+/// 3,000 helpers, each calling the previous one: h_3000 x = x + 3001.
+#[test]
+fn long_helper_chain_compiles() {
+    let k = compile_chain(
+        helper_chain(3000, false),
+        3001,
+        &sarek_compiler::Target::ALL,
+    );
+    let n = 8usize;
+    let mut args = vec![
+        ints((0..n as i32).collect()),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    assert_eq!(out(&args[0]), (3001..3001 + n as i32).collect::<Vec<_>>());
+}
+
+/// Bounded recursion is one helper per depth, each called from the one above: `fib` at 30
+/// levels (2^30 call paths, refused as too large when every call site was expanded) is 31
+/// helpers, and computes the recursive definition.
+#[test]
+fn bounded_recursion_is_one_copy_per_depth() {
+    let src = "let rec fib (n : int32) : int32 [@sarek.inline 30] =\n  if n < 2 then n else fib (n - 1) + fib (n - 2)\n\
+               let%kernel fibs (a : int32 vector) (n : int32) =\n  let i = global_thread_id in\n  if i < n then a.(i) <- fib a.(i)\n";
+    let mut sources = SourceMap::new();
+    let file = sources.add("fib.sarek", src);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let names: Vec<&str> = program.functions.iter().map(|f| f.name.as_str()).collect();
+    let mut expected: Vec<String> = (1..=30).rev().map(|d| format!("fib__depth{d}")).collect();
+    expected.push("fib".into());
+    assert_eq!(names, expected);
+    let k = sarek_compiler::lower_kernel(&program, "fibs")
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    for target in sarek_compiler::Target::ALL {
+        let generated = sarek_compiler::generate(&k, target, &Default::default());
+        if target == sarek_compiler::Target::Ptx {
+            // Inlines every call: 2^30 copies, refused.
+            assert!(generated.is_err());
+        } else {
+            generated.unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
+        }
+    }
+    let n = 21usize;
+    let mut args = vec![
+        ints((0..n as i32).collect()),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args).expect("runs");
+    let expected: Vec<i32> = (0..n as i32).map(fib).collect();
+    assert_eq!(out(&args[0]), expected);
+}

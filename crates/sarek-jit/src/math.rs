@@ -1,6 +1,6 @@
-//! Math functions the generated code calls: the very Rust functions the interpreter uses
-//! (`crates/sarek-runtime/src/interp/scalar.rs`), so results agree bit for bit. One entry
-//! point per precision takes the function's code ([`code`]).
+//! Math functions the generated code calls: `sarek_compiler::scalar`'s, the very functions
+//! the interpreter uses, so results agree bit for bit. One entry point per precision takes
+//! the function's code ([`code`]).
 
 use sarek_compiler::intrinsics::MathFn;
 
@@ -30,47 +30,16 @@ fn of_code(c: i32) -> Option<MathFn> {
     ALL.get(usize::try_from(c).ok()?).copied()
 }
 
-macro_rules! math_impl {
-    ($name:ident, $t:ty, $rsqrt:expr) => {
+macro_rules! math_entry {
+    ($name:ident, $t:ty, $def:path) => {
         pub(crate) extern "C" fn $name(c: i32, x: $t, y: $t, z: $t) -> $t {
-            use MathFn::*;
-            let Some(f) = of_code(c) else {
-                return x % y;
-            };
-            match f {
-                Sqrt => x.sqrt(),
-                Rsqrt => $rsqrt(x),
-                Exp => x.exp(),
-                Exp2 => x.exp2(),
-                Expm1 => x.exp_m1(),
-                Log => x.ln(),
-                Log2 => x.log2(),
-                Log10 => x.log10(),
-                Log1p => x.ln_1p(),
-                Sin => x.sin(),
-                Cos => x.cos(),
-                Tan => x.tan(),
-                Asin => x.asin(),
-                Acos => x.acos(),
-                Atan => x.atan(),
-                Sinh => x.sinh(),
-                Cosh => x.cosh(),
-                Tanh => x.tanh(),
-                Floor => x.floor(),
-                Ceil => x.ceil(),
-                Round => x.round(),
-                Trunc => x.trunc(),
-                Fabs => x.abs(),
-                Pow => x.powf(y),
-                Atan2 => x.atan2(y),
-                Hypot => x.hypot(y),
-                Copysign => x.copysign(y),
-                Fmin => x.min(y),
-                Fmax => x.max(y),
-                Fma => x.mul_add(y, z),
+            match of_code(c) {
+                Some(f) => $def(f, x, y, z),
+                // FMOD: C `fmod`, Rust's float `%`.
+                None => x % y,
             }
         }
     };
 }
-math_impl!(math32, f32, |x: f32| (1.0 / (x as f64).sqrt()) as f32);
-math_impl!(math64, f64, |x: f64| 1.0 / x.sqrt());
+math_entry!(math32, f32, sarek_compiler::scalar::math32);
+math_entry!(math64, f64, sarek_compiler::scalar::math64);

@@ -17,6 +17,11 @@
 //! under an `if`/`match`/loop whose condition is varying (including the right operand of a
 //! `&&`/`||` whose left one is varying). A plain superstep's own body (not the helpers it
 //! calls) may not branch on a varying condition at all; `[@divergent]` lifts that.
+//!
+//! A call's analysis depends only on its [`CallKey`] (which arguments vary, which arrays the
+//! array parameters name, whether the caller diverges, the state of memory); a call whose key
+//! was analysed before reuses that result, so a chain of helpers that each call the previous
+//! one several times is analysed in linear time, not once per path.
 
 use std::collections::{HashMap, HashSet};
 
@@ -37,12 +42,14 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
         seen: HashSet::new(),
         call_stack: Vec::new(),
         sync_memo: HashMap::new(),
+        calls: HashMap::new(),
         names: binder_names(program),
     };
     for k in &program.kernels {
         a.vars.clear();
         a.memory.clear();
         a.alias.clear();
+        a.calls.clear();
         a.report = false;
         a.fixpoint(&k.body, &Ctx::default());
         a.report = true;
@@ -116,6 +123,22 @@ impl Ctx {
     }
 }
 
+/// Everything a helper call's analysis depends on. Memory only grows during a kernel's
+/// analysis, so its size identifies its state; a call that finds its key analysed at the same
+/// memory state would repeat the same work: the same result, no new marks, and diagnostics
+/// already emitted (they are deduplicated by span and message, which do not depend on the
+/// origins of the caller's values).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct CallKey {
+    func: FunId,
+    varying_args: Vec<bool>,
+    /// The array each vector or array parameter names.
+    array_roots: Vec<Option<VarId>>,
+    caller_divergent: bool,
+    report: bool,
+    memory: usize,
+}
+
 struct Analyzer<'p> {
     program: &'p Program,
     /// Varying variables of the current frame (kernel or helper call).
@@ -130,6 +153,8 @@ struct Analyzer<'p> {
     seen: HashSet<(Span, String)>,
     call_stack: Vec<FunId>,
     sync_memo: HashMap<FunId, Option<(Span, String)>>,
+    /// Calls analysed in the current kernel: whether the result varies.
+    calls: HashMap<CallKey, bool>,
     /// Source names of the program's variables.
     names: HashMap<VarId, String>,
 }
@@ -524,9 +549,52 @@ impl<'p> Analyzer<'p> {
         if self.call_stack.contains(&fid) {
             return arg_vs.into_iter().fold(None, join);
         }
+        let key = CallKey {
+            func: fid,
+            varying_args: arg_vs.iter().map(Option::is_some).collect(),
+            array_roots: f
+                .params
+                .iter()
+                .zip(args)
+                .map(|(p, a)| {
+                    matches!(p.ty, Ty::Vector(_) | Ty::Array { .. })
+                        .then(|| self.array_root(a))
+                        .flatten()
+                })
+                .collect(),
+            caller_divergent: ctx.store_divergence().is_some(),
+            report: self.report,
+            memory: self.memory.len(),
+        };
+        let varies = match self.calls.get(&key) {
+            Some(varies) => *varies,
+            None => {
+                let varies = crate::stack::grow(|| self.analyse_call(f, args, &arg_vs, ctx));
+                self.calls.insert(key, varies);
+                varies
+            }
+        };
+        varies.then(|| Origin {
+            span,
+            what: format!(
+                "`{}` returns a thread-dependent value here",
+                source_name(&f.name)
+            ),
+        })
+    }
+
+    /// Analyse `f`'s body for one call: whether its result varies.
+    fn analyse_call(
+        &mut self,
+        f: &Function,
+        args: &[Expr],
+        arg_vs: &[Variance],
+        ctx: &Ctx,
+    ) -> bool {
+        let fid = f.id;
         self.call_stack.push(fid);
         let saved = std::mem::take(&mut self.vars);
-        for (p, (a, v)) in f.params.iter().zip(args.iter().zip(&arg_vs)) {
+        for (p, (a, v)) in f.params.iter().zip(args.iter().zip(arg_vs)) {
             if let Some(o) = v {
                 self.vars.insert(p.id, o.clone());
             }
@@ -543,13 +611,7 @@ impl<'p> Analyzer<'p> {
         let r = self.fixpoint(&f.body, &callee_ctx);
         self.vars = saved;
         self.call_stack.pop();
-        r.map(|_| Origin {
-            span,
-            what: format!(
-                "`{}` returns a thread-dependent value here",
-                source_name(&f.name)
-            ),
-        })
+        r.is_some()
     }
 
     /// The first barrier, superstep or warp collective `f` reaches (directly or through calls).
@@ -558,7 +620,7 @@ impl<'p> Analyzer<'p> {
             return r.clone();
         }
         self.sync_memo.insert(f.id, None);
-        let r = self.find_sync(&f.body);
+        let r = crate::stack::grow(|| self.find_sync(&f.body));
         self.sync_memo.insert(f.id, r.clone());
         r
     }

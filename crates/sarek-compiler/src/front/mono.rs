@@ -127,8 +127,9 @@ impl Mono {
             inst.expr(&mut f.body);
             f.type_params = 0;
         }
-        // Calls inside are resolved (and their instances emitted) before this one is placed.
-        self.resolve_calls(&mut f.body);
+        // Calls inside are resolved (and their instances emitted) before this one is placed;
+        // a chain of helpers nests here once per helper.
+        crate::stack::grow(|| self.resolve_calls(&mut f.body));
         if !args.is_empty() {
             self.check_instance(&f.body, Some(&f.name));
         }

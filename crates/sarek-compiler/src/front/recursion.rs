@@ -6,13 +6,15 @@
 //!   assigns the new arguments (through temporaries, so `f b (a mod b)` reads the old values)
 //!   and sets `running`, every other tail value is assigned to a `result` local. There is no
 //!   `break` in the typed AST; the flag keeps the body unchanged otherwise.
-//! - A non-tail-recursive helper marked `[@sarek.inline N]` has its self-calls expanded N
-//!   levels deep: each call becomes `let p1 = a1 in ... body` with every binder of the copy
-//!   renamed, so arguments are evaluated once. A self-call left at depth N cannot be
-//!   expanded; it evaluates its arguments and becomes a trap: a run that needs more than N
-//!   levels fails with an error located at that call, never a made-up value. (The OCaml PPX
-//!   left the residual calls in, which no GPU target compiles.) An expansion larger than
-//!   [`NODE_LIMIT`] nodes is refused with a located error.
+//! - A non-tail-recursive helper marked `[@sarek.inline N]` is unrolled into one helper per
+//!   depth: `f` calls `f__depth1`, which calls `f__depth2`, ... down to `f__depthN` (each a
+//!   copy of the body with its binders renamed). A copy is shared by every call at its depth,
+//!   so the code grows linearly with N whatever the number of recursive calls per level (the
+//!   former expansion at each call site doubled per level for `fib`). A self-call of the
+//!   deepest copy cannot go further; it evaluates its arguments and becomes a trap: a run that
+//!   needs more than N levels fails with an error located at that call, never a made-up
+//!   value. (The OCaml PPX left the residual calls in, which no GPU target compiles.) More
+//!   than [`NODE_LIMIT`] nodes of copies in all is refused with a located error.
 //! - Any other self-call is a located error naming the function and suggesting the mark;
 //!   mutual recursion (impossible by scoping, checked anyway) is a located error too.
 
@@ -24,8 +26,8 @@ use crate::front::tast::{
 };
 use crate::types::Literal;
 
-/// Largest expression (in typed-AST nodes) bounded inlining may produce. `fib` inlined 10
-/// levels (the language guide's example) is about 16,000 nodes.
+/// Most typed-AST nodes the copies of one bounded-recursive helper may have in all. `fib`
+/// (about 20 nodes) may be unrolled about 2,500 levels.
 pub const NODE_LIMIT: u64 = 50_000;
 
 pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
@@ -34,6 +36,15 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         return Err(diags);
     }
     let mut fresh = Fresh(max_var(&program) + 1);
+    // Copies per depth of bounded-recursive helpers, each placed just before its helper.
+    let mut depth_copies: Vec<(FunId, Vec<Function>)> = Vec::new();
+    let mut names = Names::of(&program);
+    let mut next_fun = program
+        .functions
+        .iter()
+        .map(|f| f.id.0 + 1)
+        .max()
+        .unwrap_or(0);
     for i in 0..program.functions.len() {
         let f = &program.functions[i];
         let mut calls = Vec::new();
@@ -45,7 +56,12 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         let result = if calls.iter().all(|c| c.1 == Position::Tail) {
             to_loop(&program, f, &mut fresh)
         } else if let Some(depth) = f.inline_depth {
-            inline(&program, f, depth, &mut fresh)
+            unroll(&program, f, depth, &mut fresh, &mut names, &mut next_fun).map(
+                |(body, copies)| {
+                    depth_copies.push((f.id, copies));
+                    body
+                },
+            )
         } else {
             let (span, pos) = calls
                 .iter()
@@ -63,10 +79,73 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
             Err(d) => diags.push(*d),
         }
     }
-    if diags.is_empty() {
-        Ok(program)
-    } else {
-        Err(diags)
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    if !depth_copies.is_empty() {
+        place_copies(&mut program, depth_copies);
+    }
+    Ok(program)
+}
+
+/// Insert each helper's depth copies just before it (callees first, as every later pass
+/// expects), then renumber so `FunId(i)` is the i-th function again.
+fn place_copies(program: &mut Program, mut copies: Vec<(FunId, Vec<Function>)>) {
+    let mut functions = Vec::new();
+    for f in std::mem::take(&mut program.functions) {
+        if let Some(at) = copies.iter().position(|(id, _)| *id == f.id) {
+            functions.extend(copies.swap_remove(at).1);
+        }
+        functions.push(f);
+    }
+    let new_id: HashMap<FunId, FunId> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.id, FunId(i as u32)))
+        .collect();
+    fn renumber(e: &mut Expr, new_id: &HashMap<FunId, FunId>) {
+        if let ExprKind::Call { func, .. } = &mut e.kind
+            && let Some(n) = new_id.get(func)
+        {
+            *func = *n;
+        }
+        for c in e.children_mut() {
+            renumber(c, new_id);
+        }
+    }
+    for f in &mut functions {
+        f.id = new_id[&f.id];
+        renumber(&mut f.body, &new_id);
+    }
+    for k in &mut program.kernels {
+        renumber(&mut k.body, &new_id);
+    }
+    program.functions = functions;
+}
+
+/// Every name the program declares, so a depth copy's name is new.
+struct Names(std::collections::HashSet<String>);
+
+impl Names {
+    fn of(program: &Program) -> Names {
+        let mut names = std::collections::HashSet::new();
+        names.extend(program.functions.iter().map(|f| f.name.clone()));
+        names.extend(program.kernels.iter().map(|k| k.name.clone()));
+        names.extend(program.records.iter().map(|r| r.name.clone()));
+        names.extend(program.variants.iter().map(|v| v.name.clone()));
+        Names(names)
+    }
+
+    /// `candidate`, or `candidate_2`, `candidate_3`, ... when taken.
+    fn fresh(&mut self, candidate: String) -> String {
+        let mut name = candidate.clone();
+        let mut k = 2;
+        while self.0.contains(&name) {
+            name = format!("{candidate}_{k}");
+            k += 1;
+        }
+        self.0.insert(name.clone());
+        name
     }
 }
 
@@ -574,34 +653,24 @@ impl LoopCtx<'_> {
     }
 }
 
-/// `f`'s body with its self-calls expanded `depth` levels.
-fn inline(
+/// `f` unrolled `depth` levels: its new body (self-calls go to the first copy) and the
+/// copies for depths `depth` down to 1, callees first.
+fn unroll(
     program: &Program,
     f: &Function,
     depth: u32,
     fresh: &mut Fresh,
-) -> Result<Expr, Box<Diagnostic>> {
-    let mut calls = Vec::new();
-    self_calls(&f.body, f.id, Position::Tail, &mut calls);
-    let (n, c, k) = (
-        node_count(&f.body),
-        calls.len() as u64,
-        f.params.len() as u64,
-    );
-    // size(0) = n, size(d) = n + c * (size(d - 1) + k): checked before anything is built.
-    let mut size = n;
-    for _ in 0..depth {
-        size = n.saturating_add(c.saturating_mul(size.saturating_add(k)));
-        if size > NODE_LIMIT {
-            break;
-        }
-    }
+    names: &mut Names,
+    next_fun: &mut u32,
+) -> Result<(Expr, Vec<Function>), Box<Diagnostic>> {
+    let n = node_count(&f.body);
+    let size = n.saturating_mul(u64::from(depth) + 1);
     if size > NODE_LIMIT {
         return Err(Box::new(
             Diagnostic::error(f.span, format!("inlining `{}` {depth} levels deep is too large", f.name))
-                .with_label(format!("`[@sarek.inline {depth}]` expands to more than {NODE_LIMIT} nodes"))
+                .with_label(format!("`[@sarek.inline {depth}]` unrolls to more than {NODE_LIMIT} nodes"))
                 .with_note(format!(
-                    "each level copies the body once per recursive call ({c} here)"
+                    "each level is one copy of the body ({n} nodes here)"
                 ))
                 .with_help("lower the inline depth, or rewrite the helper so its recursive calls are tail calls"),
         ));
@@ -609,86 +678,91 @@ fn inline(
     if zero(program, &f.ret, f.span).is_none() {
         return Err(Box::new(no_zero(f)));
     }
-    let limit = depth;
-    Ok(expand(program, f, f.body.clone(), (depth, limit), fresh))
-}
-
-/// `depth` is (levels left, declared depth).
-fn expand(
-    program: &Program,
-    f: &Function,
-    mut e: Expr,
-    depth: (u32, u32),
-    fresh: &mut Fresh,
-) -> Expr {
-    let (depth, depth_limit) = depth;
-    if let ExprKind::Call { func, args, .. } = &mut e.kind
-        && *func == f.id
-    {
-        let args: Vec<Expr> = std::mem::take(args)
-            .into_iter()
-            .map(|a| expand(program, f, a, (depth, depth_limit), fresh))
-            .collect();
-        let span = e.span;
-        if depth == 0 {
-            // Past the declared depth: evaluate the arguments, then trap.
-            let fallback = zero(program, &f.ret, span).unwrap_or(Expr {
-                kind: ExprKind::Unit,
-                ty: Ty::Unit,
-                span,
-            });
-            let message = format!(
-                "`{}` recursed deeper than the {depth_limit} levels its `[@sarek.inline {depth_limit}]` mark allows",
-                f.name
-            );
-            let mut r = mk(
-                ExprKind::Trap {
-                    message,
-                    fallback: Box::new(fallback),
-                },
-                f.ret.clone(),
-                span,
-            );
-            for a in args.into_iter().rev() {
-                let ty = r.ty.clone();
-                r = mk(
-                    ExprKind::Let {
-                        pattern: Pattern::Wildcard,
-                        value: Box::new(a),
-                        body: Box::new(r),
-                    },
-                    ty,
-                    span,
-                );
-            }
-            return r;
-        }
-        let mut inner = expand(program, f, f.body.clone(), (depth - 1, depth_limit), fresh);
-        let ids: Vec<VarId> = f.params.iter().map(|p| p.id).collect();
-        let map = freshen(&mut inner, &ids, fresh);
-        let mut r = inner;
-        for (p, a) in f.params.iter().zip(args).rev() {
-            let d = VarDecl {
+    let ids: Vec<FunId> = (0..depth)
+        .map(|_| {
+            *next_fun += 1;
+            FunId(*next_fun - 1)
+        })
+        .collect();
+    // ids[d - 1] is the copy at depth d; the deepest copy traps at its self-calls.
+    let mut copies = Vec::new();
+    for d in (1..=depth).rev() {
+        let mut body = f.body.clone();
+        let param_ids: Vec<VarId> = f.params.iter().map(|p| p.id).collect();
+        let map = freshen(&mut body, &param_ids, fresh);
+        let next = ids.get(d as usize).copied();
+        retarget(program, f, &mut body, next, depth);
+        let params = f
+            .params
+            .iter()
+            .map(|p| VarDecl {
                 id: map[&p.id],
                 ..p.clone()
-            };
-            r = let_in(d, a, r);
-        }
-        r.span = span;
-        return r;
+            })
+            .collect();
+        copies.push(Function {
+            id: ids[d as usize - 1],
+            name: names.fresh(format!("{}__depth{d}", f.name)),
+            params,
+            body,
+            recursive: false,
+            inline_depth: None,
+            ..f.clone()
+        });
     }
+    let mut body = f.body.clone();
+    retarget(program, f, &mut body, ids.first().copied(), depth);
+    Ok((body, copies))
+}
+
+/// Point `f`'s self-calls in `e` at `next`, or, with none (past the declared `limit`), make
+/// each one evaluate its arguments and trap.
+fn retarget(program: &Program, f: &Function, e: &mut Expr, next: Option<FunId>, limit: u32) {
     for c in e.children_mut() {
-        let taken = std::mem::replace(
-            c,
-            Expr {
-                kind: ExprKind::Unit,
-                ty: Ty::Unit,
-                span: Span::DUMMY,
-            },
-        );
-        *c = expand(program, f, taken, (depth, depth_limit), fresh);
+        retarget(program, f, c, next, limit);
     }
-    e
+    let ExprKind::Call { func, args, .. } = &mut e.kind else {
+        return;
+    };
+    if *func != f.id {
+        return;
+    }
+    if let Some(next) = next {
+        *func = next;
+        return;
+    }
+    let args = std::mem::take(args);
+    let span = e.span;
+    let fallback = zero(program, &f.ret, span).unwrap_or(Expr {
+        kind: ExprKind::Unit,
+        ty: Ty::Unit,
+        span,
+    });
+    let message = format!(
+        "`{}` recursed deeper than the {limit} levels its `[@sarek.inline {limit}]` mark allows",
+        f.name
+    );
+    let mut r = mk(
+        ExprKind::Trap {
+            message,
+            fallback: Box::new(fallback),
+        },
+        f.ret.clone(),
+        span,
+    );
+    for a in args.into_iter().rev() {
+        let ty = r.ty.clone();
+        r = mk(
+            ExprKind::Let {
+                pattern: Pattern::Wildcard,
+                value: Box::new(a),
+                body: Box::new(r),
+            },
+            ty,
+            span,
+        );
+    }
+    *e = r;
 }
 
 /// Calls between distinct helpers that form a cycle.
@@ -748,7 +822,7 @@ fn mutual_recursion(program: &Program) -> Vec<Diagnostic> {
                     .with_note("helpers may call only helpers defined before them, and themselves"),
                 );
             } else if state[j] == 0 {
-                dfs(j, edges, state, stack, program, diags);
+                crate::stack::grow(|| dfs(j, edges, state, stack, program, diags));
             }
         }
         stack.pop();

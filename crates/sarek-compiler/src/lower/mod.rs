@@ -229,7 +229,8 @@ impl<'p> Lowerer<'p> {
             expr::Dest::Return
         };
         let mut body = Vec::new();
-        self.lower_into(&f.body, dest, &mut body)?;
+        // Callees are lowered on first use, so a chain of helpers nests once per helper.
+        crate::stack::grow(|| self.lower_into(&f.body, dest, &mut body))?;
         self.functions_in_progress.remove(&fid);
         let id = ir::FuncId(self.functions.len() as u32);
         self.functions.push(ir::Function {

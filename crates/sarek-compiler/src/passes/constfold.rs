@@ -12,14 +12,14 @@
 //! `+ - * /`, `mod` (C `fmod`, exact), negation, comparisons, `sqrt`, `fma`, rounding to an
 //! integral value, `abs`, `copysign`, `min`/`max`, and conversions. Transcendental functions
 //! are left alone: their results are implementation-defined within a tolerance, and folding
-//! them with the host's libm would claim an exactness no device has. Integer arithmetic wraps
-//! (two's complement) and shift counts are masked, as in the interpreter
-//! (`sarek-runtime/src/interp/scalar.rs`, the oracle this file mirrors); an integer division
-//! by zero is not folded (it stays a trap at run time).
+//! them with the host's libm would claim an exactness no device has. The values are
+//! [`crate::scalar`]'s, the functions the interpreter computes with; an integer division by
+//! zero is not folded (it stays a trap at run time).
 
-use crate::intrinsics::{Intrinsic, MathFn};
+use crate::intrinsics::Intrinsic;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, MatchArm, Stmt, StmtKind};
-use crate::types::{BinOp, Literal, Scalar, UnOp};
+use crate::scalar;
+use crate::types::{Literal, Scalar};
 
 /// `kernel` with every foldable constant subexpression replaced by its value.
 pub fn fold_constants(kernel: &Kernel) -> Kernel {
@@ -131,8 +131,8 @@ fn evaluate(e: &Expr) -> Option<Literal> {
     };
     let result = e.ty.scalar()?;
     let v = match &e.kind {
-        ExprKind::Binary { op, lhs, rhs, .. } => binary(*op, lit(lhs)?, lit(rhs)?)?,
-        ExprKind::Unary { op, operand } => unary(*op, lit(operand)?)?,
+        ExprKind::Binary { op, lhs, rhs, .. } => scalar::binary(*op, lit(lhs)?, lit(rhs)?)?,
+        ExprKind::Unary { op, operand } => scalar::unary(*op, lit(operand)?)?,
         ExprKind::Intrinsic { op, args } => {
             let args = args.iter().map(lit).collect::<Option<Vec<_>>>()?;
             intrinsic(*op, &args, result)?
@@ -144,191 +144,33 @@ fn evaluate(e: &Expr) -> Option<Literal> {
     (v.scalar() == result).then_some(v)
 }
 
-fn binary(op: BinOp, a: Literal, b: Literal) -> Option<Literal> {
-    use BinOp::*;
-    use Literal as L;
-    macro_rules! int {
-        ($a:expr, $b:expr, $ctor:path, $u:ty, $bits:expr) => {{
-            let (a, b) = ($a, $b);
-            match op {
-                Add => $ctor(a.wrapping_add(b)),
-                Sub => $ctor(a.wrapping_sub(b)),
-                Mul => $ctor(a.wrapping_mul(b)),
-                // Division by zero faults at run time; `min_int / -1` wraps, its `mod` is 0.
-                Div if b != 0 => $ctor(a.wrapping_div(b)),
-                Rem if b != 0 => $ctor(a.checked_rem(b).unwrap_or(0)),
-                Div | Rem => return None,
-                Eq => L::Bool(a == b),
-                Ne => L::Bool(a != b),
-                Lt => L::Bool(a < b),
-                Le => L::Bool(a <= b),
-                Gt => L::Bool(a > b),
-                Ge => L::Bool(a >= b),
-                BitAnd => $ctor(a & b),
-                BitOr => $ctor(a | b),
-                BitXor => $ctor(a ^ b),
-                Shl => $ctor(a.wrapping_shl(b as u32 & ($bits - 1))),
-                LShr => $ctor(((a as $u) >> (b as u32 & ($bits - 1))) as _),
-                AShr => $ctor(a >> (b as u32 & ($bits - 1))),
-                And | Or => return None,
-            }
-        }};
-    }
-    macro_rules! float {
-        ($a:expr, $b:expr, $ctor:path) => {{
-            let (a, b) = ($a, $b);
-            match op {
-                Add => $ctor(a + b),
-                Sub => $ctor(a - b),
-                Mul => $ctor(a * b),
-                Div => $ctor(a / b),
-                // Rust's float `%` is C `fmod`, exact.
-                Rem => $ctor(a % b),
-                Eq => L::Bool(a == b),
-                Ne => L::Bool(a != b),
-                Lt => L::Bool(a < b),
-                Le => L::Bool(a <= b),
-                Gt => L::Bool(a > b),
-                Ge => L::Bool(a >= b),
-                _ => return None,
-            }
-        }};
-    }
-    Some(match (a, b) {
-        (L::I32(a), L::I32(b)) => int!(a, b, L::I32, u32, 32),
-        // The shift count of an int64 shift may be an int64 or an int32.
-        (L::I64(a), L::I64(b)) => int!(a, b, L::I64, u64, 64),
-        (L::I64(a), L::I32(b)) if matches!(op, Shl | LShr | AShr) => {
-            int!(a, i64::from(b), L::I64, u64, 64)
-        }
-        (L::F32(a), L::F32(b)) => float!(a, b, L::F32),
-        (L::F64(a), L::F64(b)) => float!(a, b, L::F64),
-        (L::Bool(a), L::Bool(b)) => match op {
-            Eq => L::Bool(a == b),
-            Ne | BitXor => L::Bool(a != b),
-            And | BitAnd => L::Bool(a && b),
-            Or | BitOr => L::Bool(a || b),
-            _ => return None,
-        },
-        _ => return None,
-    })
-}
-
-fn unary(op: UnOp, a: Literal) -> Option<Literal> {
-    use Literal as L;
-    Some(match (op, a) {
-        (UnOp::Neg, L::I32(a)) => L::I32(a.wrapping_neg()),
-        (UnOp::Neg, L::I64(a)) => L::I64(a.wrapping_neg()),
-        (UnOp::Neg, L::F32(a)) => L::F32(-a),
-        (UnOp::Neg, L::F64(a)) => L::F64(-a),
-        (UnOp::Not, L::Bool(a)) => L::Bool(!a),
-        (UnOp::BitNot, L::I32(a)) => L::I32(!a),
-        (UnOp::BitNot, L::I64(a)) => L::I64(!a),
-        _ => return None,
-    })
-}
-
 fn intrinsic(op: Intrinsic, args: &[Literal], result: Scalar) -> Option<Literal> {
     use Literal as L;
     match (op, args) {
-        (Intrinsic::Convert, [a]) => convert(*a, result),
-        (Intrinsic::Abs, [a]) => Some(match *a {
-            L::I32(a) => L::I32(a.wrapping_abs()),
-            L::I64(a) => L::I64(a.wrapping_abs()),
-            L::F32(a) => L::F32(a.abs()),
-            L::F64(a) => L::F64(a.abs()),
-            L::Bool(_) => return None,
-        }),
-        // IEEE `fmin`/`fmax` (a NaN operand is ignored), as the interpreter.
-        (Intrinsic::Min | Intrinsic::Max, [a, b]) => {
-            let max = op == Intrinsic::Max;
-            Some(match (*a, *b) {
-                (L::I32(a), L::I32(b)) => L::I32(if max { a.max(b) } else { a.min(b) }),
-                (L::I64(a), L::I64(b)) => L::I64(if max { a.max(b) } else { a.min(b) }),
-                (L::F32(a), L::F32(b)) => L::F32(if max { a.max(b) } else { a.min(b) }),
-                (L::F64(a), L::F64(b)) => L::F64(if max { a.max(b) } else { a.min(b) }),
-                _ => return None,
-            })
+        (Intrinsic::Convert, [a]) => Some(scalar::convert(*a, result)),
+        (Intrinsic::Abs, [a]) => scalar::abs(*a),
+        (Intrinsic::Min | Intrinsic::Max, [a, b]) => scalar::min_max(op == Intrinsic::Max, *a, *b),
+        (Intrinsic::Math(f), args) if args.len() == f.arity() && scalar::is_exact(f) => {
+            match args {
+                [L::F32(x)] => Some(L::F32(scalar::math32(f, *x, 0.0, 0.0))),
+                [L::F64(x)] => Some(L::F64(scalar::math64(f, *x, 0.0, 0.0))),
+                [L::F32(x), L::F32(y)] => Some(L::F32(scalar::math32(f, *x, *y, 0.0))),
+                [L::F64(x), L::F64(y)] => Some(L::F64(scalar::math64(f, *x, *y, 0.0))),
+                [L::F32(x), L::F32(y), L::F32(z)] => Some(L::F32(scalar::math32(f, *x, *y, *z))),
+                [L::F64(x), L::F64(y), L::F64(z)] => Some(L::F64(scalar::math64(f, *x, *y, *z))),
+                _ => None,
+            }
         }
-        (Intrinsic::Math(f), args) if args.len() == f.arity() => match args {
-            [L::F32(x)] => math_f32(f, *x, 0.0, 0.0).map(L::F32),
-            [L::F64(x)] => math_f64(f, *x, 0.0, 0.0).map(L::F64),
-            [L::F32(x), L::F32(y)] => math_f32(f, *x, *y, 0.0).map(L::F32),
-            [L::F64(x), L::F64(y)] => math_f64(f, *x, *y, 0.0).map(L::F64),
-            [L::F32(x), L::F32(y), L::F32(z)] => math_f32(f, *x, *y, *z).map(L::F32),
-            [L::F64(x), L::F64(y), L::F64(z)] => math_f64(f, *x, *y, *z).map(L::F64),
-            _ => None,
-        },
         _ => None,
-    }
-}
-
-macro_rules! exact_math {
-    ($name:ident, $t:ty) => {
-        /// The math functions whose result IEEE 754 fixes (exact, or correctly rounded in the
-        /// operand's own precision), as the interpreter computes them; `None` for the others.
-        fn $name(f: MathFn, x: $t, y: $t, z: $t) -> Option<$t> {
-            Some(match f {
-                MathFn::Sqrt => x.sqrt(),
-                MathFn::Floor => x.floor(),
-                MathFn::Ceil => x.ceil(),
-                // Rust's `round` is C `round`: half away from zero.
-                MathFn::Round => x.round(),
-                MathFn::Trunc => x.trunc(),
-                MathFn::Fabs => x.abs(),
-                MathFn::Copysign => x.copysign(y),
-                MathFn::Fmin => x.min(y),
-                MathFn::Fmax => x.max(y),
-                MathFn::Fma => x.mul_add(y, z),
-                _ => return None,
-            })
-        }
-    };
-}
-exact_math!(math_f32, f32);
-exact_math!(math_f64, f64);
-
-/// A numeric conversion, as the interpreter's `convert`: each float target converts from the
-/// source type directly (int64 -> float32 through float64 would round twice); float to int
-/// truncates and saturates (Rust's `as`); to bool is `!= 0`.
-fn convert(a: Literal, to: Scalar) -> Option<Literal> {
-    use Literal as L;
-    let int = |v: i64| match to {
-        Scalar::Bool => Some(L::Bool(v != 0)),
-        Scalar::I32 => Some(L::I32(v as i32)),
-        Scalar::I64 => Some(L::I64(v)),
-        Scalar::F32 => Some(L::F32(v as f32)),
-        Scalar::F64 => Some(L::F64(v as f64)),
-    };
-    match a {
-        L::Bool(b) => int(i64::from(b)),
-        L::I32(v) => match to {
-            // `as f32` from the i32 itself: one rounding.
-            Scalar::F32 => Some(L::F32(v as f32)),
-            _ => int(i64::from(v)),
-        },
-        L::I64(v) => int(v),
-        L::F32(v) => Some(match to {
-            Scalar::Bool => L::Bool(v != 0.0),
-            Scalar::I32 => L::I32(v as i32),
-            Scalar::I64 => L::I64(v as i64),
-            Scalar::F32 => L::F32(v),
-            Scalar::F64 => L::F64(f64::from(v)),
-        }),
-        L::F64(v) => Some(match to {
-            Scalar::Bool => L::Bool(v != 0.0),
-            Scalar::I32 => L::I32(v as i32),
-            Scalar::I64 => L::I64(v as i64),
-            Scalar::F32 => L::F32(v as f32),
-            Scalar::F64 => L::F64(v),
-        }),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::intrinsics::MathFn;
     use crate::ir::Ty;
+    use crate::types::BinOp;
 
     fn lit(l: Literal) -> Expr {
         Expr::lit(l)

@@ -672,7 +672,8 @@ impl<'a> Exec<'a, '_> {
                 }
                 let span = self.span;
                 self.w.rets.push(Mask::new());
-                self.block(&f.body, mask.to_vec())?;
+                // Nests once per helper of a call chain.
+                sarek_compiler::stack::grow(|| self.block(&f.body, mask.to_vec()))?;
                 self.w.rets.pop();
                 self.span = span;
                 self.copy(d, f.ret, e.n, mask);

@@ -1,24 +1,19 @@
-//! Scalar values as raw 64-bit words, and the exact semantics of every scalar operation.
+//! Scalar values as raw 64-bit words, and every scalar operation over the lanes of a block.
 //!
 //! Every value the executor handles is one `u64` whose meaning the (statically known) scalar
 //! type gives: int32 as its bits zero-extended, int64 as its bits, float32 as its `f32` bits,
 //! float64 as its `f64` bits, bool as 0 or 1. Keeping one word type lets registers and memory
 //! columns be plain `Vec<u64>` / atomics, while the operations below do the arithmetic in the
-//! declared precision (float32 in `f32`, never widened through `f64` except where noted).
+//! declared precision (float32 in `f32`, never widened through `f64`).
 //!
-//! Documented choices where the language leaves room:
-//! - int32/int64 `+ - *`, negation and `abs` wrap (two's complement); `min_int / -1` wraps to
-//!   `min_int` and `min_int mod -1` is 0; division by zero is a fault (raised by the caller).
-//! - `/` truncates toward zero, `mod` takes the sign of the dividend; on floats `mod` is C `fmod`.
-//! - shift counts are masked to the operand width (`x lsl 33` on int32 is `x lsl 1`), as on
-//!   x86 and PTX `shf`; `lsr` fills with zeros, `asr` with the sign bit.
-//! - float to int conversion truncates toward zero and saturates out of range (NaN gives 0),
-//!   exactly Rust's `as`.
-//! - `rsqrt` is `1/sqrt(x)` computed in float64 and rounded once to the operand type for
-//!   float32 (correctly rounded in practice); for float64 it is `1.0 / x.sqrt()`.
+//! What each operation means (wrapping, masked shift counts, division rules, conversions,
+//! math functions) is defined once, in `sarek_compiler::scalar`, which the compiler's
+//! constant folders use too; this file applies those definitions lane by lane.
 
-use sarek_compiler::intrinsics::MathFn;
+use sarek_compiler::scalar::{ashr, int_div, int_rem, lshr, shl};
 use sarek_compiler::types::{BinOp, Literal, Scalar, UnOp};
+
+pub(crate) use sarek_compiler::scalar::{math32, math64};
 
 #[inline(always)]
 pub(crate) fn r32(v: u64) -> i32 {
@@ -166,7 +161,7 @@ pub(crate) fn binary(
 ) {
     use BinOp::*;
     macro_rules! int_ops {
-        ($rd:ident, $wr:ident, $bits:expr, $ut:ty) => {
+        ($rd:ident, $wr:ident) => {
             match op {
                 Add => map2(
                     regs,
@@ -193,14 +188,8 @@ pub(crate) fn binary(
                     |x, y| $wr($rd(x).wrapping_mul($rd(y))),
                 ),
                 // Only reached for lanes already checked non-zero (see `Exec::divide`).
-                Div => map2(regs, lanes, d, a, b, |x, y| {
-                    $wr($rd(x)
-                        .checked_div($rd(y))
-                        .unwrap_or($rd(x).wrapping_div(-1)))
-                }),
-                Rem => map2(regs, lanes, d, a, b, |x, y| {
-                    $wr($rd(x).checked_rem($rd(y)).unwrap_or(0))
-                }),
+                Div => map2(regs, lanes, d, a, b, |x, y| $wr(int_div($rd(x), $rd(y)))),
+                Rem => map2(regs, lanes, d, a, b, |x, y| $wr(int_rem($rd(x), $rd(y)))),
                 Eq => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) == $rd(y))),
                 Ne => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) != $rd(y))),
                 Lt => map2(regs, lanes, d, a, b, |x, y| wb($rd(x) < $rd(y))),
@@ -210,15 +199,9 @@ pub(crate) fn binary(
                 BitAnd | And => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) & $rd(y))),
                 BitOr | Or => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) | $rd(y))),
                 BitXor => map2(regs, lanes, d, a, b, |x, y| $wr($rd(x) ^ $rd(y))),
-                Shl => map2(regs, lanes, d, a, b, |x, y| {
-                    $wr($rd(x).wrapping_shl(y as u32 & ($bits - 1)))
-                }),
-                LShr => map2(regs, lanes, d, a, b, |x, y| {
-                    $wr((($rd(x) as $ut) >> (y as u32 & ($bits - 1))) as _)
-                }),
-                AShr => map2(regs, lanes, d, a, b, |x, y| {
-                    $wr($rd(x) >> (y as u32 & ($bits - 1)))
-                }),
+                Shl => map2(regs, lanes, d, a, b, |x, y| $wr(shl($rd(x), y as u32))),
+                LShr => map2(regs, lanes, d, a, b, |x, y| $wr(lshr($rd(x), y as u32))),
+                AShr => map2(regs, lanes, d, a, b, |x, y| $wr(ashr($rd(x), y as u32))),
             }
         };
     }
@@ -245,8 +228,8 @@ pub(crate) fn binary(
         };
     }
     match ty {
-        Scalar::I32 => int_ops!(r32, w32, 32, u32),
-        Scalar::I64 => int_ops!(r64, w64, 64, u64),
+        Scalar::I32 => int_ops!(r32, w32),
+        Scalar::I64 => int_ops!(r64, w64),
         Scalar::F32 => float_ops!(rf32, wf32),
         Scalar::F64 => float_ops!(rf64, wf64),
         Scalar::Bool => match op {
@@ -325,77 +308,24 @@ pub(crate) fn min_max(
     }
 }
 
-macro_rules! math_impl {
-    ($name:ident, $t:ty, $rsqrt:expr) => {
-        /// One math function in the operand's own precision.
-        pub(crate) fn $name(f: MathFn, x: $t, y: $t, z: $t) -> $t {
-            use MathFn::*;
-            match f {
-                Sqrt => x.sqrt(),
-                Rsqrt => $rsqrt(x),
-                Exp => x.exp(),
-                Exp2 => x.exp2(),
-                Expm1 => x.exp_m1(),
-                Log => x.ln(),
-                Log2 => x.log2(),
-                Log10 => x.log10(),
-                Log1p => x.ln_1p(),
-                Sin => x.sin(),
-                Cos => x.cos(),
-                Tan => x.tan(),
-                Asin => x.asin(),
-                Acos => x.acos(),
-                Atan => x.atan(),
-                Sinh => x.sinh(),
-                Cosh => x.cosh(),
-                Tanh => x.tanh(),
-                Floor => x.floor(),
-                Ceil => x.ceil(),
-                // Rust's `round` is C `round`: half away from zero.
-                Round => x.round(),
-                Trunc => x.trunc(),
-                Fabs => x.abs(),
-                Pow => x.powf(y),
-                Atan2 => x.atan2(y),
-                Hypot => x.hypot(y),
-                Copysign => x.copysign(y),
-                Fmin => x.min(y),
-                Fmax => x.max(y),
-                Fma => x.mul_add(y, z),
-            }
-        }
-    };
-}
-math_impl!(math32, f32, |x: f32| (1.0 / (x as f64).sqrt()) as f32);
-math_impl!(math64, f64, |x: f64| 1.0 / x.sqrt());
-
-/// Numeric conversion of one value (see the module docs for the float-to-int rule).
+/// Numeric conversion of one value (`sarek_compiler::scalar::convert` on words).
 #[inline]
 pub(crate) fn convert(v: u64, from: Scalar, to: Scalar) -> u64 {
-    // Through the widest exact carrier of the source: i64 for integers, f64 for float32/64
-    // would double-round int64 -> float32, so each float target converts from the source type.
-    match (from, to) {
-        (a, b) if a == b => v,
-        (Scalar::Bool, _) => convert(v & 1, Scalar::I64, to),
-        (_, Scalar::Bool) => match from {
-            Scalar::F32 => wb(rf32(v) != 0.0),
-            Scalar::F64 => wb(rf64(v) != 0.0),
-            Scalar::I32 => wb(r32(v) != 0),
-            _ => wb(v != 0),
-        },
-        (Scalar::I32, Scalar::I64) => w64(r32(v) as i64),
-        (Scalar::I32, Scalar::F32) => wf32(r32(v) as f32),
-        (Scalar::I32, Scalar::F64) => wf64(r32(v) as f64),
-        (Scalar::I64, Scalar::I32) => w32(r64(v) as i32),
-        (Scalar::I64, Scalar::F32) => wf32(r64(v) as f32),
-        (Scalar::I64, Scalar::F64) => wf64(r64(v) as f64),
-        (Scalar::F32, Scalar::I32) => w32(rf32(v) as i32),
-        (Scalar::F32, Scalar::I64) => w64(rf32(v) as i64),
-        (Scalar::F32, Scalar::F64) => wf64(rf32(v) as f64),
-        (Scalar::F64, Scalar::I32) => w32(rf64(v) as i32),
-        (Scalar::F64, Scalar::I64) => w64(rf64(v) as i64),
-        (Scalar::F64, Scalar::F32) => wf32(rf64(v) as f32),
-        _ => v,
+    if from == to {
+        return v;
+    }
+    lit_bits(sarek_compiler::scalar::convert(word_lit(v, from), to))
+}
+
+/// The literal a word holds, read at type `ty`.
+#[inline]
+pub(crate) fn word_lit(v: u64, ty: Scalar) -> Literal {
+    match ty {
+        Scalar::Bool => Literal::Bool(v & 1 != 0),
+        Scalar::I32 => Literal::I32(r32(v)),
+        Scalar::I64 => Literal::I64(r64(v)),
+        Scalar::F32 => Literal::F32(rf32(v)),
+        Scalar::F64 => Literal::F64(rf64(v)),
     }
 }
 

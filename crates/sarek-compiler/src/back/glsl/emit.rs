@@ -1025,7 +1025,8 @@ impl<'k> Writer<'k> {
             }
         }
         let mut body = String::new();
-        self.block(&f.body, 1, &mut body);
+        // Callees are written on first use: nests once per helper of a call chain.
+        crate::stack::grow(|| self.block(&f.body, 1, &mut body));
         self.note_type(&f.ret);
         let text = format!(
             "{} {name}({}) {{\n{body}}}\n",

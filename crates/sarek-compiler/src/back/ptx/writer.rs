@@ -1194,7 +1194,8 @@ impl<'k> Writer<'k> {
         self.inlining.push(func);
         let saved_loops = std::mem::take(&mut self.loops);
         let span = self.span;
-        self.block(&f.body);
+        // Nests once per helper of a call chain.
+        crate::stack::grow(|| self.block(&f.body));
         self.span = span;
         self.loops = saved_loops;
         self.inlining.pop();

@@ -234,7 +234,8 @@ impl Walker<'_> {
                 self.usage.index.insert(*func, self.usage.specs.len());
                 self.usage.specs.push(Spec { func: *func });
                 let f = self.kernel.function(*func);
-                self.block(&f.body);
+                // Nests once per helper of a call chain.
+                crate::stack::grow(|| self.block(&f.body));
             }
         }
     }
