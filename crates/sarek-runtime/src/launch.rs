@@ -5,9 +5,10 @@
 //! - [`enqueue_built`]: check the launch against the device, bind the arguments
 //!   ([`crate::bind`]), dispatch, and keep what the launch uses alive until the next
 //!   synchronisation (with the trap status word when the kernel has traps).
-//! - [`synchronize`]: wait for the device; the first fault of the launches since the last
-//!   synchronisation (a trap a device reported, an interpreter fault) comes back here,
-//!   located. Any thread's launches: a synchronisation is the device's, as in CUDA.
+//! - [`synchronize`]: wait for the device; the first fault of the calling thread's launches
+//!   since its last synchronisation (a trap a device reported, an interpreter fault) comes
+//!   back here, located. The wait is device-wide, as in CUDA, but a fault is reported to the
+//!   thread that enqueued the faulting launch, never to another thread sharing the device.
 //! - [`run_host`]: one launch with host values, uploaded and downloaded around it (tests,
 //!   `sarek run`); [`check_config`] and [`check_args`] word mistakes in host values.
 
@@ -69,9 +70,12 @@ pub fn enqueue_built<D: Device + ?Sized>(
     };
     let mut plan = bind(core, built, config, args, trap.as_ref())?;
     plan.timed = timed;
+    plan.launch = core.next_launch();
     device.dispatch(built, &plan)?;
     let keep = plan.buffers().cloned().collect();
     lock(&core.in_flight).push(InFlight {
+        id: plan.launch,
+        owner: std::thread::current().id(),
         kernel: built.kernel.clone(),
         keep,
         trap,
@@ -91,12 +95,31 @@ pub fn enqueue<D: Device + ?Sized>(
 }
 
 /// Wait for every launch on `device`; the device-timed kernel time of the timed ones, or
-/// the first fault among them, located.
+/// the first fault among the launches the calling thread enqueued since its last
+/// synchronisation, located. Other threads' launches stay in flight (alive, their faults
+/// kept) until those threads synchronise.
 pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeError> {
     let core = device.core();
+    let me = std::thread::current().id();
+    // Every launch of this thread was dispatched before this call, so the wait covers them.
     let waited = device.sync();
-    let flights = std::mem::take(&mut *lock(&core.in_flight));
-    let deferred = lock(&core.deferred).take();
+    let flights: Vec<InFlight> = {
+        let mut all = lock(&core.in_flight);
+        let (mine, others) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|f| f.owner == me);
+        *all = others;
+        mine
+    };
+    let deferred = {
+        let mut all = lock(&core.deferred);
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|(id, _)| flights.iter().any(|f| f.id == *id));
+        *all = others;
+        // The earliest launch's fault: later launches ran on what it left.
+        mine.into_iter().min_by_key(|(id, _)| *id).map(|(_, e)| e)
+    };
     let time = waited?;
     if let Some(e) = deferred {
         return Err(e);

@@ -35,11 +35,6 @@ struct Run {
     out: Result<Vec<i32>, RuntimeError>,
 }
 
-/// The two tests take turns: a device is shared by the process and its synchronisation
-/// reports the faults of every launch since the last one (device-wide, as in CUDA), so a
-/// trapping launch in one test must not be seen by the other's synchronisation.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run> {
     let device = match discover::open(backend) {
         Ok(d) => d,
@@ -81,7 +76,6 @@ fn line_col(program: &Program, span: sarek::compiler::Span) -> (usize, usize) {
 
 #[test]
 fn within_the_declared_depth_every_backend_computes_the_recursive_definition() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let program = Program::compile("traps.sarek", SOURCE).expect("compiles");
     for backend in BACKENDS {
         // depth n = n for n <= 4 (4 inlined levels); fib needs n - 1 levels for n <= 6.
@@ -106,7 +100,6 @@ fn within_the_declared_depth_every_backend_computes_the_recursive_definition() {
 
 #[test]
 fn past_the_declared_depth_every_backend_reports_the_residual_call() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let program = Program::compile("traps.sarek", SOURCE).expect("compiles");
     for backend in BACKENDS {
         for (kernel, m, helper, depth, calls) in [
