@@ -9,12 +9,16 @@
 //!   since its last synchronisation (a trap a device reported, an interpreter fault) comes
 //!   back here, located. The wait is device-wide, as in CUDA, but a fault is reported to the
 //!   thread that enqueued the faulting launch, never to another thread sharing the device.
+//! - [`run_checked`]: [`Device::launch`] with the launch limits checked first, in checked
+//!   mode when asked (issue 17);
 //! - [`run_host`]: one launch with host values, uploaded and downloaded around it (tests,
 //!   `sarek run`); [`check_config`] and [`check_args`] word mistakes in host values.
 
 use crate::bind::{BindArg, bind};
 use crate::buffer::DeviceVector;
-use crate::device::{Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault};
+use crate::device::{
+    Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault,
+};
 use crate::kernel::{BuildKey, Built, KernelHandle};
 use crate::memory::{InFlight, Mem, lock};
 use crate::signature::{ParamKind, signature};
@@ -182,6 +186,28 @@ pub fn run_host<D: Device + ?Sized>(
         kernel_time,
         total_time: total.elapsed(),
     })
+}
+
+/// [`Device::launch`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
+/// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
+/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
+/// (with the index and thread in the message), so they run the kernel as it is.
+pub fn run_checked(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+    checked: bool,
+) -> Result<LaunchStats, RuntimeError> {
+    let info = device.info();
+    crate::limits::check_launch(kernel, &config, info.backend, &info.name)?;
+    let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
+    if checked && !host_checks {
+        let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
+        device.launch(&kernel, config, args)
+    } else {
+        device.launch(kernel, config, args)
+    }
 }
 
 /// Check that `config` can run on the device `info` describes.
