@@ -5,12 +5,11 @@
 use crate::compare::{Tolerance, compare_args};
 use crate::directive::{Directive, parse_directives};
 use crate::inputs::{Inputs, build_args};
-use sarek_runtime::device::{Backend, Device, LaunchConfig, LaunchStats, RuntimeError};
 use sarek_compiler::ir::Kernel;
+use sarek_runtime::device::{Backend, Device, LaunchConfig, LaunchStats, RuntimeError};
 use sarek_runtime::value::ArgValue;
 use std::fmt;
 use std::path::{Path, PathBuf};
-
 
 /// True when `SAREK_REQUIRE_BACKENDS` (a comma list) names `backend`: its absence is then a
 /// test failure rather than a skip.
@@ -286,13 +285,20 @@ mod tests {
         ) -> Result<sarek_runtime::kernel::Built, RuntimeError> {
             Err(self.0.clone())
         }
-        fn alloc(&self, bytes: usize) -> Result<Box<dyn sarek_runtime::memory::Allocation>, RuntimeError> {
+        fn alloc(
+            &self,
+            bytes: usize,
+        ) -> Result<Box<dyn sarek_runtime::memory::Allocation>, RuntimeError> {
             Ok(Box::new(sarek_runtime::memory::HostAllocation::new(bytes)?))
         }
         fn upload(&self, _: &sarek_runtime::memory::Mem, _: &[u8]) -> Result<(), RuntimeError> {
             Err(self.0.clone())
         }
-        fn download(&self, _: &sarek_runtime::memory::Mem, _: &mut [u8]) -> Result<(), RuntimeError> {
+        fn download(
+            &self,
+            _: &sarek_runtime::memory::Mem,
+            _: &mut [u8],
+        ) -> Result<(), RuntimeError> {
             Err(self.0.clone())
         }
         fn dispatch(

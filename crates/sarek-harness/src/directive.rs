@@ -7,8 +7,6 @@ pub const DEFAULT_SEED: u64 = 42;
 /// The vector length used when none is given.
 pub const DEFAULT_SIZE: usize = 1024;
 
-
-
 /// One `(* @run ... *)` directive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Directive {

@@ -20,6 +20,16 @@ use sarek_compiler::types::{Literal, Scalar};
 #[error("{0}")]
 pub struct ArgumentError(pub String);
 
+/// With the runtime, a bad argument is the runtime's own [`Arguments`] error, so building
+/// arguments and launching chain with `?`.
+///
+/// [`Arguments`]: sarek_runtime::RuntimeError::Arguments
+#[cfg(feature = "devices")]
+impl From<ArgumentError> for sarek_runtime::RuntimeError {
+    fn from(e: ArgumentError) -> Self {
+        sarek_runtime::RuntimeError::Arguments(e.0)
+    }
+}
 
 /// splitmix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for test inputs.
 #[derive(Clone, Debug)]
@@ -322,9 +332,8 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Arg
                         p.name, p.type_name, p.name
                     ));
                 };
-                let v = parse_scalar(text, *s).map_err(|e| {
-                    ArgumentError(format!("{hint}{}={text}: {e}", p.name))
-                })?;
+                let v = parse_scalar(text, *s)
+                    .map_err(|e| ArgumentError(format!("{hint}{}={text}: {e}", p.name)))?;
                 ArgValue::Scalar(v)
             }
             ParamKind::Aggregate(_) => {
@@ -349,10 +358,7 @@ pub fn build_args(kernel: &Kernel, inputs: &Inputs) -> Result<Vec<ArgValue>, Arg
                 match inputs.vectors.iter().find(|(n, _)| n == &p.name) {
                     Some((_, v)) => {
                         check_tags(kernel, elem, v).map_err(|e| {
-                            ArgumentError(format!(
-                                "parameter `{}` ({}), {e}",
-                                p.name, p.type_name
-                            ))
+                            ArgumentError(format!("parameter `{}` ({}), {e}", p.name, p.type_name))
                         })?;
                         ArgValue::Vector(v.clone())
                     }

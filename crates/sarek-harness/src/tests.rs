@@ -154,7 +154,11 @@ fn scalar_parsing_at_the_edges() {
     // becomes 1 + 2^-24 exactly (a tie), then rounds to even, 1.0.
     let t = "1.000000059604644776257986737"; // 1 + 2^-24 + 2^-60, truncated to 27 decimals
     assert_eq!(f32_of(t), 1.0 + f32::EPSILON);
-    assert_eq!(t.parse::<f64>().unwrap() as f32, 1.0, "the double rounding it avoids");
+    assert_eq!(
+        t.parse::<f64>().unwrap() as f32,
+        1.0,
+        "the double rounding it avoids"
+    );
 
     let i64_of = |t: &str| parse_scalar(t, Scalar::I64);
     assert_eq!(i64_of("-9223372036854775808"), Ok(Literal::I64(i64::MIN)));

@@ -37,7 +37,8 @@ pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
         };
         Some(if neg { -i128::from(v) } else { i128::from(v) })
     };
-    let fits = |v: i128, name: &str| format!("`{text}` does not fit in {name} ({v} is out of range)");
+    let fits =
+        |v: i128, name: &str| format!("`{text}` does not fit in {name} ({v} is out of range)");
     match scalar {
         Scalar::Bool => match t {
             "true" => Ok(Literal::Bool(true)),

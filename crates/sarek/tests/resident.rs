@@ -4,8 +4,8 @@
 //! Backends without their runtime skip with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::runtime::harness;
 use sarek::{Backend, Buffer, Error, Program, RuntimeError, Vector};
+use sarek_harness as harness;
 use std::sync::Arc;
 
 const STEP: &str = "\

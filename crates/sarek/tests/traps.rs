@@ -6,8 +6,8 @@
 //! names them.
 
 use sarek::Program;
-use sarek::runtime::harness::{self, Inputs};
-use sarek::runtime::{Backend, RuntimeError, discover};
+use sarek_harness::{self as harness, Inputs};
+use sarek_runtime::{Backend, RuntimeError, discover};
 
 const SOURCE: &str = include_str!("../../../tests/traps/inline_depth.sarek");
 
@@ -47,7 +47,7 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
             return None;
         }
     };
-    let kernel = program.kernel(kernel).expect("kernel lowers").ir;
+    let kernel = program.kernel(kernel).expect("kernel lowers").ir().clone();
     let mut inputs = Inputs::new(256, 7);
     inputs.args.push(("m".into(), m.to_string()));
     inputs.args.push(("n".into(), "256".into()));
@@ -55,9 +55,9 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
     let config = harness::launch_config(256, None, None);
     let out = harness::run(device.as_ref(), &kernel, config, &mut args);
     let column = |i: usize| match &args[i] {
-        sarek::runtime::ArgValue::Vector(v) => (0..v.len)
+        sarek_runtime::ArgValue::Vector(v) => (0..v.len)
             .map(|k| match v.columns[0].get(k) {
-                sarek::compiler::types::Literal::I32(x) => x,
+                sarek_compiler::types::Literal::I32(x) => x,
                 other => panic!("int32 expected, found {other:?}"),
             })
             .collect::<Vec<i32>>(),
@@ -70,7 +70,7 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
     })
 }
 
-fn line_col(program: &Program, span: sarek::compiler::Span) -> (usize, usize) {
+fn line_col(program: &Program, span: sarek_compiler::Span) -> (usize, usize) {
     program.sources().line_col(span.file, span.start)
 }
 
