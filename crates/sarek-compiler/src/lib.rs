@@ -10,6 +10,7 @@ pub mod back;
 pub mod diag;
 pub mod front;
 pub mod fusion;
+pub mod host;
 pub mod intrinsics;
 pub mod ir;
 pub mod lower;

@@ -309,7 +309,7 @@ fn diagnose_file() {
 /// (out-of-bounds access, division by zero, ...): the lowered IR keeps the source's guards.
 #[test]
 fn every_corpus_directive_runs_on_the_interpreter() {
-    use sarek_runtime::harness::{Inputs, build_args, parse_directives};
+    use sarek_harness::{Inputs, build_args, parse_directives};
     let mut failures = Vec::new();
     let mut runs = 0;
     for path in corpus() {
@@ -332,6 +332,7 @@ fn every_corpus_directive_runs_on_the_interpreter() {
                 continue;
             };
             let result = build_args(&k, &Inputs::from_directive(&d))
+                .map_err(sarek_runtime::RuntimeError::from)
                 .and_then(|mut args| sarek_runtime::interp::run(&k, d.config(), &mut args));
             runs += 1;
             if let Err(e) = result {

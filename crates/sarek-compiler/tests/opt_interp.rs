@@ -14,8 +14,8 @@ use sarek_compiler::ir::validate::validate;
 use sarek_compiler::ir::{ExprKind, Kernel, visit};
 use sarek_compiler::passes::opt::optimize;
 use sarek_compiler::types::BinOp;
+use sarek_harness::{self as harness, Inputs, Tolerance};
 use sarek_runtime::Backend;
-use sarek_runtime::harness::{self, Inputs, Tolerance};
 use sarek_runtime::value::{ArgValue, Column, HostVector};
 
 const EXACT: Tolerance = Tolerance {

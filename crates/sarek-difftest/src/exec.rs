@@ -5,14 +5,14 @@
 //! devices, builds the seeded arguments, launches, and compares with the project's own
 //! tolerance ([`Tolerance::default`], the one `sarek verify` uses).
 
-use sarek::compiler::ir::Kernel;
-use sarek::runtime::discover;
-use sarek::runtime::harness::{self, Inputs, Tolerance};
 use sarek::{ArgValue, Backend, Device, LaunchConfig, RuntimeError};
+use sarek_compiler::ir::Kernel;
+use sarek_harness::{self as harness, Inputs, Tolerance};
+use sarek_runtime::discover;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use sarek::compiler::{Target, TargetOptions};
+pub use sarek_compiler::{Target, TargetOptions};
 
 /// What a launch needs besides the kernel.
 #[derive(Clone, Debug)]
@@ -34,7 +34,7 @@ pub struct Lowered {
 /// Check `source` and lower kernel `name`; Err is the rendered diagnostics.
 pub fn lower(file: &str, source: &str, name: &str) -> Result<Lowered, String> {
     let program = sarek::Program::check(file, source)
-        .map_err(|(sources, d)| sarek::compiler::diag::render_all(&d, &sources, false))?;
+        .map_err(|(sources, d)| sarek_compiler::diag::render_all(&d, &sources, false))?;
     let kernel = program.lower(name).map_err(|d| program.render(&d, false))?;
     Ok(Lowered { program, kernel })
 }
@@ -43,7 +43,7 @@ pub fn lower(file: &str, source: &str, name: &str) -> Result<Lowered, String> {
 /// Err is the generator's refusal: one line per diagnostic, with its location and whether it
 /// is located and names the target.
 pub fn generate(l: &Lowered, target: Target) -> Result<String, Refusal> {
-    match sarek::compiler::generate(&l.kernel, target, &TargetOptions::default()) {
+    match sarek_compiler::generate(&l.kernel, target, &TargetOptions::default()) {
         Ok(g) => Ok(g.source),
         Err(diags) => Err(Refusal {
             well_formed: diags
@@ -168,12 +168,12 @@ pub use sarek::Backend as BackendKind;
 
 /// Make NVRTC loadable (for the CUDA C validator); Err says why it is not.
 pub fn load_nvrtc() -> Result<(), String> {
-    sarek::runtime::cuda::nvrtc::load()
+    sarek_runtime::cuda::nvrtc::load()
 }
 
 /// Compile CUDA C for `sm_<arch>` with NVRTC (the CUDA backend's own options).
 pub fn nvrtc_compile(source: &str, arch: u32) -> Result<(), String> {
-    sarek::runtime::cuda::nvrtc::compile(source, arch).map(|_| ())
+    sarek_runtime::cuda::nvrtc::compile(source, arch).map(|_| ())
 }
 
 /// The kernel and launch of the first `(* @run ... *)` directive of `source` (a written-out

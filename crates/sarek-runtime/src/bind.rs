@@ -11,7 +11,7 @@
 use crate::buffer::DeviceVector;
 use crate::device::{LaunchConfig, RuntimeError};
 use crate::kernel::Built;
-use crate::memory::{DeviceCore, Mem};
+use crate::memory::{DeviceCore, LaunchId, Mem};
 use crate::pack;
 use crate::signature::ParamKind;
 use sarek_compiler::abi::{AbiParamKind, ArgSlot};
@@ -49,6 +49,9 @@ pub struct LaunchPlan {
     pub bindings: Vec<(u32, Mem)>,
     /// Whether the device should time this launch with its own timer.
     pub timed: bool,
+    /// The launch this plan is for: a host backend files the fault it finds while
+    /// dispatching under it ([`crate::memory::DeviceCore::defer_fault`]).
+    pub launch: LaunchId,
 }
 
 impl LaunchPlan {
@@ -81,6 +84,7 @@ pub fn bind(
         uniform: vec![0; abi.uniform_size.unwrap_or(0) as usize],
         bindings: Vec::new(),
         timed: false,
+        launch: LaunchId::default(),
     };
     for (param, arg) in abi.params.iter().zip(args) {
         match (&param.kind, arg) {

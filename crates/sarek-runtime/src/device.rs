@@ -76,26 +76,7 @@ impl fmt::Display for Backend {
     }
 }
 
-/// Grid and block sizes in threads/blocks per axis.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LaunchConfig {
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-}
-
-impl LaunchConfig {
-    /// The default 1-D launch for `n` items: block 256 (or n if smaller), grid ceil(n / block).
-    pub fn linear(n: u32) -> LaunchConfig {
-        let b = n.clamp(1, 256);
-        LaunchConfig {
-            grid: [n.div_ceil(b).max(1), 1, 1],
-            block: [b, 1, 1],
-        }
-    }
-    pub fn threads_per_block(&self) -> u32 {
-        self.block.iter().product()
-    }
-}
+pub use sarek_compiler::host::LaunchConfig;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceInfo {

@@ -231,7 +231,7 @@ impl Device for HostDevice {
                     }
                 }
             }
-            Err(e) => self.core.defer_fault(e),
+            Err(e) => self.core.defer_fault(plan.launch, e),
         }
         Ok(())
     }

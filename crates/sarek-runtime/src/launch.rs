@@ -5,15 +5,20 @@
 //! - [`enqueue_built`]: check the launch against the device, bind the arguments
 //!   ([`crate::bind`]), dispatch, and keep what the launch uses alive until the next
 //!   synchronisation (with the trap status word when the kernel has traps).
-//! - [`synchronize`]: wait for the device; the first fault of the launches since the last
-//!   synchronisation (a trap a device reported, an interpreter fault) comes back here,
-//!   located. Any thread's launches: a synchronisation is the device's, as in CUDA.
+//! - [`synchronize`]: wait for the device; the first fault of the calling thread's launches
+//!   since its last synchronisation (a trap a device reported, an interpreter fault) comes
+//!   back here, located. The wait is device-wide, as in CUDA, but a fault is reported to the
+//!   thread that enqueued the faulting launch, never to another thread sharing the device.
+//! - [`run_checked`]: [`Device::launch`] with the launch limits checked first, in checked
+//!   mode when asked (issue 17);
 //! - [`run_host`]: one launch with host values, uploaded and downloaded around it (tests,
 //!   `sarek run`); [`check_config`] and [`check_args`] word mistakes in host values.
 
 use crate::bind::{BindArg, bind};
 use crate::buffer::DeviceVector;
-use crate::device::{Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault};
+use crate::device::{
+    Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault,
+};
 use crate::kernel::{BuildKey, Built, KernelHandle};
 use crate::memory::{InFlight, Mem, lock};
 use crate::signature::{ParamKind, signature};
@@ -69,9 +74,12 @@ pub fn enqueue_built<D: Device + ?Sized>(
     };
     let mut plan = bind(core, built, config, args, trap.as_ref())?;
     plan.timed = timed;
+    plan.launch = core.next_launch();
     device.dispatch(built, &plan)?;
     let keep = plan.buffers().cloned().collect();
     lock(&core.in_flight).push(InFlight {
+        id: plan.launch,
+        owner: std::thread::current().id(),
         kernel: built.kernel.clone(),
         keep,
         trap,
@@ -91,12 +99,31 @@ pub fn enqueue<D: Device + ?Sized>(
 }
 
 /// Wait for every launch on `device`; the device-timed kernel time of the timed ones, or
-/// the first fault among them, located.
+/// the first fault among the launches the calling thread enqueued since its last
+/// synchronisation, located. Other threads' launches stay in flight (alive, their faults
+/// kept) until those threads synchronise.
 pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeError> {
     let core = device.core();
+    let me = std::thread::current().id();
+    // Every launch of this thread was dispatched before this call, so the wait covers them.
     let waited = device.sync();
-    let flights = std::mem::take(&mut *lock(&core.in_flight));
-    let deferred = lock(&core.deferred).take();
+    let flights: Vec<InFlight> = {
+        let mut all = lock(&core.in_flight);
+        let (mine, others) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|f| f.owner == me);
+        *all = others;
+        mine
+    };
+    let deferred = {
+        let mut all = lock(&core.deferred);
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut *all)
+            .into_iter()
+            .partition(|(id, _)| flights.iter().any(|f| f.id == *id));
+        *all = others;
+        // The earliest launch's fault: later launches ran on what it left.
+        mine.into_iter().min_by_key(|(id, _)| *id).map(|(_, e)| e)
+    };
     let time = waited?;
     if let Some(e) = deferred {
         return Err(e);
@@ -159,6 +186,28 @@ pub fn run_host<D: Device + ?Sized>(
         kernel_time,
         total_time: total.elapsed(),
     })
+}
+
+/// [`Device::launch`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
+/// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
+/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
+/// (with the index and thread in the message), so they run the kernel as it is.
+pub fn run_checked(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &mut [ArgValue],
+    checked: bool,
+) -> Result<LaunchStats, RuntimeError> {
+    let info = device.info();
+    crate::limits::check_launch(kernel, &config, info.backend, &info.name)?;
+    let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
+    if checked && !host_checks {
+        let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
+        device.launch(&kernel, config, args)
+    } else {
+        device.launch(kernel, config, args)
+    }
 }
 
 /// Check that `config` can run on the device `info` describes.

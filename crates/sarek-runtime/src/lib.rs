@@ -13,7 +13,6 @@ pub mod capability;
 pub mod cpu;
 pub mod device;
 pub mod discover;
-pub mod harness;
 pub mod host;
 pub mod interp;
 pub mod kernel;

@@ -3,7 +3,7 @@
 //! assertion (PoCL with 4 MB of shared memory), a SIGILL (`--grid 65536,65536` on PoCL) or a
 //! raw `CUDA_ERROR_INVALID_VALUE`.
 //!
-//! Written once here and called from the launch paths ([`crate::harness::run_checked`], the
+//! Written once here and called from the launch paths ([`crate::launch::run_checked`], the
 //! CLI's input preparation). The per-backend figures are the documented limits of the
 //! targets where the device API cannot be asked from here; a backend that knows its device's
 //! own limits (wgpu, Vulkan) also checks them itself.

@@ -8,8 +8,13 @@
 //!   (8-byte aligned) that a host executor can take as a slice, so host "transfers" are
 //!   memcpys and a compiled host kernel can run on the buffer in place.
 //! - [`DeviceCore`]: the parts every backend shares: identity, the build cache, the
-//!   launches in flight (what they keep alive, their trap status words, a deferred fault) and
-//!   transfer counters.
+//!   launches in flight (what they keep alive, their trap status words, the faults a host
+//!   backend found while dispatching) and transfer counters.
+//!
+//! Faults belong to launches, not to the device: every launch has its own trap status word
+//! and its own deferred fault, and remembers the thread that enqueued it, so a
+//! synchronisation reports the faults of the caller's launches only (another thread's trap
+//! waits for that thread's synchronisation).
 
 use crate::device::RuntimeError;
 use crate::kernel::{BuildKey, Built, KernelHandle};
@@ -146,8 +151,15 @@ pub struct Transfers {
     pub download_bytes: u64,
 }
 
-/// A launch between dispatch and the next synchronisation.
+/// A launch's number on its device (in the order launches were numbered, before dispatch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaunchId(u64);
+
+/// A launch between dispatch and its thread's next synchronisation.
 pub(crate) struct InFlight {
+    pub id: LaunchId,
+    /// The thread that enqueued it: the one whose synchronisation reports its fault.
+    pub owner: std::thread::ThreadId,
     pub kernel: KernelHandle,
     /// Every allocation the launch uses, alive until it has finished (never read: holding
     /// them is the point).
@@ -169,8 +181,10 @@ pub struct DeviceCore {
     /// distinct IR, so they too build once.
     interned: Mutex<Vec<KernelHandle>>,
     pub(crate) in_flight: Mutex<Vec<InFlight>>,
-    /// A fault a host backend found while dispatching, reported at the next sync.
-    pub(crate) deferred: Mutex<Option<RuntimeError>>,
+    /// Faults host backends found while dispatching, by launch, reported at the
+    /// synchronisation of the thread that enqueued the launch.
+    pub(crate) deferred: Mutex<Vec<(LaunchId, RuntimeError)>>,
+    next_launch: AtomicU64,
     uploads: AtomicU64,
     upload_bytes: AtomicU64,
     downloads: AtomicU64,
@@ -188,7 +202,8 @@ impl DeviceCore {
             builds: Mutex::new(HashMap::new()),
             interned: Mutex::new(Vec::new()),
             in_flight: Mutex::new(Vec::new()),
-            deferred: Mutex::new(None),
+            deferred: Mutex::new(Vec::new()),
+            next_launch: AtomicU64::new(1),
             uploads: AtomicU64::new(0),
             upload_bytes: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
@@ -280,10 +295,15 @@ impl DeviceCore {
         }
     }
 
-    /// Record a fault found while dispatching (host backends), for the next sync. The first
-    /// one wins: later launches ran on what the faulting one left.
-    pub fn defer_fault(&self, e: RuntimeError) {
-        lock(&self.deferred).get_or_insert(e);
+    /// A fresh launch number.
+    pub(crate) fn next_launch(&self) -> LaunchId {
+        LaunchId(self.next_launch.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Record the fault `launch` hit while dispatching (host backends), for the
+    /// synchronisation of the thread that enqueued it.
+    pub fn defer_fault(&self, launch: LaunchId, e: RuntimeError) {
+        lock(&self.deferred).push((launch, e));
     }
 }
 

@@ -2,8 +2,8 @@
 //! reference interpreter, through the shared harness. A kernel the device cannot run (warp
 //! operations without subgroups, float64 without cl_khr_fp64) is a refusal, not a failure.
 
+use sarek_harness::{check_corpus_against_interp, required};
 use sarek_runtime::Backend;
-use sarek_runtime::harness::{check_corpus_against_interp, required};
 use std::path::Path;
 
 #[test]

@@ -3,8 +3,8 @@
 //! as refused). Skips with a printed reason when Vulkan or glslang is absent, unless
 //! `SAREK_REQUIRE_BACKENDS` names `vulkan`.
 
+use sarek_harness::{check_corpus_against_interp, required};
 use sarek_runtime::Backend;
-use sarek_runtime::harness::{check_corpus_against_interp, required};
 use std::path::Path;
 
 #[test]

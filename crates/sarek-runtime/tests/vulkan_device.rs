@@ -3,7 +3,7 @@
 //! several block sizes (the block size is a specialization constant).
 
 use sarek_compiler::SourceMap;
-use sarek_runtime::harness::required;
+use sarek_harness::required;
 use sarek_runtime::{ArgValue, Backend, Column, HostVector, LaunchConfig, RuntimeError};
 
 const SRC: &str = "let%kernel fill (v : int32 vector) (n : int32) =

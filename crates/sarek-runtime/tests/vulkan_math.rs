@@ -3,8 +3,8 @@
 //! within `verify`'s tolerance over inputs spanning several ranges. Skips like the corpus
 //! test when Vulkan is absent.
 
+use sarek_harness::{check_corpus_against_interp, required};
 use sarek_runtime::Backend;
-use sarek_runtime::harness::{check_corpus_against_interp, required};
 
 const F64: &str = r#"(* @run d_exp size=4096 n=4096 *)
 (* @run d_trig size=4096 n=4096 *)
@@ -70,7 +70,7 @@ fn math_helpers_agree_with_interp() {
     assert_eq!(report.entries.len(), 5, "{report}");
     assert!(
         report.failures().is_empty()
-            && report.count(|o| matches!(o, sarek_runtime::harness::Outcome::Refused(_))) == 0,
+            && report.count(|o| matches!(o, sarek_harness::Outcome::Refused(_))) == 0,
         "{report}"
     );
 }

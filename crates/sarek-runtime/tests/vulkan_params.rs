@@ -4,8 +4,8 @@
 //! constants every device guarantees (they move to a storage buffer). Results are compared
 //! with the interpreter.
 
+use sarek_harness::{Outcome, check_corpus_against_interp, required};
 use sarek_runtime::Backend;
-use sarek_runtime::harness::{Outcome, check_corpus_against_interp, required};
 
 const SRC: &str = r#"(* @run mixed size=100 flag=true k=3 big=123456789012 s=0.5 *)
 (* @run many size=64 n=64 p0=0.25 p1=1.25 p2=2.25 p3=3.25 p4=4.25 p5=5.25 p6=6.25 p7=7.25 p8=8.25 p9=9.25 p10=10.25 p11=11.25 p12=12.25 p13=13.25 p14=14.25 p15=15.25 p16=16.25 p17=17.25 *)

@@ -4,7 +4,7 @@
 #![cfg(feature = "vulkan")]
 
 use sarek_compiler::{SourceMap, Target};
-use sarek_runtime::harness::required;
+use sarek_harness::required;
 use sarek_runtime::{ArgValue, Backend, Column, HostVector, LaunchConfig, RuntimeError};
 
 const SRC: &str = "\

@@ -5,7 +5,7 @@
 //! reason when no wgpu adapter exists, unless `SAREK_REQUIRE_BACKENDS` names `wgpu`.
 #![cfg(feature = "wgpu")]
 
-use sarek_runtime::harness::{
+use sarek_harness::{
     Directive, Inputs, Tolerance, build_args, compare_args, parse_directives, render_error,
     required, run,
 };

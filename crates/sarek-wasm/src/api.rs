@@ -609,7 +609,12 @@ fn arguments(kernel: &Kernel, req: &RunRequest) -> Result<(usize, Vec<ArgValue>)
         .size
         .or_else(|| vectors.first().map(|(_, v)| v.len))
         .unwrap_or(harness::DEFAULT_SIZE);
-    let args = harness::build_args(kernel, size, req.seed, &req.args, &vectors, "")?;
+    let inputs = harness::Inputs {
+        args: req.args.clone(),
+        vectors,
+        ..harness::Inputs::new(size, req.seed)
+    };
+    let args = harness::build_args(kernel, &inputs).map_err(|e| e.to_string())?;
     Ok((size, args))
 }
 

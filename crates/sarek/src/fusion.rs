@@ -43,7 +43,7 @@ impl Program {
     pub fn fuse(&self, kernels: &[&str]) -> Result<Fused, Error> {
         let irs = kernels
             .iter()
-            .map(|k| self.kernel(k).map(|k| k.ir))
+            .map(|k| self.kernel(k).map(|k| k.ir().clone()))
             .collect::<Result<Vec<_>, _>>()?;
         let f = fusion::fuse_pipeline(&irs).map_err(|r| self.refusal(r.diagnostic()))?;
         Ok(Fused {
@@ -56,11 +56,11 @@ impl Program {
     /// Fuse `producer` into `consumer` through their vector parameter `via`.
     pub fn fuse_via(&self, producer: &str, consumer: &str, via: &str) -> Result<Kernel, Error> {
         let (p, c) = (self.kernel(producer)?, self.kernel(consumer)?);
-        fusion::fuse(&p.ir, &c.ir, via)
+        fusion::fuse(p.ir(), c.ir(), via)
             .map(|k| self.wrap(k))
             .map_err(|r| {
                 self.refusal(Diagnostic::error(
-                    fusion::locate(&p.ir, &c.ir, &r),
+                    fusion::locate(p.ir(), c.ir(), &r),
                     format!("cannot fuse `{producer}` into `{consumer}`: {r}"),
                 ))
             })
@@ -69,22 +69,24 @@ impl Program {
     /// Whether `producer` fuses into `consumer` through `via`, and why (printable).
     pub fn can_fuse(&self, producer: &str, consumer: &str, via: &str) -> Result<Decision, Error> {
         let (p, c) = (self.kernel(producer)?, self.kernel(consumer)?);
-        Ok(fusion::can_fuse(&p.ir, &c.ir, via))
+        Ok(fusion::can_fuse(p.ir(), c.ir(), via))
     }
 
     /// A refusal as an [`Error::Compile`], rendered at the statement it is about.
     fn refusal(&self, d: Diagnostic) -> Error {
         if d.span.is_dummy() {
-            Error::Compile(format!("error: {}\n", d.message))
+            Error::Compile {
+                rendered: format!("error: {}\n", d.message),
+                diagnostics: vec![d],
+            }
         } else {
-            Error::Compile(self.render(&[d], false))
+            Error::compile(vec![d], &self.sources)
         }
     }
 
     fn wrap(&self, ir: sarek_compiler::ir::Kernel) -> Kernel {
         Kernel {
-            handle: crate::runtime::KernelHandle::new(ir.clone()),
-            ir,
+            handle: sarek_runtime::KernelHandle::new(ir),
             sources: Arc::clone(&self.sources),
         }
     }

@@ -1,7 +1,7 @@
 //! Sarek: one kernel source for every GPU API.
 //!
-//! This facade re-exports the compiler ([`compiler`]) and the runtime ([`runtime`]) and adds
-//! the few calls a program needs: compile a source ([`Program::compile`]), take a kernel
+//! This facade wraps the compiler (`sarek-compiler`) and the runtime (`sarek-runtime`) in
+//! the few calls and types a program needs: compile a source ([`Program::compile`]), take a kernel
 //! ([`Program::kernel`]), pick a device ([`default_device`], [`open`]) and launch with typed
 //! buffers ([`Vector`], [`Kernel::launch`]).
 //!
@@ -84,13 +84,14 @@ mod fusion;
 mod skeleton;
 
 pub use fusion::Fused;
-pub use sarek_compiler as compiler;
 pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
-pub use sarek_runtime as runtime;
 pub use skeleton::{Skeleton, SkeletonKind};
 
-pub use sarek_compiler::types::Literal;
-pub use sarek_compiler::{Target, TargetOptions};
+// The types a program using the facade meets, and no more: the compiler's and the runtime's
+// internals (IR, generators, backends, packers) stay in their crates, for the tools that
+// need them (`sarek-compiler`, `sarek-runtime`).
+pub use sarek_compiler::types::{Literal, Scalar};
+pub use sarek_compiler::{Diagnostic, FileId, SourceMap, Span, Target, TargetOptions};
 pub use sarek_runtime::discover::{available, default_device, open};
 pub use sarek_runtime::signature::{Param, ParamKind};
 pub use sarek_runtime::{
@@ -102,7 +103,7 @@ pub use sarek_runtime::{
 /// kernel time of the timed ones, or the first fault among them (located by
 /// [`Kernel::error`] or [`Program::render_runtime_error`]).
 pub fn synchronize<D: AsDevice + ?Sized>(device: &D) -> Result<std::time::Duration, RuntimeError> {
-    runtime::launch::synchronize(device.as_device())
+    sarek_runtime::launch::synchronize(device.as_device())
 }
 
 /// How many copies and bytes moved between the host and `device` since it opened.
@@ -110,8 +111,7 @@ pub fn transfers<D: AsDevice + ?Sized>(device: &D) -> Transfers {
     device.as_device().core().transfers()
 }
 
-use sarek_compiler::diag::{self, Diagnostic};
-use sarek_compiler::{FileId, SourceMap};
+use sarek_compiler::diag;
 use std::sync::Arc;
 
 /// Errors of the high-level API; compile errors carry their rendered diagnostics.
@@ -120,10 +120,17 @@ use std::sync::Arc;
 /// `fn main() -> Result<(), sarek::Error>` prints a readable error; match the variants, or
 /// [`Error::runtime`], for the structure.
 #[derive(thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// Rendered diagnostics (`error: ...`, `┌─ file:line:col`, source excerpt).
-    #[error("{0}")]
-    Compile(String),
+    /// The program was rejected: `rendered` is what `sarek compile` prints (`error: ...`,
+    /// `┌─ file:line:col`, source excerpt), `diagnostics` the same reports as values
+    /// (message, severity, span into [`Program::sources`]) for callers that place them
+    /// themselves (an editor, a test).
+    #[error("{rendered}")]
+    Compile {
+        rendered: String,
+        diagnostics: Vec<Diagnostic>,
+    },
     #[error("{0}")]
     UnknownKernel(String),
     /// A runtime error with no place in the source: an unavailable backend, wrong launch
@@ -151,7 +158,32 @@ impl Error {
     pub fn runtime(&self) -> Option<&RuntimeError> {
         match self {
             Error::Runtime(e) | Error::Located { error: e, .. } => Some(e),
-            Error::Compile(_) | Error::UnknownKernel(_) => None,
+            Error::Compile { .. } | Error::UnknownKernel(_) => None,
+        }
+    }
+
+    /// The diagnostics of an [`Error::Compile`] (empty for the other variants).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            Error::Compile { diagnostics, .. } => diagnostics,
+            _ => &[],
+        }
+    }
+
+    /// A compile error: `diagnostics`, rendered against `sources` without colour.
+    fn compile(diagnostics: Vec<Diagnostic>, sources: &SourceMap) -> Error {
+        Error::Compile {
+            rendered: diag::render_all(&diagnostics, sources, false),
+            diagnostics,
+        }
+    }
+
+    /// A compile error with no place in any source (`error: MESSAGE`).
+    fn unlocated(message: impl std::fmt::Display) -> Error {
+        let message = message.to_string();
+        Error::Compile {
+            rendered: format!("error: {message}\n"),
+            diagnostics: vec![Diagnostic::error(Span::DUMMY, message)],
         }
     }
 }
@@ -160,14 +192,13 @@ impl Error {
 pub struct Program {
     sources: Arc<SourceMap>,
     file: FileId,
-    checked: compiler::front::tast::Program,
+    checked: sarek_compiler::front::tast::Program,
 }
 
 impl Program {
     /// Parse and check `source`, registered as `name` for diagnostics.
     pub fn compile(name: &str, source: &str) -> Result<Program, Error> {
-        Program::check(name, source)
-            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
+        Program::check(name, source).map_err(|(sources, diags)| Error::compile(diags, &sources))
     }
 
     /// Like [`Program::compile`], with other files as the program's modules (see
@@ -178,7 +209,7 @@ impl Program {
         modules: &[(String, String)],
     ) -> Result<Program, Error> {
         Program::check_with_modules(name, source, modules)
-            .map_err(|(sources, diags)| Error::Compile(diag::render_all(&diags, &sources, false)))
+            .map_err(|(sources, diags)| Error::compile(diags, &sources))
     }
 
     /// Like [`Program::compile`], returning the diagnostics unrendered (with the source map
@@ -200,7 +231,7 @@ impl Program {
         for (n, text) in modules {
             sources.add(n.as_str(), text.as_str());
         }
-        match compiler::check(&sources, file) {
+        match sarek_compiler::check(&sources, file) {
             Ok(checked) => Ok(Program {
                 sources: Arc::new(sources),
                 file,
@@ -219,7 +250,7 @@ impl Program {
     }
 
     /// The typed program.
-    pub fn checked(&self) -> &compiler::front::tast::Program {
+    pub fn checked(&self) -> &sarek_compiler::front::tast::Program {
         &self.checked
     }
 
@@ -247,8 +278,8 @@ impl Program {
     }
 
     /// Lower kernel `name` to the IR, with diagnostics unrendered.
-    pub fn lower(&self, name: &str) -> Result<compiler::ir::Kernel, Vec<Diagnostic>> {
-        compiler::lower_kernel(&self.checked, name)
+    pub fn lower(&self, name: &str) -> Result<sarek_compiler::ir::Kernel, Vec<Diagnostic>> {
+        sarek_compiler::lower_kernel(&self.checked, name)
     }
 
     /// Lower kernel `name`, ready to launch.
@@ -258,11 +289,10 @@ impl Program {
         }
         self.lower(name)
             .map(|ir| Kernel {
-                handle: runtime::KernelHandle::new(ir.clone()),
-                ir,
+                handle: sarek_runtime::KernelHandle::new(ir),
                 sources: Arc::clone(&self.sources),
             })
-            .map_err(|d| Error::Compile(self.render(&d, false)))
+            .map_err(|d| Error::compile(d, &self.sources))
     }
 
     /// Render diagnostics against this program's sources.
@@ -297,23 +327,28 @@ fn located(sources: &SourceMap, e: &RuntimeError, color: bool) -> Option<String>
 /// A kernel lowered to the IR, with the sources its errors point into.
 #[derive(Clone)]
 pub struct Kernel {
-    pub ir: compiler::ir::Kernel,
-    /// The identity devices cache its builds under.
-    handle: runtime::KernelHandle,
+    /// The IR and the identity devices cache its builds under (one value, so the IR cannot
+    /// change under a build made from it).
+    handle: sarek_runtime::KernelHandle,
     sources: Arc<SourceMap>,
 }
 
 impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
-            .field("ir", &self.ir)
+            .field("ir", self.ir())
             .finish_non_exhaustive()
     }
 }
 
 impl Kernel {
     pub fn name(&self) -> &str {
-        &self.ir.name
+        &self.ir().name
+    }
+
+    /// The kernel's IR (`sarek-compiler`'s `ir::Kernel`), for tools that go below the facade.
+    pub fn ir(&self) -> &sarek_compiler::ir::Kernel {
+        self.handle.ir()
     }
 
     /// This kernel with its float `a * b + c` contracted into fused multiply-adds (one
@@ -321,11 +356,10 @@ impl Kernel {
     /// kernel). Every backend, `interp` included, runs the same contracted kernel, so they
     /// still agree with each other. See `sarek_compiler::passes::opt::contract_fma`.
     pub fn with_fma(&self) -> Kernel {
-        let mut ir = self.ir.clone();
-        compiler::passes::opt::contract_fma(&mut ir);
+        let mut ir = self.ir().clone();
+        sarek_compiler::passes::opt::contract_fma(&mut ir);
         Kernel {
-            handle: runtime::KernelHandle::new(ir.clone()),
-            ir,
+            handle: sarek_runtime::KernelHandle::new(ir),
             sources: Arc::clone(&self.sources),
         }
     }
@@ -377,7 +411,7 @@ impl Kernel {
                 p.type_name
             ))));
         }
-        runtime::harness::parse_value(&self.ir, &p.ty, text).map_err(|m| {
+        sarek_harness::parse_value(self.ir(), &p.ty, text).map_err(|m| {
             Error::Runtime(RuntimeError::Arguments(format!(
                 "parameter `{param}` ({}): {m}",
                 p.type_name
@@ -399,7 +433,7 @@ impl Kernel {
         let ParamKind::Vector { elem, .. } = &p.kind else {
             unreachable!("`vector` checked the parameter is a vector");
         };
-        let layout = compiler::abi::elem_layout(&self.ir, elem, device.layout_rules());
+        let layout = sarek_compiler::abi::elem_layout(self.ir(), elem, device.layout_rules());
         DeviceVector::from_host(device, &host, layout, param).map_err(Error::Runtime)
     }
 
@@ -407,13 +441,13 @@ impl Kernel {
     pub fn launch(&self) -> Launch<'_> {
         Launch {
             kernel: self,
-            inner: runtime::Launch::new(&self.handle),
+            inner: sarek_runtime::Launch::new(&self.handle),
         }
     }
 
     /// Generate target source (for inspection; devices compile for themselves).
-    pub fn generate(&self, target: Target) -> Result<compiler::Generated, Vec<Diagnostic>> {
-        compiler::generate(&self.ir, target, &TargetOptions::default())
+    pub fn generate(&self, target: Target) -> Result<sarek_compiler::Generated, Vec<Diagnostic>> {
+        sarek_compiler::generate(self.ir(), target, &TargetOptions::default())
     }
 
     /// `e` as an [`Error`]: located in this kernel's source when it has a place there.
@@ -431,7 +465,7 @@ impl Kernel {
 /// vector element types), so every backend reports a mistake the same way.
 pub struct Launch<'a> {
     kernel: &'a Kernel,
-    inner: runtime::Launch<'a>,
+    inner: sarek_runtime::Launch<'a>,
 }
 
 impl<'a> Launch<'a> {

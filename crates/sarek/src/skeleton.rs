@@ -80,10 +80,9 @@ impl Program {
 
     /// Instantiate `skeleton` around `helper`.
     pub fn skeleton(&self, helper: &str, skeleton: sk::Skeleton) -> Result<Skeleton, Error> {
-        let typed = sk::typed(&self.sources, self.file)
-            .map_err(|d| Error::Compile(self.render(&d, false)))?;
-        let instance = sk::instantiate(&typed, helper, &skeleton)
-            .map_err(|e| Error::Compile(format!("error: {e}\n")))?;
+        let typed =
+            sk::typed(&self.sources, self.file).map_err(|d| Error::compile(d, &self.sources))?;
+        let instance = sk::instantiate(&typed, helper, &skeleton).map_err(Error::unlocated)?;
         let text = instance.program_source(self.sources.text(self.file));
         let program = Program::compile(self.sources.name(self.file), &text)?;
         Skeleton::assemble(program, instance)
@@ -102,9 +101,8 @@ impl Skeleton {
     ) -> Result<Skeleton, Error> {
         let program = Program::compile(name, source)?;
         let typed = sk::typed(&program.sources, program.file)
-            .map_err(|d| Error::Compile(program.render(&d, false)))?;
-        let instance = sk::instantiate(&typed, helper, &kind)
-            .map_err(|e| Error::Compile(format!("error: {e}\n")))?;
+            .map_err(|d| Error::compile(d, &program.sources))?;
+        let instance = sk::instantiate(&typed, helper, &kind).map_err(Error::unlocated)?;
         Skeleton::assemble(program, instance)
     }
 

@@ -5,8 +5,8 @@
 //! Backends without their runtime are skipped with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::runtime::harness;
 use sarek::{Backend, Column, Device, Error, HostVector, Literal, Program, RuntimeError, Vector};
+use sarek_harness as harness;
 use std::sync::Arc;
 
 sarek::kernel_module!(mod mix = "tests/kernels/api.sarek");
@@ -313,17 +313,28 @@ fn argument_mistakes_are_clear_errors() {
 
 #[test]
 fn compile_errors_and_unknown_kernels() {
-    let e = Program::compile(
-        "bad.sarek",
-        "let%kernel k (v : int32 vector) =\n  v.(0) <- 1.5\n",
-    )
-    .err()
-    .expect("a type error");
-    let Error::Compile(text) = &e else {
+    let source = "let%kernel k (v : int32 vector) =\n  v.(0) <- 1.5\n";
+    let e = Program::compile("bad.sarek", source)
+        .err()
+        .expect("a type error");
+    let Error::Compile {
+        rendered: text,
+        diagnostics,
+    } = &e
+    else {
         panic!("{e:?}")
     };
     assert!(text.starts_with("error: mismatched types"), "{text}");
     assert!(text.contains("bad.sarek:2:12"), "{text}");
+    // The same report as a value: the span covers the float written into the int32 vector.
+    assert_eq!(e.diagnostics(), diagnostics.as_slice());
+    let first = &diagnostics[0];
+    assert!(first.message.starts_with("mismatched types"), "{first:?}");
+    assert_eq!(
+        first.span.start as usize,
+        source.find("1.5").unwrap(),
+        "{first:?}"
+    );
     let program = mix::program().unwrap();
     let e = program.kernel("mxi").unwrap_err();
     assert!(matches!(e, Error::UnknownKernel(_)));

@@ -1,7 +1,7 @@
 //! Checked mode on every backend (issue 17): each kernel of `tests/reliability/faults/`
 //! names, in an `@fault LINE TEXT` line, the statement that must fault and a phrase of the
 //! message; every backend reports that located fault after the launch (`interp` and `cpu`
-//! with their own checks, the GPU backends through the checks `harness::run_checked`
+//! with their own checks, the GPU backends through the checks `launch::run_checked`
 //! inserts), never a corrupted process or a made-up value. `@fault none` kernels must run
 //! and agree with `interp` (the checks never fire on correct code).
 //!
@@ -9,8 +9,8 @@
 //! names them.
 
 use sarek::Program;
-use sarek::runtime::harness::{self, Inputs};
-use sarek::runtime::{ArgValue, Backend, RuntimeError, discover};
+use sarek_harness::{self as harness, Inputs};
+use sarek_runtime::{ArgValue, Backend, RuntimeError, discover};
 
 const BACKENDS: [Backend; 7] = [
     Backend::Interp,
@@ -69,14 +69,20 @@ fn every_backend_reports_each_fault_located_in_checked_mode() {
             })
             .unwrap_or_else(|| panic!("{name}: no @fault line"));
         let program = Program::compile(&name, &text).expect("compiles");
-        let kernel = program.kernel("k").expect("kernel k").ir;
+        let kernel = program.kernel("k").expect("kernel k").ir().clone();
         let mut inputs = Inputs::new(256, 11);
         inputs.args.push(("n".into(), "200".into()));
         let config = harness::launch_config(256, None, None);
         let mut reference = None;
         for (backend, device) in &devices {
             let mut args = harness::build_args(&kernel, &inputs).expect("arguments");
-            let out = harness::run_checked(device.as_ref(), &kernel, config, &mut args, true);
+            let out = sarek_runtime::launch::run_checked(
+                device.as_ref(),
+                &kernel,
+                config,
+                &mut args,
+                true,
+            );
             match (expect.split_once(' '), out) {
                 (None, Ok(_)) if expect == "none" => {
                     let got = vectors(&args);

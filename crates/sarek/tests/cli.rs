@@ -2,10 +2,10 @@
 //! exit codes, messages and the files it writes (read back with the npy module, and checked
 //! against values computed here from the inputs it wrote).
 
-use sarek::compiler::abi::Leaf;
-use sarek::compiler::types::Scalar;
-use sarek::runtime::npy;
-use sarek::runtime::value::{Column, HostVector};
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::types::Scalar;
+use sarek_runtime::npy;
+use sarek_runtime::value::{Column, HostVector};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -262,10 +262,10 @@ fn run_writes_npy_that_matches_the_inputs() {
     // x is an input the kernel does not write: it is the seeded generator's vector.
     assert!(f32s(&x).iter().all(|v| (-1.0..1.0).contains(v)));
     // Recompute y from the seeded inputs: y_out = 2 x + y_in for i < 250, y_in after.
-    let mut rng = sarek::runtime::harness::Rng::for_param(42, 1);
+    let mut rng = sarek_harness::Rng::for_param(42, 1);
     let y_in: Vec<f32> = (0..300)
         .map(|_| match rng.scalar(Scalar::F32) {
-            sarek::compiler::types::Literal::F32(v) => v,
+            sarek_compiler::types::Literal::F32(v) => v,
             _ => unreachable!(),
         })
         .collect();
@@ -417,7 +417,7 @@ fn refusals_are_located_once_and_fail() {
         .any(|l| l.starts_with("wgpu") && !l.contains("unavailable"));
     if !wgpu {
         assert!(
-            !sarek::runtime::harness::required(sarek::Backend::Wgpu),
+            !sarek_harness::required(sarek::Backend::Wgpu),
             "wgpu is required (SAREK_REQUIRE_BACKENDS) but unavailable"
         );
         return eprintln!("skipping: wgpu is unavailable");
@@ -687,8 +687,8 @@ fn len_gives_one_vector_its_own_length() {
     assert!(r.stdout.contains("int32[1000]"), "{}", r.stdout);
     assert!(r.stdout.contains("int32[1] "), "{}", r.stdout);
     let leaves = scalar_leaf(Scalar::I32);
-    let x = sarek::runtime::npy::read_vector(&out_dir.join("x.npy"), &leaves, None).unwrap();
-    let out = sarek::runtime::npy::read_vector(&out_dir.join("out.npy"), &leaves, None).unwrap();
+    let x = sarek_runtime::npy::read_vector(&out_dir.join("x.npy"), &leaves, None).unwrap();
+    let out = sarek_runtime::npy::read_vector(&out_dir.join("out.npy"), &leaves, None).unwrap();
     let sum: i32 = match &x.columns[0] {
         Column::I32(v) => v.iter().sum(),
         other => panic!("{other:?}"),

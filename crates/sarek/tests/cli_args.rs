@@ -2,11 +2,12 @@
 //! `FIELD=VALUE` fields, the `.npy` leaf layout), their errors, and `.npy` inputs with NumPy's
 //! nested structured dtypes, through the built `sarek` binary.
 
-use sarek::compiler::abi::Leaf;
-use sarek::compiler::types::Scalar;
-use sarek::runtime::device::Backend;
-use sarek::runtime::value::Column;
-use sarek::runtime::{harness, npy};
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::types::Scalar;
+use sarek_harness as harness;
+use sarek_runtime::device::Backend;
+use sarek_runtime::npy;
+use sarek_runtime::value::Column;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -15,9 +15,9 @@
 //! fatal, unless `SAREK_CONFORMANCE_STRICT=1`; a known entry that now passes is printed too,
 //! so FINDINGS.md can be updated.
 
-use sarek::compiler::{self, SourceMap, Target, TargetOptions};
-use sarek::runtime::Backend;
-use sarek::runtime::harness::{self, Outcome};
+use sarek_compiler::{self as compiler, SourceMap, Target, TargetOptions};
+use sarek_harness::{self as harness, Outcome};
+use sarek_runtime::Backend;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;

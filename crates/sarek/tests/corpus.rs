@@ -3,7 +3,7 @@
 //! `sarek verify` for one file.
 
 use sarek::Backend;
-use sarek::runtime::harness::{self, Outcome};
+use sarek_harness::{self as harness, Outcome};
 use std::path::PathBuf;
 
 fn corpus() -> PathBuf {
@@ -43,7 +43,7 @@ fn harness_inputs_are_deterministic() {
     let program = sarek::Program::compile("saxpy.sarek", &text).unwrap();
     let d = &harness::parse_directives(&text).unwrap()[0];
     let kernel = program.kernel(&d.kernel).unwrap();
-    let a = harness::build_args(&kernel.ir, &harness::Inputs::from_directive(d)).unwrap();
-    let b = harness::build_args(&kernel.ir, &harness::Inputs::from_directive(d)).unwrap();
+    let a = harness::build_args(kernel.ir(), &harness::Inputs::from_directive(d)).unwrap();
+    let b = harness::build_args(kernel.ir(), &harness::Inputs::from_directive(d)).unwrap();
     assert_eq!(a, b);
 }

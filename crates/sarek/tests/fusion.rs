@@ -7,8 +7,8 @@
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
 use proptest::prelude::*;
-use sarek::runtime::harness;
 use sarek::{Backend, Column, Device, HostVector, Kernel, ParamKind, Program};
+use sarek_harness as harness;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

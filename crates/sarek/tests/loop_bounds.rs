@@ -12,9 +12,9 @@
 mod ir_kernels;
 
 use sarek::Backend;
-use sarek::compiler::types::Literal;
-use sarek::runtime::harness;
-use sarek::runtime::{ArgValue, Column, Device, HostVector, LaunchConfig};
+use sarek_compiler::types::Literal;
+use sarek_harness as harness;
+use sarek_runtime::{ArgValue, Column, Device, HostVector, LaunchConfig};
 use std::sync::Arc;
 
 const LO: i32 = i32::MIN;
@@ -172,7 +172,7 @@ fn corpus_loop_bounds_on_every_backend() {
     let devices = devices();
     for d in &directives {
         let kernel = program.kernel(&d.kernel).unwrap();
-        let inputs = harness::build_args(&kernel.ir, &harness::Inputs::from_directive(d)).unwrap();
+        let inputs = harness::build_args(kernel.ir(), &harness::Inputs::from_directive(d)).unwrap();
         let a = i32s(&inputs[0]);
         let expect = match d.kernel.as_str() {
             "extremes" => expect_extremes(&a, scalar(d, "lo"), scalar(d, "hi")),
@@ -183,7 +183,7 @@ fn corpus_loop_bounds_on_every_backend() {
         };
         for (backend, dev) in &devices {
             let mut args = inputs.clone();
-            dev.launch(&kernel.ir, d.config(), &mut args)
+            dev.launch(kernel.ir(), d.config(), &mut args)
                 .unwrap_or_else(|e| panic!("{} on {}: {e}", d.kernel, backend.name()));
             for (p, want) in &expect {
                 let got = i32s(&args[*p]);

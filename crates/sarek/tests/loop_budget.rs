@@ -8,8 +8,9 @@
 //! A backend that is unavailable is skipped with the reason printed, unless
 //! `SAREK_REQUIRE_BACKENDS` names it.
 
-use sarek::runtime::{ArgValue, Column, HostVector, LaunchConfig, harness, limits};
+use sarek::{ArgValue, Column, HostVector, LaunchConfig};
 use sarek::{Backend, Literal, Program};
+use sarek_runtime::limits;
 
 const SOURCE: &str = r#"
 let count_to (n : int32) : int32 =
@@ -169,7 +170,13 @@ fn long_loops_are_right_or_a_located_fault_on_every_backend() {
                 .map(|i| (case.iterations)(&case.args, i))
                 .max()
                 .unwrap();
-            match harness::run_checked(device.as_ref(), &kernel, config, &mut args, true) {
+            match sarek_runtime::launch::run_checked(
+                device.as_ref(),
+                &kernel,
+                config,
+                &mut args,
+                true,
+            ) {
                 Ok(_) => {
                     let ArgValue::Vector(v) = &args[0] else {
                         unreachable!()

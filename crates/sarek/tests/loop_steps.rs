@@ -8,9 +8,9 @@
 //! A backend that is unavailable is skipped with the reason printed, unless
 //! `SAREK_REQUIRE_BACKENDS` names it; a refusal (int64 on WGSL) is printed and skipped.
 
-use sarek::runtime::harness;
-use sarek::runtime::{ArgValue, Column, Device, HostVector};
+use sarek::{ArgValue, Column, Device, HostVector};
 use sarek::{Backend, RuntimeError};
+use sarek_harness as harness;
 use std::sync::Arc;
 
 fn required(b: Backend) -> bool {
@@ -183,7 +183,7 @@ fn loop_steps_agree_with_the_model_on_every_backend() {
     let mut wrapped = 0;
     for d in &directives {
         let kernel = program.kernel(&d.kernel).unwrap();
-        let inputs = harness::build_args(&kernel.ir, &harness::Inputs::from_directive(d)).unwrap();
+        let inputs = harness::build_args(kernel.ir(), &harness::Inputs::from_directive(d)).unwrap();
         let arg = |name: &str| scalar(d, name);
         let n = arg("n");
         let expect = match d.kernel.as_str() {
@@ -208,7 +208,7 @@ fn loop_steps_agree_with_the_model_on_every_backend() {
         }
         for (backend, dev) in &devices {
             let mut args = inputs.clone();
-            match dev.launch(&kernel.ir, d.config(), &mut args) {
+            match dev.launch(kernel.ir(), d.config(), &mut args) {
                 Ok(_) => {}
                 Err(e @ RuntimeError::Refused { .. }) => {
                     eprintln!(

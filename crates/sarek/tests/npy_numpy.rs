@@ -1,10 +1,10 @@
 //! The `.npy` module against NumPy itself: files written by numpy are read here, files
 //! written here are read by numpy. Skips (with the reason) when python3 with numpy is absent.
 
-use sarek::compiler::abi::Leaf;
-use sarek::compiler::types::Scalar;
-use sarek::runtime::npy::{self, Dtype};
-use sarek::runtime::value::{Column, HostVector};
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::types::Scalar;
+use sarek_runtime::npy::{self, Dtype};
+use sarek_runtime::value::{Column, HostVector};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

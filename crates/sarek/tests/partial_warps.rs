@@ -12,7 +12,7 @@
 //! (WGSL without 32-lane subgroups) is skipped with its reason; an unavailable one too,
 //! unless `SAREK_REQUIRE_BACKENDS` names it.
 
-use sarek::runtime::{ArgValue, Column, HostVector, LaunchConfig, RuntimeError, harness};
+use sarek::{ArgValue, Column, HostVector, LaunchConfig, RuntimeError};
 use sarek::{Backend, Literal, Program};
 
 const SOURCE: &str = r#"
@@ -113,7 +113,13 @@ fn partial_warps_follow_the_language_on_every_backend() {
                     block,
                 };
                 let what = format!("{backend}, block {block:?}, d = {d}");
-                match harness::run_checked(device.as_ref(), &kernel, config, &mut args, false) {
+                match sarek_runtime::launch::run_checked(
+                    device.as_ref(),
+                    &kernel,
+                    config,
+                    &mut args,
+                    false,
+                ) {
                     Ok(_) => {}
                     Err(RuntimeError::Refused { .. }) => {
                         eprintln!("{backend} refuses the warp operations; skipped");

@@ -4,8 +4,8 @@
 //! Backends without their runtime skip with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::runtime::harness;
 use sarek::{Backend, Buffer, Error, Program, RuntimeError, Vector};
+use sarek_harness as harness;
 use std::sync::Arc;
 
 const STEP: &str = "\
@@ -363,6 +363,87 @@ fn two_threads_launch_on_one_device() {
         });
         assert!(results[0].iter().all(|&x| x == 50.0), "{backend}");
         assert!(results[1].iter().all(|&x| x == 150.0), "{backend}");
+    }
+}
+
+/// A trap belongs to the launch that hit it: two threads share one device, one launching a
+/// kernel that traps and the other one that does not, their launches interleaved on the
+/// device before either synchronises. Each synchronisation reports its own thread's launch:
+/// the trap, located, to the first thread; nothing to the second.
+#[test]
+fn a_fault_is_reported_to_the_thread_whose_launch_caused_it() {
+    let _serial = serial();
+    let traps = Program::compile(
+        "inline_depth.sarek",
+        include_str!("../../../tests/traps/inline_depth.sarek"),
+    )
+    .unwrap();
+    let chain = traps.kernel("chain").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        // `depth` is inlined 4 levels: `a mod 8` reaches 7 and traps, `a mod 5` never does.
+        let turns = std::sync::Barrier::new(2);
+        let outcomes: Vec<Result<(), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = [8i32, 5]
+                .into_iter()
+                .enumerate()
+                .map(|(t, m)| {
+                    let (device, chain, turns) = (device.clone(), &chain, &turns);
+                    s.spawn(move || {
+                        let a = Buffer::from_slice(device.as_ref(), &(0..64).collect::<Vec<i32>>())
+                            .unwrap();
+                        let out = Buffer::<i32>::alloc(device.as_ref(), 64).unwrap();
+                        let mut outcome = Ok(());
+                        for _ in 0..10 {
+                            // Thread 0 enqueues, then thread 1; thread 1 synchronises first,
+                            // when both launches are on the device.
+                            if t == 1 {
+                                turns.wait();
+                            }
+                            chain
+                                .launch()
+                                .buffer(a.vector())
+                                .buffer(out.vector())
+                                .scalar(m)
+                                .scalar(64i32)
+                                .enqueue(&device)
+                                .unwrap();
+                            if t == 0 {
+                                turns.wait();
+                            }
+                            turns.wait();
+                            let first = (t == 1).then(|| sarek::synchronize(&device));
+                            turns.wait();
+                            let synced = first.unwrap_or_else(|| sarek::synchronize(&device));
+                            let this = match (t, synced) {
+                                (0, Err(e)) => {
+                                    let e = chain.error(e).to_string();
+                                    if e.contains("inline_depth.sarek:7:29") {
+                                        Ok(())
+                                    } else {
+                                        Err(format!("the trap is not located at the call: {e}"))
+                                    }
+                                }
+                                (0, Ok(_)) => Err("the trapping launch reported nothing".into()),
+                                (_, Err(e)) => Err(format!("the other thread's trap leaked: {e}")),
+                                (_, Ok(_)) => Ok(()),
+                            };
+                            // Keep going on failure: the other thread waits at the barriers.
+                            outcome = outcome.and(this);
+                        }
+                        outcome
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (t, o) in outcomes.into_iter().enumerate() {
+            if let Err(e) = o {
+                panic!("{backend}, thread {t}: {e}");
+            }
+        }
     }
 }
 

@@ -6,8 +6,8 @@
 //! names them.
 
 use sarek::Program;
-use sarek::runtime::harness::{self, Inputs};
-use sarek::runtime::{Backend, RuntimeError, discover};
+use sarek_harness::{self as harness, Inputs};
+use sarek_runtime::{Backend, RuntimeError, discover};
 
 const SOURCE: &str = include_str!("../../../tests/traps/inline_depth.sarek");
 
@@ -35,11 +35,6 @@ struct Run {
     out: Result<Vec<i32>, RuntimeError>,
 }
 
-/// The two tests take turns: a device is shared by the process and its synchronisation
-/// reports the faults of every launch since the last one (device-wide, as in CUDA), so a
-/// trapping launch in one test must not be seen by the other's synchronisation.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run> {
     let device = match discover::open(backend) {
         Ok(d) => d,
@@ -52,7 +47,7 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
             return None;
         }
     };
-    let kernel = program.kernel(kernel).expect("kernel lowers").ir;
+    let kernel = program.kernel(kernel).expect("kernel lowers").ir().clone();
     let mut inputs = Inputs::new(256, 7);
     inputs.args.push(("m".into(), m.to_string()));
     inputs.args.push(("n".into(), "256".into()));
@@ -60,9 +55,9 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
     let config = harness::launch_config(256, None, None);
     let out = harness::run(device.as_ref(), &kernel, config, &mut args);
     let column = |i: usize| match &args[i] {
-        sarek::runtime::ArgValue::Vector(v) => (0..v.len)
+        sarek_runtime::ArgValue::Vector(v) => (0..v.len)
             .map(|k| match v.columns[0].get(k) {
-                sarek::compiler::types::Literal::I32(x) => x,
+                sarek_compiler::types::Literal::I32(x) => x,
                 other => panic!("int32 expected, found {other:?}"),
             })
             .collect::<Vec<i32>>(),
@@ -75,13 +70,12 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
     })
 }
 
-fn line_col(program: &Program, span: sarek::compiler::Span) -> (usize, usize) {
+fn line_col(program: &Program, span: sarek_compiler::Span) -> (usize, usize) {
     program.sources().line_col(span.file, span.start)
 }
 
 #[test]
 fn within_the_declared_depth_every_backend_computes_the_recursive_definition() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let program = Program::compile("traps.sarek", SOURCE).expect("compiles");
     for backend in BACKENDS {
         // depth n = n for n <= 4 (4 inlined levels); fib needs n - 1 levels for n <= 6.
@@ -106,7 +100,6 @@ fn within_the_declared_depth_every_backend_computes_the_recursive_definition() {
 
 #[test]
 fn past_the_declared_depth_every_backend_reports_the_residual_call() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let program = Program::compile("traps.sarek", SOURCE).expect("compiles");
     for backend in BACKENDS {
         for (kernel, m, helper, depth, calls) in [

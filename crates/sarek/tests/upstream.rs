@@ -7,9 +7,9 @@
 //! - the other tests check results against values computed here in Rust, on every backend,
 //!   and the multi-file program through the library and the command line.
 
-use sarek::runtime::device::LaunchConfig;
-use sarek::runtime::harness::{self, Outcome};
 use sarek::{Backend, Device, Program, Vector};
+use sarek_harness::{self as harness, Outcome};
+use sarek_runtime::device::LaunchConfig;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -164,7 +164,7 @@ fn modules_of_several_files() {
         &text,
         &[("geometry_lib.sarek".to_string(), lib_text)],
     )
-    .unwrap_or_else(|(s, d)| panic!("{}", sarek::compiler::diag::render_all(&d, &s, false)));
+    .unwrap_or_else(|(s, d)| panic!("{}", sarek_compiler::diag::render_all(&d, &s, false)));
     // The module's kernels are not the program's; its helpers are.
     assert_eq!(program.kernel_names(), ["nearest", "opened"]);
     // The command line takes the module files after the program's file.

@@ -27,9 +27,7 @@ pub fn run(
     // An unknown target is a usage error, like any other malformed option value.
     let target: Target = target.parse().map_err(Failure::io)?;
     let block = block
-        .map(|b| {
-            sarek::runtime::harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}")))
-        })
+        .map(|b| sarek_harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}"))))
         .transpose()?;
     let program = load(file, modules)?;
     let names: Vec<String> = match kernel {
@@ -66,9 +64,9 @@ pub fn run(
     for name in &names {
         let mut ir = contracted(lower(&program, name)?, fma);
         if let Some(b) = block {
-            ir = sarek::compiler::ir::specialize::block_size(&ir, b[0]);
+            ir = sarek_compiler::ir::specialize::block_size(&ir, b[0]);
         }
-        match sarek::compiler::generate(&ir, target, &TargetOptions::default()) {
+        match sarek_compiler::generate(&ir, target, &TargetOptions::default()) {
             Ok(g) => {
                 let mut source = g.source;
                 if !source.ends_with('\n') {

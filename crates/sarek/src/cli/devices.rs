@@ -2,7 +2,7 @@
 //! which one runs by default.
 
 use super::CmdResult;
-use sarek::runtime::discover;
+use sarek_runtime::discover;
 use std::process::ExitCode;
 
 pub fn run() -> CmdResult {

@@ -4,12 +4,12 @@ use super::{
     BenchArgs, CmdResult, Failure, InputArgs, RunArgs, color, contracted, kernel_name, load, lower,
     open_device,
 };
-use sarek::compiler::abi::Leaf;
-use sarek::compiler::ir::Kernel;
-use sarek::compiler::types::Literal;
-use sarek::runtime::harness::{self, Inputs, ParamKind};
-use sarek::runtime::npy;
 use sarek::{ArgValue, HostVector, LaunchConfig, Program};
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::ir::Kernel;
+use sarek_compiler::types::Literal;
+use sarek_harness::{self as harness, Inputs, ParamKind};
+use sarek_runtime::npy;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -91,7 +91,7 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
     }
     let size = size.unwrap_or(harness::DEFAULT_SIZE);
     // Issue 17: refuse a --size past int32 or past memory before allocating anything.
-    sarek::runtime::limits::check_size(kernel, size as u64).map_err(Failure::user)?;
+    sarek_runtime::limits::check_size(kernel, size as u64).map_err(Failure::user)?;
     let dims = |flag: &str, s: &Option<String>| {
         s.as_deref()
             .map(harness::parse_dims)
@@ -164,7 +164,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         // Fail before running, but create the folder only after a successful run.
         super::files::check_out_dir(dir)?;
     }
-    let stats = harness::run_checked(
+    let stats = sarek_runtime::launch::run_checked(
         device.as_ref(),
         &kernel,
         prepared.config,
@@ -210,8 +210,8 @@ pub fn run(a: RunArgs) -> CmdResult {
 }
 
 pub fn bench(a: BenchArgs) -> CmdResult {
-    use sarek::runtime::bind::BindArg;
-    use sarek::runtime::launch;
+    use sarek_runtime::bind::BindArg;
+    use sarek_runtime::launch;
     use std::time::Instant;
     if a.reps == 0 {
         return Err(Failure::user("--reps must be at least 1"));
@@ -225,11 +225,11 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let fail = |e: sarek::RuntimeError| runtime_failure(&program, &e);
     // Issue 17: `--checked` times the kernel with checked mode's checks.
     let timed = if a.checked {
-        sarek::compiler::passes::checked::insert_checks(&kernel)
+        sarek_compiler::passes::checked::insert_checks(&kernel)
     } else {
         kernel.clone()
     };
-    let handle = sarek::runtime::KernelHandle::new(timed);
+    let handle = sarek_runtime::KernelHandle::new(timed);
     let built_at = Instant::now();
     let built = launch::build_for(device.as_ref(), &handle, prepared.config).map_err(fail)?;
     let build_time = built_at.elapsed();
@@ -239,7 +239,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let mut buffers = Vec::new();
     for (param, arg) in built.abi.params.iter().zip(&prepared.args) {
         buffers.push(match (&param.kind, arg) {
-            (sarek::compiler::abi::AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) => Some(
+            (sarek_compiler::abi::AbiParamKind::Vector { elem, .. }, ArgValue::Vector(v)) => Some(
                 sarek::DeviceVector::from_host(device.as_ref(), v, elem.clone(), &param.name)
                     .map_err(fail)?,
             ),

@@ -8,9 +8,9 @@
 
 use super::{Failure, io_reason};
 use sarek::HostVector;
-use sarek::compiler::abi::Leaf;
-use sarek::compiler::diag::{Diagnostic, SourceMap, Span};
-use sarek::runtime::npy;
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::diag::{Diagnostic, SourceMap, Span};
+use sarek_runtime::npy;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -128,7 +128,7 @@ pub fn read_npy(
     leaves: &[Leaf],
     len: Option<usize>,
 ) -> Result<HostVector, (String, bool)> {
-    let elements = len.map_or(sarek::runtime::limits::MAX_VECTOR_LEN, |n| n as u64);
+    let elements = len.map_or(sarek_runtime::limits::MAX_VECTOR_LEN, |n| n as u64);
     let limit = 16 + MAX_NPY_HEADER_BYTES + elements.saturating_mul(8 * leaves.len() as u64);
     let data = read_checked(file, limit, b"\x93NUMPY").map_err(|e| match e {
         ReadError::Io(e) => (io_reason(&e), true),

@@ -61,14 +61,14 @@ pub fn run(
         }
     };
     debug_assert_eq!(
-        sarek::compiler::ir::validate::validate(&kernel.ir),
+        sarek_compiler::ir::validate::validate(kernel.ir()),
         Ok(()),
         "fusion produced invalid IR"
     );
     for n in notes {
         eprintln!("note: {n}");
     }
-    let generated = sarek::compiler::generate(&kernel.ir, target, &TargetOptions::default())
+    let generated = sarek_compiler::generate(kernel.ir(), target, &TargetOptions::default())
         .map_err(|d| Failure::rendered(1, program.render(&d, color())))?;
     let mut source = generated.source;
     if !source.ends_with('\n') {

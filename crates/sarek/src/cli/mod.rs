@@ -112,7 +112,7 @@ struct InputArgs {
     #[arg(long, value_name = "X[,Y[,Z]]")]
     block: Option<String>,
     /// Seed of the input generator.
-    #[arg(long, value_name = "S", default_value_t = sarek::runtime::harness::DEFAULT_SEED)]
+    #[arg(long, value_name = "S", default_value_t = sarek_harness::DEFAULT_SEED)]
     seed: u64,
     /// Length of one vector parameter, overriding --size for it (a 1-element output next to
     /// a long input: --size 268435456 --len out=1).
@@ -429,7 +429,7 @@ pub fn load(path: &Path, modules: &[PathBuf]) -> Result<Program, Failure> {
         |(sources, diags)| {
             Failure::rendered(
                 1,
-                sarek::compiler::diag::render_all(&diags, &sources, color()),
+                sarek_compiler::diag::render_all(&diags, &sources, color()),
             )
         },
     )
@@ -454,19 +454,16 @@ pub fn kernel_name(program: &Program, name: &str) -> Result<String, Failure> {
 }
 
 /// Lower `name`; diagnostics are exit 1.
-pub fn lower(program: &Program, name: &str) -> Result<sarek::compiler::ir::Kernel, Failure> {
+pub fn lower(program: &Program, name: &str) -> Result<sarek_compiler::ir::Kernel, Failure> {
     program
         .lower(name)
         .map_err(|d| Failure::rendered(1, program.render(&d, color())))
 }
 
 /// `kernel` with its float multiply-adds contracted when `--fma` asks for it.
-pub fn contracted(
-    mut kernel: sarek::compiler::ir::Kernel,
-    fma: bool,
-) -> sarek::compiler::ir::Kernel {
+pub fn contracted(mut kernel: sarek_compiler::ir::Kernel, fma: bool) -> sarek_compiler::ir::Kernel {
     if fma {
-        sarek::compiler::passes::opt::contract_fma(&mut kernel);
+        sarek_compiler::passes::opt::contract_fma(&mut kernel);
     }
     kernel
 }
@@ -479,5 +476,5 @@ pub fn parse_backend(s: &str) -> Result<sarek::Backend, Failure> {
 /// Open `--backend` or the default device.
 pub fn open_device(backend: Option<&str>) -> Result<std::sync::Arc<dyn sarek::Device>, Failure> {
     let b = backend.map(parse_backend).transpose()?;
-    sarek::runtime::discover::open_or_default(b).map_err(|e| Failure::user(e.to_string()))
+    sarek_runtime::discover::open_or_default(b).map_err(|e| Failure::user(e.to_string()))
 }

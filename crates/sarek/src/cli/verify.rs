@@ -13,9 +13,9 @@
 
 use super::exec::{Prepared, ms, prepare, runtime_failure};
 use super::{CmdResult, Failure, VerifyArgs, contracted, kernel_name, load, lower};
-use sarek::runtime::discover;
-use sarek::runtime::harness::{self, Inputs, ParamKind, Tolerance, VectorComparison};
 use sarek::{Backend, Device, RuntimeError};
+use sarek_harness::{self as harness, Inputs, ParamKind, Tolerance, VectorComparison};
+use sarek_runtime::discover;
 use std::collections::HashSet;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -210,7 +210,7 @@ pub fn run(a: VerifyArgs) -> CmdResult {
         let mut rows = Vec::new();
         for (b, device) in &devices {
             let mut found = args.clone();
-            let cell = match harness::run_checked(
+            let cell = match sarek_runtime::launch::run_checked(
                 device.as_ref(),
                 &kernel,
                 config,
