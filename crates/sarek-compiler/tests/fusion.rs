@@ -463,7 +463,7 @@ fn fused_kernels_pass_naga() {
 
 #[test]
 fn fused_kernels_pass_glslang_and_spirv_val() {
-    use sarek_compiler::back::glsl::spirv;
+    use sarek_runtime::spirv;
     if !(spirv::glslang_available() && spirv::spirv_val_available()) {
         return skip("vulkan", "glslangValidator or spirv-val not found");
     }
@@ -643,8 +643,8 @@ fn skeletons_pass_every_generator() {
             },
         ),
     ];
-    let glsl = sarek_compiler::back::glsl::spirv::glslang_available()
-        && sarek_compiler::back::glsl::spirv::spirv_val_available();
+    let glsl =
+        sarek_runtime::spirv::glslang_available() && sarek_runtime::spirv::spirv_val_available();
     for (helper, sk) in cases {
         let inst = instantiate(&t, helper, &sk).unwrap();
         let (_, p) = program(&inst.program_source(HELPERS));
@@ -666,7 +666,7 @@ fn skeletons_pass_every_generator() {
                 Err(d) => assert!(helper == "addw" && !d[0].span.is_dummy(), "{name}: {d:?}"),
             }
             if glsl {
-                use sarek_compiler::back::glsl::spirv;
+                use sarek_runtime::spirv;
                 let src = generate(&k, Target::Glsl);
                 let words = spirv::compile(&src).unwrap_or_else(|e| panic!("{name}: {e}\n{src}"));
                 spirv::validate(&words).unwrap_or_else(|e| panic!("{name}: {e}\n{src}"));

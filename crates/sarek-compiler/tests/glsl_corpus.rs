@@ -3,10 +3,10 @@
 //! here cover what the corpus may not (float atomics, int64 atomics, subgroups, helpers taking
 //! vectors, records and variants in push constants).
 
-use sarek_compiler::back::glsl::spirv;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::target::{Generated, TargetOptions};
 use sarek_compiler::{Diagnostic, Target};
+use sarek_runtime::spirv;
 
 #[path = "support/files.rs"]
 mod files;

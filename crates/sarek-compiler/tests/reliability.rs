@@ -13,9 +13,9 @@
 //! PTX; an absent tool skips its target (or fails when `SAREK_REQUIRE_BACKENDS` names it).
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
-use sarek_compiler::back::glsl::spirv;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::{Target, TargetOptions};
+use sarek_runtime::spirv;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::process::Command;

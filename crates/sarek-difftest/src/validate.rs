@@ -84,8 +84,8 @@ impl Validators {
             format!("#include \"{}\"\n", metal_shim.display()),
         );
         Validators {
-            glslang: sarek::compiler::back::glsl::spirv::glslang_available()
-                && sarek::compiler::back::glsl::spirv::spirv_val_available(),
+            glslang: sarek_runtime::spirv::glslang_available()
+                && sarek_runtime::spirv::spirv_val_available(),
             clang: runs("clang"),
             clangxx: runs("clang++"),
             nvrtc: crate::exec::load_nvrtc(),
@@ -214,7 +214,7 @@ pub fn naga_validate(src: &str) -> Result<(), String> {
 }
 
 fn glsl(source: &str) -> Result<(), String> {
-    use sarek::compiler::back::glsl::spirv;
+    use sarek_runtime::spirv;
     let words = spirv::compile(source).map_err(|e| e.to_string())?;
     spirv::validate(&words).map_err(|e| e.to_string())
 }

@@ -42,7 +42,6 @@
 
 mod emit;
 mod f64math;
-pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::{Diagnostic, Span};

@@ -1,9 +1,11 @@
-//! GLSL -> SPIR-V through the `glslangValidator` command, and `spirv-val` for tests.
+//! The Vulkan backend's build step: GLSL -> SPIR-V through the `glslangValidator` command,
+//! and `spirv-val` for the validators in tests.
 //!
-//! Why a subprocess rather than the `shaderc` crate: shaderc builds glslang and SPIRV-Tools
-//! from C++ sources (minutes of build, a C++ toolchain and CMake on every machine that builds
-//! Sarek), while the command-line tools are one package (`glslang-tools`, `spirv-tools`) and
-//! are only needed where the Vulkan backend actually runs. The compiler crate stays pure Rust.
+//! A subprocess rather than the `shaderc` crate: shaderc builds glslang and SPIRV-Tools from
+//! C++ sources (minutes of build, a C++ toolchain and CMake everywhere), while the tools are
+//! one package (`glslang-tools`, `spirv-tools`) needed only where Vulkan runs. It lives here,
+//! not in the compiler, so the compiler spawns nothing; it is not behind the `vulkan` feature
+//! because it needs no GPU crate and the GLSL validators use it without a device.
 
 use std::io::Write;
 use std::path::PathBuf;
