@@ -6,11 +6,8 @@
 //! needed). Throughput is reported in elements (pixels / output entries) per second; the
 //! cpu/interp ratio is the parallel speedup on this machine's cores.
 
-#[path = "../tests/interp_util/mod.rs"]
-mod interp_util;
-
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use interp_util::*;
+use sarek_testkit::interp::*;
 use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
 use std::time::Duration;
 

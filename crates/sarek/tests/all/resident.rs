@@ -1,0 +1,410 @@
+//! Data that stays on the device: builds made once, buffers, vectors that move only when
+//! stale, asynchronous launches, and the mistakes around them (issue 12).
+//!
+//! Backends without their runtime skip with a printed reason, unless
+//! `SAREK_REQUIRE_BACKENDS` names them.
+
+use sarek::runtime::harness;
+use sarek::{Backend, Buffer, Error, Program, RuntimeError, Vector};
+use std::sync::Arc;
+
+const STEP: &str = "\
+let%kernel step (v : float32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then v.(i) <- v.(i) +. 1.0
+
+let%kernel saxpy (x : float32 vector) (y : float32 vector) (a : float32) =
+  let i = global_thread_id in
+  if i < length y then y.(i) <- a *. x.(i) +. y.(i)
+
+let%kernel total (x : float32 vector) (out : float32 vector) =
+  let i = global_thread_id in
+  if i = 0 then begin
+    let mut s = 0.0 in
+    for k = 0 to length x - 1 do s := s +. x.(k) done;
+    out.(0) <- s
+  end
+
+let%kernel oob (v : int32 vector) =
+  v.(length v) <- 1
+";
+
+fn device(backend: Backend) -> Option<Arc<dyn sarek::Device>> {
+    match sarek::open(backend) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            assert!(
+                !sarek_testkit::backends::required(backend.name()),
+                "{backend} is required but unavailable: {e}"
+            );
+            eprintln!("skipping {backend}: {e}");
+            None
+        }
+    }
+}
+
+const HOST_AND_SOFTWARE: [Backend; 5] = [
+    Backend::Interp,
+    Backend::Cpu,
+    Backend::Wgpu,
+    Backend::Vulkan,
+    Backend::OpenCl,
+];
+
+/// The tests share the process's devices (OpenCL's is one per process) and count their
+/// transfers: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn program() -> Program {
+    Program::compile("resident.sarek", STEP).expect("compiles")
+}
+
+/// 1000 launches of one kernel on one vector: one upload before the first, one download
+/// when the host reads it, one build.
+#[test]
+fn a_pipeline_of_1000_launches_moves_data_once_each_way() {
+    let _serial = serial();
+    let program = program();
+    let step = program.kernel("step").unwrap();
+    let n = 256usize;
+    let start: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let before = sarek::transfers(&device);
+        let builds = device.core().builds();
+        let mut v = Vector::from_vec(start.clone());
+        let launches = if backend == Backend::Interp {
+            100
+        } else {
+            1000
+        };
+        for _ in 0..launches {
+            step.launch()
+                .arg(&mut v)
+                .scalar(n as i32)
+                .enqueue(&device)
+                .unwrap();
+        }
+        sarek::synchronize(&device).unwrap();
+        assert!(
+            !v.host_is_current(),
+            "{backend}: the device copy is current"
+        );
+        let got = v.to_vec();
+        let expected: Vec<f32> = start.iter().map(|x| x + launches as f32).collect();
+        assert_eq!(got, expected, "{backend}");
+        let t = sarek::transfers(&device);
+        assert_eq!(t.uploads - before.uploads, 1, "{backend}: uploads {t:?}");
+        assert_eq!(
+            t.downloads - before.downloads,
+            1,
+            "{backend}: downloads {t:?}"
+        );
+        assert_eq!(
+            t.upload_bytes - before.upload_bytes,
+            4 * n as u64,
+            "{backend}"
+        );
+        assert_eq!(device.core().builds() - builds, 1, "{backend}: one build");
+        // Reading again moves nothing; writing on the host makes the next launch upload.
+        assert_eq!(v.to_vec(), expected);
+        v.as_mut_slice()[0] = -1.0;
+        step.launch()
+            .arg(&mut v)
+            .scalar(n as i32)
+            .run(&device)
+            .unwrap();
+        assert_eq!(v.as_slice()[0], 0.0, "{backend}");
+        let t2 = sarek::transfers(&device);
+        assert_eq!((t2.uploads - t.uploads, t2.downloads - t.downloads), (1, 1));
+    }
+}
+
+/// Typed buffers: launches on them move nothing; the host reads them when it asks.
+#[test]
+fn buffers_stay_on_the_device() {
+    let _serial = serial();
+    let program = program();
+    let saxpy = program.kernel("saxpy").unwrap();
+    let total = program.kernel("total").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let x = Buffer::from_slice(device.as_ref(), &[1.0f32, 2.0, 3.0, 4.0]).unwrap();
+        let y = Buffer::filled(device.as_ref(), 1.0f32, 4).unwrap();
+        let out = Buffer::<f32>::alloc(device.as_ref(), 1).unwrap();
+        let before = sarek::transfers(&device);
+        for _ in 0..3 {
+            saxpy
+                .launch()
+                .buffer(x.vector())
+                .buffer(y.vector())
+                .scalar(2.0f32)
+                .enqueue(&device)
+                .unwrap();
+        }
+        // A 1-element output next to a longer input.
+        total
+            .launch()
+            .buffer(y.vector())
+            .buffer(out.vector())
+            .config(sarek::LaunchConfig::linear(1))
+            .run(&device)
+            .unwrap();
+        assert_eq!(
+            sarek::transfers(&device),
+            before,
+            "{backend}: launches move nothing"
+        );
+        // y = 1 + 3 * 2x
+        assert_eq!(
+            y.download(device.as_ref()).unwrap(),
+            [7.0, 13.0, 19.0, 25.0]
+        );
+        assert_eq!(out.download(device.as_ref()).unwrap(), [64.0], "{backend}");
+    }
+}
+
+#[test]
+fn a_buffer_on_another_device_is_refused_naming_both() {
+    let _serial = serial();
+    let program = program();
+    let step = program.kernel("step").unwrap();
+    let interp = sarek::open(Backend::Interp).unwrap();
+    let cpu = sarek::open(Backend::Cpu).unwrap();
+    let v = Buffer::filled(interp.as_ref(), 0.0f32, 8).unwrap();
+    let e = step
+        .launch()
+        .buffer(v.vector())
+        .scalar(8i32)
+        .run(&cpu)
+        .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e.runtime(), Some(RuntimeError::WrongDevice { .. })),
+        "{msg}"
+    );
+    assert!(msg.contains("interp (reference interpreter"), "{msg}");
+    assert!(msg.contains("cpu (host CPU"), "{msg}");
+    // Downloading through the wrong device is refused the same way.
+    let e = v.download(cpu.as_ref()).unwrap_err();
+    assert!(matches!(e, RuntimeError::WrongDevice { .. }), "{e}");
+}
+
+#[test]
+fn length_mismatches_are_clear_errors() {
+    let _serial = serial();
+    let device = sarek::open(Backend::Cpu).unwrap();
+    let b = Buffer::filled(device.as_ref(), 0i32, 4).unwrap();
+    let e = b.upload(device.as_ref(), &[1, 2, 3]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the buffer holds 4 elements, 3 given"),
+        "{e}"
+    );
+    let mut out = [0i32; 5];
+    assert!(b.download_into(device.as_ref(), &mut out).is_err());
+    // A kernel vector where a scalar goes: the parameter and its type are named.
+    let program = program();
+    let step = program.kernel("step").unwrap();
+    let e = step
+        .launch()
+        .buffer(b.vector())
+        .scalar(4i32)
+        .run(&device)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("parameter `v` has type float32 vector, but the buffer given holds (int32)"),
+        "{e}"
+    );
+}
+
+/// The launch keeps its buffers alive: dropping them before the synchronisation frees
+/// nothing the kernel still uses, and the results are those of the kernel.
+#[test]
+fn a_buffer_dropped_while_its_launch_is_in_flight_stays_alive() {
+    let _serial = serial();
+    let program = program();
+    let saxpy = program.kernel("saxpy").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let n = 1 << 12;
+        let y = Buffer::filled(device.as_ref(), 1.0f32, n).unwrap();
+        {
+            let x = Buffer::filled(device.as_ref(), 2.0f32, n).unwrap();
+            saxpy
+                .launch()
+                .buffer(x.vector())
+                .buffer(y.vector())
+                .scalar(3.0f32)
+                .enqueue(&device)
+                .unwrap();
+            // `x` is dropped here, with the launch possibly still running.
+        }
+        sarek::synchronize(&device).unwrap();
+        assert!(
+            y.download(device.as_ref())
+                .unwrap()
+                .iter()
+                .all(|&v| v == 7.0),
+            "{backend}"
+        );
+    }
+}
+
+#[test]
+fn out_of_device_memory_is_an_error() {
+    let _serial = serial();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        // More than any of these devices has (the host: an exabyte).
+        let e = Buffer::<f64>::alloc(device.as_ref(), 1 << 57).unwrap_err();
+        assert!(
+            matches!(e, RuntimeError::OutOfMemory { .. }),
+            "{backend}: {e}"
+        );
+        assert!(e.to_string().contains("out of device memory"), "{e}");
+    }
+}
+
+/// A fault in an asynchronous launch is reported by the next synchronisation, located.
+#[test]
+fn an_async_fault_surfaces_at_synchronize_with_its_location() {
+    let _serial = serial();
+    let program = program();
+    let oob = program.kernel("oob").unwrap();
+    for backend in [Backend::Interp, Backend::Cpu] {
+        let device = sarek::open(backend).unwrap();
+        let mut v = Vector::filled(0i32, 4);
+        oob.launch()
+            .arg(&mut v)
+            .config(sarek::LaunchConfig::linear(1))
+            .enqueue(&device)
+            .expect("enqueueing succeeds; the fault comes later");
+        let e = oob.error(sarek::synchronize(&device).unwrap_err());
+        assert!(matches!(e, Error::Located { .. }), "{e}");
+        assert!(
+            e.to_string().contains("resident.sarek:18:3"),
+            "{backend}: {e}"
+        );
+        // The next synchronisation is clean.
+        sarek::synchronize(&device).unwrap();
+    }
+    // A device trap (bounded recursion) on every GPU-API backend here.
+    let traps = Program::compile(
+        "inline_depth.sarek",
+        include_str!("../../../../tests/traps/inline_depth.sarek"),
+    )
+    .unwrap();
+    let chain = traps.kernel("chain").unwrap();
+    for backend in [Backend::Wgpu, Backend::Vulkan, Backend::OpenCl] {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let a = Buffer::from_slice(device.as_ref(), &(0..64).collect::<Vec<i32>>()).unwrap();
+        let out = Buffer::<i32>::alloc(device.as_ref(), 64).unwrap();
+        chain
+            .launch()
+            .buffer(a.vector())
+            .buffer(out.vector())
+            .scalar(9i32)
+            .scalar(64i32)
+            .enqueue(&device)
+            .unwrap();
+        let e = chain.error(sarek::synchronize(&device).unwrap_err());
+        assert!(
+            e.to_string().contains("inline_depth.sarek:7:29"),
+            "{backend}: {e}"
+        );
+    }
+}
+
+/// Two threads launching on one device, each on its own vectors.
+#[test]
+fn two_threads_launch_on_one_device() {
+    let _serial = serial();
+    let program = program();
+    let step = program.kernel("step").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let results: Vec<Vec<f32>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|t| {
+                    let device = device.clone();
+                    let step = &step;
+                    s.spawn(move || {
+                        let mut v = Vector::filled(t as f32 * 100.0, 64);
+                        for _ in 0..50 {
+                            step.launch()
+                                .arg(&mut v)
+                                .scalar(64i32)
+                                .run(&device)
+                                .unwrap();
+                        }
+                        v.to_vec()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(results[0].iter().all(|&x| x == 50.0), "{backend}");
+        assert!(results[1].iter().all(|&x| x == 150.0), "{backend}");
+    }
+}
+
+/// Records in a device buffer: laid out per the device's ABI, read back as columns.
+#[test]
+fn record_buffers_round_trip_on_every_layout() {
+    let _serial = serial();
+    let program = Program::compile(
+        "rec.sarek",
+        "type p = { x : float32; ok : bool; k : int32 }\n\
+         let%kernel bump (v : p vector) =\n  \
+           let i = global_thread_id in\n  \
+           if i < length v then v.(i) <- { x = v.(i).x *. 2.0; ok = not v.(i).ok; k = v.(i).k + i }\n",
+    )
+    .unwrap();
+    let bump = program.kernel("bump").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let mut host = bump.vector("v", 3).unwrap();
+        host.columns[0] = sarek::Column::F32(vec![1.0, 2.0, 3.0]);
+        host.columns[1] = sarek::Column::Bool(vec![true, false, true]);
+        host.columns[2] = sarek::Column::I32(vec![10, 20, 30]);
+        let buf = bump.buffer(&device, "v", 3).unwrap();
+        buf.upload(device.as_ref(), &host, "v").unwrap();
+        bump.launch().buffer(&buf).run(&device).unwrap();
+        let back = buf.to_host(device.as_ref()).unwrap();
+        assert_eq!(
+            back.columns[0],
+            sarek::Column::F32(vec![2.0, 4.0, 6.0]),
+            "{backend}"
+        );
+        assert_eq!(
+            back.columns[1],
+            sarek::Column::Bool(vec![false, true, false]),
+            "{backend}"
+        );
+        assert_eq!(
+            back.columns[2],
+            sarek::Column::I32(vec![10, 21, 32]),
+            "{backend}"
+        );
+    }
+}
