@@ -38,9 +38,9 @@ pub const TARGETS: [Target; 6] = [
     Target::Metal,
 ];
 
-/// The Metal shim header (`crates/sarek-compiler/tests/support/metal_shim.h`), compiled in
+/// The Metal shim header (`crates/sarek-compiler/tests/all/support/metal_shim.h`), compiled in
 /// so the release binary carries it.
-const METAL_SHIM: &str = include_str!("../../sarek-compiler/tests/support/metal_shim.h");
+const METAL_SHIM: &str = include_str!("../../sarek-compiler/tests/all/support/metal_shim.h");
 
 fn runs(tool: &str) -> bool {
     Command::new(tool)

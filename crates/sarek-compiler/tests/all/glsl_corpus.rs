@@ -68,7 +68,7 @@ fn glsl_files_compile_and_validate() {
     eprintln!("glslang and spirv-val accepted {} GLSL files", files.len());
 }
 
-/// The sample kernels of `tests/out/glsl/glsl_sample.*`, for the tests below.
+/// The warp sample (`tests/out/glsl/glsl_sample.warp_sum.comp`), for the tests below.
 const WARP: &str = include_str!("support/glsl_warp.sarek");
 
 #[test]

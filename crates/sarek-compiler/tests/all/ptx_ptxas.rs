@@ -161,7 +161,6 @@ fn kitchen_sink_assembles() {
     }
 }
 
-/// `for` loops at the int32 extremes with `continue`, `break` and a `nounroll` hint.
 #[test]
 fn float64_sine_is_refused_naming_ptx() {
     let mut b = KernelBuilder::new("f64sin");

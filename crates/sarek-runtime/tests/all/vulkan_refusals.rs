@@ -4,7 +4,7 @@
 #![cfg(feature = "vulkan")]
 
 use sarek_compiler::{SourceMap, Target};
-use sarek_runtime::{ArgValue, Backend, Column, HostVector, LaunchConfig, RuntimeError};
+use sarek_runtime::{ArgValue, Column, HostVector, LaunchConfig, RuntimeError};
 
 const SRC: &str = "\
 let%kernel wide (v : int32 vector) (n : int32) =

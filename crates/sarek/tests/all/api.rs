@@ -5,7 +5,6 @@
 //! Backends without their runtime are skipped with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::runtime::harness;
 use sarek::{Backend, Column, Device, Error, HostVector, Literal, Program, RuntimeError, Vector};
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@ use sarek::compiler::abi::Leaf;
 use sarek::compiler::types::Scalar;
 use sarek::runtime::device::Backend;
 use sarek::runtime::value::Column;
-use sarek::runtime::{harness, npy};
+use sarek::runtime::npy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

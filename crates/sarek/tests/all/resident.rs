@@ -4,7 +4,6 @@
 //! Backends without their runtime skip with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::runtime::harness;
 use sarek::{Backend, Buffer, Error, Program, RuntimeError, Vector};
 use std::sync::Arc;
 
