@@ -75,7 +75,13 @@ fn find_ptxas() -> Option<PathBuf> {
 
 impl Validators {
     pub fn find() -> Validators {
-        let scratch = std::env::temp_dir().join(format!("sarek-difftest-{}", std::process::id()));
+        // One folder per instance: several harnesses may live in one process (the tests run
+        // on threads of one binary), and each removes its own folder when dropped.
+        let scratch = std::env::temp_dir().join(format!(
+            "sarek-difftest-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let _ = std::fs::create_dir_all(scratch.join("include"));
         let metal_shim = scratch.join("metal_shim.h");
         let _ = std::fs::write(&metal_shim, METAL_SHIM);
