@@ -125,6 +125,46 @@ __global__ void matmul_regtile(const float* a, const float* b, float* c, int n) 
         for (int j = 0; j < 4; j++) c[(row0 + ty * 4 + i) * n + col0 + tx * 4 + j] = acc[i * 4 + j];
 }
 
+// 128x128 tile per 16x16 block, 8x8 accumulators per thread (rows ty*4+i and 64+ty*4+i,
+// columns likewise), 128x8 panels of A (transposed) and 8x128 panels of B in shared memory.
+__global__ void matmul_regtile8(const float* a, const float* b, float* c, int n) {
+    __shared__ float sa[1024], sb[1024];
+    int tx = threadIdx.x, ty = threadIdx.y, lin = ty * 16 + tx;
+    int row0 = blockIdx.y * 128, col0 = blockIdx.x * 128;
+    float acc[64];
+#pragma unroll
+    for (int k = 0; k < 64; k++) acc[k] = 0.0f;
+    for (int t = 0; t < n / 8; t++) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            int e = lin + r * 256;
+            int ar = e / 8, ak = e % 8;
+            sa[ak * 128 + ar] = a[(row0 + ar) * n + t * 8 + ak];
+            int br = e / 128, bc = e % 128;
+            sb[br * 128 + bc] = b[(t * 8 + br) * n + col0 + bc];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float av[8], bv[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) av[i] = sa[k * 128 + (i / 4) * 64 + ty * 4 + i % 4];
+#pragma unroll
+            for (int j = 0; j < 8; j++) bv[j] = sb[k * 128 + (j / 4) * 64 + tx * 4 + j % 4];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i * 8 + j] += av[i] * bv[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            c[(row0 + (i / 4) * 64 + ty * 4 + i % 4) * n + col0 + (j / 4) * 64 + tx * 4 + j % 4] = acc[i * 8 + j];
+}
+
 __global__ void sum_atomic(const int* input, int* total, int n) {
     __shared__ int partial[256];
     int tid = threadIdx.x;
@@ -302,6 +342,11 @@ int main(int argc, char** argv) {
     if (on("matmul_regtile")) {
         int n = 4096; float *a = devf(n * n, 1), *b = devf(n * n, 2), *c = dev<float>(n * n);
         time_it("matmul_regtile", [&] { matmul_regtile<<<dim3(n / 64, n / 64), dim3(16, 16)>>>(a, b, c, n); });
+        cudaFree(a); cudaFree(b); cudaFree(c);
+    }
+    if (on("matmul_regtile8")) {
+        int n = 4096; float *a = devf(n * n, 1), *b = devf(n * n, 2), *c = dev<float>(n * n);
+        time_it("matmul_regtile8", [&] { matmul_regtile8<<<dim3(n / 128, n / 128), dim3(16, 16)>>>(a, b, c, n); });
         cudaFree(a); cudaFree(b); cudaFree(c);
     }
     if (on("sum_atomic")) {

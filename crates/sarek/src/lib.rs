@@ -316,6 +316,20 @@ impl Kernel {
         &self.ir.name
     }
 
+    /// This kernel with its float `a * b + c` contracted into fused multiply-adds (one
+    /// rounding instead of two: faster, and no longer bit-identical to the uncontracted
+    /// kernel). Every backend, `interp` included, runs the same contracted kernel, so they
+    /// still agree with each other. See `sarek_compiler::passes::opt::contract_fma`.
+    pub fn with_fma(&self) -> Kernel {
+        let mut ir = self.ir.clone();
+        compiler::passes::opt::contract_fma(&mut ir);
+        Kernel {
+            handle: runtime::KernelHandle::new(ir.clone()),
+            ir,
+            sources: Arc::clone(&self.sources),
+        }
+    }
+
     /// The parameters in order: name, type, and how a launch passes them.
     pub fn params(&self) -> Vec<Param> {
         self.handle.params().to_vec()

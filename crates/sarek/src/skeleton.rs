@@ -215,37 +215,41 @@ impl Skeleton {
             }
         };
         let mut total = LaunchStats::default();
-        let mut n = input.len();
-        let mut partial = k.vector("partial", n.div_ceil(tile).max(1))?;
-        let blocks = n.div_ceil(tile).max(1);
-        let mut cfg = config(device, blocks * BLOCK as usize)?;
-        add(
-            &mut total,
-            k.launch()
-                .config(cfg)
-                .arg(input)
-                .arg(&mut partial)
-                .scalar(len_i32(n)?)
-                .run(device)?,
-        );
-        n = blocks;
+        let n = input.len();
+        let (mut partial, mut n) = self.reduce_pass(device, k, input, n, tile, &mut total)?;
         while n > 1 {
-            let blocks = n.div_ceil(tile);
-            let mut next = k.vector("partial", blocks)?;
-            cfg = config(device, blocks * BLOCK as usize)?;
-            add(
-                &mut total,
-                k.launch()
-                    .config(cfg)
-                    .arg(&mut partial)
-                    .arg(&mut next)
-                    .scalar(len_i32(n)?)
-                    .run(device)?,
-            );
+            let (next, blocks) = self.reduce_pass(device, k, &mut partial, n, tile, &mut total)?;
             partial = next;
             n = blocks;
         }
         Ok((partial, total))
+    }
+
+    /// One reduction pass over the first `n` elements of `input`: the partials (one per
+    /// block) and their number.
+    fn reduce_pass(
+        &self,
+        device: &dyn Device,
+        k: &Kernel,
+        input: &mut dyn Mirrored,
+        n: usize,
+        tile: usize,
+        total: &mut LaunchStats,
+    ) -> Result<(HostVector, usize), Error> {
+        let chunks = sk::reduce_chunks(n, tile as u32);
+        let blocks = n.div_ceil(tile * chunks as usize).max(1);
+        let mut partial = k.vector("partial", blocks)?;
+        add(
+            total,
+            k.launch()
+                .config(config(device, blocks * BLOCK as usize)?)
+                .arg(input)
+                .arg(&mut partial)
+                .scalar(len_i32(n)?)
+                .scalar(chunks as i32)
+                .run(device)?,
+        );
+        Ok((partial, blocks))
     }
 
     /// Run a `scan` skeleton from `input` into `output` (same length).

@@ -11,7 +11,7 @@
 //! | --- | --- | --- |
 //! | `map f` | `a -> b` | `output.(i) <- f input.(i)` |
 //! | `zip f` | `a -> b -> c` | `output.(i) <- f x.(i) y.(i)` |
-//! | `reduce f e` | `a -> a -> a`, associative, `e` neutral | per block of [`BLOCK`] threads, a tile of `BLOCK × items` elements (`items` = [`REDUCE_ITEMS`], fewer for wide elements so shared memory stays within 32 KiB) loaded coalesced into shared memory, each thread folding `items` consecutive ones, then an order-preserving tree; one partial per block; the same kernel again on the partials until one is left |
+//! | `reduce f e` | `a -> a -> a`, associative, `e` neutral | per block of [`BLOCK`] threads, `chunks` tiles of `BLOCK × items` elements (`items` = [`REDUCE_ITEMS`], fewer for wide elements so shared memory stays within 32 KiB) loaded coalesced into shared memory, each thread folding a run of consecutive ones, then an order-preserving tree; one partial per block; the same kernel again on the partials until one is left |
 //! | `scan f e` | as for `reduce` | a Hillis–Steele scan per block of [`BLOCK`] with the block totals, the totals scanned the same way (recursively), then each block's carry combined in; exclusive scans shift by one |
 //!
 //! Reduce and scan combine elements in their order (`f` need not be commutative), and the
@@ -25,7 +25,12 @@ use std::fmt::Write as _;
 pub const BLOCK: u32 = 256;
 /// Consecutive elements each thread of a reduction folds before the block's tree (at most:
 /// see [`reduce_items`]).
-pub const REDUCE_ITEMS: u32 = 8;
+pub const REDUCE_ITEMS: u32 = 16;
+/// Most tiles a reduction block folds before its tree (see [`reduce_chunks`]): on the H200,
+/// two pipelined chunks of 16 items beat both one (nothing to overlap) and more (too few blocks).
+pub const REDUCE_MAX_CHUNKS: u32 = 2;
+/// Blocks a reduction pass keeps when the input allows (see [`reduce_chunks`]).
+pub const REDUCE_MIN_BLOCKS: usize = 1024;
 /// Shared memory a reduction block may use: `BLOCK × (items + 2)` elements.
 pub const REDUCE_SHARED_BYTES: u32 = 32 * 1024;
 
@@ -119,8 +124,9 @@ impl Instance {
 pub enum Plan {
     /// `kernel (input...) (output) (n)`, one thread per element: grid `ceil(n / BLOCK)`.
     Elementwise { kernel: String },
-    /// `kernel (input) (partial) (n)`: grid `ceil(n / tile)` blocks, each reducing `tile`
-    /// elements into `partial.(block)`; repeat on the partials until one element is left.
+    /// `kernel (input) (partial) (n) (chunks)`: `chunks` from [`reduce_chunks`], grid
+    /// `ceil(n / (tile × chunks))` blocks, each reducing `tile × chunks` elements into
+    /// `partial.(block)`; repeat on the partials until one element is left.
     Reduce { kernel: String, tile: u32 },
     /// `blocks (input) (output) (sums) (n)`: grid `ceil(n / BLOCK)`; when there is more than
     /// one block, scan `sums` the same way (recursively) and run `add (output) (scanned) (n)`
@@ -263,31 +269,71 @@ fn associative(types: &[String]) -> Option<&str> {
     }
 }
 
-/// One tile of `BLOCK × items` elements per block: coalesced loads into shared memory
-/// (padded by one slot every `items` so the per-thread runs hit distinct banks), a run of
-/// `items` consecutive elements per thread, then a tree that combines neighbours
-/// (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`), which keeps the elements' order.
+/// `chunks` tiles of `BLOCK × items` elements per block (`chunks` is a kernel parameter the
+/// launcher picks with [`reduce_chunks`]). Thread `t` owns the run of `items × chunks`
+/// consecutive elements starting at `t × items × chunks` of the block's span; each chunk
+/// brings the next `items` of every run into shared memory (a run's `items` elements are
+/// consecutive in memory, so a warp's loads use whole 32-byte sectors), padded by one slot
+/// every `items` so the per-thread folds hit distinct banks. The loads are software-pipelined:
+/// the next chunk is read into registers (`v0`, `v1`, ...) while the block folds the current
+/// one, so a thread keeps `items` loads in flight across the barriers. The block then
+/// combines the runs with a tree of neighbours (`part.(2s·t) <- f part.(2s·t) part.(2s·t + s)`),
+/// which keeps the elements' order.
 fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, items: u32) {
     let (block, tile) = (BLOCK, BLOCK * items);
     let padded = tile + tile / items;
-    let last = items - 1;
     let _ = write!(
         src,
-        "let%kernel {name} (input : {a} vector) (partial : {a} vector) (n : int32) =
+        "let%kernel {name} (input : {a} vector) (partial : {a} vector) (n : int32) (chunks : int32) =
   let%shared (tile : {a}) = {padded} in
   let%shared (part : {a}) = {block} in
   let tid = thread_idx_x in
-  let base = block_idx_x * {tile} in
-  for r = 0 to {last} do
-    let q = r * {block} + tid in
-    let k = base + q in
-    tile.(q + q / {items}) <- (if k < n then input.(k) else {neutral})
-  done;
-  block_barrier ();
-  let run = tid * {} in
-  let mut acc = tile.(run) in
-  for r = 1 to {last} do
-    acc := {f} acc tile.(run + r)
+  let span = chunks * {items} in
+  let base = block_idx_x * chunks * {tile} in
+"
+    );
+    // Slot r of the tile: thread `owner` of the block, element `r - owner·items` of its run.
+    for r in 0..items {
+        let _ = write!(
+            src,
+            "  let q{r} = {} + tid in
+  let owner{r} = q{r} / {items} in
+  let at{r} = base + owner{r} * span + (q{r} - owner{r} * {items}) in
+  let mut v{r} = (if at{r} < n then input.(at{r}) else {neutral}) in
+",
+            r * block
+        );
+    }
+    let _ = writeln!(
+        src,
+        "  let mut acc = {neutral} in
+  for c = 0 to chunks - 1 do"
+    );
+    for r in 0..items {
+        let _ = writeln!(src, "    tile.(q{r} + owner{r}) <- v{r};");
+    }
+    let _ = write!(
+        src,
+        "    block_barrier ();
+    let next = (c + 1) * {items} in
+    if c + 1 < chunks then begin
+"
+    );
+    for r in 0..items {
+        let sep = if r + 1 < items { ";" } else { "" };
+        let _ = writeln!(
+            src,
+            "      v{r} := (if at{r} + next < n then input.(at{r} + next) else {neutral}){sep}"
+        );
+    }
+    let _ = write!(
+        src,
+        "    end;
+    let run = tid * {} in
+    for r = 0 to {} do
+      acc := {f} acc tile.(run + r)
+    done;
+    block_barrier ()
   done;
   part.(tid) <- acc;
   block_barrier ();
@@ -300,8 +346,17 @@ fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, 
   done;
   if tid = 0 then partial.(block_idx_x) <- part.(0)
 ",
-        items + 1
+        items + 1,
+        items - 1
     );
+}
+
+/// Tiles per block for a reduction pass over `n` elements with tiles of `tile`: enough
+/// blocks to fill a large GPU (at least [`REDUCE_MIN_BLOCKS`] when `n` allows), and at most
+/// [`REDUCE_MAX_CHUNKS`] tiles each, so that a block amortises its tree over many loads.
+pub fn reduce_chunks(n: usize, tile: u32) -> u32 {
+    let tiles = n.div_ceil(tile.max(1) as usize);
+    (tiles / REDUCE_MIN_BLOCKS).clamp(1, REDUCE_MAX_CHUNKS as usize) as u32
 }
 
 fn scan_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, inclusive: bool) {

@@ -683,7 +683,7 @@ fn reduction_tiles_shrink_for_wide_elements() {
     use sarek_compiler::skeleton::{Plan, Skeleton, instantiate, reduce_items, typed};
     assert_eq!(
         [reduce_items(4), reduce_items(8), reduce_items(12)],
-        [8, 8, 8]
+        [16, 8, 8]
     );
     assert_eq!(
         [reduce_items(16), reduce_items(28), reduce_items(64)],

@@ -1,4 +1,4 @@
-//! `sarek compile FILE [MODULE...] --target T [--kernel K] [--block X] [-o PATH]`.
+//! `sarek compile FILE [MODULE...] --target T [--kernel K] [--block X] [--fma] [-o PATH]`.
 //!
 //! `--block` sizes the shared arrays declared `= ()` (`block_dim_x` elements); without it such
 //! a kernel is refused with a located message, since its size is known only at launch.
@@ -10,7 +10,7 @@
 //! kernel, `DIR/<kernel>.<target>`; `-o FILE` is refused rather than writing two modules into
 //! one file, which no target compiler accepts.
 
-use super::{CmdResult, Failure, color, kernel_name, load, lower};
+use super::{CmdResult, Failure, color, contracted, kernel_name, load, lower};
 use sarek::{Target, TargetOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,6 +21,7 @@ pub fn run(
     block: Option<&str>,
     target: &str,
     kernel: Option<&str>,
+    fma: bool,
     output: Option<&Path>,
 ) -> CmdResult {
     // An unknown target is a usage error, like any other malformed option value.
@@ -63,7 +64,7 @@ pub fn run(
     let mut modules = Vec::new();
     let mut diags = Vec::new();
     for name in &names {
-        let mut ir = lower(&program, name)?;
+        let mut ir = contracted(lower(&program, name)?, fma);
         if let Some(b) = block {
             ir = sarek::compiler::ir::specialize::block_size(&ir, b[0]);
         }

@@ -1,7 +1,8 @@
 //! `sarek run` and `sarek bench`, and the argument preparation `verify` shares.
 
 use super::{
-    BenchArgs, CmdResult, Failure, InputArgs, RunArgs, color, kernel_name, load, lower, open_device,
+    BenchArgs, CmdResult, Failure, InputArgs, RunArgs, color, contracted, kernel_name, load, lower,
+    open_device,
 };
 use sarek::compiler::abi::Leaf;
 use sarek::compiler::ir::Kernel;
@@ -157,7 +158,7 @@ pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
 pub fn run(a: RunArgs) -> CmdResult {
     let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
-    let kernel = lower(&program, &name)?;
+    let kernel = contracted(lower(&program, &name)?, a.fma);
     let mut prepared = prepare(&kernel, &a.input)?;
     let device = open_device(a.backend.as_deref())?;
     let info = device.info();
@@ -222,7 +223,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     }
     let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
-    let kernel = lower(&program, &name)?;
+    let kernel = contracted(lower(&program, &name)?, a.fma);
     let prepared = prepare(&kernel, &a.input)?;
     let device = open_device(a.backend.as_deref())?;
     let info = device.info();

@@ -54,6 +54,10 @@ enum Command {
         target: String,
         #[arg(long, value_name = "K")]
         kernel: Option<String>,
+        /// Contract float `a * b + c` into fused multiply-adds (one rounding; every backend,
+        /// interp included, then runs the same contracted kernel).
+        #[arg(long)]
+        fma: bool,
         /// Write to PATH instead of stdout.
         #[arg(short = 'o', value_name = "PATH")]
         output: Option<PathBuf>,
@@ -132,6 +136,10 @@ struct RunArgs {
     /// Write every vector parameter to DIR/<param>.npy after the run.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Contract float `a * b + c` into fused multiply-adds (one rounding; every backend,
+    /// interp included, then runs the same contracted kernel).
+    #[arg(long)]
+    fma: bool,
     /// Launch without the checked mode's bounds and divisor checks on GPU backends.
     #[arg(long)]
     unchecked: bool,
@@ -159,6 +167,10 @@ struct VerifyArgs {
     /// for float64).
     #[arg(long, value_name = "N")]
     ulps: Option<u64>,
+    /// Contract float `a * b + c` into fused multiply-adds (one rounding; every backend,
+    /// interp included, then runs the same contracted kernel).
+    #[arg(long)]
+    fma: bool,
     /// Launch without the checked mode's bounds and divisor checks on GPU backends.
     #[arg(long)]
     unchecked: bool,
@@ -186,6 +198,10 @@ struct BenchArgs {
     /// Time the kernel with the checked mode's bounds and divisor checks (off by default).
     #[arg(long)]
     checked: bool,
+    /// Contract float `a * b + c` into fused multiply-adds (one rounding; every backend,
+    /// interp included, then runs the same contracted kernel).
+    #[arg(long)]
+    fma: bool,
 }
 
 /// How a command ends: an exit code and what to print on stderr.
@@ -243,6 +259,7 @@ pub fn main() -> ExitCode {
             block,
             target,
             kernel,
+            fma,
             output,
         } => compile::run(
             &file,
@@ -250,6 +267,7 @@ pub fn main() -> ExitCode {
             block.as_deref(),
             &target,
             kernel.as_deref(),
+            fma,
             output.as_deref(),
         ),
         Command::Run(a) => exec::run(a),
@@ -384,6 +402,17 @@ pub fn lower(program: &Program, name: &str) -> Result<sarek::compiler::ir::Kerne
     program
         .lower(name)
         .map_err(|d| Failure::rendered(1, program.render(&d, color())))
+}
+
+/// `kernel` with its float multiply-adds contracted when `--fma` asks for it.
+pub fn contracted(
+    mut kernel: sarek::compiler::ir::Kernel,
+    fma: bool,
+) -> sarek::compiler::ir::Kernel {
+    if fma {
+        sarek::compiler::passes::opt::contract_fma(&mut kernel);
+    }
+    kernel
 }
 
 /// A `--backend` value; unknown names are a user error (exit 1).

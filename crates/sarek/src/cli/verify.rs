@@ -12,7 +12,7 @@
 //! `--backends`; otherwise 2 when a requested backend is unavailable; 0 when all agree.
 
 use super::exec::{Prepared, ms, prepare, runtime_failure};
-use super::{CmdResult, Failure, VerifyArgs, kernel_name, load, lower};
+use super::{CmdResult, Failure, VerifyArgs, contracted, kernel_name, load, lower};
 use sarek::runtime::discover;
 use sarek::runtime::harness::{self, Inputs, ParamKind, Tolerance, VectorComparison};
 use sarek::{Backend, Device, RuntimeError};
@@ -156,7 +156,7 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     // (backend, kernel) pairs whose refusal was printed: each is shown once, not per job.
     let mut refusals_shown = HashSet::new();
     for job in &jobs {
-        let kernel = lower(&program, &job.kernel)?;
+        let kernel = contracted(lower(&program, &job.kernel)?, a.fma);
         let Prepared { args, config, size } = match &job.directive {
             None => prepare(&kernel, &a.input)?,
             Some(d) => {

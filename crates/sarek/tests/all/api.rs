@@ -429,3 +429,65 @@ fn a_refusal_is_located() {
     assert!(rendered.to_lowercase().contains("wgsl"), "{rendered}");
     assert_eq!(v.to_vec(), [1.0; 4], "nothing ran");
 }
+
+/// `with_fma` contracts `a *. x +. y` (and `c -. a *. b`) into fused multiply-adds: the result
+/// is the host's `mul_add` (one rounding) on interp, cpu and opencl, and without it the
+/// two-rounding value everywhere. The inputs are chosen so that the two differ. On vulkan and
+/// wgpu a SPIR-V `Fma` is fused only if the driver chooses to (lavapipe does not always), so
+/// there the fused kernel is held to 2 ulps (docs/backends.md).
+#[test]
+fn fma_contraction_is_one_rounding_on_every_backend() {
+    const SRC: &str = "let%kernel axpy (x : float32 vector) (y : float32 vector) (o : float32 vector) (a : float32) (n : int32) =
+  let i = global_thread_id in
+  if i < n then o.(i) <- a *. x.(i) +. y.(i) -. (x.(i) *. x.(i))
+";
+    let program = Program::compile("axpy.sarek", SRC).unwrap();
+    let plain = program.kernel("axpy").unwrap();
+    let fused = plain.with_fma();
+    let n = 256usize;
+    let a = 1.0f32 + f32::EPSILON;
+    let xs: Vec<f32> = (0..n).map(|i| 1.0 + (i as f32) * 1.0e-3).collect();
+    let ys: Vec<f32> = (0..n).map(|i| -1.0 - (i as f32) * 0.7e-3).collect();
+    // `t - x*x` with `t = a*x + y`: fused, `fma (-x) x (fma a x y)`.
+    let want_fused: Vec<f32> = (0..n)
+        .map(|i| (-xs[i]).mul_add(xs[i], a.mul_add(xs[i], ys[i])))
+        .collect();
+    let want_plain: Vec<f32> = (0..n)
+        .map(|i| (a * xs[i] + ys[i]) - xs[i] * xs[i])
+        .collect();
+    assert_ne!(want_fused, want_plain, "inputs must tell the two apart");
+    let mut failures = Vec::new();
+    for b in BACKENDS {
+        let Some(d) = device(b) else { continue };
+        for (kernel, want) in [(&plain, &want_plain), (&fused, &want_fused)] {
+            let mut o = Vector::filled(0.0f32, n);
+            kernel
+                .launch()
+                .arg(&mut Vector::from(xs.clone()))
+                .arg(&mut Vector::from(ys.clone()))
+                .arg(&mut o)
+                .scalar(a)
+                .scalar(n as i32)
+                .run(&*d)
+                .unwrap();
+            let got = o.to_vec();
+            let driver_fused =
+                std::ptr::eq(kernel, &fused) && matches!(b, Backend::Wgpu | Backend::Vulkan);
+            let slack = if driver_fused { 2 } else { 0 };
+            let differ = (0..n)
+                .filter(|&i| (got[i].to_bits() as i64 - want[i].to_bits() as i64).abs() > slack)
+                .count();
+            if differ > 0 {
+                failures.push(format!(
+                    "{b} ({}): {differ} of {n} differ",
+                    if std::ptr::eq(kernel, &fused) {
+                        "fma"
+                    } else {
+                        "plain"
+                    }
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -682,3 +682,53 @@ fn len_gives_one_vector_its_own_length() {
     run_interp(&file, "total", &["--len", "outt=1"]).fails(1, &["no parameter `outt`", "`out`"]);
     run_interp(&file, "total", &["--len", "out=many"]).fails(1, &["--len `out=many`"]);
 }
+
+/// `--fma` contracts `a *. x +. y` before generating (every target prints its fused
+/// multiply-add) and before running (`verify --fma` compares backends on the contracted
+/// kernel); without it nothing is fused.
+#[test]
+fn fma_flag_contracts_multiply_adds() {
+    let d = scratch("fma");
+    let saxpy = write(&d, "saxpy.sarek", SAXPY);
+    for (target, fused) in [
+        ("ptx", "fma.rn.f32"),
+        ("cuda", "fmaf("),
+        ("opencl", "fma("),
+        ("wgsl", "fma("),
+        ("glsl", "fma("),
+        ("metal", "fma("),
+    ] {
+        let with = sarek(&["compile", &saxpy, "--target", target, "--fma"]);
+        with.ok();
+        assert!(
+            with.stdout.contains(fused),
+            "{target} --fma:\n{}",
+            with.stdout
+        );
+        let without = sarek(&["compile", &saxpy, "--target", target]);
+        without.ok();
+        assert!(
+            !without.stdout.contains(fused),
+            "{target}:\n{}",
+            without.stdout
+        );
+    }
+    let r = sarek(&["verify", &saxpy, "--backends", "cpu", "--fma"]);
+    r.ok();
+    let r = sarek(&[
+        "run",
+        &saxpy,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--fma",
+        "--arg",
+        "a=2.0",
+        "--arg",
+        "n=500",
+        "--size",
+        "512",
+    ]);
+    r.ok();
+}

@@ -580,3 +580,43 @@ let comp (f : w) (g : w) : w =
         );
     }
 }
+
+/// The reduce kernel with several tiles per block (the launcher only picks more than one for
+/// millions of elements): every chunk count keeps a non-commutative fold in order, partial
+/// last tiles included.
+#[test]
+fn reduce_blocks_fold_several_tiles_in_order() {
+    let program = Program::compile("helpers.sarek", HELPERS).unwrap();
+    let lin = program.reduce("compose", "{ m = 1; c = 0 }").unwrap();
+    let k = &lin.kernels()[0];
+    // `lin` is two int32 fields: 8 items per thread, tiles of 256 x 8 (skeleton::reduce_items).
+    let tile = 2048;
+    for b in [Backend::Interp].into_iter().chain(GPU_LIKE) {
+        let Some(d) = device(b) else { continue };
+        for (n, chunks) in [(4500usize, 2usize), (4500, 3), (9000, 5), (100, 4)] {
+            let (mut h, v) = lin_vector(n);
+            let blocks = n.div_ceil(tile * chunks);
+            let mut partial = k.vector("partial", blocks).unwrap();
+            k.launch()
+                .config(sarek::LaunchConfig {
+                    grid: [blocks as u32, 1, 1],
+                    block: [256, 1, 1],
+                })
+                .arg(&mut h)
+                .arg(&mut partial)
+                .scalar(n as i32)
+                .scalar(chunks as i32)
+                .run(&*d)
+                .unwrap();
+            let (m, c) = (ints(&partial.columns[0]), ints(&partial.columns[1]));
+            for (blk, span) in v.chunks(tile * chunks).enumerate() {
+                let want = span.iter().copied().fold((1, 0), compose);
+                assert_eq!(
+                    (m[blk], c[blk]),
+                    want,
+                    "{b}: n {n}, {chunks} chunks, block {blk}"
+                );
+            }
+        }
+    }
+}

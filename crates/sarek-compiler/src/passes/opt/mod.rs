@@ -12,10 +12,12 @@
 //! shifts and masks that produced when their operands were constant.
 
 mod constprop;
+mod contract;
 mod divconst;
 mod walk;
 
 pub use constprop::propagate_constants;
+pub use contract::contract_fma;
 pub use divconst::reduce_division;
 
 use crate::ir::Kernel;
