@@ -7,8 +7,8 @@
 //! cpu/interp ratio is the parallel speedup on this machine's cores.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sarek_testkit::interp::*;
 use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
+use sarek_testkit::interp::*;
 use std::time::Duration;
 
 type Run = fn(

@@ -3,12 +3,11 @@
 //! names `wgpu`.
 #![cfg(feature = "wgpu")]
 
-
 use sarek_compiler::Target;
 use sarek_compiler::types::Literal;
 use sarek_runtime::{ArgValue, Column, Device, HostVector, LaunchConfig, RuntimeError};
-use std::sync::Arc;
 use sarek_testkit::ir_kernels::wgsl as k;
+use std::sync::Arc;
 
 fn device() -> Option<Arc<dyn Device>> {
     match sarek_runtime::wgpu_backend::open() {

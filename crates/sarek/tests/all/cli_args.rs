@@ -5,8 +5,8 @@
 use sarek::compiler::abi::Leaf;
 use sarek::compiler::types::Scalar;
 use sarek::runtime::device::Backend;
-use sarek::runtime::value::Column;
 use sarek::runtime::npy;
+use sarek::runtime::value::Column;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

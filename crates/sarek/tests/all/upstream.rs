@@ -51,7 +51,10 @@ fn upstream_corpus_on_every_backend() {
     for backend in BACKENDS.into_iter().skip(1) {
         let report = harness::check_corpus_against_interp(backend, &dir());
         if let Some(why) = &report.unavailable {
-            assert!(!sarek_testkit::backends::required(backend.name()), "{backend} required: {why}");
+            assert!(
+                !sarek_testkit::backends::required(backend.name()),
+                "{backend} required: {why}"
+            );
             eprintln!("skip {backend}: {why}");
             continue;
         }
