@@ -280,3 +280,61 @@ proptest! {
         check_same(k, &args, harness::launch_config(N, None, None));
     }
 }
+
+/// The number of `for` loops left in a block (nested ones included).
+fn for_loops(block: &sarek_compiler::ir::Block) -> usize {
+    let mut n = 0;
+    visit::for_each_stmt(block, &mut |s| {
+        if matches!(s.kind, sarek_compiler::ir::StmtKind::For { .. }) {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// `[@unroll N]` loops with constant bounds are unrolled (inner loops first, `let`s renamed
+/// per copy, `downto` counted down) and give the same results; loops that must stay (a
+/// `break`-free body with an array, a trip count above the pragma, a non-constant bound) stay.
+#[test]
+fn requested_unrolling_keeps_results() {
+    const SRC: &str = "let%kernel unrolled (o : float32 vector) (p : int32 vector) (n : int32) =
+  let acc : float32 array = create_array 16 Local in
+  for k = 0 to 15 do acc.(k) <- 0.0 done [@unroll 16];
+  for i = 0 to 3 do
+    for j = 3 downto 0 do
+      let t = i * 4 + j in
+      let mut u = t * 2 in
+      if j > 1 then u := u + 1;
+      acc.(t) <- acc.(t) +. float32 (u + thread_idx_x)
+    done [@unroll 4]
+  done [@unroll 4];
+  for k = 0 to 15 do p.(thread_idx_x * 16 + k) <- k done [@unroll 8];
+  for k = 0 to n - 1 do acc.(k) <- acc.(k) *. 2.0 done [@unroll 4];
+  for k = 0 to 15 do o.(thread_idx_x * 16 + k) <- acc.(k) done [@unroll 16]
+";
+    let (_, kernels) = compile("unrolled.sarek", SRC);
+    let k = &kernels[0];
+    assert_eq!(for_loops(&k.body), 6);
+    let optimized = optimize(k);
+    // Left: the one above its pragma (16 > 8) and the one with a variable bound.
+    assert_eq!(for_loops(&optimized.body), 2, "{optimized:#?}");
+    let args = vec![
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::F32(vec![0.0; 64])],
+        }),
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::I32(vec![0; 64])],
+        }),
+        ArgValue::Scalar(sarek_compiler::types::Literal::I32(10)),
+    ];
+    check_same(
+        k,
+        &args,
+        sarek_runtime::LaunchConfig {
+            grid: [1, 1, 1],
+            block: [4, 1, 1],
+        },
+    );
+}

@@ -8,17 +8,20 @@
 //! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers.
 //!
 //! Order: fold constants, then propagate literal-bound variables and fold again until
-//! nothing changes (bounded), then strength-reduce divisions by constants, then fold the
-//! shifts and masks that produced when their operands were constant.
+//! nothing changes (bounded), then unroll the constant loops the kernel asks to unroll and
+//! fold their now-constant indices, then strength-reduce divisions by constants, then fold
+//! the shifts and masks that produced when their operands were constant.
 
 mod constprop;
 mod contract;
 mod divconst;
+mod unroll;
 mod walk;
 
 pub use constprop::propagate_constants;
 pub use contract::contract_fma;
 pub use divconst::reduce_division;
+pub use unroll::unroll_constant_loops;
 
 use crate::ir::Kernel;
 use crate::passes::constfold::fold_constants;
@@ -34,6 +37,9 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
         if !propagate_constants(&mut k) {
             break;
         }
+        k = fold_constants(&k);
+    }
+    if unroll_constant_loops(&mut k) {
         k = fold_constants(&k);
     }
     if reduce_division(&mut k) {
