@@ -1110,17 +1110,6 @@ pub fn compare_args(
 // ---------------------------------------------------------------------------------------
 // Corpus
 
-/// True when `SAREK_REQUIRE_BACKENDS` (a comma list) names `backend`: its absence is then a
-/// test failure rather than a skip.
-pub fn required(backend: Backend) -> bool {
-    std::env::var("SAREK_REQUIRE_BACKENDS")
-        .map(|v| {
-            v.split(',')
-                .any(|b| b.trim() == backend.name() || b.trim() == "all")
-        })
-        .unwrap_or(false)
-}
-
 /// What happened to one directive.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -1238,8 +1227,8 @@ pub fn run_checked(
 
 /// For every `.sarek` file of `kernels_dir` and every `@run` directive in it: compile, run on
 /// `interp` and on `backend` with the same seeded inputs, and compare. The caller decides what
-/// is fatal (typically: any [`CorpusReport::failures`], and `unavailable` when
-/// [`required`] says the backend must be present).
+/// is fatal (typically: any [`CorpusReport::failures`], and `unavailable` when the tests'
+/// backend-required policy, `sarek_testkit::backends`, says the backend must be present).
 pub fn check_corpus_against_interp(backend: Backend, kernels_dir: &Path) -> CorpusReport {
     let mut report = CorpusReport {
         backend,

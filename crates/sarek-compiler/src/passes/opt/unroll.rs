@@ -84,7 +84,7 @@ fn unrolled(s: &Stmt, vars: &mut Vec<VarInfo>) -> Option<Block> {
     };
     let (first, last) = (int_literal(start)?, int_literal(end)?);
     let trip = if *downto { first - last } else { last - first } + 1;
-    if trip < 0 || trip > MAX_TRIP || trip > i64::from(*n) || !only_lets(body) {
+    if !(0..=MAX_TRIP).contains(&trip) || trip > i64::from(*n) || !only_lets(body) {
         return None;
     }
     let mut lets = Vec::new();
