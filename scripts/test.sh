@@ -13,6 +13,7 @@ log() { printf 'test.sh: %s\n' "$*" >&2; }
 
 # --- system packages (apt) -------------------------------------------------------------
 apt_pkgs=(mesa-vulkan-drivers libvulkan1 pocl-opencl-icd ocl-icd-opencl-dev glslang-tools spirv-tools clang)
+apt_pkgs+=(hipcc) # HIP validation (crates/sarek-compiler/tests/all/hip_validate.rs)
 missing=()
 for p in "${apt_pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -54,6 +55,7 @@ fi
 # --- tests ------------------------------------------------------------------------------
 # Absence of these runtimes is a failure, not a skip (see ARCHITECTURE.md, Tests).
 export SAREK_REQUIRE_BACKENDS="${SAREK_REQUIRE_BACKENDS:-wgpu,vulkan,opencl}"
+[ "${SAREK_REQUIRE_BACKENDS}" = "all" ] || SAREK_REQUIRE_BACKENDS+=",hip" # hipcc is installed above
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 if [ "${SAREK_LINT:-0}" = 1 ]; then

@@ -47,6 +47,15 @@ impl Backend {
     }
 
     pub fn parse(s: &str) -> Result<Backend, String> {
+        if s == "hip" {
+            // The compiler writes HIP (`back::cfamily::Dialect::Hip`), but nothing here runs it.
+            return Err(
+                "backend `hip` is not available: HIP is a source dialect of the \
+                        compiler library only, with no runtime backend (on an NVIDIA GPU use \
+                        `cuda` or `ptx`; `sarek devices` lists the backends)"
+                    .into(),
+            );
+        }
         Backend::ALL
             .iter()
             .copied()

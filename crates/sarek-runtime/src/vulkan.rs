@@ -32,7 +32,7 @@ use ash::vk;
 use sarek_compiler::abi::{AbiParamKind, LayoutRules};
 use sarek_compiler::back::glsl::{self, Warps};
 use sarek_compiler::ir::Kernel;
-use sarek_compiler::types::Scalar;
+use sarek_compiler::ir::analysis::{Feature, Needs, Support};
 use sarek_compiler::{Diagnostic, Target, TargetOptions};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -459,10 +459,10 @@ impl State {
         kernel: &KernelHandle,
     ) -> Result<(VkExe, sarek_compiler::abi::Abi), RuntimeError> {
         let ir = kernel.ir();
-        self.check_capabilities(ir)?;
+        let needs = capability::check(ir, &self.support())?;
         let generated = glsl::generate_with(ir, &self.options, self.warps)
             .map_err(|d| RuntimeError::refused(Target::Glsl, &ir.name, d))?;
-        self.check_limits(ir, &generated.abi)?;
+        self.check_limits(ir, needs, &generated.abi)?;
         self.module(&generated.source, &generated.abi)?;
         Ok((
             VkExe {
@@ -742,21 +742,23 @@ impl State {
         Ok(())
     }
 
-    /// Refuse, located, a kernel needing a 64-bit type this device lacks: SPIR-V declaring
-    /// `Int64`/`Float64` on such a device is invalid usage, which drivers need not report.
-    fn check_capabilities(&self, kernel: &Kernel) -> Result<(), RuntimeError> {
-        let missing = [
-            (!self.int64, Scalar::I64, "shaderInt64"),
-            (!self.info.float64, Scalar::F64, "shaderFloat64"),
-        ];
-        for (_, scalar, feature) in missing.into_iter().filter(|m| m.0) {
-            if let Some(refusal) =
-                capability::refuse_scalar(kernel, scalar, Target::Glsl, &self.info.name, feature)
-            {
-                return Err(refusal);
-            }
-        }
-        Ok(())
+    /// What this device supports: GLSL under its options, without the 64-bit types it lacks
+    /// (SPIR-V declaring `Int64`/`Float64` on such a device is invalid usage, which drivers
+    /// need not report), with its storage-buffer limit.
+    fn support(&self) -> Support {
+        let l = &self.limits;
+        let storage_limit = l
+            .max_per_stage_descriptor_storage_buffers
+            .min(l.max_descriptor_set_storage_buffers);
+        let support = sarek_compiler::back::support::glsl(&self.options, self.warps)
+            .on_device(&self.info.name)
+            .without_if(!self.int64, Feature::Int64, "it lacks shaderInt64")
+            .without_if(
+                !self.info.float64,
+                Feature::Float64,
+                "it lacks shaderFloat64",
+            );
+        capability::storage_buffers(support, storage_limit)
     }
 
     fn check_config(&self, config: LaunchConfig) -> Result<(), RuntimeError> {
@@ -785,10 +787,12 @@ impl State {
         Ok(())
     }
 
-    /// Refuse, located, a kernel whose parameters or buffers exceed this device's limits.
+    /// Refuse, located, a kernel whose parameters or buffers exceed this device's limits
+    /// once its ABI is known (a parameter block past 128 bytes takes a storage buffer).
     fn check_limits(
         &self,
         kernel: &Kernel,
+        mut needs: Needs,
         abi: &sarek_compiler::abi::Abi,
     ) -> Result<(), RuntimeError> {
         let l = &self.limits;
@@ -807,19 +811,8 @@ impl State {
             .with_label("this kernel's scalar parameters do not fit");
             return Err(RuntimeError::refused(Target::Glsl, &kernel.name, [diag]));
         }
-        let storage_limit = l
-            .max_per_stage_descriptor_storage_buffers
-            .min(l.max_descriptor_set_storage_buffers);
-        if let Some(refusal) = capability::refuse_buffer_count(
-            kernel,
-            u32::from(abi.uniform_binding.is_some()),
-            storage_limit,
-            Target::Glsl,
-            &self.info.name,
-        ) {
-            return Err(refusal);
-        }
-        Ok(())
+        needs.extra_buffers = u64::from(abi.uniform_binding.is_some());
+        capability::check_needs(&needs, &self.support())
     }
 }
 

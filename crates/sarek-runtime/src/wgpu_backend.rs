@@ -177,18 +177,14 @@ impl WgpuDevice {
     /// Generate the WGSL and make its module and layouts.
     fn compile(&self, kernel: &KernelHandle) -> Result<(Compiled, Abi), RuntimeError> {
         let ir = kernel.ir();
+        // A device limit is a refusal of the kernel, not a pipeline validation error.
+        let support = crate::capability::storage_buffers(
+            sarek_compiler::back::support::wgsl(&self.options).on_device(&self.info.name),
+            self.limits.max_storage_buffers_per_shader_stage,
+        );
+        crate::capability::check(ir, &support)?;
         let generated = sarek_compiler::generate(ir, Target::Wgsl, &self.options)
             .map_err(|d| RuntimeError::refused(Target::Wgsl, &ir.name, d))?;
-        // A device limit is a refusal of the kernel, not a pipeline validation error.
-        if let Some(refusal) = crate::capability::refuse_buffer_count(
-            ir,
-            0,
-            self.limits.max_storage_buffers_per_shader_stage,
-            Target::Wgsl,
-            &self.info.name,
-        ) {
-            return Err(refusal);
-        }
         let abi = generated.abi;
         let compiled = self
             .scoped("rejected the generated WGSL", || {

@@ -12,6 +12,7 @@ use crate::json::Json;
 use sarek_compiler::abi::{self, Abi, AbiParamKind, ArgSlot, ElemLayout, Stored};
 use sarek_compiler::diag::{self, Diagnostic, Label, Severity, SourceMap};
 use sarek_compiler::front::tast::Program;
+use sarek_compiler::ir::analysis::Limit;
 use sarek_compiler::ir::{Kernel, Ty};
 use sarek_compiler::types::{Literal, Scalar};
 use sarek_compiler::{FileId, Target, TargetOptions};
@@ -657,12 +658,18 @@ fn plan(req: &RunRequest, sources: &SourceMap, file: FileId) -> Result<Plan, Rep
     let (size, args) = arguments(&kernel, req).map_err(failed)?;
     let config = harness::launch_config(size, req.grid, req.block);
     check_config(&config, &req.limits).map_err(failed)?;
+    // The device refines WGSL's support as the runtime's wgpu backend does.
+    let support = sarek_compiler::back::support::wgsl(&req.options)
+        .on_device(&req.limits.name)
+        .limit(
+            Limit::StorageBuffers,
+            u64::from(req.limits.max_storage_buffers),
+            "the device's limit on storage buffers per shader stage",
+        );
+    sarek_compiler::ir::analysis::check(&kernel, &support)
+        .map_err(|ds| Failure::Located(ds).reply(sources, "refused"))?;
     let generated = sarek_compiler::generate(&kernel, Target::Wgsl, &req.options)
         .map_err(|ds| Failure::Located(merge_refusals(ds)).reply(sources, "refused"))?;
-    if let Some(d) = refuse_buffer_count(&kernel, req.limits.max_storage_buffers, &req.limits.name)
-    {
-        return Err(Failure::Located(vec![d]).reply(sources, "refused"));
-    }
     let abi = generated.abi;
     let mut uniform = vec![0u8; abi.uniform_size.unwrap_or(0) as usize];
     let mut storage = Vec::new();
@@ -860,36 +867,6 @@ fn check_config(config: &LaunchConfig, l: &DeviceLimits) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// As the runtime's `capability::refuse_buffer_count` for WGSL.
-fn refuse_buffer_count(kernel: &Kernel, limit: u32, device: &str) -> Option<Diagnostic> {
-    let vectors: Vec<_> = kernel
-        .params
-        .iter()
-        .copied()
-        .filter(|&p| matches!(kernel.var(p).ty, Ty::Vector(_)))
-        .collect();
-    let needed = vectors.len() as u32;
-    if needed <= limit {
-        return None;
-    }
-    let span = vectors
-        .get(limit as usize)
-        .map_or(kernel.span, |&v| kernel.var(v).span);
-    Some(
-        Diagnostic::error(
-            span,
-            format!(
-                "kernel `{}` needs {needed} storage buffers, the device `{device}` binds at most \
-                 {limit} per shader stage ({})",
-                kernel.name,
-                Target::Wgsl.display_name()
-            ),
-        )
-        .with_label("this vector is over the limit")
-        .with_help("pass fewer vectors (pack several into a vector of records)"),
-    )
 }
 
 /// How many other places of one refusal are labelled (the runtime's `MAX_EXTRA_PLACES`).

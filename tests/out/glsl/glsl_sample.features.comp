@@ -125,7 +125,7 @@ void main() {
     groupMemoryBarrier();
     barrier();
     if ((i < (sarek_pc.n - 2))) {
-        float s_1 = (sarek_pc.s + sarek_s0_sum3(i));
+        float s = (sarek_pc.s + sarek_s0_sum3(i));
         int m = (sarek_h_rem_i32(i, 7) + sarek_h_rem_i32((0 - i), 5));
         int sh = int(uint((0 - i)) >> (28 & 31));
         int a = ((0 - i) >> (2 & 31));
@@ -155,7 +155,7 @@ void main() {
         }
         d[i] = sqrt(((d[i] * d[i]) + 1.0lf));
         big[i] = (((big[i] * 3l) + int64_t(int(sarek_h_clz_i32(i)))) + int64_t(uint64_t(sarek_pc.n64) >> int(3l & 63l)));
-        y[i] = ((((((s_1 + r) + area) + float(((m + sh) + a))) + exp(x[i])) + sarek_h_round_f32((x[i] * 3.5))) + sarek_h_pow_f32(x[i], 3.0));
+        y[i] = ((((((s + r) + area) + float(((m + sh) + a))) + exp(x[i])) + sarek_h_round_f32((x[i] * 3.5))) + sarek_h_pow_f32(x[i], 3.0));
         pts[i] = sarek_t_point(r, area, (!q.on));
         sarek_t_shape if_result;
         if ((area > 1.0)) {

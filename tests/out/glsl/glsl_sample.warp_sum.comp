@@ -10,7 +10,7 @@ layout(std430, set = 0, binding = 0) buffer sarek_buf0 { float x[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { float sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_x;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 
@@ -30,8 +30,8 @@ void main() {
     float v_1 = (v + sarek_h_shfl_down_f32(v, 16));
     float v_2 = (v_1 + sarek_h_shfl_down_f32(v_1, 8));
     int b = int(subgroupBallot((v_2 > 0.0)).x);
-    bool sarek_all = subgroupAll((v_2 > 0.0));
+    bool all_1 = subgroupAll((v_2 > 0.0));
     if ((i < sarek_pc.n)) {
-        sarek_out[i] = ((v_2 + float(b)) + (sarek_all ? 1.0 : 0.0));
+        sarek_out[i] = ((v_2 + float(b)) + (all_1 ? 1.0 : 0.0));
     }
 }

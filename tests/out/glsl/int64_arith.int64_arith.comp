@@ -10,7 +10,7 @@ layout(std430, set = 0, binding = 3) buffer sarek_buf3 { int small[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
     layout(offset = 4) int sarek_len_b;
-    layout(offset = 8) int sarek_len_out;
+    layout(offset = 8) int sarek_len_sarek_out;
     layout(offset = 12) int sarek_len_small;
     layout(offset = 16) int n;
 } sarek_pc;

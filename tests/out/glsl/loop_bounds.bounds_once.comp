@@ -10,7 +10,7 @@ layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
     layout(offset = 4) int sarek_len_ticks;
     layout(offset = 8) int sarek_len_marks;
-    layout(offset = 12) int sarek_len_out;
+    layout(offset = 12) int sarek_len_sarek_out;
     layout(offset = 16) int n;
 } sarek_pc;
 

@@ -8,7 +8,7 @@ layout(std430, set = 0, binding = 2) buffer sarek_buf2 { float sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_x;
     layout(offset = 4) int sarek_len_y;
-    layout(offset = 8) int sarek_len_out;
+    layout(offset = 8) int sarek_len_sarek_out;
     layout(offset = 12) int n;
 } sarek_pc;
 

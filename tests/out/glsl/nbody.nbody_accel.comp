@@ -8,13 +8,13 @@ struct sarek_t_body {
     float pz;
     float mass;
 };
-struct sarek_t_vec3 {
+struct sarek_t_sarek_vec3 {
     float x;
     float y;
     float z;
 };
 layout(std430, set = 0, binding = 0) buffer sarek_buf0 { sarek_t_body bodies[]; };
-layout(std430, set = 0, binding = 1) buffer sarek_buf1 { sarek_t_vec3 acc[]; };
+layout(std430, set = 0, binding = 1) buffer sarek_buf1 { sarek_t_sarek_vec3 acc[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_bodies;
     layout(offset = 4) int sarek_len_acc;
@@ -47,6 +47,6 @@ void main() {
                 } while (sarek_it1++ != sarek_end1);
             }
         }
-        acc[i] = sarek_t_vec3(ax, ay, az);
+        acc[i] = sarek_t_sarek_vec3(ax, ay, az);
     }
 }

@@ -8,14 +8,14 @@ struct sarek_t_body {
     float pz;
     float mass;
 };
-struct sarek_t_vec3 {
+struct sarek_t_sarek_vec3 {
     float x;
     float y;
     float z;
 };
 layout(std430, set = 0, binding = 0) buffer sarek_buf0 { sarek_t_body bodies[]; };
-layout(std430, set = 0, binding = 1) buffer sarek_buf1 { sarek_t_vec3 vel[]; };
-layout(std430, set = 0, binding = 2) buffer sarek_buf2 { sarek_t_vec3 acc[]; };
+layout(std430, set = 0, binding = 1) buffer sarek_buf1 { sarek_t_sarek_vec3 vel[]; };
+layout(std430, set = 0, binding = 2) buffer sarek_buf2 { sarek_t_sarek_vec3 acc[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_bodies;
     layout(offset = 4) int sarek_len_vel;
@@ -27,9 +27,9 @@ layout(push_constant, std430) uniform sarek_params {
 void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
-        sarek_t_vec3 a = acc[i];
-        sarek_t_vec3 v = vel[i];
-        sarek_t_vec3 nv = sarek_t_vec3((v.x + (a.x * sarek_pc.dt)), (v.y + (a.y * sarek_pc.dt)), (v.z + (a.z * sarek_pc.dt)));
+        sarek_t_sarek_vec3 a = acc[i];
+        sarek_t_sarek_vec3 v = vel[i];
+        sarek_t_sarek_vec3 nv = sarek_t_sarek_vec3((v.x + (a.x * sarek_pc.dt)), (v.y + (a.y * sarek_pc.dt)), (v.z + (a.z * sarek_pc.dt)));
         vel[i] = nv;
         sarek_t_body b = bodies[i];
         bodies[i] = sarek_t_body((b.px + (nv.x * sarek_pc.dt)), (b.py + (nv.y * sarek_pc.dt)), (b.pz + (nv.z * sarek_pc.dt)), b.mass);

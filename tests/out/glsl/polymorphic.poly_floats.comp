@@ -12,7 +12,7 @@ layout(std430, set = 0, binding = 2) buffer sarek_buf2 { float sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_v;
     layout(offset = 4) int sarek_len_w;
-    layout(offset = 8) int sarek_len_out;
+    layout(offset = 8) int sarek_len_sarek_out;
     layout(offset = 12) int n;
 } sarek_pc;
 
@@ -21,24 +21,24 @@ int sarek_h_rem_i32(int a, int b) {
     if (b == int(-1)) return int(0);
     return a - b * (a / b);
 }
-float sarek_s1_get_or__vec_f32(int i, float sarek_default) {
+float sarek_s1_get_or_vec_f32_1(int i, float default_1) {
     if (((i >= 0) && (i < sarek_pc.sarek_len_v))) {
         return v[i];
     } else {
-        return sarek_default;
+        return default_1;
     }
 }
-sarek_t__tup_float32_float32 sarek_s0_neighbours__vec_f32(int i, float sarek_default) {
-    return sarek_t__tup_float32_float32(sarek_s1_get_or__vec_f32((i - 1), sarek_default), sarek_s1_get_or__vec_f32((i + 1), sarek_default));
+sarek_t__tup_float32_float32 sarek_s0_neighbours_vec_f32_1(int i, float default_2) {
+    return sarek_t__tup_float32_float32(sarek_s1_get_or_vec_f32_1((i - 1), default_2), sarek_s1_get_or_vec_f32_1((i + 1), default_2));
 }
-float sarek_pick__f32(bool c, float a, float b) {
+float pick_f32_1(bool c, float a, float b) {
     if (c) {
         return a;
     } else {
         return b;
     }
 }
-void sarek_s3_swap__vec_f32(int i, int j) {
+void sarek_s3_swap_vec_f32_1(int i, int j) {
     float t = w[i];
     w[i] = w[j];
     w[j] = t;
@@ -46,12 +46,12 @@ void sarek_s3_swap__vec_f32(int i, int j) {
 void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
-        sarek_t__tup_float32_float32 scrutinee = sarek_s0_neighbours__vec_f32(i, 0.0);
+        sarek_t__tup_float32_float32 scrutinee = sarek_s0_neighbours_vec_f32_1(i, 0.0);
         float l = scrutinee._0;
         float r = scrutinee._1;
-        sarek_out[i] = sarek_pick__f32((l > r), l, r);
+        sarek_out[i] = pick_f32_1((l > r), l, r);
         if (((sarek_h_rem_i32(i, 2) == 0) && (((i + 1) < sarek_pc.n) && ((i + 1) < sarek_pc.sarek_len_w)))) {
-            sarek_s3_swap__vec_f32(i, (i + 1));
+            sarek_s3_swap_vec_f32_1(i, (i + 1));
         }
     }
 }

@@ -10,21 +10,21 @@ layout(std430, set = 0, binding = 0) buffer sarek_buf0 { int v[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { int sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_v;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 
-int sarek_s1_get_or__vec_i32(int i, int sarek_default) {
+int sarek_s1_get_or_vec_i32_1(int i, int default_1) {
     if (((i >= 0) && (i < sarek_pc.sarek_len_v))) {
         return v[i];
     } else {
-        return sarek_default;
+        return default_1;
     }
 }
-sarek_t__tup_int32_int32 sarek_s0_neighbours__vec_i32(int i, int sarek_default) {
-    return sarek_t__tup_int32_int32(sarek_s1_get_or__vec_i32((i - 1), sarek_default), sarek_s1_get_or__vec_i32((i + 1), sarek_default));
+sarek_t__tup_int32_int32 sarek_s0_neighbours_vec_i32_1(int i, int default_2) {
+    return sarek_t__tup_int32_int32(sarek_s1_get_or_vec_i32_1((i - 1), default_2), sarek_s1_get_or_vec_i32_1((i + 1), default_2));
 }
-int sarek_pick__i32(bool c, int a, int b) {
+int pick_i32_1(bool c, int a, int b) {
     if (c) {
         return a;
     } else {
@@ -34,9 +34,9 @@ int sarek_pick__i32(bool c, int a, int b) {
 void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
-        sarek_t__tup_int32_int32 scrutinee = sarek_s0_neighbours__vec_i32(i, 0);
+        sarek_t__tup_int32_int32 scrutinee = sarek_s0_neighbours_vec_i32_1(i, 0);
         int l = scrutinee._0;
         int r = scrutinee._1;
-        sarek_out[i] = (sarek_pick__i32((l > r), l, r) + sarek_s1_get_or__vec_i32(i, (-1)));
+        sarek_out[i] = (pick_i32_1((l > r), l, r) + sarek_s1_get_or_vec_i32_1(i, (-1)));
     }
 }

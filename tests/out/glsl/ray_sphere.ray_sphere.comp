@@ -26,7 +26,7 @@ layout(push_constant, std430) uniform sarek_params {
 sarek_t_vec sub(sarek_t_vec a, sarek_t_vec b) {
     return sarek_t_vec((a.x - b.x), (a.y - b.y), (a.z - b.z));
 }
-float sarek_dot(sarek_t_vec a, sarek_t_vec b) {
+float dot_1(sarek_t_vec a, sarek_t_vec b) {
     return (((a.x * b.x) + (a.y * b.y)) + (a.z * b.z));
 }
 void main() {
@@ -35,9 +35,9 @@ void main() {
         sarek_t_ray r = rays[i];
         sarek_t_vec center = sarek_t_vec(sarek_pc.cx, sarek_pc.cy, sarek_pc.cz);
         sarek_t_vec oc = sub(r.origin, center);
-        float a = sarek_dot(r.dir, r.dir);
-        float b = (2.0 * sarek_dot(oc, r.dir));
-        float c = (sarek_dot(oc, oc) - (sarek_pc.radius * sarek_pc.radius));
+        float a = dot_1(r.dir, r.dir);
+        float b = (2.0 * dot_1(oc, r.dir));
+        float c = (dot_1(oc, oc) - (sarek_pc.radius * sarek_pc.radius));
         float disc = ((b * b) - ((4.0 * a) * c));
         float if_result;
         if (((a < 1e-6) || (disc < 0.0))) {

@@ -26,8 +26,8 @@ void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
         sarek_t_particle p = ps[i];
-        sarek_t_point sarek_step = sarek_t_point((p.vx * sarek_pc.dt), (p.vy * sarek_pc.dt));
-        sarek_t_point np = add(p.pos, sarek_step);
+        sarek_t_point step_1 = sarek_t_point((p.vx * sarek_pc.dt), (p.vy * sarek_pc.dt));
+        sarek_t_point np = add(p.pos, step_1);
         ps[i].vy = (p.vy - (9.81 * sarek_pc.dt));
         ps[i].vx = (p.vx * 0.99);
         ps[i] = sarek_t_particle(np, ps[i].vx, ps[i].vy, p.mass);

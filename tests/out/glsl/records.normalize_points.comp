@@ -11,7 +11,7 @@ layout(std430, set = 0, binding = 1) buffer sarek_buf1 { sarek_t_point sarek_out
 layout(std430, set = 0, binding = 2) buffer sarek_buf2 { float window[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_pts;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int sarek_len_window;
     layout(offset = 12) int n;
 } sarek_pc;

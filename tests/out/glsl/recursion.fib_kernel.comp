@@ -7,7 +7,7 @@ layout(std430, set = 0, binding = 1) buffer sarek_buf1 { int sarek_out[]; };
 layout(std430, set = 0, binding = 2) buffer sarek_trap_buf { int sarek_trap; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 

@@ -5,8 +5,8 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, set = 0, binding = 0) buffer sarek_buf0 { int sarek_input[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { int sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
-    layout(offset = 0) int sarek_len_input;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 0) int sarek_len_sarek_input;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 shared int sarek_sh3_sdata[256];

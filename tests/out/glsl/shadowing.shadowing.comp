@@ -6,7 +6,7 @@ layout(std430, set = 0, binding = 0) buffer sarek_buf0 { int a[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { int sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 
@@ -26,10 +26,10 @@ void main() {
         int x_4 = (x_3 * 2);
         int x_5 = (x_4 + _tmp);
         int var = sarek_h_rem_i32(x_5, 7);
-        int sarek_main = (var + 1);
-        int sarek_struct = (sarek_main * 2);
-        int sarek_sampler = (sarek_struct - var);
-        int float2 = (sarek_sampler + 1);
+        int main_1 = (var + 1);
+        int struct_1 = (main_1 * 2);
+        int v_sampler_1 = (struct_1 - var);
+        int float2 = (v_sampler_1 + 1);
         int kernel = (float2 ^ 5);
         int s = 0;
         int s_1 = (s + kernel);

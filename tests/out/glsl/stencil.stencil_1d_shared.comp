@@ -6,23 +6,23 @@ layout(std430, set = 0, binding = 0) buffer sarek_buf0 { float a[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { float sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int n;
 } sarek_pc;
 shared float sarek_sh3_win[258];
 
-int sarek_stencil_1d_shared__clamp(int n, int k) {
+int stencil_1d_shared_clamp_1(int n, int k) {
     return max(0, min(k, (n - 1)));
 }
 void main() {
     int tid = int(gl_LocalInvocationID.x);
     int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
-    sarek_sh3_win[(tid + 1)] = a[sarek_stencil_1d_shared__clamp(sarek_pc.n, i)];
+    sarek_sh3_win[(tid + 1)] = a[stencil_1d_shared_clamp_1(sarek_pc.n, i)];
     if ((tid == 0)) {
-        sarek_sh3_win[0] = a[sarek_stencil_1d_shared__clamp(sarek_pc.n, (i - 1))];
+        sarek_sh3_win[0] = a[stencil_1d_shared_clamp_1(sarek_pc.n, (i - 1))];
     }
     if ((tid == (int(gl_WorkGroupSize.x) - 1))) {
-        sarek_sh3_win[(tid + 2)] = a[sarek_stencil_1d_shared__clamp(sarek_pc.n, (i + 1))];
+        sarek_sh3_win[(tid + 2)] = a[stencil_1d_shared_clamp_1(sarek_pc.n, (i + 1))];
     }
     memoryBarrierShared();
     groupMemoryBarrier();

@@ -6,23 +6,23 @@ layout(std430, set = 0, binding = 0) buffer sarek_buf0 { float field[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { float sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_field;
-    layout(offset = 4) int sarek_len_out;
+    layout(offset = 4) int sarek_len_sarek_out;
     layout(offset = 8) int width;
     layout(offset = 12) int height;
 } sarek_pc;
 
-float sarek_s0_stencil_2d__at(int width, int xx, int yy) {
+float sarek_s0_stencil_2d_at_1(int width, int xx, int yy) {
     return field[((yy * width) + xx)];
 }
 void main() {
     int x = int(gl_GlobalInvocationID.x);
     int y = int(gl_GlobalInvocationID.y);
-    if (((x < sarek_pc.width) && ((y < sarek_pc.height) && (((sarek_pc.width * sarek_pc.height) <= sarek_pc.sarek_len_field) && ((sarek_pc.width * sarek_pc.height) <= sarek_pc.sarek_len_out))))) {
+    if (((x < sarek_pc.width) && ((y < sarek_pc.height) && (((sarek_pc.width * sarek_pc.height) <= sarek_pc.sarek_len_field) && ((sarek_pc.width * sarek_pc.height) <= sarek_pc.sarek_len_sarek_out))))) {
         int idx = ((y * sarek_pc.width) + x);
         if (((x == 0) || ((y == 0) || ((x == (sarek_pc.width - 1)) || (y == (sarek_pc.height - 1)))))) {
-            sarek_out[idx] = sarek_s0_stencil_2d__at(sarek_pc.width, x, y);
+            sarek_out[idx] = sarek_s0_stencil_2d_at_1(sarek_pc.width, x, y);
         } else {
-            sarek_out[idx] = (0.2 * ((((sarek_s0_stencil_2d__at(sarek_pc.width, x, y) + sarek_s0_stencil_2d__at(sarek_pc.width, (x - 1), y)) + sarek_s0_stencil_2d__at(sarek_pc.width, (x + 1), y)) + sarek_s0_stencil_2d__at(sarek_pc.width, x, (y - 1))) + sarek_s0_stencil_2d__at(sarek_pc.width, x, (y + 1))));
+            sarek_out[idx] = (0.2 * ((((sarek_s0_stencil_2d_at_1(sarek_pc.width, x, y) + sarek_s0_stencil_2d_at_1(sarek_pc.width, (x - 1), y)) + sarek_s0_stencil_2d_at_1(sarek_pc.width, (x + 1), y)) + sarek_s0_stencil_2d_at_1(sarek_pc.width, x, (y - 1))) + sarek_s0_stencil_2d_at_1(sarek_pc.width, x, (y + 1))));
         }
     }
 }

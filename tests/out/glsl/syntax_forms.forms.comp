@@ -8,7 +8,7 @@ layout(std430, set = 0, binding = 2) buffer sarek_buf2 { int sarek_out[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_a;
     layout(offset = 4) int sarek_len_flags;
-    layout(offset = 8) int sarek_len_out;
+    layout(offset = 8) int sarek_len_sarek_out;
     layout(offset = 12) int n;
 } sarek_pc;
 
@@ -17,10 +17,10 @@ int sarek_h_rem_i32(int a, int b) {
     if (b == int(-1)) return int(0);
     return a - b * (a / b);
 }
-int sarek_forms__twice(int v) {
+int forms_twice_1(int v) {
     return (v * 2);
 }
-int sarek_sign(int x) {
+int sign_1(int x) {
     if ((x > 0)) {
         return 1;
     } else {
@@ -40,7 +40,7 @@ void main() {
             if (int(sarek_it1) >= int(sarek_end1)) {
                 do {
                     int k = int(sarek_it1);
-                    count = (count + sarek_forms__twice(k));
+                    count = (count + forms_twice_1(k));
                 } while (sarek_it1-- != sarek_end1);
             }
         }
@@ -49,7 +49,7 @@ void main() {
         }
         count = (count + 100);
         int code;
-        int scrutinee = sarek_sign((a[i] - 500));
+        int scrutinee = sign_1((a[i] - 500));
         if ((scrutinee == (-1))) {
             code = 10;
         } else {
@@ -83,8 +83,8 @@ void main() {
                 }
             }
         }
-        sarek_forms__twice(3);
-        sarek_forms__twice(4);
+        forms_twice_1(3);
+        forms_twice_1(4);
         count = (count + 1);
         count = (count + code);
         bool and_result = (sarek_h_rem_i32(a[i], 7) != 0);

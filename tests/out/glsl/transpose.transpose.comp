@@ -5,8 +5,8 @@ layout(local_size_x_id = 0, local_size_y_id = 1, local_size_z_id = 2) in;
 layout(std430, set = 0, binding = 0) buffer sarek_buf0 { float sarek_input[]; };
 layout(std430, set = 0, binding = 1) buffer sarek_buf1 { float sarek_output[]; };
 layout(push_constant, std430) uniform sarek_params {
-    layout(offset = 0) int sarek_len_input;
-    layout(offset = 4) int sarek_len_output;
+    layout(offset = 0) int sarek_len_sarek_input;
+    layout(offset = 4) int sarek_len_sarek_output;
     layout(offset = 8) int rows;
     layout(offset = 12) int cols;
 } sarek_pc;
@@ -17,7 +17,7 @@ void main() {
     int ty = int(gl_LocalInvocationID.y);
     int bx = (int(gl_WorkGroupID.x) * 16);
     int by = (int(gl_WorkGroupID.y) * 16);
-    bool ok = (((sarek_pc.rows * sarek_pc.cols) <= sarek_pc.sarek_len_input) && ((sarek_pc.rows * sarek_pc.cols) <= sarek_pc.sarek_len_output));
+    bool ok = (((sarek_pc.rows * sarek_pc.cols) <= sarek_pc.sarek_len_sarek_input) && ((sarek_pc.rows * sarek_pc.cols) <= sarek_pc.sarek_len_sarek_output));
     int x = (bx + tx);
     int y = (by + ty);
     if ((ok && ((x < sarek_pc.cols) && (y < sarek_pc.rows)))) {

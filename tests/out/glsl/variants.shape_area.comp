@@ -51,7 +51,7 @@ layout(std430, set = 0, binding = 2) buffer sarek_buf2 { int sarek_round[]; };
 layout(push_constant, std430) uniform sarek_params {
     layout(offset = 0) int sarek_len_shapes;
     layout(offset = 4) int sarek_len_areas;
-    layout(offset = 8) int sarek_len_round;
+    layout(offset = 8) int sarek_len_sarek_round;
     layout(offset = 12) int n;
 } sarek_pc;
 

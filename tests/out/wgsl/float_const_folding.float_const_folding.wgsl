@@ -37,16 +37,12 @@ fn float_const_folding(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         let scrutinee: i32 = (i % 4i);
         if ((scrutinee == 0i)) {
             o32[i] = (((x * (sarek_rt_f32(0.1f) * 3.0f)) + cancel) + one);
+        } else if ((scrutinee == 1i)) {
+            o32[i] = (x + (third + (wrapped * 1e-9f)));
+        } else if ((scrutinee == 2i)) {
+            o32[i] = ((x * exp(sarek_rt_f32(0.1f))) + abs((sarek_rt_f32((-0.9f)) / 0.3f)));
         } else {
-            if ((scrutinee == 1i)) {
-                o32[i] = (x + (third + (wrapped * 1e-9f)));
-            } else {
-                if ((scrutinee == 2i)) {
-                    o32[i] = ((x * exp(sarek_rt_f32(0.1f))) + abs((sarek_rt_f32((-0.9f)) / 0.3f)));
-                } else {
-                    o32[i] = (((x + 1.1f) * (sarek_rt_f32(0.7f) - 0.1f)) + (((sarek_rt_f32(0.7f) * 5.7f) - 3.99f) * 100000000.0f));
-                }
-            }
+            o32[i] = (((x + 1.1f) * (sarek_rt_f32(0.7f) - 0.1f)) + (((sarek_rt_f32(0.7f) * 5.7f) - 3.99f) * 100000000.0f));
         }
     }
 }

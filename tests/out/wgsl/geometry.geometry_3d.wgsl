@@ -30,11 +30,11 @@ fn geometry_3d(@builtin(local_invocation_id) sarek_in_lid: vec3<u32>, @builtin(w
     let w: i32 = (i32(sarek_nwg.x) * i32(sarek_block_x));
     let h: i32 = (i32(sarek_nwg.y) * i32(sarek_block_y));
     let d: i32 = (i32(sarek_nwg.z) * i32(sarek_block_z));
-    let sarek_id: i32 = ((((z * h) + y) * w) + x);
+    let id_1: i32 = ((((z * h) + y) * w) + x);
     workgroupBarrier();
-    if (((sarek_id < params.sarek_len_ids) && ((x < w) && ((y < h) && (z < d))))) {
-        ids[sarek_id] = sarek_id;
-        sums[sarek_id] = (((i32(sarek_lid.x) + (10i * i32(sarek_lid.y))) + (100i * i32(sarek_lid.z))) + (1000i * ((i32(sarek_wid.x) + (2i * i32(sarek_wid.y))) + (4i * i32(sarek_wid.z)))));
+    if (((id_1 < params.sarek_len_ids) && ((x < w) && ((y < h) && (z < d))))) {
+        ids[id_1] = id_1;
+        sums[id_1] = (((i32(sarek_lid.x) + (10i * i32(sarek_lid.y))) + (100i * i32(sarek_lid.z))) + (1000i * ((i32(sarek_wid.x) + (2i * i32(sarek_wid.y))) + (4i * i32(sarek_wid.z)))));
     }
     storageBarrier();
 }

@@ -35,12 +35,10 @@ fn divisor(i: i32, x: i32) -> i32 {
     let scrutinee: i32 = (i % 3i);
     if ((scrutinee == 0i)) {
         return ((-1i) + (x * 0i));
+    } else if ((scrutinee == 1i)) {
+        return ((x % 5i) + 1i);
     } else {
-        if ((scrutinee == 1i)) {
-            return ((x % 5i) + 1i);
-        } else {
-            return ((-(x % 5i)) - 1i);
-        }
+        return ((-(x % 5i)) - 1i);
     }
     return i32();
 }

@@ -21,14 +21,14 @@ fn sarek_rt_i32(sarek_p0: i32) -> i32 {
 fn families(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     sarek_gid = sarek_in_gid;
     if ((i32(sarek_gid.x) < params.sarek_len_out)) {
-        let sarek___i: i32 = 1i;
-        let sarek_sarek__i: i32 = 2i;
+        let i_1: i32 = 1i;
+        let v_sarek_i_1: i32 = 2i;
         let v_1: i32 = 3i;
-        let sarek_sarek_: i32 = 4i;
-        let sarek_if: i32 = 5i;
+        let v_sarek_1: i32 = 4i;
+        let if_1: i32 = 5i;
         let ifv: i32 = 6i;
-        let sarek_sarek_if: i32 = 7i;
-        let sarek_params: i32 = 8i;
-        out[i32(sarek_gid.x)] = (((((((sarek_rt_i32(sarek___i) + sarek_sarek__i) + v_1) + sarek_sarek_) + sarek_if) + ifv) + sarek_sarek_if) + sarek_params);
+        let v_sarek_if_1: i32 = 7i;
+        let params_1: i32 = 8i;
+        out[i32(sarek_gid.x)] = (((((((sarek_rt_i32(i_1) + v_sarek_i_1) + v_1) + v_sarek_1) + if_1) + ifv) + v_sarek_if_1) + params_1);
     }
 }

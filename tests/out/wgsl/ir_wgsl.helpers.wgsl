@@ -47,7 +47,7 @@ fn sum_to(n: i32) -> i32 {
     return s;
 }
 
-fn sarek_dup1_sum_to(n: i32) -> i32 {
+fn sum_to_1(n: i32) -> i32 {
     var s: i32 = 0i;
     {
         var sarek_it3: i32 = 0i;
@@ -103,6 +103,6 @@ fn helpers(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         loc[sarek_rt_i32(1i)] = 0i;
         bump(&loc, 1i);
         bump(&loc, 1i);
-        out[i32(sarek_gid.x)] = (((sum_to(i32(sarek_gid.x)) * 10000i) + sarek_dup1_sum_to(2i)) + ((loc[sarek_rt_i32(1i)] * 100i) + count(i32(sarek_gid.x))));
+        out[i32(sarek_gid.x)] = (((sum_to(i32(sarek_gid.x)) * 10000i) + sum_to_1(2i)) + ((loc[sarek_rt_i32(1i)] * 100i) + count(i32(sarek_gid.x))));
     }
 }

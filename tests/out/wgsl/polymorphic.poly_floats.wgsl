@@ -23,15 +23,15 @@ override sarek_block_x: u32 = 64u;
 override sarek_block_y: u32 = 1u;
 override sarek_block_z: u32 = 1u;
 
-fn neighbours__vec_f32(i: i32, sarek_default: f32) -> _tup_float32_float32 {
-    return _tup_float32_float32(get_or__vec_f32((i - 1i), sarek_default), get_or__vec_f32((i + 1i), sarek_default));
+fn neighbours__vec_f32(i: i32, default_2: f32) -> _tup_float32_float32 {
+    return _tup_float32_float32(get_or__vec_f32((i - 1i), default_2), get_or__vec_f32((i + 1i), default_2));
 }
 
-fn get_or__vec_f32(i: i32, sarek_default: f32) -> f32 {
+fn get_or__vec_f32(i: i32, default_1: f32) -> f32 {
     if (((i >= 0i) && (i < params.sarek_len_v))) {
         return v[i];
     } else {
-        return sarek_default;
+        return default_1;
     }
     return f32();
 }

@@ -21,15 +21,15 @@ override sarek_block_x: u32 = 64u;
 override sarek_block_y: u32 = 1u;
 override sarek_block_z: u32 = 1u;
 
-fn neighbours__vec_i32(i: i32, sarek_default: i32) -> _tup_int32_int32 {
-    return _tup_int32_int32(get_or__vec_i32((i - 1i), sarek_default), get_or__vec_i32((i + 1i), sarek_default));
+fn neighbours__vec_i32(i: i32, default_2: i32) -> _tup_int32_int32 {
+    return _tup_int32_int32(get_or__vec_i32((i - 1i), default_2), get_or__vec_i32((i + 1i), default_2));
 }
 
-fn get_or__vec_i32(i: i32, sarek_default: i32) -> i32 {
+fn get_or__vec_i32(i: i32, default_1: i32) -> i32 {
     if (((i >= 0i) && (i < params.sarek_len_v))) {
         return v[i];
     } else {
-        return sarek_default;
+        return default_1;
     }
     return i32();
 }

@@ -36,11 +36,11 @@ fn pick__bool(c: bool, a: bool, b: bool) -> bool {
     return bool();
 }
 
-fn get_or__vec_sample(i: i32, sarek_default: sample) -> sample {
+fn get_or__vec_sample(i: i32, default_1: sample) -> sample {
     if (((i >= 0i) && (i < params.sarek_len_s))) {
         return s[i];
     } else {
-        return sarek_default;
+        return default_1;
     }
     return sample();
 }

@@ -35,7 +35,7 @@ fn sub(a: vec, b: vec) -> vec {
     return vec((a.x - b.x), (a.y - b.y), (a.z - b.z));
 }
 
-fn sarek_dot(a: vec, b: vec) -> f32 {
+fn dot_1(a: vec, b: vec) -> f32 {
     return (((a.x * b.x) + (a.y * b.y)) + (a.z * b.z));
 }
 
@@ -47,9 +47,9 @@ fn ray_sphere(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         let r: ray = rays[i];
         let center: vec = vec(params.cx, params.cy, params.cz);
         let oc: vec = sub(r.origin, center);
-        let a: f32 = sarek_dot(r.dir, r.dir);
-        let b: f32 = (2.0f * sarek_dot(oc, r.dir));
-        let c: f32 = (sarek_dot(oc, oc) - (params.radius * params.radius));
+        let a: f32 = dot_1(r.dir, r.dir);
+        let b: f32 = (2.0f * dot_1(oc, r.dir));
+        let c: f32 = (dot_1(oc, oc) - (params.radius * params.radius));
         let disc: f32 = ((b * b) - ((4.0f * a) * c));
         var if_result: f32;
         if (((a < 1e-6f) || (disc < 0.0f))) {

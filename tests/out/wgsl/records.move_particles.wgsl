@@ -37,8 +37,8 @@ fn move_particles(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     let i: i32 = i32(sarek_gid.x);
     if ((i < params.n)) {
         let p: particle = ps[i];
-        let sarek_step: point = point((p.vx * params.dt), (p.vy * params.dt));
-        let np: point = add(p.pos, sarek_step);
+        let step_1: point = point((p.vx * params.dt), (p.vy * params.dt));
+        let np: point = add(p.pos, step_1);
         ps[i].vy = (p.vy - (9.81f * params.dt));
         ps[i].vx = (p.vx * 0.99f);
         ps[i] = particle(np, ps[i].vx, ps[i].vy, p.mass);

@@ -27,11 +27,11 @@ fn scale(s: f32, p: point) -> point {
     return point((s * p.x), (s * p.y));
 }
 
-fn sum_x(sarek_from: i32, count: i32) -> f32 {
+fn sum_x(from_1: i32, count: i32) -> f32 {
     var acc: f32 = 0.0f;
     {
-        var sarek_it1: i32 = sarek_from;
-        let sarek_it1_end: i32 = ((sarek_from + count) - 1i);
+        var sarek_it1: i32 = from_1;
+        let sarek_it1_end: i32 = ((from_1 + count) - 1i);
         if (sarek_it1 <= sarek_it1_end) {
             loop {
                 let k: i32 = sarek_it1;

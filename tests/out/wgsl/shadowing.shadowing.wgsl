@@ -28,11 +28,11 @@ fn shadowing(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         let _tmp: i32 = (x_3 + 3i);
         let x_4: i32 = (x_3 * 2i);
         let x_5: i32 = (x_4 + _tmp);
-        let sarek_var: i32 = (x_5 % 7i);
-        let sarek_main: i32 = (sarek_var + 1i);
-        let sarek_struct: i32 = (sarek_main * 2i);
-        let sarek_sampler: i32 = (sarek_struct - sarek_var);
-        let float2: i32 = (sarek_sampler + 1i);
+        let var_1: i32 = (x_5 % 7i);
+        let main_1: i32 = (var_1 + 1i);
+        let struct_1: i32 = (main_1 * 2i);
+        let sampler_1: i32 = (struct_1 - var_1);
+        let float2: i32 = (sampler_1 + 1i);
         let kernel: i32 = (float2 ^ 5i);
         let s: i32 = 0i;
         let s_1: i32 = (s + kernel);

@@ -22,9 +22,7 @@ fn stencil_1d(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     let i: i32 = i32(sarek_gid.x);
     if (((i > 0i) && (i < (params.n - 1i)))) {
         out[i] = (((a[(i - 1i)] + a[i]) + a[(i + 1i)]) / 3.0f);
-    } else {
-        if ((i < params.n)) {
-            out[i] = a[i];
-        }
+    } else if ((i < params.n)) {
+        out[i] = a[i];
     }
 }

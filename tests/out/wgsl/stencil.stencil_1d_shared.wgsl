@@ -43,9 +43,7 @@ fn stencil_1d_shared(@builtin(local_invocation_id) sarek_in_lid: vec3<u32>, @bui
     workgroupBarrier();
     if (((i > 0i) && (i < (params.n - 1i)))) {
         out[i] = (((sarek_wg_win[tid] + sarek_wg_win[(tid + 1i)]) + sarek_wg_win[(tid + 2i)]) / 3.0f);
-    } else {
-        if ((i < params.n)) {
-            out[i] = sarek_wg_win[(tid + 1i)];
-        }
+    } else if ((i < params.n)) {
+        out[i] = sarek_wg_win[(tid + 1i)];
     }
 }

@@ -22,15 +22,13 @@ fn forms__twice(v: i32) -> i32 {
     return (v * 2i);
 }
 
-fn sarek_sign(x: i32) -> i32 {
+fn sign_1(x: i32) -> i32 {
     if ((x > 0i)) {
         return 1i;
+    } else if ((x < 0i)) {
+        return (-1i);
     } else {
-        if ((x < 0i)) {
-            return (-1i);
-        } else {
-            return 0i;
-        }
+        return 0i;
     }
     return i32();
 }
@@ -63,39 +61,29 @@ fn forms(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         }
         count = (count + 100i);
         var code: i32;
-        let scrutinee: i32 = sarek_sign((a[i] - 500i));
+        let scrutinee: i32 = sign_1((a[i] - 500i));
         if ((scrutinee == (-1i))) {
             code = 10i;
+        } else if ((scrutinee == 0i)) {
+            code = 20i;
+        } else if ((scrutinee == 1i)) {
+            code = 30i;
+        } else if ((scrutinee == 2i)) {
+            code = 30i;
         } else {
-            if ((scrutinee == 0i)) {
-                code = 20i;
-            } else {
-                if ((scrutinee == 1i)) {
-                    code = 30i;
-                } else {
-                    if ((scrutinee == 2i)) {
-                        code = 30i;
-                    } else {
-                        code = 40i;
-                    }
-                }
-            }
+            code = 40i;
         }
         var kind: i32;
         let scrutinee_1: i32 = (a[i] % 2i);
         let scrutinee_2: i32 = (a[i] % 3i);
         if (((scrutinee_1 == 0i) && (scrutinee_2 == 0i))) {
             kind = 6i;
+        } else if ((scrutinee_1 == 0i)) {
+            kind = 1i;
+        } else if ((scrutinee_2 == 0i)) {
+            kind = 1i;
         } else {
-            if ((scrutinee_1 == 0i)) {
-                kind = 1i;
-            } else {
-                if ((scrutinee_2 == 0i)) {
-                    kind = 1i;
-                } else {
-                    kind = 0i;
-                }
-            }
+            kind = 0i;
         }
         _ = forms__twice(3i);
         _ = forms__twice(4i);

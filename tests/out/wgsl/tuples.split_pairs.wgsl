@@ -36,16 +36,12 @@ fn split_pairs(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         let scrutinee_2: bool = (v > 0.0f);
         if (((scrutinee_1 == 0i) && scrutinee_2)) {
             bucket = 10i;
+        } else if (((scrutinee_1 == 0i) && (!scrutinee_2))) {
+            bucket = 11i;
+        } else if (scrutinee_2) {
+            bucket = 20i;
         } else {
-            if (((scrutinee_1 == 0i) && (!scrutinee_2))) {
-                bucket = 11i;
-            } else {
-                if (scrutinee_2) {
-                    bucket = 20i;
-                } else {
-                    bucket = 21i;
-                }
-            }
+            bucket = 21i;
         }
         keys[i] = bucket;
         vals[i] = (v * f32(k));

@@ -53,21 +53,17 @@ fn make_shapes(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     let i: i32 = i32(sarek_gid.x);
     if ((i < params.n)) {
         let s: f32 = sizes[i];
-        var sarek_v_shape: shape;
+        var shape_1: shape;
         let scrutinee: i32 = (kinds[i] % 4i);
         if ((scrutinee == 0i)) {
-            sarek_v_shape = make_shape_Circle(s);
+            shape_1 = make_shape_Circle(s);
+        } else if ((scrutinee == 1i)) {
+            shape_1 = make_shape_Rect(s, (2.0f * s));
+        } else if ((scrutinee == 2i)) {
+            shape_1 = make_shape_Square(abs(s));
         } else {
-            if ((scrutinee == 1i)) {
-                sarek_v_shape = make_shape_Rect(s, (2.0f * s));
-            } else {
-                if ((scrutinee == 2i)) {
-                    sarek_v_shape = make_shape_Square(abs(s));
-                } else {
-                    sarek_v_shape = make_shape_Empty();
-                }
-            }
+            shape_1 = make_shape_Empty();
         }
-        out[i] = sarek_v_shape;
+        out[i] = shape_1;
     }
 }

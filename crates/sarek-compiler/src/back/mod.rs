@@ -3,7 +3,9 @@
 
 pub mod cfamily;
 pub mod glsl;
+pub mod names;
 pub mod ptx;
+pub mod support;
 pub mod wgsl;
 
 use crate::diag::Diagnostic;

@@ -12,6 +12,7 @@
 //! Expressions are evaluated exactly once, left to right; only `Expr::Call` and atomic /
 //! warp intrinsics have effects. Control flow, declarations and stores are statements.
 
+pub mod analysis;
 pub mod build;
 pub mod print;
 pub mod specialize;

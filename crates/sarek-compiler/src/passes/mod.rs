@@ -4,7 +4,6 @@ pub mod checked;
 pub mod constfold;
 pub mod legalize;
 pub mod opt;
-pub mod reserved;
 
 /// `kernel` as a generator should see it under `options`: with the checked-mode checks
 /// ([`checked::insert_checks`]) when `options.checked`.

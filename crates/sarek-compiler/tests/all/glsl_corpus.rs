@@ -164,9 +164,8 @@ fn emulated_warps_compile() {
 
 #[test]
 fn escaping_is_injective_and_yields_identifiers() {
-    use sarek_compiler::back::glsl::escape;
-    use sarek_compiler::passes::reserved::{is_valid_identifier, reserved};
-    let r = reserved(Target::Glsl);
+    use sarek_compiler::back::names::{Keywords, Namer, is_identifier};
+    let namer = Namer::new(Keywords::of(Target::Glsl));
     let names = [
         "x",
         "if",
@@ -188,12 +187,12 @@ fn escaping_is_injective_and_yields_identifiers() {
         "float",
         "sarek_float",
     ];
-    let escaped: Vec<String> = names.iter().map(|n| escape(n, &r)).collect();
+    let escaped: Vec<String> = names.iter().map(|n| namer.escape(n)).collect();
     for (n, e) in names.iter().zip(&escaped) {
-        assert!(is_valid_identifier(e), "{n} -> {e}");
+        assert!(is_identifier(e), "{n} -> {e}");
         // Never a reserved word; `__` only survives as a glslang warning, never an error.
         assert!(
-            !r(e) || e.contains("__") || e.starts_with("sarek_"),
+            !namer.is_reserved(e) || e.contains("__") || e.starts_with("sarek_"),
             "{n} -> {e}"
         );
     }

@@ -1,10 +1,10 @@
 //! The IR of every corpus kernel: lowered, validated, legalized for every target (the output
 //! validated again). The printed IR is `tests/out/ir/` (the `outputs` test).
 
+use sarek_compiler::back::names::Keywords;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::ir::{print::print_kernel, validate::validate};
-use sarek_compiler::passes::legalize::{legalize, legalize_shader};
-use sarek_compiler::passes::reserved::reserved;
+use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
 use std::path::Path;
 
@@ -39,12 +39,9 @@ fn lower_file(path: &Path) -> Vec<(String, String)> {
             Target::Glsl,
             Target::Wgsl,
         ] {
-            let r = reserved(target);
-            for legal in [
-                legalize(&ir, &r, true),
-                legalize(&ir, &r, false),
-                legalize_shader(&ir),
-            ] {
+            let keywords = Keywords::of(target);
+            for params in [Params::Positional, Params::ModuleScope] {
+                let legal = legalize(&ir, keywords, params);
                 validate(&legal).unwrap_or_else(|e| panic!("after legalize for {target}: {e}"));
             }
         }

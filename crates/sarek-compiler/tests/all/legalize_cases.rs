@@ -1,10 +1,15 @@
 //! Hand-checked cases of seed 000's renaming rules.
 
+use sarek_compiler::back::names::Keywords;
 use sarek_compiler::ir::build::*;
 use sarek_compiler::ir::*;
-use sarek_compiler::passes::legalize::{legalize, legalize_shader};
-use sarek_compiler::passes::reserved::reserved;
+use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
+
+/// Legalized for OpenCL C (kernel parameters bound by position).
+fn opencl(k: &Kernel) -> Kernel {
+    legalize(k, Keywords::of(Target::OpenCl), Params::Positional)
+}
 
 fn plus1(e: Expr) -> Expr {
     add(e, lit_f32(1.0))
@@ -34,7 +39,7 @@ fn self_referencing_shadow_is_renamed() {
             let_(v[2], plus1(b.read(v[1]))),
         ]
     });
-    let out = legalize(&k, &reserved(Target::OpenCl), true);
+    let out = opencl(&k);
     assert_eq!(names(&out), ["s", "s_1", "s_2"]);
 }
 
@@ -47,19 +52,19 @@ fn smallest_unused_suffix_and_invalid_names() {
     let k = kernel(&[("s", Ty::F32)], &locals, |b, v| {
         (1..=5).map(|i| let_(v[i], b.read(v[i - 1]))).collect()
     });
-    let out = legalize(&k, &reserved(Target::OpenCl), true);
+    let out = opencl(&k);
     assert_eq!(
         names(&out),
         ["s", "s_1", "s_2", "x_1", "float4_1", "v_get_id_1"]
     );
     // Idempotent.
-    assert_eq!(legalize(&out, &reserved(Target::OpenCl), true), out);
+    assert_eq!(opencl(&out), out);
 }
 
 #[test]
-fn siblings_do_not_conflict_and_params_follow_the_flag() {
+fn siblings_do_not_conflict_and_params_follow_the_target() {
     // { let t } { let t }: sibling scopes may reuse a name. Parameter `int`: renamed only
-    // when parameters may be renamed; a local shadowing a kept parameter stays.
+    // where parameters are bound by position; a local never shadows a kept one.
     let k = kernel(&[("int", Ty::F32)], &["t", "t", "int"], |b, v| {
         vec![
             st(StmtKind::Block(vec![let_(v[1], b.read(v[0]))])),
@@ -67,26 +72,33 @@ fn siblings_do_not_conflict_and_params_follow_the_flag() {
             let_(v[3], b.read(v[0])),
         ]
     });
-    let r = reserved(Target::Cuda);
-    assert_eq!(names(&legalize(&k, &r, true)), ["int_1", "t", "t", "int_2"]);
-    assert_eq!(names(&legalize(&k, &r, false)), ["int", "t", "t", "int_1"]);
+    let cuda = Keywords::of(Target::Cuda);
+    let positional = legalize(&k, cuda, Params::Positional);
+    assert_eq!(names(&positional), ["int_1", "t", "t", "int_2"]);
+    let module_scope = legalize(&k, cuda, Params::ModuleScope);
+    assert_eq!(names(&module_scope), ["int", "t", "t", "int_1"]);
 }
 
 #[test]
-fn shader_variant_keeps_reserved_words_and_vector_params() {
-    // Shader: `int` stays (the escaper's job), `x'` is renamed, a local redeclaring a local is
-    // renamed, a local named like a vector parameter (a buffer) is renamed, a local shadowing a
-    // scalar parameter stays.
-    let params = [("buf", vector_of(Ty::F32)), ("n", Ty::F32)];
-    let k = kernel(&params, &["int", "int", "x'", "buf", "n"], |b, v| {
-        let mut body: Block = (2..=5).map(|i| let_(v[i], b.read(v[i - 1]))).collect();
-        body.push(let_(v[6], b.read(v[1])));
+fn module_scope_params_keep_their_names() {
+    // Shader (WGSL): parameters keep their names, even reserved (`ref`: the escaper's job);
+    // a reserved local (`max`), a local redeclaring a local, `x'` and a local named like a
+    // vector parameter (a buffer) are renamed; one named like a scalar parameter (read as a
+    // `params` member) stays.
+    let params = [
+        ("buf", vector_of(Ty::F32)),
+        ("n", Ty::F32),
+        ("ref", Ty::F32),
+    ];
+    let k = kernel(&params, &["max", "max", "x'", "buf", "n"], |b, v| {
+        let mut body: Block = (3..=6).map(|i| let_(v[i], b.read(v[i - 1]))).collect();
+        body.push(let_(v[7], b.read(v[1])));
         body
     });
-    let out = legalize_shader(&k);
+    let out = legalize(&k, Keywords::of(Target::Wgsl), Params::ModuleScope);
     assert_eq!(
         names(&out),
-        ["buf", "n", "int", "int_1", "x_1", "buf_1", "n"]
+        ["buf", "n", "ref", "max_1", "max_2", "x_1", "buf_1", "n"]
     );
 }
 
@@ -95,7 +107,7 @@ fn native_kernels_are_left_alone() {
     let k = kernel(&[("int", Ty::F32)], &["int"], |b, v| {
         vec![let_(v[1], b.read(v[0])), native("int = 1;")]
     });
-    assert_eq!(legalize(&k, &reserved(Target::OpenCl), true), k);
+    assert_eq!(opencl(&k), k);
 }
 
 #[test]
@@ -108,11 +120,11 @@ fn helper_names_and_params() {
     let max = b.func("max", vec![x], Ty::F32, vec![return_(Some(b.read(x)))]);
     let body = vec![let_(local, b.call(max, vec![lit_f32(1.0)]))];
     let mut k = b.finish(body);
-    let out = legalize(&k, &reserved(Target::OpenCl), true);
+    let out = opencl(&k);
     assert_eq!(out.functions[0].name, "max_2");
     assert_eq!(names(&out), ["x_1", "max_1"]);
     k.vars[1].name = "max".into();
-    let out = legalize(&k, &reserved(Target::OpenCl), true);
+    let out = opencl(&k);
     assert_eq!(out.functions[0].name, "max_1");
     assert_eq!(names(&out), ["x_1", "max_2"]);
 }

@@ -13,11 +13,11 @@
 //! - legalize is idempotent, and the validator accepts the output.
 
 use proptest::prelude::*;
+use sarek_compiler::back::names::{Keywords, Namer, is_identifier};
 use sarek_compiler::diag::Span;
 use sarek_compiler::ir::validate::validate;
 use sarek_compiler::ir::*;
-use sarek_compiler::passes::legalize::{legalize, legalize_shader};
-use sarek_compiler::passes::reserved::{is_valid_identifier, reserved};
+use sarek_compiler::passes::legalize::{Params, legalize};
 use sarek_compiler::target::Target;
 use sarek_compiler::types::{BinOp, MemSpace};
 
@@ -475,10 +475,9 @@ fn build(s: &SKernel) -> Kernel {
 /// Which binders the scope model treats as declared names.
 #[derive(Clone, Copy)]
 struct Model {
-    /// Kernel parameters are declared names (C-family with `rename_params`).
-    params_declared: bool,
-    /// Shader: kernel vector parameters are module-scope names, scalar ones are not names.
-    shader: bool,
+    /// Where kernel parameters are declared: the kernel function (C family) or module scope
+    /// (shaders, where a helper's vector parameter is substituted by a buffer).
+    params: Params,
 }
 
 /// C-scoping checker over the *names* of a legalized kernel.
@@ -505,12 +504,11 @@ impl Checker<'_> {
         self.declare(self.name(v).to_string(), Some(v));
     }
     fn exempt(&self, v: VarId) -> bool {
-        // References to kernel parameters that are not declared names go through the target's
-        // own parameter mechanism (push constants, uniforms), not through name lookup.
+        // Shaders: a helper's vector parameter is the buffer it is called with, and a kernel
+        // parameter other than a vector is read from the parameter block: neither is a name.
         let vector = matches!(self.k.var(v).ty, Ty::Vector(_));
         let kernel_param = self.k.params.contains(&v);
-        (kernel_param && !self.m.params_declared && !(self.m.shader && vector))
-            || (!kernel_param && self.m.shader && vector)
+        self.m.params == Params::ModuleScope && (kernel_param != vector)
     }
     fn resolve(&mut self, v: VarId) {
         if self.exempt(v) {
@@ -630,7 +628,8 @@ impl Checker<'_> {
     fn run(mut self) -> Vec<String> {
         let k = self.k;
         self.scopes.push(Vec::new());
-        if self.m.shader {
+        let module_scope = self.m.params == Params::ModuleScope;
+        if module_scope {
             for p in &k.params {
                 if matches!(k.var(*p).ty, Ty::Vector(_)) {
                     self.declare_var(*p);
@@ -645,7 +644,7 @@ impl Checker<'_> {
             for p in &f.params {
                 // A shader helper's vector parameter is substituted by the buffer it is called
                 // with: it is not a name of the emitted source.
-                if !(self.m.shader && matches!(k.var(*p).ty, Ty::Vector(_))) {
+                if !(module_scope && matches!(k.var(*p).ty, Ty::Vector(_))) {
                     self.declare_var(*p);
                 }
             }
@@ -653,8 +652,8 @@ impl Checker<'_> {
             self.scopes.pop();
         }
         self.scopes.push(Vec::new());
-        for p in &k.params {
-            if self.m.params_declared {
+        if !module_scope {
+            for p in &k.params {
                 self.declare_var(*p);
             }
         }
@@ -711,63 +710,85 @@ proptest! {
 
     #[test]
     fn opencl_renaming_params(s in skernel()) {
-        let k = build(&s);
-        let r = reserved(Target::OpenCl);
-        let out = legalize(&k, &r, true);
-        let again = legalize(&out, &r, true);
-        for n in binder_names(&out, true) {
-            prop_assert!(is_valid_identifier(&n) && !r(&n), "binder `{}` survives", n);
-        }
-        check_common(&k, &out, &again, Model { params_declared: true, shader: false })?;
+        positional(&s, Target::OpenCl)?;
     }
 
     #[test]
-    fn glsl_table_keeping_params(s in skernel()) {
-        let k = build(&s);
-        let r = reserved(Target::Glsl);
-        let out = legalize(&k, &r, false);
-        let again = legalize(&out, &r, false);
-        for (p, q) in k.params.iter().zip(&out.params) {
-            prop_assert_eq!(&k.var(*p).name, &out.var(*q).name, "kernel parameter renamed");
-        }
-        for n in binder_names(&out, false) {
-            prop_assert!(is_valid_identifier(&n) && !r(&n), "binder `{}` survives", n);
-        }
-        check_common(&k, &out, &again, Model { params_declared: false, shader: false })?;
+    fn glsl_module_scope(s in skernel()) {
+        module_scope(&s, Target::Glsl)?;
     }
 
     #[test]
-    fn shader_variant(s in skernel()) {
-        let k = build(&s);
-        let out = legalize_shader(&k);
-        let again = legalize_shader(&out);
-        for (p, q) in k.params.iter().zip(&out.params) {
-            prop_assert_eq!(&k.var(*p).name, &out.var(*q).name, "kernel parameter renamed");
-        }
-        // Helper vector parameters are substituted by buffers in shader output: never renamed.
-        let helper_vectors: Vec<String> = out
-            .functions
-            .iter()
-            .flat_map(|f| &f.params)
-            .filter(|p| matches!(out.var(**p).ty, Ty::Vector(_)))
-            .map(|p| out.var(*p).name.clone())
-            .collect();
-        for n in binder_names(&out, false) {
-            prop_assert!(is_valid_identifier(&n) || helper_vectors.contains(&n), "binder `{}` is not an identifier", n);
-        }
-        // Reserved words are the escaper's job: a valid, non-colliding `int` stays.
-        check_common(&k, &out, &again, Model { params_declared: false, shader: true })?;
+    fn wgsl_module_scope(s in skernel()) {
+        module_scope(&s, Target::Wgsl)?;
     }
 
     #[test]
     fn cuda_table(s in skernel()) {
-        let k = build(&s);
-        let r = reserved(Target::Cuda);
-        let out = legalize(&k, &r, true);
-        let again = legalize(&out, &r, true);
-        for n in binder_names(&out, true) {
-            prop_assert!(is_valid_identifier(&n) && !r(&n), "binder `{}` survives", n);
-        }
-        check_common(&k, &out, &again, Model { params_declared: true, shader: false })?;
+        positional(&s, Target::Cuda)?;
     }
+}
+
+/// C family: every binder, kernel parameters included, is a valid, unreserved identifier.
+fn positional(s: &SKernel, target: Target) -> Result<(), TestCaseError> {
+    let k = build(s);
+    let keywords = Keywords::of(target);
+    let namer = Namer::new(keywords);
+    let out = legalize(&k, keywords, Params::Positional);
+    let again = legalize(&out, keywords, Params::Positional);
+    for n in binder_names(&out, true) {
+        prop_assert!(
+            is_identifier(&n) && !namer.is_reserved(&n),
+            "binder `{}` survives",
+            n
+        );
+    }
+    check_common(
+        &k,
+        &out,
+        &again,
+        Model {
+            params: Params::Positional,
+        },
+    )
+}
+
+/// Shaders: kernel parameters keep their names (the escaper spells them), as do helpers'
+/// vector parameters (substituted by buffers); every other binder is a valid, unreserved
+/// identifier that no other visible name shares.
+fn module_scope(s: &SKernel, target: Target) -> Result<(), TestCaseError> {
+    let k = build(s);
+    let keywords = Keywords::of(target);
+    let namer = Namer::new(keywords);
+    let out = legalize(&k, keywords, Params::ModuleScope);
+    let again = legalize(&out, keywords, Params::ModuleScope);
+    for (p, q) in k.params.iter().zip(&out.params) {
+        prop_assert_eq!(
+            &k.var(*p).name,
+            &out.var(*q).name,
+            "kernel parameter renamed"
+        );
+    }
+    let helper_vectors: Vec<String> = out
+        .functions
+        .iter()
+        .flat_map(|f| &f.params)
+        .filter(|p| matches!(out.var(**p).ty, Ty::Vector(_) | Ty::Array { .. }))
+        .map(|p| out.var(*p).name.clone())
+        .collect();
+    for n in binder_names(&out, false) {
+        prop_assert!(
+            (is_identifier(&n) && !namer.is_reserved(&n)) || helper_vectors.contains(&n),
+            "binder `{}` survives",
+            n
+        );
+    }
+    check_common(
+        &k,
+        &out,
+        &again,
+        Model {
+            params: Params::ModuleScope,
+        },
+    )
 }

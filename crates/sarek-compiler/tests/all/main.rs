@@ -7,6 +7,7 @@ mod cuda_validate;
 mod errors;
 mod fusion;
 mod glsl_corpus;
+mod hip_validate;
 mod ir_legalize;
 mod ir_validate;
 mod legalize_cases;

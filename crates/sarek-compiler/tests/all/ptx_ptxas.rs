@@ -152,7 +152,7 @@ fn kitchen_sink_assembles() {
         sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).expect("generates");
     assert!(
         out.source
-            .contains(".visible .entry sarek_kitchen_x27sink("),
+            .contains(".visible .entry sarek_q_kitchen_x27sink("),
         "{}",
         out.source
     );
@@ -192,4 +192,51 @@ fn ptx_files_assemble() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     eprintln!("ptxas assembled {} PTX files", files.len());
+}
+
+/// A kernel with one vector and `scalars` int32 parameters: 12 + 4 * scalars bytes of
+/// parameter space (a 64-bit pointer, its 32-bit length, then the scalars).
+pub fn many_parameters(scalars: usize) -> (sarek_compiler::SourceMap, Kernel) {
+    let params: Vec<String> = (0..scalars).map(|j| format!("(p{j} : int32)")).collect();
+    let src = format!(
+        "let%kernel k (v : int32 vector) {} =\n  let i = global_thread_id in\n  \
+         if i < length v then v.(i) <- p0 + p{}\n",
+        params.join(" "),
+        scalars - 1
+    );
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("params.sarek", src);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let kernel = sarek_compiler::lower_kernel(&program, "k").expect("lowers");
+    (sources, kernel)
+}
+
+#[test]
+fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
+    // 12 + 4 * 1021 = 4096 bytes: exactly the limit, which ptxas takes.
+    let (_, at_limit) = many_parameters(1021);
+    let g = sarek_compiler::generate(&at_limit, Target::Ptx, &TargetOptions::default())
+        .expect("4096 bytes of parameters are within the PTX limit");
+    if let Some(r) = assemble(&g.source) {
+        r.unwrap_or_else(|e| panic!("ptxas rejected 4096 bytes of parameters: {e}"));
+    }
+    // One more int32: refused before writing, located at the parameter over the limit.
+    let (sources, over) = many_parameters(1022);
+    let err = sarek_compiler::generate(&over, Target::Ptx, &TargetOptions::default())
+        .expect_err("4100 bytes of parameters must be refused");
+    let text = sarek_compiler::diag::render_all(&err, &sources, false);
+    assert_eq!(err.len(), 1, "{text}");
+    assert!(
+        err[0].message.contains("4100 bytes of parameters")
+            && err[0].message.contains("PTX allows at most 4096"),
+        "{text}"
+    );
+    let src = sources.text(sources.ids().next().unwrap());
+    let col = src.find("(p1021 :").unwrap() + 2;
+    assert_eq!(
+        sources.location(err[0].span),
+        format!("params.sarek:1:{col}")
+    );
+    // CUDA C takes the same kernel (its limit is 32,764 bytes).
+    assert!(sarek_compiler::generate(&over, Target::Cuda, &TargetOptions::default()).is_ok());
 }

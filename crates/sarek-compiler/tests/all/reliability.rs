@@ -4,13 +4,17 @@
 //! - `hostile_inputs_have_expected_outcomes`: `tests/reliability/*.sarek`, each with its
 //!   expected outcome in an `@expect accept` or `@expect error: TEXT` line;
 //! - `corpus_in_checked_mode_validates`: every corpus kernel with checks inserted;
+//! - `long_identifiers_validate_everywhere`: identifiers of 2,000 characters in every naming
+//!   position, through all six generators and their validators (names past a target's
+//!   identifier length are shortened by the namer, injectively);
 //! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
 //!   literals, swapped operators, shifted indices) for `SAREK_FUZZ_SECS` seconds (default
 //!   20; CI runs the default), printing inputs tried, accepted, invalid modules and panics.
 //!
 //! Validators: naga in process (parse, validate, pipeline constants as wgpu applies them,
 //! SPIR-V out), glslangValidator + spirv-val for GLSL, `clang -x cl` for OpenCL C, ptxas for
-//! PTX; an absent tool skips its target (or fails when `SAREK_REQUIRE_BACKENDS` names it).
+//! PTX (and, for the long identifiers, NVRTC for CUDA C and clang++ with the Metal shim); an
+//! absent tool skips its target (or fails when `SAREK_REQUIRE_BACKENDS` names it).
 
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use sarek_compiler::diag::{SourceMap, render_all};
@@ -142,9 +146,66 @@ impl Tools {
                     Err(String::from_utf8_lossy(&out.stderr).into_owned())
                 }
             }
+            Target::Cuda if sarek_runtime::cuda::nvrtc::load().is_ok() => nvrtc_compile(src),
+            Target::Metal if self.clang => {
+                let shim =
+                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/metal_shim.h");
+                let include = self.dir.join("include");
+                std::fs::create_dir_all(&include).unwrap();
+                // `#include <metal_stdlib>` in the generated source resolves to the shim.
+                std::fs::write(
+                    include.join("metal_stdlib"),
+                    format!("#include \"{}\"\n", shim.display()),
+                )
+                .unwrap();
+                let path = self
+                    .dir
+                    .join(format!("{:?}.metal", std::thread::current().id()));
+                std::fs::write(&path, src).unwrap();
+                let out = Command::new("clang++")
+                    .args([
+                        "-x",
+                        "c++",
+                        "-std=c++17",
+                        "-fsyntax-only",
+                        "-Wno-unknown-attributes",
+                        "-include",
+                    ])
+                    .arg(&shim)
+                    .arg("-I")
+                    .arg(&include)
+                    .arg(&path)
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                if out.status.success() {
+                    Ok(true)
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                }
+            }
             _ => Ok(false),
         }
     }
+}
+
+/// CUDA C through NVRTC for `sm_90`, with the runtime's options.
+fn nvrtc_compile(source: &str) -> Result<bool, String> {
+    use cudarc::nvrtc::result;
+    use std::ffi::{CStr, CString};
+    let src = CString::new(source).unwrap();
+    let prog = result::create_program(&src, None).map_err(|e| format!("{e:?}"))?;
+    let opts = ["--gpu-architecture=sm_90", "--fmad=false"];
+    // SAFETY: `prog` is a live program; the options are valid C strings.
+    let res = unsafe { result::compile_program(prog, &opts) };
+    let log = unsafe { result::get_program_log(prog) }
+        .map(|l| {
+            unsafe { CStr::from_ptr(l.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    unsafe { result::destroy_program(prog) }.ok();
+    res.map(|_| true).map_err(|e| format!("{e:?}\n{log}"))
 }
 
 const TARGETS: [Target; 4] = [Target::Wgsl, Target::Glsl, Target::OpenCl, Target::Ptx];
@@ -405,6 +466,65 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
         }
     }
     t
+}
+
+/// glslang rejects identifiers over 1,024 characters; the other validators take any length.
+/// Every naming position gets a 2,000-character name, and pairs of names that differ only
+/// in their last character (two vectors, two fields), which a plain truncation would merge.
+#[test]
+fn long_identifiers_validate_everywhere() {
+    let long =
+        |stem: &str, last: char| format!("{stem}{}{last}", "q".repeat(2000 - stem.len() - 1));
+    let (rec, fa, fb) = (long("rec", 't'), long("fld", 'a'), long("fld", 'b'));
+    let (var, ca, cb) = (long("shp", 't'), long("Ctor", 'a'), long("Ctor", 'b'));
+    let (helper, hp, kernel) = (long("helper", 'x'), long("hparam", 'x'), long("kern", 'x'));
+    let (va, vb, rs, n) = (
+        long("vec", 'a'),
+        long("vec", 'b'),
+        long("recs", 'x'),
+        long("n", 'x'),
+    );
+    let (sh, i, x, y) = (
+        long("sh", 'x'),
+        long("i", 'x'),
+        long("x", 'x'),
+        long("y", 'x'),
+    );
+    let text = format!(
+        "type {rec} = {{ {fa} : float32; {fb} : float32 }}
+type {var} = {ca} of float32 | {cb}
+
+let {helper} ({hp} : float32) : float32 = {hp} *. 2.0
+
+let%kernel {kernel} ({va} : float32 vector) ({vb} : float32 vector) ({rs} : {rec} vector) ({n} : int32) =
+  let%shared ({sh} : float32) = 64 in
+  let {i} = global_thread_id in
+  {sh}.(thread_idx_x) <- 1.0;
+  block_barrier ();
+  if {i} < {n} then begin
+    let {x} = match (if {i} mod 2 = 0 then {ca} {va}.({i}) else {cb}) with {ca} {y} -> {y} | {cb} -> 0.0 in
+    {vb}.({i}) <- {helper} {x} +. {rs}.({i}).{fa} +. {rs}.({i}).{fb} +. {sh}.(thread_idx_x)
+  end
+"
+    );
+    let mut sources = SourceMap::new();
+    let file = sources.add("long_identifiers.sarek", text);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let ir = sarek_compiler::lower_kernel(&program, &kernel)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let tools = Tools::find();
+    let mut validated = Vec::new();
+    for target in Target::ALL.into_iter().filter(|t| *t != Target::Ir) {
+        let g = sarek_compiler::generate(&ir, target, &TargetOptions::default())
+            .unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
+        match tools.validate(target, &g.source) {
+            Ok(true) => validated.push(target),
+            Ok(false) => eprintln!("skipping {target}: its validator is not installed"),
+            Err(e) => panic!("{target} rejected the long identifiers:\n{e}"),
+        }
+    }
+    eprintln!("long identifiers validated on {validated:?}");
 }
 
 #[test]

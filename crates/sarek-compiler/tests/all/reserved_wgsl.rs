@@ -2,7 +2,7 @@
 //! table is really rejected by naga as a variable name, and every predeclared name is accepted
 //! (which is why escaping those is only defensive).
 
-use sarek_compiler::passes::reserved::{WGSL_KEYWORDS, WGSL_PREDECLARED, WGSL_RESERVED};
+use sarek_compiler::back::wgsl::keywords::{WGSL_KEYWORDS, WGSL_PREDECLARED, WGSL_RESERVED};
 
 fn accepts(word: &str) -> bool {
     let src = format!("@compute @workgroup_size(1)\nfn main() {{\n    var {word} : i32;\n}}\n");

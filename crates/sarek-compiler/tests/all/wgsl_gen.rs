@@ -39,18 +39,22 @@ fn every_hand_built_kernel_validates_with_naga() {
 #[test]
 fn escape_families_stay_distinct() {
     let g = gen_ok(&k::escape_families());
+    // Locals are binders: legalize renames the reserved ones (`__*`, `sarek_*`, `if`, the
+    // generator's `params`) and the non-identifier `_` to `<stem>_<k>`, moving out of a
+    // reserved family (`sarek_*`) with a `v_` stem.
     for decl in [
-        "let sarek___i: i32",
-        "let sarek_sarek__i: i32",
-        "let sarek_sarek_: i32",
-        "let sarek_if: i32",
+        "let i_1: i32",
+        "let v_sarek_i_1: i32",
+        "let v_1: i32",
+        "let v_sarek_1: i32",
+        "let if_1: i32",
         "let ifv: i32",
-        "let sarek_sarek_if: i32",
-        "let sarek_params: i32",
+        "let v_sarek_if_1: i32",
+        "let params_1: i32",
     ] {
         assert!(g.source.contains(decl), "missing `{decl}` in\n{}", g.source);
     }
-    // `_` is not an identifier: legalize renames it before escaping. All eight stay distinct.
+    // All eight stay distinct.
     let mut lets: Vec<&str> = g
         .source
         .lines()
@@ -131,7 +135,7 @@ fn helpers_are_specialised_per_buffer() {
         g.source
     );
     assert!(
-        g.source.contains("fn sarek_dup1_sum_to(n: i32) -> i32"),
+        g.source.contains("fn sum_to_1(n: i32) -> i32"),
         "{}",
         g.source
     );
@@ -266,7 +270,10 @@ fn abi_matches_declarations() {
 /// word as a variable name, and the escaped spelling of each is accepted.
 #[test]
 fn reserved_tables_match_naga() {
-    use sarek_compiler::back::wgsl::escape::{WGSL_KEYWORDS, WGSL_RESERVED, escape};
+    use sarek_compiler::back::names::{Keywords, Namer};
+    use sarek_compiler::back::wgsl::keywords::{WGSL_KEYWORDS, WGSL_RESERVED};
+    let namer = Namer::new(Keywords::of(sarek_compiler::Target::Wgsl));
+    let escape = |w: &str| namer.escape(w);
     let probe = |name: &str| {
         format!(
             "@compute @workgroup_size(1)\nfn main() {{\n    var {name}: i32 = 1i;\n    {name} = {name} + 1i;\n}}\n"
@@ -298,5 +305,78 @@ fn fences_become_barriers_only_where_the_workgroup_is_converged() {
     assert!(
         divergent.contains("// memory_fence_device (): no WGSL equivalent"),
         "{divergent}"
+    );
+}
+
+/// Lower the kernel `k` of `src` (file `deep.sarek`).
+fn lower_source(src: &str) -> (sarek_compiler::SourceMap, sarek_compiler::ir::Kernel) {
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("deep.sarek", src);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let kernel = sarek_compiler::lower_kernel(&program, "k").expect("lowers");
+    (sources, kernel)
+}
+
+/// naga allows 127 levels of braces and 200 levels of parser recursion: a long `else if`
+/// chain of statements is written flat and validates; a chain of values (nested `select`s)
+/// past the parser's depth and loops nested past the brace limit are refused, located.
+#[test]
+fn deep_chains_are_written_flat_or_refused_located() {
+    let arms = |n: usize, value: bool| -> String {
+        (0..n)
+            .map(|j| {
+                if value {
+                    format!("if x = {j} then {j}")
+                } else {
+                    format!("if x = {j} then v.(0) <- {j}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n  else ")
+    };
+    let (_, chain) = lower_source(&format!(
+        "let%kernel k (v : int32 vector) =\n  let x = v.(1) in\n  {}\n  else v.(0) <- 0\n",
+        arms(140, false)
+    ));
+    let g = gen_ok(&chain);
+    assert_eq!(g.source.matches("} else if (").count(), 139);
+    naga_validate(&g.source).unwrap();
+
+    let (sources, values) = lower_source(&format!(
+        "let%kernel k (v : int32 vector) =\n  let x = v.(1) in\n  v.(0) <- ({}\n  else 0)\n",
+        arms(120, true)
+    ));
+    let errs = wgsl::generate(&values, &TargetOptions::default()).unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].message.contains("nests statements and expressions")
+            && errs[0].message.contains("WGSL allows at most 190"),
+        "{}",
+        errs[0].message
+    );
+    assert!(sources.location(errs[0].span).starts_with("deep.sarek:3:"));
+    for t in [Target::Glsl, Target::OpenCl, Target::Ptx] {
+        sarek_compiler::generate(&values, t, &TargetOptions::default()).unwrap();
+    }
+
+    let loops = |n: usize| {
+        let mut src = String::from("let%kernel k (v : int32 vector) =\n");
+        for j in 0..n {
+            src.push_str(&format!("for i{j} = 0 to 1 do\n"));
+        }
+        src.push_str("v.(0) <- v.(0) + 1\n");
+        src.push_str(&"done\n".repeat(n));
+        lower_source(&src).1
+    };
+    // 1 + 4 * 31 = 125 levels of braces: valid; 32 loops take 129.
+    let g = gen_ok(&loops(31));
+    naga_validate(&g.source).unwrap();
+    let errs = wgsl::generate(&loops(32), &TargetOptions::default()).unwrap_err();
+    assert!(
+        errs[0]
+            .message
+            .contains("nests blocks 129 deep, WGSL allows at most 127"),
+        "{}",
+        errs[0].message
     );
 }

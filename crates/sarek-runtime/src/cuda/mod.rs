@@ -207,6 +207,11 @@ impl CudaDevice {
             checked: false, // issue 17: checks are inserted per launch (`sarek_runtime::checked`)
         };
         let ir = kernel.ir();
+        let support = match self.toolchain {
+            Toolchain::Nvrtc => sarek_compiler::back::support::cuda(),
+            Toolchain::DriverJit => sarek_compiler::back::support::ptx(),
+        };
+        crate::capability::check(ir, &support.on_device(&self.info.name))?;
         let generated = match self.toolchain {
             Toolchain::Nvrtc => {
                 sarek_compiler::back::cfamily::generate(ir, Dialect::Cuda, &options)

@@ -158,9 +158,14 @@ impl OpenClDevice {
     }
 
     fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
+        let support =
+            sarek_compiler::back::support::opencl(&self.options).on_device(&self.info.name);
+        crate::capability::check(kernel, &support)?;
         let generated =
             sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
-                .map_err(|d| RuntimeError::refused(Dialect::OpenCl.target(), &kernel.name, d))?;
+                .map_err(|d| {
+                    RuntimeError::refused(sarek_compiler::Target::OpenCl, &kernel.name, d)
+                })?;
         let mut options = self.build_options.clone();
         if generated.source.contains("sub_group_") {
             // The subgroup built-ins are OpenCL C 2.0 functions.

@@ -70,8 +70,10 @@ fn missing_64bit_types_are_located_refusals() {
                     "{k}: {}",
                     sources.location(d.span)
                 );
+                // The device and the target in the message, the missing feature in its note.
+                let text = format!("{} {}", d.message, d.notes.join(" "));
                 for word in [feature, "GLSL", name.as_str()] {
-                    assert!(d.message.contains(word), "{word}: {}", d.message);
+                    assert!(text.contains(word), "{word}: {text}");
                 }
             }
             other => panic!("{k}: expected a refusal, got {other:?}"),

@@ -348,7 +348,9 @@ fn warp_kernels_are_refused_without_32_lane_subgroups() {
             ..
         }) => {
             assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
-            let m = &diagnostics[0].message;
+            // The target (and device) in the message, why in the note.
+            let d = &diagnostics[0];
+            let m = format!("{} {}", d.message, d.notes.join(" "));
             assert!(m.contains("WGSL") && m.contains("32-lane"), "{m}")
         }
         other => panic!("{other:?}"),

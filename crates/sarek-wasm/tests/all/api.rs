@@ -179,8 +179,12 @@ fn a_refusal_merges_each_reason_as_the_runtime_does() {
         int64_atomics: false,
         ..TargetOptions::default()
     };
-    let diags = sarek_compiler::generate(&ir, Target::Wgsl, &options).unwrap_err();
-    assert!(diags.len() > 1, "several uses, to merge");
+    // As the runtime's wgpu backend refuses: WGSL's support refined by the device (named).
+    let support = sarek_compiler::back::support::wgsl(&options).on_device("WebGPU");
+    let diags = sarek_compiler::ir::analysis::check(&ir, &support).unwrap_err();
+    // The analysis words one error per reason (float64 here), its uses as places.
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(diags.iter().all(|d| !d.secondary.is_empty()), "{diags:?}");
     let sarek_runtime::RuntimeError::Refused { diagnostics, .. } =
         sarek_runtime::RuntimeError::refused(Target::Wgsl, "float64_arith", diags)
     else {
@@ -315,7 +319,7 @@ fn more_vectors_than_the_device_binds_are_refused_located() {
     assert_eq!(r.get("failure").str(), "refused");
     let rendered = r.get("rendered").str();
     assert!(
-        rendered.contains("needs 3 storage buffers, the device `Tiny GPU` binds at most 2"),
+        rendered.contains("needs 3 storage buffers, the device `Tiny GPU` (WGSL) binds at most 2"),
         "{rendered}"
     );
     assert!(rendered.contains("many.sarek:1:"), "{rendered}");

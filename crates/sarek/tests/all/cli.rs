@@ -360,6 +360,20 @@ fn run_user_errors_are_one_message_and_exit_1() {
         "n=4",
     ]);
     expect(r, &["unknown backend `gpu9000`"]);
+    // HIP is a compiler dialect without a runtime backend: refused by name, not as unknown.
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "hip",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=4",
+    ]);
+    expect(r, &["backend `hip` is not available", "no runtime backend"]);
     let r = sarek_env(
         &[
             "run", &file, "--kernel", "saxpy", "--arg", "a=1", "--arg", "n=4",
@@ -411,7 +425,8 @@ fn refusals_are_located_once_and_fail() {
     let d = scratch("refusal");
     let file = write(&d, "twice.sarek", FLOAT64);
 
-    // The generator's own diagnostics, from `compile`: one per use, the first at `v`.
+    // `compile` renders the refusal as every backend does: one error per reason, at the first
+    // use (`v`), the store on line 5 as a secondary place.
     let compiled = sarek(&["compile", &file, "--target", "wgsl"]);
     assert_eq!(compiled.code, 1, "{}", compiled.stderr);
     let located = |text: &str| -> Vec<String> {
@@ -423,8 +438,9 @@ fn refusals_are_located_once_and_fail() {
             .collect()
     };
     let compile_places = located(&compiled.stderr);
-    assert!(compile_places.len() >= 2, "{}", compiled.stderr);
+    assert_eq!(compile_places.len(), 1, "{}", compiled.stderr);
     assert!(compile_places[0].starts_with("3:"), "{}", compiled.stderr);
+    assert!(compiled.stderr.contains("5 │"), "{}", compiled.stderr);
 
     let r = sarek(&[
         "run",

@@ -1,12 +1,17 @@
-//! The C-family generator: OpenCL C 1.2, CUDA C and Metal from one emitter.
+//! The C-family generator: OpenCL C 1.2, CUDA C, Metal and HIP from one emitter.
 //!
-//! The three languages share C's statements, expressions and structs; they differ in
-//! qualifiers, address spaces, built-in names and capabilities. [`Dialect`] answers those
-//! questions and `writer::Writer` does everything else, so a fix lands in all three.
+//! The languages share C's statements, expressions and structs; they differ in qualifiers,
+//! address spaces, kernel parameters, geometry, warp operations, atomics, built-in names and
+//! capabilities. Each dialect's file in `dialect/` answers those questions (the `Rules`
+//! trait) and `writer::Writer` does everything else without matching on the dialect, so a fix
+//! lands in all of them and a new dialect is one file. HIP is a library dialect (validated by
+//! hipcc in the tests): it has no `--target` spelling and no runtime backend.
 //!
 //! Design decisions, the same on every dialect:
-//! - `legalize` (seed 000) runs first with the dialect's reserved words and
-//!   `rename_params = true` (arguments are bound by position).
+//! - `legalize` (seed 000) runs first with the dialect's reserved words
+//!   ([`keywords`]); kernel parameters are renamable (arguments are bound by position). The
+//!   writer's own names (types, fields, constructors, lengths, helpers) come from the one
+//!   namer ([`crate::back::names::Namer::claim`]).
 //! - Kernel arguments, in parameter order: a vector is a global pointer followed by its `int`
 //!   length; scalars, records and variants are passed by value (Metal: `constant T&`), each
 //!   one [`ArgSlot::Argument`](crate::abi::ArgSlot) (Metal: one `[[buffer(n)]]` each).
@@ -23,6 +28,9 @@
 //! Arithmetic semantics:
 //! - Signed `+ - *`, negation and `lsl` go through the unsigned type, since signed overflow is
 //!   undefined in C and the language wraps; `lsr` shifts the unsigned type.
+//! - CUDA spells `(-x) asr n` as `~((x - 1) asr n)`: ptxas 13.0 folds a negation under an
+//!   arithmetic shift into a `LEA.HI.SX32` that is off by one for odd negative `x`, and
+//!   `~x + 1` reaches it as the same negation.
 //! - Integer `/` and `mod` are C's (truncating, remainder with the dividend's sign), which is
 //!   the language's. Division by zero (and `min_int / -1`) is undefined behaviour in C: the
 //!   interpreter reports it as a fault, a GPU returns an unspecified value and PoCL on a CPU
@@ -40,14 +48,17 @@
 //!   bounds (`sinf` 2 ulp, `expf` 2 ulp, `powf` 4 ulp).
 //! - Metal: the source cannot turn fast math off; a host must compile with
 //!   `MTLMathModeSafe` (not run in this project).
+//! - HIP: `#pragma clang fp contract(off)` in the source (hipcc and hiprtc contract by default).
 //!
-//! Refusals (located diagnostics naming the target): float64 on Metal or on an OpenCL device
-//! without `cl_khr_fp64`; int64 atomics on Metal or an OpenCL device without the
-//! `cl_khr_int64_*_atomics` extensions; warp operations on an OpenCL device without
-//! subgroups (shuffles need `cl_khr_subgroup_shuffle[_relative]`, ballot
-//! `cl_khr_subgroup_ballot`); shared arrays inside helpers on OpenCL and Metal.
+//! Refusals are decided before writing by [`crate::ir::analysis`] against
+//! [`super::support`]: float64 on Metal or on an OpenCL device without `cl_khr_fp64`; int64
+//! atomics on Metal or an OpenCL device without the `cl_khr_int64_*_atomics` extensions; warp
+//! operations on an OpenCL device without subgroups; shared arrays inside helpers on OpenCL
+//! and Metal; CUDA's shared-memory and parameter-space limits; HIP's shared-memory limit.
+//! Each dialect declares its support (`Rules::support`).
 
 mod dialect;
+pub mod keywords;
 mod writer;
 
 pub use dialect::Dialect;
@@ -55,8 +66,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::legalize;
-use crate::passes::reserved::reserved;
+use crate::passes::legalize::{Params, legalize};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -66,7 +76,8 @@ pub fn generate(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
-    let reserved = reserved(dialect.target());
-    let legal = legalize(kernel, &reserved, true);
-    writer::Writer::new(&legal, dialect, options, Box::new(reserved)).finish(kernel)
+    let rules = dialect.rules();
+    crate::ir::analysis::check(kernel, &rules.support(options))?;
+    let legal = legalize(kernel, rules.keywords(), Params::Positional);
+    writer::Writer::new(&legal, rules).finish(kernel)
 }

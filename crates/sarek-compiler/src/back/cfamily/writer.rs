@@ -3,13 +3,16 @@
 //! Emission goes bottom-up into separate buffers (types, generated helpers, user helpers, the
 //! kernel) that [`Writer::finish`] concatenates behind a prelude, because what the prelude
 //! needs (extension pragmas, fallback helpers) is only known once every body is written.
+//! Whatever differs between the C dialects is asked of the dialect's [`Rules`]: the writer
+//! never matches on a dialect.
 
-use super::dialect::Dialect;
+use super::dialect::{AtomicCall, Emit, Rules};
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
-use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
+use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
-use crate::target::{Generated, TargetOptions};
+use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -21,31 +24,32 @@ pub const LAYOUT: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU32,
 };
 
-const INDENT: &str = "    ";
+pub(super) const INDENT: &str = "    ";
 
-/// Names of the Metal geometry plumbing (Metal exposes thread indices only as attributed
-/// kernel parameters, so helpers that need them receive a struct).
-struct MetalGeom {
+/// Names of the geometry plumbing of a dialect that receives thread indices only as
+/// attributed kernel parameters ([`Rules::geometry_inputs`], Metal): helpers that need them
+/// receive a struct.
+struct GeometryStruct {
     ty: String,
     var: String,
 }
 
-/// Which optional device features the generated source relies on, with the first statement
-/// that needed each (for refusals).
+/// Which optional device features the generated source relies on (the OpenCL pragmas), with
+/// the first statement that needed each.
 #[derive(Default)]
-struct Features {
-    float64: Option<Span>,
-    int64_atomics_base: Option<Span>,
-    int64_atomics_extended: Option<Span>,
-    subgroups: Option<Span>,
+pub(super) struct Features {
+    pub(super) float64: Option<Span>,
+    pub(super) int64_atomics_base: Option<Span>,
+    pub(super) int64_atomics_extended: Option<Span>,
+    pub(super) subgroups: Option<Span>,
 }
 
 pub(super) struct Writer<'a> {
     k: &'a Kernel,
-    d: Dialect,
-    opts: &'a TargetOptions,
-    /// Every identifier a generated global name must avoid.
-    used: HashSet<String>,
+    d: &'static dyn Rules,
+    /// Every identifier of the kernel and every name generated so far, with the dialect's
+    /// reserved words: generated names come from here.
+    namer: Namer,
     var_names: Vec<String>,
     /// Length expression of each vector/array variable in scope of the current function.
     lens: HashMap<VarId, String>,
@@ -57,9 +61,9 @@ pub(super) struct Writer<'a> {
     variant_fields: Vec<Vec<Vec<String>>>,
     ctor_makers: Vec<Vec<String>>,
     func_names: Vec<String>,
-    /// Metal: whether a helper takes the geometry struct.
+    /// Whether a helper takes the geometry struct.
     func_geom: Vec<bool>,
-    geom: Option<MetalGeom>,
+    geom: Option<GeometryStruct>,
     /// Name of the trap status pointer, when the kernel has traps. It is passed to the
     /// helpers that trap (directly or through a call), like the Metal geometry struct.
     trap: Option<String>,
@@ -73,31 +77,30 @@ pub(super) struct Writer<'a> {
     diags: Vec<Diagnostic>,
     /// Span of the statement being written (expressions carry none).
     span: Span,
-    /// Whether the function being written reads the Metal geometry struct.
+    /// Whether the function being written reads the geometry struct.
     cur_geom: bool,
     /// Whether the function being written is the kernel (shared arrays are hoisted there).
     in_kernel: bool,
     hoisted: HashSet<VarId>,
     out: String,
     indent: usize,
-    /// The dialect's reserved-name predicate (`passes::reserved`).
-    reserved: Box<dyn Fn(&str) -> bool>,
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(
-        k: &'a Kernel,
-        d: Dialect,
-        opts: &'a TargetOptions,
-        reserved: Box<dyn Fn(&str) -> bool>,
-    ) -> Self {
-        let mut used: HashSet<String> = k.vars.iter().map(|v| v.name.clone()).collect();
-        used.extend(k.functions.iter().map(|f| f.name.clone()));
+    pub fn new(k: &'a Kernel, d: &'static dyn Rules) -> Self {
+        let mut namer = Namer::new(d.keywords());
+        for name in k
+            .vars
+            .iter()
+            .map(|v| &v.name)
+            .chain(k.functions.iter().map(|f| &f.name))
+        {
+            namer.avoid(name);
+        }
         let mut w = Writer {
             k,
             d,
-            opts,
-            used,
+            namer,
             var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
             lens: HashMap::new(),
             record_names: Vec::new(),
@@ -121,14 +124,13 @@ impl<'a> Writer<'a> {
             hoisted: HashSet::new(),
             out: String::new(),
             indent: 0,
-            reserved,
         };
         w.name_types();
         if !k.traps().is_empty() {
             w.trap = Some(w.fresh("sarek_trap"));
         }
-        if d == Dialect::Metal {
-            w.geom = Some(MetalGeom {
+        if !d.geometry_inputs().is_empty() {
+            w.geom = Some(GeometryStruct {
                 ty: w.fresh("sarek_geom"),
                 var: w.fresh("geom"),
             });
@@ -137,21 +139,9 @@ impl<'a> Writer<'a> {
     }
 
     /// A global name based on `base` that no kernel identifier, keyword or earlier
-    /// generated name uses.
+    /// generated name uses ([`Namer::claim`]).
     fn fresh(&mut self, base: &str) -> String {
-        let mut base = sanitize(base);
-        // A name reserved by prefix (`atomic_*`, `get_*`) stays reserved whatever the suffix.
-        if (self.reserved)(&base) && (self.reserved)(&format!("{base}_1")) {
-            base = format!("sarek_{base}");
-        }
-        let mut name = base.clone();
-        let mut k = 1;
-        while self.used.contains(&name) || (self.reserved)(&name) {
-            name = format!("{base}_{k}");
-            k += 1;
-        }
-        self.used.insert(name.clone());
-        name
+        self.namer.claim(base)
     }
 
     fn name_types(&mut self) {
@@ -159,21 +149,9 @@ impl<'a> Writer<'a> {
         for r in &k.records {
             let name = self.fresh(&r.name);
             self.record_names.push(name);
-            let mut seen = HashSet::new();
-            let fields = r
-                .fields
-                .iter()
-                .map(|f| {
-                    let mut n = sanitize(&f.name);
-                    if (self.reserved)(&n) {
-                        n = format!("{n}_");
-                    }
-                    while !seen.insert(n.clone()) {
-                        n.push('_');
-                    }
-                    n
-                })
-                .collect();
+            // Members live in their struct's own namespace: one namer per struct.
+            let mut members = self.namer.sibling();
+            let fields = r.fields.iter().map(|f| members.claim(&f.name)).collect();
             self.record_fields.push(fields);
         }
         for r in &k.records {
@@ -183,12 +161,14 @@ impl<'a> Writer<'a> {
         for v in &k.variants {
             let name = self.fresh(&v.name);
             self.variant_names.push(name);
+            let mut members = self.namer.sibling();
+            members.avoid("tag");
             let fields = v
                 .ctors
                 .iter()
                 .map(|c| {
                     (0..c.fields.len())
-                        .map(|i| format!("{}_{i}", sanitize(&c.name)))
+                        .map(|i| members.claim(&format!("{}_{i}", c.name)))
                         .collect()
                 })
                 .collect();
@@ -204,8 +184,9 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
     fn error(&mut self, message: String, label: &str, note: &str) {
-        let d = Diagnostic::error(self.span, message)
+        let d = crate::ir::analysis::internal_in(self.span, self.d.display_name(), message)
             .with_label(label)
             .with_note(note);
         if !self
@@ -407,7 +388,7 @@ impl<'a> Writer<'a> {
 
     // ---------------------------------------------------------------- functions
 
-    /// Write everything and return the source and ABI (or the refusals).
+    /// Write everything and return the source and ABI (or internal errors).
     pub fn finish(mut self, original: &Kernel) -> Result<Generated, Vec<Diagnostic>> {
         let types = self.write_types();
         let mut functions = String::new();
@@ -415,7 +396,6 @@ impl<'a> Writer<'a> {
             functions.push_str(&self.write_function(FuncId(i as u32)));
         }
         let (kernel, abi) = self.write_kernel(original);
-        self.check_features();
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -439,100 +419,19 @@ impl<'a> Writer<'a> {
         Ok(Generated { source: src, abi })
     }
 
-    fn check_features(&mut self) {
-        let target = self.d.display_name();
-        if let Some(span) = self.features.float64 {
-            self.span = span;
-            if !self.d.has_float64() {
-                self.error(
-                    format!("float64 is not supported by {target}"),
-                    "float64 used here",
-                    "Metal Shading Language has no double type; use float32 or another target",
-                );
-            } else if self.d == Dialect::OpenCl && !self.opts.float64 {
-                self.error(
-                    format!("float64 is not supported by this {target} device"),
-                    "float64 used here",
-                    "the device lacks the cl_khr_fp64 extension",
-                );
-            }
-        }
-        let int64_atomics = self
-            .features
-            .int64_atomics_base
-            .or(self.features.int64_atomics_extended);
-        if let Some(span) = int64_atomics {
-            self.span = span;
-            if self.d == Dialect::Metal {
-                self.error(
-                    format!("int64 atomics are not supported by {target}"),
-                    "int64 atomic here",
-                    "Metal has no signed 64-bit atomic read-modify-write operations",
-                );
-            } else if self.d == Dialect::OpenCl && !self.opts.int64_atomics {
-                self.error(
-                    format!("int64 atomics are not supported by this {target} device"),
-                    "int64 atomic here",
-                    "the device lacks cl_khr_int64_base_atomics / cl_khr_int64_extended_atomics",
-                );
-            }
-        }
-        if let Some(span) = self.features.subgroups {
-            self.span = span;
-            if self.d == Dialect::OpenCl && !self.opts.subgroups {
-                self.error(
-                    format!("warp operations are not supported by this {target} device"),
-                    "warp operation here",
-                    "OpenCL C 1.2 has warp operations only through cl_khr_subgroups (and \
-                     cl_khr_subgroup_shuffle, _shuffle_relative, _ballot), which this device lacks",
-                );
-            }
-        }
-    }
-
     fn prelude(&self, kernel_name: &str) -> String {
         let mut p = format!(
             "// Generated by sarek from kernel `{kernel_name}` ({}).\n",
             self.d.display_name()
         );
-        match self.d {
-            Dialect::OpenCl => {
-                p.push_str("// Floating-point contraction is off: a*b+c rounds twice, as in the interpreter.\n");
-                p.push_str("#pragma OPENCL FP_CONTRACT OFF\n");
-                let f = &self.features;
-                let mut ext = Vec::new();
-                if f.float64.is_some() {
-                    ext.push("cl_khr_fp64");
-                }
-                if f.int64_atomics_base.is_some() {
-                    ext.push("cl_khr_int64_base_atomics");
-                }
-                if f.int64_atomics_extended.is_some() {
-                    ext.push("cl_khr_int64_extended_atomics");
-                }
-                if f.subgroups.is_some() {
-                    ext.push("cl_khr_subgroups");
-                }
-                for e in ext {
-                    let _ = writeln!(p, "#pragma OPENCL EXTENSION {e} : enable");
-                }
-            }
-            Dialect::Cuda => {
-                p.push_str("// Compile with --fmad=false: a*b+c must round twice, as in the interpreter.\n");
-            }
-            Dialect::Metal => {
-                p.push_str("// Compile with fast math disabled (MTLMathModeSafe) and no FMA contraction.\n");
-                p.push_str("#include <metal_stdlib>\nusing namespace metal;\n");
-            }
-        }
+        p.push_str(&self.d.prelude(&self.features));
         p.push('\n');
         if let Some(g) = &self.geom {
-            let _ = writeln!(
-                p,
-                "struct {} {{\n{INDENT}uint3 thread_idx;\n{INDENT}uint3 block_idx;\n{INDENT}uint3 block_dim;\n\
-                 {INDENT}uint3 grid_dim;\n{INDENT}uint warp_size;\n}};\n",
-                g.ty
-            );
+            let _ = writeln!(p, "struct {} {{", g.ty);
+            for input in self.d.geometry_inputs() {
+                let _ = writeln!(p, "{INDENT}{} {};", input.ty, input.field);
+            }
+            let _ = writeln!(p, "}};\n");
         }
         p
     }
@@ -574,7 +473,7 @@ impl<'a> Writer<'a> {
         let body = std::mem::take(&mut self.out);
         if self.cur_geom {
             self.func_geom[id.0 as usize] = true;
-            let g = self.geom.as_ref().expect("geometry struct only on Metal");
+            let g = self.geom.as_ref().expect("a dialect with geometry inputs");
             params.insert(0, format!("{} {}", g.ty, g.var));
         }
         if self.cur_trap {
@@ -596,14 +495,10 @@ impl<'a> Writer<'a> {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
-        let entry = if crate::passes::reserved::is_valid_identifier(&k.name)
-            && !(self.reserved)(&k.name)
-            && !self.used.contains(&k.name)
-        {
-            self.used.insert(k.name.clone());
-            k.name.clone()
-        } else {
-            self.fresh(&k.name)
+        // The entry point is spelled as on every target ([`Namer::escape`]).
+        let entry = {
+            let spelled = self.namer.escape(&k.name);
+            self.namer.unique(spelled)
         };
         let mut params = Vec::new();
         let mut abi_params = Vec::new();
@@ -620,16 +515,8 @@ impl<'a> Writer<'a> {
                 Ty::Vector(elem) => {
                     let ptr = self.pointer(&info.ty);
                     let len = self.fresh(&format!("{name}_len"));
-                    match self.d {
-                        Dialect::Metal => {
-                            params.push(format!("{ptr} {name} [[buffer({slot})]]"));
-                            params.push(format!("constant int& {len} [[buffer({})]]", slot + 1));
-                        }
-                        _ => {
-                            params.push(format!("{ptr} {name}"));
-                            params.push(format!("int {len}"));
-                        }
-                    }
+                    params.push(self.d.buffer_param(format!("{ptr} {name}"), slot));
+                    params.push(self.d.value_param("int", &len, slot + 1));
                     self.lens.insert(p, len);
                     abi_params.push(AbiParam {
                         name: src_name,
@@ -644,12 +531,7 @@ impl<'a> Writer<'a> {
                 }
                 ty => {
                     let t = self.storage_ty(ty);
-                    match self.d {
-                        Dialect::Metal => {
-                            params.push(format!("constant {t}& {name} [[buffer({slot})]]"))
-                        }
-                        _ => params.push(format!("{t} {name}")),
-                    }
+                    params.push(self.d.value_param(&t, &name, slot));
                     abi_params.push(AbiParam {
                         name: src_name,
                         ty: ty.clone(),
@@ -665,43 +547,24 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.indent = 1;
         if let Some(g) = &self.geom {
-            let names = [
-                ("thread_idx", "uint3", "thread_position_in_threadgroup"),
-                ("block_idx", "uint3", "threadgroup_position_in_grid"),
-                ("block_dim", "uint3", "threads_per_threadgroup"),
-                ("grid_dim", "uint3", "threadgroups_per_grid"),
-                ("warp_size", "uint", "threads_per_simdgroup"),
-            ];
             let (gty, gvar) = (g.ty.clone(), g.var.clone());
             let mut inits = Vec::new();
-            for (field, ty, attr) in names {
-                let pname = self.fresh(&format!("sarek_{field}"));
-                params.push(format!("{ty} {pname} [[{attr}]]"));
+            for input in self.d.geometry_inputs() {
+                let pname = self.fresh(&format!("sarek_{}", input.field));
+                params.push(self.d.geometry_param(input, &pname));
                 inits.push(pname);
             }
             self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
         }
         let trap_status = self.trap.clone().map(|ptr| {
             let ptr_ty = self.d.trap_pointer();
-            match self.d {
-                Dialect::Metal => params.push(format!("{ptr_ty} {ptr} [[buffer({slot})]]")),
-                _ => params.push(format!("{ptr_ty} {ptr}")),
-            }
+            params.push(self.d.buffer_param(format!("{ptr_ty} {ptr}"), slot));
             ArgSlot::Argument(slot)
         });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
         let body = std::mem::take(&mut self.out);
-        let sep = if self.d == Dialect::Metal {
-            ",\n"
-        } else {
-            ", "
-        };
-        let params_text = if self.d == Dialect::Metal {
-            format!("\n{INDENT}{}", params.join(&format!("{sep}{INDENT}")))
-        } else {
-            params.join(sep)
-        };
+        let params_text = self.d.param_list(&params);
         let src = format!(
             "{} {entry}({params_text}) {{\n{body}}}\n",
             self.d.kernel_qualifier()
@@ -813,7 +676,7 @@ impl<'a> Writer<'a> {
                     if self.hoisted.contains(var) {
                         return;
                     }
-                    if self.d != Dialect::Cuda {
+                    if !self.d.shared_arrays_in_helpers() {
                         self.error(
                             format!("shared arrays inside helper functions are not supported by {}", self.d.display_name()),
                             "shared array declared in a helper",
@@ -1173,22 +1036,13 @@ impl<'a> Writer<'a> {
     }
 
     fn float_literal(&mut self, v: f64, text: String, s: Scalar) -> String {
-        let t = self.scalar(s);
+        self.scalar(s);
         let sfx = if s == Scalar::F32 { "f" } else { "" };
         if v.is_nan() {
-            return match self.d {
-                Dialect::Cuda if s == Scalar::F32 => "__int_as_float(0x7fc00000)".into(),
-                Dialect::Cuda => "__longlong_as_double(0x7ff8000000000000LL)".into(),
-                _ => format!("(({t})NAN)"),
-            };
+            return self.d.nan(s);
         }
         if v.is_infinite() {
-            let sign = if v < 0.0 { "-" } else { "" };
-            return match self.d {
-                Dialect::Cuda if s == Scalar::F32 => format!("({sign}__int_as_float(0x7f800000))"),
-                Dialect::Cuda => format!("({sign}__longlong_as_double(0x7ff0000000000000LL))"),
-                _ => format!("({sign}({t})INFINITY)"),
-            };
+            return self.d.infinity(s, v < 0.0);
         }
         // `{:?}` is the shortest text that round-trips, always with `.` or an exponent.
         if text.starts_with('-') {
@@ -1205,6 +1059,27 @@ impl<'a> Writer<'a> {
             let t = self.scalar(operand);
             let u = self.wrapping(op, lhs, rhs, operand);
             return format!("(({t}){u})");
+        }
+        if op == BinOp::AShr
+            && self.d.negation_under_asr_miscompiles()
+            && let ExprKind::Unary {
+                op: UnOp::Neg,
+                operand: x,
+            } = &lhs.kind
+        {
+            // `(-x) asr n` as `~((x - 1) asr n)`: equal for every x (-x = ~(x - 1) in two's
+            // complement, and `asr` commutes with `~`), with no negation left to fold.
+            let t = self.scalar(operand);
+            let u = self.d.unsigned(operand);
+            let x = self.expr(x);
+            let b = self.expr(rhs);
+            let one = if operand == Scalar::I64 {
+                format!("1{}", self.d.u64_suffix())
+            } else {
+                "1u".to_string()
+            };
+            let n = shift_count(&b, operand);
+            return format!("(~((({t})(({u}){x} - {one})) >> {n}))");
         }
         let a = self.expr(lhs);
         let b = self.expr(rhs);
@@ -1259,7 +1134,7 @@ impl<'a> Writer<'a> {
         let t = self.scalar(to);
         let q = self.d.helper_qualifier();
         let (hi, max, min) = if to == Scalar::I64 {
-            let sfx = if self.d == Dialect::Cuda { "LL" } else { "L" };
+            let sfx = self.d.i64_suffix();
             (
                 "9223372036854775808.0",
                 format!("9223372036854775807{sfx}"),
@@ -1314,7 +1189,7 @@ impl<'a> Writer<'a> {
             } => self.wrapping(*op, lhs, rhs, s),
             ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
             ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {
-                format!("{v}{}", if self.d == Dialect::Cuda { "ull" } else { "ul" })
+                format!("{v}{}", self.d.u64_suffix())
             }
             _ => {
                 let x = self.expr(e);
@@ -1352,55 +1227,11 @@ impl<'a> Writer<'a> {
     }
 
     fn geometry(&mut self, g: Geometry) -> String {
-        if self.d == Dialect::Metal {
-            self.cur_geom = true;
-            let v = self
-                .geom
-                .as_ref()
-                .map(|g| g.var.clone())
-                .unwrap_or_default();
-            return match g {
-                Geometry::ThreadIdx(a) => format!("((int){v}.thread_idx.{})", a.letter()),
-                Geometry::BlockIdx(a) => format!("((int){v}.block_idx.{})", a.letter()),
-                Geometry::BlockDim(a) => format!("((int){v}.block_dim.{})", a.letter()),
-                Geometry::GridDim(a) => format!("((int){v}.grid_dim.{})", a.letter()),
-                Geometry::GlobalIdx(a) => {
-                    let l = a.letter();
-                    format!("((int)({v}.block_idx.{l} * {v}.block_dim.{l} + {v}.thread_idx.{l}))")
-                }
-                Geometry::WarpSize => format!("((int){v}.warp_size)"),
-            };
+        if g == Geometry::WarpSize {
+            self.features.subgroups.get_or_insert(self.span);
         }
-        match (self.d, g) {
-            (Dialect::OpenCl, Geometry::ThreadIdx(a)) => {
-                format!("((int)get_local_id({}))", a.index())
-            }
-            (Dialect::OpenCl, Geometry::BlockIdx(a)) => {
-                format!("((int)get_group_id({}))", a.index())
-            }
-            (Dialect::OpenCl, Geometry::BlockDim(a)) => {
-                format!("((int)get_local_size({}))", a.index())
-            }
-            (Dialect::OpenCl, Geometry::GridDim(a)) => {
-                format!("((int)get_num_groups({}))", a.index())
-            }
-            (Dialect::OpenCl, Geometry::GlobalIdx(a)) => {
-                format!("((int)get_global_id({}))", a.index())
-            }
-            (Dialect::OpenCl, Geometry::WarpSize) => {
-                self.features.subgroups.get_or_insert(self.span);
-                "((int)get_max_sub_group_size())".into()
-            }
-            (_, Geometry::ThreadIdx(a)) => format!("((int)threadIdx.{})", a.letter()),
-            (_, Geometry::BlockIdx(a)) => format!("((int)blockIdx.{})", a.letter()),
-            (_, Geometry::BlockDim(a)) => format!("((int)blockDim.{})", a.letter()),
-            (_, Geometry::GridDim(a)) => format!("((int)gridDim.{})", a.letter()),
-            (_, Geometry::GlobalIdx(a)) => {
-                let l = a.letter();
-                format!("((int)(blockIdx.{l} * blockDim.{l} + threadIdx.{l}))")
-            }
-            (_, Geometry::WarpSize) => "warpSize".into(),
-        }
+        let d = self.d;
+        d.geometry(g, self)
     }
 
     fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
@@ -1419,33 +1250,15 @@ impl<'a> Writer<'a> {
                     .iter()
                     .map(|a| strip(&self.expr(a)).to_string())
                     .collect();
-                let name = match self.d.math(f, rs) {
-                    Some(n) => n,
-                    None => self.metal_math_fallback(f),
-                };
-                // Metal's `rsqrt` etc. are in `metal::`; plain names resolve through `using`.
+                let d = self.d;
+                let name = d.math(f, rs, self);
                 format!("{name}({})", xs.join(", "))
             }
             Intrinsic::Abs => {
                 let x = self.expr(&args[0]);
-                let t = self.scalar(rs);
-                match (self.d, rs) {
-                    (Dialect::Cuda, Scalar::F32) => format!("fabsf({})", strip(&x)),
-                    (_, s) if s.is_float() => format!("fabs({})", strip(&x)),
-                    // OpenCL's `abs` is undefined at the minimum (PoCL loses the store): a
-                    // helper that wraps there, as the interpreter does.
-                    (Dialect::OpenCl, s) => {
-                        let u = if s == Scalar::I64 { "ulong" } else { "uint" };
-                        let name = self.helper(&format!("abs:{t}"), &format!("sarek_abs_{t}"), |name| {
-                            format!(
-                                "static {t} {name}({t} x) {{\n{INDENT}return x < 0 ? ({t})(({u})0 - ({u})x) : x;\n}}\n\n"
-                            )
-                        });
-                        format!("{name}({})", strip(&x))
-                    }
-                    (Dialect::Cuda, Scalar::I64) => format!("llabs({})", strip(&x)),
-                    _ => format!("abs({})", strip(&x)),
-                }
+                self.scalar(rs);
+                let d = self.d;
+                d.abs(rs, strip(&x), self)
             }
             Intrinsic::Min | Intrinsic::Max => {
                 let a = self.expr(&args[0]);
@@ -1464,13 +1277,10 @@ impl<'a> Writer<'a> {
                 let x = self.expr(&args[0]);
                 let t = self.scalar(rs);
                 let wide = arg_scalar == Scalar::I64;
-                let call = match (self.d, op, wide) {
-                    (Dialect::Cuda, Intrinsic::Clz, false) => format!("__clz({})", strip(&x)),
-                    (Dialect::Cuda, Intrinsic::Clz, true) => format!("__clzll({})", strip(&x)),
-                    (Dialect::Cuda, _, false) => format!("__popc((unsigned int){x})"),
-                    (Dialect::Cuda, _, true) => format!("__popcll((unsigned long long){x})"),
-                    (_, Intrinsic::Clz, _) => format!("clz({})", strip(&x)),
-                    _ => format!("popcount({})", strip(&x)),
+                let call = if op == Intrinsic::Clz {
+                    self.d.clz(&x, wide)
+                } else {
+                    self.d.popcount(&x, wide)
                 };
                 format!("(({t}){call})")
             }
@@ -1483,11 +1293,12 @@ impl<'a> Writer<'a> {
                 // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
                 // it to anything); the interpreter truncates and saturates, NaN -> 0.
                 if arg_scalar.is_float() && rs.is_int() {
-                    if self.d == Dialect::OpenCl {
-                        format!("convert_{t}_sat_rtz({})", strip(&x))
-                    } else {
-                        let f = self.float_to_int(arg_scalar, rs);
-                        format!("{f}({})", strip(&x))
+                    match self.d.saturating_convert(t, strip(&x)) {
+                        Some(converted) => converted,
+                        None => {
+                            let f = self.float_to_int(arg_scalar, rs);
+                            format!("{f}({})", strip(&x))
+                        }
                     }
                 } else {
                     format!("(({t}){x})")
@@ -1498,26 +1309,6 @@ impl<'a> Writer<'a> {
                 _ => "0".into(),
             },
         }
-    }
-
-    /// Math functions Metal lacks, as small helpers (approximations documented in them).
-    fn metal_math_fallback(&mut self, f: MathFn) -> String {
-        let key = format!("math:{f:?}");
-        let base = format!("sarek_{}", f.c_name());
-        let body = match f {
-            // exp(x) - 1 cancels near 0; the series keeps relative precision there.
-            MathFn::Expm1 => "return fabs(x) < 1e-5f ? x + 0.5f * x * x : exp(x) - 1.0f;",
-            MathFn::Log1p => "return fabs(x) < 1e-4f ? x - 0.5f * x * x : log(1.0f + x);",
-            _ => "",
-        };
-        self.helper(&key, &base, |name| match f {
-            MathFn::Hypot => format!(
-                "static float {name}(float x, float y) {{\n{INDENT}// Scaled to avoid overflow of x*x.\n\
-                 {INDENT}float m = fmax(fabs(x), fabs(y));\n{INDENT}if (m == 0.0f || isinf(m)) return m;\n\
-                 {INDENT}float a = x / m, b = y / m;\n{INDENT}return m * sqrt(a * a + b * b);\n}}\n\n"
-            ),
-            _ => format!("static float {name}(float x) {{\n{INDENT}{body}\n}}\n\n"),
-        })
     }
 
     /// Name of a generated helper, emitting its definition on first use.
@@ -1545,55 +1336,9 @@ impl<'a> Writer<'a> {
         } else {
             (xs[0].clone(), false)
         };
-        let call = match self.d {
-            Dialect::Cuda => {
-                const MASK: &str = "0xffffffffu";
-                match w {
-                    WarpOp::Shuffle => format!("__shfl_sync({MASK}, {x}, {})", xs[1]),
-                    WarpOp::ShuffleDown => {
-                        format!("__shfl_down_sync({MASK}, {x}, (unsigned int)({}))", xs[1])
-                    }
-                    WarpOp::ShuffleUp => {
-                        format!("__shfl_up_sync({MASK}, {x}, (unsigned int)({}))", xs[1])
-                    }
-                    WarpOp::ShuffleXor => format!("__shfl_xor_sync({MASK}, {x}, {})", xs[1]),
-                    WarpOp::VoteAll => format!("(__all_sync({MASK}, {x}) != 0)"),
-                    WarpOp::VoteAny => format!("(__any_sync({MASK}, {x}) != 0)"),
-                    WarpOp::Ballot => format!("((int)__ballot_sync({MASK}, {x}))"),
-                }
-            }
-            Dialect::Metal => match w {
-                WarpOp::Shuffle => format!("simd_shuffle({x}, (ushort)({}))", xs[1]),
-                WarpOp::ShuffleDown => format!("simd_shuffle_down({x}, (ushort)({}))", xs[1]),
-                WarpOp::ShuffleUp => format!("simd_shuffle_up({x}, (ushort)({}))", xs[1]),
-                WarpOp::ShuffleXor => format!("simd_shuffle_xor({x}, (ushort)({}))", xs[1]),
-                WarpOp::VoteAll => format!("simd_all({x})"),
-                WarpOp::VoteAny => format!("simd_any({x})"),
-                WarpOp::Ballot => format!("((int)(ulong)simd_ballot({x}))"),
-            },
-            Dialect::OpenCl => {
-                self.features.subgroups.get_or_insert(self.span);
-                match w {
-                    WarpOp::Shuffle => {
-                        format!("sub_group_shuffle({x}, (uint)({}))", xs[1])
-                    }
-                    WarpOp::ShuffleXor => {
-                        format!("sub_group_shuffle_xor({x}, (uint)({}))", xs[1])
-                    }
-                    WarpOp::ShuffleDown => {
-                        format!("sub_group_shuffle_down({x}, (uint)({}))", xs[1])
-                    }
-                    WarpOp::ShuffleUp => {
-                        format!("sub_group_shuffle_up({x}, (uint)({}))", xs[1])
-                    }
-                    WarpOp::VoteAll => format!("(sub_group_all((int)({x})) != 0)"),
-                    WarpOp::VoteAny => format!("(sub_group_any((int)({x})) != 0)"),
-                    WarpOp::Ballot => {
-                        format!("((int)sub_group_ballot((int)({x})).x)")
-                    }
-                }
-            }
-        };
+        self.features.subgroups.get_or_insert(self.span);
+        let lane = xs.get(1).map_or("", String::as_str);
+        let call = self.d.warp(w, &x, lane);
         if unbool {
             format!("({call} != 0)")
         } else {
@@ -1651,110 +1396,30 @@ impl<'a> Writer<'a> {
             .map(|a| strip(&self.expr(a)).to_string())
             .collect();
         let ptr = format!("&{}[{}]", self.var(*base), strip(&idx));
-        let t = self.scalar(s);
-        match self.d {
-            Dialect::OpenCl => {
-                if s == Scalar::F32 {
-                    let name = self.float_cas_add(space);
-                    return format!("{name}({ptr}, {})", vals[0]);
-                }
-                let f = self.d.c_atomic(op, s).unwrap_or_default();
-                format!(
-                    "{f}({ptr}{})",
-                    vals.iter().map(|v| format!(", {v}")).collect::<String>()
-                )
-            }
-            Dialect::Cuda => {
-                let f = self.d.c_atomic(op, s).unwrap_or_default();
-                if s != Scalar::I64 {
-                    return match op {
-                        AtomicOp::Inc => format!("atomicAdd({ptr}, 1)"),
-                        AtomicOp::Dec => format!("atomicSub({ptr}, 1)"),
-                        _ => format!(
-                            "{f}({ptr}{})",
-                            vals.iter().map(|v| format!(", {v}")).collect::<String>()
-                        ),
-                    };
-                }
-                // CUDA's 64-bit atomics take unsigned long long, except min/max (long long).
-                const U: &str = "unsigned long long";
-                let uptr = format!("({U}*){ptr}");
-                let u = |v: &str| format!("({U})({v})");
-                let call = match op {
-                    AtomicOp::Min | AtomicOp::Max => return format!("{f}({ptr}, {})", vals[0]),
-                    AtomicOp::Add => format!("atomicAdd({uptr}, {})", u(&vals[0])),
-                    AtomicOp::Sub => format!("atomicAdd({uptr}, 0ull - {})", u(&vals[0])),
-                    AtomicOp::Inc => format!("atomicAdd({uptr}, 1ull)"),
-                    AtomicOp::Dec => format!("atomicAdd({uptr}, ~0ull)"),
-                    AtomicOp::Cas => format!("atomicCAS({uptr}, {}, {})", u(&vals[0]), u(&vals[1])),
-                    _ => format!("{f}({uptr}, {})", u(&vals[0])),
-                };
-                format!("(({t}){call})")
-            }
-            Dialect::Metal => {
-                let sp = self.d.pointer_space(space);
-                let aty = if s == Scalar::F32 {
-                    "atomic_float"
-                } else {
-                    "atomic_int"
-                };
-                let aptr = format!("({sp}{aty}*){ptr}");
-                if op == AtomicOp::Cas {
-                    let name = self.metal_cas(space);
-                    return format!("{name}({aptr}, {}, {})", vals[0], vals[1]);
-                }
-                let f = Dialect::metal_atomic(op);
-                let v = match op {
-                    AtomicOp::Inc | AtomicOp::Dec => "1".to_string(),
-                    _ => vals[0].clone(),
-                };
-                format!("{f}({aptr}, {v}, memory_order_relaxed)")
-            }
-        }
+        self.scalar(s);
+        let call = AtomicCall {
+            op,
+            scalar: s,
+            space,
+            ptr: &ptr,
+            operands: &vals,
+        };
+        let d = self.d;
+        d.atomic(&call, self)
+    }
+}
+
+impl Emit for Writer<'_> {
+    fn helper(&mut self, key: &str, base: &str, define: &dyn Fn(&str) -> String) -> String {
+        Writer::helper(self, key, base, define)
     }
 
-    /// OpenCL C 1.2 has no float atomics: a compare-and-swap loop on the bits, one helper per
-    /// address space (1.2 has no generic pointers).
-    fn float_cas_add(&mut self, space: MemSpace) -> String {
-        let sp = self.d.pointer_space(space);
-        let sname = if space == MemSpace::Shared {
-            "local"
-        } else {
-            "global"
-        };
-        self.helper(&format!("fadd:{sname}"), &format!("sarek_atomic_add_f32_{sname}"), |name| {
-            format!(
-                "float {name}(volatile {sp}float* p, float x) {{\n\
-                 {INDENT}volatile {sp}uint* bits = (volatile {sp}uint*)p;\n\
-                 {INDENT}uint old = *bits;\n\
-                 {INDENT}for (;;) {{\n\
-                 {INDENT}{INDENT}uint seen = atomic_cmpxchg(bits, old, as_uint(as_float(old) + x));\n\
-                 {INDENT}{INDENT}if (seen == old) return as_float(old);\n\
-                 {INDENT}{INDENT}old = seen;\n\
-                 {INDENT}}}\n}}\n\n"
-            )
-        })
-    }
-
-    /// Metal has only a weak compare-exchange; a strong CAS returning the old value retries
-    /// spurious failures.
-    fn metal_cas(&mut self, space: MemSpace) -> String {
-        let sp = self.d.pointer_space(space);
-        let sname = if space == MemSpace::Shared {
-            "threadgroup"
-        } else {
-            "device"
-        };
-        self.helper(&format!("cas:{sname}"), &format!("sarek_atomic_cas_i32_{sname}"), |name| {
-            format!(
-                "static int {name}({sp}atomic_int* p, int expected, int desired) {{\n\
-                 {INDENT}int old = expected;\n\
-                 {INDENT}while (!atomic_compare_exchange_weak_explicit(p, &old, desired, memory_order_relaxed, memory_order_relaxed)) {{\n\
-                 {INDENT}{INDENT}if (old != expected) break;\n\
-                 {INDENT}}}\n\
-                 {INDENT}return old;\n}}\n\n"
-            )
-        })
+    fn geometry_struct(&mut self) -> String {
+        self.cur_geom = true;
+        self.geom
+            .as_ref()
+            .map(|g| g.var.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -1807,7 +1472,7 @@ fn safe_divisor(e: &Expr) -> bool {
 }
 
 /// Remove one pair of parentheses enclosing the whole text.
-fn strip(s: &str) -> &str {
+pub(super) fn strip(s: &str) -> &str {
     let b = s.as_bytes();
     if b.first() != Some(&b'(') || b.last() != Some(&b')') {
         return s;
@@ -1830,22 +1495,4 @@ fn strip(s: &str) -> &str {
 
 fn strip_semicolon(s: &str) -> String {
     s.trim_end_matches(';').to_string()
-}
-
-/// Replace characters C identifiers cannot hold (`'` in OCaml names).
-fn sanitize(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
-    }
-    s
 }

@@ -1,11 +1,12 @@
 //! The GLSL writer: one value per generation, holding everything the emission needs (no
 //! module state). Module layout and naming are described in the parent module.
 
-use super::{Bindings, Warps, escape, glsl_reserved, mangle, refusal};
+use super::{Bindings, Warps};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
-use crate::target::{Generated, TargetOptions};
+use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
@@ -21,10 +22,15 @@ enum ArrArg {
 
 pub(super) struct Writer<'k> {
     pub(super) k: &'k Kernel,
-    opts: &'k TargetOptions,
-    reserved: Box<dyn Fn(&str) -> bool + 'k>,
-    /// GLSL spelling of every variable.
+    /// GLSL spelling of every variable, helper, record, field, variant and constructor,
+    /// decided once by the namer ([`Namer::segment`]: escaped, and short enough that the
+    /// names minted from them stay within glslang's identifier length).
     pub(super) names: Vec<String>,
+    fn_names: Vec<String>,
+    record_names: Vec<String>,
+    field_names: Vec<Vec<String>>,
+    variant_names: Vec<String>,
+    ctor_names: Vec<Vec<String>>,
     /// Shared arrays (module scope), in declaration order.
     shared: Vec<VarId>,
     /// Shared float arrays stored as `uint` because a float atomic uses them.
@@ -60,8 +66,8 @@ pub(super) struct Writer<'k> {
 }
 
 impl<'k> Writer<'k> {
-    pub(super) fn new(k: &'k Kernel, opts: &'k TargetOptions, warps: Warps) -> Writer<'k> {
-        let reserved = glsl_reserved();
+    pub(super) fn new(k: &'k Kernel, warps: Warps) -> Writer<'k> {
+        let mut namer = Namer::new(&super::keywords::KEYWORDS);
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
         for f in &k.functions {
@@ -84,17 +90,33 @@ impl<'k> Writer<'k> {
             .map(|(i, v)| {
                 if shared.contains(&VarId(i as u32)) {
                     // Module scope: sibling blocks may reuse a name, so the id makes it unique.
-                    format!("sarek_sh{i}_{}", mangle(&v.name))
+                    format!("sarek_sh{i}_{}", namer.segment(&v.name))
                 } else {
-                    escape(&v.name, &reserved)
+                    namer.segment(&v.name)
                 }
             })
             .collect();
+        let fn_names = k.functions.iter().map(|f| namer.segment(&f.name)).collect();
+        let record_names = k.records.iter().map(|r| namer.segment(&r.name)).collect();
+        let field_names = k
+            .records
+            .iter()
+            .map(|r| r.fields.iter().map(|f| namer.segment(&f.name)).collect())
+            .collect();
+        let variant_names = k.variants.iter().map(|v| namer.segment(&v.name)).collect();
+        let ctor_names = k
+            .variants
+            .iter()
+            .map(|v| v.ctors.iter().map(|c| namer.segment(&c.name)).collect())
+            .collect();
         Writer {
             k,
-            opts,
-            reserved: Box::new(reserved),
             names,
+            fn_names,
+            record_names,
+            field_names,
+            variant_names,
+            ctor_names,
             shared,
             shared_as_uint: BTreeSet::new(),
             float_atomics: BTreeSet::new(),
@@ -119,9 +141,11 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn refuse(&mut self, message: String) {
-        if self.refused.insert(message.clone()) {
-            self.errors.push(refusal(self.span, message));
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
+    fn internal(&mut self, what: String) {
+        if self.refused.insert(what.clone()) {
+            let d = crate::ir::analysis::internal(self.span, crate::target::Target::Glsl, what);
+            self.errors.push(d);
         }
     }
 
@@ -142,10 +166,6 @@ impl<'k> Writer<'k> {
         for p in &self.k.params {
             let ty = self.k.var(*p).ty.clone();
             self.note_type(&ty);
-        }
-        if !self.opts.float64 && self.uses_f64 {
-            self.span = self.k.span;
-            self.refuse("float64 is not supported by this device".into());
         }
         if !self.errors.is_empty() {
             return Err(self.errors);
@@ -196,27 +216,26 @@ impl<'k> Writer<'k> {
         match ty {
             Ty::Unit => "void".into(),
             Ty::Scalar(s) => scalar_ty(*s).into(),
-            Ty::Record(id) => format!("sarek_t_{}", mangle(&self.k.record(*id).name)),
-            Ty::Variant(id) => format!("sarek_t_{}", mangle(&self.k.variant(*id).name)),
+            Ty::Record(id) => format!("sarek_t_{}", self.record_names[id.0 as usize]),
+            Ty::Variant(id) => format!("sarek_t_{}", self.variant_names[id.0 as usize]),
             Ty::Vector(e) | Ty::Array { elem: e, .. } => self.ty(e),
         }
     }
 
-    fn field_name(&self, name: &str) -> String {
-        escape(name, &*self.reserved)
+    fn field_name(&self, record: crate::ir::RecordId, field: usize) -> String {
+        self.field_names[record.0 as usize][field].clone()
     }
 
     fn payload_name(&self, variant: crate::ir::VariantId, ctor: u32, field: u32) -> String {
-        let c = &self.k.variant(variant).ctors[ctor as usize];
-        format!("{}_{field}", mangle(&c.name))
+        let c = &self.ctor_names[variant.0 as usize][ctor as usize];
+        format!("{c}_{field}")
     }
 
     fn ctor_fn(&self, variant: crate::ir::VariantId, ctor: u32) -> String {
-        let v = self.k.variant(variant);
+        let (v, c) = (variant.0 as usize, ctor as usize);
         format!(
             "sarek_mk_{}_{}",
-            mangle(&v.name),
-            mangle(&v.ctors[ctor as usize].name)
+            self.variant_names[v], self.ctor_names[v][c]
         )
     }
 
@@ -427,7 +446,8 @@ impl<'k> Writer<'k> {
                 .record(*id)
                 .fields
                 .iter()
-                .map(|f| (f.ty.clone(), self.field_name(&f.name)))
+                .enumerate()
+                .map(|(j, f)| (f.ty.clone(), self.field_name(*id, j)))
                 .collect(),
             Ty::Variant(id) => {
                 let mut m = vec![(Ty::I32, "tag".to_string())];
@@ -794,7 +814,7 @@ impl<'k> Writer<'k> {
 
     fn member(&self, ty: &Ty, field: u32) -> String {
         match ty {
-            Ty::Record(id) => self.field_name(&self.k.record(*id).fields[field as usize].name),
+            Ty::Record(id) => self.field_name(*id, field as usize),
             _ => format!("f{field}"),
         }
     }
@@ -984,9 +1004,13 @@ impl<'k> Writer<'k> {
         }
         let f = self.k.function(func).clone();
         let name = if key.is_empty() {
-            escape(&f.name, &*self.reserved)
+            self.fn_names[func.0 as usize].clone()
         } else {
-            format!("sarek_s{}_{}", self.instances.len(), mangle(&f.name))
+            format!(
+                "sarek_s{}_{}",
+                self.instances.len(),
+                self.fn_names[func.0 as usize]
+            )
         };
         self.instances.insert((func, key.clone()), name.clone());
         let saved = std::mem::take(&mut self.subst);
@@ -1029,9 +1053,6 @@ impl<'k> Writer<'k> {
             Intrinsic::Geometry(g) => geometry(g),
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
             Intrinsic::Warp(w) => {
-                if self.warps == Warps::Native && !self.opts.subgroups {
-                    self.refuse("warp operations need subgroups, which this device lacks".into());
-                }
                 let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
                 if self.warps == Warps::Emulated {
                     return self.emulated_warp(w, &args[0].ty, &a);
@@ -1144,7 +1165,7 @@ impl<'k> Writer<'k> {
         };
         let target = self.resolve_array(v);
         let ArrArg::Global(g) = target else {
-            self.refuse("atomics on a per-thread local array (GLSL has atomics only on buffers and shared memory)".into());
+            self.internal("atomics on a per-thread local array".into());
             return "0".into();
         };
         let i = self.expr(&args[1]);
@@ -1173,9 +1194,6 @@ impl<'k> Writer<'k> {
             };
         }
         if s == Scalar::I64 {
-            if !self.opts.int64_atomics {
-                self.refuse("int64 atomics are not supported by this device".into());
-            }
             self.uses_i64_atomics = true;
         }
         let one = if s == Scalar::I64 { "1l" } else { "1" };
@@ -1210,7 +1228,7 @@ impl<'k> Writer<'k> {
             w.helpers.insert(h.clone());
             format!("sarek_h_{h}({})", a.join(", "))
         };
-        // GLSL 4.50 has float64 overloads only for these (§8): the rest is refused for float64.
+        // GLSL 4.50 has float64 overloads only for these (§8): the rest are `f64math` helpers.
         let f64_ok = matches!(
             m,
             Sqrt | Rsqrt
@@ -1251,10 +1269,7 @@ impl<'k> Writer<'k> {
                 self.need_f64(name);
                 return format!("sarek_h_{name}_f64({})", a.join(", "));
             }
-            self.refuse(format!(
-                "GLSL has no float64 `{}` (only float32)",
-                m.c_name()
-            ));
+            self.internal(format!("float64 `{}`", m.c_name()));
             return "0.0lf".into();
         }
         match m {

@@ -1,12 +1,13 @@
 //! GLSL 4.50 compute generator (for Vulkan through SPIR-V).
 //!
 //! Design, in the order the module is emitted:
-//! - names: [`legalize_shader_avoiding_params`] runs first (invalid identifiers, locals
-//!   redeclaring a binder in scope, locals spelled like a parameter), then every user name goes
-//!   through [`escape`]: a reserved GLSL name, or one already in our `sarek_` namespace, gets the
-//!   `sarek_` prefix, which is injective (seed 002's argument). Every name the generator mints
-//!   starts with `sarek_` followed by a stem no reserved word starts with (`t_`, `len_`, `sh`,
-//!   `h_`, `mk_`, `s<n>_`, `pc`), so it collides with no escaped user name.
+//! - names: [`legalize`] runs first (kernel parameters are module-scope names: a binder that is
+//!   not an identifier, is reserved or redeclares a visible name becomes `<name>_<k>`), then
+//!   every user name is spelled once by the namer ([`crate::back::names::Namer::segment`]:
+//!   escaped into the `sarek_` namespace when reserved, shortened past glslang's 1,024
+//!   characters). Every name the generator mints starts with `sarek_` followed by a stem no
+//!   reserved word starts with (`t_`, `len_`, `sh`, `h_`, `mk_`, `s<n>_`, `pc`), so it
+//!   collides with no escaped user name.
 //! - the workgroup size is `local_size_{x,y,z}_id = 0, 1, 2` specialization constants, so one
 //!   SPIR-V module serves every block size ([`Abi::block_size_in_source`] is false);
 //! - records, tuples and variants are structs (`sarek_t_<name>`; a variant is
@@ -37,19 +38,19 @@
 //! does not fold through; lone literals are written in a decimal glslang reads back exactly.
 //!
 //! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
-//! helpers in `f64math`. What GLSL cannot express (float64 or int64 atomics and native
-//! subgroups where the device lacks them) is refused with a located error naming GLSL.
+//! helpers in `f64math`. What the device lacks (float64, int64 atomics, native subgroups) is
+//! refused before writing by [`crate::ir::analysis`] against [`super::support::glsl`].
 
 mod emit;
 mod f64math;
+pub mod keywords;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
-use crate::diag::{Diagnostic, Span};
+use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::passes::constfold::fold_constants;
-use crate::passes::legalize::legalize_shader_avoiding_params;
-use crate::passes::reserved::reserved;
-use crate::target::{Generated, Target, TargetOptions};
+use crate::passes::legalize::{Params, legalize};
+use crate::target::{Generated, TargetOptions};
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
 /// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
@@ -76,47 +77,19 @@ pub fn generate_with(
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let kernel = legalize_shader_avoiding_params(&fold_constants(kernel));
+    let kernel = legalize(
+        &fold_constants(kernel),
+        &keywords::KEYWORDS,
+        Params::ModuleScope,
+    );
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),
         "legalize produced invalid IR"
     );
-    emit::Writer::new(&kernel, options, warps).generate()
-}
-
-/// Escape a user name for GLSL: identity, or `sarek_` + the name when it is reserved, already
-/// in the `sarek_` namespace, or (for names legalize leaves alone: kernel parameters, field
-/// and constructor names) not an identifier, whose invalid characters are spelled `_xHH`.
-pub fn escape(name: &str, is_reserved: &dyn Fn(&str) -> bool) -> String {
-    let valid = crate::passes::reserved::is_valid_identifier(name);
-    if valid && !is_reserved(name) {
-        return name.to_string();
-    }
-    let mut out = String::from("sarek_");
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            out.push(c);
-        } else {
-            out.push_str(&format!("_x{:x}", c as u32));
-        }
-    }
-    out
-}
-
-/// A name minted from a type or constructor name: `x'` spelled `x_x27`, injectively enough
-/// for the names of one kernel.
-fn mangle(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            out.push(c);
-        } else {
-            out.push_str(&format!("_x{:x}", c as u32));
-        }
-    }
-    out
+    emit::Writer::new(&kernel, warps).generate()
 }
 
 /// One member of the push-constant block.
@@ -234,21 +207,6 @@ impl emit::Writer<'_> {
 
     /// The push-constant member holding a vector parameter's length.
     fn length_name(&self, p: VarId) -> String {
-        format!("sarek_len_{}", mangle(&self.k.var(p).name))
+        format!("sarek_len_{}", self.names[p.0 as usize])
     }
-}
-
-fn refusal(span: Span, message: String) -> Diagnostic {
-    Diagnostic::error(
-        span,
-        format!(
-            "{} cannot compile this kernel: {message}",
-            Target::Glsl.display_name()
-        ),
-    )
-}
-
-/// The reserved-word predicate of GLSL.
-fn glsl_reserved() -> impl Fn(&str) -> bool {
-    reserved(Target::Glsl)
 }

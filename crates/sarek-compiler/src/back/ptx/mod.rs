@@ -9,7 +9,7 @@
 //! - Helpers are inlined at each call (the IR has no recursion left); `Return` assigns the
 //!   result registers and branches to the end of the inlined body. No user identifier reaches
 //!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
-//!   only the entry point name is escaped.
+//!   only the entry point name is escaped ([`crate::back::names::Namer::escape`]).
 //! - Shaped for `ptxas`, which optimises less than NVRTC's front end: the IR optimisation
 //!   stage runs first (constants propagated, divisions by powers of two as shifts); integer
 //!   literals are immediates; shared memory is addressed in 32 bits with a constant index
@@ -19,8 +19,9 @@
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
-//!   with a located error naming PTX, and the `cuda` target remains available for them.
+//!   before writing ([`super::support::ptx`]), and the `cuda` target remains available for them.
 
+pub mod keywords;
 mod writer;
 
 use crate::diag::Diagnostic;
@@ -33,45 +34,7 @@ pub use writer::PTX_LAYOUT;
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
+    crate::ir::analysis::check(kernel, &super::support::ptx())?;
     let kernel = crate::passes::opt::optimize(kernel);
     writer::Writer::new(&kernel, options).finish()
-}
-
-/// Whether `name` can be emitted as a PTX identifier unchanged.
-pub fn is_ptx_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    let Some(first) = chars.next() else {
-        return false;
-    };
-    let follow = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
-    let rest: Vec<char> = chars.collect();
-    let ok = if first.is_ascii_alphabetic() {
-        rest.iter().all(|&c| follow(c))
-    } else {
-        matches!(first, '_' | '$') && !rest.is_empty() && rest.iter().all(|&c| follow(c))
-    };
-    ok && !PTX_RESERVED.contains(&name)
-}
-
-/// Names PTX reserves that a kernel might plausibly be called (PTX ISA 8.x, "Identifiers":
-/// instruction opcodes are not reserved, but directive-like and predefined names are).
-const PTX_RESERVED: &[&str] = &[
-    "WARP_SZ", "_", "entry", "func", "global", "shared", "local", "param",
-];
-
-/// The entry point name: the kernel's own name when PTX accepts it, else an escaped form
-/// (`sarek_` followed by the name with every non-identifier character as `_xHH`).
-pub fn entry_name(name: &str) -> String {
-    if is_ptx_identifier(name) && !name.starts_with("sarek_") {
-        return name.to_string();
-    }
-    let mut out = String::from("sarek_");
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else {
-            out.push_str(&format!("_x{:02x}", c as u32));
-        }
-    }
-    out
 }

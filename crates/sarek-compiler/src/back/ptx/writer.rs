@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::entry_name;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
+use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Axis, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -187,7 +187,7 @@ impl<'k> Writer<'k> {
     }
 
     pub(super) fn finish(mut self) -> Result<Generated, Vec<Diagnostic>> {
-        let entry = entry_name(&self.kernel.name);
+        let entry = Namer::new(&super::keywords::KEYWORDS).escape(&self.kernel.name);
         let (param_decls, abi_params, trap_status) = self.params();
         let body = self.kernel.body.clone();
         self.block(&body);
@@ -251,18 +251,15 @@ impl<'k> Writer<'k> {
         let _ = writeln!(self.body, "$L{l}:");
     }
 
-    fn refuse(&mut self, what: impl Into<String>) {
-        let msg = format!("PTX target: {}", what.into());
+    /// IR this writer cannot express although the analysis let it through: a Sarek bug.
+    fn internal(&mut self, what: impl Into<String>) {
+        let d = crate::ir::analysis::internal(self.span, crate::target::Target::Ptx, what.into());
         if !self
             .errors
             .iter()
-            .any(|d| d.message == msg && d.span == self.span)
+            .any(|e| e.message == d.message && e.span == d.span)
         {
-            self.errors.push(
-                Diagnostic::error(self.span, msg)
-                    .with_label("not expressible in PTX")
-                    .with_help("the `cuda` target (CUDA C through NVRTC) supports this kernel"),
-            );
+            self.errors.push(d);
         }
     }
 
@@ -368,7 +365,7 @@ impl<'k> Writer<'k> {
                 }
                 Ty::Unit | Ty::Array { .. } => {
                     self.span = info.span;
-                    self.refuse(format!(
+                    self.internal(format!(
                         "parameter `{}` has a type PTX kernels cannot take",
                         info.name
                     ));
@@ -610,11 +607,11 @@ impl<'k> Writer<'k> {
             }
             StmtKind::Break => match self.loops.last() {
                 Some(&(_, done)) => self.emit(format!("bra.uni $L{done};")),
-                None => self.refuse("`break` outside a loop"),
+                None => self.internal("`break` outside a loop"),
             },
             StmtKind::Continue => match self.loops.last() {
                 Some(&(cont, _)) => self.emit(format!("bra.uni $L{cont};")),
-                None => self.refuse("`continue` outside a loop"),
+                None => self.internal("`continue` outside a loop"),
             },
             StmtKind::Native(text) => {
                 self.body.push_str(text);
@@ -622,7 +619,7 @@ impl<'k> Writer<'k> {
             }
             StmtKind::Trap(t) => match self.trap {
                 Some(addr) => self.emit(format!("red.global.max.s32 [{addr}], {};", t.code)),
-                None => self.refuse("a trap in a kernel without a trap status word"),
+                None => self.internal("a trap in a kernel without a trap status word"),
             },
         }
     }
@@ -630,7 +627,7 @@ impl<'k> Writer<'k> {
     fn declare_array(&mut self, var: VarId) {
         let info = self.kernel.var(var).clone();
         let Ty::Array { elem, space, size } = &info.ty else {
-            self.refuse(format!(
+            self.internal(format!(
                 "`{}` is declared as an array but has type {:?}",
                 info.name, info.ty
             ));
@@ -643,7 +640,7 @@ impl<'k> Writer<'k> {
             MemSpace::Shared => ("shared", ".shared"),
             MemSpace::Local => ("local", ".local"),
             MemSpace::Global => {
-                self.refuse("a global array declared inside a kernel");
+                self.internal("a global array declared inside a kernel");
                 return;
             }
         };
@@ -711,7 +708,7 @@ impl<'k> Writer<'k> {
             Some(Binding::Array(a)) => Some(a.clone()),
             _ => {
                 let name = self.kernel.var(var).name.clone();
-                self.refuse(format!("`{name}` is not a vector or array here"));
+                self.internal(format!("`{name}` is not a vector or array here"));
                 None
             }
         }
@@ -845,7 +842,7 @@ impl<'k> Writer<'k> {
                 Some(Binding::Array(_)) => Vec::new(),
                 None => {
                     let name = self.kernel.var(*id).name.clone();
-                    self.refuse(format!("variable `{name}` used before its declaration"));
+                    self.internal(format!("variable `{name}` used before its declaration"));
                     self.fresh_value(&e.ty)
                 }
             },
@@ -1086,7 +1083,7 @@ impl<'k> Writer<'k> {
             BinOp::Add => self.emit(format!("add.{t} {d}, {a}, {b};")),
             BinOp::Sub => self.emit(format!("sub.{t} {d}, {a}, {b};")),
             BinOp::Mul => self.emit(format!("mul.lo.{t} {d}, {a}, {b};")),
-            BinOp::Rem if f => self.refuse("float `mod` (fmod) has no PTX instruction"),
+            BinOp::Rem if f => self.internal("float `mod` (fmod) has no PTX instruction"),
             // `div`/`rem` by 0 and `min_int / -1` are machine-specific in PTX: divide by 1
             // instead and select the language's results (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `x / -1 = -x` wrapping, `x mod -1 = x rem 1 = 0`).
@@ -1144,14 +1141,14 @@ impl<'k> Writer<'k> {
                 };
                 self.emit(format!("{name}.{ty} {d}, {a}, {n};"));
             }
-            _ => self.refuse(format!("operator `{}` on {}", op.symbol(), rs.name())),
+            _ => self.internal(format!("operator `{}` on {}", op.symbol(), rs.name())),
         }
         d
     }
 
     fn call(&mut self, func: FuncId, args: &[Expr], ty: &Ty) -> Vec<Reg> {
         if self.inlining.contains(&func) {
-            self.refuse("recursive helper reached the PTX generator");
+            self.internal("recursive helper reached the PTX generator");
             return self.fresh_value(ty);
         }
         let f = self.kernel.function(func).clone();
@@ -1165,7 +1162,7 @@ impl<'k> Writer<'k> {
                         None => Binding::Value(Vec::new()),
                     },
                     _ => {
-                        self.refuse("a vector argument that is not a variable");
+                        self.internal("a vector argument that is not a variable");
                         Binding::Value(Vec::new())
                     }
                 },
@@ -1226,7 +1223,7 @@ impl<'k> Writer<'k> {
             }
             Intrinsic::Length => {
                 let Some(ExprKind::Var(v)) = args.first().map(|a| &a.kind) else {
-                    self.refuse("`length` of something that is not a vector variable");
+                    self.internal("`length` of something that is not a vector variable");
                     return self.fresh_value(ty);
                 };
                 match self.array(*v) {
@@ -1319,7 +1316,7 @@ impl<'k> Writer<'k> {
             (true, true) if to == Scalar::F64 => format!("cvt.f64.f32 {d}, {a};"),
             (true, true) => format!("cvt.rn.f32.f64 {d}, {a};"),
             (false, false) if from == Scalar::Bool || to == Scalar::Bool => {
-                self.refuse(format!("conversion from {from} to {to}"));
+                self.internal(format!("conversion from {from} to {to}"));
                 return d;
             }
             (false, false) => format!("cvt.{t}.{f} {d}, {a};"),
@@ -1374,7 +1371,7 @@ impl<'k> Writer<'k> {
                 self.emit(format!("sqrt.rn.{t} {d}, {sq};"));
             }
             _ if s == Scalar::F64 => {
-                self.refuse(format!("float64 `{}` has no PTX instruction", m.c_name()));
+                self.internal(format!("float64 `{}` has no PTX instruction", m.c_name()));
             }
             MathFn::Rsqrt => self.emit(simple("rsqrt.approx.ftz")),
             MathFn::Sin => self.emit(simple("sin.approx")),
@@ -1567,7 +1564,7 @@ impl<'k> Writer<'k> {
         let s = ty.scalar().unwrap_or(Scalar::I32);
         let d = self.sreg(s);
         let Some(ExprKind::Var(v)) = args.first().map(|a| &a.kind) else {
-            self.refuse("an atomic on something that is not a vector or shared array variable");
+            self.internal("an atomic on something that is not a vector or shared array variable");
             return d;
         };
         let Some(a) = self.array(*v) else { return d };

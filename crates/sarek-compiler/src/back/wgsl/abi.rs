@@ -20,7 +20,6 @@
 //! storage layout for these types: bools stored as `u32`, structs aligned to their largest
 //! member. The writer declares exactly these fields from [`Bindings`], so the two cannot drift.
 
-use super::escape::escape;
 use super::names::Names;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::ir::{Kernel, Ty, VarId};
@@ -61,7 +60,7 @@ fn uniform_ty(s: Scalar) -> &'static str {
     match s {
         Scalar::Bool => "u32",
         Scalar::F32 => "f32",
-        // 64-bit scalars were refused by the checker; i32 is the only remaining kind.
+        // 64-bit scalars were refused by the analysis (`support::wgsl`); i32 is the only remaining kind.
         _ => "i32",
     }
 }
@@ -84,7 +83,7 @@ impl Bindings {
             let info = kernel.var(p);
             let b = match &info.ty {
                 Ty::Scalar(s) => ParamBinding::Scalar {
-                    field: push(escape(&info.name).into_owned(), *s),
+                    field: push(names.escape(&info.name), *s),
                 },
                 Ty::Record(_) | Ty::Variant(_) => {
                     let leaves = abi::leaves(kernel, &info.ty);

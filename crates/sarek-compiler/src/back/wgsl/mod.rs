@@ -4,12 +4,13 @@
 //! reads, and the `writer::Writer` carrying per-generation state is created and consumed
 //! inside one call, so generations on several threads cannot see each other.
 //!
-//! 0. [`crate::passes::legalize::legalize_shader`] (seed 000);
-//! 1. `check`: refuse what WGSL cannot express (64-bit scalars, aggregate equality, warp
-//!    operations without subgroups), with located errors naming WGSL;
+//! 0. [`crate::ir::analysis::check`] against [`super::support::wgsl`]: the refusals (64-bit
+//!    scalars, aggregate equality, warp operations without subgroups, nesting past naga's
+//!    limits); then [`crate::passes::legalize::legalize`] (seed 000; kernel parameters are
+//!    module-scope names);
 //! 2. `usage`: which array each array-typed name denotes, atomic arrays, helper
 //!    specialisations (storage buffers cannot be passed to WGSL functions);
-//! 3. `names`: every WGSL name, from the injective [`escape`] rule;
+//! 3. `names`: every WGSL name, from the one namer ([`crate::back::names::Namer`]);
 //! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
 //! 5. `writer`: the module text.
@@ -36,28 +37,30 @@
 //! the block size as pipeline constants.
 
 mod abi;
-mod check;
-pub mod escape;
+pub mod keywords;
 mod names;
 mod usage;
 mod writer;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
+use crate::ir::analysis::{self, Feature};
+use crate::passes::legalize::{Params, legalize};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
     let kernel = &*crate::passes::for_target(kernel, options);
-    // Seed 000's shader variant: names that are not identifiers (`x'`, `_`) and locals that
-    // redeclare a binder in scope are renamed; reserved words are left to `escape`, and a local
-    // shadowing a scalar parameter needs nothing (references are by VarId; see `names`).
-    let kernel = &crate::passes::legalize::legalize_shader(kernel);
-    let facts = check::check(kernel, options)?;
+    let needs = analysis::check(kernel, &super::support::wgsl(options))?;
+    let subgroups = !needs.uses(Feature::Subgroups).is_empty();
+    // Seed 000: kernel parameters are module-scope names (buffers, `params` members) that keep
+    // their names; other binders that are not identifiers, are reserved or redeclare a visible
+    // name are renamed. The names that stay are escaped by `names`.
+    let kernel = &legalize(kernel, &keywords::KEYWORDS, Params::ModuleScope);
     let usage = usage::analyse(kernel)?;
     let names = names::Names::new(kernel, &usage);
     let bindings = abi::Bindings::new(kernel, &names);
-    let source = writer::Writer::new(kernel, &names, &usage, &bindings, facts.subgroups).write()?;
+    let source = writer::Writer::new(kernel, &names, &usage, &bindings, subgroups).write()?;
     Ok(Generated {
         source,
         abi: bindings.abi(kernel, &names),

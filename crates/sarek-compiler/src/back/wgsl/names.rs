@@ -1,22 +1,24 @@
-//! Every WGSL name of one generation, decided before any code is written.
+//! Every WGSL name of one generation, decided before any code is written, by the one namer
+//! ([`crate::back::names::Namer`]) with WGSL's keywords.
 //!
-//! Module-scope names (entry point, structs, tag constants, `make_*` constructors, storage
-//! buffers, helpers and their specialisations) are claimed in a fixed order from one registry;
-//! a second claim of a spelling gets `sarek_dup<n>_<name>`. Locals and parameters keep their
-//! escaped source name unless it equals a module-scope name (which it would hide for the rest of
-//! its scope in WGSL): then they become `sarek_v_<name>`. References are resolved by `VarId`, so a
-//! local that shadows a scalar kernel parameter reads itself, never `params.<name>`.
-//! Generator-internal names (`sarek_len_*`, `sarek_wg_*`, ...) are minted in final form; see
-//! [`super::escape`] for why they cannot meet an escaped source name.
+//! Source names are escaped ([`Namer::escape`]). Module-scope names (entry point, structs, tag
+//! constants, `make_*` constructors, storage buffers, helpers and their specialisations) are
+//! claimed in a fixed order; a second claim of a spelling gets `<spelling>_<k>`. Locals and
+//! parameters keep their escaped source name unless it equals a module-scope name (which it
+//! would hide for the rest of its scope in WGSL): then they get `<spelling>_<k>` too, clear of
+//! every other name. References are resolved by `VarId`, so a local never reads a parameter
+//! through a name. Generator-internal names (`sarek_len_*`, `sarek_wg_*`, ...) are minted in
+//! final form in the `sarek_` namespace, under stems no reserved word has
+//! ([`super::keywords::MINTED_STEMS`]), so they cannot meet an escaped source name.
 
-use super::escape::escape;
 use super::usage::{Root, Usage};
+use crate::back::names::Namer;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::types::Scalar;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) struct Names {
-    taken: BTreeSet<String>,
+    namer: Namer,
     pub entry: String,
     pub records: Vec<String>,
     pub variants: Vec<String>,
@@ -71,7 +73,7 @@ pub(super) fn has_bool(kernel: &Kernel, ty: &Ty) -> bool {
 impl Names {
     pub fn new(kernel: &Kernel, usage: &Usage) -> Names {
         let mut n = Names {
-            taken: BTreeSet::new(),
+            namer: Namer::new(&super::keywords::KEYWORDS),
             entry: String::new(),
             records: Vec::new(),
             variants: Vec::new(),
@@ -83,22 +85,28 @@ impl Names {
             specs: Vec::new(),
             locals: Vec::new(),
         };
-        n.entry = n.claim(escape(&kernel.name).into_owned());
+        n.entry = n.claim(&kernel.name);
         for r in &kernel.records {
-            let name = n.claim(escape(&r.name).into_owned());
+            let name = n.claim(&r.name);
             n.records.push(name);
         }
         for v in &kernel.variants {
-            let name = n.claim(escape(&v.name).into_owned());
+            let name = n.claim(&v.name);
             let tags = v
                 .ctors
                 .iter()
-                .map(|c| n.claim(format!("TAG_{name}_{}", escape(&c.name))))
+                .map(|c| {
+                    let spelled = format!("TAG_{name}_{}", n.escape(&c.name));
+                    n.namer.unique(spelled)
+                })
                 .collect();
             let makes = v
                 .ctors
                 .iter()
-                .map(|c| n.claim(format!("make_{name}_{}", escape(&c.name))))
+                .map(|c| {
+                    let spelled = format!("make_{name}_{}", n.escape(&c.name));
+                    n.namer.unique(spelled)
+                })
                 .collect();
             n.variants.push(name);
             n.tags.push(tags);
@@ -106,7 +114,7 @@ impl Names {
         }
         for &p in &kernel.params {
             if matches!(kernel.var(p).ty, Ty::Vector(_)) {
-                let name = n.claim(escape(&kernel.var(p).name).into_owned());
+                let name = n.claim(&kernel.var(p).name);
                 n.buffers.insert(p, name);
             }
         }
@@ -144,7 +152,7 @@ impl Names {
         }
         let mut shared_seen = BTreeSet::new();
         for &s in &usage.shared {
-            let e = escape(&kernel.var(s).name).into_owned();
+            let e = n.escape(&kernel.var(s).name);
             let mut name = format!("sarek_wg_{e}");
             let mut k = 1;
             while !shared_seen.insert(name.clone()) {
@@ -154,33 +162,38 @@ impl Names {
             n.shared.insert(s, name);
         }
         for spec in &usage.specs {
-            let name = n.claim(escape(&kernel.function(spec.func).name).into_owned());
+            let name = n.claim(&kernel.function(spec.func).name);
             n.specs.push(name);
         }
-        n.locals = kernel
-            .vars
-            .iter()
-            .map(|v| {
-                let e = escape(&v.name).into_owned();
-                if n.taken.contains(&e) {
-                    format!("sarek_v_{e}")
-                } else {
-                    e
-                }
+        // A local spelled like a module-scope name would hide it: it gets a spelling of its
+        // own, clear of module-scope names and of every other local.
+        let escaped: Vec<String> = kernel.vars.iter().map(|v| n.escape(&v.name)).collect();
+        let hides: Vec<bool> = (0..escaped.len())
+            .map(|i| {
+                let buffer = n.buffers.contains_key(&VarId(i as u32));
+                !buffer && n.namer.is_taken(&escaped[i])
             })
+            .collect();
+        for e in &escaped {
+            n.namer.avoid(e);
+        }
+        n.locals = escaped
+            .into_iter()
+            .zip(hides)
+            .map(|(e, hides)| if hides { n.namer.unique(e) } else { e })
             .collect();
         n
     }
 
-    /// Claim a module-scope spelling, minting `sarek_dup<n>_<name>` on a collision.
-    fn claim(&mut self, preferred: String) -> String {
-        let mut name = preferred.clone();
-        let mut k = 1;
-        while !self.taken.insert(name.clone()) {
-            name = format!("sarek_dup{k}_{preferred}");
-            k += 1;
-        }
-        name
+    /// The WGSL spelling of a source name ([`Namer::escape`]).
+    pub fn escape(&self, name: &str) -> String {
+        self.namer.escape(name)
+    }
+
+    /// Claim the module-scope spelling of a source name.
+    fn claim(&mut self, name: &str) -> String {
+        let spelled = self.escape(name);
+        self.namer.unique(spelled)
     }
 
     /// The WGSL name of a local, loop index, pattern variable or helper parameter.

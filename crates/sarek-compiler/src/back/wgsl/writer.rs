@@ -7,7 +7,6 @@
 //! depends on the kernel alone.
 
 use super::abi::{Bindings, GROUP, ParamBinding};
-use super::escape::escape;
 use super::names::{MirrorKey, Names};
 use super::usage::{Root, Spec, Usage, own_root};
 use crate::diag::{Diagnostic, Span};
@@ -68,7 +67,7 @@ fn lit(l: Literal) -> String {
         Literal::I32(v) if v < 0 => format!("({v}i)"),
         Literal::I32(v) => format!("{v}i"),
         Literal::F32(v) => f32_lit(v),
-        // Refused by the checker; kept total.
+        // Refused by the analysis (`support::wgsl`); kept total.
         Literal::I64(v) => format!("{}i", v as i32),
         Literal::F64(v) => f32_lit(v as f32),
     }
@@ -214,7 +213,7 @@ impl<'a> Writer<'a> {
 
     fn payload_field(&self, variant: u32, ctor: u32, k: usize) -> String {
         let c = &self.k.variants[variant as usize].ctors[ctor as usize];
-        escape(&format!("{}_{k}", c.name)).into_owned()
+        self.names.escape(&format!("{}_{k}", c.name))
     }
 
     /// Struct members of a record/variant as (WGSL name, IR type), in layout order.
@@ -225,7 +224,7 @@ impl<'a> Writer<'a> {
                 .record(*id)
                 .fields
                 .iter()
-                .map(|f| (escape(&f.name).into_owned(), f.ty.clone()))
+                .map(|f| (self.names.escape(&f.name), f.ty.clone()))
                 .collect(),
             Ty::Variant(id) => {
                 let mut m = vec![("tag".to_string(), Ty::I32)];
@@ -624,6 +623,49 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The `else` part of an `if`, closing it. A lone `if` there is written flat,
+    /// `} else if (c) {`, when its condition needs no statements of its own: naga limits
+    /// brace nesting to 127 levels but not the length of a chain.
+    fn else_chain(&mut self, mut rest: &Block) {
+        let mut divergent = 0;
+        loop {
+            if rest.is_empty() {
+                self.line("}");
+                break;
+            }
+            if let [only] = rest.as_slice()
+                && let StmtKind::If {
+                    cond,
+                    then_block,
+                    else_block,
+                } = &only.kind
+            {
+                let (mark, counter) = (self.out.len(), self.counter);
+                let diverges = u32::from(self.diverges(only));
+                self.divergent += diverges;
+                self.span = only.span;
+                let c = self.expr(cond);
+                if self.out.len() == mark {
+                    self.nested(format!("}} else if ({c}) {{"), then_block);
+                    divergent += diverges;
+                    rest = else_block;
+                    continue;
+                }
+                // The condition wrote statements: they belong inside the `else`.
+                self.divergent -= diverges;
+                self.out.truncate(mark);
+                self.counter = counter;
+            }
+            self.line("} else {");
+            self.indent += 1;
+            self.block_stmts(rest);
+            self.indent -= 1;
+            self.line("}");
+            break;
+        }
+        self.divergent -= divergent;
+    }
+
     fn nested(&mut self, head: String, b: &Block) {
         self.line(head);
         self.indent += 1;
@@ -803,15 +845,7 @@ impl<'a> Writer<'a> {
             } => {
                 let c = self.expr(cond);
                 self.nested(format!("if ({c}) {{"), then_block);
-                if else_block.is_empty() {
-                    self.line("}");
-                } else {
-                    self.line("} else {");
-                    self.indent += 1;
-                    self.block_stmts(else_block);
-                    self.indent -= 1;
-                    self.line("}");
-                }
+                self.else_chain(else_block);
             }
             StmtKind::For {
                 var,
@@ -1011,7 +1045,7 @@ impl<'a> Writer<'a> {
                 return;
             };
             let field = &self.k.record(id).fields[f as usize];
-            target = format!("{target}.{}", escape(&field.name));
+            target = format!("{target}.{}", self.names.escape(&field.name));
             ty = field.ty.clone();
         }
         let v = self.expr(value);
@@ -1071,7 +1105,8 @@ impl<'a> Writer<'a> {
                 match &base.ty {
                     Ty::Record(id) => format!(
                         "{b}.{}",
-                        escape(&self.k.record(*id).fields[*field as usize].name)
+                        self.names
+                            .escape(&self.k.record(*id).fields[*field as usize].name)
                     ),
                     _ => self.internal("field read on a non-record"),
                 }

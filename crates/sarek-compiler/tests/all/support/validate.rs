@@ -91,13 +91,18 @@ fn first(diags: &[Diagnostic]) -> String {
 
 /// A generator refusal must name the target and, for source kernels, point into the source.
 pub fn assert_refusal(case: &Case, target: Target, diags: &[Diagnostic]) {
+    assert_refusal_named(case, target.display_name(), diags);
+}
+
+/// As [`assert_refusal`], for a dialect that is not a `--target` (HIP): `name` is the name
+/// its refusals must carry.
+pub fn assert_refusal_named(case: &Case, name: &str, diags: &[Diagnostic]) {
     assert!(!diags.is_empty(), "{}: empty refusal", case.name);
     for d in diags {
         assert!(
-            d.message.contains(target.display_name()),
-            "{}: refusal by {} does not name the target: {}",
+            d.message.contains(name),
+            "{}: refusal by {name} does not name the target: {}",
             case.name,
-            target.display_name(),
             d.message
         );
         if case.from_source {

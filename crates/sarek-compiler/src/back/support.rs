@@ -1,0 +1,205 @@
+//! What each target supports, declared once: the input of the one refusal rule
+//! ([`crate::ir::analysis`]). A runtime device starts from its target's declaration and
+//! refines it with what the device lacks or limits; the options a runtime passes
+//! ([`TargetOptions`]) are such a refinement, made here.
+
+use super::glsl::Warps;
+use crate::intrinsics::MathFn;
+use crate::ir::analysis::{Feature, Limit, Support};
+use crate::target::{Target, TargetOptions};
+
+/// The declaration of `target` under `options` (GLSL with native warps).
+pub fn support(target: Target, options: &TargetOptions) -> Support {
+    match target {
+        Target::Ir => Support::all(Target::Ir),
+        Target::Wgsl => wgsl(options),
+        Target::Glsl => glsl(options, Warps::Native),
+        Target::OpenCl => opencl(options),
+        Target::Cuda => cuda(),
+        Target::Metal => metal(),
+        Target::Ptx => ptx(),
+    }
+}
+
+/// The WGSL limits naga (and so wgpu) enforces on every module, from WGSL's "Limits".
+pub const WGSL_MAX_BRACE_NESTING: u64 = 127;
+/// naga's parser refuses a module whose statements and expressions nest 200 calls deep; the
+/// analysis's count ([`crate::ir::analysis::expr_depth`]) is an upper bound of naga's for the
+/// WGSL writer's spelling, and a statement's own parentheses take a few more.
+pub const WGSL_MAX_PARSER_NESTING: u64 = 190;
+
+pub fn wgsl(options: &TargetOptions) -> Support {
+    let other = "other targets (OpenCL, CUDA, GLSL, PTX) still compile this kernel";
+    Support::all(Target::Wgsl)
+        .without(
+            Feature::Float64,
+            format!("WGSL has no 64-bit floats; {other}"),
+        )
+        .without(
+            Feature::Int64,
+            format!("WGSL has no 64-bit integers; {other}"),
+        )
+        .without(
+            Feature::Int64Atomics,
+            format!("WGSL has no 64-bit integers; {other}"),
+        )
+        .without(
+            Feature::AggregateEquality,
+            "WGSL compares scalars and vectors of scalars only",
+        )
+        .without_if(
+            !options.subgroups,
+            Feature::Subgroups,
+            "WGSL exposes warps as 32-lane subgroups (`enable subgroups;`); the device or the \
+             options do not provide them",
+        )
+        .limit(
+            Limit::BlockNesting,
+            WGSL_MAX_BRACE_NESTING,
+            "WGSL limits brace-enclosed statements to 127 levels per function",
+        )
+        .limit(
+            Limit::ParserNesting,
+            WGSL_MAX_PARSER_NESTING,
+            "naga's WGSL parser stops at 200 levels of recursion",
+        )
+}
+
+pub fn glsl(options: &TargetOptions, warps: Warps) -> Support {
+    Support::all(Target::Glsl)
+        .without_if(
+            !options.float64,
+            Feature::Float64,
+            "the device (or these options) lacks shaderFloat64",
+        )
+        .without_if(
+            !options.int64_atomics,
+            Feature::Int64Atomics,
+            "the device (or these options) lacks shaderBufferInt64Atomics / \
+             shaderSharedInt64Atomics",
+        )
+        .without_if(
+            warps == Warps::Native && !options.subgroups,
+            Feature::Subgroups,
+            "native warp operations need 32-lane subgroups (GL_KHR_shader_subgroup), which the \
+             device (or these options) lacks",
+        )
+}
+
+pub fn opencl(options: &TargetOptions) -> Support {
+    Support::all(Target::OpenCl)
+        .without_if(
+            !options.float64,
+            Feature::Float64,
+            "the device (or these options) lacks the cl_khr_fp64 extension",
+        )
+        .without_if(
+            !options.int64_atomics,
+            Feature::Int64Atomics,
+            "the device (or these options) lacks cl_khr_int64_base_atomics / \
+             cl_khr_int64_extended_atomics",
+        )
+        .without_if(
+            !options.subgroups,
+            Feature::Subgroups,
+            "OpenCL C 1.2 has warp operations only through cl_khr_subgroups (and \
+             cl_khr_subgroup_shuffle, _shuffle_relative, _ballot), which the device (or these \
+             options) lacks",
+        )
+        .without(
+            Feature::HelperSharedArray,
+            "OpenCL C declares `__local` arrays at kernel function scope only",
+        )
+}
+
+/// Static `__shared__` arrays (and PTX `.shared` variables) are limited to 48 KiB per block;
+/// more needs dynamic shared memory, which Sarek does not emit.
+pub const CUDA_MAX_STATIC_SHARED: u64 = 48 * 1024;
+/// `__global__` parameters since CUDA 12.1 on compute capability 7.0+: NVRTC reports "formal
+/// parameter space overflowed" past it (its byte count is the analysis's).
+pub const CUDA_MAX_PARAM_BYTES: u64 = 32_764;
+/// Kernel parameters of a PTX ISA 8.0 module (this generator's `.version`): the documented
+/// 4 KiB (ptxas 13 allows 0x1100 bytes and wants `.version 8.1` for more; a driver's JIT may
+/// be older).
+pub const PTX_MAX_PARAM_BYTES: u64 = 4_096;
+
+pub fn cuda() -> Support {
+    Support::all(Target::Cuda)
+        .limit(
+            Limit::SharedBytes,
+            CUDA_MAX_STATIC_SHARED,
+            "static shared memory is limited to 48 KiB per block",
+        )
+        .limit(
+            Limit::ParamBytes,
+            CUDA_MAX_PARAM_BYTES,
+            "CUDA (12.1 and later, compute capability 7.0+) limits `__global__` parameters to \
+             32,764 bytes",
+        )
+}
+
+pub fn metal() -> Support {
+    Support::all(Target::Metal)
+        .without(
+            Feature::Float64,
+            "Metal Shading Language has no double type; use float32 or another target",
+        )
+        .without(
+            Feature::Int64Atomics,
+            "Metal has no signed 64-bit atomic read-modify-write operations",
+        )
+        .without(
+            Feature::HelperSharedArray,
+            "Metal declares `threadgroup` arrays at kernel function scope only",
+        )
+}
+
+/// Float64 math PTX has no instruction (nor exact sequence) for; the rest (`sqrt`, `fabs`,
+/// rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`) it writes directly.
+const PTX_MISSING_FLOAT64_MATH: [MathFn; 19] = [
+    MathFn::Rsqrt,
+    MathFn::Exp,
+    MathFn::Exp2,
+    MathFn::Expm1,
+    MathFn::Log,
+    MathFn::Log2,
+    MathFn::Log10,
+    MathFn::Log1p,
+    MathFn::Sin,
+    MathFn::Cos,
+    MathFn::Tan,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Atan,
+    MathFn::Sinh,
+    MathFn::Cosh,
+    MathFn::Tanh,
+    MathFn::Pow,
+    MathFn::Atan2,
+];
+
+pub fn ptx() -> Support {
+    let cuda = "the `cuda` target (CUDA C through NVRTC) supports this kernel";
+    let mut s = Support::all(Target::Ptx)
+        .without(
+            Feature::FloatMod,
+            format!("PTX has no float remainder instruction; {cuda}"),
+        )
+        .limit(
+            Limit::SharedBytes,
+            CUDA_MAX_STATIC_SHARED,
+            "static `.shared` memory is limited to 48 KiB per block",
+        )
+        .limit(
+            Limit::ParamBytes,
+            PTX_MAX_PARAM_BYTES,
+            format!("PTX ISA 8.0 modules take at most 4 KiB of kernel parameters; {cuda}"),
+        );
+    for m in PTX_MISSING_FLOAT64_MATH {
+        s = s.without(
+            Feature::Float64Math(m),
+            format!("PTX has no float64 instruction for it; {cuda}"),
+        );
+    }
+    s
+}
