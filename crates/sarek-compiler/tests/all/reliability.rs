@@ -148,8 +148,8 @@ impl Tools {
             }
             Target::Cuda if sarek_runtime::cuda::nvrtc::load().is_ok() => nvrtc_compile(src),
             Target::Metal if self.clang => {
-                let shim =
-                    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/metal_shim.h");
+                let shim = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/all/support/metal_shim.h");
                 let include = self.dir.join("include");
                 std::fs::create_dir_all(&include).unwrap();
                 // `#include <metal_stdlib>` in the generated source resolves to the shim.

@@ -1,8 +1,9 @@
 //! The facade's integration tests, one binary (one link step): a module per concern.
-//! `tests/traps.rs` and `tests/checked_faults.rs` stay binaries of their own while a device's
-//! synchronisation reports every launch's trap status: their deliberate traps would be
-//! reported to unrelated launches here on the same shared device. Fold them in once each
-//! launch owns its trap status.
+//! Three stay binaries of their own, because devices are shared within a process:
+//! `tests/traps.rs` and `tests/checked_faults.rs` while a device's synchronisation reports
+//! every launch's trap status (their deliberate traps would be reported to unrelated launches
+//! here; fold them in once each launch owns its trap status), and `tests/resident.rs`, which
+//! counts a device's transfers (other tests' launches would count too).
 
 mod api;
 mod cli;
@@ -13,5 +14,4 @@ mod fusion;
 mod loop_bounds;
 mod macros;
 mod npy_numpy;
-mod resident;
 mod upstream;

@@ -304,7 +304,7 @@ fn an_async_fault_surfaces_at_synchronize_with_its_location() {
     // A device trap (bounded recursion) on every GPU-API backend here.
     let traps = Program::compile(
         "inline_depth.sarek",
-        include_str!("../../../../tests/traps/inline_depth.sarek"),
+        include_str!("../../../tests/traps/inline_depth.sarek"),
     )
     .unwrap();
     let chain = traps.kernel("chain").unwrap();
