@@ -13,7 +13,7 @@ log() { printf 'test.sh: %s\n' "$*" >&2; }
 
 # --- system packages (apt) -------------------------------------------------------------
 apt_pkgs=(mesa-vulkan-drivers libvulkan1 pocl-opencl-icd ocl-icd-opencl-dev glslang-tools spirv-tools clang)
-apt_pkgs+=(hipcc) # HIP validation (crates/sarek-compiler/tests/hip_validate.rs)
+apt_pkgs+=(hipcc) # HIP validation (crates/sarek-compiler/tests/all/hip_validate.rs)
 missing=()
 for p in "${apt_pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -5,10 +5,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "../tests/support/files.rs"]
-mod files;
 use sarek_compiler::diag::FileId;
 use sarek_compiler::front::{parser, typer};
+use sarek_testkit::files;
 
 fn frontend(c: &mut Criterion) {
     let files = files::corpus();

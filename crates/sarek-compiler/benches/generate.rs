@@ -6,11 +6,10 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-#[path = "../tests/support/files.rs"]
-mod files;
 use sarek_compiler::diag::SourceMap;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::{Target, TargetOptions};
+use sarek_testkit::files;
 
 fn corpus_kernels() -> Vec<Kernel> {
     let mut kernels = Vec::new();

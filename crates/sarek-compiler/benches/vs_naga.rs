@@ -16,8 +16,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-#[path = "../tests/support/files.rs"]
-mod files;
+use sarek_testkit::files;
 
 use sarek_compiler::{SourceMap, Target, TargetOptions};
 

@@ -38,9 +38,9 @@ pub const TARGETS: [Target; 6] = [
     Target::Metal,
 ];
 
-/// The Metal shim header (`crates/sarek-compiler/tests/support/metal_shim.h`), compiled in
+/// The Metal shim header (`crates/sarek-compiler/tests/all/support/metal_shim.h`), compiled in
 /// so the release binary carries it.
-const METAL_SHIM: &str = include_str!("../../sarek-compiler/tests/support/metal_shim.h");
+const METAL_SHIM: &str = include_str!("../../sarek-compiler/tests/all/support/metal_shim.h");
 
 fn runs(tool: &str) -> bool {
     Command::new(tool)
@@ -75,7 +75,13 @@ fn find_ptxas() -> Option<PathBuf> {
 
 impl Validators {
     pub fn find() -> Validators {
-        let scratch = std::env::temp_dir().join(format!("sarek-difftest-{}", std::process::id()));
+        // One folder per instance: several harnesses may live in one process (the tests run
+        // on threads of one binary), and each removes its own folder when dropped.
+        let scratch = std::env::temp_dir().join(format!(
+            "sarek-difftest-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         let _ = std::fs::create_dir_all(scratch.join("include"));
         let metal_shim = scratch.join("metal_shim.h");
         let _ = std::fs::write(&metal_shim, METAL_SHIM);
@@ -84,8 +90,8 @@ impl Validators {
             format!("#include \"{}\"\n", metal_shim.display()),
         );
         Validators {
-            glslang: sarek_compiler::back::glsl::spirv::glslang_available()
-                && sarek_compiler::back::glsl::spirv::spirv_val_available(),
+            glslang: sarek_runtime::spirv::glslang_available()
+                && sarek_runtime::spirv::spirv_val_available(),
             clang: runs("clang"),
             clangxx: runs("clang++"),
             nvrtc: crate::exec::load_nvrtc(),
@@ -214,7 +220,7 @@ pub fn naga_validate(src: &str) -> Result<(), String> {
 }
 
 fn glsl(source: &str) -> Result<(), String> {
-    use sarek_compiler::back::glsl::spirv;
+    use sarek_runtime::spirv;
     let words = spirv::compile(source).map_err(|e| e.to_string())?;
     spirv::validate(&words).map_err(|e| e.to_string())
 }

@@ -562,7 +562,7 @@ mod tests {
         assert!(path.ends_with("examples/kernels/vector_add.sarek"));
         assert_eq!(program.kernels[0].name, "vector_add");
         // A type error in a file: exactly the error golden's rendering (the runner in
-        // crates/sarek-compiler/tests/errors.rs registers it under the same relative path).
+        // crates/sarek-compiler/tests/all/errors.rs registers it under the same relative path).
         let rel = "tests/errors/type_aggregate_eq_record.sarek";
         let Err(msg) = super::read_and_check(&root, rel) else {
             panic!("{rel} must be refused");

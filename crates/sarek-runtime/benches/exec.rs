@@ -6,12 +6,9 @@
 //! needed). Throughput is reported in elements (pixels / output entries) per second; the
 //! cpu/interp ratio is the parallel speedup on this machine's cores.
 
-#[path = "../tests/interp_util/mod.rs"]
-mod interp_util;
-
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use interp_util::*;
 use sarek_runtime::{ArgValue, LaunchConfig, cpu, interp};
+use sarek_testkit::interp::*;
 use std::time::Duration;
 
 type Run = fn(

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod npy;
 pub mod pack;
 pub mod signature;
+pub mod spirv;
 pub mod value;
 
 #[cfg(feature = "cuda")]

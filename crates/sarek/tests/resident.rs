@@ -5,7 +5,6 @@
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
 use sarek::{Backend, Buffer, Error, Program, RuntimeError, Vector};
-use sarek_harness as harness;
 use std::sync::Arc;
 
 const STEP: &str = "\
@@ -34,7 +33,7 @@ fn device(backend: Backend) -> Option<Arc<dyn sarek::Device>> {
         Ok(d) => Some(d),
         Err(e) => {
             assert!(
-                !harness::required(backend),
+                !sarek_testkit::backends::required(backend.name()),
                 "{backend} is required but unavailable: {e}"
             );
             eprintln!("skipping {backend}: {e}");

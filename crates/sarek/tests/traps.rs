@@ -40,7 +40,7 @@ fn run(program: &Program, backend: Backend, kernel: &str, m: i32) -> Option<Run>
         Ok(d) => d,
         Err(e) => {
             assert!(
-                !harness::required(backend),
+                !sarek_testkit::backends::required(backend.name()),
                 "{backend} is required but unavailable: {e}"
             );
             eprintln!("skipping {backend}: {e}");

@@ -45,7 +45,6 @@
 mod emit;
 mod f64math;
 pub mod keywords;
-pub mod spirv;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;

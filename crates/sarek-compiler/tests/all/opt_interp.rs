@@ -1,0 +1,340 @@
+//! The IR optimisation stage (`passes::opt`) leaves results unchanged: every corpus kernel
+//! (with its `@run` inputs) and randomly generated integer kernels (divisions and remainders
+//! by constants, literal-bound `let`s, loops, fed with int32's edge values) run on the
+//! reference interpreter before and after `optimize`, and every output vector is compared
+//! bit for bit. The optimised IR must also pass `ir::validate`, and the passes must actually
+//! fire where they promise to (no `/` or `mod` by a power of two left on a variable).
+
+use sarek_testkit::files;
+
+use proptest::prelude::*;
+use sarek_compiler::diag::{SourceMap, render_all};
+use sarek_compiler::ir::validate::validate;
+use sarek_compiler::ir::{ExprKind, Kernel, visit};
+use sarek_compiler::passes::opt::optimize;
+use sarek_compiler::types::BinOp;
+use sarek_harness::{self as harness, Inputs, Tolerance};
+use sarek_runtime::Backend;
+use sarek_runtime::value::{ArgValue, Column, HostVector};
+
+const EXACT: Tolerance = Tolerance {
+    f32_abs: 0.0,
+    f32_ulps: 0,
+    f64_abs: 0.0,
+    f64_ulps: 0,
+};
+
+fn compile(name: &str, text: &str) -> (SourceMap, Vec<Kernel>) {
+    let mut sources = SourceMap::new();
+    let file = sources.add(name.to_string(), text.to_string());
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let kernels = program
+        .kernels
+        .iter()
+        .map(|k| {
+            sarek_compiler::lower_kernel(&program, &k.name)
+                .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)))
+        })
+        .collect();
+    (sources, kernels)
+}
+
+/// Run `kernel` and `optimize(kernel)` on the interpreter with the same arguments; panic with
+/// the first difference.
+fn check_same(kernel: &Kernel, args: &[ArgValue], config: sarek_runtime::LaunchConfig) {
+    let optimized = optimize(kernel);
+    validate(&optimized).unwrap_or_else(|e| panic!("{}: optimised IR invalid: {e:?}", kernel.name));
+    let interp = sarek_runtime::discover::open(Backend::Interp).expect("interp");
+    let mut before = args.to_vec();
+    let mut after = args.to_vec();
+    let r1 = harness::run(interp.as_ref(), kernel, config, &mut before);
+    let r2 = harness::run(interp.as_ref(), &optimized, config, &mut after);
+    match (&r1, &r2) {
+        (Ok(_), Ok(_)) => {}
+        (Err(a), Err(b)) => {
+            assert_eq!(
+                a.to_string(),
+                b.to_string(),
+                "{}: different faults",
+                kernel.name
+            );
+            return;
+        }
+        _ => panic!("{}: before {r1:?}, after {r2:?}", kernel.name),
+    }
+    for c in harness::compare_args(kernel, &before, &after, &EXACT) {
+        assert!(c.ok(), "{}: {}: {:?}", kernel.name, c.param, c.first);
+    }
+}
+
+#[test]
+fn corpus_results_are_unchanged() {
+    let mut runs = 0;
+    for path in files::corpus() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let directives = harness::parse_directives(&text).unwrap();
+        if directives.is_empty() {
+            continue;
+        }
+        let (_, kernels) = compile(&path.display().to_string(), &text);
+        for d in directives {
+            let kernel = kernels.iter().find(|k| k.name == d.kernel).unwrap();
+            let args = harness::build_args(kernel, &Inputs::from_directive(&d)).unwrap();
+            check_same(kernel, &args, d.config());
+            runs += 1;
+        }
+    }
+    assert!(runs >= 25, "the corpus has @run directives ({runs} found)");
+}
+
+/// Every `/` or `mod` of the kernel whose right operand is a literal.
+fn constant_divisions(k: &Kernel) -> usize {
+    let mut n = 0;
+    visit::walk_block(&mut Count(&mut n), &k.body);
+    n
+}
+
+struct Count<'a>(&'a mut usize);
+
+impl visit::StmtVisitor for Count<'_> {
+    fn var(&mut self, _: sarek_compiler::ir::VarId) {}
+    fn expr(&mut self, _: sarek_compiler::diag::Span, e: &sarek_compiler::ir::Expr) {
+        count(e, self.0);
+    }
+}
+
+fn count(e: &sarek_compiler::ir::Expr, n: &mut usize) {
+    if let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind {
+        if matches!(op, BinOp::Div | BinOp::Rem) && matches!(rhs.kind, ExprKind::Lit(_)) {
+            *n += 1;
+        }
+        count(lhs, n);
+        count(rhs, n);
+    }
+    match &e.kind {
+        ExprKind::Unary { operand, .. } => count(operand, n),
+        ExprKind::Index { index, .. } => count(index, n),
+        ExprKind::Intrinsic { args, .. } | ExprKind::Call { args, .. } => {
+            args.iter().for_each(|a| count(a, n))
+        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            count(cond, n);
+            count(then_value, n);
+            count(else_value, n);
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn divisions_by_powers_of_two_become_shifts() {
+    let src = "let%kernel k (input : int32 vector) (out : int32 vector) (n : int32) =
+  let tile = 16 in
+  let i = global_thread_id in
+  if i < n then begin
+    let x = input.(i) in
+    out.(i) <- x / tile + x mod 8 + thread_idx_x / 2 + x / (-1) + (x + 1) / 3
+  end";
+    let (_, kernels) = compile("div.sarek", src);
+    let k = &kernels[0];
+    assert_eq!(
+        constant_divisions(k),
+        4,
+        "`tile` is a variable before propagation"
+    );
+    // `(x + 1) / 3` stays: 3 is no power of two.
+    assert_eq!(constant_divisions(&optimize(k)), 1);
+    let args = edge_args(k);
+    check_same(k, &args, harness::launch_config(N, None, None));
+}
+
+const N: usize = 256;
+
+/// int32's edge values first, then a deterministic spread.
+fn edge_args(k: &Kernel) -> Vec<ArgValue> {
+    let edges = [
+        i32::MIN,
+        i32::MIN + 1,
+        i32::MIN + 15,
+        i32::MIN + 16,
+        i32::MAX,
+        i32::MAX - 15,
+        -1,
+        0,
+        1,
+        -2,
+        -15,
+        -16,
+        -17,
+        15,
+        16,
+        17,
+        -1 << 30,
+        1 << 30,
+    ];
+    let mut rng = harness::Rng::new(14);
+    let values: Vec<i32> = (0..N)
+        .map(|i| {
+            edges
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| rng.next_u64() as i32 >> (i % 31))
+        })
+        .collect();
+    let vec_of = |v: Vec<i32>| {
+        ArgValue::Vector(HostVector {
+            len: N,
+            columns: vec![Column::I32(v)],
+        })
+    };
+    assert_eq!(k.params.len(), 3);
+    vec![
+        vec_of(values),
+        vec_of(vec![7; N]),
+        ArgValue::Scalar(sarek_compiler::types::Literal::I32(N as i32)),
+    ]
+}
+
+/// Divisors the random kernels use: powers of two of both signs, ±1, min_int, and others.
+const DIVISORS: &[&str] = &[
+    "1",
+    "(-1)",
+    "2",
+    "4",
+    "16",
+    "1024",
+    "1073741824",
+    "(-2)",
+    "(-16)",
+    "3",
+    "7",
+    "(-2147483647 - 1)",
+];
+
+fn leaf() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("x".to_string()),
+        Just("i".to_string()),
+        Just("c".to_string()),
+        Just("thread_idx_x".to_string()),
+        Just("block_dim_x".to_string()),
+        (-40i32..40).prop_map(|v| format!("({v})")),
+    ]
+}
+
+fn int_expr() -> impl Strategy<Value = String> {
+    leaf().prop_recursive(4, 24, 2, |inner| {
+        let d = prop::sample::select(DIVISORS);
+        prop_oneof![
+            (
+                inner.clone(),
+                prop::sample::select(&["+", "-", "*", "land"][..]),
+                inner.clone()
+            )
+                .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
+            (inner.clone(), d.clone()).prop_map(|(a, d)| format!("({a} / {d})")),
+            (inner.clone(), d.clone()).prop_map(|(a, d)| format!("({a} mod {d})")),
+            (inner.clone(), d.clone()).prop_map(|(a, d)| format!("(let q = {d} in {a} / q)")),
+            (inner, d).prop_map(|(a, d)| format!("(let q = {d} in {a} mod q)")),
+        ]
+    })
+}
+
+fn kernel_source() -> impl Strategy<Value = String> {
+    (
+        int_expr(),
+        int_expr(),
+        prop::sample::select(DIVISORS),
+        prop::sample::select(DIVISORS),
+    )
+        .prop_map(|(e1, e2, c, d)| {
+            format!(
+                "let%kernel k (input : int32 vector) (out : int32 vector) (n : int32) =
+  let c = {c} in
+  let i = global_thread_id in
+  if i < n then begin
+    let x = input.(i) in
+    let mut acc = {e1} in
+    for j = 0 to 3 do
+      acc := acc + (j / {d}) + ((x + j) mod {d}) + (acc / 2)
+    done;
+    out.(i) <- acc + {e2}
+  end"
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_integer_kernels_are_unchanged(src in kernel_source()) {
+        let (_, kernels) = compile("random.sarek", &src);
+        let k = &kernels[0];
+        let args = edge_args(k);
+        check_same(k, &args, harness::launch_config(N, None, None));
+    }
+}
+
+/// The number of `for` loops left in a block (nested ones included).
+fn for_loops(block: &sarek_compiler::ir::Block) -> usize {
+    let mut n = 0;
+    visit::for_each_stmt(block, &mut |s| {
+        if matches!(s.kind, sarek_compiler::ir::StmtKind::For { .. }) {
+            n += 1;
+        }
+    });
+    n
+}
+
+/// `[@unroll N]` loops with constant bounds are unrolled (inner loops first, `let`s renamed
+/// per copy, `downto` counted down) and give the same results; loops that must stay (a
+/// `break`-free body with an array, a trip count above the pragma, a non-constant bound) stay.
+#[test]
+fn requested_unrolling_keeps_results() {
+    const SRC: &str = "let%kernel unrolled (o : float32 vector) (p : int32 vector) (n : int32) =
+  let acc : float32 array = create_array 16 Local in
+  for k = 0 to 15 do acc.(k) <- 0.0 done [@unroll 16];
+  for i = 0 to 3 do
+    for j = 3 downto 0 do
+      let t = i * 4 + j in
+      let mut u = t * 2 in
+      if j > 1 then u := u + 1;
+      acc.(t) <- acc.(t) +. float32 (u + thread_idx_x)
+    done [@unroll 4]
+  done [@unroll 4];
+  for k = 0 to 15 do p.(thread_idx_x * 16 + k) <- k done [@unroll 8];
+  for k = 0 to n - 1 do acc.(k) <- acc.(k) *. 2.0 done [@unroll 4];
+  for k = 0 to 15 do o.(thread_idx_x * 16 + k) <- acc.(k) done [@unroll 16]
+";
+    let (_, kernels) = compile("unrolled.sarek", SRC);
+    let k = &kernels[0];
+    assert_eq!(for_loops(&k.body), 6);
+    let optimized = optimize(k);
+    // Left: the one above its pragma (16 > 8) and the one with a variable bound.
+    assert_eq!(for_loops(&optimized.body), 2, "{optimized:#?}");
+    let args = vec![
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::F32(vec![0.0; 64])],
+        }),
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::I32(vec![0; 64])],
+        }),
+        ArgValue::Scalar(sarek_compiler::types::Literal::I32(10)),
+    ];
+    check_same(
+        k,
+        &args,
+        sarek_runtime::LaunchConfig {
+            grid: [1, 1, 1],
+            block: [4, 1, 1],
+        },
+    );
+}

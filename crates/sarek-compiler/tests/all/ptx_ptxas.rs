@@ -1,0 +1,242 @@
+//! PTX output checked by the real assembler (`ptxas` from the `nvidia-cuda-nvcc` wheel).
+//! Skips with a printed reason when ptxas is absent, unless SAREK_REQUIRE_BACKENDS names `ptx`.
+//! Refusals (located, naming PTX) are checked where the files are made (`support::outputs`).
+
+use sarek_compiler::intrinsics::{AtomicOp, Intrinsic, MathFn, WarpOp};
+use sarek_compiler::ir::build::*;
+use sarek_compiler::ir::*;
+use sarek_compiler::types::{BinOp, MemSpace};
+use sarek_compiler::{Target, TargetOptions};
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::support::outputs;
+use sarek_testkit::backends::unavailable;
+
+/// Locate ptxas: $SAREK_PTXAS, PATH, or the pip wheel's site-packages.
+pub fn ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("SAREK_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia, os; print(list(nvidia.__path__)[0])"])
+        .output()
+        .ok()?;
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("cu13/bin/ptxas");
+    dir.exists().then_some(dir)
+}
+
+/// Assemble `source` for sm_90; Err carries ptxas' message.
+pub fn assemble(source: &str) -> Option<Result<(), String>> {
+    let Some(ptxas) = ptxas() else {
+        unavailable("ptx", "ptxas not found (pip install nvidia-cuda-nvcc)");
+        return None;
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "sarek-ptx-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("k.ptx");
+    std::fs::write(&file, source).unwrap();
+    let out = Command::new(ptxas)
+        .args(["-arch=sm_90", "-o"])
+        .arg(dir.join("k.cubin"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    Some(if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+}
+
+/// saxpy with a record vector, a variant match, atomics, shared memory, a barrier, a warp
+/// shuffle and a helper call: one kernel touching most of the writer.
+fn kitchen_sink() -> Kernel {
+    let mut b = KernelBuilder::new("kitchen'sink");
+    let point = b.record("point", &[("x", Ty::F32), ("ok", Ty::BOOL)]);
+    let shape = b.variant(
+        "shape",
+        &[
+            ("Circle", vec![Ty::F32]),
+            ("Rect", vec![Ty::F32, Ty::F32]),
+            ("Empty", vec![]),
+        ],
+    );
+    let xs = b.vector("xs", Ty::Record(point));
+    let shapes = b.vector("shapes", Ty::Variant(shape));
+    let hist = b.vector("hist", Ty::I64);
+    let a = b.param("a", Ty::F32);
+    // helper: twice (y : float32) = y *. 2.0
+    let y = b.var("y", Ty::F32);
+    let twice_body = vec![return_(Some(mul(b.read(y), lit_f32(2.0))))];
+    let twice = b.func("twice", vec![y], Ty::F32, twice_body);
+    let i = b.var("i", Ty::I32);
+    let tile = b.array("tile", Ty::F32, MemSpace::Shared, 256);
+    let area = b.mut_var("area", Ty::F32);
+    let r = b.var("r", Ty::F32);
+    let w = b.var("w", Ty::F32);
+    let h = b.var("h", Ty::F32);
+    let call = b.call(twice, vec![b.field(b.index(xs, b.read(i)), 0)]);
+    let shuffled = intrinsic(
+        Intrinsic::Warp(WarpOp::ShuffleDown),
+        vec![b.read(area), lit_i32(1)],
+        Ty::F32,
+    );
+    let arms = vec![
+        MatchArm {
+            ctor: Some(0),
+            bindings: vec![Some(r)],
+            body: vec![assign(area, mul(b.read(r), b.read(r)))],
+        },
+        MatchArm {
+            ctor: Some(1),
+            bindings: vec![Some(w), Some(h)],
+            body: vec![assign(area, mul(b.read(w), b.read(h)))],
+        },
+        MatchArm {
+            ctor: None,
+            bindings: vec![],
+            body: vec![],
+        },
+    ];
+    let update = vec![
+        assign_to(
+            LValue::Field {
+                base: Box::new(element(xs, b.read(i))),
+                field: 0,
+            },
+            add(mul(b.read(a), call), b.read(area)),
+        ),
+        expr_stmt(atomic(
+            AtomicOp::Add,
+            vec![
+                b.read(hist),
+                bin(BinOp::Rem, b.read(i), lit_i32(16)),
+                lit_i64(1),
+            ],
+            Ty::I64,
+        )),
+    ];
+    let body = vec![
+        let_(i, global_idx()),
+        declare_array(tile),
+        let_(area, lit_f32(0.0)),
+        st(StmtKind::Match {
+            scrutinee: b.index(shapes, b.read(i)),
+            variant: shape,
+            arms,
+        }),
+        store(tile, thread_idx(), b.read(area)),
+        barrier(),
+        assign(area, shuffled),
+        if_(lt(b.read(i), b.length(xs)), update, vec![]),
+    ];
+    b.finish(body)
+}
+
+#[test]
+fn kitchen_sink_assembles() {
+    let k = kitchen_sink();
+    let out =
+        sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).expect("generates");
+    assert!(
+        out.source
+            .contains(".visible .entry sarek_q_kitchen_x27sink("),
+        "{}",
+        out.source
+    );
+    if let Some(result) = assemble(&out.source) {
+        result.unwrap_or_else(|e| panic!("ptxas rejected:\n{e}\n{}", out.source));
+    }
+}
+
+#[test]
+fn float64_sine_is_refused_naming_ptx() {
+    let mut b = KernelBuilder::new("f64sin");
+    let x = b.param("x", Ty::F64);
+    let o = b.vector("o", Ty::F64);
+    let sin = intrinsic(Intrinsic::Math(MathFn::Sin), vec![b.read(x)], Ty::F64);
+    let k = b.finish(vec![store(o, lit_i32(0), sin)]);
+    let err = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).unwrap_err();
+    assert!(
+        err[0].message.contains("PTX") && err[0].message.contains("sin"),
+        "{:?}",
+        err
+    );
+}
+
+/// Every PTX file under `tests/out/ptx` (the corpus and the hand-built kernels, as generated:
+/// the `outputs` test keeps them equal) assembles with ptxas.
+#[test]
+fn ptx_files_assemble() {
+    let files = outputs::files(Target::Ptx);
+    let mut failures = Vec::new();
+    for path in &files {
+        let source = std::fs::read_to_string(path).unwrap();
+        match assemble(&source) {
+            None => return,
+            Some(Err(e)) => failures.push(format!("{}: ptxas: {e}", path.display())),
+            Some(Ok(())) => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!("ptxas assembled {} PTX files", files.len());
+}
+
+/// A kernel with one vector and `scalars` int32 parameters: 12 + 4 * scalars bytes of
+/// parameter space (a 64-bit pointer, its 32-bit length, then the scalars).
+pub fn many_parameters(scalars: usize) -> (sarek_compiler::SourceMap, Kernel) {
+    let params: Vec<String> = (0..scalars).map(|j| format!("(p{j} : int32)")).collect();
+    let src = format!(
+        "let%kernel k (v : int32 vector) {} =\n  let i = global_thread_id in\n  \
+         if i < length v then v.(i) <- p0 + p{}\n",
+        params.join(" "),
+        scalars - 1
+    );
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("params.sarek", src);
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let kernel = sarek_compiler::lower_kernel(&program, "k").expect("lowers");
+    (sources, kernel)
+}
+
+#[test]
+fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
+    // 12 + 4 * 1021 = 4096 bytes: exactly the limit, which ptxas takes.
+    let (_, at_limit) = many_parameters(1021);
+    let g = sarek_compiler::generate(&at_limit, Target::Ptx, &TargetOptions::default())
+        .expect("4096 bytes of parameters are within the PTX limit");
+    if let Some(r) = assemble(&g.source) {
+        r.unwrap_or_else(|e| panic!("ptxas rejected 4096 bytes of parameters: {e}"));
+    }
+    // One more int32: refused before writing, located at the parameter over the limit.
+    let (sources, over) = many_parameters(1022);
+    let err = sarek_compiler::generate(&over, Target::Ptx, &TargetOptions::default())
+        .expect_err("4100 bytes of parameters must be refused");
+    let text = sarek_compiler::diag::render_all(&err, &sources, false);
+    assert_eq!(err.len(), 1, "{text}");
+    assert!(
+        err[0].message.contains("4100 bytes of parameters")
+            && err[0].message.contains("PTX allows at most 4096"),
+        "{text}"
+    );
+    let src = sources.text(sources.ids().next().unwrap());
+    let col = src.find("(p1021 :").unwrap() + 2;
+    assert_eq!(
+        sources.location(err[0].span),
+        format!("params.sarek:1:{col}")
+    );
+    // CUDA C takes the same kernel (its limit is 32,764 bytes).
+    assert!(sarek_compiler::generate(&over, Target::Cuda, &TargetOptions::default()).is_ok());
+}

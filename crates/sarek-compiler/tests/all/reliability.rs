@@ -1,0 +1,594 @@
+//! Reliability suite (issue 17): whatever the front end accepts, every generator emits source
+//! its target's real validator accepts, in plain and in checked mode, and nothing panics.
+//!
+//! - `hostile_inputs_have_expected_outcomes`: `tests/reliability/*.sarek`, each with its
+//!   expected outcome in an `@expect accept` or `@expect error: TEXT` line;
+//! - `corpus_in_checked_mode_validates`: every corpus kernel with checks inserted;
+//! - `long_identifiers_validate_everywhere`: identifiers of 2,000 characters in every naming
+//!   position, through all six generators and their validators (names past a target's
+//!   identifier length are shortened by the namer, injectively);
+//! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
+//!   literals, swapped operators, shifted indices): `SAREK_FUZZ_COUNT` mutants (default 64)
+//!   from seed `SAREK_FUZZ_SEED`, so a run tries the same mutants on any machine (CI runs the
+//!   default); `SAREK_FUZZ_SECS` (default 300) only caps the time, and a run it cuts short
+//!   says so. Prints inputs tried, accepted, invalid modules and panics. Longer searches:
+//!   raise the count, change the seed, or run the cargo-fuzz target in `fuzz/`.
+//!
+//! Validators: naga in process (parse, validate, pipeline constants as wgpu applies them,
+//! SPIR-V out), glslangValidator + spirv-val for GLSL, `clang -x cl` for OpenCL C, ptxas for
+//! PTX (and, for the long identifiers, NVRTC for CUDA C and clang++ with the Metal shim); an
+//! absent tool skips its target (or fails when `SAREK_REQUIRE_BACKENDS` names it).
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use sarek_compiler::diag::{SourceMap, render_all};
+use sarek_compiler::{Target, TargetOptions};
+use sarek_runtime::spirv;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use sarek_testkit::files;
+
+/// ptxas: $SAREK_PTXAS, PATH, or the pip wheel's site-packages (as tests/ptx_ptxas.rs).
+fn find_ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("SAREK_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia, os; print(list(nvidia.__path__)[0])"])
+        .output()
+        .ok()?;
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("cu13/bin/ptxas");
+    dir.exists().then_some(dir)
+}
+
+/// WGSL as wgpu takes it: parse, validate, apply the block-size pipeline constants (naga
+/// evaluates constant expressions again there), then write SPIR-V.
+fn naga_accepts(src: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(src).map_err(|e| e.emit_to_string(src))?;
+    let info = Validator::new(ValidationFlags::all(), Capabilities::SUBGROUP)
+        .validate(&module)
+        .map_err(|e| e.emit_to_string(src))?;
+    let mut constants = naga::back::PipelineConstants::default();
+    for axis in ["x", "y", "z"] {
+        constants.insert(format!("sarek_block_{axis}"), 64.0);
+    }
+    let (module, info) =
+        naga::back::pipeline_constants::process_overrides(&module, &info, None, &constants)
+            .map_err(|e| format!("pipeline constants: {e}"))?;
+    naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None)
+        .map(|_| ())
+        .map_err(|e| format!("SPIR-V out: {e}"))
+}
+
+struct Tools {
+    glslang: bool,
+    clang: bool,
+    ptxas: Option<PathBuf>,
+    dir: PathBuf,
+}
+
+impl Drop for Tools {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Tools {
+    fn find() -> Tools {
+        // One folder per test (tests run on threads of one process and remove theirs).
+        let dir = std::env::temp_dir().join(format!(
+            "sarek-reliability-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Tools {
+            glslang: spirv::glslang_available() && spirv::spirv_val_available(),
+            clang: Command::new("clang").arg("--version").output().is_ok(),
+            ptxas: find_ptxas(),
+            dir,
+        }
+    }
+
+    /// `Ok(false)` when the target's tool is absent.
+    fn validate(&self, target: Target, src: &str) -> Result<bool, String> {
+        match target {
+            Target::Wgsl => naga_accepts(src).map(|_| true),
+            Target::Glsl if self.glslang => {
+                let words = spirv::compile(src).map_err(|e| e.to_string())?;
+                spirv::validate(&words).map_err(|e| e.to_string())?;
+                Ok(true)
+            }
+            Target::OpenCl if self.clang => {
+                let path = self
+                    .dir
+                    .join(format!("{:?}.cl", std::thread::current().id()));
+                std::fs::write(&path, src).unwrap();
+                let mut cmd = Command::new("clang");
+                cmd.args([
+                    "-x",
+                    "cl",
+                    "-fsyntax-only",
+                    "-Xclang",
+                    "-finclude-default-header",
+                ]);
+                if src.contains("sub_group_") {
+                    cmd.args(["-cl-std=CL2.0", "-target", "spir64"]);
+                } else {
+                    cmd.arg("-cl-std=CL1.2");
+                }
+                let out = cmd.arg(&path).output().map_err(|e| e.to_string())?;
+                if out.status.success() {
+                    Ok(true)
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                }
+            }
+            Target::Ptx if self.ptxas.is_some() => {
+                let stem = self.dir.join(format!("{:?}", std::thread::current().id()));
+                let path = stem.with_extension("ptx");
+                std::fs::write(&path, src).unwrap();
+                let out = Command::new(self.ptxas.as_ref().unwrap())
+                    .args(["-arch=sm_90", "-o"])
+                    .arg(stem.with_extension("cubin"))
+                    .arg(&path)
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                if out.status.success() {
+                    Ok(true)
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                }
+            }
+            Target::Cuda if sarek_runtime::cuda::nvrtc::load().is_ok() => nvrtc_compile(src),
+            Target::Metal if self.clang => {
+                let shim = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/all/support/metal_shim.h");
+                let include = self.dir.join("include");
+                std::fs::create_dir_all(&include).unwrap();
+                // `#include <metal_stdlib>` in the generated source resolves to the shim.
+                std::fs::write(
+                    include.join("metal_stdlib"),
+                    format!("#include \"{}\"\n", shim.display()),
+                )
+                .unwrap();
+                let path = self
+                    .dir
+                    .join(format!("{:?}.metal", std::thread::current().id()));
+                std::fs::write(&path, src).unwrap();
+                let out = Command::new("clang++")
+                    .args([
+                        "-x",
+                        "c++",
+                        "-std=c++17",
+                        "-fsyntax-only",
+                        "-Wno-unknown-attributes",
+                        "-include",
+                    ])
+                    .arg(&shim)
+                    .arg("-I")
+                    .arg(&include)
+                    .arg(&path)
+                    .output()
+                    .map_err(|e| e.to_string())?;
+                if out.status.success() {
+                    Ok(true)
+                } else {
+                    Err(String::from_utf8_lossy(&out.stderr).into_owned())
+                }
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// CUDA C through NVRTC for `sm_90`, with the runtime's options.
+fn nvrtc_compile(source: &str) -> Result<bool, String> {
+    use cudarc::nvrtc::result;
+    use std::ffi::{CStr, CString};
+    let src = CString::new(source).unwrap();
+    let prog = result::create_program(&src, None).map_err(|e| format!("{e:?}"))?;
+    let opts = ["--gpu-architecture=sm_90", "--fmad=false"];
+    // SAFETY: `prog` is a live program; the options are valid C strings.
+    let res = unsafe { result::compile_program(prog, &opts) };
+    let log = unsafe { result::get_program_log(prog) }
+        .map(|l| {
+            unsafe { CStr::from_ptr(l.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    unsafe { result::destroy_program(prog) }.ok();
+    res.map(|_| true).map_err(|e| format!("{e:?}\n{log}"))
+}
+
+const TARGETS: [Target; 4] = [Target::Wgsl, Target::Glsl, Target::OpenCl, Target::Ptx];
+
+#[derive(Default, Debug)]
+struct Tally {
+    tried: usize,
+    accepted: usize,
+    modules: usize,
+    refused: usize,
+    invalid: Vec<String>,
+    panics: Vec<String>,
+}
+
+/// Check, lower and generate `text` for every target in both modes; validate what comes out
+/// (only on the targets in `validate`). Returns whether the front end accepted it.
+fn pipeline(
+    name: &str,
+    text: &str,
+    tools: &Tools,
+    validate: &[Target],
+    tally: &mut Tally,
+) -> Result<bool, String> {
+    let mut sources = SourceMap::new();
+    let file = sources.add(name, text);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let program = match sarek_compiler::check(&sources, file) {
+            Ok(p) => p,
+            Err(d) => return Err(render_all(&d, &sources, false)),
+        };
+        let mut modules = Vec::new();
+        for k in &program.kernels {
+            let ir = sarek_compiler::lower_kernel(&program, &k.name)
+                .map_err(|d| render_all(&d, &sources, false))?;
+            for checked in [false, true] {
+                let options = TargetOptions {
+                    checked,
+                    ..TargetOptions::default()
+                };
+                for t in TARGETS {
+                    modules.push((
+                        k.name.clone(),
+                        t,
+                        checked,
+                        sarek_compiler::generate(&ir, t, &options),
+                    ));
+                }
+            }
+        }
+        Ok(modules)
+    }));
+    tally.tried += 1;
+    let modules = match outcome {
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            tally.panics.push(format!("{name}: {msg}\n{text}"));
+            return Ok(false);
+        }
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(m)) => m,
+    };
+    tally.accepted += 1;
+    for (kernel, target, checked, generated) in modules {
+        match generated {
+            Err(_) => tally.refused += 1,
+            Ok(g) => {
+                tally.modules += 1;
+                if !validate.contains(&target) {
+                    continue;
+                }
+                if let Err(e) = tools.validate(target, &g.source) {
+                    tally.invalid.push(format!(
+                        "{name}/{kernel} on {target} (checked: {checked}): {e}\n--- input\n{text}\n--- generated\n{}",
+                        g.source
+                    ));
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn assert_clean(what: &str, tally: &Tally) {
+    eprintln!(
+        "{what}: {} inputs, {} accepted, {} modules generated, {} refused by a generator, {} invalid, {} panics",
+        tally.tried,
+        tally.accepted,
+        tally.modules,
+        tally.refused,
+        tally.invalid.len(),
+        tally.panics.len()
+    );
+    assert!(
+        tally.panics.is_empty(),
+        "panics:\n{}",
+        tally.panics.join("\n\n")
+    );
+    assert!(
+        tally.invalid.is_empty(),
+        "{} generated modules rejected by their validator; first:\n{}",
+        tally.invalid.len(),
+        tally.invalid[0]
+    );
+}
+
+#[test]
+fn hostile_inputs_have_expected_outcomes() {
+    let tools = Tools::find();
+    let mut tally = Tally::default();
+    let files = files::sarek_files(&files::tests_dir("reliability"));
+    assert!(!files.is_empty());
+    for path in files {
+        let name = format!(
+            "tests/reliability/{}",
+            path.file_name().unwrap().to_string_lossy()
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let expect = text
+            .lines()
+            .find_map(|l| {
+                l.split_once("@expect ")
+                    .map(|(_, e)| e.trim_end().trim_end_matches("*)").trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("{name}: no `@expect` line"));
+        let r = pipeline(&name, &text, &tools, &TARGETS, &mut tally);
+        match (expect.strip_prefix("error: "), r) {
+            (None, Ok(true)) if expect == "accept" => {}
+            (Some(msg), Err(e)) => assert!(e.contains(msg), "{name}: expected `{msg}`, got:\n{e}"),
+            (_, r) => panic!("{name}: expected {expect}, got {r:?}"),
+        }
+    }
+    assert_clean("hostile inputs", &tally);
+}
+
+#[test]
+fn corpus_in_checked_mode_validates() {
+    let tools = Tools::find();
+    let mut tally = Tally::default();
+    for path in files::corpus() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        pipeline(&name, &text, &tools, &TARGETS, &mut tally)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert_clean("corpus, plain and checked", &tally);
+}
+
+/// xorshift64*: a seeded, dependency-free generator (the run is reproducible from the seed).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const INT_EDGES: [&str; 12] = [
+    "0",
+    "1",
+    "(-1)",
+    "31",
+    "32",
+    "33",
+    "63",
+    "64",
+    "65535",
+    "2147483647",
+    "(-2147483647 - 1)",
+    "123456789",
+];
+const FLOAT_EDGES: [&str; 7] = ["0.0", "(-1.0)", "1e38", "3.4e38", "1e-45", "(-0.0)", "1e30"];
+const INT_OPS: [&str; 11] = [
+    " + ", " - ", " * ", " / ", " mod ", " lsl ", " lsr ", " asr ", " land ", " lor ", " lxor ",
+];
+const FLOAT_OPS: [&str; 4] = [" +. ", " -. ", " *. ", " /. "];
+
+/// Byte ranges of integer and float literals (digits not inside an identifier).
+fn literals(text: &str) -> Vec<(usize, usize, bool)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let starts = b[i].is_ascii_digit()
+            && (i == 0
+                || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b'.'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        let mut float = false;
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.' || b[i] == b'e') {
+            float |= b[i] == b'.' || b[i] == b'e';
+            i += 1;
+        }
+        if i < b.len() && (b[i].is_ascii_alphabetic() || b[i] == b'_') {
+            continue; // a suffixed literal (`1L`, `2l`) or part of a name
+        }
+        out.push((s, i, float));
+    }
+    out
+}
+
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    let mut t = text.to_string();
+    for _ in 0..1 + rng.below(3) {
+        match rng.below(4) {
+            0 | 1 => {
+                let lits = literals(&t);
+                if lits.is_empty() {
+                    continue;
+                }
+                let (s, e, float) = lits[rng.below(lits.len())];
+                let v = if float {
+                    FLOAT_EDGES[rng.below(FLOAT_EDGES.len())]
+                } else {
+                    INT_EDGES[rng.below(INT_EDGES.len())]
+                };
+                t.replace_range(s..e, v);
+            }
+            2 => {
+                let ops: &[&str] = if rng.below(3) == 0 {
+                    &FLOAT_OPS
+                } else {
+                    &INT_OPS
+                };
+                let at: Vec<(usize, &str)> = ops
+                    .iter()
+                    .flat_map(|op| t.match_indices(op).collect::<Vec<_>>())
+                    .collect();
+                if at.is_empty() {
+                    continue;
+                }
+                let (pos, old) = at[rng.below(at.len())];
+                let new = ops[rng.below(ops.len())];
+                t.replace_range(pos..pos + old.len(), new);
+            }
+            _ => {
+                // Shift an index by a constant: out-of-range constant indices.
+                let at: Vec<usize> = t.match_indices(".(").map(|(p, _)| p).collect();
+                if at.is_empty() {
+                    continue;
+                }
+                let pos = at[rng.below(at.len())] + 2;
+                let k = INT_EDGES[rng.below(INT_EDGES.len())];
+                t.insert_str(pos, &format!("{k} + "));
+            }
+        }
+    }
+    t
+}
+
+/// glslang rejects identifiers over 1,024 characters; the other validators take any length.
+/// Every naming position gets a 2,000-character name, and pairs of names that differ only
+/// in their last character (two vectors, two fields), which a plain truncation would merge.
+#[test]
+fn long_identifiers_validate_everywhere() {
+    let long =
+        |stem: &str, last: char| format!("{stem}{}{last}", "q".repeat(2000 - stem.len() - 1));
+    let (rec, fa, fb) = (long("rec", 't'), long("fld", 'a'), long("fld", 'b'));
+    let (var, ca, cb) = (long("shp", 't'), long("Ctor", 'a'), long("Ctor", 'b'));
+    let (helper, hp, kernel) = (long("helper", 'x'), long("hparam", 'x'), long("kern", 'x'));
+    let (va, vb, rs, n) = (
+        long("vec", 'a'),
+        long("vec", 'b'),
+        long("recs", 'x'),
+        long("n", 'x'),
+    );
+    let (sh, i, x, y) = (
+        long("sh", 'x'),
+        long("i", 'x'),
+        long("x", 'x'),
+        long("y", 'x'),
+    );
+    let text = format!(
+        "type {rec} = {{ {fa} : float32; {fb} : float32 }}
+type {var} = {ca} of float32 | {cb}
+
+let {helper} ({hp} : float32) : float32 = {hp} *. 2.0
+
+let%kernel {kernel} ({va} : float32 vector) ({vb} : float32 vector) ({rs} : {rec} vector) ({n} : int32) =
+  let%shared ({sh} : float32) = 64 in
+  let {i} = global_thread_id in
+  {sh}.(thread_idx_x) <- 1.0;
+  block_barrier ();
+  if {i} < {n} then begin
+    let {x} = match (if {i} mod 2 = 0 then {ca} {va}.({i}) else {cb}) with {ca} {y} -> {y} | {cb} -> 0.0 in
+    {vb}.({i}) <- {helper} {x} +. {rs}.({i}).{fa} +. {rs}.({i}).{fb} +. {sh}.(thread_idx_x)
+  end
+"
+    );
+    let mut sources = SourceMap::new();
+    let file = sources.add("long_identifiers.sarek", text);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let ir = sarek_compiler::lower_kernel(&program, &kernel)
+        .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+    let tools = Tools::find();
+    let mut validated = Vec::new();
+    for target in Target::ALL.into_iter().filter(|t| *t != Target::Ir) {
+        let g = sarek_compiler::generate(&ir, target, &TargetOptions::default())
+            .unwrap_or_else(|d| panic!("{target}: {}", render_all(&d, &sources, false)));
+        match tools.validate(target, &g.source) {
+            Ok(true) => validated.push(target),
+            Ok(false) => eprintln!("skipping {target}: its validator is not installed"),
+            Err(e) => panic!("{target} rejected the long identifiers:\n{e}"),
+        }
+    }
+    eprintln!("long identifiers validated on {validated:?}");
+}
+
+#[test]
+fn mutated_corpus_validates() {
+    let env = |name: &str, default: u64| -> u64 {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    };
+    let count = env("SAREK_FUZZ_COUNT", 64);
+    let secs = env("SAREK_FUZZ_SECS", 300);
+    let seed: u64 = std::env::var("SAREK_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x005e_ed17);
+    let tools = Tools::find();
+    let corpus: Vec<(String, String)> = files::corpus()
+        .into_iter()
+        .chain(files::sarek_files(&files::tests_dir("conformance")))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read_to_string(&p).unwrap(),
+            )
+        })
+        .collect();
+    let mut rng = Rng(seed | 1);
+    let mut tally = Tally::default();
+    // The mutants depend on the seed alone: the clock may stop the run early, never change
+    // what it tries.
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while (tally.tried as u64) < count {
+        if Instant::now() >= deadline {
+            eprintln!(
+                "mutation loop: the {secs} s safety cap stopped it after {} of {count} mutants",
+                tally.tried
+            );
+            break;
+        }
+        let (name, text) = &corpus[rng.below(corpus.len())];
+        let mutant = mutate(text, &mut rng);
+        // naga runs in process on every mutant; the external tools on every eighth.
+        let validate: &[Target] = if tally.tried % 8 == 0 {
+            &TARGETS
+        } else {
+            &[Target::Wgsl]
+        };
+        let _ = pipeline(
+            &format!("mutant of {name}"),
+            &mutant,
+            &tools,
+            validate,
+            &mut tally,
+        );
+        if !tally.invalid.is_empty() || !tally.panics.is_empty() {
+            break;
+        }
+    }
+    assert_clean(
+        &format!("mutation loop (seed {seed:#x}, {count} mutants)"),
+        &tally,
+    );
+}

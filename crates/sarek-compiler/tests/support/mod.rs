@@ -1,3 +1,0 @@
-pub mod files;
-pub mod ir_kernels;
-pub mod validate;

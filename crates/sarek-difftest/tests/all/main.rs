@@ -1,0 +1,5 @@
+//! The differential tester's integration tests, one binary: a module per concern.
+
+mod bounded;
+mod findings;
+mod generator;

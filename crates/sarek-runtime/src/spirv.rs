@@ -1,0 +1,146 @@
+//! The Vulkan backend's build step: GLSL -> SPIR-V through the `glslangValidator` command,
+//! and `spirv-val` for the validators in tests.
+//!
+//! A subprocess rather than the `shaderc` crate: shaderc builds glslang and SPIRV-Tools from
+//! C++ sources (minutes of build, a C++ toolchain and CMake everywhere), while the tools are
+//! one package (`glslang-tools`, `spirv-tools`) needed only where Vulkan runs. It lives here,
+//! not in the compiler, so the compiler spawns nothing; it is not behind the `vulkan` feature
+//! because it needs no GPU crate and the GLSL validators use it without a device.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The Vulkan version the SPIR-V targets (lavapipe and every current driver have 1.1).
+pub const TARGET_ENV: &str = "vulkan1.1";
+
+/// Why GLSL could not become SPIR-V.
+#[derive(Debug, thiserror::Error)]
+pub enum SpirvError {
+    #[error("`{tool}` is not available: {reason}")]
+    ToolMissing { tool: &'static str, reason: String },
+    #[error("glslang rejected the generated GLSL:\n{0}")]
+    Rejected(String),
+    #[error("spirv-val rejected the SPIR-V:\n{0}")]
+    Invalid(String),
+    #[error("I/O error running {tool}: {source}")]
+    Io {
+        tool: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// A unique scratch path (several compilations may run at once, in threads or processes):
+/// process, thread and a clock reading, so no shared counter is needed.
+fn scratch(ext: &str) -> PathBuf {
+    let thread: String = format!("{:?}", std::thread::current().id())
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    std::env::temp_dir().join(format!(
+        "sarek-{}-{thread}-{nanos}.{ext}",
+        std::process::id()
+    ))
+}
+
+/// Whether `glslangValidator` can be run.
+pub fn glslang_available() -> bool {
+    Command::new("glslangValidator")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Whether `spirv-val` can be run.
+pub fn spirv_val_available() -> bool {
+    Command::new("spirv-val")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Compile a compute shader to SPIR-V words.
+pub fn compile(source: &str) -> Result<Vec<u32>, SpirvError> {
+    let out = scratch("spv");
+    let child = Command::new("glslangValidator")
+        .args([
+            "-V",
+            "--target-env",
+            TARGET_ENV,
+            "--stdin",
+            "-S",
+            "comp",
+            "-o",
+        ])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(SpirvError::ToolMissing {
+                tool: "glslangValidator",
+                reason: e.to_string(),
+            });
+        }
+    };
+    let io = |source| SpirvError::Io {
+        tool: "glslangValidator",
+        source,
+    };
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(source.as_bytes())
+        .map_err(io)?;
+    let output = child.wait_with_output().map_err(io)?;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&out);
+        let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
+        log.push_str(&String::from_utf8_lossy(&output.stderr));
+        return Err(SpirvError::Rejected(log));
+    }
+    let bytes = std::fs::read(&out).map_err(io)?;
+    let _ = std::fs::remove_file(&out);
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
+}
+
+/// Validate SPIR-V words with `spirv-val`.
+pub fn validate(words: &[u32]) -> Result<(), SpirvError> {
+    let path = scratch("spv");
+    let io = |source| SpirvError::Io {
+        tool: "spirv-val",
+        source,
+    };
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    std::fs::write(&path, bytes).map_err(io)?;
+    let output = Command::new("spirv-val")
+        .args(["--target-env", TARGET_ENV])
+        .arg(&path)
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let output = output.map_err(|e| SpirvError::ToolMissing {
+        tool: "spirv-val",
+        reason: e.to_string(),
+    })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
+        log.push_str(&String::from_utf8_lossy(&output.stderr));
+        Err(SpirvError::Invalid(log))
+    }
+}
