@@ -2,7 +2,7 @@
 //! reference interpreter, through the shared harness. A kernel the device cannot run (warp
 //! operations without subgroups, float64 without cl_khr_fp64) is a refusal, not a failure.
 
-use sarek_harness::{check_corpus_against_interp};
+use sarek_harness::check_corpus_against_interp;
 use sarek_runtime::Backend;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! as refused). Skips with a printed reason when Vulkan or glslang is absent, unless
 //! `SAREK_REQUIRE_BACKENDS` names `vulkan`.
 
-use sarek_harness::{check_corpus_against_interp};
+use sarek_harness::check_corpus_against_interp;
 use sarek_runtime::Backend;
 use std::path::Path;
 

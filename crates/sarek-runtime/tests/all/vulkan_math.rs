@@ -3,7 +3,7 @@
 //! within `verify`'s tolerance over inputs spanning several ranges. Skips like the corpus
 //! test when Vulkan is absent.
 
-use sarek_harness::{check_corpus_against_interp};
+use sarek_harness::check_corpus_against_interp;
 use sarek_runtime::Backend;
 
 const F64: &str = r#"(* @run d_exp size=4096 n=4096 *)

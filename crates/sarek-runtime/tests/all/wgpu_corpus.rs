@@ -6,8 +6,7 @@
 #![cfg(feature = "wgpu")]
 
 use sarek_harness::{
-    Directive, Inputs, Tolerance, build_args, compare_args, parse_directives, render_error,
-    run,
+    Directive, Inputs, Tolerance, build_args, compare_args, parse_directives, render_error, run,
 };
 use sarek_runtime::{Backend, RuntimeError};
 use std::path::PathBuf;
