@@ -191,7 +191,8 @@ impl Builder<'_> {
                 params.push(np);
             }
         }
-        let body = self.block(&f.body, &mut sc);
+        // Nests once per helper of a call chain.
+        let body = crate::stack::grow(|| self.block(&f.body, &mut sc));
         let c = &mut self.copies[number].function;
         c.params = params;
         c.body = body;
