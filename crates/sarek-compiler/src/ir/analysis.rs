@@ -88,6 +88,9 @@ pub enum Limit {
     ParserNesting,
     /// Bytes of the largest per-thread (`Local`) array (C layout).
     LocalArrayBytes,
+    /// Statements and calls of the kernel with every helper call inlined ([`inlined_size`]),
+    /// for writers that inline every call.
+    InlinedStatements,
 }
 
 /// One place that needs a feature.
@@ -121,6 +124,8 @@ pub struct Needs {
     pub parser_nesting: Amount,
     /// The largest per-thread array.
     pub local_array_bytes: Amount,
+    /// [`inlined_size`], at the kernel.
+    pub inlined_statements: Amount,
     /// The traps' places (checked mode, bounded recursion).
     pub traps: Vec<Span>,
 }
@@ -157,6 +162,10 @@ impl Needs {
             w.in_helper = true;
             w.block(&f.body);
         }
+        w.needs.inlined_statements = Amount {
+            value: inlined_size(kernel),
+            span: kernel.span,
+        };
         for (_, uses) in &mut w.needs.features {
             uses.sort_by_key(|u| (u.span.file, u.span.start, u.span.end));
         }
@@ -191,6 +200,7 @@ impl Needs {
             Limit::BlockNesting => self.block_nesting,
             Limit::ParserNesting => self.parser_nesting,
             Limit::LocalArrayBytes => self.local_array_bytes,
+            Limit::InlinedStatements => self.inlined_statements,
         }
     }
 }
@@ -366,6 +376,12 @@ fn limit_refusal(
             amount.span,
             "the deepest block".to_string(),
             "move inner blocks into helper functions",
+        ),
+        Limit::InlinedStatements => (
+            format!("kernel `{k}` inlines to {n} statements, {who} allows at most {max}"),
+            amount.span,
+            "every helper call of this kernel is inlined".to_string(),
+            "call helpers fewer times over (each helper calling the previous one twice doubles the size)",
         ),
         Limit::LocalArrayBytes => (
             format!(
@@ -807,6 +823,63 @@ fn stmt_expr_depth(kind: &StmtKind) -> u64 {
         StmtKind::Match { scrutinee, .. } => expr_depth(scrutinee),
         _ => 0,
     }
+}
+
+/// The statements and calls of `kernel` with every call inlined, saturating.
+pub fn inlined_size(kernel: &Kernel) -> u64 {
+    use crate::ir::visit::{StmtVisitor, for_each_stmt, walk_block};
+    use crate::ir::{Block, Expr, ExprKind, VarId};
+    struct Count<'a> {
+        /// Inlined size of each helper so far (callees come before callers).
+        helpers: &'a [u64],
+        total: u64,
+    }
+    impl Count<'_> {
+        fn calls(&mut self, e: &Expr) {
+            let children: Vec<&Expr> = match &e.kind {
+                ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
+                ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+                ExprKind::Unary { operand: x, .. }
+                | ExprKind::Index { index: x, .. }
+                | ExprKind::Field { base: x, .. }
+                | ExprKind::Tag(x)
+                | ExprKind::Payload { value: x, .. } => vec![x],
+                ExprKind::Select {
+                    cond,
+                    then_value,
+                    else_value,
+                } => vec![cond, then_value, else_value],
+                ExprKind::Record { fields: xs, .. }
+                | ExprKind::Ctor { fields: xs, .. }
+                | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
+                ExprKind::Call { func, args } => {
+                    let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
+                    self.total = self.total.saturating_add(callee).saturating_add(1);
+                    args.iter().collect()
+                }
+            };
+            children.into_iter().for_each(|c| self.calls(c));
+        }
+    }
+    impl StmtVisitor for Count<'_> {
+        fn var(&mut self, _: VarId) {}
+        fn expr(&mut self, _: crate::diag::Span, e: &Expr) {
+            self.calls(e);
+        }
+    }
+    fn block_size(block: &Block, helpers: &[u64]) -> u64 {
+        let mut count = Count { helpers, total: 0 };
+        walk_block(&mut count, block);
+        let mut statements = 0u64;
+        for_each_stmt(block, &mut |_| statements += 1);
+        count.total.saturating_add(statements)
+    }
+    let mut helpers = Vec::with_capacity(kernel.functions.len());
+    for f in &kernel.functions {
+        let size = block_size(&f.body, &helpers);
+        helpers.push(size);
+    }
+    block_size(&kernel.body, &helpers)
 }
 
 #[cfg(test)]

@@ -33,84 +33,8 @@ pub use writer::PTX_LAYOUT;
 /// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    let size = inlined_size(kernel);
-    if size > INLINE_LIMIT {
-        return Err(vec![
-            Diagnostic::error(
-                kernel.span,
-                format!(
-                    "PTX target: kernel `{}` inlines to more than {INLINE_LIMIT} statements",
-                    kernel.name
-                ),
-            )
-            .with_label("not expressible in PTX")
-            .with_note("the PTX writer inlines every helper call, and these helpers call each other that many times over")
-            .with_help("the `cuda` target (CUDA C through NVRTC) writes each helper once"),
-        ]);
-    }
     let kernel = &*crate::passes::for_target(kernel, options);
     crate::ir::analysis::check(kernel, &super::support::ptx())?;
     let kernel = crate::passes::opt::optimize(kernel);
     writer::Writer::new(&kernel, options).finish()
-}
-
-/// Most statements and calls a kernel may have once every helper call is inlined (helpers
-/// that each call the previous one twice double it per helper).
-pub const INLINE_LIMIT: u64 = 500_000;
-
-/// The statements and calls of `kernel` with every call inlined, saturating.
-fn inlined_size(kernel: &Kernel) -> u64 {
-    use crate::ir::visit::{StmtVisitor, for_each_stmt, walk_block};
-    use crate::ir::{Block, Expr, ExprKind, VarId};
-    struct Count<'a> {
-        /// Inlined size of each helper so far (callees come before callers).
-        helpers: &'a [u64],
-        total: u64,
-    }
-    impl Count<'_> {
-        fn calls(&mut self, e: &Expr) {
-            let children: Vec<&Expr> = match &e.kind {
-                ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
-                ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-                ExprKind::Unary { operand: x, .. }
-                | ExprKind::Index { index: x, .. }
-                | ExprKind::Field { base: x, .. }
-                | ExprKind::Tag(x)
-                | ExprKind::Payload { value: x, .. } => vec![x],
-                ExprKind::Select {
-                    cond,
-                    then_value,
-                    else_value,
-                } => vec![cond, then_value, else_value],
-                ExprKind::Record { fields: xs, .. }
-                | ExprKind::Ctor { fields: xs, .. }
-                | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
-                ExprKind::Call { func, args } => {
-                    let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
-                    self.total = self.total.saturating_add(callee).saturating_add(1);
-                    args.iter().collect()
-                }
-            };
-            children.into_iter().for_each(|c| self.calls(c));
-        }
-    }
-    impl StmtVisitor for Count<'_> {
-        fn var(&mut self, _: VarId) {}
-        fn expr(&mut self, _: crate::diag::Span, e: &Expr) {
-            self.calls(e);
-        }
-    }
-    fn block_size(block: &Block, helpers: &[u64]) -> u64 {
-        let mut count = Count { helpers, total: 0 };
-        walk_block(&mut count, block);
-        let mut statements = 0u64;
-        for_each_stmt(block, &mut |_| statements += 1);
-        count.total.saturating_add(statements)
-    }
-    let mut helpers = Vec::with_capacity(kernel.functions.len());
-    for f in &kernel.functions {
-        let size = block_size(&f.body, &helpers);
-        helpers.push(size);
-    }
-    block_size(&kernel.body, &helpers)
 }
