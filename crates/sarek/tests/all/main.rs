@@ -1,11 +1,10 @@
 //! The facade's integration tests, one binary (one link step): a module per concern.
-//! Three stay binaries of their own, because devices are shared within a process:
-//! `tests/traps.rs` and `tests/checked_faults.rs` while a device's synchronisation reports
-//! every launch's trap status (their deliberate traps would be reported to unrelated launches
-//! here; fold them in once each launch owns its trap status), and `tests/resident.rs`, which
-//! counts a device's transfers (other tests' launches would count too).
+//! `tests/resident.rs` stays a binary of its own: it counts a device's transfers, and other
+//! tests' launches on the shared devices would count too. The deliberate traps of `traps` and
+//! `checked_faults` live here since each launch owns its trap status.
 
 mod api;
+mod checked_faults;
 mod cli;
 mod cli_args;
 mod conformance;
@@ -17,4 +16,5 @@ mod loop_steps;
 mod macros;
 mod npy_numpy;
 mod partial_warps;
+mod traps;
 mod upstream;

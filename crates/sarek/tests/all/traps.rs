@@ -9,7 +9,7 @@ use sarek::Program;
 use sarek_harness::{self as harness, Inputs};
 use sarek_runtime::{Backend, RuntimeError, discover};
 
-const SOURCE: &str = include_str!("../../../tests/traps/inline_depth.sarek");
+const SOURCE: &str = include_str!("../../../../tests/traps/inline_depth.sarek");
 
 /// Line and column (1-based) of the residual calls in each kernel's helper: either may be
 /// reported when threads reach both (devices report the highest trap code).
