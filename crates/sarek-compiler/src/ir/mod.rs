@@ -368,4 +368,33 @@ impl Expr {
     pub fn i32(v: i32) -> Expr {
         Expr::lit(Literal::I32(v))
     }
+
+    /// Whether evaluating this expression has no effect besides its value: helper calls,
+    /// atomics and warp operations are the only effects an expression can have.
+    pub fn is_effect_free(&self) -> bool {
+        match &self.kind {
+            ExprKind::Lit(_) | ExprKind::Var(_) => true,
+            ExprKind::Binary { lhs, rhs, .. } => lhs.is_effect_free() && rhs.is_effect_free(),
+            ExprKind::Unary { operand: x, .. }
+            | ExprKind::Index { index: x, .. }
+            | ExprKind::Field { base: x, .. }
+            | ExprKind::Tag(x)
+            | ExprKind::Payload { value: x, .. } => x.is_effect_free(),
+            ExprKind::Record { fields: xs, .. } | ExprKind::Ctor { fields: xs, .. } => {
+                xs.iter().all(Expr::is_effect_free)
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                cond.is_effect_free() && then_value.is_effect_free() && else_value.is_effect_free()
+            }
+            ExprKind::Call { .. } => false,
+            ExprKind::Intrinsic { op, args } => {
+                !matches!(op, Intrinsic::Atomic(_) | Intrinsic::Warp(_))
+                    && args.iter().all(Expr::is_effect_free)
+            }
+        }
+    }
 }

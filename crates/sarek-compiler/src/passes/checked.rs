@@ -260,7 +260,7 @@ impl Checker {
         if let ExprKind::Var(v) = e.kind {
             return Some(v);
         }
-        if !pure(e) {
+        if !e.is_effect_free() {
             return None;
         }
         let ty = e.ty.clone();
@@ -306,28 +306,6 @@ impl Checker {
             },
             span,
         });
-    }
-}
-
-/// No effects: calls, atomics and warp operations are the only effects in an expression.
-fn pure(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => true,
-        ExprKind::Binary { lhs, rhs, .. } => pure(lhs) && pure(rhs),
-        ExprKind::Unary { operand, .. } => pure(operand),
-        ExprKind::Index { index, .. } => pure(index),
-        ExprKind::Field { base, .. } | ExprKind::Tag(base) => pure(base),
-        ExprKind::Payload { value, .. } => pure(value),
-        ExprKind::Record { fields, .. } | ExprKind::Ctor { fields, .. } => fields.iter().all(pure),
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => pure(cond) && pure(then_value) && pure(else_value),
-        ExprKind::Call { .. } => false,
-        ExprKind::Intrinsic { op, args } => {
-            !matches!(op, Intrinsic::Atomic(_) | Intrinsic::Warp(_)) && args.iter().all(pure)
-        }
     }
 }
 

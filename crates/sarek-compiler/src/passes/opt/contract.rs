@@ -48,7 +48,7 @@ fn contract(e: &Expr) -> Option<Expr> {
         (BinOp::Sub, None, Some((a, b))) => (negate(a.clone()), b.clone(), (**lhs).clone()),
         _ => return None,
     };
-    if !(effect_free(&a) && effect_free(&b) && effect_free(&c)) {
+    if !(a.is_effect_free() && b.is_effect_free() && c.is_effect_free()) {
         return None;
     }
     Some(Expr::new(
@@ -82,31 +82,4 @@ fn negate(e: Expr) -> Expr {
         },
         ty,
     )
-}
-
-/// Whether evaluating `e` can have no effect other than its value: no helper call (it may
-/// write memory or trap) and no atomic or warp operation.
-fn effect_free(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Call { .. }
-        | ExprKind::Intrinsic {
-            op: Intrinsic::Atomic(_) | Intrinsic::Warp(_),
-            ..
-        } => false,
-        ExprKind::Lit(_) | ExprKind::Var(_) => true,
-        ExprKind::Binary { lhs, rhs, .. } => effect_free(lhs) && effect_free(rhs),
-        ExprKind::Unary { operand: x, .. }
-        | ExprKind::Index { index: x, .. }
-        | ExprKind::Field { base: x, .. }
-        | ExprKind::Tag(x)
-        | ExprKind::Payload { value: x, .. } => effect_free(x),
-        ExprKind::Record { fields: xs, .. }
-        | ExprKind::Ctor { fields: xs, .. }
-        | ExprKind::Intrinsic { args: xs, .. } => xs.iter().all(effect_free),
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => effect_free(cond) && effect_free(then_value) && effect_free(else_value),
-    }
 }
