@@ -338,3 +338,226 @@ fn requested_unrolling_keeps_results() {
         },
     );
 }
+
+/// The benchmark suite's kernels (`benches/gpu`) with their `@run` inputs, like the corpus:
+/// the loop motions were written for them.
+#[test]
+fn benchmark_kernels_results_are_unchanged() {
+    let dir = files::tests_dir("..").join("benches/gpu");
+    let mut runs = 0;
+    for path in files::sarek_files(&dir) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (_, kernels) = compile(&path.display().to_string(), &text);
+        for d in harness::parse_directives(&text).unwrap() {
+            let kernel = kernels.iter().find(|k| k.name == d.kernel).unwrap();
+            let args = harness::build_args(kernel, &Inputs::from_directive(&d)).unwrap();
+            check_same(kernel, &args, d.config());
+            runs += 1;
+        }
+    }
+    assert!(runs >= 4, "benches/gpu has @run directives ({runs} found)");
+}
+
+/// Binary operations `op` in `block`'s loops (conditions and bodies, nested ones included)
+/// whose operands satisfy `pick`.
+fn ops_in_loops(
+    block: &sarek_compiler::ir::Block,
+    op: BinOp,
+    pick: &dyn Fn(&sarek_compiler::ir::Expr, &sarek_compiler::ir::Expr) -> bool,
+) -> usize {
+    use sarek_compiler::ir::{Expr, StmtKind};
+    fn count_ops(e: &Expr, op: BinOp, pick: &dyn Fn(&Expr, &Expr) -> bool) -> usize {
+        let mut n = 0;
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Binary {
+                    op: o, lhs, rhs, ..
+                } => {
+                    n += usize::from(*o == op && pick(lhs, rhs));
+                    stack.push(lhs);
+                    stack.push(rhs);
+                }
+                ExprKind::Unary { operand, .. } => stack.push(operand),
+                ExprKind::Index { index, .. } => stack.push(index),
+                ExprKind::Intrinsic { args, .. } | ExprKind::Call { args, .. } => {
+                    stack.extend(args)
+                }
+                _ => {}
+            }
+        }
+        n
+    }
+    struct InLoops<'a> {
+        n: usize,
+        op: BinOp,
+        pick: &'a dyn Fn(&Expr, &Expr) -> bool,
+    }
+    impl visit::StmtVisitor for InLoops<'_> {
+        fn var(&mut self, _: sarek_compiler::ir::VarId) {}
+        fn expr(&mut self, _: sarek_compiler::diag::Span, e: &Expr) {
+            self.n += count_ops(e, self.op, self.pick);
+        }
+    }
+    let mut n = 0;
+    visit::for_each_stmt(block, &mut |s| match &s.kind {
+        StmtKind::While { cond, body, .. } => {
+            let mut v = InLoops { n: 0, op, pick };
+            visit::StmtVisitor::expr(&mut v, s.span, cond);
+            visit::walk_block(&mut v, body);
+            n += v.n;
+        }
+        StmtKind::For { body, .. } => {
+            let mut v = InLoops { n: 0, op, pick };
+            visit::walk_block(&mut v, body);
+            n += v.n;
+        }
+        _ => {}
+    });
+    n
+}
+
+/// `while` conditions and bodies share their squares after `optimize` (mandelbrot's
+/// `zx *. zx` and `zy *. zy` are computed once per iteration, not twice), loop-invariant
+/// products leave their loops, and the results stay the same.
+#[test]
+fn loop_motions_fire_and_keep_results() {
+    const SRC: &str = "let%kernel k (o : float32 vector) (p : int32 vector) (n : int32) =
+  let i = thread_idx_x in
+  let cx = float32 i *. 0.01 -. 0.5 in
+  let mut zx = 0.0 in
+  let mut zy = 0.0 in
+  let mut k = 0 in
+  while k < 50 && zx *. zx +. zy *. zy <= 4.0 do
+    let t = zx *. zx -. zy *. zy +. cx in
+    zy := 2.0 *. zx *. zy +. 0.25;
+    zx := t;
+    k := k + 1
+  done;
+  o.(i) <- zx;
+  let mut acc = 0 in
+  for j = 0 to n - 1 do
+    acc := acc + i * n + j + (n / 3) * (i + 7)
+  done;
+  p.(i) <- acc + k
+";
+    let (_, kernels) = compile("motions.sarek", SRC);
+    let k = &kernels[0];
+    let squares = |k: &Kernel| {
+        ops_in_loops(
+            &k.body,
+            BinOp::Mul,
+            &|a, b| matches!((&a.kind, &b.kind), (ExprKind::Var(x), ExprKind::Var(y)) if x == y),
+        )
+    };
+    let products = |k: &Kernel| ops_in_loops(&k.body, BinOp::Mul, &|_, _| true);
+    let optimized = optimize(k);
+    assert_eq!(
+        squares(k),
+        4,
+        "two squares in the condition, two in the body"
+    );
+    assert_eq!(squares(&optimized), 2, "{optimized:#?}");
+    // In the loops: 2 squares and `2.0 *. zx *. zy` (2 products) remain; the `for` loop's
+    // `i * n` and `(n / 3) * (i + 7)` leave it.
+    assert_eq!(products(k), 8);
+    assert_eq!(products(&optimized), 4, "{optimized:#?}");
+    let args = vec![
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::F32(vec![0.0; 64])],
+        }),
+        ArgValue::Vector(HostVector {
+            len: 64,
+            columns: vec![Column::I32(vec![0; 64])],
+        }),
+        ArgValue::Scalar(sarek_compiler::types::Literal::I32(100_000)),
+    ];
+    check_same(
+        k,
+        &args,
+        sarek_runtime::LaunchConfig {
+            grid: [1, 1, 1],
+            block: [64, 1, 1],
+        },
+    );
+}
+
+fn loop_expr(leaves: &'static [&'static str]) -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        prop::sample::select(leaves).prop_map(str::to_string),
+        (-40i32..40).prop_map(|v| format!("({v})")),
+        Just("2147483647".to_string()),
+    ];
+    leaf.prop_recursive(3, 16, 2, |inner| {
+        prop_oneof![
+            (
+                inner.clone(),
+                prop::sample::select(&["+", "-", "*", "land", "lxor"][..]),
+                inner.clone()
+            )
+                .prop_map(|(a, op, b)| format!("({a} {op} {b})")),
+            (inner.clone(), prop::sample::select(DIVISORS))
+                .prop_map(|(a, d)| format!("({a} / {d})")),
+            (inner, prop::sample::select(DIVISORS)).prop_map(|(a, d)| format!("({a} mod {d})")),
+        ]
+    })
+}
+
+/// A `while` loop whose body may recompute its condition's values before and after changing
+/// their operands, around a `for` loop with invariant and variant terms (int32 edge values
+/// wrap everywhere).
+fn loop_kernel_source() -> impl Strategy<Value = String> {
+    const OUTER: &[&str] = &["a", "b", "x", "c", "k"];
+    const INNER: &[&str] = &["a", "x", "c", "i", "u"];
+    (
+        loop_expr(OUTER),
+        loop_expr(OUTER),
+        loop_expr(OUTER),
+        loop_expr(INNER),
+        loop_expr(INNER),
+        prop::sample::select(DIVISORS),
+        any::<bool>(),
+    )
+        .prop_map(|(cond, body, update, inv, inv2, c, reuse)| {
+            // Half the kernels use the condition's value itself in the body.
+            let body = if reuse {
+                format!("{cond} + {body}")
+            } else {
+                body
+            };
+            format!(
+                "let%kernel k (input : int32 vector) (out : int32 vector) (n : int32) =
+  let c = {c} in
+  let i = global_thread_id in
+  if i < n then begin
+    let x = input.(i) in
+    let mut a = x in
+    let mut b = x * 3 in
+    let mut k = 0 in
+    while k < 4 && {cond} <> 5 do
+      let u = {body} in
+      b := b + u;
+      a := {update};
+      for j = 0 to 2 do
+        b := b + {inv} + j * {inv2} + i + 1
+      done;
+      k := k + 1
+    done;
+    out.(i) <- a + b + k
+  end"
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_loop_kernels_are_unchanged(src in loop_kernel_source()) {
+        let (_, kernels) = compile("random_loops.sarek", &src);
+        let k = &kernels[0];
+        let args = edge_args(k);
+        check_same(k, &args, harness::launch_config(N, None, None));
+    }
+}

@@ -10,17 +10,24 @@
 //! Order: fold constants, then propagate literal-bound variables and fold again until
 //! nothing changes (bounded), then unroll the constant loops the kernel asks to unroll and
 //! fold their now-constant indices, then strength-reduce divisions by constants, then fold
-//! the shifts and masks that produced when their operands were constant.
+//! the shifts and masks that produced when their operands were constant; last, the motions
+//! across loop boundaries ptxas does not make: values a `while` condition shares with its
+//! body carried over the back edge ([`reuse_loop_conditions`]), then loop-invariant values
+//! hoisted before their loop ([`hoist_invariants`]).
 
 mod constprop;
 mod contract;
+mod cse;
 mod divconst;
+mod licm;
 mod unroll;
 mod walk;
 
 pub use constprop::propagate_constants;
 pub use contract::contract_fma;
+pub use cse::reuse_loop_conditions;
 pub use divconst::reduce_division;
+pub use licm::hoist_invariants;
 pub use unroll::unroll_constant_loops;
 
 use crate::ir::Kernel;
@@ -45,5 +52,7 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
     if reduce_division(&mut k) {
         k = fold_constants(&k);
     }
+    reuse_loop_conditions(&mut k);
+    hoist_invariants(&mut k);
     k
 }
