@@ -561,3 +561,97 @@ proptest! {
         check_same(k, &args, harness::launch_config(N, None, None));
     }
 }
+
+/// Counted `while` loops as the unrolling pass sees them: (start, step, bound) triples that
+/// terminate, some only through int32 wrapping (`5`, then `5 + max_int` wraps below the
+/// bound, ...), some with the guard's look-ahead wrapping past the bound.
+const COUNTED: &[(&str, &str, &str)] = &[
+    ("x land 63", "3", "n"),
+    ("gid", "7", "200"),
+    ("(-5)", "64", "(x land 127)"),
+    ("5", "2147483647", "1000"),
+    ("(2147483647 - 100)", "7", "(2147483647 - 3)"),
+    ("(-300)", "(2147483647 - 2)", "100"),
+    ("(gid - 100)", "5", "(x land 31)"),
+];
+
+fn counted_loop_source() -> impl Strategy<Value = String> {
+    const LEAVES: &[&str] = &["acc", "i", "x", "v", "s"];
+    (
+        prop::sample::select(COUNTED),
+        loop_expr(LEAVES),
+        loop_expr(LEAVES),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|((start, step, bound), e1, e2, flip, branch)| {
+            let test = if flip {
+                format!("{bound} > i")
+            } else {
+                format!("i < {bound}")
+            };
+            let extra = if branch {
+                format!("if v land 1 = 0 then acc := acc lxor {e2} else out.(gid) <- v;")
+            } else {
+                String::new()
+            };
+            format!(
+                "let%kernel k (input : int32 vector) (out : int32 vector) (n : int32) =
+  let gid = global_thread_id in
+  let x = input.(gid) in
+  let s = {step} in
+  let mut acc = 0 in
+  let mut i = {start} in
+  while {test} do
+    let v = input.(i land 255) in
+    acc := acc + {e1};
+    {extra}
+    i := i + s
+  done;
+  out.(gid) <- acc + i"
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_counted_loops_are_unchanged(src in counted_loop_source()) {
+        let (_, kernels) = compile("random_counted.sarek", &src);
+        let k = &kernels[0];
+        let args = edge_args(k);
+        check_same(k, &args, harness::launch_config(N, None, None));
+    }
+}
+
+/// The grid-stride loop of `sum_atomic` is unrolled: eight loads per test of the bound.
+#[test]
+fn grid_stride_loop_is_unrolled() {
+    let text = std::fs::read_to_string(files::tests_dir("..").join("benches/gpu/sum_atomic.sarek"))
+        .unwrap();
+    let (_, kernels) = compile("sum_atomic.sarek", &text);
+    let loads = |k: &Kernel| {
+        let mut per_loop = Vec::new();
+        visit::for_each_stmt(&k.body, &mut |s| {
+            if let sarek_compiler::ir::StmtKind::While { body, .. } = &s.kind {
+                let mut n = 0;
+                visit::for_each_stmt(body, &mut |s| {
+                    if let sarek_compiler::ir::StmtKind::Assign { value, .. } = &s.kind {
+                        n += usize::from(matches!(
+                            &value.kind,
+                            ExprKind::Binary { rhs, .. }
+                                if matches!(rhs.kind, ExprKind::Index { base, .. } if base == k.params[0])
+                        ));
+                    }
+                });
+                per_loop.push(n);
+            }
+        });
+        per_loop
+    };
+    // Loads of `input` per loop: the grid-stride loop, then the tree's loop; after, the
+    // unrolled loop and its remainder come first.
+    assert_eq!(loads(&kernels[0]), vec![1, 0]);
+    assert_eq!(loads(&optimize(&kernels[0])), vec![8, 1, 0]);
+}

@@ -43,12 +43,12 @@ fn rewrite_block(block: &mut Block, vars: &mut Vec<VarInfo>) -> bool {
             StmtKind::For { var, body, .. } => {
                 let mut variant = HashSet::from([*var]);
                 changed_in(body, &mut variant);
-                hoist(body, &mut variant, vars, s.span)
+                hoist(None, body, &mut variant, vars, s.span)
             }
-            StmtKind::While { body, .. } => {
+            StmtKind::While { cond, body, .. } => {
                 let mut variant = HashSet::new();
                 changed_in(body, &mut variant);
-                hoist(body, &mut variant, vars, s.span)
+                hoist(Some(cond), body, &mut variant, vars, s.span)
             }
             _ => Vec::new(),
         };
@@ -87,7 +87,9 @@ struct Hoister<'a> {
     span: Span,
 }
 
+/// Hoist out of a loop's body and, for a `while`, its condition (tested every iteration).
 fn hoist(
+    cond: Option<&mut Expr>,
     body: &mut Block,
     variant: &mut HashSet<VarId>,
     vars: &mut Vec<VarInfo>,
@@ -107,6 +109,9 @@ fn hoist(
         span,
     };
     h.block(body);
+    if let Some(cond) = cond {
+        h.expr(cond);
+    }
     h.before
 }
 

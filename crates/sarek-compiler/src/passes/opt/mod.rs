@@ -12,8 +12,9 @@
 //! fold their now-constant indices, then strength-reduce divisions by constants, then fold
 //! the shifts and masks that produced when their operands were constant; last, the motions
 //! across loop boundaries ptxas does not make: values a `while` condition shares with its
-//! body carried over the back edge ([`reuse_loop_conditions`]), then loop-invariant values
-//! hoisted before their loop ([`hoist_invariants`]).
+//! body carried over the back edge ([`reuse_loop_conditions`]), counted `while` loops
+//! unrolled by four ([`unroll_counted_loops`]), then loop-invariant values hoisted before
+//! their loop ([`hoist_invariants`]).
 
 mod constprop;
 mod contract;
@@ -21,6 +22,7 @@ mod cse;
 mod divconst;
 mod licm;
 mod unroll;
+mod unroll_while;
 mod walk;
 
 pub use constprop::propagate_constants;
@@ -29,6 +31,7 @@ pub use cse::reuse_loop_conditions;
 pub use divconst::reduce_division;
 pub use licm::hoist_invariants;
 pub use unroll::unroll_constant_loops;
+pub use unroll_while::unroll_counted_loops;
 
 use crate::ir::Kernel;
 use crate::passes::constfold::fold_constants;
@@ -53,6 +56,7 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
         k = fold_constants(&k);
     }
     reuse_loop_conditions(&mut k);
+    unroll_counted_loops(&mut k);
     hoist_invariants(&mut k);
     k
 }
