@@ -655,3 +655,35 @@ fn grid_stride_loop_is_unrolled() {
     assert_eq!(loads(&kernels[0]), vec![1, 0]);
     assert_eq!(loads(&optimize(&kernels[0])), vec![8, 1, 0]);
 }
+
+/// A `while` condition that keeps its variable non-negative (`stride > 0`) makes the body's
+/// `stride / 2` a single arithmetic shift (the general form needs the sign bias); after the
+/// variable changes, or outside the loop, the general form stays.
+#[test]
+fn loop_guard_makes_division_a_plain_shift() {
+    let src = "let%kernel k (input : int32 vector) (out : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then begin
+    let x = input.(i) in
+    let mut stride = x in
+    let mut acc = 0 in
+    while stride > 0 && acc < 1000 do
+      acc := acc + stride / 4;
+      stride := stride / 2;
+      acc := acc + stride / 8
+    done;
+    out.(i) <- acc + stride / 2
+  end";
+    let (_, kernels) = compile("guard.sarek", src);
+    let k = &kernels[0];
+    let optimized = optimize(k);
+    assert_eq!(constant_divisions(&optimized), 0);
+    // Shifts by the divisor only (`asr 2`, `asr 1`) inside the guard; the sign-biased form
+    // (`asr 31`, `lsr`, `asr`) for `stride / 8` after the assignment and `stride / 2` after
+    // the loop.
+    let shifts = |op: BinOp| ops_in_loops(&optimized.body, op, &|_, _| true);
+    assert_eq!(shifts(BinOp::AShr), 4, "{optimized:#?}");
+    assert_eq!(shifts(BinOp::LShr), 1, "{optimized:#?}");
+    let args = edge_args(k);
+    check_same(k, &args, harness::launch_config(N, None, None));
+}

@@ -24,11 +24,11 @@
 use std::collections::HashSet;
 
 use super::walk::{
-    is_computation, is_pure_value, place_mut, place_root, replace_in, same_expr, stmt_exprs_mut,
+    assigns_any, is_computation, is_pure_value, place_mut, replace_in, same_expr, stmt_exprs_mut,
     vars_read,
 };
 use crate::diag::Span;
-use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId, VarInfo, visit};
+use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId, VarInfo};
 
 /// Carry every `while` condition's values that the body recomputes; returns whether
 /// anything changed.
@@ -181,35 +181,6 @@ fn count_in(e: &Expr, target: &Expr) -> usize {
     let mut e = e.clone();
     let placeholder = VarId(u32::MAX);
     replace_in(&mut e, target, placeholder)
-}
-
-/// Whether `s` (or a statement nested in it) assigns one of `vars`.
-fn assigns_any(s: &Stmt, vars: &HashSet<VarId>) -> bool {
-    let mut found = false;
-    let mut check = |x: &Stmt| {
-        if let StmtKind::Assign { place, .. } = &x.kind {
-            found |= vars.contains(&place_root(place));
-        }
-    };
-    check(s);
-    match &s.kind {
-        StmtKind::If {
-            then_block,
-            else_block,
-            ..
-        } => {
-            visit::for_each_stmt(then_block, &mut check);
-            visit::for_each_stmt(else_block, &mut check);
-        }
-        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
-            visit::for_each_stmt(body, &mut check)
-        }
-        StmtKind::Match { arms, .. } => arms
-            .iter()
-            .for_each(|a| visit::for_each_stmt(&a.body, &mut check)),
-        _ => {}
-    }
-    found
 }
 
 /// Put `update()` before every `continue` that belongs to this loop (not to a nested one).

@@ -347,3 +347,32 @@ pub fn replace_in(e: &mut Expr, target: &Expr, var: VarId) -> usize {
     });
     n
 }
+
+/// Whether `s` (or a statement nested in it) assigns one of `vars`.
+pub fn assigns_any(s: &Stmt, vars: &HashSet<VarId>) -> bool {
+    let mut found = false;
+    let mut check = |x: &Stmt| {
+        if let StmtKind::Assign { place, .. } = &x.kind {
+            found |= vars.contains(&place_root(place));
+        }
+    };
+    check(s);
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => {
+            visit::for_each_stmt(then_block, &mut check);
+            visit::for_each_stmt(else_block, &mut check);
+        }
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+            visit::for_each_stmt(body, &mut check)
+        }
+        StmtKind::Match { arms, .. } => arms
+            .iter()
+            .for_each(|a| visit::for_each_stmt(&a.body, &mut check)),
+        _ => {}
+    }
+    found
+}
