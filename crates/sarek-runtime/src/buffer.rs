@@ -415,7 +415,8 @@ pub trait Mirrored {
         name: &str,
     ) -> Result<DeviceVector, RuntimeError>;
     /// A launch that may write `copy` was enqueued; `done` when it has also finished
-    /// successfully (a synchronous launch).
+    /// successfully (a synchronous launch). Not called for a launch of a kernel that only
+    /// reads the vector.
     fn written(
         &mut self,
         device: &DeviceRef,
@@ -426,7 +427,8 @@ pub trait Mirrored {
     fn failed(&mut self);
 }
 
-/// A raw host vector passed to a launch moves every time: uploaded before, downloaded after.
+/// A raw host vector passed to a launch moves every time: uploaded before, and downloaded
+/// after when the kernel may write it.
 impl Mirrored for HostVector {
     fn len(&self) -> usize {
         self.len
@@ -706,7 +708,8 @@ impl<'a> Launch<'a> {
     }
 
     /// Enqueue the launch and return; faults surface at [`launch::synchronize`]. Host
-    /// vectors passed are uploaded if stale and marked as written by the device.
+    /// vectors passed are uploaded if stale; those the kernel may write are marked as
+    /// written by the device.
     pub fn enqueue<D: AsDevice + ?Sized>(self, device: &D) -> Result<(), RuntimeError> {
         let device = device.as_device().core().handle()?;
         self.go(&device, false).map(|_| ())
@@ -792,10 +795,14 @@ impl<'a> Launch<'a> {
                 Ok(std::time::Duration::ZERO)
             }
         });
-        for (arg, copy) in self.args.iter_mut().zip(&copies) {
+        // Only what the kernel may write comes back: an input it only reads stays current
+        // on the host (a `Vector`) or is not downloaded again (a `HostVector`).
+        let uses = self.kernel.uses();
+        for ((arg, copy), usage) in self.args.iter_mut().zip(&copies).zip(uses) {
             if let (LaunchArg::Mirrored(v), Some(copy)) = (arg, copy) {
                 match &outcome {
-                    Ok(_) => v.written(device, copy, wait)?,
+                    Ok(_) if usage.writes => v.written(device, copy, wait)?,
+                    Ok(_) => {}
                     Err(_) => v.failed(),
                 }
             }

@@ -143,7 +143,8 @@ pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeEr
 }
 
 /// Run `kernel` once with host values: vectors uploaded, launched (timed), synchronised,
-/// downloaded back into `args` (left untouched when the launch fails).
+/// and those the kernel may write downloaded back into `args` (left untouched when the
+/// launch fails).
 pub fn run_host<D: Device + ?Sized>(
     device: &D,
     kernel: &Kernel,
@@ -177,8 +178,11 @@ pub fn run_host<D: Device + ?Sized>(
         .collect();
     enqueue_built(device, &built, config, &bind_args, true)?;
     let kernel_time = synchronize(device)?;
-    for (arg, copy) in args.iter_mut().zip(&copies) {
-        if let (ArgValue::Vector(v), Some(copy)) = (arg, copy) {
+    // Vectors the kernel only reads are what they were: not downloaded.
+    for ((arg, copy), usage) in args.iter_mut().zip(&copies).zip(handle.uses()) {
+        if let (ArgValue::Vector(v), Some(copy)) = (arg, copy)
+            && usage.writes
+        {
             copy.download(device, v)?;
         }
     }
