@@ -214,6 +214,55 @@ impl DeviceVector {
         Ok(())
     }
 
+    /// Copy `src` (same device, length and element layout) into this buffer on the device:
+    /// no host memory involved, ordered after the launches enqueued before it and before
+    /// those after it; both buffers stay alive until the next synchronisation.
+    pub fn copy_from<D: Device + ?Sized>(
+        &self,
+        device: &D,
+        src: &DeviceVector,
+    ) -> Result<(), RuntimeError> {
+        self.check_device(device, "copy destination")?;
+        src.check_device(device, "copy source")?;
+        self.check_len(src.len, "copy")?;
+        if self.layout() != src.layout() || self.scalars() != src.scalars() {
+            return Err(RuntimeError::Arguments(format!(
+                "copy: the source holds ({}), the destination ({})",
+                scalar_names(src.scalars()),
+                scalar_names(self.scalars())
+            )));
+        }
+        if self.mem.same(&src.mem) || self.byte_len() == 0 {
+            return Ok(());
+        }
+        launch::enqueue_copy(device, &src.mem, &self.mem, self.byte_len())
+    }
+
+    /// Copy `src`, a buffer of `src_device`, into this buffer of `device`: on the device when
+    /// they are the same ([`DeviceVector::copy_from`]), else through host memory (one
+    /// download from `src_device`, one upload to `device`, each in its own layout), since
+    /// devices share no memory.
+    pub fn copy_from_device<D: Device + ?Sized, S: Device + ?Sized>(
+        &self,
+        device: &D,
+        src_device: &S,
+        src: &DeviceVector,
+    ) -> Result<(), RuntimeError> {
+        if src_device.core().id() == device.core().id() {
+            return self.copy_from(device, src);
+        }
+        self.check_len(src.len, "copy")?;
+        if self.scalars() != src.scalars() {
+            return Err(RuntimeError::Arguments(format!(
+                "copy: the source holds ({}), the destination ({})",
+                scalar_names(src.scalars()),
+                scalar_names(self.scalars())
+            )));
+        }
+        let host = src.to_host(src_device)?;
+        self.upload(device, &host, "copy")
+    }
+
     /// A host copy with one column per leaf.
     pub fn to_host<D: Device + ?Sized>(&self, device: &D) -> Result<HostVector, RuntimeError> {
         let mut host = HostVector {
@@ -227,6 +276,11 @@ impl DeviceVector {
         self.download(device, &mut host)?;
         Ok(host)
     }
+}
+
+fn scalar_names(scalars: &[Scalar]) -> String {
+    let names: Vec<&str> = scalars.iter().map(|s| s.name()).collect();
+    names.join(", ")
 }
 
 /// Scalar types a [`Vector`] or [`Buffer`] can hold.
@@ -389,13 +443,16 @@ impl<T: Element> Buffer<T> {
         self.upload(device, &vec![value; self.len()])
     }
 
-    /// Copy `src` (same length, same device) into this buffer. The narrow device interface
-    /// has no device-to-device copy, so this goes through host memory.
+    /// Copy `src` (same length, same device) into this buffer, on the device
+    /// ([`DeviceVector::copy_from`]).
     pub fn copy_from(&self, device: &dyn Device, src: &Buffer<T>) -> Result<(), RuntimeError> {
-        self.vector.check_len(src.len(), "copy")?;
-        let mut bytes = vec![0u8; src.vector.byte_len()];
-        src.vector.download_bytes(device, &mut bytes)?;
-        self.vector.upload_bytes(device, &bytes)
+        self.vector.copy_from(device, &src.vector)
+    }
+
+    /// A copy of this buffer (of `from`) on device `to`, through host memory: one download,
+    /// one upload. On one device, [`Buffer::copy_from`] copies without the host.
+    pub fn to_device(&self, from: &dyn Device, to: &dyn Device) -> Result<Buffer<T>, RuntimeError> {
+        Buffer::from_slice(to, &self.download(from)?)
     }
 }
 

@@ -322,6 +322,22 @@ impl Device for CudaDevice {
             .map_err(drv("copying back"))
     }
 
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        self.current()?;
+        // SAFETY: both allocations hold at least `bytes` bytes and are distinct; the copy is
+        // ordered on the legacy stream with the launches, and the runtime keeps both alive
+        // until the next synchronisation.
+        unsafe {
+            result::memcpy_dtod_async(
+                dst.raw::<CudaAlloc>().ptr,
+                src.raw::<CudaAlloc>().ptr,
+                bytes,
+                result::stream::null(),
+            )
+        }
+        .map_err(drv("copying on the device"))
+    }
+
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         let loaded = built.exe::<Loaded>();
         self.current()?;
