@@ -715,6 +715,7 @@ pub struct Launch<'a> {
     kernel: &'a KernelHandle,
     config: Option<LaunchConfig>,
     args: Vec<LaunchArg<'a>>,
+    timed: bool,
 }
 
 impl<'a> Launch<'a> {
@@ -723,7 +724,15 @@ impl<'a> Launch<'a> {
             kernel,
             config: None,
             args: Vec::new(),
+            timed: false,
         }
+    }
+
+    /// Time an enqueued launch with the device's timer: the next [`launch::synchronize`]
+    /// adds its kernel time to what it returns ([`Launch::run`] always times).
+    pub fn timed(mut self) -> Self {
+        self.timed = true;
+        self
     }
 
     /// Grid and block; without it, the default 1-D launch over the first vector's length.
@@ -843,7 +852,7 @@ impl<'a> Launch<'a> {
                 _ => unreachable!("vectors have copies"),
             })
             .collect();
-        let enqueued = launch::enqueue_built(&**device, &built, config, &bind_args, wait);
+        let enqueued = launch::enqueue_built(&**device, &built, config, &bind_args, wait || self.timed);
         drop(bind_args);
         let outcome = enqueued.and_then(|()| {
             if wait {
