@@ -852,7 +852,8 @@ impl<'a> Launch<'a> {
                 _ => unreachable!("vectors have copies"),
             })
             .collect();
-        let enqueued = launch::enqueue_built(&**device, &built, config, &bind_args, wait || self.timed);
+        let enqueued =
+            launch::enqueue_built(&**device, &built, config, &bind_args, wait || self.timed);
         drop(bind_args);
         let outcome = enqueued.and_then(|()| {
             if wait {

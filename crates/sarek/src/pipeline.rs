@@ -185,13 +185,7 @@ impl Pipeline {
             [c] if c.scalar() == T::SCALAR => Ok(T::slice(c).to_vec()),
             _ => Err(Error::Runtime(RuntimeError::Arguments(format!(
                 "vector `{name}` holds ({}), not {}",
-                names(
-                    &host
-                        .columns
-                        .iter()
-                        .map(|c| c.scalar())
-                        .collect::<Vec<_>>()
-                ),
+                names(&host.columns.iter().map(|c| c.scalar()).collect::<Vec<_>>()),
                 T::SCALAR.name()
             )))),
         }
@@ -204,9 +198,7 @@ impl Pipeline {
                 "the pipeline has no buffer `{name}` yet: upload it, or run the pipeline first"
             )))
         })?;
-        buffer
-            .to_host(self.device.as_ref())
-            .map_err(Error::Runtime)
+        buffer.to_host(self.device.as_ref()).map_err(Error::Runtime)
     }
 
     /// Run every stage once, in order, on the device's buffers, then synchronise once.
@@ -283,9 +275,7 @@ impl Pipeline {
             .map(|p| p.name)
             .collect();
         let mut msg = format!("no stage of the pipeline has a vector parameter `{name}`");
-        if let Some(c) =
-            sarek_compiler::diag::closest(name, known.iter().map(String::as_str))
-        {
+        if let Some(c) = sarek_compiler::diag::closest(name, known.iter().map(String::as_str)) {
             msg.push_str(&format!("; did you mean `{c}`?"));
         }
         Err(Error::Runtime(RuntimeError::Arguments(msg)))
@@ -304,11 +294,8 @@ impl Pipeline {
             let ParamKind::Vector { elem, .. } = &p.kind else {
                 unreachable!("vector_param returns vectors")
             };
-            let layout = sarek_compiler::abi::elem_layout(
-                kernel.ir(),
-                elem,
-                self.device.layout_rules(),
-            );
+            let layout =
+                sarek_compiler::abi::elem_layout(kernel.ir(), elem, self.device.layout_rules());
             let scalars = p_leaves(&p);
             let b = DeviceVector::alloc(self.device.as_ref(), scalars, layout, len)?;
             self.buffers.insert(name.to_string(), b);

@@ -528,7 +528,10 @@ fn a_pipeline_moves_its_inputs_up_once_and_its_output_back_once() {
         let Some(device) = device(backend) else {
             continue;
         };
-        for (label, kernels) in [("unfused", stages.clone()), ("fused", vec![fused.kernel.clone()])] {
+        for (label, kernels) in [
+            ("unfused", stages.clone()),
+            ("fused", vec![fused.kernel.clone()]),
+        ] {
             let before = sarek::transfers(&device);
             let mut pipe = kernels
                 .iter()
@@ -670,7 +673,11 @@ fn read_only_inputs_are_not_downloaded() {
         let sarek::ArgValue::Vector(out) = &args[1] else {
             unreachable!()
         };
-        assert_eq!(out.columns[0], sarek::Column::F32(vec![5.0; n]), "{backend}");
+        assert_eq!(
+            out.columns[0],
+            sarek::Column::F32(vec![5.0; n]),
+            "{backend}"
+        );
     }
 }
 
@@ -712,14 +719,28 @@ fn device_copies_stay_on_the_device_and_keep_launch_order() {
         assert_eq!(t.device_copies - before.device_copies, 1);
         assert_eq!(t.device_copy_bytes - before.device_copy_bytes, 4 * n as u64);
         let plus = |k: f32| start.iter().map(|x| x + k).collect::<Vec<_>>();
-        assert_eq!(dst.download(device.as_ref()).unwrap(), plus(1.0), "{backend}");
-        assert_eq!(src.download(device.as_ref()).unwrap(), plus(3.0), "{backend}");
+        assert_eq!(
+            dst.download(device.as_ref()).unwrap(),
+            plus(1.0),
+            "{backend}"
+        );
+        assert_eq!(
+            src.download(device.as_ref()).unwrap(),
+            plus(3.0),
+            "{backend}"
+        );
         // Mistakes: another length, another element type.
         let short = Buffer::<f32>::alloc(device.as_ref(), n - 1).unwrap();
         let e = short.copy_from(device.as_ref(), &src).unwrap_err();
-        assert!(e.to_string().contains("holds 299 elements, 300 given"), "{e}");
+        assert!(
+            e.to_string().contains("holds 299 elements, 300 given"),
+            "{e}"
+        );
         let ints = Buffer::<i32>::alloc(device.as_ref(), n).unwrap();
-        let e = ints.vector().copy_from(device.as_ref(), src.vector()).unwrap_err();
+        let e = ints
+            .vector()
+            .copy_from(device.as_ref(), src.vector())
+            .unwrap_err();
         assert!(
             e.to_string()
                 .contains("the source holds (float32), the destination (int32)"),
@@ -761,7 +782,10 @@ fn device_copies_stay_on_the_device_and_keep_launch_order() {
         .copy_from_device(cpu.as_ref(), interp.as_ref(), on_interp.vector())
         .unwrap();
     let (i1, c1) = (sarek::transfers(&interp), sarek::transfers(&cpu));
-    assert_eq!((i1.downloads - i0.downloads, c1.uploads - c0.uploads), (2, 2));
+    assert_eq!(
+        (i1.downloads - i0.downloads, c1.uploads - c0.uploads),
+        (2, 2)
+    );
     assert_eq!(on_cpu.download(cpu.as_ref()).unwrap(), start);
     assert_eq!(other.download(cpu.as_ref()).unwrap(), start);
     // A same-device copy given the wrong device is refused naming both.

@@ -662,7 +662,8 @@ fn bench_reports_median_and_throughput() {
     );
     assert!(r.stdout.contains("(2048 bytes, "), "{}", r.stdout);
     assert!(
-        r.stdout.contains("(1024 bytes of the 1 vectors the kernel writes"),
+        r.stdout
+            .contains("(1024 bytes of the 1 vectors the kernel writes"),
         "{}",
         r.stdout
     );
