@@ -289,6 +289,8 @@ pub trait Element: Copy + Send + Sync + 'static {
     fn column(data: Vec<Self>) -> Column;
     fn slice(column: &Column) -> &[Self];
     fn slice_mut(column: &mut Column) -> &mut [Self];
+    /// The column's elements, moved out.
+    fn take(column: Column) -> Vec<Self>;
     fn literal(self) -> Literal;
     /// The elements' bytes when they are plain data (every type but bool).
     fn bytes(data: &[Self]) -> Option<&[u8]>;
@@ -309,6 +311,12 @@ macro_rules! element {
                 }
             }
             fn slice_mut(column: &mut Column) -> &mut [Self] {
+                match column {
+                    Column::$variant(v) => v,
+                    _ => unreachable!("a Vector's column always has its element type"),
+                }
+            }
+            fn take(column: Column) -> Vec<Self> {
                 match column {
                     Column::$variant(v) => v,
                     _ => unreachable!("a Vector's column always has its element type"),
@@ -433,7 +441,8 @@ impl<T: Element> Buffer<T> {
 
     /// The buffer's contents.
     pub fn download(&self, device: &dyn Device) -> Result<Vec<T>, RuntimeError> {
-        let mut out = T::slice(&Column::zeros(T::SCALAR, self.len())).to_vec();
+        // Zeroed memory the allocator has not touched yet: the copy writes each page once.
+        let mut out = T::take(Column::zeros(T::SCALAR, self.len()));
         self.download_into(device, &mut out)?;
         Ok(out)
     }
