@@ -147,6 +147,24 @@ impl Pipeline {
         Ok(())
     }
 
+    /// Exchange the buffers bound to `a` and `b` (nothing moves): a stencil iterated in
+    /// place reads last step's output as this step's input, `run` then `swap("src", "dst")`.
+    pub fn swap(&mut self, a: &str, b: &str) -> Result<(), Error> {
+        let missing = |n: &str| {
+            Error::Runtime(RuntimeError::Arguments(format!(
+                "the pipeline has no buffer `{n}` to swap yet: upload it, or run the pipeline first"
+            )))
+        };
+        let x = self.buffers.remove(a).ok_or_else(|| missing(a))?;
+        let Some(y) = self.buffers.remove(b) else {
+            self.buffers.insert(a.to_string(), x);
+            return Err(missing(b));
+        };
+        self.buffers.insert(a.to_string(), y);
+        self.buffers.insert(b.to_string(), x);
+        Ok(())
+    }
+
     /// Upload `data` as vector `name` (one copy), allocating its buffer when it has none
     /// of that length.
     pub fn upload<T: Element>(&mut self, name: &str, data: &[T]) -> Result<(), Error> {

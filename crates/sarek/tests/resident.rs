@@ -792,3 +792,70 @@ fn device_copies_stay_on_the_device_and_keep_launch_order() {
     let e = other.copy_from(interp.as_ref(), &on_cpu).unwrap_err();
     assert!(matches!(e, RuntimeError::WrongDevice { .. }), "{e}");
 }
+
+/// A stencil iterated in place: each run reads what the previous one wrote, by swapping the
+/// two buffers' names; nothing moves between the runs.
+#[test]
+fn a_pipeline_iterates_by_swapping_buffers() {
+    let _serial = serial();
+    let program = Program::compile(
+        "blur.sarek",
+        "let%kernel blur (src : float32 vector) (dst : float32 vector) (n : int32) =\n\
+         let i = global_thread_id in\n\
+         if i < n then begin\n\
+           let l = if i > 0 then src.(i - 1) else src.(i) in\n\
+           let r = if i < n - 1 then src.(i + 1) else src.(i) in\n\
+           dst.(i) <- (l +. src.(i) +. r) /. 4.0\n\
+         end\n",
+    )
+    .unwrap();
+    let blur = program.kernel("blur").unwrap();
+    let n = 200usize;
+    let start: Vec<f32> = (0..n)
+        .map(|i| if i % 17 == 0 { 64.0 } else { 0.0 })
+        .collect();
+    let steps = 25;
+    // The same arithmetic on the host.
+    let mut expected = start.clone();
+    for _ in 0..steps {
+        expected = (0..n)
+            .map(|i| {
+                let l = if i > 0 { expected[i - 1] } else { expected[i] };
+                let r = if i < n - 1 {
+                    expected[i + 1]
+                } else {
+                    expected[i]
+                };
+                (l + expected[i] + r) / 4.0
+            })
+            .collect();
+    }
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let before = sarek::transfers(&device);
+        let mut pipe = sarek::Pipeline::new(&device, n)
+            .unwrap()
+            .stage(&blur)
+            .scalar("n", n as i32);
+        pipe.upload("src", &start).unwrap();
+        for _ in 0..steps {
+            pipe.run().unwrap();
+            pipe.swap("src", "dst").unwrap();
+        }
+        assert_eq!(pipe.download::<f32>("src").unwrap(), expected, "{backend}");
+        let t = sarek::transfers(&device);
+        assert_eq!(
+            (t.uploads - before.uploads, t.downloads - before.downloads),
+            (1, 1),
+            "{backend}"
+        );
+        let e = pipe.swap("src", "nope").unwrap_err().to_string();
+        assert!(e.contains("no buffer `nope` to swap"), "{e}");
+        assert!(
+            pipe.buffer("src").is_some(),
+            "a failed swap keeps the bindings"
+        );
+    }
+}
