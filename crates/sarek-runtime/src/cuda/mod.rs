@@ -386,11 +386,13 @@ impl Device for CudaDevice {
     fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
         self.current()?;
         let src = mem.raw::<CudaAlloc>().ptr;
-        let mut guard = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let pinned = match (&mut *guard, out.len() >= staging::MIN_STAGED) {
-            (_, false) => None,
-            (Some(p), true) => p.as_ref().ok(),
-            (none, true) => none.insert(Pinned::new()).as_ref().ok(),
+        // Small downloads (trap words, results of a few elements) skip the staging lock.
+        let mut guard = (out.len() >= staging::MIN_STAGED)
+            .then(|| self.staging.lock().unwrap_or_else(|p| p.into_inner()));
+        let pinned = match guard.as_deref_mut() {
+            None => None,
+            Some(Some(p)) => p.as_ref().ok(),
+            Some(none) => none.insert(Pinned::new()).as_ref().ok(),
         };
         let Some(pinned) = pinned else {
             // SAFETY: the allocation holds at least `out.len()` bytes; the synchronous copy
