@@ -156,9 +156,14 @@ fn replace_available(body: &mut Block, e: &Expr, var: Option<VarId>) -> usize {
     let mut operands = HashSet::new();
     vars_read(e, &mut operands);
     let mut n = 0;
-    let mut visit_expr = |x: &mut Expr| match var {
-        Some(t) => n += replace_in(x, e, t),
-        None => n += count_in(x, e),
+    // The walk visits every node once, children first.
+    let mut visit_expr = |x: &mut Expr| {
+        if same_expr(x, e) {
+            n += 1;
+            if let Some(t) = var {
+                *x = Expr::new(ExprKind::Var(t), x.ty.clone());
+            }
+        }
     };
     for s in body.iter_mut() {
         if !assigns_any(s, &operands) {
@@ -174,13 +179,6 @@ fn replace_available(body: &mut Block, e: &Expr, var: Option<VarId>) -> usize {
         break;
     }
     n
-}
-
-/// Occurrences of `target` in `e` (not counting those inside an occurrence).
-fn count_in(e: &Expr, target: &Expr) -> usize {
-    let mut e = e.clone();
-    let placeholder = VarId(u32::MAX);
-    replace_in(&mut e, target, placeholder)
 }
 
 /// Put `update()` before every `continue` that belongs to this loop (not to a nested one).

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use super::walk::{changed_in, is_computation, is_pure_value, same_expr, vars_read};
 use crate::diag::Span;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo};
-use crate::types::{BinOp, Literal, Scalar, UnOp};
+use crate::types::{BinOp, Literal, Scalar};
 
 /// Hoist the invariant values of every loop of `kernel`; returns whether anything changed.
 pub fn hoist_invariants(kernel: &mut Kernel) -> bool {
@@ -260,7 +260,7 @@ fn has_constant_offset(e: &Expr) -> bool {
 /// One term of an integer sum: the operand and whether it is subtracted.
 type Term = (Expr, bool);
 
-/// Regroup an int32 sum as `(invariant terms) + (variant terms) + constant`, each group in
+/// Regroup an int32 sum as `(invariant terms) +/- variant terms + constant`, each group in
 /// its original order, when that exposes an invariant computation to hoist (two or more
 /// invariant terms, or one next to a constant). Wrapping `+` and `-` are associative and
 /// commutative, so the value is the same bit for bit.
@@ -294,14 +294,14 @@ fn regroup_sum(e: &mut Expr, invariant: &impl Fn(&Expr) -> bool) {
         _ => !var.is_empty() || constant != 0,
     };
     // A leading subtracted term would cost a negation.
-    if !exposes || inv[0].1 || var.first().is_some_and(|(_, neg)| *neg && inv.is_empty()) {
+    if !exposes || inv[0].1 {
         return;
     }
-    let mut out = match (sum(inv), sum(var)) {
-        (Some(a), Some(b)) => binary(BinOp::Add, a, b),
-        (Some(a), None) => a,
-        _ => return,
-    };
+    // The variant terms are added to (or subtracted from) the invariant group one by one.
+    let Some(mut out) = sum(inv) else { return };
+    for (t, neg) in var {
+        out = binary(if neg { BinOp::Sub } else { BinOp::Add }, out, t);
+    }
     if constant != 0 {
         out = binary(BinOp::Add, out, Expr::i32(constant));
     }
@@ -324,21 +324,10 @@ fn flatten(e: &Expr, negated: bool, out: &mut Vec<Term>) {
     }
 }
 
-/// The terms summed left to right (a first negated term as a negation).
+/// The terms summed left to right; the first one is not negated.
 fn sum(terms: Vec<Term>) -> Option<Expr> {
     let mut it = terms.into_iter();
-    let (first, neg) = it.next()?;
-    let mut acc = if neg {
-        Expr::new(
-            ExprKind::Unary {
-                op: UnOp::Neg,
-                operand: Box::new(first),
-            },
-            Ty::Scalar(Scalar::I32),
-        )
-    } else {
-        first
-    };
+    let (mut acc, _) = it.next()?;
     for (t, neg) in it {
         acc = binary(if neg { BinOp::Sub } else { BinOp::Add }, acc, t);
     }
