@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use sarek_compiler::diag::{SourceMap, render_all};
 use sarek_compiler::ir::validate::validate;
 use sarek_compiler::ir::{ExprKind, Kernel, visit};
-use sarek_compiler::passes::opt::optimize;
+use sarek_compiler::passes::opt::{optimize, shift_guarded_divisions};
 use sarek_compiler::types::BinOp;
 use sarek_harness::{self as harness, Inputs, Tolerance};
 use sarek_runtime::Backend;
@@ -43,13 +43,23 @@ fn compile(name: &str, text: &str) -> (SourceMap, Vec<Kernel>) {
 /// Run `kernel` and `optimize(kernel)` on the interpreter with the same arguments; panic with
 /// the first difference.
 fn check_same(kernel: &Kernel, args: &[ArgValue], config: sarek_runtime::LaunchConfig) {
-    let optimized = optimize(kernel);
-    validate(&optimized).unwrap_or_else(|e| panic!("{}: optimised IR invalid: {e:?}", kernel.name));
+    check_same_as(kernel, &optimize(kernel), args, config);
+}
+
+/// Run `kernel` and its rewritten form `optimized` on the interpreter with the same
+/// arguments; panic with the first difference.
+fn check_same_as(
+    kernel: &Kernel,
+    optimized: &Kernel,
+    args: &[ArgValue],
+    config: sarek_runtime::LaunchConfig,
+) {
+    validate(optimized).unwrap_or_else(|e| panic!("{}: optimised IR invalid: {e:?}", kernel.name));
     let interp = sarek_runtime::discover::open(Backend::Interp).expect("interp");
     let mut before = args.to_vec();
     let mut after = args.to_vec();
     let r1 = harness::run(interp.as_ref(), kernel, config, &mut before);
-    let r2 = harness::run(interp.as_ref(), &optimized, config, &mut after);
+    let r2 = harness::run(interp.as_ref(), optimized, config, &mut after);
     match (&r1, &r2) {
         (Ok(_), Ok(_)) => {}
         (Err(a), Err(b)) => {
@@ -686,4 +696,11 @@ fn loop_guard_makes_division_a_plain_shift() {
     assert_eq!(shifts(BinOp::LShr), 1, "{optimized:#?}");
     let args = edge_args(k);
     check_same(k, &args, harness::launch_config(N, None, None));
+    // The C family's subset: only the guarded variable's divisions, as plain shifts.
+    let mut guarded = k.clone();
+    assert!(shift_guarded_divisions(&mut guarded));
+    assert_eq!(constant_divisions(&guarded), 2, "{guarded:#?}");
+    let shifts = ops_in_loops(&guarded.body, BinOp::AShr, &|_, _| true);
+    assert_eq!(shifts, 2, "{guarded:#?}");
+    check_same_as(k, &guarded, &args, harness::launch_config(N, None, None));
 }

@@ -32,18 +32,35 @@ use crate::types::{BinOp, Literal, Scalar, UnOp};
 /// Returns whether anything changed.
 pub fn reduce_division(kernel: &mut Kernel) -> bool {
     let facts = non_negative_vars(kernel);
-    let mut changed = block(&mut kernel.body, &facts);
+    let mut changed = block(&mut kernel.body, &facts, true);
     for f in &mut kernel.functions {
-        changed |= block(&mut f.body, &facts);
+        changed |= block(&mut f.body, &facts, true);
     }
     changed
 }
 
-/// Rewrite every expression of `e` (children first) knowing `facts`.
-fn rewrite(e: &mut Expr, facts: &HashSet<VarId>) -> bool {
+/// Only the divisions and remainders by powers of two of a variable that a `while`
+/// condition keeps non-negative (`while stride > 0 do ... stride := stride / 2`), as a plain
+/// `asr` or `land`. For the C family, whose compilers strength-reduce divisions themselves
+/// but not this one: nvcc keeps the signed division's sign fix-up in the reduction loop, and
+/// then does not hoist the loop's shared-memory address either (two and three instructions
+/// per iteration of `reduce_sum`'s tree; with `stride >> 1` its SASS loop is the hand
+/// version's). Returns whether anything changed.
+pub fn shift_guarded_divisions(kernel: &mut Kernel) -> bool {
+    let none = HashSet::new();
+    let mut changed = block(&mut kernel.body, &none, false);
+    for f in &mut kernel.functions {
+        changed |= block(&mut f.body, &none, false);
+    }
+    changed
+}
+
+/// Rewrite every expression of `e` (children first) knowing `facts`; `general`: every form,
+/// else only guarded variables' plain shifts ([`shift_guarded_divisions`]).
+fn rewrite(e: &mut Expr, facts: &HashSet<VarId>, general: bool) -> bool {
     let mut changed = false;
     expr_mut(e, &mut |x| {
-        if let Some(r) = reduce(x, facts) {
+        if let Some(r) = reduce(x, facts, general) {
             *x = r;
             changed = true;
         }
@@ -51,22 +68,22 @@ fn rewrite(e: &mut Expr, facts: &HashSet<VarId>) -> bool {
     changed
 }
 
-fn block(b: &mut Block, facts: &HashSet<VarId>) -> bool {
-    b.iter_mut().fold(false, |c, s| stmt(s, facts) | c)
+fn block(b: &mut Block, facts: &HashSet<VarId>, general: bool) -> bool {
+    b.iter_mut().fold(false, |c, s| stmt(s, facts, general) | c)
 }
 
 /// Rewrite one statement. A `while` loop whose condition requires a variable to be
 /// non-negative (`while stride > 0`) lets its body's statements before the first assignment
 /// to that variable (and that assignment's value: `stride := stride / 2`) treat it as such.
-fn stmt(s: &mut Stmt, facts: &HashSet<VarId>) -> bool {
+fn stmt(s: &mut Stmt, facts: &HashSet<VarId>, general: bool) -> bool {
     match &mut s.kind {
         StmtKind::While { cond, body, .. } => {
-            let mut changed = rewrite(cond, facts);
+            let mut changed = rewrite(cond, facts, general);
             let mut guarded = HashSet::new();
             guaranteed_non_negative(cond, &mut guarded);
             guarded.retain(|v| !facts.contains(v));
             if guarded.is_empty() {
-                return changed | block(body, facts);
+                return changed | block(body, facts, general);
             }
             let mut inside = facts.clone();
             inside.extend(guarded.iter().copied());
@@ -76,12 +93,12 @@ fn stmt(s: &mut Stmt, facts: &HashSet<VarId>) -> bool {
                     guard_holds = false;
                     if let StmtKind::Assign { place, value } = &mut s.kind {
                         // Evaluated before the store: the guard still holds.
-                        place_mut(place, &mut |x| changed |= rewrite_node(x, &inside));
-                        changed |= rewrite(value, &inside);
+                        place_mut(place, &mut |x| changed |= rewrite_node(x, &inside, general));
+                        changed |= rewrite(value, &inside, general);
                         continue;
                     }
                 }
-                changed |= stmt(s, if guard_holds { &inside } else { facts });
+                changed |= stmt(s, if guard_holds { &inside } else { facts }, general);
             }
             changed
         }
@@ -89,20 +106,30 @@ fn stmt(s: &mut Stmt, facts: &HashSet<VarId>) -> bool {
             cond,
             then_block,
             else_block,
-        } => rewrite(cond, facts) | block(then_block, facts) | block(else_block, facts),
+        } => {
+            rewrite(cond, facts, general)
+                | block(then_block, facts, general)
+                | block(else_block, facts, general)
+        }
         StmtKind::For {
             start, end, body, ..
-        } => rewrite(start, facts) | rewrite(end, facts) | block(body, facts),
+        } => {
+            rewrite(start, facts, general)
+                | rewrite(end, facts, general)
+                | block(body, facts, general)
+        }
         StmtKind::Match {
             scrutinee, arms, ..
-        } => arms.iter_mut().fold(rewrite(scrutinee, facts), |c, a| {
-            block(&mut a.body, facts) | c
-        }),
-        StmtKind::Block(b) => block(b, facts),
+        } => arms
+            .iter_mut()
+            .fold(rewrite(scrutinee, facts, general), |c, a| {
+                block(&mut a.body, facts, general) | c
+            }),
+        StmtKind::Block(b) => block(b, facts, general),
         _ => {
             let mut changed = false;
             stmt_exprs_mut(s, &mut |x| {
-                if let Some(r) = reduce(x, facts) {
+                if let Some(r) = reduce(x, facts, general) {
                     *x = r;
                     changed = true;
                 }
@@ -113,8 +140,8 @@ fn stmt(s: &mut Stmt, facts: &HashSet<VarId>) -> bool {
 }
 
 /// [`reduce`] on one node of a walk that visits children first.
-fn rewrite_node(x: &mut Expr, facts: &HashSet<VarId>) -> bool {
-    match reduce(x, facts) {
+fn rewrite_node(x: &mut Expr, facts: &HashSet<VarId>, general: bool) -> bool {
+    match reduce(x, facts, general) {
         Some(r) => {
             *x = r;
             true
@@ -155,8 +182,10 @@ fn guaranteed_non_negative(cond: &Expr, out: &mut HashSet<VarId>) {
     }
 }
 
-/// The reduced form of `e` when it is an integer `/` or `mod` by a suitable constant.
-fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
+/// The reduced form of `e` when it is an integer `/` or `mod` by a suitable constant (with
+/// `general` false: only of a variable in `facts`, by a power of two, as a plain shift or
+/// mask).
+fn reduce(e: &Expr, facts: &HashSet<VarId>, general: bool) -> Option<Expr> {
     let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
         return None;
     };
@@ -186,6 +215,18 @@ fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
             Ty::Scalar(scalar),
         )
     };
+    if !general {
+        let is_fact = matches!(x.kind, ExprKind::Var(v) if facts.contains(&v));
+        if !is_fact || c <= 1 || c.count_ones() != 1 {
+            return None;
+        }
+        let k = i64::from(c.trailing_zeros());
+        return match op {
+            BinOp::Div => Some(bin(BinOp::AShr, x, lit(k))),
+            BinOp::Rem => Some(bin(BinOp::BitAnd, x, lit(c - 1))),
+            _ => None,
+        };
+    }
     let nonneg = non_negative(&x, facts);
     let dup = duplicable(&x);
     match op {

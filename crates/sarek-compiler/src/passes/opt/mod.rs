@@ -28,7 +28,7 @@ mod walk;
 pub use constprop::propagate_constants;
 pub use contract::contract_fma;
 pub use cse::reuse_loop_conditions;
-pub use divconst::reduce_division;
+pub use divconst::{reduce_division, shift_guarded_divisions};
 pub use licm::hoist_invariants;
 pub use unroll::unroll_constant_loops;
 pub use unroll_while::unroll_counted_loops;
