@@ -5,7 +5,8 @@
 //! It runs before generators whose target compiler does not already do this work on our
 //! output: PTX, which `ptxas` assembles with little high-level optimisation (a division by
 //! a constant in a register stays a software division), and the compiled CPU backend. The
-//! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers.
+//! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers;
+//! the C family takes only [`shift_guarded_divisions`], the one rewrite nvcc misses.
 //!
 //! Order: fold constants, then propagate literal-bound variables and fold again until
 //! nothing changes (bounded), then unroll the constant loops the kernel asks to unroll and
@@ -13,7 +14,7 @@
 //! the shifts and masks that produced when their operands were constant; last, the motions
 //! across loop boundaries ptxas does not make: values a `while` condition shares with its
 //! body carried over the back edge ([`reuse_loop_conditions`]), counted `while` loops
-//! unrolled by four ([`unroll_counted_loops`]), then loop-invariant values hoisted before
+//! unrolled by four or eight ([`unroll_counted_loops`]), then loop-invariant values hoisted before
 //! their loop ([`hoist_invariants`]).
 
 mod constprop;
