@@ -12,7 +12,8 @@
 //! nothing changes (bounded), then unroll the constant loops the kernel asks to unroll and
 //! fold their now-constant indices, then strength-reduce divisions by constants, then fold
 //! the shifts and masks that produced when their operands were constant; last, the motions
-//! across loop boundaries ptxas does not make: values a `while` condition shares with its
+//! across loop boundaries ptxas does not make: `while` loops with a constant trip count
+//! unrolled completely ([`unroll_constant_trip_loops`]), values a `while` condition shares with its
 //! body carried over the back edge ([`reuse_loop_conditions`]), counted `while` loops
 //! unrolled by four or eight ([`unroll_counted_loops`]), then loop-invariant values hoisted before
 //! their loop ([`hoist_invariants`]).
@@ -32,7 +33,7 @@ pub use cse::reuse_loop_conditions;
 pub use divconst::{reduce_division, shift_guarded_divisions};
 pub use licm::hoist_invariants;
 pub use unroll::unroll_constant_loops;
-pub use unroll_while::unroll_counted_loops;
+pub use unroll_while::{unroll_constant_trip_loops, unroll_counted_loops};
 
 use crate::ir::Kernel;
 use crate::passes::constfold::fold_constants;
@@ -54,6 +55,9 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
         k = fold_constants(&k);
     }
     if reduce_division(&mut k) {
+        k = fold_constants(&k);
+    }
+    if unroll_constant_trip_loops(&mut k) {
         k = fold_constants(&k);
     }
     reuse_loop_conditions(&mut k);

@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::unroll::{collect_lets, rename_block};
-use super::walk::{changed_in, is_pure_value, place_root, vars_read};
+use super::walk::{assigns_any, changed_in, is_pure_value, place_root, vars_read};
 use crate::intrinsics::Intrinsic;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo};
 use crate::types::{BinOp, Scalar};
@@ -323,4 +323,189 @@ fn add(a: Expr, b: Expr) -> Expr {
         },
         Ty::Scalar(Scalar::I32),
     )
+}
+
+/// Loops that run a constant number of times are unrolled completely when at most this
+/// many...
+const MAX_CONSTANT_TRIPS: usize = 16;
+/// ...and their copies hold at most this many statements in all.
+const MAX_UNROLLED_STATEMENTS: usize = 160;
+
+/// Unroll completely every `while` loop whose trip count is a constant: a counter bound to a
+/// literal just before the loop (`let mut offset = 1`), a condition comparing it with a
+/// literal (`offset < 256`), and a body that ends with the only change to it, by a literal
+/// (`offset := offset * 2`). The counter's values follow from the interpreter's arithmetic
+/// ([`crate::scalar::binary`], wrapping), so the loop is its body repeated that many times,
+/// steps included. NVRTC unrolls the scan's and the reduction tree's loops this way; ptxas
+/// does not, as their step is not an addition. Bodies with jumps, loops, arrays, `match`,
+/// helper calls or native code stay loops; barriers are fine (every thread runs the same
+/// copies). Returns whether anything changed.
+pub fn unroll_constant_trip_loops(kernel: &mut Kernel) -> bool {
+    let vars = &mut kernel.vars;
+    let mut changed = unroll_trips_in(&mut kernel.body, vars);
+    for f in &mut kernel.functions {
+        changed |= unroll_trips_in(&mut f.body, vars);
+    }
+    changed
+}
+
+fn unroll_trips_in(block: &mut Block, vars: &mut Vec<VarInfo>) -> bool {
+    let mut changed = false;
+    for j in 0..block.len() {
+        changed |= match &mut block[j].kind {
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => unroll_trips_in(then_block, vars) | unroll_trips_in(else_block, vars),
+            StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+                unroll_trips_in(body, vars)
+            }
+            StmtKind::Match { arms, .. } => arms
+                .iter_mut()
+                .fold(false, |c, arm| unroll_trips_in(&mut arm.body, vars) | c),
+            _ => false,
+        };
+        if let Some(copies) = constant_trips(&block[..j], &block[j], vars) {
+            block[j].kind = StmtKind::Block(copies);
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// The copies replacing `s` when it is a `while` loop with a constant trip count; `before`
+/// is what precedes it in its block.
+fn constant_trips(before: &[Stmt], s: &Stmt, vars: &mut Vec<VarInfo>) -> Option<Block> {
+    let StmtKind::While { cond, body, unroll } = &s.kind else {
+        return None;
+    };
+    if matches!(unroll, Some(0 | 1)) {
+        return None;
+    }
+    let ExprKind::Binary { op, lhs, rhs, .. } = &cond.kind else {
+        return None;
+    };
+    let (counter, bound, counter_left) = match (&lhs.kind, &rhs.kind) {
+        (ExprKind::Var(v), ExprKind::Lit(l)) => (*v, *l, true),
+        (ExprKind::Lit(l), ExprKind::Var(v)) => (*v, *l, false),
+        _ => return None,
+    };
+    if !op.is_comparison() {
+        return None;
+    }
+    // The counter's value at the loop: the literal of its `let`, unchanged since.
+    let only = HashSet::from([counter]);
+    let start = before.iter().rev().find_map(|p| match &p.kind {
+        StmtKind::Let {
+            var,
+            init: Some(init),
+        } if *var == counter => Some(match init.kind {
+            ExprKind::Lit(l) => Some(l),
+            _ => None,
+        }),
+        _ if assigns_any(p, &only) => Some(None),
+        _ => None,
+    })??;
+    let StmtKind::Assign {
+        place: LValue::Var(v),
+        value,
+    } = &body.last()?.kind
+    else {
+        return None;
+    };
+    let ExprKind::Binary {
+        op: step_op,
+        lhs: step_lhs,
+        rhs: step_rhs,
+        ..
+    } = &value.kind
+    else {
+        return None;
+    };
+    let (ExprKind::Var(x), ExprKind::Lit(step)) = (&step_lhs.kind, &step_rhs.kind) else {
+        return None;
+    };
+    let mut size = 0;
+    if *v != counter
+        || *x != counter
+        || assignments_to(body, counter) != 1
+        || !repeatable(body, &mut size)
+    {
+        return None;
+    }
+    let mut value = start;
+    let mut trips = 0;
+    loop {
+        let (a, b) = if counter_left {
+            (value, bound)
+        } else {
+            (bound, value)
+        };
+        match crate::scalar::binary(*op, a, b)? {
+            crate::types::Literal::Bool(true) => {}
+            crate::types::Literal::Bool(false) => break,
+            _ => return None,
+        }
+        trips += 1;
+        if trips > MAX_CONSTANT_TRIPS || trips * size > MAX_UNROLLED_STATEMENTS {
+            return None;
+        }
+        value = crate::scalar::binary(*step_op, value, *step)?;
+    }
+    let mut lets = Vec::new();
+    collect_lets(body, &mut lets);
+    let mut copies = Vec::with_capacity(body.len() * trips);
+    for _ in 0..trips {
+        let mut copy = body.clone();
+        let fresh: HashMap<VarId, VarId> = lets
+            .iter()
+            .map(|&v| {
+                vars.push(vars[v.0 as usize].clone());
+                (v, VarId((vars.len() - 1) as u32))
+            })
+            .collect();
+        rename_block(&mut copy, &fresh);
+        copies.extend(copy);
+    }
+    Some(copies)
+}
+
+/// Whether `block` may be repeated in straight-line code: no loop, jump, return, array,
+/// `match`, native code, helper call; barriers, fences and warp operations are fine.
+fn repeatable(block: &Block, count: &mut usize) -> bool {
+    block.iter().all(|s| {
+        *count += 1;
+        let no_call = |e: &Expr| !has_call(e);
+        match &s.kind {
+            StmtKind::Let { init, .. } => init.as_ref().is_none_or(no_call),
+            StmtKind::Assign { place, value } => !place_has_call(place) && no_call(value),
+            StmtKind::Expr(e) => no_call(e),
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => no_call(cond) && repeatable(then_block, count) && repeatable(else_block, count),
+            StmtKind::Block(b) => repeatable(b, count),
+            StmtKind::Barrier | StmtKind::Fence { .. } | StmtKind::Trap(_) => true,
+            _ => false,
+        }
+    })
+}
+
+fn place_has_call(place: &LValue) -> bool {
+    match place {
+        LValue::Var(_) => false,
+        LValue::Index { index, .. } => has_call(index),
+        LValue::Field { base, .. } => place_has_call(base),
+    }
+}
+
+fn has_call(e: &Expr) -> bool {
+    let mut found = false;
+    let mut e = e.clone();
+    super::walk::expr_mut(&mut e, &mut |x| {
+        found |= matches!(x.kind, ExprKind::Call { .. });
+    });
+    found
 }
