@@ -148,7 +148,7 @@ fn substitute(block: &mut Block, var: VarId, value: i32) {
     });
 }
 
-pub(super) fn collect_lets(block: &Block, out: &mut Vec<VarId>) {
+fn collect_lets(block: &Block, out: &mut Vec<VarId>) {
     for s in block {
         match &s.kind {
             StmtKind::Let { var, .. } => out.push(*var),
@@ -167,7 +167,7 @@ pub(super) fn collect_lets(block: &Block, out: &mut Vec<VarId>) {
 }
 
 /// Give the copy its own variables: declarations, assignments and reads of `map`'s keys.
-pub(super) fn rename_block(block: &mut Block, map: &HashMap<VarId, VarId>) {
+fn rename_block(block: &mut Block, map: &HashMap<VarId, VarId>) {
     fn rename_stmts(block: &mut Block, map: &HashMap<VarId, VarId>) {
         for s in block {
             match &mut s.kind {

@@ -25,7 +25,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::unroll::{collect_lets, rename_block};
 use super::walk::{assigns_any, changed_in, is_pure_value, place_root, vars_read};
 use crate::intrinsics::Intrinsic;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo};
@@ -176,20 +175,9 @@ fn unrolled(s: &Stmt, vars: &mut Vec<VarInfo>) -> Option<Stmt> {
             Ty::BOOL,
         );
     }
-    let mut lets = Vec::new();
-    collect_lets(body, &mut lets);
     let mut copies = Vec::with_capacity(body.len() * factor);
     for _ in 0..factor {
-        let mut copy = body.clone();
-        let fresh: HashMap<VarId, VarId> = lets
-            .iter()
-            .map(|&v| {
-                vars.push(vars[v.0 as usize].clone());
-                (v, VarId((vars.len() - 1) as u32))
-            })
-            .collect();
-        rename_block(&mut copy, &fresh);
-        copies.extend(copy);
+        copies.extend(fresh_copy(body, vars));
     }
     let span = s.span;
     Some(Stmt {
@@ -453,20 +441,9 @@ fn constant_trips(before: &[Stmt], s: &Stmt, vars: &mut Vec<VarInfo>) -> Option<
         }
         value = crate::scalar::binary(*step_op, value, *step)?;
     }
-    let mut lets = Vec::new();
-    collect_lets(body, &mut lets);
     let mut copies = Vec::with_capacity(body.len() * trips);
     for _ in 0..trips {
-        let mut copy = body.clone();
-        let fresh: HashMap<VarId, VarId> = lets
-            .iter()
-            .map(|&v| {
-                vars.push(vars[v.0 as usize].clone());
-                (v, VarId((vars.len() - 1) as u32))
-            })
-            .collect();
-        rename_block(&mut copy, &fresh);
-        copies.extend(copy);
+        copies.extend(fresh_copy(body, vars));
     }
     Some(copies)
 }
@@ -501,11 +478,98 @@ fn place_has_call(place: &LValue) -> bool {
     }
 }
 
+/// Whether `e` calls a helper (each copy would inline it again).
 fn has_call(e: &Expr) -> bool {
-    let mut found = false;
-    let mut e = e.clone();
-    super::walk::expr_mut(&mut e, &mut |x| {
-        found |= matches!(x.kind, ExprKind::Call { .. });
+    match &e.kind {
+        ExprKind::Call { .. } => true,
+        ExprKind::Lit(_) | ExprKind::Var(_) => false,
+        ExprKind::Binary { lhs, rhs, .. } => has_call(lhs) || has_call(rhs),
+        ExprKind::Unary { operand: x, .. }
+        | ExprKind::Index { index: x, .. }
+        | ExprKind::Field { base: x, .. }
+        | ExprKind::Tag(x)
+        | ExprKind::Payload { value: x, .. } => has_call(x),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => has_call(cond) || has_call(then_value) || has_call(else_value),
+        ExprKind::Record { fields: xs, .. }
+        | ExprKind::Ctor { fields: xs, .. }
+        | ExprKind::Intrinsic { args: xs, .. } => xs.iter().any(has_call),
+    }
+}
+
+/// A copy of `body` whose `let`s declare fresh variables (reads and assignments follow).
+/// The bodies copied here have no `for`, `match` or array, so `let`s are their only binders.
+fn fresh_copy(body: &Block, vars: &mut Vec<VarInfo>) -> Block {
+    fn lets(block: &Block, out: &mut Vec<VarId>) {
+        for s in block {
+            match &s.kind {
+                StmtKind::Let { var, .. } => out.push(*var),
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => {
+                    lets(then_block, out);
+                    lets(else_block, out);
+                }
+                StmtKind::While { body, .. } | StmtKind::Block(body) => lets(body, out),
+                _ => {}
+            }
+        }
+    }
+    fn rename(block: &mut Block, map: &HashMap<VarId, VarId>) {
+        for s in block.iter_mut() {
+            match &mut s.kind {
+                StmtKind::Let { var, .. } => {
+                    if let Some(v) = map.get(var) {
+                        *var = *v;
+                    }
+                }
+                StmtKind::Assign { place, .. } => rename_place(place, map),
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => {
+                    rename(then_block, map);
+                    rename(else_block, map);
+                }
+                StmtKind::While { body, .. } | StmtKind::Block(body) => rename(body, map),
+                _ => {}
+            }
+        }
+    }
+    fn rename_place(place: &mut LValue, map: &HashMap<VarId, VarId>) {
+        match place {
+            LValue::Var(v) | LValue::Index { base: v, .. } => {
+                if let Some(n) = map.get(v) {
+                    *v = *n;
+                }
+            }
+            LValue::Field { base, .. } => rename_place(base, map),
+        }
+    }
+    let mut declared = Vec::new();
+    lets(body, &mut declared);
+    let map: HashMap<VarId, VarId> = declared
+        .into_iter()
+        .map(|v| {
+            vars.push(vars[v.0 as usize].clone());
+            (v, VarId((vars.len() - 1) as u32))
+        })
+        .collect();
+    let mut copy = body.clone();
+    rename(&mut copy, &map);
+    super::walk::exprs_mut(&mut copy, &mut |e| match &mut e.kind {
+        ExprKind::Var(v) | ExprKind::Index { base: v, .. } => {
+            if let Some(n) = map.get(v) {
+                *v = *n;
+            }
+        }
+        _ => {}
     });
-    found
+    copy
 }
