@@ -131,16 +131,39 @@ impl JitCache {
         config: LaunchConfig,
         args: &mut [ArgValue],
     ) -> Result<LaunchStats, RuntimeError> {
+        match self.run_compiled(kernel, config, args) {
+            Native::Done(result) => result,
+            Native::Interpret(_) => run(kernel, config, args),
+        }
+    }
+
+    /// Run `kernel` as native code only, never on the interpreter core: a kernel the code
+    /// generator does not handle, a divergent barrier or mismatched arguments are a
+    /// [`RuntimeError::Launch`] saying so. For tests and benchmarks of the code generator.
+    pub fn run_native(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
+        match self.run_compiled(kernel, config, args) {
+            Native::Done(result) => result,
+            Native::Interpret(why) => Err(RuntimeError::Launch(why)),
+        }
+    }
+
+    fn run_compiled(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Native {
         let total = std::time::Instant::now();
         let compiled = self.compiled(kernel);
-        let Compiled::Native(jit) = &*compiled else {
-            return run(kernel, config, args);
+        let jit = match &*compiled {
+            Compiled::Native(jit) => jit,
+            Compiled::Interpreted(why) => return Native::Interpret(why.clone()),
         };
         let mut copies = args.to_vec();
         let start = std::time::Instant::now();
         let result = jit.launch(config.grid, config.block, &mut jit_args(&mut copies));
         let kernel_time = start.elapsed();
-        match result {
+        Native::Done(match result {
             Ok(()) => {
                 for (a, c) in args.iter_mut().zip(copies) {
                     if let ArgValue::Vector(_) = a {
@@ -155,11 +178,17 @@ impl JitCache {
             Err(sarek_jit::Fault::Kernel { span, message }) => {
                 Err(RuntimeError::Fault { span, message })
             }
-            Err(sarek_jit::Fault::Divergent { .. } | sarek_jit::Fault::Arguments(_)) => {
-                run(kernel, config, args)
-            }
-        }
+            Err(
+                sarek_jit::Fault::Divergent { message, .. } | sarek_jit::Fault::Arguments(message),
+            ) => return Native::Interpret(message),
+        })
     }
+}
+
+/// What a native launch came to: a result, or why the interpreter core must run it.
+enum Native {
+    Done(Result<LaunchStats, RuntimeError>),
+    Interpret(String),
 }
 
 fn jit_args(args: &mut [ArgValue]) -> Vec<sarek_jit::JitArg<'_>> {
