@@ -31,6 +31,8 @@ use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+mod lanes;
+
 type R<T> = Result<T, JitError>;
 
 pub(crate) fn cty(s: Scalar) -> Type {
@@ -129,6 +131,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             let p = b.block_params(entry).to_vec();
             let mut g = Gen::new(&k, &layout, &tree, b, ptr, &p, [math32, math64], &mut sites);
             g.one_d = one_d;
+            g.lane_groups = opts.lane_groups;
             g.entry()?;
             g.nodes(&tree.nodes)?;
             let zero = g.b.ins().iconst(types::I32, 0);
@@ -140,9 +143,22 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         let id = module
             .declare_function(&name, Linkage::Export, &sig)
             .map_err(|e| codegen_err(&k, e))?;
+        let dump = std::env::var("SAREK_JIT_DUMP").is_ok_and(|v| v == k.name);
+        if dump {
+            ctx.set_disasm(true);
+            eprintln!("{}", ctx.func.display());
+        }
         module
             .define_function(id, &mut ctx)
             .map_err(|e| codegen_err(&k, format!("{e:?}")))?;
+        if dump {
+            eprintln!(
+                "{}",
+                ctx.compiled_code()
+                    .and_then(|c| c.vcode.clone())
+                    .unwrap_or_default()
+            );
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -187,6 +203,8 @@ struct Gen<'a, 'f> {
     th: Option<Thread>,
     /// Generating the 1-D variant: blocks are `n x 1 x 1`.
     one_d: bool,
+    /// Run segments that allow it in lane groups ([`lanes`]).
+    lane_groups: bool,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -229,6 +247,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             mems: HashMap::new(),
             th: None,
             one_d: false,
+            lane_groups: true,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,
@@ -596,7 +615,8 @@ impl<'a, 'f> Gen<'a, 'f> {
         Ok(v0)
     }
 
-    /// One thread loop over the segment's statements.
+    /// One thread loop over the segment's statements, preceded by a loop over lane groups
+    /// when the segment allows them ([`lanes`]).
     fn segment(&mut self, seg: &'a Segment) -> R<()> {
         let tid = self.b.declare_var(types::I32);
         let xyz = [
@@ -608,16 +628,72 @@ impl<'a, 'f> Gen<'a, 'f> {
         for v in std::iter::once(tid).chain(xyz) {
             self.b.def_var(v, zero);
         }
+        // The thread loop runs to `limit`: the block's end, or the end of a lane group that
+        // is rerun thread by thread.
+        let limit = self.b.declare_var(types::I32);
+        self.b.def_var(limit, self.nthreads);
         let (hdr, bodyb, exit) = (
             self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.b.ins().jump(hdr, &[]);
+        let grouped = self.lane_groups && lanes::group_safe(self.k, seg);
+        let mut scalar_exit = exit;
+        if grouped {
+            let (ghdr, gbody, gredo, rest) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            // Groups stay within a row: 1-D blocks, or rows a multiple of the group.
+            let shape_ok = if self.one_d {
+                self.iconst(types::I8, 1)
+            } else {
+                let r = self
+                    .b
+                    .ins()
+                    .band_imm_s(self.block_dim[0], lanes::LANES as i64 - 1);
+                self.b.ins().icmp_imm_s(IntCC::Equal, r, 0)
+            };
+            self.b.ins().jump(ghdr, &[]);
+            self.b.switch_to_block(ghdr);
+            let t = self.b.use_var(tid);
+            let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
+            let fits = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
+            let go = self.b.ins().band(fits, shape_ok);
+            self.b.ins().brif(go, gbody, &[], rest, &[]);
+            self.b.switch_to_block(rest);
+            self.b.def_var(limit, self.nthreads);
+            self.b.ins().jump(hdr, &[]);
+            self.b.switch_to_block(gbody);
+            self.th = Some(Thread { tid, xyz });
+            let x = if self.one_d { t } else { self.b.use_var(xyz[0]) };
+            self.group_body(seg, t, x, gredo)?;
+            self.advance(tid, xyz, lanes::LANES as i64);
+            self.b.ins().jump(ghdr, &[]);
+            self.b.switch_to_block(gredo);
+            let t = self.b.use_var(tid);
+            let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
+            self.b.def_var(limit, t_end);
+            self.b.ins().jump(hdr, &[]);
+            // After a rerun group, back to groups.
+            scalar_exit = self.b.create_block();
+            self.b.switch_to_block(scalar_exit);
+            let t = self.b.use_var(tid);
+            let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t, self.nthreads);
+            self.b.ins().brif(more, ghdr, &[], exit, &[]);
+        } else {
+            self.b.ins().jump(hdr, &[]);
+        }
         self.b.switch_to_block(hdr);
         let t = self.b.use_var(tid);
-        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, t, self.nthreads);
-        self.b.ins().brif(go, bodyb, &[], exit, &[]);
+        let lim = self.b.use_var(limit);
+        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, t, lim);
+        self.b.ins().brif(go, bodyb, &[], scalar_exit, &[]);
         self.b.switch_to_block(bodyb);
         let frame_t = if seg.loads.is_empty() && seg.stores.is_empty() {
             self.frame
@@ -647,13 +723,23 @@ impl<'a, 'f> Gen<'a, 'f> {
                 self.b.ins().store(f, x, a, 0);
             }
         }
-        // Next thread: x fastest, then y, then z, without divisions.
+        self.advance(tid, xyz, 1);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+        self.th = None;
+        Ok(())
+    }
+
+    /// Next thread (or group of `step` threads in one row): x fastest, then y, then z,
+    /// without divisions.
+    fn advance(&mut self, tid: Variable, xyz: [Variable; 3], step: i64) {
         let t = self.b.use_var(tid);
-        let t1 = self.b.ins().iadd_imm_s(t, 1);
+        let t1 = self.b.ins().iadd_imm_s(t, step);
         self.b.def_var(tid, t1);
         if !self.one_d {
+            let zero = self.iconst(types::I32, 0);
             let x = self.b.use_var(xyz[0]);
-            let x1 = self.b.ins().iadd_imm_s(x, 1);
+            let x1 = self.b.ins().iadd_imm_s(x, step);
             let wx = self.b.ins().icmp(IntCC::Equal, x1, self.block_dim[0]);
             let x2 = self.b.ins().select(wx, zero, x1);
             self.b.def_var(xyz[0], x2);
@@ -668,10 +754,6 @@ impl<'a, 'f> Gen<'a, 'f> {
             let z1 = self.b.ins().iadd(z, wy32);
             self.b.def_var(xyz[2], z1);
         }
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(exit);
-        self.th = None;
-        Ok(())
     }
 
     /// A warp operation over the whole block, reading other lanes' frame slots.
@@ -1048,6 +1130,21 @@ impl<'a, 'f> Gen<'a, 'f> {
         }
     }
 
+    /// The element count of `m` (i32).
+    fn mem_len(&mut self, m: Mem) -> Value {
+        match m {
+            Mem::Global(g) => self.vecs[g as usize].0,
+            Mem::Shared(s) => {
+                let n = self.layout.shared[s as usize].size;
+                self.iconst(types::I32, n as i64)
+            }
+            Mem::Local(l) => {
+                let n = self.layout.local[l as usize].size;
+                self.iconst(types::I32, n as i64)
+            }
+        }
+    }
+
     /// Checked address of leaf `leaf` of element `i` (i32).
     fn addr(&mut self, m: Mem, name: &str, what: &'static str, i: Value, leaf: usize) -> Value {
         let sc = self.mem_leaves(m)[leaf];
@@ -1302,13 +1399,22 @@ impl<'a, 'f> Gen<'a, 'f> {
             return Ok(p);
         }
         let b = self.expr1(rhs)?;
+        if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() {
+            return Ok(self.divide(op, a, b));
+        }
+        self.binop(op, ty, a, b)
+    }
+
+    /// `a op b` on operands of type `ty`, except integer `/` and `mod` (see [`Self::divide`]).
+    fn binop(&mut self, op: BinOp, ty: Scalar, a: Value, b: Value) -> R<Value> {
         let i = self.b.ins();
         Ok(match ty {
             Scalar::I32 | Scalar::I64 => match op {
                 BinOp::Add => i.iadd(a, b),
                 BinOp::Sub => i.isub(a, b),
                 BinOp::Mul => i.imul(a, b),
-                BinOp::Div | BinOp::Rem => return Ok(self.divide(op, a, b)),
+                BinOp::Div => i.sdiv(a, b),
+                BinOp::Rem => i.srem(a, b),
                 BinOp::Eq => i.icmp(IntCC::Equal, a, b),
                 BinOp::Ne => i.icmp(IntCC::NotEqual, a, b),
                 BinOp::Lt => i.icmp(IntCC::SignedLessThan, a, b),

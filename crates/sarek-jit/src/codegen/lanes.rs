@@ -1,0 +1,739 @@
+//! Lane groups: a segment whose control flow is the same for consecutive threads runs
+//! [`LANES`] threads at a time, each statement once for the group, so the threads' chains of
+//! dependent instructions (an accumulation, a loop counter) interleave and the core overlaps
+//! them; values that are the same for the group (a parameter, `thread_idx_y`, a load at such
+//! an index) are computed once, and accesses at consecutive indices (`thread_idx_x` plus a
+//! group-uniform offset) are bounds-checked once for the group.
+//!
+//! A group is consecutive threads of one row (2-D and 3-D blocks need `block_dim_x` to be a
+//! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
+//! store), a group whose lanes disagree on a condition, or that fails a bounds check, is rerun
+//! thread by thread from its start, so faults are reported exactly as the thread loop reports
+//! them; [`group_safe`] accepts only segments where no check or lane-dependent branch follows
+//! an effect. Lanes are scalar Cranelift values (no vector instructions): the gain is the
+//! interleaving and the shared work.
+
+use super::{Gen, R, cty, pure};
+use crate::structure::Segment;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_frontend::Variable;
+use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic, MathFn};
+use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
+use std::collections::{HashMap, HashSet};
+
+/// Threads per lane group.
+pub(super) const LANES: usize = 4;
+
+/// How the lanes of a value relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// The same value in every lane.
+    Uniform,
+    /// Lane `l` holds lane 0's value plus `l` (an int32 index).
+    Consecutive,
+    /// Anything else.
+    Varying,
+}
+
+impl Shape {
+    fn join(self, other: Shape) -> Shape {
+        if self == Shape::Uniform && other == Shape::Uniform {
+            Shape::Uniform
+        } else {
+            Shape::Varying
+        }
+    }
+}
+
+// ---- which segments run in lane groups ----
+
+/// Whether `seg` can run in lane groups: scalar values only, group-uniform loops, global or
+/// shared memory, no call, atomic or warp operation, no `break`/`continue`/`return`/`match`,
+/// and no check or lane-dependent branch after the first effect.
+pub(super) fn group_safe(k: &Kernel, seg: &Segment) -> bool {
+    let mut a = Analysis {
+        k,
+        shapes: HashMap::new(),
+        mutable: seg.loads.iter().copied().collect(),
+        effect: false,
+    };
+    a.block(&seg.stmts).is_some()
+}
+
+struct Analysis<'k> {
+    k: &'k Kernel,
+    shapes: HashMap<VarId, Shape>,
+    /// Variables with one value per lane (frame-loaded or mutable).
+    mutable: HashSet<VarId>,
+    effect: bool,
+}
+
+impl Analysis<'_> {
+    fn block(&mut self, b: &[Stmt]) -> Option<()> {
+        b.iter().try_for_each(|s| self.stmt(s))
+    }
+
+    /// A check (bounds, lane agreement) here: only before the first effect.
+    fn check(&self) -> Option<()> {
+        (!self.effect).then_some(())
+    }
+
+    fn scalar_var(&self, v: VarId) -> Option<()> {
+        self.k.var(v).ty.scalar().map(|_| ())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Option<()> {
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                self.scalar_var(*var)?;
+                let shape = match init {
+                    Some(e) => self.expr(e)?,
+                    None => Shape::Varying,
+                };
+                if self.k.var(*var).mutable || init.is_none() {
+                    self.mutable.insert(*var);
+                } else {
+                    self.shapes.insert(*var, shape);
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                self.expr(value)?;
+                match place {
+                    LValue::Var(v) if self.mutable.contains(v) => {}
+                    LValue::Index { base, index } => {
+                        self.memory(*base)?;
+                        self.expr(index)?;
+                        self.check()?;
+                        self.effect = true;
+                    }
+                    _ => return None,
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                body,
+                ..
+            } => {
+                if self.expr(start)? != Shape::Uniform || self.expr(end)? != Shape::Uniform {
+                    return None;
+                }
+                self.shapes.insert(*var, Shape::Uniform);
+                // Twice: a second iteration runs after the first one's effects.
+                self.block(body)?;
+                self.block(body)?;
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                if self.expr(cond)? != Shape::Uniform {
+                    self.check()?;
+                }
+                let before = self.effect;
+                self.block(then_block)?;
+                let after_then = std::mem::replace(&mut self.effect, before);
+                self.block(else_block)?;
+                self.effect |= after_then;
+            }
+            StmtKind::Block(b) => self.block(b)?,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    fn memory(&self, v: VarId) -> Option<()> {
+        let single = |e: &Ty| e.scalar().is_some();
+        match &self.k.var(v).ty {
+            Ty::Vector(e) if self.k.params.contains(&v) && single(e) => Some(()),
+            Ty::Array {
+                elem,
+                space: MemSpace::Shared,
+                size: Some(_),
+            } if single(elem) => Some(()),
+            _ => None,
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Option<Shape> {
+        e.ty.scalar()?;
+        Some(match &e.kind {
+            ExprKind::Lit(_) => Shape::Uniform,
+            ExprKind::Var(v) => {
+                if self.mutable.contains(v) {
+                    Shape::Varying
+                } else {
+                    // Defined in the segment, else a parameter or a uniform loop counter.
+                    self.shapes.get(v).copied().unwrap_or(Shape::Uniform)
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                let ty = lhs.ty.scalar()?;
+                if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() && !safe_divisor(rhs) {
+                    return None;
+                }
+                if matches!(op, BinOp::And | BinOp::Or) && !pure(rhs) {
+                    return None;
+                }
+                let (a, b) = (self.expr(lhs)?, self.expr(rhs)?);
+                binary_shape(*op, a, b)
+            }
+            ExprKind::Unary { operand, .. } => self.expr(operand)?.join(Shape::Uniform),
+            ExprKind::Index { base, index } => {
+                self.memory(*base)?;
+                let i = self.expr(index)?;
+                self.check()?;
+                i.join(Shape::Uniform)
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                if !pure(then_value) || !pure(else_value) {
+                    return None;
+                }
+                let c = self.expr(cond)?;
+                let a = self.expr(then_value)?;
+                let b = self.expr(else_value)?;
+                c.join(a).join(b)
+            }
+            ExprKind::Intrinsic { op, args } => match op {
+                Intrinsic::Geometry(g) => geometry_shape(*g),
+                Intrinsic::Convert
+                | Intrinsic::Min
+                | Intrinsic::Max
+                | Intrinsic::Abs
+                | Intrinsic::Math(_) => {
+                    let mut shape = Shape::Uniform;
+                    for a in args {
+                        shape = shape.join(self.expr(a)?);
+                    }
+                    shape
+                }
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Integer division by a literal other than 0 and -1 cannot fault or overflow.
+fn safe_divisor(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lit(Literal::I32(x)) if x != 0 && x != -1)
+        || matches!(e.kind, ExprKind::Lit(Literal::I64(x)) if x != 0 && x != -1)
+}
+
+fn binary_shape(op: BinOp, a: Shape, b: Shape) -> Shape {
+    use Shape::*;
+    match (op, a, b) {
+        (BinOp::Add, Consecutive, Uniform) | (BinOp::Add, Uniform, Consecutive) => Consecutive,
+        (BinOp::Sub, Consecutive, Uniform) => Consecutive,
+        _ => a.join(b),
+    }
+}
+
+fn geometry_shape(g: Geometry) -> Shape {
+    match g {
+        Geometry::ThreadIdx(Axis::X) | Geometry::GlobalIdx(Axis::X) => Shape::Consecutive,
+        _ => Shape::Uniform,
+    }
+}
+
+// ---- code generation ----
+
+/// A value in every lane of the group.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lanes {
+    v: [Value; LANES],
+    shape: Shape,
+}
+
+impl Lanes {
+    fn uniform(v: Value) -> Lanes {
+        Lanes {
+            v: [v; LANES],
+            shape: Shape::Uniform,
+        }
+    }
+}
+
+/// The state of one group's code: where a disagreeing or failing group goes, and the
+/// segment's values.
+pub(super) struct Group {
+    /// Rerun the group thread by thread.
+    redo: Block,
+    /// `thread_idx_x` of lane 0.
+    x: Value,
+    lets: HashMap<VarId, Lanes>,
+    vars: HashMap<VarId, [Variable; LANES]>,
+}
+
+impl Gen<'_, '_> {
+    /// The body of one lane group of `seg` (thread `tid`.. in the current block), ending in
+    /// the current block; a lane disagreement or failed check jumps to `redo`.
+    pub(super) fn group_body(
+        &mut self,
+        seg: &Segment,
+        tid: Value,
+        x: Value,
+        redo: Block,
+    ) -> R<()> {
+        let mut g = Group {
+            redo,
+            x,
+            lets: HashMap::new(),
+            vars: HashMap::new(),
+        };
+        let f = Self::trusted();
+        let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
+            Vec::new()
+        } else {
+            (0..LANES)
+                .map(|l| {
+                    let t = self.b.ins().iadd_imm_s(tid, l as i64);
+                    self.frame_of(t)
+                })
+                .collect()
+        };
+        for &v in &seg.loads {
+            let ty = cty(self.scalar_of(v)?);
+            let vars = self.lane_vars(&mut g, v)?;
+            for (l, var) in vars.iter().enumerate() {
+                let a = self.slot_addr(frames[l], v, 0)?;
+                let x = self.b.ins().load(ty, f, a, 0);
+                self.b.def_var(*var, x);
+            }
+        }
+        for s in &seg.stmts {
+            self.g_stmt(&mut g, s)?;
+        }
+        for &v in &seg.stores {
+            let vals = self.g_read(&mut g, v)?;
+            for (l, x) in vals.v.iter().enumerate() {
+                let a = self.slot_addr(frames[l], v, 0)?;
+                self.b.ins().store(f, *x, a, 0);
+            }
+        }
+        Ok(())
+    }
+
+    fn scalar_of(&self, v: VarId) -> R<Scalar> {
+        self.k
+            .var(v)
+            .ty
+            .scalar()
+            .ok_or_else(|| self.unsupported("an aggregate in a lane group"))
+    }
+
+    fn lane_vars(&mut self, g: &mut Group, v: VarId) -> R<[Variable; LANES]> {
+        if let Some(vs) = g.vars.get(&v) {
+            return Ok(*vs);
+        }
+        let ty = cty(self.scalar_of(v)?);
+        let vs = [(); LANES].map(|_| self.b.declare_var(ty));
+        g.vars.insert(v, vs);
+        Ok(vs)
+    }
+
+    fn g_read(&mut self, g: &mut Group, v: VarId) -> R<Lanes> {
+        if let Some(l) = g.lets.get(&v) {
+            return Ok(*l);
+        }
+        if let Some(vs) = g.vars.get(&v) {
+            return Ok(Lanes {
+                v: vs.map(|x| self.b.use_var(x)),
+                shape: Shape::Varying,
+            });
+        }
+        // A parameter or the counter of a uniform loop: one value.
+        Ok(Lanes::uniform(self.read_var(v)[0]))
+    }
+
+    /// Jump to the thread-by-thread rerun when `bad`.
+    fn g_check(&mut self, g: &Group, bad: Value) {
+        let ok = self.b.create_block();
+        self.b.ins().brif(bad, g.redo, &[], ok, &[]);
+        self.b.switch_to_block(ok);
+    }
+
+    fn g_stmt(&mut self, g: &mut Group, s: &Stmt) -> R<()> {
+        self.span = s.span;
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                let mutable = self.k.var(*var).mutable || init.is_none();
+                let Some(init) = init else {
+                    let vs = self.lane_vars(g, *var)?;
+                    let z = self.zero(self.scalar_of(*var)?);
+                    for x in vs {
+                        self.b.def_var(x, z);
+                    }
+                    return Ok(());
+                };
+                let val = self.g_expr(g, init)?;
+                if mutable {
+                    let vs = self.lane_vars(g, *var)?;
+                    for (x, v) in vs.iter().zip(val.v) {
+                        self.b.def_var(*x, v);
+                    }
+                } else {
+                    g.lets.insert(*var, val);
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                let val = self.g_expr(g, value)?;
+                match place {
+                    LValue::Var(v) => {
+                        let vs = self.lane_vars(g, *v)?;
+                        for (x, v) in vs.iter().zip(val.v) {
+                            self.b.def_var(*x, v);
+                        }
+                    }
+                    LValue::Index { base, index } => {
+                        let i = self.g_expr(g, index)?;
+                        let addrs = self.g_addrs(g, *base, i)?;
+                        for (l, a) in addrs.iter().enumerate() {
+                            let v = if i.shape == Shape::Uniform && val.shape != Shape::Uniform {
+                                // Every lane writes the same element: the last one wins, as
+                                // in the thread loop.
+                                val.v[LANES - 1]
+                            } else {
+                                val.v[l]
+                            };
+                            self.b.ins().store(Self::trusted(), v, *a, 0);
+                            if i.shape == Shape::Uniform {
+                                break;
+                            }
+                        }
+                    }
+                    LValue::Field { .. } => {
+                        return Err(self.unsupported("a field store in a lane group"));
+                    }
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                ..
+            } => {
+                let s0 = self.g_expr(g, start)?;
+                let e0 = self.g_expr(g, end)?;
+                if s0.shape != Shape::Uniform || e0.shape != Shape::Uniform {
+                    return Err(self.unsupported("a lane-dependent loop in a lane group"));
+                }
+                let s0 = self.b.ins().sextend(types::I64, s0.v[0]);
+                let e0 = self.b.ins().sextend(types::I64, e0.v[0]);
+                let cnt = self.b.declare_var(types::I64);
+                self.b.def_var(cnt, s0);
+                let (hdr, bodyb, exit) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().jump(hdr, &[]);
+                self.b.switch_to_block(hdr);
+                let c = self.b.use_var(cnt);
+                let cc = if *downto {
+                    IntCC::SignedGreaterThanOrEqual
+                } else {
+                    IntCC::SignedLessThanOrEqual
+                };
+                let go = self.b.ins().icmp(cc, c, e0);
+                self.b.ins().brif(go, bodyb, &[], exit, &[]);
+                self.b.switch_to_block(bodyb);
+                let v = self.b.ins().ireduce(types::I32, c);
+                g.lets.insert(*var, Lanes::uniform(v));
+                for s in body {
+                    self.g_stmt(g, s)?;
+                }
+                let c = self.b.use_var(cnt);
+                let c = self.b.ins().iadd_imm_s(c, if *downto { -1 } else { 1 });
+                self.b.def_var(cnt, c);
+                self.b.ins().jump(hdr, &[]);
+                self.b.switch_to_block(exit);
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let c = self.g_expr(g, cond)?;
+                let c = if c.shape == Shape::Uniform {
+                    c.v[0]
+                } else {
+                    // Lanes that disagree rerun thread by thread.
+                    let mut all = c.v[0];
+                    let mut any = c.v[0];
+                    for l in 1..LANES {
+                        all = self.b.ins().band(all, c.v[l]);
+                        any = self.b.ins().bor(any, c.v[l]);
+                    }
+                    let split = self.b.ins().bxor(all, any);
+                    self.g_check(g, split);
+                    all
+                };
+                let (t, e, m) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(c, t, &[], e, &[]);
+                self.b.switch_to_block(t);
+                for s in then_block {
+                    self.g_stmt(g, s)?;
+                }
+                self.b.ins().jump(m, &[]);
+                self.b.switch_to_block(e);
+                for s in else_block {
+                    self.g_stmt(g, s)?;
+                }
+                self.b.ins().jump(m, &[]);
+                self.b.switch_to_block(m);
+            }
+            StmtKind::Block(b) => {
+                for s in b {
+                    self.g_stmt(g, s)?;
+                }
+            }
+            _ => return Err(self.unsupported("this statement in a lane group")),
+        }
+        Ok(())
+    }
+
+    /// Checked addresses of element `i` of single-column memory `base` in each lane (one
+    /// address when `i` is uniform).
+    fn g_addrs(&mut self, g: &Group, base: VarId, i: Lanes) -> R<Vec<Value>> {
+        let m = self.mem_of(base)?;
+        let sz = self.mem_leaves(m)[0].size() as i64;
+        let len = self.mem_len(m);
+        let len64 = self.b.ins().uextend(types::I64, len);
+        let bad_at = |s: &mut Self, i: Value| -> Value {
+            let i64v = s.b.ins().sextend(types::I64, i);
+            s.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i64v, len64)
+        };
+        let col_addr = |s: &mut Self, i: Value| -> R<Value> {
+            let i64v = s.b.ins().uextend(types::I64, i);
+            let off = s.b.ins().imul_imm_s(i64v, sz);
+            Ok(match m {
+                super::Mem::Global(gi) => {
+                    let col = s.vecs[gi as usize].1[0];
+                    s.b.ins().iadd(col, off)
+                }
+                super::Mem::Shared(si) => {
+                    let at = s.layout.shared[si as usize].offsets[0] as i64;
+                    let a = s.b.ins().iadd(s.shared, off);
+                    s.b.ins().iadd_imm_s(a, at)
+                }
+                super::Mem::Local(_) => {
+                    return Err(s.unsupported("a local array in a lane group"));
+                }
+            })
+        };
+        Ok(match i.shape {
+            Shape::Uniform => {
+                let bad = bad_at(self, i.v[0]);
+                self.g_check(g, bad);
+                vec![col_addr(self, i.v[0])?]
+            }
+            Shape::Consecutive => {
+                // First and last lane in bounds: all are (no wrap-around at int32 range).
+                let i0 = self.b.ins().sextend(types::I64, i.v[0]);
+                let last = self.b.ins().iadd_imm_s(i0, LANES as i64 - 1);
+                let b0 = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i0, len64);
+                let b1 = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len64);
+                let bad = self.b.ins().bor(b0, b1);
+                self.g_check(g, bad);
+                let a0 = col_addr(self, i.v[0])?;
+                (0..LANES)
+                    .map(|l| self.b.ins().iadd_imm_s(a0, l as i64 * sz))
+                    .collect()
+            }
+            Shape::Varying => {
+                let mut bad = bad_at(self, i.v[0]);
+                for l in 1..LANES {
+                    let b = bad_at(self, i.v[l]);
+                    bad = self.b.ins().bor(bad, b);
+                }
+                self.g_check(g, bad);
+                let mut out = Vec::with_capacity(LANES);
+                for l in 0..LANES {
+                    out.push(col_addr(self, i.v[l])?);
+                }
+                out
+            }
+        })
+    }
+
+    /// Apply `f` lane by lane, once when every operand is uniform.
+    fn per_lane(
+        &mut self,
+        args: &[Lanes],
+        shape: Shape,
+        mut f: impl FnMut(&mut Self, &[Value]) -> R<Value>,
+    ) -> R<Lanes> {
+        if args.iter().all(|a| a.shape == Shape::Uniform) {
+            let xs: Vec<Value> = args.iter().map(|a| a.v[0]).collect();
+            return Ok(Lanes::uniform(f(self, &xs)?));
+        }
+        let mut v = Vec::with_capacity(LANES);
+        for l in 0..LANES {
+            let xs: Vec<Value> = args.iter().map(|a| a.v[l]).collect();
+            v.push(f(self, &xs)?);
+        }
+        Ok(Lanes {
+            v: [v[0], v[1], v[2], v[3]],
+            shape,
+        })
+    }
+
+    fn g_expr(&mut self, g: &mut Group, e: &Expr) -> R<Lanes> {
+        let s = super::scalar(e)?;
+        Ok(match &e.kind {
+            ExprKind::Lit(l) => Lanes::uniform(self.lit(*l)),
+            ExprKind::Var(v) => self.g_read(g, *v)?,
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                let ty = super::scalar(lhs)?;
+                let a = self.g_expr(g, lhs)?;
+                let b = self.g_expr(g, rhs)?;
+                let shape = binary_shape(*op, a.shape, b.shape);
+                self.per_lane(&[a, b], shape, |s, x| s.binop(*op, ty, x[0], x[1]))?
+            }
+            ExprKind::Unary { op, operand } => {
+                let ty = super::scalar(operand)?;
+                let a = self.g_expr(g, operand)?;
+                self.per_lane(&[a], Shape::Varying, |s, x| s.unary(*op, ty, x[0]))?
+            }
+            ExprKind::Index { base, index } => {
+                let i = self.g_expr(g, index)?;
+                let addrs = self.g_addrs(g, *base, i)?;
+                let ty = cty(s);
+                let vals: Vec<Value> = addrs
+                    .iter()
+                    .map(|a| self.b.ins().load(ty, Self::trusted(), *a, 0))
+                    .collect();
+                if vals.len() == 1 {
+                    Lanes::uniform(vals[0])
+                } else {
+                    Lanes {
+                        v: [vals[0], vals[1], vals[2], vals[3]],
+                        shape: Shape::Varying,
+                    }
+                }
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                let c = self.g_expr(g, cond)?;
+                let a = self.g_expr(g, then_value)?;
+                let b = self.g_expr(g, else_value)?;
+                self.per_lane(&[c, a, b], Shape::Varying, |s, x| {
+                    Ok(s.b.ins().select(x[0], x[1], x[2]))
+                })?
+            }
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(geo),
+                ..
+            } => self.g_geometry(g, *geo)?,
+            ExprKind::Intrinsic { op, args } => {
+                let mut vals = Vec::with_capacity(args.len());
+                let mut from = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.g_expr(g, a)?);
+                    from.push(super::scalar(a)?);
+                }
+                let op = *op;
+                self.per_lane(&vals, Shape::Varying, |me, x| {
+                    me.scalar_intrinsic(op, &from, s, x)
+                })?
+            }
+            _ => return Err(self.unsupported("this expression in a lane group")),
+        })
+    }
+
+    fn g_geometry(&mut self, g: &Group, geo: Geometry) -> R<Lanes> {
+        let x_lanes = |me: &mut Self, x0: Value| Lanes {
+            v: [0, 1, 2, 3].map(|l| me.b.ins().iadd_imm_s(x0, l)),
+            shape: Shape::Consecutive,
+        };
+        let own = |me: &mut Self, a: Axis| -> Value {
+            match (me.one_d, a) {
+                (_, Axis::X) => g.x,
+                (true, _) => me.iconst(types::I32, 0),
+                (false, a) => {
+                    let t = me.th.as_ref().map(|t| t.xyz[a.index()]);
+                    match t {
+                        Some(v) => me.b.use_var(v),
+                        None => me.iconst(types::I32, 0),
+                    }
+                }
+            }
+        };
+        Ok(match geo {
+            Geometry::ThreadIdx(Axis::X) => x_lanes(self, g.x),
+            Geometry::GlobalIdx(Axis::X) => {
+                let x0 = self.b.ins().iadd(self.block_base[0], g.x);
+                x_lanes(self, x0)
+            }
+            Geometry::ThreadIdx(a) => Lanes::uniform(own(self, a)),
+            Geometry::GlobalIdx(a) => {
+                let t = own(self, a);
+                Lanes::uniform(self.b.ins().iadd(self.block_base[a.index()], t))
+            }
+            other => Lanes::uniform(self.geometry(other)?),
+        })
+    }
+
+    /// Convert, min, max, abs and math functions on one lane's operands.
+    fn scalar_intrinsic(
+        &mut self,
+        op: Intrinsic,
+        from: &[Scalar],
+        to: Scalar,
+        x: &[Value],
+    ) -> R<Value> {
+        let s = from[0];
+        Ok(match op {
+            Intrinsic::Convert => self.convert(x[0], s, to),
+            Intrinsic::Min | Intrinsic::Max => {
+                let max = op == Intrinsic::Max;
+                match s {
+                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(x[0], x[1]),
+                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(x[0], x[1]),
+                    Scalar::Bool if max => self.b.ins().bor(x[0], x[1]),
+                    Scalar::Bool => self.b.ins().band(x[0], x[1]),
+                    _ => {
+                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
+                        self.math_call(s, crate::math::code(f), x)
+                    }
+                }
+            }
+            Intrinsic::Abs => match s {
+                Scalar::Bool => x[0],
+                Scalar::I32 | Scalar::I64 => self.b.ins().iabs(x[0]),
+                _ => self.b.ins().fabs(x[0]),
+            },
+            Intrinsic::Math(f) => match f {
+                MathFn::Sqrt => self.b.ins().sqrt(x[0]),
+                MathFn::Floor => self.b.ins().floor(x[0]),
+                MathFn::Ceil => self.b.ins().ceil(x[0]),
+                MathFn::Trunc => self.b.ins().trunc(x[0]),
+                MathFn::Fabs => self.b.ins().fabs(x[0]),
+                MathFn::Copysign => self.b.ins().fcopysign(x[0], x[1]),
+                _ => self.math_call(s, crate::math::code(f), x),
+            },
+            _ => return Err(self.unsupported("this intrinsic in a lane group")),
+        })
+    }
+}
