@@ -10,8 +10,13 @@
 //! store), a group whose lanes disagree on a condition, or that fails a bounds check, is rerun
 //! thread by thread from its start, so faults are reported exactly as the thread loop reports
 //! them; [`group_safe`] accepts only segments where no check or lane-dependent branch follows
-//! an effect. Lanes are scalar Cranelift values (no vector instructions): the gain is the
-//! interleaving and the shared work.
+//! an effect.
+//!
+//! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
+//! elements is one `f32x4` load, `+.`, `-.`, `*.` and `/.` with such an operand are one
+//! vector instruction (IEEE-exact like the scalar ones), a mutable float32 variable is one
+//! vector register, and a store of consecutive elements is one vector store. Anything else
+//! takes the four lanes apart.
 
 use super::{Gen, R, cty, pure};
 use crate::structure::Segment;
@@ -246,11 +251,13 @@ fn geometry_shape(g: Geometry) -> Shape {
 
 // ---- code generation ----
 
-/// A value in every lane of the group.
+/// A value in every lane of the group: one value per lane, or (`vec`) one `f32x4` holding
+/// the four (then `v` is meaningless: see [`Gen::split`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lanes {
     v: [Value; LANES],
     shape: Shape,
+    vec: Option<Value>,
 }
 
 impl Lanes {
@@ -258,8 +265,32 @@ impl Lanes {
         Lanes {
             v: [v; LANES],
             shape: Shape::Uniform,
+            vec: None,
         }
     }
+
+    fn varying(v: [Value; LANES]) -> Lanes {
+        Lanes {
+            v,
+            shape: Shape::Varying,
+            vec: None,
+        }
+    }
+
+    fn f32x4(x: Value) -> Lanes {
+        Lanes {
+            v: [x; LANES],
+            shape: Shape::Varying,
+            vec: Some(x),
+        }
+    }
+}
+
+/// A variable with a value per lane: four scalars, or one `f32x4` (float32).
+#[derive(Clone, Copy)]
+enum LaneVar {
+    Scalars([Variable; LANES]),
+    F32x4(Variable),
 }
 
 /// The state of one group's code: where a disagreeing or failing group goes, and the
@@ -270,7 +301,7 @@ pub(super) struct Group {
     /// `thread_idx_x` of lane 0.
     x: Value,
     lets: HashMap<VarId, Lanes>,
-    vars: HashMap<VarId, [Variable; LANES]>,
+    vars: HashMap<VarId, LaneVar>,
 }
 
 impl Gen<'_, '_> {
@@ -302,18 +333,19 @@ impl Gen<'_, '_> {
         };
         for &v in &seg.loads {
             let ty = cty(self.scalar_of(v)?);
-            let vars = self.lane_vars(&mut g, v)?;
-            for (l, var) in vars.iter().enumerate() {
+            let mut vals = [tid; LANES];
+            for (l, x) in vals.iter_mut().enumerate() {
                 let a = self.slot_addr(frames[l], v, 0)?;
-                let x = self.b.ins().load(ty, f, a, 0);
-                self.b.def_var(*var, x);
+                *x = self.b.ins().load(ty, f, a, 0);
             }
+            self.g_assign(&mut g, v, Lanes::varying(vals))?;
         }
         for s in &seg.stmts {
             self.g_stmt(&mut g, s)?;
         }
         for &v in &seg.stores {
             let vals = self.g_read(&mut g, v)?;
+            let vals = self.split(vals);
             for (l, x) in vals.v.iter().enumerate() {
                 let a = self.slot_addr(frames[l], v, 0)?;
                 self.b.ins().store(f, *x, a, 0);
@@ -330,24 +362,68 @@ impl Gen<'_, '_> {
             .ok_or_else(|| self.unsupported("an aggregate in a lane group"))
     }
 
-    fn lane_vars(&mut self, g: &mut Group, v: VarId) -> R<[Variable; LANES]> {
+    fn lane_var(&mut self, g: &mut Group, v: VarId) -> R<LaneVar> {
         if let Some(vs) = g.vars.get(&v) {
             return Ok(*vs);
         }
-        let ty = cty(self.scalar_of(v)?);
-        let vs = [(); LANES].map(|_| self.b.declare_var(ty));
-        g.vars.insert(v, vs);
-        Ok(vs)
+        let s = self.scalar_of(v)?;
+        let lv = if s == Scalar::F32 {
+            LaneVar::F32x4(self.b.declare_var(types::F32X4))
+        } else {
+            LaneVar::Scalars([(); LANES].map(|_| self.b.declare_var(cty(s))))
+        };
+        g.vars.insert(v, lv);
+        Ok(lv)
+    }
+
+    /// `v := value` in every lane.
+    fn g_assign(&mut self, g: &mut Group, v: VarId, value: Lanes) -> R<()> {
+        match self.lane_var(g, v)? {
+            LaneVar::F32x4(x) => {
+                let vec = self.vector(value);
+                self.b.def_var(x, vec);
+            }
+            LaneVar::Scalars(xs) => {
+                let value = self.split(value);
+                for (x, v) in xs.iter().zip(value.v) {
+                    self.b.def_var(*x, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The lanes as separate values.
+    fn split(&mut self, l: Lanes) -> Lanes {
+        match l.vec {
+            None => l,
+            Some(x) => Lanes::varying([0u8, 1, 2, 3].map(|i| self.b.ins().extractlane(x, i))),
+        }
+    }
+
+    /// The lanes of a float32 value as one `f32x4`.
+    fn vector(&mut self, l: Lanes) -> Value {
+        if let Some(x) = l.vec {
+            return x;
+        }
+        if l.shape == Shape::Uniform {
+            return self.b.ins().splat(types::F32X4, l.v[0]);
+        }
+        let mut x = self.b.ins().scalar_to_vector(types::F32X4, l.v[0]);
+        for i in 1..LANES {
+            x = self.b.ins().insertlane(x, l.v[i], i as u8);
+        }
+        x
     }
 
     fn g_read(&mut self, g: &mut Group, v: VarId) -> R<Lanes> {
         if let Some(l) = g.lets.get(&v) {
             return Ok(*l);
         }
-        if let Some(vs) = g.vars.get(&v) {
-            return Ok(Lanes {
-                v: vs.map(|x| self.b.use_var(x)),
-                shape: Shape::Varying,
+        if let Some(lv) = g.vars.get(&v) {
+            return Ok(match *lv {
+                LaneVar::F32x4(x) => Lanes::f32x4(self.b.use_var(x)),
+                LaneVar::Scalars(xs) => Lanes::varying(xs.map(|x| self.b.use_var(x))),
             });
         }
         // A parameter or the counter of a uniform loop: one value.
@@ -367,19 +443,12 @@ impl Gen<'_, '_> {
             StmtKind::Let { var, init } => {
                 let mutable = self.k.var(*var).mutable || init.is_none();
                 let Some(init) = init else {
-                    let vs = self.lane_vars(g, *var)?;
                     let z = self.zero(self.scalar_of(*var)?);
-                    for x in vs {
-                        self.b.def_var(x, z);
-                    }
-                    return Ok(());
+                    return self.g_assign(g, *var, Lanes::uniform(z));
                 };
                 let val = self.g_expr(g, init)?;
                 if mutable {
-                    let vs = self.lane_vars(g, *var)?;
-                    for (x, v) in vs.iter().zip(val.v) {
-                        self.b.def_var(*x, v);
-                    }
+                    self.g_assign(g, *var, val)?;
                 } else {
                     g.lets.insert(*var, val);
                 }
@@ -387,15 +456,15 @@ impl Gen<'_, '_> {
             StmtKind::Assign { place, value } => {
                 let val = self.g_expr(g, value)?;
                 match place {
-                    LValue::Var(v) => {
-                        let vs = self.lane_vars(g, *v)?;
-                        for (x, v) in vs.iter().zip(val.v) {
-                            self.b.def_var(*x, v);
-                        }
-                    }
+                    LValue::Var(v) => self.g_assign(g, *v, val)?,
                     LValue::Index { base, index } => {
                         let i = self.g_expr(g, index)?;
                         let addrs = self.g_addrs(g, *base, i)?;
+                        if let (Some(x), Shape::Consecutive) = (val.vec, i.shape) {
+                            self.b.ins().store(Self::trusted(), x, addrs[0], 0);
+                            return Ok(());
+                        }
+                        let val = self.split(val);
                         for (l, a) in addrs.iter().enumerate() {
                             let v = if i.shape == Shape::Uniform && val.shape != Shape::Uniform {
                                 // Every lane writes the same element: the last one wins, as
@@ -581,6 +650,7 @@ impl Gen<'_, '_> {
         shape: Shape,
         mut f: impl FnMut(&mut Self, &[Value]) -> R<Value>,
     ) -> R<Lanes> {
+        let args: Vec<Lanes> = args.iter().map(|a| self.split(*a)).collect();
         if args.iter().all(|a| a.shape == Shape::Uniform) {
             let xs: Vec<Value> = args.iter().map(|a| a.v[0]).collect();
             return Ok(Lanes::uniform(f(self, &xs)?));
@@ -593,6 +663,7 @@ impl Gen<'_, '_> {
         Ok(Lanes {
             v: [v[0], v[1], v[2], v[3]],
             shape,
+            vec: None,
         })
     }
 
@@ -605,6 +676,17 @@ impl Gen<'_, '_> {
                 let ty = super::scalar(lhs)?;
                 let a = self.g_expr(g, lhs)?;
                 let b = self.g_expr(g, rhs)?;
+                let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
+                if ty == Scalar::F32 && arith && (a.vec.is_some() || b.vec.is_some()) {
+                    let (x, y) = (self.vector(a), self.vector(b));
+                    let i = self.b.ins();
+                    return Ok(Lanes::f32x4(match op {
+                        BinOp::Add => i.fadd(x, y),
+                        BinOp::Sub => i.fsub(x, y),
+                        BinOp::Mul => i.fmul(x, y),
+                        _ => i.fdiv(x, y),
+                    }));
+                }
                 let shape = binary_shape(*op, a.shape, b.shape);
                 self.per_lane(&[a, b], shape, |s, x| s.binop(*op, ty, x[0], x[1]))?
             }
@@ -616,6 +698,10 @@ impl Gen<'_, '_> {
             ExprKind::Index { base, index } => {
                 let i = self.g_expr(g, index)?;
                 let addrs = self.g_addrs(g, *base, i)?;
+                if s == Scalar::F32 && i.shape == Shape::Consecutive {
+                    let x = self.b.ins().load(types::F32X4, Self::trusted(), addrs[0], 0);
+                    return Ok(Lanes::f32x4(x));
+                }
                 let ty = cty(s);
                 let vals: Vec<Value> = addrs
                     .iter()
@@ -624,10 +710,7 @@ impl Gen<'_, '_> {
                 if vals.len() == 1 {
                     Lanes::uniform(vals[0])
                 } else {
-                    Lanes {
-                        v: [vals[0], vals[1], vals[2], vals[3]],
-                        shape: Shape::Varying,
-                    }
+                    Lanes::varying([vals[0], vals[1], vals[2], vals[3]])
                 }
             }
             ExprKind::Select {
@@ -666,6 +749,7 @@ impl Gen<'_, '_> {
         let x_lanes = |me: &mut Self, x0: Value| Lanes {
             v: [0, 1, 2, 3].map(|l| me.b.ins().iadd_imm_s(x0, l)),
             shape: Shape::Consecutive,
+            vec: None,
         };
         let own = |me: &mut Self, a: Axis| -> Value {
             match (me.one_d, a) {
