@@ -199,10 +199,11 @@ impl Analysis<'_> {
                 then_value,
                 else_value,
             } => {
-                if !pure(then_value) || !pure(else_value) {
-                    return None;
-                }
                 let c = self.expr(cond)?;
+                if (!pure(then_value) || !pure(else_value)) && c != Shape::Uniform {
+                    // Evaluated as a branch: the lanes must agree.
+                    self.check()?;
+                }
                 let a = self.expr(then_value)?;
                 let b = self.expr(else_value)?;
                 c.join(a).join(b)
@@ -534,20 +535,7 @@ impl Gen<'_, '_> {
                 else_block,
             } => {
                 let c = self.g_expr(g, cond)?;
-                let c = if c.shape == Shape::Uniform {
-                    c.v[0]
-                } else {
-                    // Lanes that disagree rerun thread by thread.
-                    let mut all = c.v[0];
-                    let mut any = c.v[0];
-                    for l in 1..LANES {
-                        all = self.b.ins().band(all, c.v[l]);
-                        any = self.b.ins().bor(any, c.v[l]);
-                    }
-                    let split = self.b.ins().bxor(all, any);
-                    self.g_check(g, split);
-                    all
-                };
+                let c = self.g_agree(g, c);
                 let (t, e, m) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -574,6 +562,58 @@ impl Gen<'_, '_> {
             _ => return Err(self.unsupported("this statement in a lane group")),
         }
         Ok(())
+    }
+
+    /// The condition of the whole group: lanes that disagree rerun thread by thread.
+    fn g_agree(&mut self, g: &Group, c: Lanes) -> Value {
+        if c.shape == Shape::Uniform {
+            return c.v[0];
+        }
+        let mut all = c.v[0];
+        let mut any = c.v[0];
+        for l in 1..LANES {
+            all = self.b.ins().band(all, c.v[l]);
+            any = self.b.ins().bor(any, c.v[l]);
+        }
+        let split = self.b.ins().bxor(all, any);
+        self.g_check(g, split);
+        all
+    }
+
+    /// `if c then a else b` for the whole group, as control flow (float32 results as one
+    /// `f32x4`, others lane by lane).
+    fn g_branch(&mut self, g: &mut Group, c: Value, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
+        let (tb, eb, m) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let vector = s == Scalar::F32;
+        let params: Vec<Value> = if vector {
+            vec![self.b.append_block_param(m, types::F32X4)]
+        } else {
+            (0..LANES)
+                .map(|_| self.b.append_block_param(m, cty(s)))
+                .collect()
+        };
+        self.b.ins().brif(c, tb, &[], eb, &[]);
+        for (blk, e) in [(tb, a), (eb, b)] {
+            self.b.switch_to_block(blk);
+            let x = self.g_expr(g, e)?;
+            let args: Vec<Value> = if vector {
+                vec![self.vector(x)]
+            } else {
+                self.split(x).v.to_vec()
+            };
+            let args: Vec<_> = args.into_iter().map(Into::into).collect();
+            self.b.ins().jump(m, &args);
+        }
+        self.b.switch_to_block(m);
+        Ok(if vector {
+            Lanes::f32x4(params[0])
+        } else {
+            Lanes::varying([params[0], params[1], params[2], params[3]])
+        })
     }
 
     /// Checked addresses of element `i` of single-column memory `base` in each lane (one
@@ -719,11 +759,16 @@ impl Gen<'_, '_> {
                 else_value,
             } => {
                 let c = self.g_expr(g, cond)?;
-                let a = self.g_expr(g, then_value)?;
-                let b = self.g_expr(g, else_value)?;
-                self.per_lane(&[c, a, b], Shape::Varying, |s, x| {
-                    Ok(s.b.ins().select(x[0], x[1], x[2]))
-                })?
+                if pure(then_value) && pure(else_value) {
+                    let a = self.g_expr(g, then_value)?;
+                    let b = self.g_expr(g, else_value)?;
+                    self.per_lane(&[c, a, b], Shape::Varying, |s, x| {
+                        Ok(s.b.ins().select(x[0], x[1], x[2]))
+                    })?
+                } else {
+                    let c = self.g_agree(g, c);
+                    self.g_branch(g, c, s, then_value, else_value)?
+                }
             }
             ExprKind::Intrinsic {
                 op: Intrinsic::Geometry(geo),
