@@ -115,6 +115,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
 
     let frontend = module.isa().frontend_config();
     let mut sites = Vec::new();
+    let mut grouped_segments = 0;
     let mut ids = Vec::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
     for one_d in [false, true] {
@@ -134,6 +135,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             g.lane_groups = opts.lane_groups;
             g.entry()?;
             g.nodes(&tree.nodes)?;
+            grouped_segments = g.grouped;
             let zero = g.b.ins().iconst(types::I32, 0);
             g.b.ins().return_(&[zero]);
             g.b.seal_all_blocks();
@@ -169,7 +171,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         module.get_finalized_function(ids[0]),
         module.get_finalized_function(ids[1]),
     ];
-    Ok(Compiled::new(k, layout, sites, module, code))
+    let mut compiled = Compiled::new(k, layout, sites, module, code);
+    compiled.lane_group_segments = grouped_segments;
+    Ok(compiled)
 }
 
 struct Thread {
@@ -205,6 +209,8 @@ struct Gen<'a, 'f> {
     one_d: bool,
     /// Run segments that allow it in lane groups ([`lanes`]).
     lane_groups: bool,
+    /// Segments generated with lane groups.
+    grouped: usize,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -248,6 +254,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             th: None,
             one_d: false,
             lane_groups: true,
+            grouped: 0,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,
@@ -638,6 +645,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             self.b.create_block(),
         );
         let grouped = self.lane_groups && lanes::group_safe(self.k, seg);
+        self.grouped += usize::from(grouped);
         let mut scalar_exit = exit;
         if grouped {
             let (ghdr, gbody, gredo, rest) = (
@@ -671,7 +679,11 @@ impl<'a, 'f> Gen<'a, 'f> {
             self.b.ins().jump(hdr, &[]);
             self.b.switch_to_block(gbody);
             self.th = Some(Thread { tid, xyz });
-            let x = if self.one_d { t } else { self.b.use_var(xyz[0]) };
+            let x = if self.one_d {
+                t
+            } else {
+                self.b.use_var(xyz[0])
+            };
             self.group_body(seg, t, x, gredo)?;
             self.advance(tid, xyz, lanes::LANES as i64);
             self.b.ins().jump(ghdr, &[]);

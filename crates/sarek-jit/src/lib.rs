@@ -106,6 +106,12 @@ impl JitKernel {
         self.compile_time
     }
 
+    /// How many of the kernel's segments (thread loops between barriers) run four
+    /// consecutive threads at a time.
+    pub fn lane_group_segments(&self) -> usize {
+        self.inner.lane_group_segments
+    }
+
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.inner.kernel.name

@@ -177,11 +177,7 @@ fn node_operands(nodes: &[Node], out: &mut HashSet<VarId>) {
 fn recomputable(k: &Kernel, operands: &HashSet<VarId>) -> HashMap<VarId, Stmt> {
     let mut lets: HashMap<VarId, (usize, Stmt)> = HashMap::new();
     sarek_compiler::ir::visit::for_each_stmt(&k.body, &mut |s| {
-        if let StmtKind::Let {
-            var,
-            init: Some(_),
-        } = &s.kind
-        {
+        if let StmtKind::Let { var, init: Some(_) } = &s.kind {
             lets.entry(*var).or_insert((0, s.clone())).0 += 1;
         }
     });
@@ -258,7 +254,12 @@ fn cheap_and_pure(e: &Expr, known: &dyn Fn(VarId) -> bool) -> bool {
 }
 
 /// The `let`s that recompute `v` (after those of the recomputable variables it reads).
-fn remat_lets(v: VarId, remat: &HashMap<VarId, Stmt>, done: &mut HashSet<VarId>, out: &mut Vec<Stmt>) {
+fn remat_lets(
+    v: VarId,
+    remat: &HashMap<VarId, Stmt>,
+    done: &mut HashSet<VarId>,
+    out: &mut Vec<Stmt>,
+) {
     if !done.insert(v) {
         return;
     }
@@ -279,11 +280,7 @@ fn remat_lets(v: VarId, remat: &HashMap<VarId, Stmt>, done: &mut HashSet<VarId>,
     out.push(s.clone());
 }
 
-fn fill_segments(
-    nodes: &mut [Node],
-    slots: &HashMap<VarId, u32>,
-    remat: &HashMap<VarId, Stmt>,
-) {
+fn fill_segments(nodes: &mut [Node], slots: &HashMap<VarId, u32>, remat: &HashMap<VarId, Stmt>) {
     for n in nodes {
         match n {
             Node::Segment(s) => {
@@ -316,9 +313,7 @@ fn fill_segments(
                 fill_segments(then_n, slots, remat);
                 fill_segments(else_n, slots, remat);
             }
-            Node::For { body, .. } | Node::While { body, .. } => {
-                fill_segments(body, slots, remat)
-            }
+            Node::For { body, .. } | Node::While { body, .. } => fill_segments(body, slots, remat),
             Node::Warp { .. } => {}
         }
     }

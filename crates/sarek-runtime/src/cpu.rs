@@ -84,6 +84,14 @@ pub fn run(
     interp::launch(kernel, config, args, run_parallel)
 }
 
+/// Why `kernel` would run on the interpreter core rather than as native code on `cpu` (`None`:
+/// native), for `sarek run --verbose`-style notes. Compiles the kernel once, uncached.
+pub fn native_note(kernel: &Kernel) -> Option<String> {
+    sarek_jit::compile(kernel, &sarek_jit::JitOptions::default())
+        .err()
+        .map(|e| e.to_string())
+}
+
 /// A kernel as the `cpu` device holds it: native code (Cranelift, `sarek-jit`), or the reason
 /// it runs on the interpreter core.
 enum Compiled {

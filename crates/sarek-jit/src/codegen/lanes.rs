@@ -9,8 +9,10 @@
 //! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
 //! store), a group whose lanes disagree on a condition, or that fails a bounds check, is rerun
 //! thread by thread from its start, so faults are reported exactly as the thread loop reports
-//! them; [`group_safe`] accepts only segments where no check or lane-dependent branch follows
-//! an effect.
+//! them; [`group_safe`] accepts only segments where no lane-dependent branch follows an
+//! effect. A bounds check that fails after an effect cannot rerun the group (its stores would
+//! run twice): the launch ends with [`SiteKind::GroupFault`], which the caller treats like a
+//! divergent barrier (the launch is rerun on the interpreter, which reports the fault).
 //!
 //! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
 //! elements is one `f32x4` load, `+.`, `-.`, `*.` and `/.` with such an operand are one
@@ -19,6 +21,7 @@
 //! takes the four lanes apart.
 
 use super::{Gen, R, cty, pure};
+use crate::launch::{STATUS_DIVERGENT, SiteKind};
 use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
@@ -80,7 +83,7 @@ impl Analysis<'_> {
         b.iter().try_for_each(|s| self.stmt(s))
     }
 
-    /// A check (bounds, lane agreement) here: only before the first effect.
+    /// A lane-agreement check here: only before the first effect.
     fn check(&self) -> Option<()> {
         (!self.effect).then_some(())
     }
@@ -110,7 +113,6 @@ impl Analysis<'_> {
                     LValue::Index { base, index } => {
                         self.memory(*base)?;
                         self.expr(index)?;
-                        self.check()?;
                         self.effect = true;
                     }
                     _ => return None,
@@ -191,7 +193,6 @@ impl Analysis<'_> {
             ExprKind::Index { base, index } => {
                 self.memory(*base)?;
                 let i = self.expr(index)?;
-                self.check()?;
                 i.join(Shape::Uniform)
             }
             ExprKind::Select {
@@ -226,6 +227,21 @@ impl Analysis<'_> {
             _ => return None,
         })
     }
+}
+
+/// Whether statements store to memory.
+fn stores(b: &sarek_compiler::ir::Block) -> bool {
+    let mut found = false;
+    sarek_compiler::ir::visit::for_each_stmt(b, &mut |s| {
+        if let StmtKind::Assign {
+            place: LValue::Index { .. },
+            ..
+        } = s.kind
+        {
+            found = true;
+        }
+    });
+    found
 }
 
 /// Integer division by a literal other than 0 and -1 cannot fault or overflow.
@@ -301,6 +317,8 @@ pub(super) struct Group {
     redo: Block,
     /// `thread_idx_x` of lane 0.
     x: Value,
+    /// A store may have run on the way here (so a failing check cannot rerun the group).
+    effect: bool,
     lets: HashMap<VarId, Lanes>,
     vars: HashMap<VarId, LaneVar>,
 }
@@ -308,16 +326,11 @@ pub(super) struct Group {
 impl Gen<'_, '_> {
     /// The body of one lane group of `seg` (thread `tid`.. in the current block), ending in
     /// the current block; a lane disagreement or failed check jumps to `redo`.
-    pub(super) fn group_body(
-        &mut self,
-        seg: &Segment,
-        tid: Value,
-        x: Value,
-        redo: Block,
-    ) -> R<()> {
+    pub(super) fn group_body(&mut self, seg: &Segment, tid: Value, x: Value, redo: Block) -> R<()> {
         let mut g = Group {
             redo,
             x,
+            effect: false,
             lets: HashMap::new(),
             vars: HashMap::new(),
         };
@@ -431,11 +444,20 @@ impl Gen<'_, '_> {
         Ok(Lanes::uniform(self.read_var(v)[0]))
     }
 
-    /// Jump to the thread-by-thread rerun when `bad`.
+    /// Jump to the thread-by-thread rerun when `bad` (lanes disagree; no effect yet).
     fn g_check(&mut self, g: &Group, bad: Value) {
         let ok = self.b.create_block();
         self.b.ins().brif(bad, g.redo, &[], ok, &[]);
         self.b.switch_to_block(ok);
+    }
+
+    /// A failing bounds check: rerun the group thread by thread, or after an effect, end
+    /// the launch for the interpreter to rerun.
+    fn g_bounds(&mut self, g: &Group, bad: Value) {
+        if !g.effect {
+            return self.g_check(g, bad);
+        }
+        self.check_status(bad, SiteKind::GroupFault, None, None, STATUS_DIVERGENT);
     }
 
     fn g_stmt(&mut self, g: &mut Group, s: &Stmt) -> R<()> {
@@ -461,6 +483,7 @@ impl Gen<'_, '_> {
                     LValue::Index { base, index } => {
                         let i = self.g_expr(g, index)?;
                         let addrs = self.g_addrs(g, *base, i)?;
+                        g.effect = true;
                         if let (Some(x), Shape::Consecutive) = (val.vec, i.shape) {
                             self.b.ins().store(Self::trusted(), x, addrs[0], 0);
                             return Ok(());
@@ -520,6 +543,8 @@ impl Gen<'_, '_> {
                 self.b.switch_to_block(bodyb);
                 let v = self.b.ins().ireduce(types::I32, c);
                 g.lets.insert(*var, Lanes::uniform(v));
+                // A later iteration runs after this one's stores.
+                g.effect |= stores(body);
                 for s in body {
                     self.g_stmt(g, s)?;
                 }
@@ -543,14 +568,17 @@ impl Gen<'_, '_> {
                 );
                 self.b.ins().brif(c, t, &[], e, &[]);
                 self.b.switch_to_block(t);
+                let before = g.effect;
                 for s in then_block {
                     self.g_stmt(g, s)?;
                 }
+                let after_then = std::mem::replace(&mut g.effect, before);
                 self.b.ins().jump(m, &[]);
                 self.b.switch_to_block(e);
                 for s in else_block {
                     self.g_stmt(g, s)?;
                 }
+                g.effect |= after_then;
                 self.b.ins().jump(m, &[]);
                 self.b.switch_to_block(m);
             }
@@ -625,7 +653,8 @@ impl Gen<'_, '_> {
         let len64 = self.b.ins().uextend(types::I64, len);
         let bad_at = |s: &mut Self, i: Value| -> Value {
             let i64v = s.b.ins().sextend(types::I64, i);
-            s.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i64v, len64)
+            s.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, i64v, len64)
         };
         let col_addr = |s: &mut Self, i: Value| -> R<Value> {
             let i64v = s.b.ins().uextend(types::I64, i);
@@ -648,20 +677,23 @@ impl Gen<'_, '_> {
         Ok(match i.shape {
             Shape::Uniform => {
                 let bad = bad_at(self, i.v[0]);
-                self.g_check(g, bad);
+                self.g_bounds(g, bad);
                 vec![col_addr(self, i.v[0])?]
             }
             Shape::Consecutive => {
                 // First and last lane in bounds: all are (no wrap-around at int32 range).
                 let i0 = self.b.ins().sextend(types::I64, i.v[0]);
                 let last = self.b.ins().iadd_imm_s(i0, LANES as i64 - 1);
-                let b0 = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i0, len64);
+                let b0 = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, i0, len64);
                 let b1 = self
                     .b
                     .ins()
                     .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len64);
                 let bad = self.b.ins().bor(b0, b1);
-                self.g_check(g, bad);
+                self.g_bounds(g, bad);
                 let a0 = col_addr(self, i.v[0])?;
                 (0..LANES)
                     .map(|l| self.b.ins().iadd_imm_s(a0, l as i64 * sz))
@@ -673,7 +705,7 @@ impl Gen<'_, '_> {
                     let b = bad_at(self, i.v[l]);
                     bad = self.b.ins().bor(bad, b);
                 }
-                self.g_check(g, bad);
+                self.g_bounds(g, bad);
                 let mut out = Vec::with_capacity(LANES);
                 for l in 0..LANES {
                     out.push(col_addr(self, i.v[l])?);
@@ -739,7 +771,10 @@ impl Gen<'_, '_> {
                 let i = self.g_expr(g, index)?;
                 let addrs = self.g_addrs(g, *base, i)?;
                 if s == Scalar::F32 && i.shape == Shape::Consecutive {
-                    let x = self.b.ins().load(types::F32X4, Self::trusted(), addrs[0], 0);
+                    let x = self
+                        .b
+                        .ins()
+                        .load(types::F32X4, Self::trusted(), addrs[0], 0);
                     return Ok(Lanes::f32x4(x));
                 }
                 let ty = cty(s);

@@ -453,3 +453,121 @@ mod random {
         }
     }
 }
+
+#[test]
+fn lane_groups_agree_with_the_interpreter_at_their_edges() {
+    // Segments run four threads at a time: consecutive loads and stores as float32 vectors,
+    // a gather at reversed indices, a store every lane makes to one element (the last
+    // thread's value stays), a uniform loop accumulating in a vector register, a conditional
+    // expression with loads (a branch the group agrees on, or reruns thread by thread), and
+    // groups at the edges: a tail of a 1-D block, a block row that is not a multiple of four,
+    // lanes that disagree on `i < n`, an out-of-bounds group.
+    let src = "let%kernel lanes (x : float32 vector) (y : float32 vector) (last : int32 vector) (n : int32) (m : int32) =
+  let i = global_idx_y * (grid_dim_x * block_dim_x) + global_idx_x in
+  if i < n then begin
+    let v = if i < m then x.(i) else 0.25 in
+    let mut acc = 0.0 in
+    for k = 0 to 7 do
+      acc := acc +. x.(k + i) *. 0.5
+    done;
+    y.(i) <- v *. 2.0 +. v /. 3.0 -. x.(n - 1 - i) +. acc;
+    last.(block_idx_x) <- thread_idx_x * 10 + thread_idx_y
+  end
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("lanes");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let fvec = |v: Vec<f32>| {
+        ArgValue::Vector(HostVector {
+            len: v.len(),
+            columns: vec![Column::F32(v)],
+        })
+    };
+    let len = 208;
+    let x: Vec<f32> = (0..len).map(|k| (k as f32 * 0.37).sin() * 3.0).collect();
+    let cases = [
+        // (grid, block, n, m): 1-D with a tail group; lanes split on `i < m` and `i < n`;
+        // rows of 8 (grouped) and of 6 (thread by thread); x read past its end (a fault).
+        ([3, 1, 1], [30, 1, 1], 90, 45),
+        ([2, 1, 1], [64, 1, 1], 127, 50),
+        ([2, 1, 1], [8, 3, 1], 48, 13),
+        ([2, 1, 1], [6, 5, 1], 60, 31),
+        ([1, 1, 1], [64, 1, 1], 64, 64),
+        ([1, 1, 1], [64, 1, 1], 300, 10),
+    ];
+    let mut faults = 0;
+    for (grid, block, n, m) in cases {
+        let config = LaunchConfig { grid, block };
+        let args = vec![
+            fvec(x.clone()),
+            fvec(vec![0.0; len]),
+            ivec(vec![-1; 4]),
+            scalar(n),
+            scalar(m),
+        ];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        match (&interp, &native) {
+            (Ok(a), Ok(b)) => {
+                for c in harness::compare_args(&k, a, b, &EXACT) {
+                    assert!(
+                        c.ok(),
+                        "{grid:?} {block:?} n={n}: {}: {:?}",
+                        c.param,
+                        c.first
+                    );
+                }
+            }
+            (Err(a), Err(b)) => {
+                faults += 1;
+                assert_eq!(a, b, "{grid:?} {block:?} n={n}: the same fault")
+            }
+            _ => panic!("{grid:?} {block:?} n={n}: interp {interp:?}, cpu {native:?}"),
+        }
+    }
+    assert_eq!(faults, 1, "the last case reads past the end of x");
+}
+
+#[test]
+fn a_lane_group_faulting_after_a_store_is_rerun_on_the_interpreter() {
+    // The second store of thread 61 is out of bounds; its group (60..63) already made its
+    // first stores, so it cannot rerun thread by thread: the native launch stops and the cpu
+    // device reruns the launch on the interpreter, which names thread 61.
+    let src = "let%kernel twice (y : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  y.(i) <- 1;
+  y.(i + n) <- 2
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("twice");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1);
+    let args = vec![ivec(vec![0; 64]), scalar(3)];
+    let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args.clone());
+    let Err(RuntimeError::Launch(why)) = &native else {
+        panic!("the native path hands the launch over: {native:?}");
+    };
+    assert!(why.contains("rerun on the interpreter"), "{why}");
+    let Err(expected) = interp else {
+        panic!("interp faults");
+    };
+    assert!(
+        expected.to_string().contains("thread (61,0,0)"),
+        "{expected}"
+    );
+    let mut args = args;
+    let got = sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap_err();
+    assert_eq!(
+        got, expected,
+        "the cpu device gives the interpreter's fault"
+    );
+    // In bounds, the native path runs it.
+    let mut ok = vec![ivec(vec![0; 64]), scalar(0)];
+    JitCache::default()
+        .run_native(&k, LaunchConfig::linear(64), &mut ok)
+        .unwrap();
+    assert_eq!(ints(&ok[0]), vec![2; 64]);
+}
