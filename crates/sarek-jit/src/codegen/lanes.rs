@@ -201,10 +201,6 @@ impl Analysis<'_> {
                 else_value,
             } => {
                 let c = self.expr(cond)?;
-                if (!pure(then_value) || !pure(else_value)) && c != Shape::Uniform {
-                    // Evaluated as a branch: the lanes must agree.
-                    self.check()?;
-                }
                 let a = self.expr(then_value)?;
                 let b = self.expr(else_value)?;
                 c.join(a).join(b)
@@ -319,6 +315,9 @@ pub(super) struct Group {
     x: Value,
     /// A store may have run on the way here (so a failing check cannot rerun the group).
     effect: bool,
+    /// Evaluating for this lane alone (an arm of a conditional expression the lanes
+    /// disagree on): only its accesses are checked and made.
+    only: Option<usize>,
     lets: HashMap<VarId, Lanes>,
     vars: HashMap<VarId, LaneVar>,
 }
@@ -331,6 +330,7 @@ impl Gen<'_, '_> {
             redo,
             x,
             effect: false,
+            only: None,
             lets: HashMap::new(),
             vars: HashMap::new(),
         };
@@ -608,6 +608,80 @@ impl Gen<'_, '_> {
         all
     }
 
+    /// `if c then a else b` with arms that may fault: one branch for the group when its lanes
+    /// agree, else each lane evaluates its own arm (only its own loads are checked).
+    fn g_select(&mut self, g: &mut Group, c: Lanes, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
+        if c.shape == Shape::Uniform {
+            return self.g_branch(g, c.v[0], s, a, b);
+        }
+        let mut all = c.v[0];
+        let mut any = c.v[0];
+        for l in 1..LANES {
+            all = self.b.ins().band(all, c.v[l]);
+            any = self.b.ins().bor(any, c.v[l]);
+        }
+        let split = self.b.ins().bxor(all, any);
+        let (agree, mixed, m) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let vector = s == Scalar::F32;
+        let params: Vec<Value> = if vector {
+            vec![self.b.append_block_param(m, types::F32X4)]
+        } else {
+            (0..LANES)
+                .map(|_| self.b.append_block_param(m, cty(s)))
+                .collect()
+        };
+        self.b.set_cold_block(mixed);
+        self.b.ins().brif(split, mixed, &[], agree, &[]);
+        self.b.switch_to_block(agree);
+        let x = self.g_branch(g, all, s, a, b)?;
+        let args = self.lane_args(x, vector);
+        self.b.ins().jump(m, &args);
+        self.b.switch_to_block(mixed);
+        let mut lanes = [all; LANES];
+        for (l, out) in lanes.iter_mut().enumerate() {
+            let (tb, eb, lm) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            let r = self.b.append_block_param(lm, cty(s));
+            self.b.ins().brif(c.v[l], tb, &[], eb, &[]);
+            for (blk, e) in [(tb, a), (eb, b)] {
+                self.b.switch_to_block(blk);
+                let before = g.only.replace(l);
+                let x = self.g_expr(g, e)?;
+                g.only = before;
+                let x = self.split(x);
+                self.b.ins().jump(lm, &[x.v[l].into()]);
+            }
+            self.b.switch_to_block(lm);
+            *out = r;
+        }
+        let x = Lanes::varying(lanes);
+        let args = self.lane_args(x, vector);
+        self.b.ins().jump(m, &args);
+        self.b.switch_to_block(m);
+        Ok(if vector {
+            Lanes::f32x4(params[0])
+        } else {
+            Lanes::varying([params[0], params[1], params[2], params[3]])
+        })
+    }
+
+    /// A group value as block arguments: one `f32x4`, or one value per lane.
+    fn lane_args(&mut self, x: Lanes, vector: bool) -> Vec<cranelift_codegen::ir::BlockArg> {
+        let vals: Vec<Value> = if vector {
+            vec![self.vector(x)]
+        } else {
+            self.split(x).v.to_vec()
+        };
+        vals.into_iter().map(Into::into).collect()
+    }
+
     /// `if c then a else b` for the whole group, as control flow (float32 results as one
     /// `f32x4`, others lane by lane).
     fn g_branch(&mut self, g: &mut Group, c: Value, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
@@ -628,12 +702,7 @@ impl Gen<'_, '_> {
         for (blk, e) in [(tb, a), (eb, b)] {
             self.b.switch_to_block(blk);
             let x = self.g_expr(g, e)?;
-            let args: Vec<Value> = if vector {
-                vec![self.vector(x)]
-            } else {
-                self.split(x).v.to_vec()
-            };
-            let args: Vec<_> = args.into_iter().map(Into::into).collect();
+            let args = self.lane_args(x, vector);
             self.b.ins().jump(m, &args);
         }
         self.b.switch_to_block(m);
@@ -673,6 +742,10 @@ impl Gen<'_, '_> {
                     return Err(s.unsupported("a local array in a lane group"));
                 }
             })
+        };
+        let i = match g.only {
+            Some(l) => Lanes::uniform(i.v[l]),
+            None => i,
         };
         Ok(match i.shape {
             Shape::Uniform => {
@@ -769,6 +842,10 @@ impl Gen<'_, '_> {
             }
             ExprKind::Index { base, index } => {
                 let i = self.g_expr(g, index)?;
+                let i = match g.only {
+                    Some(l) => Lanes::uniform(self.split(i).v[l]),
+                    None => i,
+                };
                 let addrs = self.g_addrs(g, *base, i)?;
                 if s == Scalar::F32 && i.shape == Shape::Consecutive {
                     let x = self
@@ -801,8 +878,7 @@ impl Gen<'_, '_> {
                         Ok(s.b.ins().select(x[0], x[1], x[2]))
                     })?
                 } else {
-                    let c = self.g_agree(g, c);
-                    self.g_branch(g, c, s, then_value, else_value)?
+                    self.g_select(g, c, s, then_value, else_value)?
                 }
             }
             ExprKind::Intrinsic {
