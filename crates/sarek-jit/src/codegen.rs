@@ -145,22 +145,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         let id = module
             .declare_function(&name, Linkage::Export, &sig)
             .map_err(|e| codegen_err(&k, e))?;
-        let dump = std::env::var("SAREK_JIT_DUMP").is_ok_and(|v| v == k.name);
-        if dump {
-            ctx.set_disasm(true);
-            eprintln!("{}", ctx.func.display());
-        }
         module
             .define_function(id, &mut ctx)
             .map_err(|e| codegen_err(&k, format!("{e:?}")))?;
-        if dump {
-            eprintln!(
-                "{}",
-                ctx.compiled_code()
-                    .and_then(|c| c.vcode.clone())
-                    .unwrap_or_default()
-            );
-        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -1161,17 +1148,7 @@ impl<'a, 'f> Gen<'a, 'f> {
     fn addr(&mut self, m: Mem, name: &str, what: &'static str, i: Value, leaf: usize) -> Value {
         let sc = self.mem_leaves(m)[leaf];
         let sz = sc.size() as i64;
-        let len = match m {
-            Mem::Global(g) => self.vecs[g as usize].0,
-            Mem::Shared(s) => {
-                let n = self.layout.shared[s as usize].size;
-                self.iconst(types::I32, n as i64)
-            }
-            Mem::Local(l) => {
-                let n = self.layout.local[l as usize].size;
-                self.iconst(types::I32, n as i64)
-            }
-        };
+        let len = self.mem_len(m);
         if leaf == 0 {
             let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
             self.check(
@@ -1577,71 +1554,80 @@ impl<'a, 'f> Gen<'a, 'f> {
                 }
                 self.atomic(a, m, &name, i, &vals)?
             }
-            Intrinsic::Math(f) => {
-                let s = scalar(arg(0)?)?;
-                let mut vals = Vec::new();
-                for k in 0..f.arity() {
-                    vals.push(self.expr1(arg(k)?)?);
+            Intrinsic::Math(_)
+            | Intrinsic::Abs
+            | Intrinsic::Clz
+            | Intrinsic::Popcount
+            | Intrinsic::Min
+            | Intrinsic::Max
+            | Intrinsic::Convert => {
+                let mut vals = Vec::with_capacity(args.len());
+                let mut from = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.expr1(a)?);
+                    from.push(scalar(a)?);
                 }
-                match f {
-                    MathFn::Sqrt => self.b.ins().sqrt(vals[0]),
-                    MathFn::Floor => self.b.ins().floor(vals[0]),
-                    MathFn::Ceil => self.b.ins().ceil(vals[0]),
-                    MathFn::Trunc => self.b.ins().trunc(vals[0]),
-                    MathFn::Fabs => self.b.ins().fabs(vals[0]),
-                    MathFn::Copysign => self.b.ins().fcopysign(vals[0], vals[1]),
-                    _ => self.math_call(s, math::code(f), &vals),
+                if vals.is_empty() {
+                    arg(0)?;
                 }
-            }
-            Intrinsic::Abs | Intrinsic::Clz | Intrinsic::Popcount => {
-                let s = scalar(arg(0)?)?;
-                let a = self.expr1(arg(0)?)?;
-                match (op, s) {
-                    (_, Scalar::Bool) if op == Intrinsic::Abs => a,
-                    (Intrinsic::Abs, Scalar::I32 | Scalar::I64) => self.b.ins().iabs(a),
-                    (Intrinsic::Abs, _) => self.b.ins().fabs(a),
-                    (Intrinsic::Clz, Scalar::I32 | Scalar::I64) => self.b.ins().clz(a),
-                    (Intrinsic::Popcount, Scalar::I32 | Scalar::I64) => self.b.ins().popcnt(a),
-                    _ => return Err(self.unsupported("clz/popcount on a non-integer")),
-                }
-            }
-            Intrinsic::Min | Intrinsic::Max => {
-                let s = scalar(arg(0)?)?;
-                let a = self.expr1(arg(0)?)?;
-                let b = self.expr1(arg(1)?)?;
-                let max = op == Intrinsic::Max;
-                match s {
-                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(a, b),
-                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(a, b),
-                    Scalar::Bool if max => self.b.ins().bor(a, b),
-                    Scalar::Bool => self.b.ins().band(a, b),
-                    _ => {
-                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
-                        self.math_call(s, math::code(f), &[a, b])
-                    }
-                }
-            }
-            Intrinsic::Convert => {
-                let from = scalar(arg(0)?)?;
                 let to = scalar(e)?;
-                let a = self.expr1(arg(0)?)?;
-                self.convert(a, from, to)
+                self.scalar_intrinsic(op, &from, to, &vals)?
             }
             Intrinsic::Length => {
                 let m = self.mem_arg(arg(0)?)?;
-                match m {
-                    Mem::Global(g) => self.vecs[g as usize].0,
-                    Mem::Shared(s) => {
-                        let n = self.layout.shared[s as usize].size;
-                        self.iconst(types::I32, n as i64)
-                    }
-                    Mem::Local(l) => {
-                        let n = self.layout.local[l as usize].size;
-                        self.iconst(types::I32, n as i64)
+                self.mem_len(m)
+            }
+        }])
+    }
+
+    /// Convert, min, max, abs, clz, popcount and math functions on operand values (one
+    /// lane's, in a lane group) of types `from`, giving a `to`.
+    fn scalar_intrinsic(
+        &mut self,
+        op: Intrinsic,
+        from: &[Scalar],
+        to: Scalar,
+        x: &[Value],
+    ) -> R<Value> {
+        let s = from[0];
+        Ok(match op {
+            Intrinsic::Convert => self.convert(x[0], s, to),
+            Intrinsic::Min | Intrinsic::Max => {
+                let max = op == Intrinsic::Max;
+                match s {
+                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(x[0], x[1]),
+                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(x[0], x[1]),
+                    Scalar::Bool if max => self.b.ins().bor(x[0], x[1]),
+                    Scalar::Bool => self.b.ins().band(x[0], x[1]),
+                    _ => {
+                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
+                        self.math_call(s, math::code(f), x)
                     }
                 }
             }
-        }])
+            Intrinsic::Abs => match s {
+                Scalar::Bool => x[0],
+                Scalar::I32 | Scalar::I64 => self.b.ins().iabs(x[0]),
+                _ => self.b.ins().fabs(x[0]),
+            },
+            Intrinsic::Clz | Intrinsic::Popcount if s.is_int() => {
+                if op == Intrinsic::Clz {
+                    self.b.ins().clz(x[0])
+                } else {
+                    self.b.ins().popcnt(x[0])
+                }
+            }
+            Intrinsic::Math(f) => match f {
+                MathFn::Sqrt => self.b.ins().sqrt(x[0]),
+                MathFn::Floor => self.b.ins().floor(x[0]),
+                MathFn::Ceil => self.b.ins().ceil(x[0]),
+                MathFn::Trunc => self.b.ins().trunc(x[0]),
+                MathFn::Fabs => self.b.ins().fabs(x[0]),
+                MathFn::Copysign => self.b.ins().fcopysign(x[0], x[1]),
+                _ => self.math_call(s, math::code(f), x),
+            },
+            _ => return Err(self.unsupported(format!("{op:?} on these operands"))),
+        })
     }
 
     fn geometry(&mut self, g: Geometry) -> R<Value> {

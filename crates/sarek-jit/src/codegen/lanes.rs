@@ -26,7 +26,7 @@ use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
 use cranelift_frontend::Variable;
-use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic, MathFn};
+use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
 use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
 use std::collections::{HashMap, HashSet};
@@ -932,48 +932,6 @@ impl Gen<'_, '_> {
                 Lanes::uniform(self.b.ins().iadd(self.block_base[a.index()], t))
             }
             other => Lanes::uniform(self.geometry(other)?),
-        })
-    }
-
-    /// Convert, min, max, abs and math functions on one lane's operands.
-    fn scalar_intrinsic(
-        &mut self,
-        op: Intrinsic,
-        from: &[Scalar],
-        to: Scalar,
-        x: &[Value],
-    ) -> R<Value> {
-        let s = from[0];
-        Ok(match op {
-            Intrinsic::Convert => self.convert(x[0], s, to),
-            Intrinsic::Min | Intrinsic::Max => {
-                let max = op == Intrinsic::Max;
-                match s {
-                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(x[0], x[1]),
-                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(x[0], x[1]),
-                    Scalar::Bool if max => self.b.ins().bor(x[0], x[1]),
-                    Scalar::Bool => self.b.ins().band(x[0], x[1]),
-                    _ => {
-                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
-                        self.math_call(s, crate::math::code(f), x)
-                    }
-                }
-            }
-            Intrinsic::Abs => match s {
-                Scalar::Bool => x[0],
-                Scalar::I32 | Scalar::I64 => self.b.ins().iabs(x[0]),
-                _ => self.b.ins().fabs(x[0]),
-            },
-            Intrinsic::Math(f) => match f {
-                MathFn::Sqrt => self.b.ins().sqrt(x[0]),
-                MathFn::Floor => self.b.ins().floor(x[0]),
-                MathFn::Ceil => self.b.ins().ceil(x[0]),
-                MathFn::Trunc => self.b.ins().trunc(x[0]),
-                MathFn::Fabs => self.b.ins().fabs(x[0]),
-                MathFn::Copysign => self.b.ins().fcopysign(x[0], x[1]),
-                _ => self.math_call(s, crate::math::code(f), x),
-            },
-            _ => return Err(self.unsupported("this intrinsic in a lane group")),
         })
     }
 }
