@@ -64,6 +64,25 @@ fn device_time(
     Ok((median(times), last))
 }
 
+/// Median kernel time of `runs` native launches without lane groups (after a warm-up).
+fn scalar_time(kernel: &Kernel, config: LaunchConfig, args: &[ArgValue], runs: usize) -> Duration {
+    let cache = cpu::JitCache::with_options(sarek_jit::JitOptions {
+        lane_groups: false,
+        ..sarek_jit::JitOptions::default()
+    });
+    let mut times = Vec::new();
+    for i in 0..=runs {
+        let mut a = args.to_vec();
+        let s = cache
+            .run_native(kernel, config, &mut a)
+            .expect("the bench kernels compile natively");
+        if i > 0 {
+            times.push(s.kernel_time);
+        }
+    }
+    median(times)
+}
+
 fn host_time(runs: usize, mut f: impl FnMut()) -> Duration {
     f();
     median(
@@ -126,6 +145,8 @@ struct Row {
     name: &'static str,
     hand: Duration,
     cpu: Duration,
+    /// `cpu` without lane groups (every segment thread by thread).
+    scalar: Duration,
     opencl: Option<Result<Duration, String>>,
     check: String,
 }
@@ -196,10 +217,12 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "saxpy 2^24 float32",
             hand,
             cpu: cpu_t,
+            scalar,
             opencl,
             check,
         });
@@ -238,10 +261,12 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "mandelbrot 1024^2 x256",
             hand,
             cpu: cpu_t,
+            scalar,
             opencl,
             check,
         });
@@ -284,19 +309,21 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "matmul 512 tiled 16x16",
             hand,
             cpu: cpu_t,
+            scalar,
             opencl,
             check,
         });
     }
 
     println!(
-        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `opencl` (PoCL) | check |"
+        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `cpu` thread by thread | `opencl` (PoCL) | check |"
     );
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for r in &rows {
         let ocl = match &r.opencl {
             None => "unavailable".to_string(),
@@ -304,11 +331,12 @@ fn main() {
             Some(Err(e)) => format!("error: {}", e.lines().next().unwrap_or("")),
         };
         println!(
-            "| {} | {} | {} | {:.2}x | {} | {} |",
+            "| {} | {} | {} | {:.2}x | {} | {} | {} |",
             r.name,
             ms(r.hand),
             ms(r.cpu),
             r.hand.as_secs_f64() / r.cpu.as_secs_f64(),
+            ms(r.scalar),
             ocl,
             r.check
         );

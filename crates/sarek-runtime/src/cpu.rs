@@ -103,21 +103,28 @@ enum Compiled {
 #[derive(Default)]
 pub struct JitCache {
     kernels: Mutex<Vec<(Kernel, Arc<Compiled>)>>,
+    options: sarek_jit::JitOptions,
 }
 
 impl JitCache {
+    /// A cache compiling with `options` (the device uses the defaults; benchmarks compare).
+    pub fn with_options(options: sarek_jit::JitOptions) -> JitCache {
+        JitCache {
+            kernels: Mutex::default(),
+            options,
+        }
+    }
+
     fn compiled(&self, kernel: &Kernel) -> Arc<Compiled> {
         let mut cache = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, c)) = cache.iter().find(|(k, _)| k == kernel) {
             return c.clone();
         }
         // Compiling under the lock: a second launch of the same kernel waits for it.
-        let c = Arc::new(
-            match sarek_jit::compile(kernel, &sarek_jit::JitOptions::default()) {
-                Ok(k) => Compiled::Native(Box::new(k)),
-                Err(e) => Compiled::Interpreted(e.to_string()),
-            },
-        );
+        let c = Arc::new(match sarek_jit::compile(kernel, &self.options) {
+            Ok(k) => Compiled::Native(Box::new(k)),
+            Err(e) => Compiled::Interpreted(e.to_string()),
+        });
         cache.push((kernel.clone(), c.clone()));
         c
     }

@@ -7,7 +7,8 @@
 //!
 //! A group is consecutive threads of one row (2-D and 3-D blocks need `block_dim_x` to be a
 //! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
-//! store), a group whose lanes disagree on a condition, or that fails a bounds check, is rerun
+//! store), a group whose lanes disagree on a condition, or that fails a bounds or zero-divisor
+//! check, is rerun
 //! thread by thread from its start, so faults are reported exactly as the thread loop reports
 //! them; [`group_safe`] accepts only segments where no lane-dependent branch follows an
 //! effect. A bounds check that fails after an effect cannot rerun the group (its stores would
@@ -57,9 +58,10 @@ impl Shape {
 
 // ---- which segments run in lane groups ----
 
-/// Whether `seg` can run in lane groups: scalar values only, group-uniform loops, global or
-/// shared memory, no call, atomic or warp operation, no `break`/`continue`/`return`/`match`,
-/// and no check or lane-dependent branch after the first effect.
+/// Whether `seg` can run in lane groups: scalar values only, group-uniform `for` loops, no
+/// `while`, global or shared memory, no call, atomic or warp operation, no
+/// `break`/`continue`/`return`/`match`/trap, and no lane-dependent `if` after the first
+/// effect (a failed check after it ends the launch for the interpreter instead).
 pub(super) fn group_safe(k: &Kernel, seg: &Segment) -> bool {
     let mut a = Analysis {
         k,
@@ -179,10 +181,6 @@ impl Analysis<'_> {
                 }
             }
             ExprKind::Binary { op, lhs, rhs, .. } => {
-                let ty = lhs.ty.scalar()?;
-                if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() && !safe_divisor(rhs) {
-                    return None;
-                }
                 if matches!(op, BinOp::And | BinOp::Or) && !pure(rhs) {
                     return None;
                 }
@@ -672,6 +670,37 @@ impl Gen<'_, '_> {
         })
     }
 
+    /// Integer `/` and `mod` lane by lane: a zero divisor in any lane is a failed check (the
+    /// thread loop reports it); `min_int / -1` wraps and `mod -1` is 0, as in the thread loop.
+    fn g_divide(&mut self, g: &Group, op: BinOp, a: Lanes, b: Lanes) -> R<Lanes> {
+        let (a, b) = (self.split(a), self.split(b));
+        // Only the lanes that evaluate it: one when uniform or for one lane's arm.
+        let checked = match (g.only, b.shape) {
+            (Some(l), _) => l..l + 1,
+            (None, Shape::Uniform) => 0..1,
+            (None, _) => 0..LANES,
+        };
+        let mut bad = self.b.ins().iconst(types::I8, 0);
+        for l in checked {
+            let z = self.b.ins().icmp_imm_s(IntCC::Equal, b.v[l], 0);
+            bad = self.b.ins().bor(bad, z);
+        }
+        self.g_bounds(g, bad);
+        self.per_lane(&[a, b], Shape::Varying, |s, x| {
+            let ty = s.b.func.dfg.value_type(x[1]);
+            let m1 = s.b.ins().icmp_imm_s(IntCC::Equal, x[1], -1);
+            let one = s.iconst(ty, 1);
+            let d = s.b.ins().select(m1, one, x[1]);
+            Ok(if op == BinOp::Div {
+                let q = s.b.ins().sdiv(x[0], d);
+                let neg = s.b.ins().ineg(x[0]);
+                s.b.ins().select(m1, neg, q)
+            } else {
+                s.b.ins().srem(x[0], d)
+            })
+        })
+    }
+
     /// A group value as block arguments: one `f32x4`, or one value per lane.
     fn lane_args(&mut self, x: Lanes, vector: bool) -> Vec<cranelift_codegen::ir::BlockArg> {
         let vals: Vec<Value> = if vector {
@@ -831,6 +860,9 @@ impl Gen<'_, '_> {
                         BinOp::Mul => i.fmul(x, y),
                         _ => i.fdiv(x, y),
                     }));
+                }
+                if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() && !safe_divisor(rhs) {
+                    return self.g_divide(g, *op, a, b);
                 }
                 let shape = binary_shape(*op, a.shape, b.shape);
                 self.per_lane(&[a, b], shape, |s, x| s.binop(*op, ty, x[0], x[1]))?
