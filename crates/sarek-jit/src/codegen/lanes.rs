@@ -7,12 +7,11 @@
 //!
 //! A group is consecutive threads of one row (2-D and 3-D blocks need `block_dim_x` to be a
 //! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
-//! store), a group whose lanes disagree on a condition, or that fails a bounds or zero-divisor
-//! check, is rerun
-//! thread by thread from its start, so faults are reported exactly as the thread loop reports
-//! them; [`group_safe`] accepts only segments where no lane-dependent branch follows an
-//! effect. A bounds check that fails after an effect cannot rerun the group (its stores would
-//! run twice): the launch ends with [`SiteKind::GroupFault`], which the caller treats like a
+//! store), a group whose lanes disagree on a condition, or that fails a bounds or
+//! zero-divisor check, is rerun thread by thread from its start, so faults are reported
+//! exactly as the thread loop reports them; [`group_safe`] accepts only segments where no
+//! lane-dependent branch follows an effect. A check that fails after an effect cannot rerun
+//! the group (its stores would run twice): the launch ends with [`SiteKind::GroupFault`], which the caller treats like a
 //! divergent barrier (the launch is rerun on the interpreter, which reports the fault).
 //!
 //! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
