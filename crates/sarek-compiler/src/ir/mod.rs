@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod build;
+pub mod fresh;
 pub mod print;
 pub mod specialize;
 pub mod validate;
