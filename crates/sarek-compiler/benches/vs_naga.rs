@@ -4,7 +4,8 @@
 //! output) are the common work:
 //! - front end: sarek's [`sarek_compiler::check`] of the file (parse, type check, mono,
 //!   recursion, convergence, lowering) against naga's parse + validate of each kernel's WGSL;
-//! - all targets: sarek's check, then each kernel lowered and written for its six targets
+//! - all targets: sarek's check (keeping the IR it lowers, [`sarek_compiler::check_lowered`]),
+//!   then each kernel written for its six targets
 //!   (WGSL, GLSL, OpenCL C, CUDA C, Metal, PTX), against naga's parse + validate + write of
 //!   four (SPIR-V, GLSL, MSL, HLSL) from each kernel's WGSL.
 //!
@@ -46,12 +47,16 @@ fn sarek_front(source: &str) {
 fn sarek_all(source: &str, kernels: &[(String, String)]) {
     let mut sources = SourceMap::new();
     let file = sources.add("bench.sarek", source);
-    let program = sarek_compiler::check(&sources, file).expect("corpus file checks");
+    let checked = sarek_compiler::check_lowered(&sources, file).expect("corpus file checks");
     let options = TargetOptions::default();
     for (name, _) in kernels {
-        let k = sarek_compiler::lower_kernel(&program, name).expect("kernel lowers");
+        let k = checked
+            .kernels
+            .iter()
+            .find(|k| k.name == *name)
+            .expect("kernel lowered");
         for t in TARGETS {
-            black_box(sarek_compiler::generate(&k, t, &options).is_ok());
+            black_box(sarek_compiler::generate(k, t, &options).is_ok());
         }
     }
 }

@@ -32,17 +32,12 @@ pub const MAX_VERSIONED_STATEMENTS: usize = 64;
 
 /// `kernel` with the provable loop steps marked `nowrap` and the others versioned.
 pub fn mark_loop_steps(kernel: &Kernel) -> Kernel {
-    let mut out = kernel.clone();
     let convergent = convergent_functions(kernel);
     let cx = Context {
         kernel,
         convergent: &convergent,
     };
-    out.body = cx.block(&kernel.body);
-    for (f, original) in out.functions.iter_mut().zip(&kernel.functions) {
-        f.body = cx.block(&original.body);
-    }
-    out
+    kernel.map_bodies(|b| cx.block(b))
 }
 
 struct Context<'k> {

@@ -58,18 +58,21 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
     let mut copies: Vec<Option<Copy>> = b.copies.into_iter().map(Some).collect();
     for &copy in &b.completed {
         let c = copies[copy].take().expect("each copy completes once");
-        functions.push(Function {
-            body: renumber(c.function.body.clone()),
-            ..c.function
-        });
+        let mut function = c.function;
+        function.body = renumber(std::mem::take(&mut function.body));
+        functions.push(function);
         has_arrays.push(c.has_arrays);
     }
     Specialized {
         kernel: Kernel {
+            name: kernel.name.clone(),
+            span: kernel.span,
             vars: b.vars,
+            params: kernel.params.clone(),
             body: renumber(body),
+            records: kernel.records.clone(),
+            variants: kernel.variants.clone(),
             functions,
-            ..kernel.clone()
         },
         has_arrays,
     }

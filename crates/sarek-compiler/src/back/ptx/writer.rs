@@ -189,8 +189,8 @@ impl<'k> Writer<'k> {
     pub(super) fn finish(mut self) -> Result<Generated, Vec<Diagnostic>> {
         let entry = Namer::new(&super::keywords::KEYWORDS).escape(&self.kernel.name);
         let (param_decls, abi_params, trap_status) = self.params();
-        let body = self.kernel.body.clone();
-        self.block(&body);
+        let kernel = self.kernel;
+        self.block(&kernel.body);
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
@@ -1154,7 +1154,8 @@ impl<'k> Writer<'k> {
             self.internal("recursive helper reached the PTX generator");
             return self.fresh_value(ty);
         }
-        let f = self.kernel.function(func).clone();
+        let kernel = self.kernel;
+        let f = kernel.function(func);
         // Evaluate every argument first (left to right), then bind.
         let mut bound = Vec::new();
         for (p, a) in f.params.iter().zip(args) {
