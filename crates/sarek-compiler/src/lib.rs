@@ -9,6 +9,7 @@ pub mod abi;
 pub mod back;
 pub mod diag;
 pub mod front;
+pub mod hash;
 pub mod fusion;
 pub mod host;
 pub mod intrinsics;

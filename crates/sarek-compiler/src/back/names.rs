@@ -13,8 +13,8 @@
 //! [`Namer::segment`] (escape, then fit to half the limit less room for what a generator adds)
 //! is what a generator composes its own names from, so a composed name fits too.
 
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
-use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
@@ -114,9 +114,9 @@ impl Namer {
         Namer {
             keywords,
             reserved: keywords.words(),
-            taken: HashSet::new(),
-            next_suffix: HashMap::new(),
-            cuts: HashMap::new(),
+            taken: HashSet::default(),
+            next_suffix: HashMap::default(),
+            cuts: HashMap::default(),
         }
     }
 
@@ -126,9 +126,9 @@ impl Namer {
         Namer {
             keywords: self.keywords,
             reserved: self.reserved,
-            taken: HashSet::new(),
-            next_suffix: HashMap::new(),
-            cuts: HashMap::new(),
+            taken: HashSet::default(),
+            next_suffix: HashMap::default(),
+            cuts: HashMap::default(),
         }
     }
 
@@ -443,7 +443,7 @@ mod tests {
         }
 
         fn distinct(names: &[String]) -> Vec<String> {
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::default();
             names.iter().filter(|n| seen.insert(*n)).cloned().collect()
         }
 

@@ -18,7 +18,7 @@
 //! break: `=`/`<>` on an aggregate (the typer refuses this at the call site already; this is
 //! the second gate seed 003 describes), arithmetic on non-numbers and non-scalar tuples.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diag::Diagnostic;
 use crate::front::tast::{Expr, ExprKind, FunId, Function, Program, Ty, VarDecl, VarId};
@@ -27,7 +27,7 @@ use crate::front::typer::visit::{self, VisitMut};
 use crate::types::{BinOp, MemSpace};
 
 pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
-    let mut names: HashSet<String> = HashSet::new();
+    let mut names: HashSet<String> = HashSet::default();
     names.extend(program.functions.iter().map(|f| f.name.clone()));
     names.extend(program.kernels.iter().map(|k| k.name.clone()));
     names.extend(program.records.iter().map(|r| r.name.clone()));
@@ -42,7 +42,7 @@ pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
         variants: program.variants.iter().map(|v| v.name.clone()).collect(),
         names,
         next_var: max_var(&program) + 1,
-        instances: HashMap::new(),
+        instances: HashMap::default(),
         slots: Vec::new(),
         order: Vec::new(),
         diags: Vec::new(),
@@ -117,7 +117,7 @@ impl Mono {
             f.name = self.instance_name(&f, args);
             let mut inst = Instantiate {
                 args,
-                renames: HashMap::new(),
+                renames: HashMap::default(),
                 next_var: &mut self.next_var,
             };
             for p in &mut f.params {

@@ -18,7 +18,7 @@
 //! - Any other self-call is a located error naming the function and suggesting the mark;
 //!   mutual recursion (impossible by scoping, checked anyway) is a located error too.
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{
@@ -124,11 +124,11 @@ fn place_copies(program: &mut Program, mut copies: Vec<(FunId, Vec<Function>)>) 
 }
 
 /// Every name the program declares, so a depth copy's name is new.
-struct Names(std::collections::HashSet<String>);
+struct Names(crate::hash::FxHashSet<String>);
 
 impl Names {
     fn of(program: &Program) -> Names {
-        let mut names = std::collections::HashSet::new();
+        let mut names = crate::hash::FxHashSet::default();
         names.extend(program.functions.iter().map(|f| f.name.clone()));
         names.extend(program.kernels.iter().map(|k| k.name.clone()));
         names.extend(program.records.iter().map(|r| r.name.clone()));

@@ -10,7 +10,7 @@
 use super::{
     Block, Expr, ExprKind, FuncId, LValue, MatchArm, Stmt, StmtKind, Ty, VarId, VarInfo,
 };
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 /// What a pass decides about a copy; the defaults copy verbatim (with fresh binders).
 pub trait CopyRules {
@@ -51,7 +51,7 @@ impl Scope {
     /// A scope that gives every binder a fresh variable.
     pub fn fresh() -> Scope {
         Scope {
-            map: HashMap::new(),
+            map: HashMap::default(),
             fresh: true,
         }
     }

@@ -25,19 +25,30 @@ use crate::intrinsics::Intrinsic;
 use crate::ir::visit::{self, StmtVisitor};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::types::{BinOp, Literal, Scalar, UnOp};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Largest loop body (statements, nested ones included) that is duplicated for versioning.
 pub const MAX_VERSIONED_STATEMENTS: usize = 64;
 
 /// `kernel` with the provable loop steps marked `nowrap` and the others versioned.
-pub fn mark_loop_steps(kernel: &Kernel) -> Kernel {
+/// A kernel without `while` loops has nothing to mark and is returned as it is.
+pub fn mark_loop_steps(kernel: &Kernel) -> Cow<'_, Kernel> {
+    let mut has_while = false;
+    for body in std::iter::once(&kernel.body).chain(kernel.functions.iter().map(|f| &f.body)) {
+        visit::for_each_stmt(body, &mut |s| {
+            has_while |= matches!(s.kind, StmtKind::While { .. });
+        });
+    }
+    if !has_while {
+        return Cow::Borrowed(kernel);
+    }
     let convergent = convergent_functions(kernel);
     let cx = Context {
         kernel,
         convergent: &convergent,
     };
-    kernel.map_bodies(|b| cx.block(b))
+    Cow::Owned(kernel.map_bodies(|b| cx.block(b)))
 }
 
 struct Context<'k> {

@@ -15,7 +15,7 @@ use crate::ir::visit;
 use crate::ir::fresh::{CopyRules, Scope, copy_block, fresh_var};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo};
 use crate::types::MemSpace;
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 /// What an array parameter of a helper denotes in one copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -38,7 +38,7 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
     let mut b = Builder {
         k: kernel,
         vars: kernel.vars.clone(),
-        keys: HashMap::new(),
+        keys: HashMap::default(),
         copies: Vec::new(),
         completed: Vec::new(),
     };

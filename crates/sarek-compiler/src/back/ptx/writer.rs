@@ -1,6 +1,6 @@
 //! The PTX writer: one pass over the IR, values as register lists (see the module docs).
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
@@ -173,10 +173,10 @@ impl<'k> Writer<'k> {
             body: String::new(),
             module_decls: String::new(),
             local_decls: String::new(),
-            counts: HashMap::new(),
+            counts: HashMap::default(),
             labels: 0,
             symbols: 0,
-            env: HashMap::new(),
+            env: HashMap::default(),
             loops: Vec::new(),
             frames: Vec::new(),
             span: kernel.span,
