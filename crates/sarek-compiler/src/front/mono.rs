@@ -26,7 +26,8 @@ use crate::front::typer::messages::{aggregate_equality_help, aggregate_equality_
 use crate::front::typer::visit::{self, VisitMut};
 use crate::types::{BinOp, MemSpace};
 
-pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
+pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
+    let next_var = max_var(&mut program) + 1;
     let mut names: HashSet<String> = HashSet::default();
     names.extend(program.functions.iter().map(|f| f.name.clone()));
     names.extend(program.kernels.iter().map(|k| k.name.clone()));
@@ -41,7 +42,7 @@ pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
         records: program.records.iter().map(|r| r.name.clone()).collect(),
         variants: program.variants.iter().map(|v| v.name.clone()).collect(),
         names,
-        next_var: max_var(&program) + 1,
+        next_var,
         instances: HashMap::default(),
         slots: Vec::new(),
         order: Vec::new(),
@@ -370,7 +371,8 @@ fn renumber(e: &mut Expr, map: &[FunId]) {
     R(map).expr(e);
 }
 
-fn max_var(p: &Program) -> u32 {
+/// The largest variable id declared in `p` (visited in place: the visitor only reads).
+fn max_var(p: &mut Program) -> u32 {
     struct M(u32);
     impl VisitMut for M {
         fn decl(&mut self, d: &mut VarDecl) {
@@ -378,13 +380,11 @@ fn max_var(p: &Program) -> u32 {
         }
     }
     let mut m = M(0);
-    for f in &p.functions {
-        let mut f = f.clone();
+    for f in &mut p.functions {
         f.params.iter_mut().for_each(|d| m.decl(d));
         m.expr(&mut f.body);
     }
-    for k in &p.kernels {
-        let mut k = k.clone();
+    for k in &mut p.kernels {
         k.params.iter_mut().for_each(|d| m.decl(d));
         m.expr(&mut k.body);
     }

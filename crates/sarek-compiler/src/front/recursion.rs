@@ -35,7 +35,8 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     if !diags.is_empty() {
         return Err(diags);
     }
-    let mut fresh = Fresh(max_var(&program) + 1);
+    // Variable ids for copies, counted only once a helper is recursive (most programs have none).
+    let mut fresh: Option<Fresh> = None;
     // Copies per depth of bounded-recursive helpers, each placed just before its helper.
     let mut depth_copies: Vec<(FunId, Vec<Function>)> = Vec::new();
     let mut names = Names::of(&program);
@@ -53,10 +54,11 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
             program.functions[i].recursive = false;
             continue;
         }
+        let fresh = fresh.get_or_insert_with(|| Fresh(max_var(&program) + 1));
         let result = if calls.iter().all(|c| c.1 == Position::Tail) {
-            to_loop(&program, f, &mut fresh)
+            to_loop(&program, f, fresh)
         } else if let Some(depth) = f.inline_depth {
-            unroll(&program, f, depth, &mut fresh, &mut names, &mut next_fun).map(
+            unroll(&program, f, depth, fresh, &mut names, &mut next_fun).map(
                 |(body, copies)| {
                     depth_copies.push((f.id, copies));
                     body
