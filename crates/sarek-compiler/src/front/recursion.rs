@@ -58,12 +58,10 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         let result = if calls.iter().all(|c| c.1 == Position::Tail) {
             to_loop(&program, f, fresh)
         } else if let Some(depth) = f.inline_depth {
-            unroll(&program, f, depth, fresh, &mut names, &mut next_fun).map(
-                |(body, copies)| {
-                    depth_copies.push((f.id, copies));
-                    body
-                },
-            )
+            unroll(&program, f, depth, fresh, &mut names, &mut next_fun).map(|(body, copies)| {
+                depth_copies.push((f.id, copies));
+                body
+            })
         } else {
             let (span, pos) = calls
                 .iter()

@@ -7,9 +7,7 @@
 //! reference inside the copy follows it. A pass adjusts the copy through [`CopyRules`]
 //! (binders that stay shared, calls redirected) instead of walking the IR itself.
 
-use super::{
-    Block, Expr, ExprKind, FuncId, LValue, MatchArm, Stmt, StmtKind, Ty, VarId, VarInfo,
-};
+use super::{Block, Expr, ExprKind, FuncId, LValue, MatchArm, Stmt, StmtKind, Ty, VarId, VarInfo};
 use crate::hash::FxHashMap as HashMap;
 
 /// What a pass decides about a copy; the defaults copy verbatim (with fresh binders).

@@ -17,10 +17,10 @@
 //! the kernel and the first problem found (with the IR printer's spelling of the offending
 //! variable), not a located diagnostic.
 
+use crate::hash::FxHashSet as HashSet;
 use crate::intrinsics::{AtomicOp, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
 use crate::types::{BinOp, MemSpace, Scalar, UnOp};
-use crate::hash::FxHashSet as HashSet;
 
 /// A structural problem in a kernel (a compiler bug, not a user error).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

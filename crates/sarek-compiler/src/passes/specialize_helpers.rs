@@ -6,16 +6,18 @@
 //! removed; or a per-thread array of some size ([`Binding::Local`]), which stays a parameter
 //! whose type carries the size. Copies are made from the kernel body through every call,
 //! so helpers never called disappear. Every binder of a copy is a fresh variable (the IR
-//! binds each variable once), except shared arrays declared in a helper, which stay one
+//! binds each variable once; the copying is [`crate::ir::fresh`]'s), except shared arrays declared in a helper, which stay one
 //! array whichever copy runs. The result is ordinary IR (callees before callers), except
 //! that a helper may name a kernel vector parameter or a shared array of the kernel.
 
+use crate::hash::FxHashMap as HashMap;
+use crate::ir::fresh::{CopyRules, Scope, copy_block, fresh_var};
 #[cfg(test)]
 use crate::ir::visit;
-use crate::ir::fresh::{CopyRules, Scope, copy_block, fresh_var};
-use crate::ir::{Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo};
+use crate::ir::{
+    Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo,
+};
 use crate::types::MemSpace;
-use crate::hash::FxHashMap as HashMap;
 
 /// What an array parameter of a helper denotes in one copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

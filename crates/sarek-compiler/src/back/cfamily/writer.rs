@@ -11,11 +11,11 @@ use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutR
 use crate::back::loops;
 use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
-use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt::Write as _;
 
 /// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids

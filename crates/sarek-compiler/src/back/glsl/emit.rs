@@ -4,11 +4,11 @@
 use super::{Bindings, Warps};
 use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
-use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 

@@ -9,8 +9,8 @@
 //!
 //! Only loops whose body declares nothing but `let`s (no array, no inner `for` left after
 //! unrolling the inner loops first, no `match` binder) and has no `break`/`continue` are
-//! unrolled: each copy gets fresh variables for its `let`s, and the counter is replaced by
-//! its literal value.
+//! unrolled: each copy gets fresh variables for its `let`s ([`crate::ir::fresh`]), and the
+//! counter is replaced by its literal value.
 
 use super::walk::exprs_mut;
 use crate::ir::fresh::{Scope, copy_block};
