@@ -603,7 +603,7 @@ mod tests {
     }
 
     fn marked(src: &str) -> Vec<usize> {
-        let k = mark_loop_steps(&kernel(src));
+        let k = mark_loop_steps(&kernel(src)).into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         loops(&k.body)
     }
@@ -621,7 +621,7 @@ mod tests {
 
     #[test]
     fn a_grid_stride_loop_is_versioned() {
-        let k = mark_loop_steps(&kernel(GRID_STRIDE));
+        let k = mark_loop_steps(&kernel(GRID_STRIDE)).into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         // The fast copy marks the step, the other keeps it wrapping.
         assert_eq!(loops(&k.body), vec![1, 0]);
@@ -663,7 +663,8 @@ mod tests {
                let mut c = 0 in
                while i < n && c < cap do c := c + 1; i := i + 3 done;
                a.(0) <- c",
-        ));
+        ))
+        .into_owned();
         assert_eq!(loops(&k.body), vec![2, 0]);
         let printed = crate::ir::print::print_kernel(&k);
         // Positive literal steps need no sign test, and `max - s` is folded.
@@ -737,7 +738,8 @@ mod tests {
                  i := i + s
                done;
                a.(0) <- x",
-        ));
+        ))
+        .into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         // The outer loop keeps one copy with its own step wrapping (its one marked step is
         // the inner fast copy's); the inner one is versioned.
