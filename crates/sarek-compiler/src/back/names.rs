@@ -443,7 +443,7 @@ mod tests {
         }
 
         fn distinct(names: &[String]) -> Vec<String> {
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::new();
             names.iter().filter(|n| seen.insert(*n)).cloned().collect()
         }
 

@@ -78,7 +78,7 @@ fn thread_index_in(e: &Expr) -> Option<String> {
     {
         return Some(geometry_name(*g));
     }
-    e.children().into_iter().find_map(thread_index_in)
+    e.children().find_map(thread_index_in)
 }
 
 /// Why a value differs between threads.
@@ -653,7 +653,7 @@ impl<'p> Analyzer<'p> {
             }
             _ => {}
         }
-        e.children().into_iter().find_map(|c| self.find_sync(c))
+        e.children().find_map(|c| self.find_sync(c))
     }
 }
 
@@ -689,7 +689,7 @@ fn binder_names(program: &Program) -> HashMap<VarId, String> {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, out)),
             _ => {}
         }
-        e.children().into_iter().for_each(|c| expr(c, out));
+        e.children().for_each(|c| expr(c, out));
     }
     let mut out = HashMap::default();
     for f in &program.functions {

@@ -328,7 +328,7 @@ fn max_var(program: &Program) -> u32 {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, m)),
             _ => {}
         }
-        e.children().into_iter().for_each(|c| expr(c, m));
+        e.children().for_each(|c| expr(c, m));
     }
     let mut m = 0;
     for f in &program.functions {
@@ -363,7 +363,7 @@ fn freshen(e: &mut Expr, extra: &[VarId], fresh: &mut Fresh) -> HashMap<VarId, V
 }
 
 fn node_count(e: &Expr) -> u64 {
-    1 + e.children().into_iter().map(node_count).sum::<u64>()
+    1 + e.children().map(node_count).sum::<u64>()
 }
 
 /// The zero value of a type (the initial `result` of a loop, a residual inlined call).
