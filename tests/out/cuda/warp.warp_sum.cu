@@ -12,7 +12,7 @@ extern "C" __global__ void warp_sum(int* a, int a_len, int* out, int out_len, in
     int mask = 16;
     while (mask > 0) {
         v = (int)((unsigned int)v + (unsigned int)__shfl_xor_sync(0xffffffffu, v, mask));
-        mask = mask / 2;
+        mask = mask >> (1 & 31);
     }
     if (i < n) {
         out[i] = v;
