@@ -84,7 +84,10 @@ pub fn generate(
     // Counted loops whose step cannot overflow get a plain signed step (issue 14).
     let mut stepped = crate::passes::loop_step::mark_loop_steps(kernel);
     // `while v > 0 do ... v := v / 2` as `v >> 1`, which nvcc does not derive (issue 14).
-    crate::passes::opt::shift_guarded_divisions(&mut stepped);
+    // Only `while` loops have such divisions, and a kernel without any comes back borrowed.
+    if let std::borrow::Cow::Owned(stepped) = &mut stepped {
+        crate::passes::opt::shift_guarded_divisions(stepped);
+    }
     let legal = legalize(&stepped, rules.keywords(), Params::Positional);
     writer::Writer::new(&legal, rules).finish(kernel)
 }

@@ -23,10 +23,11 @@
 //! variables the body does not touch), and hold only small straight-line code qualify: no
 //! nested loop, jump, barrier, fence, warp operation or helper call.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::walk::{assigns_any, changed_in, is_pure_value, place_root, vars_read};
 use crate::intrinsics::Intrinsic;
+use crate::ir::fresh::{Scope, copy_block};
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo};
 use crate::types::{BinOp, Scalar};
 
@@ -500,76 +501,8 @@ fn has_call(e: &Expr) -> bool {
     }
 }
 
-/// A copy of `body` whose `let`s declare fresh variables (reads and assignments follow).
-/// The bodies copied here have no `for`, `match` or array, so `let`s are their only binders.
+/// A copy of `body` whose `let`s declare fresh variables (reads and assignments follow),
+/// by the IR's one copier ([`crate::ir::fresh`]).
 fn fresh_copy(body: &Block, vars: &mut Vec<VarInfo>) -> Block {
-    fn lets(block: &Block, out: &mut Vec<VarId>) {
-        for s in block {
-            match &s.kind {
-                StmtKind::Let { var, .. } => out.push(*var),
-                StmtKind::If {
-                    then_block,
-                    else_block,
-                    ..
-                } => {
-                    lets(then_block, out);
-                    lets(else_block, out);
-                }
-                StmtKind::While { body, .. } | StmtKind::Block(body) => lets(body, out),
-                _ => {}
-            }
-        }
-    }
-    fn rename(block: &mut Block, map: &HashMap<VarId, VarId>) {
-        for s in block.iter_mut() {
-            match &mut s.kind {
-                StmtKind::Let { var, .. } => {
-                    if let Some(v) = map.get(var) {
-                        *var = *v;
-                    }
-                }
-                StmtKind::Assign { place, .. } => rename_place(place, map),
-                StmtKind::If {
-                    then_block,
-                    else_block,
-                    ..
-                } => {
-                    rename(then_block, map);
-                    rename(else_block, map);
-                }
-                StmtKind::While { body, .. } | StmtKind::Block(body) => rename(body, map),
-                _ => {}
-            }
-        }
-    }
-    fn rename_place(place: &mut LValue, map: &HashMap<VarId, VarId>) {
-        match place {
-            LValue::Var(v) | LValue::Index { base: v, .. } => {
-                if let Some(n) = map.get(v) {
-                    *v = *n;
-                }
-            }
-            LValue::Field { base, .. } => rename_place(base, map),
-        }
-    }
-    let mut declared = Vec::new();
-    lets(body, &mut declared);
-    let map: HashMap<VarId, VarId> = declared
-        .into_iter()
-        .map(|v| {
-            vars.push(vars[v.0 as usize].clone());
-            (v, VarId((vars.len() - 1) as u32))
-        })
-        .collect();
-    let mut copy = body.clone();
-    rename(&mut copy, &map);
-    super::walk::exprs_mut(&mut copy, &mut |e| match &mut e.kind {
-        ExprKind::Var(v) | ExprKind::Index { base: v, .. } => {
-            if let Some(n) = map.get(v) {
-                *v = *n;
-            }
-        }
-        _ => {}
-    });
-    copy
+    copy_block(vars, &mut Scope::fresh(), body)
 }
