@@ -32,6 +32,8 @@ pub const REDUCE_ITEMS: u32 = 16;
 /// Most tiles a reduction block folds before its tree (see [`reduce_chunks`]): on the H200,
 /// two pipelined chunks of 16 items beat both one (nothing to overlap) and more (too few blocks).
 pub const REDUCE_MAX_CHUNKS: u32 = 2;
+/// Most tiles a reduction pass gives one block when that block is the whole pass.
+pub const REDUCE_FINAL_TILES: usize = 16;
 /// Blocks a reduction pass keeps when the input allows (see [`reduce_chunks`]).
 pub const REDUCE_MIN_BLOCKS: usize = 1024;
 /// Shared memory a reduction block may use: `BLOCK × (items + 2)` elements.
@@ -412,8 +414,13 @@ fn reduce_source(src: &mut String, name: &str, f: &str, a: &str, neutral: &str, 
 /// Tiles per block for a reduction pass over `n` elements with tiles of `tile`: enough
 /// blocks to fill a large GPU (at least [`REDUCE_MIN_BLOCKS`] when `n` allows), and at most
 /// [`REDUCE_MAX_CHUNKS`] tiles each, so that a block amortises its tree over many loads.
+/// Up to [`REDUCE_FINAL_TILES`] tiles go to one block: that pass is the last, where two
+/// small launches would each cost more than the few extra rounds of loads.
 pub fn reduce_chunks(n: usize, tile: u32) -> u32 {
     let tiles = n.div_ceil(tile.max(1) as usize);
+    if tiles <= REDUCE_FINAL_TILES {
+        return tiles.max(1) as u32;
+    }
     (tiles / REDUCE_MIN_BLOCKS).clamp(1, REDUCE_MAX_CHUNKS as usize) as u32
 }
 

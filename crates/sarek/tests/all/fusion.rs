@@ -368,8 +368,9 @@ fn skeletons_match_the_host_on_every_backend() {
             );
         }
 
-        // reduce: exact integers over several passes, floats, a non-commutative record.
-        for n in [1, 2047, 2049, 5000] {
+        // reduce: exact integers in one block of up to 16 tiles (40,000) and over several
+        // passes (70,000), floats, a non-commutative record.
+        for n in [1, 2047, 2049, 5000, 40_000, 70_000] {
             let v: Vec<i32> = (0..n).map(|i| i % 13 - 6).collect();
             let (r, _) = sum.reduce(d, &mut i32s(v.clone())).unwrap();
             assert_eq!(
