@@ -6,6 +6,7 @@
 //! A validator that is not installed makes its column `unavailable`, never a failure.
 
 use crate::exec::Target;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -129,6 +130,21 @@ impl Validators {
         }
     }
 
+    /// [`Validators::check`] of each source, in order. CUDA C is checked as one NVRTC
+    /// program holding every source (NVRTC's fixed cost per program is about half the
+    /// cost of a generated kernel); when that program is rejected, each source is checked
+    /// alone, so a verdict is always the source's own.
+    pub fn check_many(&self, target: Target, sources: &[&str]) -> Vec<Verdict> {
+        if target == Target::Cuda
+            && sources.len() > 1
+            && let Some(program) = cuda_batch(sources)
+            && crate::exec::nvrtc_compile(&program, 90).is_ok()
+        {
+            return vec![Verdict::Accepted; sources.len()];
+        }
+        sources.iter().map(|s| self.check(target, s)).collect()
+    }
+
     fn file(&self, ext: &str, source: &str) -> Result<PathBuf, String> {
         let path = self.scratch.join(format!("k.{ext}"));
         std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -223,4 +239,30 @@ fn glsl(source: &str) -> Result<(), String> {
     use sarek_runtime::spirv;
     let words = spirv::compile(source).map_err(|e| e.to_string())?;
     spirv::validate(&words).map_err(|e| e.to_string())
+}
+
+/// Several generated CUDA C sources as one translation unit: each in its own namespace,
+/// its one `extern "C"` kernel renamed `<name>_batch<j>` (C linkage ignores namespaces).
+/// `None` when a source has preprocessor definitions or includes (they cannot sit in a
+/// namespace) or not exactly one kernel.
+pub fn cuda_batch(sources: &[&str]) -> Option<String> {
+    const ENTRY: &str = "__global__ void ";
+    let mut program = String::new();
+    for (j, source) in sources.iter().enumerate() {
+        if source.matches(ENTRY).count() != 1
+            || source.lines().any(|l| {
+                l.trim_start().starts_with("#include") || l.trim_start().starts_with("#define")
+            })
+        {
+            return None;
+        }
+        let at = source.find(ENTRY)? + ENTRY.len();
+        let name_len = source[at..].find('(')?;
+        let (head, tail) = source.split_at(at + name_len);
+        let _ = writeln!(
+            program,
+            "namespace sarek_batch{j} {{\n{head}_batch{j}{tail}\n}}"
+        );
+    }
+    Some(program)
 }
