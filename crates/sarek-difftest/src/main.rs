@@ -472,30 +472,34 @@ fn replay(harness: &Harness, args: &Args) -> Result<ExitCode, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         // The vector seed: --seed when given on the command line, else the file's header.
         let seed = header_seed(&source).unwrap_or(args.seed);
-        let (kernel, launch) =
-            exec::directive(&source, seed).map_err(|e| format!("{}: {e}", path.display()))?;
-        let r = harness.run(&source, &kernel, &launch, None);
-        println!(
-            "{} (seed {seed}, {:.0} ms):",
-            path.display(),
-            r.time.as_secs_f64() * 1000.0
-        );
-        if let Some(b) = &r.broken {
-            failed = true;
-            println!("  broken: {b:?}");
-        }
-        for (c, o) in &r.outcomes {
-            match o {
-                Outcome::Failed(f) => {
-                    failed = true;
-                    println!(
-                        "  {}: FAILED ({:?})\n{}",
-                        c.label(),
-                        f.kind,
-                        indent(&f.message)
-                    );
+        let runs =
+            exec::directives(&source, seed).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (kernel, launch) in runs {
+            let r = harness.run(&source, &kernel, &launch, None);
+            println!(
+                "{} `{kernel}` grid {:?} block {:?} (seed {seed}, {:.0} ms):",
+                path.display(),
+                launch.grid,
+                launch.block,
+                r.time.as_secs_f64() * 1000.0
+            );
+            if let Some(b) = &r.broken {
+                failed = true;
+                println!("  broken: {b:?}");
+            }
+            for (c, o) in &r.outcomes {
+                match o {
+                    Outcome::Failed(f) => {
+                        failed = true;
+                        println!(
+                            "  {}: FAILED ({:?})\n{}",
+                            c.label(),
+                            f.kind,
+                            indent(&f.message)
+                        );
+                    }
+                    other => println!("  {}: {}", c.label(), short(other)),
                 }
-                other => println!("  {}: {}", c.label(), short(other)),
             }
         }
     }
