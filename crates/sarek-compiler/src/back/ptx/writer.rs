@@ -1540,8 +1540,9 @@ impl<'k> Writer<'k> {
         d
     }
 
-    /// float32 `atan2 y x` from [`Self::atan_f32`] of y / x and the quadrant of x; (0, 0)
-    /// gives a signed zero as C's `atan2f(±0, +0)` does.
+    /// float32 `atan2 y x` from [`Self::atan_f32`] of y / x and the half-plane of x, taken
+    /// from its sign bit: x = -0 is on the negative side, so `atan2 1 (-0)` is pi/2 (y / x
+    /// is -inf there) and `atan2 (±0) (-0)` is ±pi, as C's `atan2f`; `atan2 (±0) (+0)` is ±0.
     fn atan2_f32(&mut self, y: Reg, x: Reg) -> Reg {
         let q = self.reg(Class::F32);
         self.emit(format!("div.rn.f32 {q}, {y}, {x};"));
@@ -1551,8 +1552,9 @@ impl<'k> Writer<'k> {
         self.emit(format!("copysign.f32 {spi}, {y}, {pi};"));
         self.emit(format!("add.rn.f32 {adj}, {r}, {spi};"));
         let zero = self.f32_const(0.0);
-        let neg = self.reg(Class::Pred);
-        self.emit(format!("setp.lt.f32 {neg}, {x}, {zero};"));
+        let (bits, neg) = (self.reg(Class::B32), self.reg(Class::Pred));
+        self.emit(format!("mov.b32 {bits}, {x};"));
+        self.emit(format!("setp.lt.s32 {neg}, {bits}, 0;"));
         let d = self.reg(Class::F32);
         self.emit(format!("selp.f32 {d}, {adj}, {r}, {neg};"));
         let (yz, xz) = (self.reg(Class::Pred), self.reg(Class::Pred));
@@ -1560,6 +1562,7 @@ impl<'k> Writer<'k> {
         self.emit(format!("setp.eq.and.f32 {xz}, {x}, {zero}, {yz};"));
         let sz = self.reg(Class::F32);
         self.emit(format!("copysign.f32 {sz}, {y}, {zero};"));
+        self.emit(format!("selp.f32 {sz}, {spi}, {sz}, {neg};"));
         self.emit(format!("selp.f32 {d}, {sz}, {d}, {xz};"));
         d
     }
