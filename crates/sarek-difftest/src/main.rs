@@ -205,7 +205,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
             }
             written.extend(done.written);
             let n = summary.kernels as u64;
-            if args.progress > 0 && n % args.progress == 0 {
+            if args.progress > 0 && n.is_multiple_of(args.progress) {
                 let secs = start.elapsed().as_secs_f64();
                 println!(
                     "[{n}/{}] {secs:.0} s, {:.2} kernels/s, {} failing kernel-columns so far",

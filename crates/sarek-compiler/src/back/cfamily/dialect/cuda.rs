@@ -266,6 +266,35 @@ pub(super) fn unsigned_atomic64(op: AtomicOp, f: &str, ptr: &str, vals: &[String
     }
 }
 
+/// Partial warps (docs/language-notes.md): a warp is 32 consecutive threads of the block in
+/// linear order; the last warp of a block of `n` threads has `min(32, n - (t & ~31))` live
+/// lanes, and only those may be named in a `_sync` mask. A shuffle reads the source lane
+/// the language computes when it is live, else the caller's own value. `src` is that lane in
+/// 32-bit unsigned arithmetic: one compare with `live` rejects negative and past-the-end
+/// sources alike, and no source outside [0, 32) wraps into it (|lane +- d| < 2^32).
+const WARP_PRELUDE: &str = "\
+__device__ __forceinline__ unsigned int sarek_warp_thread() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+__device__ __forceinline__ unsigned int sarek_warp_lane() {
+    return sarek_warp_thread() & 31u;
+}
+__device__ __forceinline__ unsigned int sarek_warp_live() {
+    unsigned int rest = blockDim.x * blockDim.y * blockDim.z - (sarek_warp_thread() & ~31u);
+    return rest < 32u ? rest : 32u;
+}
+__device__ __forceinline__ unsigned int sarek_warp_mask() {
+    unsigned int live = sarek_warp_live();
+    return live == 32u ? 0xffffffffu : (1u << live) - 1u;
+}
+template <typename T>
+__device__ __forceinline__ T sarek_shfl(T x, unsigned int src) {
+    unsigned int live = sarek_warp_live();
+    unsigned int mask = live == 32u ? 0xffffffffu : (1u << live) - 1u;
+    return __shfl_sync(mask, x, (int)(src < live ? src : sarek_warp_lane()));
+}
+";
+
 #[cfg(test)]
 mod tests {
     use crate::back::cfamily::{Dialect, generate};
@@ -338,32 +367,3 @@ mod tests {
         );
     }
 }
-
-/// Partial warps (docs/language-notes.md): a warp is 32 consecutive threads of the block in
-/// linear order; the last warp of a block of `n` threads has `min(32, n - (t & ~31))` live
-/// lanes, and only those may be named in a `_sync` mask. A shuffle reads the source lane
-/// the language computes when it is live, else the caller's own value. `src` is that lane in
-/// 32-bit unsigned arithmetic: one compare with `live` rejects negative and past-the-end
-/// sources alike, and no source outside [0, 32) wraps into it (|lane +- d| < 2^32).
-const WARP_PRELUDE: &str = "\
-__device__ __forceinline__ unsigned int sarek_warp_thread() {
-    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-}
-__device__ __forceinline__ unsigned int sarek_warp_lane() {
-    return sarek_warp_thread() & 31u;
-}
-__device__ __forceinline__ unsigned int sarek_warp_live() {
-    unsigned int rest = blockDim.x * blockDim.y * blockDim.z - (sarek_warp_thread() & ~31u);
-    return rest < 32u ? rest : 32u;
-}
-__device__ __forceinline__ unsigned int sarek_warp_mask() {
-    unsigned int live = sarek_warp_live();
-    return live == 32u ? 0xffffffffu : (1u << live) - 1u;
-}
-template <typename T>
-__device__ __forceinline__ T sarek_shfl(T x, unsigned int src) {
-    unsigned int live = sarek_warp_live();
-    unsigned int mask = live == 32u ? 0xffffffffu : (1u << live) - 1u;
-    return __shfl_sync(mask, x, (int)(src < live ? src : sarek_warp_lane()));
-}
-";
