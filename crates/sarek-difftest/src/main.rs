@@ -159,6 +159,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
         return replay(&harness, &args);
     }
 
+    drop(harness);
     let start = Instant::now();
     let jobs = args
         .jobs
@@ -175,26 +176,18 @@ fn run(args: Args) -> Result<ExitCode, String> {
         for w in 0..jobs {
             let tx = tx.clone();
             let (next, args, backends, targets) = (&next, &args, &backends, &targets);
-            // The first worker uses the harness opened above; the others open their own
-            // devices and validators (a device's queue is not shared between workers).
-            let main_harness = &harness;
+            // Every worker opens its own devices and validators in its own thread: no device
+            // queue or driver context is shared or crosses threads (the harness opened
+            // above only reported what is available).
             scope.spawn(move || {
-                let local;
-                let h = if w == 0 {
-                    main_harness
-                } else {
-                    match Harness::new(backends, targets) {
-                        Ok(h) => {
-                            local = h;
-                            &local
-                        }
-                        Err(m) => {
-                            eprintln!("worker {w}: {m}");
-                            return;
-                        }
+                let h = match Harness::new(backends, targets) {
+                    Ok(h) => h,
+                    Err(m) => {
+                        eprintln!("worker {w}: {m}");
+                        return;
                     }
                 };
-                worker(h, args, next, start, batch, &tx);
+                worker(&h, args, next, start, batch, &tx);
             });
         }
         drop(tx);
