@@ -1,19 +1,21 @@
 //! A 3-kernel element-wise pipeline run unfused (three launches, two intermediates) and
-//! fused into one kernel (`sarek::Program::fuse`), with both kernel times and the bytes the
-//! fusion saves; then a `reduce` skeleton over the same size against the copy bandwidth of a
-//! `map` skeleton (both generated at build time by `sarek::skeleton!`).
+//! fused into one kernel (`sarek::Program::fuse`), both as a `sarek::Pipeline` on resident
+//! device buffers: the inputs go up once, the output comes back once, and the unfused
+//! intermediates never leave the device. It prints both kernel times, the bytes each moves
+//! in device memory and what fusion saves; then a `reduce` skeleton over the same size against
+//! the copy bandwidth of a `map` skeleton (both generated at build time by `sarek::skeleton!`)
+//! and of the runtime's device-to-device copy (`Buffer::copy_from`).
 //!
 //! ```sh
 //! cargo run --release -p sarek --example fusion_pipeline -- [--size N] [--reps R]
 //! SAREK_BACKEND=cuda target/release/examples/fusion_pipeline --size 268435456 --reps 5
 //! ```
 //!
-//! Times are device kernel times (the backend's timer), the minimum over `--reps` runs;
-//! transfers are not counted. Bytes are what each kernel must move at least: every vector it
-//! reads or writes, once.
+//! Times are device kernel times (the backend's timer), the minimum over `--reps` runs.
+//! Bytes are counted from each kernel's accesses (`PipelineStats::bytes`): every vector a
+//! kernel reads once in, every vector it writes once out.
 
-use sarek::{Device, Kernel, ParamKind, Vector};
-use std::collections::BTreeMap;
+use sarek::{Kernel, Pipeline, Vector};
 use std::error::Error;
 use std::time::Duration;
 
@@ -38,50 +40,56 @@ fn arg(name: &str, default: usize) -> Result<usize, Box<dyn Error>> {
     }
 }
 
-/// Launch `kernel` with its vectors bound by parameter name and every scalar set to `n`.
-fn launch(
-    kernel: &Kernel,
-    device: &dyn Device,
-    vectors: &mut BTreeMap<String, Vector<f32>>,
-    n: usize,
-) -> Result<Duration, Box<dyn Error>> {
-    let params = kernel.params();
-    let mut taken = Vec::new();
-    for p in &params {
-        if let ParamKind::Vector { .. } = p.kind {
-            let v = vectors
-                .remove(&p.name)
-                .ok_or(format!("no vector `{}`", p.name))?;
-            taken.push((p.name.clone(), v));
-        }
-    }
-    let stats = {
-        let mut l = kernel.launch();
-        let mut it = taken.iter_mut();
-        for p in &params {
-            l = match p.kind {
-                ParamKind::Vector { .. } => l.arg(&mut it.next().expect("taken above").1),
-                _ => l.scalar(n as i32),
-            };
-        }
-        l.run(device)?
-    };
-    vectors.extend(taken);
-    Ok(stats.kernel_time)
-}
-
-/// Bytes a kernel moves at least: each of its vectors once.
-fn bytes(kernel: &Kernel, n: usize) -> usize {
-    let vectors = kernel
-        .params()
-        .iter()
-        .filter(|p| matches!(p.kind, ParamKind::Vector { .. }))
-        .count();
-    vectors * n * 4
-}
-
-fn gbps(bytes: usize, t: Duration) -> f64 {
+fn gbps(bytes: u64, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9
+}
+
+/// What one pipeline did: the output, the best kernel time, bytes moved per run, and the
+/// host transfers of the whole measurement.
+struct Measured {
+    out: Vec<f32>,
+    time: Duration,
+    bytes: u64,
+    transfers: sarek::Transfers,
+}
+
+/// Upload `a` and `b` once, run the pipeline `reps` times, download `out` once.
+fn measure(
+    device: &std::sync::Arc<dyn sarek::Device>,
+    kernels: &[Kernel],
+    (a, b): (&[f32], &[f32]),
+    reps: usize,
+) -> Result<Measured, Box<dyn Error>> {
+    let n = a.len();
+    let before = sarek::transfers(device);
+    let mut pipe = kernels
+        .iter()
+        .fold(Pipeline::new(device, n)?, |p, k| p.stage(k))
+        .scalar("n", i32::try_from(n)?);
+    pipe.upload("a", a)?;
+    pipe.upload("b", b)?;
+    let mut time = Duration::MAX;
+    let mut bytes = 0;
+    for _ in 0..reps {
+        let stats = pipe.run()?;
+        time = time.min(stats.kernel_time);
+        bytes = stats.bytes;
+    }
+    let out = pipe.download("out")?;
+    let after = sarek::transfers(device);
+    Ok(Measured {
+        out,
+        time,
+        bytes,
+        transfers: sarek::Transfers {
+            uploads: after.uploads - before.uploads,
+            upload_bytes: after.upload_bytes - before.upload_bytes,
+            downloads: after.downloads - before.downloads,
+            download_bytes: after.download_bytes - before.download_bytes,
+            device_copies: after.device_copies - before.device_copies,
+            device_copy_bytes: after.device_copy_bytes - before.device_copy_bytes,
+        },
+    })
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -106,57 +114,45 @@ fn run() -> Result<(), Box<dyn Error>> {
 
     let a: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 / 500.0 - 1.0).collect();
     let b: Vec<f32> = (0..n).map(|i| (i % 777) as f32 / 777.0).collect();
-    let mut vectors: BTreeMap<String, Vector<f32>> = BTreeMap::new();
-    for (name, data) in [("a", &a), ("b", &b)] {
-        vectors.insert(name.into(), Vector::from_vec(data.clone()));
-    }
-    for name in ["t1", "t2", "out"] {
-        vectors.insert(name.into(), Vector::filled(0.0, n));
-    }
-
-    let mut unfused = Duration::MAX;
-    for _ in 0..reps {
-        let mut t = Duration::ZERO;
-        for k in &stages {
-            t += launch(k, &*device, &mut vectors, n)?;
-        }
-        unfused = unfused.min(t);
-    }
-    let expected = vectors["out"].to_vec();
-    vectors.insert("out".into(), Vector::filled(0.0, n));
-    let mut fused_time = Duration::MAX;
-    for _ in 0..reps {
-        fused_time = fused_time.min(launch(&fused.kernel, &*device, &mut vectors, n)?);
-    }
-    let got = vectors["out"].to_vec();
-    let wrong = expected
+    let unfused = measure(&device, &stages, (&a, &b), reps)?;
+    let fused_run = measure(&device, std::slice::from_ref(&fused.kernel), (&a, &b), reps)?;
+    let wrong = unfused
+        .out
         .iter()
-        .zip(&got)
+        .zip(&fused_run.out)
         .filter(|(x, y)| (*x - *y).abs() > 1e-5 * x.abs().max(1.0))
         .count();
-
-    let unfused_bytes: usize = stages.iter().map(|k| bytes(k, n)).sum();
-    let fused_bytes = bytes(&fused.kernel, n);
+    let host = |m: &Measured| {
+        format!(
+            "host transfers over {reps} runs: {} up ({:.1} MB), {} down ({:.1} MB)",
+            m.transfers.uploads,
+            m.transfers.upload_bytes as f64 / 1e6,
+            m.transfers.downloads,
+            m.transfers.download_bytes as f64 / 1e6
+        )
+    };
     println!(
-        "unfused: 3 kernels, {:.3} ms, {:.1} MB moved ({:.1} GB/s)",
-        unfused.as_secs_f64() * 1e3,
-        unfused_bytes as f64 / 1e6,
-        gbps(unfused_bytes, unfused)
+        "unfused: 3 kernels, {:.3} ms, {:.1} MB moved on the device ({:.1} GB/s); {}",
+        unfused.time.as_secs_f64() * 1e3,
+        unfused.bytes as f64 / 1e6,
+        gbps(unfused.bytes, unfused.time),
+        host(&unfused)
     );
     println!(
-        "fused:   1 kernel,  {:.3} ms, {:.1} MB moved ({:.1} GB/s); eliminated {}",
-        fused_time.as_secs_f64() * 1e3,
-        fused_bytes as f64 / 1e6,
-        gbps(fused_bytes, fused_time),
+        "fused:   1 kernel,  {:.3} ms, {:.1} MB moved on the device ({:.1} GB/s); {}; eliminated {}",
+        fused_run.time.as_secs_f64() * 1e3,
+        fused_run.bytes as f64 / 1e6,
+        gbps(fused_run.bytes, fused_run.time),
+        host(&fused_run),
         fused.eliminated.join(", ")
     );
+    let saved = unfused.bytes.saturating_sub(fused_run.bytes);
     println!(
-        "saved:   {:.1} MB ({:.0}%), speed-up x{:.2}, {wrong} elements differ",
-        (unfused_bytes - fused_bytes) as f64 / 1e6,
-        100.0 * (unfused_bytes - fused_bytes) as f64 / unfused_bytes as f64,
-        unfused.as_secs_f64() / fused_time.as_secs_f64()
+        "saved:   {:.1} MB per run ({:.0}%), speed-up x{:.2}, {wrong} elements differ",
+        saved as f64 / 1e6,
+        100.0 * saved as f64 / unfused.bytes as f64,
+        unfused.time.as_secs_f64() / fused_run.time.as_secs_f64()
     );
-    drop(vectors);
 
     // reduce vs copy.
     let copy = sarek::skeleton!(map, "../../examples/kernels/fusion_pipeline.sarek", copy)?;
@@ -181,12 +177,28 @@ fn run() -> Result<(), Box<dyn Error>> {
             total = v[0];
         }
     }
+    // The runtime's own device-to-device copy of the same bytes (wall clock around the copy
+    // and a synchronisation: it has no device timer).
+    let src = sarek::Buffer::from_slice(device.as_ref(), input.as_slice())?;
+    let dst = sarek::Buffer::<f32>::alloc(device.as_ref(), n)?;
+    let mut device_copy = Duration::MAX;
+    for _ in 0..reps {
+        let started = std::time::Instant::now();
+        dst.copy_from(device.as_ref(), &src)?;
+        sarek::synchronize(&device)?;
+        device_copy = device_copy.min(started.elapsed());
+    }
     let exact: f64 = input.as_slice().iter().map(|&x| f64::from(x)).sum();
-    let copy_bw = gbps(2 * 4 * n, copy_time);
-    let reduce_bw = gbps(4 * n, reduce_time);
+    let copy_bw = gbps((2 * 4 * n) as u64, copy_time);
+    let reduce_bw = gbps((4 * n) as u64, reduce_time);
     println!(
         "copy (map skeleton): {:.3} ms, {copy_bw:.1} GB/s (read + write)",
         copy_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "copy (copy_from):    {:.3} ms, {:.1} GB/s (read + write, wall clock)",
+        device_copy.as_secs_f64() * 1e3,
+        gbps((2 * 4 * n) as u64, device_copy)
     );
     println!(
         "reduce skeleton:     {:.3} ms, {reduce_bw:.1} GB/s ({:.0}% of copy); sum {total} (float64 host sum {exact:.3})",

@@ -180,8 +180,10 @@ difftest() {
     return $status
 }
 
-# Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, and the reduce
-# skeleton against the copy bandwidth (map skeleton), per backend.
+# Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, both as a
+# `sarek::Pipeline` on resident buffers (the `host transfers` of each: 2 up, 1 down over all
+# the runs), and the reduce skeleton against the copy bandwidth (map skeleton, and the
+# runtime's device-to-device `copy_from`), per backend.
 fusion() {
     for b in ${SAREK_GPU_BENCH_BACKENDS:-cuda ptx}; do
         echo "== fusion_pipeline --size ${SAREK_FUSION_SIZE:-268435456}, backend $b"
@@ -189,8 +191,12 @@ fusion() {
     done
 }
 
-# Issue 12: launch overhead, upload bandwidth and a resident saxpy pipeline, `sarek bench`
-# next to the same work in plain CUDA (benches/gpu/runtime.cu).
+# Issue 12: launch overhead, upload and download bandwidth and a resident saxpy pipeline,
+# `sarek bench` next to the same work in plain CUDA (benches/gpu/runtime.cu). Compare the
+# `download:` line of the 2^28 bench (1 GiB of y into a fresh Vec, through pinned staging;
+# x is only read, so it is not downloaded) with `download_1gib_pageable_touched_gbps` of the
+# plain program (the issue asks for at least 80% of it), and its `bandwidth:` line (x read,
+# y read and written: 3 GiB per launch) with the kernel time of `saxpy28_100_launches_ms`.
 runtime() {
     local bin=.gpu/sarek nvcc
     nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)

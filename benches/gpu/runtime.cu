@@ -3,6 +3,8 @@
 //   1. host time per back-to-back launch of a 1-element saxpy (no sync inside the loop, one at
 //      the end), and with a synchronise after each launch;
 //   2. upload of 1 GiB of float32 from pageable host memory (what a Rust Vec is), and pinned;
+//      download of 1 GiB into pageable memory (touched, and fresh) and pinned; a 1 GiB
+//      device-to-device copy;
 //   3. saxpy on 2^28 floats: upload x and y once, 100 launches, download y once (wall time of
 //      those steps, host data already filled).
 #include <cuda_runtime.h>
@@ -57,6 +59,31 @@ int main() {
     CHECK(cudaMemcpy(x, pinned, N * 4, cudaMemcpyHostToDevice));
     t1 = Clock::now();
     printf("upload_1gib_pinned_ms,%.3f\n", us(t0, t1) / 1e3);
+    // Downloads of 1 GiB: into pageable memory already touched (what the saxpy figure below
+    // does), into fresh pageable memory (what a new Rust Vec is), and into pinned memory.
+    CHECK(cudaMemcpy(hx.data(), x, N * 4, cudaMemcpyDeviceToHost));  // warm
+    t0 = Clock::now();
+    CHECK(cudaMemcpy(hx.data(), x, N * 4, cudaMemcpyDeviceToHost));
+    t1 = Clock::now();
+    printf("download_1gib_pageable_touched_ms,%.3f\ndownload_1gib_pageable_touched_gbps,%.2f\n", us(t0, t1) / 1e3, N * 4 / (us(t0, t1) * 1e3));
+    float* fresh = static_cast<float*>(malloc(N * 4));
+    t0 = Clock::now();
+    CHECK(cudaMemcpy(fresh, x, N * 4, cudaMemcpyDeviceToHost));
+    t1 = Clock::now();
+    printf("download_1gib_pageable_fresh_ms,%.3f\ndownload_1gib_pageable_fresh_gbps,%.2f\n", us(t0, t1) / 1e3, N * 4 / (us(t0, t1) * 1e3));
+    free(fresh);
+    t0 = Clock::now();
+    CHECK(cudaMemcpy(pinned, x, N * 4, cudaMemcpyDeviceToHost));
+    t1 = Clock::now();
+    printf("download_1gib_pinned_ms,%.3f\ndownload_1gib_pinned_gbps,%.2f\n", us(t0, t1) / 1e3, N * 4 / (us(t0, t1) * 1e3));
+    // Device-to-device copy of 1 GiB (the figure `DeviceVector::copy_from` is compared with).
+    CHECK(cudaMemcpy(y, x, N * 4, cudaMemcpyDeviceToDevice));
+    CHECK(cudaDeviceSynchronize());
+    t0 = Clock::now();
+    CHECK(cudaMemcpy(y, x, N * 4, cudaMemcpyDeviceToDevice));
+    CHECK(cudaDeviceSynchronize());
+    t1 = Clock::now();
+    printf("copy_1gib_device_ms,%.3f\n", us(t0, t1) / 1e3);
     cudaFreeHost(pinned);
 
     t0 = Clock::now();

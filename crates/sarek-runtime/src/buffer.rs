@@ -214,6 +214,55 @@ impl DeviceVector {
         Ok(())
     }
 
+    /// Copy `src` (same device, length and element layout) into this buffer on the device:
+    /// no host memory involved, ordered after the launches enqueued before it and before
+    /// those after it; both buffers stay alive until the next synchronisation.
+    pub fn copy_from<D: Device + ?Sized>(
+        &self,
+        device: &D,
+        src: &DeviceVector,
+    ) -> Result<(), RuntimeError> {
+        self.check_device(device, "copy destination")?;
+        src.check_device(device, "copy source")?;
+        self.check_len(src.len, "copy")?;
+        if self.layout() != src.layout() || self.scalars() != src.scalars() {
+            return Err(RuntimeError::Arguments(format!(
+                "copy: the source holds ({}), the destination ({})",
+                scalar_names(src.scalars()),
+                scalar_names(self.scalars())
+            )));
+        }
+        if self.mem.same(&src.mem) || self.byte_len() == 0 {
+            return Ok(());
+        }
+        launch::enqueue_copy(device, &src.mem, &self.mem, self.byte_len())
+    }
+
+    /// Copy `src`, a buffer of `src_device`, into this buffer of `device`: on the device when
+    /// they are the same ([`DeviceVector::copy_from`]), else through host memory (one
+    /// download from `src_device`, one upload to `device`, each in its own layout), since
+    /// devices share no memory.
+    pub fn copy_from_device<D: Device + ?Sized, S: Device + ?Sized>(
+        &self,
+        device: &D,
+        src_device: &S,
+        src: &DeviceVector,
+    ) -> Result<(), RuntimeError> {
+        if src_device.core().id() == device.core().id() {
+            return self.copy_from(device, src);
+        }
+        self.check_len(src.len, "copy")?;
+        if self.scalars() != src.scalars() {
+            return Err(RuntimeError::Arguments(format!(
+                "copy: the source holds ({}), the destination ({})",
+                scalar_names(src.scalars()),
+                scalar_names(self.scalars())
+            )));
+        }
+        let host = src.to_host(src_device)?;
+        self.upload(device, &host, "copy")
+    }
+
     /// A host copy with one column per leaf.
     pub fn to_host<D: Device + ?Sized>(&self, device: &D) -> Result<HostVector, RuntimeError> {
         let mut host = HostVector {
@@ -229,12 +278,19 @@ impl DeviceVector {
     }
 }
 
+fn scalar_names(scalars: &[Scalar]) -> String {
+    let names: Vec<&str> = scalars.iter().map(|s| s.name()).collect();
+    names.join(", ")
+}
+
 /// Scalar types a [`Vector`] or [`Buffer`] can hold.
 pub trait Element: Copy + Send + Sync + 'static {
     const SCALAR: Scalar;
     fn column(data: Vec<Self>) -> Column;
     fn slice(column: &Column) -> &[Self];
     fn slice_mut(column: &mut Column) -> &mut [Self];
+    /// The column's elements, moved out.
+    fn take(column: Column) -> Vec<Self>;
     fn literal(self) -> Literal;
     /// The elements' bytes when they are plain data (every type but bool).
     fn bytes(data: &[Self]) -> Option<&[u8]>;
@@ -255,6 +311,12 @@ macro_rules! element {
                 }
             }
             fn slice_mut(column: &mut Column) -> &mut [Self] {
+                match column {
+                    Column::$variant(v) => v,
+                    _ => unreachable!("a Vector's column always has its element type"),
+                }
+            }
+            fn take(column: Column) -> Vec<Self> {
                 match column {
                     Column::$variant(v) => v,
                     _ => unreachable!("a Vector's column always has its element type"),
@@ -379,7 +441,8 @@ impl<T: Element> Buffer<T> {
 
     /// The buffer's contents.
     pub fn download(&self, device: &dyn Device) -> Result<Vec<T>, RuntimeError> {
-        let mut out = T::slice(&Column::zeros(T::SCALAR, self.len())).to_vec();
+        // Zeroed memory the allocator has not touched yet: the copy writes each page once.
+        let mut out = T::take(Column::zeros(T::SCALAR, self.len()));
         self.download_into(device, &mut out)?;
         Ok(out)
     }
@@ -389,13 +452,16 @@ impl<T: Element> Buffer<T> {
         self.upload(device, &vec![value; self.len()])
     }
 
-    /// Copy `src` (same length, same device) into this buffer. The narrow device interface
-    /// has no device-to-device copy, so this goes through host memory.
+    /// Copy `src` (same length, same device) into this buffer, on the device
+    /// ([`DeviceVector::copy_from`]).
     pub fn copy_from(&self, device: &dyn Device, src: &Buffer<T>) -> Result<(), RuntimeError> {
-        self.vector.check_len(src.len(), "copy")?;
-        let mut bytes = vec![0u8; src.vector.byte_len()];
-        src.vector.download_bytes(device, &mut bytes)?;
-        self.vector.upload_bytes(device, &bytes)
+        self.vector.copy_from(device, &src.vector)
+    }
+
+    /// A copy of this buffer (of `from`) on device `to`, through host memory: one download,
+    /// one upload. On one device, [`Buffer::copy_from`] copies without the host.
+    pub fn to_device(&self, from: &dyn Device, to: &dyn Device) -> Result<Buffer<T>, RuntimeError> {
+        Buffer::from_slice(to, &self.download(from)?)
     }
 }
 
@@ -415,7 +481,8 @@ pub trait Mirrored {
         name: &str,
     ) -> Result<DeviceVector, RuntimeError>;
     /// A launch that may write `copy` was enqueued; `done` when it has also finished
-    /// successfully (a synchronous launch).
+    /// successfully (a synchronous launch). Not called for a launch of a kernel that only
+    /// reads the vector.
     fn written(
         &mut self,
         device: &DeviceRef,
@@ -426,7 +493,8 @@ pub trait Mirrored {
     fn failed(&mut self);
 }
 
-/// A raw host vector passed to a launch moves every time: uploaded before, downloaded after.
+/// A raw host vector passed to a launch moves every time: uploaded before, and downloaded
+/// after when the kernel may write it.
 impl Mirrored for HostVector {
     fn len(&self) -> usize {
         self.len
@@ -656,6 +724,7 @@ pub struct Launch<'a> {
     kernel: &'a KernelHandle,
     config: Option<LaunchConfig>,
     args: Vec<LaunchArg<'a>>,
+    timed: bool,
 }
 
 impl<'a> Launch<'a> {
@@ -664,7 +733,15 @@ impl<'a> Launch<'a> {
             kernel,
             config: None,
             args: Vec::new(),
+            timed: false,
         }
+    }
+
+    /// Time an enqueued launch with the device's timer: the next [`launch::synchronize`]
+    /// adds its kernel time to what it returns ([`Launch::run`] always times).
+    pub fn timed(mut self) -> Self {
+        self.timed = true;
+        self
     }
 
     /// Grid and block; without it, the default 1-D launch over the first vector's length.
@@ -706,7 +783,8 @@ impl<'a> Launch<'a> {
     }
 
     /// Enqueue the launch and return; faults surface at [`launch::synchronize`]. Host
-    /// vectors passed are uploaded if stale and marked as written by the device.
+    /// vectors passed are uploaded if stale; those the kernel may write are marked as
+    /// written by the device.
     pub fn enqueue<D: AsDevice + ?Sized>(self, device: &D) -> Result<(), RuntimeError> {
         let device = device.as_device().core().handle()?;
         self.go(&device, false).map(|_| ())
@@ -783,7 +861,8 @@ impl<'a> Launch<'a> {
                 _ => unreachable!("vectors have copies"),
             })
             .collect();
-        let enqueued = launch::enqueue_built(&**device, &built, config, &bind_args, wait);
+        let enqueued =
+            launch::enqueue_built(&**device, &built, config, &bind_args, wait || self.timed);
         drop(bind_args);
         let outcome = enqueued.and_then(|()| {
             if wait {
@@ -792,10 +871,14 @@ impl<'a> Launch<'a> {
                 Ok(std::time::Duration::ZERO)
             }
         });
-        for (arg, copy) in self.args.iter_mut().zip(&copies) {
+        // Only what the kernel may write comes back: an input it only reads stays current
+        // on the host (a `Vector`) or is not downloaded again (a `HostVector`).
+        let uses = self.kernel.uses();
+        for ((arg, copy), usage) in self.args.iter_mut().zip(&copies).zip(uses) {
             if let (LaunchArg::Mirrored(v), Some(copy)) = (arg, copy) {
                 match &outcome {
-                    Ok(_) => v.written(device, copy, wait)?,
+                    Ok(_) if usage.writes => v.written(device, copy, wait)?,
+                    Ok(_) => {}
                     Err(_) => v.failed(),
                 }
             }

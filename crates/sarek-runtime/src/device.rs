@@ -250,7 +250,7 @@ fn refusal_summary(target: Target, kernel: &str, diagnostics: &[Diagnostic]) -> 
 }
 
 /// A device: the one narrow interface every backend implements (build, alloc, upload,
-/// download, dispatch, sync), plus the [`DeviceCore`] it embeds.
+/// download, copy, dispatch, sync), plus the [`DeviceCore`] it embeds.
 ///
 /// Ordering: the device has one in-order queue. `dispatch` only enqueues; `upload` returns
 /// once the bytes have left the caller's slice and is ordered after earlier dispatches
@@ -276,6 +276,15 @@ pub trait Device: Send + Sync {
     fn upload(&self, mem: &Mem, bytes: &[u8]) -> Result<(), RuntimeError>;
     /// Copy the start of `mem` into `out`, after every earlier dispatch.
     fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError>;
+    /// Copy the first `bytes` bytes of `src` to the start of `dst`, both allocations of
+    /// this device and distinct, ordered after earlier dispatches and before later ones.
+    /// The default goes through host memory; backends override it with their own
+    /// device-to-device copy.
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        let mut staging = vec![0u8; bytes];
+        self.download(src, &mut staging)?;
+        self.upload(dst, &staging)
+    }
     /// Enqueue one launch of `built` as `plan` says.
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError>;
     /// Wait for every dispatch; the device-timed kernel time of the timed ones.

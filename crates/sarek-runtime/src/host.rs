@@ -175,6 +175,21 @@ impl Device for HostDevice {
         Ok(())
     }
 
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        let (a, b) = (src.raw::<HostAllocation>(), dst.raw::<HostAllocation>());
+        // Two locks, always taken in address order, so opposite copies cannot deadlock.
+        let (from, mut to);
+        if std::ptr::from_ref(a) < std::ptr::from_ref(b) {
+            from = a.bytes();
+            to = b.bytes();
+        } else {
+            to = b.bytes();
+            from = a.bytes();
+        }
+        to.as_mut_slice()[..bytes].copy_from_slice(&from.as_slice()[..bytes]);
+        Ok(())
+    }
+
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         let kernel = &built.kernel;
         let mut args = Vec::with_capacity(kernel.params().len());

@@ -5,6 +5,7 @@
 //! ([`crate::memory::DeviceCore`]); a later launch looks the key up (a hash of a few
 //! integers) and never runs legalize, a generator or a source-text hash again.
 
+use crate::access::{VectorUse, vector_uses};
 use crate::signature::{Param, signature};
 use sarek_compiler::abi::Abi;
 use sarek_compiler::ir;
@@ -28,6 +29,7 @@ struct Inner {
     id: KernelId,
     ir: ir::Kernel,
     params: Vec<Param>,
+    uses: Vec<VectorUse>,
 }
 
 impl KernelHandle {
@@ -35,11 +37,13 @@ impl KernelHandle {
         // Identities only need to be distinct; the counter is not observable state.
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let params = signature(&ir);
+        let uses = vector_uses(&ir);
         KernelHandle {
             inner: Arc::new(Inner {
                 id: KernelId(NEXT.fetch_add(1, Ordering::Relaxed)),
                 ir,
                 params,
+                uses,
             }),
         }
     }
@@ -59,6 +63,12 @@ impl KernelHandle {
     /// The parameters in order (computed once).
     pub fn params(&self) -> &[Param] {
         &self.inner.params
+    }
+
+    /// What the kernel does with each parameter, in order (computed once): a launch moves
+    /// back only the vectors it may write.
+    pub fn uses(&self) -> &[VectorUse] {
+        &self.inner.uses
     }
 }
 

@@ -80,7 +80,7 @@ pub fn enqueue_built<D: Device + ?Sized>(
     lock(&core.in_flight).push(InFlight {
         id: plan.launch,
         owner: std::thread::current().id(),
-        kernel: built.kernel.clone(),
+        kernel: Some(built.kernel.clone()),
         keep,
         trap,
     });
@@ -96,6 +96,28 @@ pub fn enqueue<D: Device + ?Sized>(
 ) -> Result<(), RuntimeError> {
     let built = build_for(device, kernel, config)?;
     enqueue_built(device, &built, config, args, false)
+}
+
+/// Copy `bytes` bytes from `src` to `dst` on `device` (ordered with the launches around
+/// it); both stay alive until the calling thread's next synchronisation, as a launch's
+/// buffers do.
+pub fn enqueue_copy<D: Device + ?Sized>(
+    device: &D,
+    src: &Mem,
+    dst: &Mem,
+    bytes: usize,
+) -> Result<(), RuntimeError> {
+    let core = device.core();
+    device.copy(src, dst, bytes)?;
+    core.count_device_copy(bytes);
+    lock(&core.in_flight).push(InFlight {
+        id: core.next_launch(),
+        owner: std::thread::current().id(),
+        kernel: None,
+        keep: vec![src.clone(), dst.clone()],
+        trap: None,
+    });
+    Ok(())
 }
 
 /// Wait for every launch on `device`; the device-timed kernel time of the timed ones, or
@@ -133,8 +155,8 @@ pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeEr
             let mut code = [0u8; 4];
             device.download(word, &mut code)?;
             let code = i32::from_le_bytes(code);
-            if code != 0 {
-                return Err(trap_fault(f.kernel.ir(), code, device.info().backend));
+            if let (Some(kernel), true) = (&f.kernel, code != 0) {
+                return Err(trap_fault(kernel.ir(), code, device.info().backend));
             }
         }
     }
@@ -143,7 +165,8 @@ pub fn synchronize<D: Device + ?Sized>(device: &D) -> Result<Duration, RuntimeEr
 }
 
 /// Run `kernel` once with host values: vectors uploaded, launched (timed), synchronised,
-/// downloaded back into `args` (left untouched when the launch fails).
+/// and those the kernel may write downloaded back into `args` (left untouched when the
+/// launch fails).
 pub fn run_host<D: Device + ?Sized>(
     device: &D,
     kernel: &Kernel,
@@ -177,8 +200,11 @@ pub fn run_host<D: Device + ?Sized>(
         .collect();
     enqueue_built(device, &built, config, &bind_args, true)?;
     let kernel_time = synchronize(device)?;
-    for (arg, copy) in args.iter_mut().zip(&copies) {
-        if let (ArgValue::Vector(v), Some(copy)) = (arg, copy) {
+    // Vectors the kernel only reads are what they were: not downloaded.
+    for ((arg, copy), usage) in args.iter_mut().zip(&copies).zip(handle.uses()) {
+        if let (ArgValue::Vector(v), Some(copy)) = (arg, copy)
+            && usage.writes
+        {
             copy.download(device, v)?;
         }
     }

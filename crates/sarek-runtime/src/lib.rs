@@ -7,6 +7,7 @@
 //! launch plan), one packer ([`pack`]), the checked launch path ([`launch`]) and the buffers
 //! a program holds across launches ([`buffer`]). docs/memory-model.md says when data moves.
 
+pub mod access;
 pub mod bind;
 pub mod buffer;
 pub mod capability;

@@ -142,13 +142,16 @@ impl HostBytes<'_> {
     }
 }
 
-/// How many bytes moved between host and device, and in how many copies.
+/// How many bytes moved between host and device, and in how many copies; and the copies
+/// made on the device itself (buffer to buffer, no host memory involved).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Transfers {
     pub uploads: u64,
     pub upload_bytes: u64,
     pub downloads: u64,
     pub download_bytes: u64,
+    pub device_copies: u64,
+    pub device_copy_bytes: u64,
 }
 
 /// A launch's number on its device (in the order launches were numbered, before dispatch).
@@ -160,7 +163,8 @@ pub(crate) struct InFlight {
     pub id: LaunchId,
     /// The thread that enqueued it: the one whose synchronisation reports its fault.
     pub owner: std::thread::ThreadId,
-    pub kernel: KernelHandle,
+    /// The kernel launched (none for a device-to-device copy).
+    pub kernel: Option<KernelHandle>,
     /// Every allocation the launch uses, alive until it has finished (never read: holding
     /// them is the point).
     #[allow(dead_code)]
@@ -189,6 +193,8 @@ pub struct DeviceCore {
     upload_bytes: AtomicU64,
     downloads: AtomicU64,
     download_bytes: AtomicU64,
+    device_copies: AtomicU64,
+    device_copy_bytes: AtomicU64,
     builds_done: AtomicU64,
 }
 
@@ -208,6 +214,8 @@ impl DeviceCore {
             upload_bytes: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
             download_bytes: AtomicU64::new(0),
+            device_copies: AtomicU64::new(0),
+            device_copy_bytes: AtomicU64::new(0),
             builds_done: AtomicU64::new(0),
         }
     }
@@ -285,6 +293,12 @@ impl DeviceCore {
             .fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    pub fn count_device_copy(&self, bytes: usize) {
+        self.device_copies.fetch_add(1, Ordering::Relaxed);
+        self.device_copy_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
     /// Transfers since the device opened.
     pub fn transfers(&self) -> Transfers {
         Transfers {
@@ -292,6 +306,8 @@ impl DeviceCore {
             upload_bytes: self.upload_bytes.load(Ordering::Relaxed),
             downloads: self.downloads.load(Ordering::Relaxed),
             download_bytes: self.download_bytes.load(Ordering::Relaxed),
+            device_copies: self.device_copies.load(Ordering::Relaxed),
+            device_copy_bytes: self.device_copy_bytes.load(Ordering::Relaxed),
         }
     }
 

@@ -909,6 +909,24 @@ impl Device for VulkanDevice {
         Ok(())
     }
 
+    /// Buffers live in host-visible memory: once the queue is idle, a copy is a memcpy
+    /// between the two mappings.
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        let (from, to) = (src.raw::<VkAlloc>(), dst.raw::<VkAlloc>());
+        let mut state = self.state();
+        let time = state.wait_all()?;
+        *self.kernel_time() += time;
+        drop(state);
+        assert!(
+            bytes <= from.size && bytes <= to.size,
+            "copy larger than its buffers"
+        );
+        // SAFETY: both mappings hold `bytes` bytes, are distinct allocations, and no launch
+        // is using them.
+        unsafe { std::ptr::copy_nonoverlapping(from.ptr, to.ptr, bytes) };
+        Ok(())
+    }
+
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         self.state().dispatch(built.exe::<VkExe>(), plan)
     }

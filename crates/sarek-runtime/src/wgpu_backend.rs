@@ -417,6 +417,23 @@ impl Device for WgpuDevice {
         Ok(())
     }
 
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        let (from, to) = (&src.raw::<WgpuAlloc>().0, &dst.raw::<WgpuAlloc>().0);
+        // Whole 4-byte words: both buffers are allocated that way.
+        let size = (bytes as u64)
+            .next_multiple_of(4)
+            .min(from.size())
+            .min(to.size());
+        self.scoped("failed to copy a buffer", || {
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            enc.copy_buffer_to_buffer(from, 0, to, 0, size);
+            self.queue.submit([enc.finish()]);
+        })
+        .map_err(RuntimeError::Launch)
+    }
+
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         self.check_config(&plan.config)?;
         let compiled = built.exe::<Compiled>();

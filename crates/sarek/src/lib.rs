@@ -3,7 +3,8 @@
 //! This facade wraps the compiler (`sarek-compiler`) and the runtime (`sarek-runtime`) in
 //! the few calls and types a program needs: compile a source ([`Program::compile`]), take a kernel
 //! ([`Program::kernel`]), pick a device ([`default_device`], [`open`]) and launch with typed
-//! buffers ([`Vector`], [`Kernel::launch`]).
+//! buffers ([`Vector`], [`Kernel::launch`]). A sequence of kernels keeping its intermediates
+//! on the device is a [`Pipeline`].
 //!
 //! Errors come back as [`Error`]. A fault found while a kernel runs (an out-of-bounds access
 //! on `interp`, a `[@sarek.inline N]` helper recursing deeper than `N` on any backend) and a
@@ -81,9 +82,11 @@
 //! ```
 
 mod fusion;
+mod pipeline;
 mod skeleton;
 
 pub use fusion::Fused;
+pub use pipeline::{Pipeline, PipelineStats};
 pub use sarek_macros::{include_kernel, kernel_module, kernel_source, skeleton};
 pub use skeleton::{Skeleton, SkeletonKind};
 
@@ -480,6 +483,13 @@ impl<'a> Launch<'a> {
     /// stale) or a [`HostVector`] (uploaded before and downloaded after every launch).
     pub fn arg(mut self, v: &'a mut dyn Mirrored) -> Self {
         self.inner = self.inner.arg(v);
+        self
+    }
+
+    /// Time this launch with the device's timer when it is enqueued: [`synchronize`] then
+    /// returns its kernel time too ([`Launch::run`] always times).
+    pub fn timed(mut self) -> Self {
+        self.inner = self.inner.timed();
         self
     }
 

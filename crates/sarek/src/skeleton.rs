@@ -108,7 +108,7 @@ impl Skeleton {
 
     fn assemble(program: Program, instance: sk::Instance) -> Result<Skeleton, Error> {
         let names: Vec<&String> = match &instance.plan {
-            Plan::Elementwise { kernel } | Plan::Reduce { kernel, .. } => vec![kernel],
+            Plan::Elementwise { kernel, .. } | Plan::Reduce { kernel, .. } => vec![kernel],
             Plan::Scan { blocks, add, shift } => {
                 std::iter::once(blocks).chain([add]).chain(shift).collect()
             }
@@ -159,6 +159,14 @@ impl Skeleton {
         &self.kernels
     }
 
+    /// Threads an element-wise skeleton launches for `n` elements.
+    fn elementwise_threads(&self, n: usize) -> usize {
+        match self.instance.plan {
+            Plan::Elementwise { items, .. } => n.div_ceil(items as usize),
+            _ => n,
+        }
+    }
+
     /// Run a `map` skeleton over `input.len()` elements.
     pub fn map(
         &self,
@@ -169,7 +177,7 @@ impl Skeleton {
         let n = input.len();
         self.kernels[0]
             .launch()
-            .config(config(device, n)?)
+            .config(config(device, self.elementwise_threads(n))?)
             .arg(input)
             .arg(output)
             .scalar(len_i32(n)?)
@@ -187,7 +195,7 @@ impl Skeleton {
         let n = x.len();
         self.kernels[0]
             .launch()
-            .config(config(device, n)?)
+            .config(config(device, self.elementwise_threads(n))?)
             .arg(x)
             .arg(y)
             .arg(output)

@@ -488,3 +488,374 @@ fn record_buffers_round_trip_on_every_layout() {
         );
     }
 }
+
+const PIPELINE: &str = "\
+let%kernel stage1 (a : float32 vector) (t1 : float32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then t1.(i) <- 1.5 *. a.(i) +. 0.25
+
+let%kernel stage2 (t1 : float32 vector) (b : float32 vector) (t2 : float32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then t2.(i) <- t1.(i) *. b.(i) -. 1.0
+
+let%kernel stage3 (t2 : float32 vector) (out : float32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then out.(i) <- fmax t2.(i) (-2.0) *. 0.5
+";
+
+/// Issue 18: a 3-kernel pipeline on resident buffers, unfused and fused, on every local
+/// backend: the inputs go up once, the output comes back once, the intermediates never
+/// move, whatever the number of runs; both agree with the same arithmetic done here.
+#[test]
+fn a_pipeline_moves_its_inputs_up_once_and_its_output_back_once() {
+    let _serial = serial();
+    let program = Program::compile("pipeline.sarek", PIPELINE).unwrap();
+    let stages: Vec<_> = ["stage1", "stage2", "stage3"]
+        .iter()
+        .map(|k| program.kernel(k).unwrap())
+        .collect();
+    let fused = program.fuse(&["stage1", "stage2", "stage3"]).unwrap();
+    let n = 1000usize;
+    let a: Vec<f32> = (0..n).map(|i| (i % 97) as f32 / 10.0 - 4.0).collect();
+    let b: Vec<f32> = (0..n).map(|i| (i % 13) as f32 / 4.0).collect();
+    // The same float32 operations, in the same order, on the host.
+    let expected: Vec<f32> = a
+        .iter()
+        .zip(&b)
+        .map(|(&a, &b)| ((1.5f32 * a + 0.25) * b - 1.0).max(-2.0) * 0.5)
+        .collect();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        for (label, kernels) in [
+            ("unfused", stages.clone()),
+            ("fused", vec![fused.kernel.clone()]),
+        ] {
+            let before = sarek::transfers(&device);
+            let mut pipe = kernels
+                .iter()
+                .fold(sarek::Pipeline::new(&device, n).unwrap(), |p, k| p.stage(k))
+                .scalar("n", n as i32);
+            pipe.upload("a", &a).unwrap();
+            pipe.upload("b", &b).unwrap();
+            let runs = 10;
+            let mut stats = None;
+            for _ in 0..runs {
+                stats = Some(pipe.run().unwrap());
+            }
+            let got: Vec<f32> = pipe.download("out").unwrap();
+            assert_eq!(got, expected, "{backend} {label}");
+            let t = sarek::transfers(&device);
+            assert_eq!(
+                (t.uploads - before.uploads, t.downloads - before.downloads),
+                (2, 1),
+                "{backend} {label}: {t:?}"
+            );
+            assert_eq!(t.upload_bytes - before.upload_bytes, 8 * n as u64);
+            assert_eq!(t.download_bytes - before.download_bytes, 4 * n as u64);
+            let stats = stats.unwrap();
+            // Unfused: a in, t1 out; t1, b in, t2 out; t2 in, out out. Fused: a, b in, out out.
+            let (launches, bytes) = if label == "fused" { (1, 12) } else { (3, 28) };
+            assert_eq!(stats.launches, launches, "{backend} {label}");
+            assert_eq!(stats.bytes, bytes * n as u64, "{backend} {label}");
+            if label == "fused" {
+                assert!(pipe.buffer("t1").is_none(), "the fused pipeline has no t1");
+            }
+        }
+    }
+}
+
+#[test]
+fn pipeline_mistakes_are_clear_errors() {
+    let _serial = serial();
+    let program = Program::compile("pipeline.sarek", PIPELINE).unwrap();
+    let device = sarek::open(Backend::Cpu).unwrap();
+    let stage2 = program.kernel("stage2").unwrap();
+    let stage3 = program.kernel("stage3").unwrap();
+    // stage2 reads t1 and b, which nothing wrote.
+    let mut pipe = sarek::Pipeline::new(&device, 8)
+        .unwrap()
+        .stage(&stage2)
+        .stage(&stage3)
+        .scalar("n", 8i32);
+    let e = pipe.run().unwrap_err().to_string();
+    assert!(
+        e.contains("stage `stage2` reads vector `t1` before any stage writes it"),
+        "{e}"
+    );
+    let e = pipe.upload("tl", &[0.0f32; 8]).unwrap_err().to_string();
+    assert!(
+        e.contains("no stage of the pipeline has a vector parameter `tl`; did you mean `t1`?"),
+        "{e}"
+    );
+    let e = pipe.upload("t1", &[0i32; 8]).unwrap_err().to_string();
+    assert!(e.contains("holds (float32)"), "{e}");
+    let e = pipe.upload("n", &[0i32; 8]).unwrap_err().to_string();
+    assert!(e.contains("not a vector"), "{e}");
+    let mut missing = sarek::Pipeline::new(&device, 8).unwrap().stage(&stage3);
+    missing.upload("t2", &[0.0f32; 8]).unwrap();
+    let e = missing.run().unwrap_err().to_string();
+    assert!(
+        e.contains("stage `stage3` needs a value for parameter `n` (int32)"),
+        "{e}"
+    );
+}
+
+/// A launch brings back only what the kernel may write: an input it only reads stays
+/// current on the host (a `Vector`), is not downloaded again (a `HostVector`, a launch with
+/// host values).
+#[test]
+fn read_only_inputs_are_not_downloaded() {
+    let _serial = serial();
+    let program = program();
+    let saxpy = program.kernel("saxpy").unwrap();
+    let n = 64;
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let mut x = Vector::from_vec((0..n).map(|i| i as f32).collect::<Vec<_>>());
+        let mut y = Vector::filled(1.0f32, n);
+        let before = sarek::transfers(&device);
+        for _ in 0..3 {
+            saxpy
+                .launch()
+                .arg(&mut x)
+                .arg(&mut y)
+                .scalar(2.0f32)
+                .run(&device)
+                .unwrap();
+        }
+        assert!(x.host_is_current(), "{backend}: x is only read");
+        assert!(!y.host_is_current(), "{backend}: y was written");
+        assert_eq!(x.as_slice()[5], 5.0);
+        assert_eq!(y.as_slice()[5], 1.0 + 3.0 * 10.0, "{backend}");
+        let t = sarek::transfers(&device);
+        assert_eq!(
+            (t.uploads - before.uploads, t.downloads - before.downloads),
+            (2, 1),
+            "{backend}: {t:?}"
+        );
+        // A HostVector moves every launch, but only back when written.
+        let mut hx = sarek::HostVector {
+            len: n,
+            columns: vec![sarek::Column::F32(vec![1.0; n])],
+        };
+        let mut hy = hx.clone();
+        let before = sarek::transfers(&device);
+        saxpy
+            .launch()
+            .arg(&mut hx)
+            .arg(&mut hy)
+            .scalar(2.0f32)
+            .run(&device)
+            .unwrap();
+        let t = sarek::transfers(&device);
+        assert_eq!(
+            (t.uploads - before.uploads, t.downloads - before.downloads),
+            (2, 1),
+            "{backend}: {t:?}"
+        );
+        assert_eq!(hy.columns[0], sarek::Column::F32(vec![3.0; n]), "{backend}");
+        // Host values through `Device::launch` (tests, `sarek run`): the same.
+        let mut args = vec![
+            sarek::ArgValue::Vector(hx.clone()),
+            sarek::ArgValue::Vector(hy.clone()),
+            sarek::ArgValue::Scalar(sarek::Literal::F32(2.0)),
+        ];
+        let before = sarek::transfers(&device);
+        device
+            .launch(saxpy.ir(), sarek::LaunchConfig::linear(n as u32), &mut args)
+            .unwrap();
+        let t = sarek::transfers(&device);
+        assert_eq!(t.downloads - before.downloads, 1, "{backend}: {t:?}");
+        let sarek::ArgValue::Vector(out) = &args[1] else {
+            unreachable!()
+        };
+        assert_eq!(
+            out.columns[0],
+            sarek::Column::F32(vec![5.0; n]),
+            "{backend}"
+        );
+    }
+}
+
+/// Device-to-device copies: no host transfer, ordered with the launches around them, for
+/// scalars and records; across devices through the host.
+#[test]
+fn device_copies_stay_on_the_device_and_keep_launch_order() {
+    let _serial = serial();
+    let program = program();
+    let step = program.kernel("step").unwrap();
+    let n = 300usize;
+    let start: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let src = Buffer::from_slice(device.as_ref(), &start).unwrap();
+        let dst = Buffer::<f32>::alloc(device.as_ref(), n).unwrap();
+        let before = sarek::transfers(&device);
+        // step(src); copy src -> dst; step(src) twice: dst sees exactly one step.
+        let launch_step = || {
+            step.launch()
+                .buffer(src.vector())
+                .scalar(n as i32)
+                .enqueue(&device)
+                .unwrap()
+        };
+        launch_step();
+        dst.copy_from(device.as_ref(), &src).unwrap();
+        launch_step();
+        launch_step();
+        sarek::synchronize(&device).unwrap();
+        let t = sarek::transfers(&device);
+        assert_eq!(
+            (t.uploads, t.downloads),
+            (before.uploads, before.downloads),
+            "{backend}: no host transfer"
+        );
+        assert_eq!(t.device_copies - before.device_copies, 1);
+        assert_eq!(t.device_copy_bytes - before.device_copy_bytes, 4 * n as u64);
+        let plus = |k: f32| start.iter().map(|x| x + k).collect::<Vec<_>>();
+        assert_eq!(
+            dst.download(device.as_ref()).unwrap(),
+            plus(1.0),
+            "{backend}"
+        );
+        assert_eq!(
+            src.download(device.as_ref()).unwrap(),
+            plus(3.0),
+            "{backend}"
+        );
+        // Mistakes: another length, another element type.
+        let short = Buffer::<f32>::alloc(device.as_ref(), n - 1).unwrap();
+        let e = short.copy_from(device.as_ref(), &src).unwrap_err();
+        assert!(
+            e.to_string().contains("holds 299 elements, 300 given"),
+            "{e}"
+        );
+        let ints = Buffer::<i32>::alloc(device.as_ref(), n).unwrap();
+        let e = ints
+            .vector()
+            .copy_from(device.as_ref(), src.vector())
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("the source holds (float32), the destination (int32)"),
+            "{e}"
+        );
+    }
+    // Records: copied in the device's own layout.
+    let rec = Program::compile(
+        "rec.sarek",
+        "type p = { x : float32; ok : bool; k : int64 }\n\
+         let%kernel touch (v : p vector) = ()\n",
+    )
+    .unwrap();
+    let touch = rec.kernel("touch").unwrap();
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let mut host = touch.vector("v", 3).unwrap();
+        host.columns[0] = sarek::Column::F32(vec![1.5, -2.0, 3.25]);
+        host.columns[1] = sarek::Column::Bool(vec![true, false, true]);
+        host.columns[2] = sarek::Column::I64(vec![1 << 40, -7, 9]);
+        let a = touch.buffer(&device, "v", 3).unwrap();
+        a.upload(device.as_ref(), &host, "v").unwrap();
+        let b = touch.buffer(&device, "v", 3).unwrap();
+        b.copy_from(device.as_ref(), &a).unwrap();
+        sarek::synchronize(&device).unwrap();
+        assert_eq!(b.to_host(device.as_ref()).unwrap(), host, "{backend}");
+    }
+    // Across devices: through the host, one download and one upload.
+    let interp = sarek::open(Backend::Interp).unwrap();
+    let cpu = sarek::open(Backend::Cpu).unwrap();
+    let on_interp = Buffer::from_slice(interp.as_ref(), &start).unwrap();
+    let (i0, c0) = (sarek::transfers(&interp), sarek::transfers(&cpu));
+    let on_cpu = on_interp.to_device(interp.as_ref(), cpu.as_ref()).unwrap();
+    let other = Buffer::<f32>::alloc(cpu.as_ref(), n).unwrap();
+    other
+        .vector()
+        .copy_from_device(cpu.as_ref(), interp.as_ref(), on_interp.vector())
+        .unwrap();
+    let (i1, c1) = (sarek::transfers(&interp), sarek::transfers(&cpu));
+    assert_eq!(
+        (i1.downloads - i0.downloads, c1.uploads - c0.uploads),
+        (2, 2)
+    );
+    assert_eq!(on_cpu.download(cpu.as_ref()).unwrap(), start);
+    assert_eq!(other.download(cpu.as_ref()).unwrap(), start);
+    // A same-device copy given the wrong device is refused naming both.
+    let e = other.copy_from(interp.as_ref(), &on_cpu).unwrap_err();
+    assert!(matches!(e, RuntimeError::WrongDevice { .. }), "{e}");
+}
+
+/// A stencil iterated in place: each run reads what the previous one wrote, by swapping the
+/// two buffers' names; nothing moves between the runs.
+#[test]
+fn a_pipeline_iterates_by_swapping_buffers() {
+    let _serial = serial();
+    let program = Program::compile(
+        "blur.sarek",
+        "let%kernel blur (src : float32 vector) (dst : float32 vector) (n : int32) =\n\
+         let i = global_thread_id in\n\
+         if i < n then begin\n\
+           let l = if i > 0 then src.(i - 1) else src.(i) in\n\
+           let r = if i < n - 1 then src.(i + 1) else src.(i) in\n\
+           dst.(i) <- (l +. src.(i) +. r) /. 4.0\n\
+         end\n",
+    )
+    .unwrap();
+    let blur = program.kernel("blur").unwrap();
+    let n = 200usize;
+    let start: Vec<f32> = (0..n)
+        .map(|i| if i % 17 == 0 { 64.0 } else { 0.0 })
+        .collect();
+    let steps = 25;
+    // The same arithmetic on the host.
+    let mut expected = start.clone();
+    for _ in 0..steps {
+        expected = (0..n)
+            .map(|i| {
+                let l = if i > 0 { expected[i - 1] } else { expected[i] };
+                let r = if i < n - 1 {
+                    expected[i + 1]
+                } else {
+                    expected[i]
+                };
+                (l + expected[i] + r) / 4.0
+            })
+            .collect();
+    }
+    for backend in HOST_AND_SOFTWARE {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let before = sarek::transfers(&device);
+        let mut pipe = sarek::Pipeline::new(&device, n)
+            .unwrap()
+            .stage(&blur)
+            .scalar("n", n as i32);
+        pipe.upload("src", &start).unwrap();
+        for _ in 0..steps {
+            pipe.run().unwrap();
+            pipe.swap("src", "dst").unwrap();
+        }
+        assert_eq!(pipe.download::<f32>("src").unwrap(), expected, "{backend}");
+        let t = sarek::transfers(&device);
+        assert_eq!(
+            (t.uploads - before.uploads, t.downloads - before.downloads),
+            (1, 1),
+            "{backend}"
+        );
+        let e = pipe.swap("src", "nope").unwrap_err().to_string();
+        assert!(e.contains("no buffer `nope` to swap"), "{e}");
+        assert!(
+            pipe.buffer("src").is_some(),
+            "a failed swap keeps the bindings"
+        );
+    }
+}

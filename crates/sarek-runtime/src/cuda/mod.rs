@@ -5,8 +5,12 @@
 //! - Device 0 of the driver; its compute capability picks the NVRTC target `sm_XY`.
 //! - Kernels compile to CUBIN through [`nvrtc::ModuleCache`] (on disk, keyed by source,
 //!   architecture, driver and NVRTC versions), then load once per device per build key.
-//! - Buffers are `cuMemAlloc` allocations; uploads and downloads are synchronous copies on
-//!   the legacy default stream, which launches use too, so everything is in order.
+//! - Buffers are `cuMemAlloc` allocations; uploads are synchronous copies on the legacy
+//!   default stream, which launches use too, so everything is in order. Downloads of
+//!   [`staging::MIN_STAGED`] bytes or more go through page-locked staging chunks, copied
+//!   asynchronously on the same stream while the host empties the previous chunk
+//!   ([`staging`]); smaller ones are one synchronous copy. Copies between buffers are
+//!   `cuMemcpyDtoDAsync` on that stream.
 //! - Dispatch passes the plan's positional arguments ([`crate::bind`]) to `cuLaunchKernel`
 //!   and returns; a timed launch records two events around itself, read at `sync`
 //!   (`cuCtxSynchronize`), which is also where a device error of a launch appears.
@@ -14,6 +18,7 @@
 //!   square root; math functions keep CUDA's documented ulp bounds.
 
 pub mod nvrtc;
+pub mod staging;
 
 use crate::bind::{LaunchPlan, Positional};
 use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
@@ -99,6 +104,7 @@ fn open_with(toolchain: Toolchain) -> Result<Arc<dyn Device>, RuntimeError> {
         cache: nvrtc::ModuleCache::default_location(),
         core: DeviceCore::new(format!("{backend} ({name})")),
         timed: Mutex::new(Vec::new()),
+        staging: Mutex::new(None),
         info: DeviceInfo {
             backend,
             name,
@@ -139,10 +145,66 @@ struct CudaDevice {
     core: DeviceCore,
     /// Event pairs around the timed launches since the last sync.
     timed: Mutex<Vec<(sys::CUevent, sys::CUevent)>>,
+    /// Page-locked download staging, made by the first large download (`None` inside
+    /// until then; `Err` when the driver could not pin it: downloads then copy directly).
+    staging: Mutex<Option<Result<Pinned, RuntimeError>>>,
+}
+
+/// [`staging::SLOTS`] page-locked chunks of [`staging::CHUNK`] bytes and the event marking
+/// each one's copy done.
+struct Pinned {
+    base: *mut u8,
+    done: [sys::CUevent; staging::SLOTS],
+}
+
+impl Pinned {
+    /// Allocate in the current context.
+    fn new() -> Result<Pinned, RuntimeError> {
+        // SAFETY: a plain page-locked allocation, freed in `release`.
+        let base = unsafe { result::malloc_host(staging::CHUNK * staging::SLOTS, 0) }
+            .map_err(drv("pinning download staging"))?;
+        let mut done = [std::ptr::null_mut(); staging::SLOTS];
+        for (k, e) in done.iter_mut().enumerate() {
+            match result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) {
+                Ok(ev) => *e = ev,
+                Err(err) => {
+                    // SAFETY: made above, none used yet.
+                    unsafe {
+                        done[..k].iter().for_each(|e| {
+                            let _ = result::event::destroy(*e);
+                        });
+                        let _ = result::free_host(base);
+                    }
+                    return Err(drv("creating an event")(err));
+                }
+            }
+        }
+        Ok(Pinned {
+            base: base.cast(),
+            done,
+        })
+    }
+
+    fn slot(&self, k: usize) -> *mut u8 {
+        // SAFETY: `k < SLOTS`, inside the allocation.
+        unsafe { self.base.add(k * staging::CHUNK) }
+    }
+
+    /// Free everything (the context current, no copy in flight).
+    fn release(&self) {
+        // SAFETY: made by `new`, released once (by the device's drop).
+        unsafe {
+            for e in self.done {
+                let _ = result::event::destroy(e);
+            }
+            let _ = result::free_host(self.base.cast());
+        }
+    }
 }
 
 // SAFETY: driver handles are plain identifiers valid in any thread once `ctx` is current;
-// every use makes it current first, and the mutable tables are behind locks.
+// every use makes it current first, and the mutable tables (and the staging memory) are
+// behind locks.
 unsafe impl Send for CudaDevice {}
 unsafe impl Sync for CudaDevice {}
 unsafe impl Send for Loaded {}
@@ -150,8 +212,15 @@ unsafe impl Sync for Loaded {}
 
 impl Drop for CudaDevice {
     fn drop(&mut self) {
-        // Modules unload while the context is still retained.
+        // Modules unload and staging is freed while the context is still retained.
         self.core.clear_builds();
+        let staging = self.staging.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(Ok(pinned)) = staging.take()
+            && self.current().is_ok()
+        {
+            let _ = result::ctx::synchronize();
+            pinned.release();
+        }
         // SAFETY: balances the retain in `open`.
         unsafe {
             let _ = result::primary_ctx::release(self.dev);
@@ -316,10 +385,74 @@ impl Device for CudaDevice {
 
     fn download(&self, mem: &Mem, out: &mut [u8]) -> Result<(), RuntimeError> {
         self.current()?;
-        // SAFETY: the allocation holds at least `out.len()` bytes; the synchronous copy on
-        // the legacy stream waits for earlier launches.
-        unsafe { result::memcpy_dtoh_sync(out, mem.raw::<CudaAlloc>().ptr) }
-            .map_err(drv("copying back"))
+        let src = mem.raw::<CudaAlloc>().ptr;
+        // Small downloads (trap words, results of a few elements) skip the staging lock.
+        let mut guard = (out.len() >= staging::MIN_STAGED)
+            .then(|| self.staging.lock().unwrap_or_else(|p| p.into_inner()));
+        let pinned = match guard.as_deref_mut() {
+            None => None,
+            Some(Some(p)) => p.as_ref().ok(),
+            Some(none) => none.insert(Pinned::new()).as_ref().ok(),
+        };
+        let Some(pinned) = pinned else {
+            // SAFETY: the allocation holds at least `out.len()` bytes; the synchronous copy
+            // on the legacy stream waits for earlier launches.
+            return unsafe { result::memcpy_dtoh_sync(out, src) }.map_err(drv("copying back"));
+        };
+        let stream = result::stream::null();
+        let outcome = staging::schedule(
+            out.len(),
+            staging::CHUNK,
+            staging::SLOTS,
+            |slot, r| {
+                // SAFETY: the slot holds CHUNK >= r.len() bytes and was drained (its previous
+                // copy waited for) before this fill; the source range is inside the
+                // allocation; the copy is ordered after earlier launches on the stream.
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        pinned.slot(slot).cast(),
+                        src + r.start as u64,
+                        r.len(),
+                        stream,
+                    )
+                    .result()
+                    .map_err(drv("copying back"))?;
+                    result::event::record(pinned.done[slot], stream)
+                        .map_err(drv("recording an event"))
+                }
+            },
+            |slot, r| {
+                // SAFETY: the event follows the slot's copy; once it is reached the slot
+                // holds `r.len()` bytes and nothing writes it until the next fill.
+                unsafe {
+                    result::event::synchronize(pinned.done[slot]).map_err(drv("copying back"))?;
+                    let filled = std::slice::from_raw_parts(pinned.slot(slot), r.len());
+                    staging::drain(filled, &mut out[r]);
+                }
+                Ok(())
+            },
+        );
+        if outcome.is_err() {
+            // No copy may still be writing the staging when the next download fills it.
+            let _ = result::ctx::synchronize();
+        }
+        outcome
+    }
+
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        self.current()?;
+        // SAFETY: both allocations hold at least `bytes` bytes and are distinct; the copy is
+        // ordered on the legacy stream with the launches, and the runtime keeps both alive
+        // until the next synchronisation.
+        unsafe {
+            result::memcpy_dtod_async(
+                dst.raw::<CudaAlloc>().ptr,
+                src.raw::<CudaAlloc>().ptr,
+                bytes,
+                result::stream::null(),
+            )
+        }
+        .map_err(drv("copying on the device"))
     }
 
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {

@@ -319,6 +319,29 @@ impl Device for OpenClDevice {
         Ok(())
     }
 
+    fn copy(&self, src: &Mem, dst: &Mem, bytes: usize) -> Result<(), RuntimeError> {
+        let (from, to) = (src.raw::<ClAlloc>().0.get(), dst.raw::<ClAlloc>().0.get());
+        // SAFETY: both buffers hold at least `bytes` bytes and are distinct; the copy is
+        // enqueued on the in-order queue (after earlier launches, before later ones) and the
+        // runtime keeps both alive until the next synchronisation. The event is released
+        // by its drop.
+        let event = unsafe {
+            opencl3::command_queue::enqueue_copy_buffer(
+                self.queue.get(),
+                from,
+                to,
+                0,
+                0,
+                bytes,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| cl_err("copying a buffer")(opencl3::error_codes::ClError(e)))?;
+        drop(opencl3::event::Event::new(event));
+        Ok(())
+    }
+
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         let compiled = built.exe::<Compiled>();
         let k = compiled.kernel.lock().unwrap_or_else(|p| p.into_inner());

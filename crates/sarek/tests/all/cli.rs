@@ -653,6 +653,20 @@ fn bench_reports_median_and_throughput() {
     ] {
         assert!(r.stdout.contains(w), "`{w}` not in {}", r.stdout);
     }
+    // saxpy reads x (1 KiB in) and reads and writes y (1 KiB in, 1 KiB out); it writes
+    // only y, so only y comes back.
+    assert!(
+        r.stdout.contains("(3072 bytes per launch: "),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("(2048 bytes, "), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("(1024 bytes of the 1 vectors the kernel writes"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// `--len NAME=N`: one vector gets its own length (a 1-element output next to a long

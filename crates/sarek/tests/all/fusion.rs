@@ -346,25 +346,27 @@ fn skeletons_match_the_host_on_every_backend() {
         let Some(d) = device(b) else { continue };
         let d = &*d;
 
-        // map over records, zip into records.
-        let n = 1000;
-        let xs: Vec<f32> = (0..n).map(|i| i as f32 / 100.0).collect();
-        let ys: Vec<i32> = (0..n as i32).map(|i| i % 7).collect();
-        let mut pts = map.kernels()[0].vector("input", n).unwrap();
-        let mut out = f32s(vec![0.0; n]);
-        zip.zip(d, &mut f32s(xs.clone()), &mut i32s(ys.clone()), &mut pts)
-            .unwrap();
-        map.map(d, &mut pts, &mut out).unwrap();
-        let want: Vec<f32> = xs
-            .iter()
-            .zip(&ys)
-            .map(|(x, y)| x * x + (*y as f32) * (*y as f32))
-            .collect();
-        close(
-            &want,
-            &floats(&out.columns[0]),
-            &format!("{b}: zip then map"),
-        );
+        // map over records, zip into records: a size below one block's span (4 × 256), one
+        // full span, and full spans plus a tail (both code paths of a thread).
+        for n in [1, 1000, 1024, 2500] {
+            let xs: Vec<f32> = (0..n).map(|i| i as f32 / 100.0).collect();
+            let ys: Vec<i32> = (0..n as i32).map(|i| i % 7).collect();
+            let mut pts = map.kernels()[0].vector("input", n).unwrap();
+            let mut out = f32s(vec![0.0; n]);
+            zip.zip(d, &mut f32s(xs.clone()), &mut i32s(ys.clone()), &mut pts)
+                .unwrap();
+            map.map(d, &mut pts, &mut out).unwrap();
+            let want: Vec<f32> = xs
+                .iter()
+                .zip(&ys)
+                .map(|(x, y)| x * x + (*y as f32) * (*y as f32))
+                .collect();
+            close(
+                &want,
+                &floats(&out.columns[0]),
+                &format!("{b}: zip then map of {n}"),
+            );
+        }
 
         // reduce: exact integers over several passes, floats, a non-commutative record.
         for n in [1, 2047, 2049, 5000] {
