@@ -191,7 +191,15 @@ fn run(args: Args) -> Result<ExitCode, String> {
             });
         }
         drop(tx);
+        // Seeds done out of order (workers), and the first seed not yet done: a run that
+        // dies (a driver crashing the process) resumes from there with the summary so far.
+        let mut pending = std::collections::BTreeSet::new();
+        let mut resume = args.seed;
         for done in rx {
+            pending.insert(done.seed);
+            while pending.remove(&resume) {
+                resume += 1;
+            }
             summary.add(&done.report, &done.features);
             for line in &done.lines {
                 println!("{line}");
@@ -201,10 +209,18 @@ fn run(args: Args) -> Result<ExitCode, String> {
             if args.progress > 0 && n.is_multiple_of(args.progress) {
                 let secs = start.elapsed().as_secs_f64();
                 println!(
-                    "[{n}/{}] {secs:.0} s, {:.2} kernels/s, {} failing kernel-columns so far",
+                    "[{n}/{}] {secs:.0} s, {:.2} kernels/s, {} failing kernel-columns so far; \
+                     every seed below {resume} done",
                     args.count,
                     n as f64 / secs,
                     summary.failed()
+                );
+                write(
+                    &args.out.join("summary.md"),
+                    &format!(
+                        "(in progress: {n} kernels in {secs:.0} s; every seed below {resume} \
+                         done, `--seed {resume}` resumes)\n\n{summary}"
+                    ),
                 );
             }
             let _ = std::io::stdout().flush();
@@ -243,6 +259,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
 
 /// One kernel's results, sent by a worker to the thread that keeps the summary.
 struct Done {
+    seed: u64,
     report: KernelReport,
     features: Vec<&'static str>,
     /// What to print for it (failures, shrinking), in order.
@@ -370,6 +387,7 @@ fn conclude(
         written.push(path);
     }
     Done {
+        seed,
         features: case.features.iter().copied().collect(),
         report,
         lines,
