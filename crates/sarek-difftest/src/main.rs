@@ -337,6 +337,12 @@ fn run_guarded(harness: &Harness, cases: &[Case]) -> Vec<KernelReport> {
         .collect()
 }
 
+/// Two panic messages alike but for their numbers.
+fn same_panic(a: &str, b: &str) -> bool {
+    let words = |s: &str| -> String { s.chars().filter(|c| !c.is_ascii_digit()).collect() };
+    words(a) == words(b)
+}
+
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<String>()
@@ -373,6 +379,33 @@ fn conclude(
             path.display()
         ));
         written.push(path);
+        // A panic is a Sarek (or naga) defect worth a small reproducer: shrink while the
+        // kernel still panics with the same message, numbers aside (they name arena
+        // handles, which move as the kernel shrinks).
+        if let Broken::Panic(message) = b
+            && !args.no_shrink
+        {
+            let s = shrink::shrink_with(case, message, budget, |trial| {
+                let launch = shrink::launch_of(trial);
+                let source = trial.source();
+                let run = || harness.run(&source, &trial.kernel, &launch, None);
+                match std::panic::catch_unwind(AssertUnwindSafe(run)) {
+                    Err(p) if same_panic(&panic_message(&p), message) => Some(panic_message(&p)),
+                    _ => None,
+                }
+            });
+            let small = args.out.join(format!("panic-{seed}.sarek"));
+            write(&small, &s.case.source());
+            lines.push(format!(
+                "  shrunk from {} to {} nodes in {} steps ({} attempts); written to {}",
+                case.tree.size(),
+                s.case.tree.size(),
+                s.steps,
+                s.attempts,
+                small.display()
+            ));
+            written.push(small);
+        }
     }
     let failures: Vec<(Column, Failure)> = report.failures().map(|(c, f)| (c, f.clone())).collect();
     for (col, f) in failures {
