@@ -4,12 +4,14 @@
 //! output) are the common work:
 //! - front end: sarek's [`sarek_compiler::check`] of the file (parse, type check, mono,
 //!   recursion, convergence, lowering) against naga's parse + validate of each kernel's WGSL;
-//! - all targets: sarek's check, then each kernel lowered and written for its six targets
+//! - all targets: sarek's check (keeping the IR it lowers, [`sarek_compiler::check_lowered`]),
+//!   then each kernel written for its six targets
 //!   (WGSL, GLSL, OpenCL C, CUDA C, Metal, PTX), against naga's parse + validate + write of
 //!   four (SPIR-V, GLSL, MSL, HLSL) from each kernel's WGSL.
 //!
 //! Each figure is the median of `SAREK_BENCH_ITERS` (default 200) timed iterations after a
-//! warm-up, the two sides interleaved so load on the machine affects both alike; the table
+//! warm-up, the four measurements taking turns within each iteration so load on the machine
+//! affects both sides alike; the table
 //! gives the ratios sarek / naga (below 1.0: sarek is faster). Run with
 //! `cargo bench -p sarek-compiler --bench vs_naga` (release profile).
 
@@ -46,12 +48,16 @@ fn sarek_front(source: &str) {
 fn sarek_all(source: &str, kernels: &[(String, String)]) {
     let mut sources = SourceMap::new();
     let file = sources.add("bench.sarek", source);
-    let program = sarek_compiler::check(&sources, file).expect("corpus file checks");
+    let checked = sarek_compiler::check_lowered(&sources, file).expect("corpus file checks");
     let options = TargetOptions::default();
     for (name, _) in kernels {
-        let k = sarek_compiler::lower_kernel(&program, name).expect("kernel lowers");
+        let k = checked
+            .kernels
+            .iter()
+            .find(|k| k.name == *name)
+            .expect("kernel lowered");
         for t in TARGETS {
-            black_box(sarek_compiler::generate(&k, t, &options).is_ok());
+            black_box(sarek_compiler::generate(k, t, &options).is_ok());
         }
     }
 }
@@ -119,20 +125,24 @@ fn naga_all(kernels: &[(String, String)]) {
     }
 }
 
-/// Median time of `f` over `iters` runs (after a few untimed ones).
-fn median(iters: usize, mut f: impl FnMut()) -> Duration {
+/// Median time of each of `fs` over `iters` runs (after a few untimed ones), the functions
+/// run in turn within each iteration so that a change of load affects all of them alike.
+fn medians<const N: usize>(iters: usize, mut fs: [&mut dyn FnMut(); N]) -> [Duration; N] {
     for _ in 0..3 {
-        f();
+        fs.iter_mut().for_each(|f| f());
     }
-    let mut times: Vec<Duration> = (0..iters)
-        .map(|_| {
-            let t = Instant::now();
+    let mut times: [Vec<Duration>; N] = std::array::from_fn(|_| Vec::with_capacity(iters));
+    for _ in 0..iters {
+        for (f, t) in fs.iter_mut().zip(&mut times) {
+            let start = Instant::now();
             f();
-            t.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
+            t.push(start.elapsed());
+        }
+    }
+    times.map(|mut t| {
+        t.sort();
+        t[t.len() / 2]
+    })
 }
 
 fn load() -> (Vec<Case>, Vec<String>) {
@@ -188,10 +198,15 @@ fn main() {
         {
             continue;
         }
-        let sf = median(iters, || sarek_front(&c.source));
-        let nf = median(iters, || naga_front(&c.kernels));
-        let sa = median(iters, || sarek_all(&c.source, &c.kernels));
-        let na = median(iters, || naga_all(&c.kernels));
+        let [sf, nf, sa, na] = medians(
+            iters,
+            [
+                &mut || sarek_front(&c.source),
+                &mut || naga_front(&c.kernels),
+                &mut || sarek_all(&c.source, &c.kernels),
+                &mut || naga_all(&c.kernels),
+            ],
+        );
         let (rf, ra) = (micros(sf) / micros(nf), micros(sa) / micros(na));
         front_ratios.push(rf);
         all_ratios.push(ra);

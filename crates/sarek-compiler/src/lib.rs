@@ -10,6 +10,7 @@ pub mod back;
 pub mod diag;
 pub mod front;
 pub mod fusion;
+pub mod hash;
 pub mod host;
 pub mod intrinsics;
 pub mod ir;
@@ -29,29 +30,50 @@ pub use target::{Generated, Target, TargetOptions};
 /// ([`front::modules`]).
 /// On success every kernel of the file is checked, monomorphic and convergence-safe, and
 /// lowers to the IR (lowering's own refusals are user errors too, so `sarek check` reports
-/// them; the IR is rebuilt by [`lower_kernel`] when needed).
+/// them; [`check_lowered`] keeps the lowered kernels, [`lower_kernel`] rebuilds one).
 pub fn check(sources: &SourceMap, file: FileId) -> Result<front::tast::Program, Vec<Diagnostic>> {
+    check_lowered(sources, file).map(|checked| checked.program)
+}
+
+/// A checked program and its kernels lowered to the IR.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub program: front::tast::Program,
+    /// One per kernel of `program`, in the same order.
+    pub kernels: Vec<ir::Kernel>,
+}
+
+/// [`check`], keeping the IR of every kernel (validated in debug builds), so that a caller
+/// generating code lowers each kernel once.
+pub fn check_lowered(sources: &SourceMap, file: FileId) -> Result<Checked, Vec<Diagnostic>> {
     let ast = front::modules::parse_program(sources, file)?;
     let typed = front::typer::check_program(&ast)?;
     let mono = front::mono::monomorphise(typed)?;
     let flat = front::recursion::eliminate(mono)?;
     front::convergence::check(&flat)?;
     let mut diags: Vec<Diagnostic> = Vec::new();
+    let mut kernels = Vec::with_capacity(flat.kernels.len());
     for k in &flat.kernels {
-        if let Err(ds) = lower::lower_kernel(&flat, &k.name) {
-            // A helper shared by several kernels reports once.
-            for d in ds {
-                if !diags
-                    .iter()
-                    .any(|e| e.span == d.span && e.message == d.message)
-                {
-                    diags.push(d);
+        match lower_kernel(&flat, &k.name) {
+            Ok(ir) => kernels.push(ir),
+            Err(ds) => {
+                // A helper shared by several kernels reports once.
+                for d in ds {
+                    if !diags
+                        .iter()
+                        .any(|e| e.span == d.span && e.message == d.message)
+                    {
+                        diags.push(d);
+                    }
                 }
             }
         }
     }
     if diags.is_empty() {
-        Ok(flat)
+        Ok(Checked {
+            program: flat,
+            kernels,
+        })
     } else {
         Err(diags)
     }

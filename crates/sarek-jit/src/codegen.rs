@@ -31,6 +31,8 @@ use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+mod lanes;
+
 type R<T> = Result<T, JitError>;
 
 pub(crate) fn cty(s: Scalar) -> Type {
@@ -113,6 +115,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
 
     let frontend = module.isa().frontend_config();
     let mut sites = Vec::new();
+    let mut grouped_segments = 0;
     let mut ids = Vec::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
     for one_d in [false, true] {
@@ -129,8 +132,10 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             let p = b.block_params(entry).to_vec();
             let mut g = Gen::new(&k, &layout, &tree, b, ptr, &p, [math32, math64], &mut sites);
             g.one_d = one_d;
+            g.lane_groups = opts.lane_groups;
             g.entry()?;
             g.nodes(&tree.nodes)?;
+            grouped_segments = g.grouped;
             let zero = g.b.ins().iconst(types::I32, 0);
             g.b.ins().return_(&[zero]);
             g.b.seal_all_blocks();
@@ -153,7 +158,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         module.get_finalized_function(ids[0]),
         module.get_finalized_function(ids[1]),
     ];
-    Ok(Compiled::new(k, layout, sites, module, code))
+    let mut compiled = Compiled::new(k, layout, sites, module, code);
+    compiled.lane_group_segments = grouped_segments;
+    Ok(compiled)
 }
 
 struct Thread {
@@ -187,6 +194,10 @@ struct Gen<'a, 'f> {
     th: Option<Thread>,
     /// Generating the 1-D variant: blocks are `n x 1 x 1`.
     one_d: bool,
+    /// Run segments that allow it in lane groups ([`lanes`]).
+    lane_groups: bool,
+    /// Segments generated with lane groups.
+    grouped: usize,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -229,6 +240,8 @@ impl<'a, 'f> Gen<'a, 'f> {
             mems: HashMap::new(),
             th: None,
             one_d: false,
+            lane_groups: true,
+            grouped: 0,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,
@@ -596,7 +609,8 @@ impl<'a, 'f> Gen<'a, 'f> {
         Ok(v0)
     }
 
-    /// One thread loop over the segment's statements.
+    /// One thread loop over the segment's statements, preceded by a loop over lane groups
+    /// when the segment allows them ([`lanes`]).
     fn segment(&mut self, seg: &'a Segment) -> R<()> {
         let tid = self.b.declare_var(types::I32);
         let xyz = [
@@ -608,16 +622,77 @@ impl<'a, 'f> Gen<'a, 'f> {
         for v in std::iter::once(tid).chain(xyz) {
             self.b.def_var(v, zero);
         }
+        // The thread loop runs to `limit`: the block's end, or the end of a lane group that
+        // is rerun thread by thread.
+        let limit = self.b.declare_var(types::I32);
+        self.b.def_var(limit, self.nthreads);
         let (hdr, bodyb, exit) = (
             self.b.create_block(),
             self.b.create_block(),
             self.b.create_block(),
         );
-        self.b.ins().jump(hdr, &[]);
+        let grouped = self.lane_groups && lanes::group_safe(self.k, seg);
+        self.grouped += usize::from(grouped);
+        let mut scalar_exit = exit;
+        if grouped {
+            let (ghdr, gbody, gredo, rest) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            // Groups stay within a row: 1-D blocks, or rows a multiple of the group.
+            let shape_ok = if self.one_d {
+                self.iconst(types::I8, 1)
+            } else {
+                let r = self
+                    .b
+                    .ins()
+                    .band_imm_s(self.block_dim[0], lanes::LANES as i64 - 1);
+                self.b.ins().icmp_imm_s(IntCC::Equal, r, 0)
+            };
+            self.b.ins().jump(ghdr, &[]);
+            self.b.switch_to_block(ghdr);
+            let t = self.b.use_var(tid);
+            let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
+            let fits = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
+            let go = self.b.ins().band(fits, shape_ok);
+            self.b.ins().brif(go, gbody, &[], rest, &[]);
+            self.b.switch_to_block(rest);
+            self.b.def_var(limit, self.nthreads);
+            self.b.ins().jump(hdr, &[]);
+            self.b.switch_to_block(gbody);
+            self.th = Some(Thread { tid, xyz });
+            let x = if self.one_d {
+                t
+            } else {
+                self.b.use_var(xyz[0])
+            };
+            self.group_body(seg, t, x, gredo)?;
+            self.advance(tid, xyz, lanes::LANES as i64);
+            self.b.ins().jump(ghdr, &[]);
+            self.b.switch_to_block(gredo);
+            let t = self.b.use_var(tid);
+            let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
+            self.b.def_var(limit, t_end);
+            self.b.ins().jump(hdr, &[]);
+            // After a rerun group, back to groups.
+            scalar_exit = self.b.create_block();
+            self.b.switch_to_block(scalar_exit);
+            let t = self.b.use_var(tid);
+            let more = self.b.ins().icmp(IntCC::UnsignedLessThan, t, self.nthreads);
+            self.b.ins().brif(more, ghdr, &[], exit, &[]);
+        } else {
+            self.b.ins().jump(hdr, &[]);
+        }
         self.b.switch_to_block(hdr);
         let t = self.b.use_var(tid);
-        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, t, self.nthreads);
-        self.b.ins().brif(go, bodyb, &[], exit, &[]);
+        let lim = self.b.use_var(limit);
+        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, t, lim);
+        self.b.ins().brif(go, bodyb, &[], scalar_exit, &[]);
         self.b.switch_to_block(bodyb);
         let frame_t = if seg.loads.is_empty() && seg.stores.is_empty() {
             self.frame
@@ -647,13 +722,23 @@ impl<'a, 'f> Gen<'a, 'f> {
                 self.b.ins().store(f, x, a, 0);
             }
         }
-        // Next thread: x fastest, then y, then z, without divisions.
+        self.advance(tid, xyz, 1);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+        self.th = None;
+        Ok(())
+    }
+
+    /// Next thread (or group of `step` threads in one row): x fastest, then y, then z,
+    /// without divisions.
+    fn advance(&mut self, tid: Variable, xyz: [Variable; 3], step: i64) {
         let t = self.b.use_var(tid);
-        let t1 = self.b.ins().iadd_imm_s(t, 1);
+        let t1 = self.b.ins().iadd_imm_s(t, step);
         self.b.def_var(tid, t1);
         if !self.one_d {
+            let zero = self.iconst(types::I32, 0);
             let x = self.b.use_var(xyz[0]);
-            let x1 = self.b.ins().iadd_imm_s(x, 1);
+            let x1 = self.b.ins().iadd_imm_s(x, step);
             let wx = self.b.ins().icmp(IntCC::Equal, x1, self.block_dim[0]);
             let x2 = self.b.ins().select(wx, zero, x1);
             self.b.def_var(xyz[0], x2);
@@ -668,10 +753,6 @@ impl<'a, 'f> Gen<'a, 'f> {
             let z1 = self.b.ins().iadd(z, wy32);
             self.b.def_var(xyz[2], z1);
         }
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(exit);
-        self.th = None;
-        Ok(())
     }
 
     /// A warp operation over the whole block, reading other lanes' frame slots.
@@ -1048,11 +1129,9 @@ impl<'a, 'f> Gen<'a, 'f> {
         }
     }
 
-    /// Checked address of leaf `leaf` of element `i` (i32).
-    fn addr(&mut self, m: Mem, name: &str, what: &'static str, i: Value, leaf: usize) -> Value {
-        let sc = self.mem_leaves(m)[leaf];
-        let sz = sc.size() as i64;
-        let len = match m {
+    /// The element count of `m` (i32).
+    fn mem_len(&mut self, m: Mem) -> Value {
+        match m {
             Mem::Global(g) => self.vecs[g as usize].0,
             Mem::Shared(s) => {
                 let n = self.layout.shared[s as usize].size;
@@ -1062,7 +1141,14 @@ impl<'a, 'f> Gen<'a, 'f> {
                 let n = self.layout.local[l as usize].size;
                 self.iconst(types::I32, n as i64)
             }
-        };
+        }
+    }
+
+    /// Checked address of leaf `leaf` of element `i` (i32).
+    fn addr(&mut self, m: Mem, name: &str, what: &'static str, i: Value, leaf: usize) -> Value {
+        let sc = self.mem_leaves(m)[leaf];
+        let sz = sc.size() as i64;
+        let len = self.mem_len(m);
         if leaf == 0 {
             let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
             self.check(
@@ -1302,13 +1388,22 @@ impl<'a, 'f> Gen<'a, 'f> {
             return Ok(p);
         }
         let b = self.expr1(rhs)?;
+        if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() {
+            return Ok(self.divide(op, a, b));
+        }
+        self.binop(op, ty, a, b)
+    }
+
+    /// `a op b` on operands of type `ty`, except integer `/` and `mod` (see [`Self::divide`]).
+    fn binop(&mut self, op: BinOp, ty: Scalar, a: Value, b: Value) -> R<Value> {
         let i = self.b.ins();
         Ok(match ty {
             Scalar::I32 | Scalar::I64 => match op {
                 BinOp::Add => i.iadd(a, b),
                 BinOp::Sub => i.isub(a, b),
                 BinOp::Mul => i.imul(a, b),
-                BinOp::Div | BinOp::Rem => return Ok(self.divide(op, a, b)),
+                BinOp::Div => i.sdiv(a, b),
+                BinOp::Rem => i.srem(a, b),
                 BinOp::Eq => i.icmp(IntCC::Equal, a, b),
                 BinOp::Ne => i.icmp(IntCC::NotEqual, a, b),
                 BinOp::Lt => i.icmp(IntCC::SignedLessThan, a, b),
@@ -1459,71 +1554,80 @@ impl<'a, 'f> Gen<'a, 'f> {
                 }
                 self.atomic(a, m, &name, i, &vals)?
             }
-            Intrinsic::Math(f) => {
-                let s = scalar(arg(0)?)?;
-                let mut vals = Vec::new();
-                for k in 0..f.arity() {
-                    vals.push(self.expr1(arg(k)?)?);
+            Intrinsic::Math(_)
+            | Intrinsic::Abs
+            | Intrinsic::Clz
+            | Intrinsic::Popcount
+            | Intrinsic::Min
+            | Intrinsic::Max
+            | Intrinsic::Convert => {
+                let mut vals = Vec::with_capacity(args.len());
+                let mut from = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.expr1(a)?);
+                    from.push(scalar(a)?);
                 }
-                match f {
-                    MathFn::Sqrt => self.b.ins().sqrt(vals[0]),
-                    MathFn::Floor => self.b.ins().floor(vals[0]),
-                    MathFn::Ceil => self.b.ins().ceil(vals[0]),
-                    MathFn::Trunc => self.b.ins().trunc(vals[0]),
-                    MathFn::Fabs => self.b.ins().fabs(vals[0]),
-                    MathFn::Copysign => self.b.ins().fcopysign(vals[0], vals[1]),
-                    _ => self.math_call(s, math::code(f), &vals),
+                if vals.is_empty() {
+                    arg(0)?;
                 }
-            }
-            Intrinsic::Abs | Intrinsic::Clz | Intrinsic::Popcount => {
-                let s = scalar(arg(0)?)?;
-                let a = self.expr1(arg(0)?)?;
-                match (op, s) {
-                    (_, Scalar::Bool) if op == Intrinsic::Abs => a,
-                    (Intrinsic::Abs, Scalar::I32 | Scalar::I64) => self.b.ins().iabs(a),
-                    (Intrinsic::Abs, _) => self.b.ins().fabs(a),
-                    (Intrinsic::Clz, Scalar::I32 | Scalar::I64) => self.b.ins().clz(a),
-                    (Intrinsic::Popcount, Scalar::I32 | Scalar::I64) => self.b.ins().popcnt(a),
-                    _ => return Err(self.unsupported("clz/popcount on a non-integer")),
-                }
-            }
-            Intrinsic::Min | Intrinsic::Max => {
-                let s = scalar(arg(0)?)?;
-                let a = self.expr1(arg(0)?)?;
-                let b = self.expr1(arg(1)?)?;
-                let max = op == Intrinsic::Max;
-                match s {
-                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(a, b),
-                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(a, b),
-                    Scalar::Bool if max => self.b.ins().bor(a, b),
-                    Scalar::Bool => self.b.ins().band(a, b),
-                    _ => {
-                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
-                        self.math_call(s, math::code(f), &[a, b])
-                    }
-                }
-            }
-            Intrinsic::Convert => {
-                let from = scalar(arg(0)?)?;
                 let to = scalar(e)?;
-                let a = self.expr1(arg(0)?)?;
-                self.convert(a, from, to)
+                self.scalar_intrinsic(op, &from, to, &vals)?
             }
             Intrinsic::Length => {
                 let m = self.mem_arg(arg(0)?)?;
-                match m {
-                    Mem::Global(g) => self.vecs[g as usize].0,
-                    Mem::Shared(s) => {
-                        let n = self.layout.shared[s as usize].size;
-                        self.iconst(types::I32, n as i64)
-                    }
-                    Mem::Local(l) => {
-                        let n = self.layout.local[l as usize].size;
-                        self.iconst(types::I32, n as i64)
+                self.mem_len(m)
+            }
+        }])
+    }
+
+    /// Convert, min, max, abs, clz, popcount and math functions on operand values (one
+    /// lane's, in a lane group) of types `from`, giving a `to`.
+    fn scalar_intrinsic(
+        &mut self,
+        op: Intrinsic,
+        from: &[Scalar],
+        to: Scalar,
+        x: &[Value],
+    ) -> R<Value> {
+        let s = from[0];
+        Ok(match op {
+            Intrinsic::Convert => self.convert(x[0], s, to),
+            Intrinsic::Min | Intrinsic::Max => {
+                let max = op == Intrinsic::Max;
+                match s {
+                    Scalar::I32 | Scalar::I64 if max => self.b.ins().smax(x[0], x[1]),
+                    Scalar::I32 | Scalar::I64 => self.b.ins().smin(x[0], x[1]),
+                    Scalar::Bool if max => self.b.ins().bor(x[0], x[1]),
+                    Scalar::Bool => self.b.ins().band(x[0], x[1]),
+                    _ => {
+                        let f = if max { MathFn::Fmax } else { MathFn::Fmin };
+                        self.math_call(s, math::code(f), x)
                     }
                 }
             }
-        }])
+            Intrinsic::Abs => match s {
+                Scalar::Bool => x[0],
+                Scalar::I32 | Scalar::I64 => self.b.ins().iabs(x[0]),
+                _ => self.b.ins().fabs(x[0]),
+            },
+            Intrinsic::Clz | Intrinsic::Popcount if s.is_int() => {
+                if op == Intrinsic::Clz {
+                    self.b.ins().clz(x[0])
+                } else {
+                    self.b.ins().popcnt(x[0])
+                }
+            }
+            Intrinsic::Math(f) => match f {
+                MathFn::Sqrt => self.b.ins().sqrt(x[0]),
+                MathFn::Floor => self.b.ins().floor(x[0]),
+                MathFn::Ceil => self.b.ins().ceil(x[0]),
+                MathFn::Trunc => self.b.ins().trunc(x[0]),
+                MathFn::Fabs => self.b.ins().fabs(x[0]),
+                MathFn::Copysign => self.b.ins().fcopysign(x[0], x[1]),
+                _ => self.math_call(s, math::code(f), x),
+            },
+            _ => return Err(self.unsupported(format!("{op:?} on these operands"))),
+        })
     }
 
     fn geometry(&mut self, g: Geometry) -> R<Value> {

@@ -51,11 +51,18 @@ pub(crate) struct Site {
 }
 
 pub(crate) enum SiteKind {
-    Oob { what: &'static str, name: String },
-    DivZero { rem: bool },
+    Oob {
+        what: &'static str,
+        name: String,
+    },
+    DivZero {
+        rem: bool,
+    },
     Trap(String),
     BadTag,
     Divergent,
+    /// A lane group failed a bounds check after a store (see `codegen::lanes`).
+    GroupFault,
 }
 
 /// A declared shared or local array: elements, leaf scalars, byte offset of each leaf column
@@ -173,6 +180,8 @@ pub(crate) struct Compiled {
     pub kernel: Kernel,
     layout: Layout,
     sites: Vec<Site>,
+    /// Segments run in lane groups (see docs/backends.md).
+    pub lane_group_segments: usize,
     module: Option<JITModule>,
     /// Block functions: any block shape, and 1-D blocks.
     func: [BlockFn; 2],
@@ -287,6 +296,7 @@ impl Compiled {
             kernel,
             layout,
             sites,
+            lane_group_segments: 0,
             module: Some(module),
             func,
         }
@@ -482,6 +492,15 @@ impl Compiled {
             SiteKind::DivZero { rem: true } => "integer `mod` by zero".into(),
             SiteKind::Trap(m) => m.clone(),
             SiteKind::BadTag => format!("variant value with invalid tag {} matched", rec.a),
+            SiteKind::GroupFault => {
+                return Fault::Divergent {
+                    span: site.span,
+                    message: format!(
+                        "a group of four threads of kernel `{k}`, block ({bx},{by},{bz}), \
+                         faulted after a store: the launch is rerun on the interpreter"
+                    ),
+                };
+            }
             SiteKind::Divergent => {
                 return Fault::Divergent {
                     span: site.span,

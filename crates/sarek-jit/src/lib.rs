@@ -48,11 +48,17 @@ pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
 pub struct JitOptions {
     /// Cranelift optimisation level `speed` (else `none`, faster to compile).
     pub optimize: bool,
+    /// Run segments whose control flow is the same for consecutive threads four threads at
+    /// a time (see docs/backends.md); else every segment thread by thread.
+    pub lane_groups: bool,
 }
 
 impl Default for JitOptions {
     fn default() -> Self {
-        JitOptions { optimize: true }
+        JitOptions {
+            optimize: true,
+            lane_groups: true,
+        }
     }
 }
 
@@ -98,6 +104,12 @@ impl JitKernel {
     /// Time Cranelift (and the preparation passes) took for this kernel.
     pub fn compile_time(&self) -> Duration {
         self.compile_time
+    }
+
+    /// How many of the kernel's segments (thread loops between barriers) run four
+    /// consecutive threads at a time.
+    pub fn lane_group_segments(&self) -> usize {
+        self.inner.lane_group_segments
     }
 
     /// The kernel's name.

@@ -6,12 +6,19 @@
 //! more than one context is *spilled*: it gets frame slots (one per scalar leaf), loaded at
 //! the start of each thread's pass over a segment and stored at its end. Kernel parameters and
 //! the counters of uniform loops are block-uniform registers, never spilled.
+//!
+//! A variable that is cheaper to recompute than to keep (an immutable `let` of thread geometry,
+//! parameters and literals, like `let row = block_idx_y * tile + thread_idx_y`) is not spilled:
+//! its `let` is repeated at the start of every other segment that reads it. It is the same
+//! value everywhere, and the code generator then knows its shape (uniform across consecutive
+//! threads, or their thread index plus a constant) instead of reading it back from memory.
 
 use crate::JitError;
 use crate::prepare::{is_sync, nested_blocks, own_exprs, walk_expr};
 use sarek_compiler::Span;
 use sarek_compiler::intrinsics::{Intrinsic, WarpOp};
 use sarek_compiler::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use sarek_compiler::types::{BinOp, Literal};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 pub(crate) struct Segment {
@@ -82,9 +89,14 @@ pub(crate) fn build(k: &Kernel) -> Result<Tree, JitError> {
             seen.entry(*v).or_default().insert(ctx);
         }
     }
+    let mut operands = HashSet::new();
+    node_operands(&nodes, &mut operands);
+    let remat = recomputable(k, &operands);
     let mut spilled: Vec<VarId> = seen
         .iter()
-        .filter(|(v, c)| c.len() > 1 && !uniform.contains(v) && is_value(k, **v))
+        .filter(|(v, c)| {
+            c.len() > 1 && !uniform.contains(v) && is_value(k, **v) && !remat.contains_key(v)
+        })
         .map(|(v, _)| *v)
         .collect();
     spilled.sort();
@@ -103,7 +115,7 @@ pub(crate) fn build(k: &Kernel) -> Result<Tree, JitError> {
         slots.insert(*v, nslots);
         nslots += leaf_count(k, *v);
     }
-    fill_segments(&mut nodes, &slots);
+    fill_segments(&mut nodes, &slots, &remat);
     Ok(Tree {
         nodes,
         slots,
@@ -128,10 +140,162 @@ fn collect_uniform_for(nodes: &[Node], out: &mut HashSet<VarId>) {
     }
 }
 
-fn fill_segments(nodes: &mut [Node], slots: &HashMap<VarId, u32>) {
+/// Variables read by the block-uniform nodes themselves (conditions, bounds, warp operands):
+/// they stay in the frame, where the uniformity check reads them.
+fn node_operands(nodes: &[Node], out: &mut HashSet<VarId>) {
+    for n in nodes {
+        match n {
+            Node::Segment(_) => {}
+            Node::Warp { dst, a, b, .. } => out.extend([*dst, *a].into_iter().chain(*b)),
+            Node::If {
+                cond,
+                then_n,
+                else_n,
+                ..
+            } => {
+                out.insert(*cond);
+                node_operands(then_n, out);
+                node_operands(else_n, out);
+            }
+            Node::For {
+                start, end, body, ..
+            } => {
+                out.extend([*start, *end]);
+                node_operands(body, out);
+            }
+            Node::While { cond, body, .. } => {
+                out.insert(*cond);
+                node_operands(body, out);
+            }
+        }
+    }
+}
+
+/// The recomputable variables and their `let` statements: immutable scalars bound once to an
+/// expression of literals, kernel parameters, thread geometry and other recomputable
+/// variables that can neither fault nor read memory.
+fn recomputable(k: &Kernel, operands: &HashSet<VarId>) -> HashMap<VarId, Stmt> {
+    let mut lets: HashMap<VarId, (usize, Stmt)> = HashMap::new();
+    sarek_compiler::ir::visit::for_each_stmt(&k.body, &mut |s| {
+        if let StmtKind::Let { var, init: Some(_) } = &s.kind {
+            lets.entry(*var).or_insert((0, s.clone())).0 += 1;
+        }
+    });
+    let params: HashSet<VarId> = k
+        .params
+        .iter()
+        .copied()
+        .filter(|p| !k.var(*p).mutable)
+        .collect();
+    let mut out: HashMap<VarId, Stmt> = HashMap::new();
+    // Grow the set until nothing more qualifies (a variable may depend on another).
+    loop {
+        let before = out.len();
+        for (v, (count, s)) in &lets {
+            let info = k.var(*v);
+            if *count != 1
+                || info.mutable
+                || out.contains_key(v)
+                || operands.contains(v)
+                || info.ty.scalar().is_none()
+            {
+                continue;
+            }
+            let StmtKind::Let { init: Some(e), .. } = &s.kind else {
+                continue;
+            };
+            if cheap_and_pure(e, &|x| params.contains(&x) || out.contains_key(&x)) {
+                out.insert(*v, s.clone());
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+fn cheap_and_pure(e: &Expr, known: &dyn Fn(VarId) -> bool) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) => true,
+        ExprKind::Var(v) => known(*v),
+        ExprKind::Binary { op, lhs, rhs, .. } => {
+            let int_div = matches!(op, BinOp::Div | BinOp::Rem)
+                && lhs.ty.scalar().is_some_and(|s| s.is_int());
+            let nonzero_literal = matches!(
+                rhs.kind,
+                ExprKind::Lit(Literal::I32(x)) if x != 0 && x != -1
+            ) || matches!(rhs.kind, ExprKind::Lit(Literal::I64(x)) if x != 0 && x != -1);
+            (!int_div || nonzero_literal)
+                && cheap_and_pure(lhs, known)
+                && cheap_and_pure(rhs, known)
+        }
+        ExprKind::Unary { operand, .. } => cheap_and_pure(operand, known),
+        ExprKind::Intrinsic { op, args } => {
+            matches!(
+                op,
+                Intrinsic::Geometry(_)
+                    | Intrinsic::Convert
+                    | Intrinsic::Min
+                    | Intrinsic::Max
+                    | Intrinsic::Abs
+            ) && args.iter().all(|a| cheap_and_pure(a, known))
+        }
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => {
+            cheap_and_pure(cond, known)
+                && cheap_and_pure(then_value, known)
+                && cheap_and_pure(else_value, known)
+        }
+        _ => false,
+    }
+}
+
+/// The `let`s that recompute `v` (after those of the recomputable variables it reads).
+fn remat_lets(
+    v: VarId,
+    remat: &HashMap<VarId, Stmt>,
+    done: &mut HashSet<VarId>,
+    out: &mut Vec<Stmt>,
+) {
+    if !done.insert(v) {
+        return;
+    }
+    let s = &remat[&v];
+    let mut deps = Vec::new();
+    for e in own_exprs(s) {
+        walk_expr(e, &mut |x| {
+            if let ExprKind::Var(d) = x.kind
+                && remat.contains_key(&d)
+            {
+                deps.push(d);
+            }
+        });
+    }
+    for d in deps {
+        remat_lets(d, remat, done, out);
+    }
+    out.push(s.clone());
+}
+
+fn fill_segments(nodes: &mut [Node], slots: &HashMap<VarId, u32>, remat: &HashMap<VarId, Stmt>) {
     for n in nodes {
         match n {
             Node::Segment(s) => {
+                // Recompute what the segment reads but does not define.
+                let mut done: HashSet<VarId> = s.writes.iter().copied().collect();
+                let mut lets = Vec::new();
+                for v in &s.refs {
+                    if remat.contains_key(v) {
+                        remat_lets(*v, remat, &mut done, &mut lets);
+                    }
+                }
+                if !lets.is_empty() {
+                    lets.append(&mut s.stmts);
+                    s.stmts = lets;
+                }
                 s.loads = s
                     .refs
                     .iter()
@@ -146,10 +310,10 @@ fn fill_segments(nodes: &mut [Node], slots: &HashMap<VarId, u32>) {
                     .collect();
             }
             Node::If { then_n, else_n, .. } => {
-                fill_segments(then_n, slots);
-                fill_segments(else_n, slots);
+                fill_segments(then_n, slots, remat);
+                fill_segments(else_n, slots, remat);
             }
-            Node::For { body, .. } | Node::While { body, .. } => fill_segments(body, slots),
+            Node::For { body, .. } | Node::While { body, .. } => fill_segments(body, slots, remat),
             Node::Warp { .. } => {}
         }
     }

@@ -84,6 +84,14 @@ pub fn run(
     interp::launch(kernel, config, args, run_parallel)
 }
 
+/// Why `kernel` would run on the interpreter core rather than as native code on `cpu` (`None`:
+/// native), for `sarek run --verbose`-style notes. Compiles the kernel once, uncached.
+pub fn native_note(kernel: &Kernel) -> Option<String> {
+    sarek_jit::compile(kernel, &sarek_jit::JitOptions::default())
+        .err()
+        .map(|e| e.to_string())
+}
+
 /// A kernel as the `cpu` device holds it: native code (Cranelift, `sarek-jit`), or the reason
 /// it runs on the interpreter core.
 enum Compiled {
@@ -95,21 +103,28 @@ enum Compiled {
 #[derive(Default)]
 pub struct JitCache {
     kernels: Mutex<Vec<(Kernel, Arc<Compiled>)>>,
+    options: sarek_jit::JitOptions,
 }
 
 impl JitCache {
+    /// A cache compiling with `options` (the device uses the defaults; benchmarks compare).
+    pub fn with_options(options: sarek_jit::JitOptions) -> JitCache {
+        JitCache {
+            kernels: Mutex::default(),
+            options,
+        }
+    }
+
     fn compiled(&self, kernel: &Kernel) -> Arc<Compiled> {
         let mut cache = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, c)) = cache.iter().find(|(k, _)| k == kernel) {
             return c.clone();
         }
         // Compiling under the lock: a second launch of the same kernel waits for it.
-        let c = Arc::new(
-            match sarek_jit::compile(kernel, &sarek_jit::JitOptions::default()) {
-                Ok(k) => Compiled::Native(Box::new(k)),
-                Err(e) => Compiled::Interpreted(e.to_string()),
-            },
-        );
+        let c = Arc::new(match sarek_jit::compile(kernel, &self.options) {
+            Ok(k) => Compiled::Native(Box::new(k)),
+            Err(e) => Compiled::Interpreted(e.to_string()),
+        });
         cache.push((kernel.clone(), c.clone()));
         c
     }
@@ -131,16 +146,39 @@ impl JitCache {
         config: LaunchConfig,
         args: &mut [ArgValue],
     ) -> Result<LaunchStats, RuntimeError> {
+        match self.run_compiled(kernel, config, args) {
+            Native::Done(result) => result,
+            Native::Interpret(_) => run(kernel, config, args),
+        }
+    }
+
+    /// Run `kernel` as native code only, never on the interpreter core: a kernel the code
+    /// generator does not handle, a divergent barrier or mismatched arguments are a
+    /// [`RuntimeError::Launch`] saying so. For tests and benchmarks of the code generator.
+    pub fn run_native(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [ArgValue],
+    ) -> Result<LaunchStats, RuntimeError> {
+        match self.run_compiled(kernel, config, args) {
+            Native::Done(result) => result,
+            Native::Interpret(why) => Err(RuntimeError::Launch(why)),
+        }
+    }
+
+    fn run_compiled(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Native {
         let total = std::time::Instant::now();
         let compiled = self.compiled(kernel);
-        let Compiled::Native(jit) = &*compiled else {
-            return run(kernel, config, args);
+        let jit = match &*compiled {
+            Compiled::Native(jit) => jit,
+            Compiled::Interpreted(why) => return Native::Interpret(why.clone()),
         };
         let mut copies = args.to_vec();
         let start = std::time::Instant::now();
         let result = jit.launch(config.grid, config.block, &mut jit_args(&mut copies));
         let kernel_time = start.elapsed();
-        match result {
+        Native::Done(match result {
             Ok(()) => {
                 for (a, c) in args.iter_mut().zip(copies) {
                     if let ArgValue::Vector(_) = a {
@@ -155,11 +193,17 @@ impl JitCache {
             Err(sarek_jit::Fault::Kernel { span, message }) => {
                 Err(RuntimeError::Fault { span, message })
             }
-            Err(sarek_jit::Fault::Divergent { .. } | sarek_jit::Fault::Arguments(_)) => {
-                run(kernel, config, args)
-            }
-        }
+            Err(
+                sarek_jit::Fault::Divergent { message, .. } | sarek_jit::Fault::Arguments(message),
+            ) => return Native::Interpret(message),
+        })
     }
+}
+
+/// What a native launch came to: a result, or why the interpreter core must run it.
+enum Native {
+    Done(Result<LaunchStats, RuntimeError>),
+    Interpret(String),
 }
 
 fn jit_args(args: &mut [ArgValue]) -> Vec<sarek_jit::JitArg<'_>> {

@@ -58,20 +58,12 @@ pub fn open(backend: Backend) -> Result<Arc<dyn Device>, RuntimeError> {
             });
         }
     };
-    match std::panic::catch_unwind(opener) {
-        Ok(result) => result,
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            Err(RuntimeError::Unavailable {
-                backend,
-                reason: format!("initialisation panicked: {what}"),
-            })
-        }
-    }
+    crate::foreign::guard(opener).unwrap_or_else(|what| {
+        Err(RuntimeError::Unavailable {
+            backend,
+            reason: format!("initialisation panicked: {what}"),
+        })
+    })
 }
 
 fn feature_name(backend: Backend) -> &'static str {

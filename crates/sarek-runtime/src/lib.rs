@@ -14,6 +14,7 @@ pub mod capability;
 pub mod cpu;
 pub mod device;
 pub mod discover;
+pub mod foreign;
 pub mod host;
 pub mod interp;
 pub mod kernel;

@@ -165,12 +165,15 @@ impl WgpuDevice {
         let _turn = self.scope.lock().unwrap_or_else(|e| e.into_inner());
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let value = f();
+        // naga inside wgpu has panicked on WGSL its validator accepted (its SPIR-V writer:
+        // `crates/sarek-difftest/findings/open/naga_spv_writer_panic_select.sarek`).
+        let value = crate::foreign::guard(f);
         let v = pollster::block_on(validation.pop());
         let o = pollster::block_on(oom.pop());
-        match v.or(o) {
-            Some(e) => Err(format!("wgpu {what}: {}", error_chain(&e))),
-            None => Ok(value),
+        match (v.or(o), value) {
+            (Some(e), _) => Err(format!("wgpu {what}: {}", error_chain(&e))),
+            (None, Err(panic)) => Err(format!("wgpu {what}: wgpu panicked: {panic}")),
+            (None, Ok(value)) => Ok(value),
         }
     }
 

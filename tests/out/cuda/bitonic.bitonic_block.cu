@@ -28,7 +28,7 @@ extern "C" __global__ void bitonic_block(float* v, int v_len, int n) {
                 }
             }
             __syncthreads();
-            j = j / 2;
+            j = j >> (1 & 31);
         }
         k = (int)((unsigned int)k * 2u);
     }

@@ -52,7 +52,7 @@ extern "C" __global__ void bits(int* a, int a_len, int* flags, int flags_len, fl
         flags[i] = ((!(flags[i] != 0)) && on) || (x != 7);
         #pragma unroll 2
         while (acc >= 100) {
-            acc = acc / 2;
+            acc = acc >> (1 & 31);
             if (acc == 101) {
                 break;
             } else {

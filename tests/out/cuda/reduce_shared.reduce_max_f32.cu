@@ -19,7 +19,7 @@ extern "C" __global__ void reduce_max_f32(float* input, int input_len, float* ou
             smax[tid] = fmaxf(smax[tid], smax[(int)((unsigned int)tid + (unsigned int)stride)]);
         }
         __syncthreads();
-        stride = stride / 2;
+        stride = stride >> (1 & 31);
     }
     if (tid == 0) {
         out[(int)blockIdx.x] = smax[0];

@@ -19,7 +19,7 @@ extern "C" __global__ void reduce_sum(int* input, int input_len, int* out, int o
             sdata[tid] = (int)((unsigned int)sdata[tid] + (unsigned int)sdata[(int)((unsigned int)tid + (unsigned int)stride)]);
         }
         __syncthreads();
-        stride = stride / 2;
+        stride = stride >> (1 & 31);
     }
     if (tid == 0) {
         out[(int)blockIdx.x] = sdata[0];

@@ -32,7 +32,7 @@ extern "C" __global__ void warp_sum(int* a, int a_len, int* out, int out_len, in
     int mask = 16;
     while (mask > 0) {
         v = (int)((unsigned int)v + (unsigned int)sarek_shfl(v, sarek_warp_lane() ^ (unsigned int)(mask)));
-        mask = mask / 2;
+        mask = mask >> (1 & 31);
     }
     if (i < n) {
         out[i] = v;

@@ -47,7 +47,7 @@ struct sarek_geom {
                 }
             }
             threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
-            j = j / 2;
+            j = j >> (1 & 31);
         }
         k = (int)((uint)k * 2u);
     }

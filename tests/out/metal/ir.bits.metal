@@ -73,7 +73,7 @@ static int sarek_float32_to_int32(float x) {
         a[i] = acc;
         flags[i] = ((!(flags[i] != 0)) && on) || (x != 7);
         while (acc >= 100) {
-            acc = acc / 2;
+            acc = acc >> (1 & 31);
             if (acc == 101) {
                 break;
             } else {

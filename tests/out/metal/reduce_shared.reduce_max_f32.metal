@@ -40,7 +40,7 @@ struct sarek_geom {
             smax[tid] = fmax(smax[tid], smax[(int)((uint)tid + (uint)stride)]);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup | mem_flags::mem_device);
-        stride = stride / 2;
+        stride = stride >> (1 & 31);
     }
     if (tid == 0) {
         out[(int)geom.block_idx.x] = smax[0];

@@ -33,7 +33,7 @@ struct sarek_geom {
     int mask = 16;
     while (mask > 0) {
         v = (int)((uint)v + (uint)simd_shuffle_xor(v, (ushort)(mask)));
-        mask = mask / 2;
+        mask = mask >> (1 & 31);
     }
     if (i < n) {
         out[i] = v;

@@ -29,7 +29,7 @@ __kernel void bitonic_block(__global float* v, int v_len, int n) {
                 }
             }
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-            j = j / 2;
+            j = j >> (1 & 31);
         }
         k = (int)((uint)k * 2u);
     }

@@ -50,7 +50,7 @@ __kernel void bits(__global int* a, int a_len, __global int* flags, int flags_le
         flags[i] = ((!(flags[i] != 0)) && on) || (x != 7);
         #pragma unroll 2
         while (acc >= 100) {
-            acc = acc / 2;
+            acc = acc >> (1 & 31);
             if (acc == 101) {
                 break;
             } else {

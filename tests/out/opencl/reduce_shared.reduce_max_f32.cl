@@ -20,7 +20,7 @@ __kernel void reduce_max_f32(__global float* input, int input_len, __global floa
             smax[tid] = fmax(smax[tid], smax[(int)((uint)tid + (uint)stride)]);
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        stride = stride / 2;
+        stride = stride >> (1 & 31);
     }
     if (tid == 0) {
         out[(int)get_group_id(0)] = smax[0];

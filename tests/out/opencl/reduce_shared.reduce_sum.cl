@@ -20,7 +20,7 @@ __kernel void reduce_sum(__global int* input, int input_len, __global int* out, 
             sdata[tid] = (int)((uint)sdata[tid] + (uint)sdata[(int)((uint)tid + (uint)stride)]);
         }
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-        stride = stride / 2;
+        stride = stride >> (1 & 31);
     }
     if (tid == 0) {
         out[(int)get_group_id(0)] = sdata[0];

@@ -14,7 +14,7 @@ __kernel void warp_sum(__global int* a, int a_len, __global int* out, int out_le
     int mask = 16;
     while (mask > 0) {
         v = (int)((uint)v + (uint)sub_group_shuffle_xor(v, (uint)(mask)));
-        mask = mask / 2;
+        mask = mask >> (1 & 31);
     }
     if (i < n) {
         out[i] = v;

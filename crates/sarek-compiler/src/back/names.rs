@@ -13,9 +13,9 @@
 //! [`Namer::segment`] (escape, then fit to half the limit less room for what a generator adds)
 //! is what a generator composes its own names from, so a composed name fits too.
 
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
+use std::sync::OnceLock;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
 /// identifier its compiler accepts.
@@ -26,6 +26,25 @@ pub struct Keywords {
     /// Reserved wherever they occur in a name (GLSL: `__`).
     pub infixes: &'static [&'static str],
     pub max_len: Option<usize>,
+    /// `words` as a set, built on first use: a function of the constant lists, so every
+    /// generation shares it instead of hashing a thousand words again.
+    pub reserved: ReservedSet,
+}
+
+/// The lazily built set of a [`Keywords`] value's words.
+#[derive(Debug)]
+pub struct ReservedSet(OnceLock<HashSet<&'static str>>);
+
+impl ReservedSet {
+    pub const fn new() -> ReservedSet {
+        ReservedSet(OnceLock::new())
+    }
+}
+
+impl Default for ReservedSet {
+    fn default() -> Self {
+        ReservedSet::new()
+    }
 }
 
 /// Nothing reserved (the IR printer).
@@ -34,6 +53,7 @@ pub static NO_KEYWORDS: Keywords = Keywords {
     prefixes: &[],
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 impl Keywords {
@@ -49,6 +69,13 @@ impl Keywords {
             Target::Metal => &cfamily::keywords::METAL,
             Target::Ptx => &ptx::keywords::KEYWORDS,
         }
+    }
+
+    /// Every reserved whole word, as a set.
+    fn words(&'static self) -> &'static HashSet<&'static str> {
+        self.reserved
+            .0
+            .get_or_init(|| self.words.iter().copied().flatten().copied().collect())
     }
 }
 
@@ -72,8 +99,8 @@ const MINTED_ROOM: usize = 64;
 /// One generation's names.
 pub struct Namer {
     keywords: &'static Keywords,
-    /// `keywords.words` as a set, shared with [`Namer::sibling`]s.
-    reserved: Rc<HashSet<&'static str>>,
+    /// `keywords.words` as a set.
+    reserved: &'static HashSet<&'static str>,
     taken: HashSet<String>,
     /// Per base of [`Namer::fresh`], the first suffix worth trying: every smaller one was
     /// taken or reserved when last tried, and stays so (names are only ever added).
@@ -86,10 +113,10 @@ impl Namer {
     pub fn new(keywords: &'static Keywords) -> Namer {
         Namer {
             keywords,
-            reserved: Rc::new(keywords.words.iter().copied().flatten().copied().collect()),
-            taken: HashSet::new(),
-            next_suffix: HashMap::new(),
-            cuts: HashMap::new(),
+            reserved: keywords.words(),
+            taken: HashSet::default(),
+            next_suffix: HashMap::default(),
+            cuts: HashMap::default(),
         }
     }
 
@@ -98,10 +125,10 @@ impl Namer {
     pub fn sibling(&self) -> Namer {
         Namer {
             keywords: self.keywords,
-            reserved: Rc::clone(&self.reserved),
-            taken: HashSet::new(),
-            next_suffix: HashMap::new(),
-            cuts: HashMap::new(),
+            reserved: self.reserved,
+            taken: HashSet::default(),
+            next_suffix: HashMap::default(),
+            cuts: HashMap::default(),
         }
     }
 

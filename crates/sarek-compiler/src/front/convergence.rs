@@ -23,7 +23,7 @@
 //! was analysed before reuses that result, so a chain of helpers that each call the previous
 //! one several times is analysed in linear time, not once per path.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{Expr, ExprKind, FunId, Function, Pattern, Program, Ty, VarId};
@@ -34,15 +34,15 @@ use crate::types::BinOp;
 pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
     let mut a = Analyzer {
         program,
-        vars: HashMap::new(),
-        memory: HashMap::new(),
-        alias: HashMap::new(),
+        vars: HashMap::default(),
+        memory: HashMap::default(),
+        alias: HashMap::default(),
         report: false,
         diags: Vec::new(),
-        seen: HashSet::new(),
+        seen: HashSet::default(),
         call_stack: Vec::new(),
-        sync_memo: HashMap::new(),
-        calls: HashMap::new(),
+        sync_memo: HashMap::default(),
+        calls: HashMap::default(),
         names: binder_names(program),
     };
     for k in &program.kernels {
@@ -78,7 +78,7 @@ fn thread_index_in(e: &Expr) -> Option<String> {
     {
         return Some(geometry_name(*g));
     }
-    e.children().into_iter().find_map(thread_index_in)
+    e.children().find_map(thread_index_in)
 }
 
 /// Why a value differs between threads.
@@ -653,7 +653,7 @@ impl<'p> Analyzer<'p> {
             }
             _ => {}
         }
-        e.children().into_iter().find_map(|c| self.find_sync(c))
+        e.children().find_map(|c| self.find_sync(c))
     }
 }
 
@@ -689,9 +689,9 @@ fn binder_names(program: &Program) -> HashMap<VarId, String> {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, out)),
             _ => {}
         }
-        e.children().into_iter().for_each(|c| expr(c, out));
+        e.children().for_each(|c| expr(c, out));
     }
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for f in &program.functions {
         f.params.iter().for_each(|p| {
             out.insert(p.id, p.name.clone());

@@ -348,7 +348,9 @@ pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
         text: source,
         pos: 0,
         file,
-        tokens: Vec::new(),
+        // About one token per eight bytes of source (comments included), so the vector
+        // rarely grows.
+        tokens: Vec::with_capacity(source.len() / 8 + 16),
         diags: Vec::new(),
         line_begin: 0,
         scanned: 0,
@@ -501,7 +503,14 @@ impl<'a> Lexer<'a> {
                         self.pos = self.src.len();
                     }
                 }
-                _ => self.pos += 1,
+                // Comment text: on to the next byte that can open, close or quote.
+                _ => {
+                    self.pos += 1;
+                    self.pos += self.src[self.pos..]
+                        .iter()
+                        .position(|&b| matches!(b, b'(' | b'*' | b'"'))
+                        .unwrap_or(self.src.len() - self.pos);
+                }
             }
         }
         true

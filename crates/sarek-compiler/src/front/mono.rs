@@ -18,7 +18,7 @@
 //! break: `=`/`<>` on an aggregate (the typer refuses this at the call site already; this is
 //! the second gate seed 003 describes), arithmetic on non-numbers and non-scalar tuples.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diag::Diagnostic;
 use crate::front::tast::{Expr, ExprKind, FunId, Function, Program, Ty, VarDecl, VarId};
@@ -26,8 +26,9 @@ use crate::front::typer::messages::{aggregate_equality_help, aggregate_equality_
 use crate::front::typer::visit::{self, VisitMut};
 use crate::types::{BinOp, MemSpace};
 
-pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
-    let mut names: HashSet<String> = HashSet::new();
+pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
+    let next_var = max_var(&mut program) + 1;
+    let mut names: HashSet<String> = HashSet::default();
     names.extend(program.functions.iter().map(|f| f.name.clone()));
     names.extend(program.kernels.iter().map(|k| k.name.clone()));
     names.extend(program.records.iter().map(|r| r.name.clone()));
@@ -41,8 +42,8 @@ pub fn monomorphise(program: Program) -> Result<Program, Vec<Diagnostic>> {
         records: program.records.iter().map(|r| r.name.clone()).collect(),
         variants: program.variants.iter().map(|v| v.name.clone()).collect(),
         names,
-        next_var: max_var(&program) + 1,
-        instances: HashMap::new(),
+        next_var,
+        instances: HashMap::default(),
         slots: Vec::new(),
         order: Vec::new(),
         diags: Vec::new(),
@@ -117,7 +118,7 @@ impl Mono {
             f.name = self.instance_name(&f, args);
             let mut inst = Instantiate {
                 args,
-                renames: HashMap::new(),
+                renames: HashMap::default(),
                 next_var: &mut self.next_var,
             };
             for p in &mut f.params {
@@ -370,7 +371,8 @@ fn renumber(e: &mut Expr, map: &[FunId]) {
     R(map).expr(e);
 }
 
-fn max_var(p: &Program) -> u32 {
+/// The largest variable id declared in `p` (visited in place: the visitor only reads).
+fn max_var(p: &mut Program) -> u32 {
     struct M(u32);
     impl VisitMut for M {
         fn decl(&mut self, d: &mut VarDecl) {
@@ -378,13 +380,11 @@ fn max_var(p: &Program) -> u32 {
         }
     }
     let mut m = M(0);
-    for f in &p.functions {
-        let mut f = f.clone();
+    for f in &mut p.functions {
         f.params.iter_mut().for_each(|d| m.decl(d));
         m.expr(&mut f.body);
     }
-    for k in &p.kernels {
-        let mut k = k.clone();
+    for k in &mut p.kernels {
         k.params.iter_mut().for_each(|d| m.decl(d));
         m.expr(&mut k.body);
     }

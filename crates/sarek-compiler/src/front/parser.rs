@@ -67,21 +67,22 @@ const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// would complain far away. If the hinted parse finds nothing, the first parse's errors stand.
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
     let (tokens, lex_diags) = lexer::lex(file, source);
-    let plain = parse_tokens(tokens.clone(), lex_diags.clone(), false);
+    let (plain, tokens) = parse_tokens(tokens, lex_diags.clone(), false);
     let Err(plain_diags) = plain else {
         return plain;
     };
-    match parse_tokens(tokens, lex_diags, true) {
+    match parse_tokens(tokens, lex_diags, true).0 {
         Err(hinted) => Err(hinted),
         Ok(_) => Err(plain_diags),
     }
 }
 
+/// The parse of `toks`, and the tokens back (a failed parse is retried with hints).
 fn parse_tokens(
     toks: Vec<Token>,
     diags: Vec<Diagnostic>,
     layout_hints: bool,
-) -> Result<Program, Vec<Diagnostic>> {
+) -> (Result<Program, Vec<Diagnostic>>, Vec<Token>) {
     let mut p = Parser {
         toks,
         pos: 0,
@@ -94,12 +95,13 @@ fn parse_tokens(
         type_nodes: 0,
     };
     let program = p.program();
-    if p.diags.is_empty() {
+    let result = if p.diags.is_empty() {
         Ok(program)
     } else {
         p.diags.sort_by_key(|d| (d.span.start, d.span.end));
         Err(p.diags)
-    }
+    };
+    (result, p.toks)
 }
 
 /// Marker for "a diagnostic has been recorded"; the caller recovers.

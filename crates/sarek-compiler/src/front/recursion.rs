@@ -18,7 +18,7 @@
 //! - Any other self-call is a located error naming the function and suggesting the mark;
 //!   mutual recursion (impossible by scoping, checked anyway) is a located error too.
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{
@@ -35,7 +35,8 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     if !diags.is_empty() {
         return Err(diags);
     }
-    let mut fresh = Fresh(max_var(&program) + 1);
+    // Variable ids for copies, counted only once a helper is recursive (most programs have none).
+    let mut fresh: Option<Fresh> = None;
     // Copies per depth of bounded-recursive helpers, each placed just before its helper.
     let mut depth_copies: Vec<(FunId, Vec<Function>)> = Vec::new();
     let mut names = Names::of(&program);
@@ -53,15 +54,14 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
             program.functions[i].recursive = false;
             continue;
         }
+        let fresh = fresh.get_or_insert_with(|| Fresh(max_var(&program) + 1));
         let result = if calls.iter().all(|c| c.1 == Position::Tail) {
-            to_loop(&program, f, &mut fresh)
+            to_loop(&program, f, fresh)
         } else if let Some(depth) = f.inline_depth {
-            unroll(&program, f, depth, &mut fresh, &mut names, &mut next_fun).map(
-                |(body, copies)| {
-                    depth_copies.push((f.id, copies));
-                    body
-                },
-            )
+            unroll(&program, f, depth, fresh, &mut names, &mut next_fun).map(|(body, copies)| {
+                depth_copies.push((f.id, copies));
+                body
+            })
         } else {
             let (span, pos) = calls
                 .iter()
@@ -124,11 +124,11 @@ fn place_copies(program: &mut Program, mut copies: Vec<(FunId, Vec<Function>)>) 
 }
 
 /// Every name the program declares, so a depth copy's name is new.
-struct Names(std::collections::HashSet<String>);
+struct Names(crate::hash::FxHashSet<String>);
 
 impl Names {
     fn of(program: &Program) -> Names {
-        let mut names = std::collections::HashSet::new();
+        let mut names = crate::hash::FxHashSet::default();
         names.extend(program.functions.iter().map(|f| f.name.clone()));
         names.extend(program.kernels.iter().map(|k| k.name.clone()));
         names.extend(program.records.iter().map(|r| r.name.clone()));
@@ -328,7 +328,7 @@ fn max_var(program: &Program) -> u32 {
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, m)),
             _ => {}
         }
-        e.children().into_iter().for_each(|c| expr(c, m));
+        e.children().for_each(|c| expr(c, m));
     }
     let mut m = 0;
     for f in &program.functions {
@@ -363,7 +363,7 @@ fn freshen(e: &mut Expr, extra: &[VarId], fresh: &mut Fresh) -> HashMap<VarId, V
 }
 
 fn node_count(e: &Expr) -> u64 {
-    1 + e.children().into_iter().map(node_count).sum::<u64>()
+    1 + e.children().map(node_count).sum::<u64>()
 }
 
 /// The zero value of a type (the initial `result` of a loop, a residual inlined call).

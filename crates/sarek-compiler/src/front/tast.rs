@@ -292,93 +292,172 @@ pub enum ExprKind {
 }
 
 impl Expr {
-    /// Direct sub-expressions, in evaluation order.
-    pub fn children(&self) -> Vec<&Expr> {
+    /// Direct sub-expressions, in evaluation order (an iterator over the node's own fields:
+    /// passes walk every node, so this allocates nothing).
+    pub fn children(&self) -> Children<'_> {
+        fn fixed<'e>(
+            a: Option<&'e Expr>,
+            b: Option<&'e Expr>,
+            c: Option<&'e Expr>,
+        ) -> Children<'e> {
+            Children::new([a, b, c], &[], &[])
+        }
         match &self.kind {
-            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-            ExprKind::Let { value, body, .. } => vec![value, body],
-            ExprKind::Assign { value, .. } => vec![value],
+            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => fixed(None, None, None),
+            ExprKind::Let { value, body, .. } => fixed(Some(value), Some(body), None),
+            ExprKind::Assign { value, .. } => fixed(Some(value), None, None),
             ExprKind::If {
                 cond,
                 then_branch,
                 else_branch,
-            } => {
-                let mut v: Vec<&Expr> = vec![cond, then_branch];
-                v.extend(else_branch.as_deref());
-                v
-            }
+            } => fixed(Some(cond), Some(then_branch), else_branch.as_deref()),
             ExprKind::For {
                 start, end, body, ..
-            } => vec![start, end, body],
-            ExprKind::While { cond, body, .. } => vec![cond, body],
+            } => fixed(Some(start), Some(end), Some(body)),
+            ExprKind::While { cond, body, .. } => fixed(Some(cond), Some(body), None),
             ExprKind::Seq(items)
             | ExprKind::Record { fields: items, .. }
             | ExprKind::Ctor { args: items, .. }
             | ExprKind::Tuple(items)
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Intrinsic { args: items, .. } => items.iter().collect(),
-            ExprKind::Match { scrutinee, arms } => {
-                let mut v: Vec<&Expr> = vec![scrutinee];
-                v.extend(arms.iter().map(|a| &a.body));
-                v
+            | ExprKind::Intrinsic { args: items, .. } => {
+                Children::new([None, None, None], items, &[])
             }
-            ExprKind::Index { base, index } => vec![base, index],
-            ExprKind::IndexSet { base, index, value } => vec![base, index, value],
-            ExprKind::Field { base, .. } => vec![base],
-            ExprKind::FieldSet { base, value, .. } => vec![base, value],
-            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-            ExprKind::Unary { operand, .. } => vec![operand],
-            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
-            ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+            ExprKind::Match { scrutinee, arms } => {
+                Children::new([Some(scrutinee), None, None], &[], arms)
+            }
+            ExprKind::Index { base, index } => fixed(Some(base), Some(index), None),
+            ExprKind::IndexSet { base, index, value } => {
+                fixed(Some(base), Some(index), Some(value))
+            }
+            ExprKind::Field { base, .. } => fixed(Some(base), None, None),
+            ExprKind::FieldSet { base, value, .. } => fixed(Some(base), Some(value), None),
+            ExprKind::Binary { lhs, rhs, .. } => fixed(Some(lhs), Some(rhs), None),
+            ExprKind::Unary { operand, .. } => fixed(Some(operand), None, None),
+            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => {
+                fixed(Some(body), None, None)
+            }
+            ExprKind::Superstep { step, rest, .. } => fixed(Some(step), Some(rest), None),
             ExprKind::Ignore(inner)
             | ExprKind::Trap {
                 fallback: inner, ..
-            } => vec![inner],
+            } => fixed(Some(inner), None, None),
         }
     }
 
     /// [`Expr::children`], mutably.
-    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+    pub fn children_mut(&mut self) -> ChildrenMut<'_> {
+        fn fixed<'e>(
+            a: Option<&'e mut Expr>,
+            b: Option<&'e mut Expr>,
+            c: Option<&'e mut Expr>,
+        ) -> ChildrenMut<'e> {
+            ChildrenMut::new([a, b, c], &mut [], &mut [])
+        }
         match &mut self.kind {
-            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-            ExprKind::Let { value, body, .. } => vec![value, body],
-            ExprKind::Assign { value, .. } => vec![value],
+            ExprKind::Unit | ExprKind::Lit(_) | ExprKind::Var(_) => fixed(None, None, None),
+            ExprKind::Let { value, body, .. } => fixed(Some(value), Some(body), None),
+            ExprKind::Assign { value, .. } => fixed(Some(value), None, None),
             ExprKind::If {
                 cond,
                 then_branch,
                 else_branch,
-            } => {
-                let mut v: Vec<&mut Expr> = vec![cond, then_branch];
-                v.extend(else_branch.as_deref_mut());
-                v
-            }
+            } => fixed(Some(cond), Some(then_branch), else_branch.as_deref_mut()),
             ExprKind::For {
                 start, end, body, ..
-            } => vec![start, end, body],
-            ExprKind::While { cond, body, .. } => vec![cond, body],
+            } => fixed(Some(start), Some(end), Some(body)),
+            ExprKind::While { cond, body, .. } => fixed(Some(cond), Some(body), None),
             ExprKind::Seq(items)
             | ExprKind::Record { fields: items, .. }
             | ExprKind::Ctor { args: items, .. }
             | ExprKind::Tuple(items)
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Intrinsic { args: items, .. } => items.iter_mut().collect(),
-            ExprKind::Match { scrutinee, arms } => {
-                let mut v: Vec<&mut Expr> = vec![scrutinee];
-                v.extend(arms.iter_mut().map(|a| &mut a.body));
-                v
+            | ExprKind::Intrinsic { args: items, .. } => {
+                ChildrenMut::new([None, None, None], items, &mut [])
             }
-            ExprKind::Index { base, index } => vec![base, index],
-            ExprKind::IndexSet { base, index, value } => vec![base, index, value],
-            ExprKind::Field { base, .. } => vec![base],
-            ExprKind::FieldSet { base, value, .. } => vec![base, value],
-            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-            ExprKind::Unary { operand, .. } => vec![operand],
-            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => vec![body],
-            ExprKind::Superstep { step, rest, .. } => vec![step, rest],
+            ExprKind::Match { scrutinee, arms } => {
+                ChildrenMut::new([Some(scrutinee), None, None], &mut [], arms)
+            }
+            ExprKind::Index { base, index } => fixed(Some(base), Some(index), None),
+            ExprKind::IndexSet { base, index, value } => {
+                fixed(Some(base), Some(index), Some(value))
+            }
+            ExprKind::Field { base, .. } => fixed(Some(base), None, None),
+            ExprKind::FieldSet { base, value, .. } => fixed(Some(base), Some(value), None),
+            ExprKind::Binary { lhs, rhs, .. } => fixed(Some(lhs), Some(rhs), None),
+            ExprKind::Unary { operand, .. } => fixed(Some(operand), None, None),
+            ExprKind::LetShared { body, .. } | ExprKind::LetLocalArray { body, .. } => {
+                fixed(Some(body), None, None)
+            }
+            ExprKind::Superstep { step, rest, .. } => fixed(Some(step), Some(rest), None),
             ExprKind::Ignore(inner)
             | ExprKind::Trap {
                 fallback: inner, ..
-            } => vec![inner],
+            } => fixed(Some(inner), None, None),
+        }
+    }
+}
+
+/// The direct sub-expressions of one node: up to three fields, then a list of expressions,
+/// then the bodies of match arms (each part possibly empty).
+pub struct Children<'a> {
+    fixed: std::array::IntoIter<Option<&'a Expr>, 3>,
+    items: std::slice::Iter<'a, Expr>,
+    arms: std::slice::Iter<'a, Arm>,
+}
+
+impl<'a> Children<'a> {
+    fn new(fixed: [Option<&'a Expr>; 3], items: &'a [Expr], arms: &'a [Arm]) -> Self {
+        Children {
+            fixed: fixed.into_iter(),
+            items: items.iter(),
+            arms: arms.iter(),
+        }
+    }
+}
+
+impl<'a> Iterator for Children<'a> {
+    type Item = &'a Expr;
+    fn next(&mut self) -> Option<&'a Expr> {
+        for f in self.fixed.by_ref() {
+            if f.is_some() {
+                return f;
+            }
+        }
+        self.items
+            .next()
+            .or_else(|| self.arms.next().map(|a| &a.body))
+    }
+}
+
+/// [`Children`], mutably.
+pub struct ChildrenMut<'a> {
+    fixed: std::array::IntoIter<Option<&'a mut Expr>, 3>,
+    items: std::slice::IterMut<'a, Expr>,
+    arms: std::slice::IterMut<'a, Arm>,
+}
+
+impl<'a> ChildrenMut<'a> {
+    fn new(fixed: [Option<&'a mut Expr>; 3], items: &'a mut [Expr], arms: &'a mut [Arm]) -> Self {
+        ChildrenMut {
+            fixed: fixed.into_iter(),
+            items: items.iter_mut(),
+            arms: arms.iter_mut(),
+        }
+    }
+}
+
+impl<'a> Iterator for ChildrenMut<'a> {
+    type Item = &'a mut Expr;
+    fn next(&mut self) -> Option<&'a mut Expr> {
+        for f in self.fixed.by_ref() {
+            if f.is_some() {
+                return f;
+            }
+        }
+        match self.items.next() {
+            Some(e) => Some(e),
+            None => self.arms.next().map(|a| &mut a.body),
         }
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod build;
+pub mod fresh;
 pub mod print;
 pub mod specialize;
 pub mod validate;
@@ -125,6 +126,32 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// A copy of the kernel whose bodies (the kernel's, then each helper's, in order) are
+    /// `rewrite` of the originals: a pass that rewrites bodies copies the rest once and the
+    /// bodies never.
+    pub fn map_bodies(&self, mut rewrite: impl FnMut(&Block) -> Block) -> Kernel {
+        Kernel {
+            name: self.name.clone(),
+            span: self.span,
+            vars: self.vars.clone(),
+            params: self.params.clone(),
+            body: rewrite(&self.body),
+            records: self.records.clone(),
+            variants: self.variants.clone(),
+            functions: self
+                .functions
+                .iter()
+                .map(|f| Function {
+                    name: f.name.clone(),
+                    span: f.span,
+                    params: f.params.clone(),
+                    ret: f.ret.clone(),
+                    body: rewrite(&f.body),
+                })
+                .collect(),
+        }
+    }
+
     pub fn var(&self, id: VarId) -> &VarInfo {
         &self.vars[id.0 as usize]
     }

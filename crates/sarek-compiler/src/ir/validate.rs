@@ -17,10 +17,10 @@
 //! the kernel and the first problem found (with the IR printer's spelling of the offending
 //! variable), not a located diagnostic.
 
+use crate::hash::FxHashSet as HashSet;
 use crate::intrinsics::{AtomicOp, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
 use crate::types::{BinOp, MemSpace, Scalar, UnOp};
-use std::collections::HashSet;
 
 /// A structural problem in a kernel (a compiler bug, not a user error).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -34,9 +34,9 @@ pub struct ValidationError {
 pub fn validate(kernel: &Kernel) -> Result<(), ValidationError> {
     let mut v = Validator {
         k: kernel,
-        bound: HashSet::new(),
+        bound: HashSet::default(),
         scopes: Vec::new(),
-        uninit: HashSet::new(),
+        uninit: HashSet::default(),
         loops: 0,
         ret: None,
         func: None,

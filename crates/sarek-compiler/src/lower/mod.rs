@@ -29,7 +29,7 @@ mod expr;
 mod pattern;
 mod types;
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::diag::{Diagnostic, Span, closest};
 use crate::front::tast::{self, Program};
@@ -101,17 +101,17 @@ impl<'p> Lowerer<'p> {
         Lowerer {
             program,
             vars: Vec::new(),
-            var_map: HashMap::new(),
+            var_map: HashMap::default(),
             records: Vec::new(),
-            record_ids: HashMap::new(),
+            record_ids: HashMap::default(),
             variants: Vec::new(),
-            variant_ids: HashMap::new(),
-            types_in_progress: HashSet::new(),
-            variants_in_progress: HashSet::new(),
+            variant_ids: HashMap::default(),
+            types_in_progress: HashSet::default(),
+            variants_in_progress: HashSet::default(),
             functions: Vec::new(),
-            function_ids: HashMap::new(),
-            functions_in_progress: HashSet::new(),
-            traps: HashMap::new(),
+            function_ids: HashMap::default(),
+            functions_in_progress: HashSet::default(),
+            traps: HashMap::default(),
             diags: Vec::new(),
         }
     }

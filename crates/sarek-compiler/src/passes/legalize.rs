@@ -25,6 +25,7 @@
 
 use crate::back::names::{Keywords, Namer, is_identifier};
 use crate::ir::{Block, Kernel, StmtKind, Ty, VarId};
+use std::borrow::Cow;
 
 /// Where a target declares the kernel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,37 +42,36 @@ pub enum Params {
 }
 
 /// Legalize `kernel` for a target that reserves `keywords` and declares its kernel
-/// parameters as `params` says.
-pub fn legalize(kernel: &Kernel, keywords: &'static Keywords, params: Params) -> Kernel {
+/// parameters as `params` says. A kernel with nothing to rename is returned as it is.
+pub fn legalize<'k>(
+    kernel: &'k Kernel,
+    keywords: &'static Keywords,
+    params: Params,
+) -> Cow<'k, Kernel> {
     if has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body)) {
-        return kernel.clone();
-    }
-    let mut namer = Namer::new(keywords);
-    for name in kernel
-        .vars
-        .iter()
-        .map(|v| &v.name)
-        .chain(kernel.functions.iter().map(|f| &f.name))
-    {
-        namer.avoid(name);
+        return Cow::Borrowed(kernel);
     }
     let mut l = Legalizer {
         k: kernel,
-        namer,
+        namer: Namer::new(keywords),
+        avoiding: false,
         params,
-        var_names: kernel.vars.iter().map(|v| v.name.clone()).collect(),
-        fn_names: kernel.functions.iter().map(|f| f.name.clone()).collect(),
+        renamed_vars: Vec::new(),
+        renamed_fns: Vec::new(),
         scopes: vec![Vec::new()],
     };
     l.kernel();
+    if l.renamed_vars.is_empty() && l.renamed_fns.is_empty() {
+        return Cow::Borrowed(kernel);
+    }
     let mut out = kernel.clone();
-    for (v, name) in out.vars.iter_mut().zip(l.var_names) {
-        v.name = name;
+    for (v, name) in l.renamed_vars {
+        out.vars[v.0 as usize].name = name;
     }
-    for (f, name) in out.functions.iter_mut().zip(l.fn_names) {
-        f.name = name;
+    for (f, name) in l.renamed_fns {
+        out.functions[f].name = name;
     }
-    out
+    Cow::Owned(out)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -101,13 +101,15 @@ fn has_native(b: &Block) -> bool {
 
 struct Legalizer<'a> {
     k: &'a Kernel,
-    /// Every name of the kernel, original or assigned: fresh names avoid all of them.
+    /// Every name of the kernel, original or assigned: fresh names avoid all of them. The
+    /// original names are added on the first rename (`avoiding`): most kernels have none.
     namer: Namer,
+    avoiding: bool,
     params: Params,
-    /// Final names, indexed by VarId.
-    var_names: Vec<String>,
-    /// Final helper names, indexed by FuncId.
-    fn_names: Vec<String>,
+    /// The binders renamed, and their new names.
+    renamed_vars: Vec<(VarId, String)>,
+    /// The helpers renamed (by index), and their new names.
+    renamed_fns: Vec<(usize, String)>,
     /// Final names of the binders visible here, innermost scope last; scope 0 is module scope.
     scopes: Vec<Vec<String>>,
 }
@@ -131,6 +133,18 @@ impl Legalizer<'_> {
         };
         let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
         let final_name = if renamable && conflicts {
+            if !self.avoiding {
+                self.avoiding = true;
+                let k = self.k;
+                for name in k
+                    .vars
+                    .iter()
+                    .map(|v| &v.name)
+                    .chain(k.functions.iter().map(|f| &f.name))
+                {
+                    self.namer.avoid(name);
+                }
+            }
             self.namer.fresh(name)
         } else {
             name.to_string()
@@ -145,9 +159,12 @@ impl Legalizer<'_> {
     }
 
     fn var(&mut self, kind: Kind, id: VarId) {
-        let name = self.k.var(id).name.clone();
-        let final_name = self.declare(kind, &name);
-        self.var_names[id.0 as usize] = final_name;
+        let k = self.k;
+        let name = &k.var(id).name;
+        let final_name = self.declare(kind, name);
+        if final_name != *name {
+            self.renamed_vars.push((id, final_name));
+        }
     }
 
     fn kernel(&mut self) {
@@ -156,12 +173,18 @@ impl Legalizer<'_> {
         if module_scope {
             for p in &k.params {
                 let buffer = matches!(k.var(*p).ty, Ty::Vector(_));
-                let name = self.k.var(*p).name.clone();
-                self.var_names[p.0 as usize] = self.declare_in(Kind::KernelParam, &name, buffer);
+                let name = &k.var(*p).name;
+                let final_name = self.declare_in(Kind::KernelParam, name, buffer);
+                if final_name != *name {
+                    self.renamed_vars.push((*p, final_name));
+                }
             }
         }
         for (i, f) in k.functions.iter().enumerate() {
-            self.fn_names[i] = self.declare(Kind::Other, &f.name);
+            let final_name = self.declare(Kind::Other, &f.name);
+            if final_name != f.name {
+                self.renamed_fns.push((i, final_name));
+            }
         }
         for f in &k.functions {
             self.scopes.push(Vec::new());

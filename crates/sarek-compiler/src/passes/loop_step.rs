@@ -25,24 +25,30 @@ use crate::intrinsics::Intrinsic;
 use crate::ir::visit::{self, StmtVisitor};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::types::{BinOp, Literal, Scalar, UnOp};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Largest loop body (statements, nested ones included) that is duplicated for versioning.
 pub const MAX_VERSIONED_STATEMENTS: usize = 64;
 
 /// `kernel` with the provable loop steps marked `nowrap` and the others versioned.
-pub fn mark_loop_steps(kernel: &Kernel) -> Kernel {
-    let mut out = kernel.clone();
+/// A kernel without `while` loops has nothing to mark and is returned as it is.
+pub fn mark_loop_steps(kernel: &Kernel) -> Cow<'_, Kernel> {
+    let mut has_while = false;
+    for body in std::iter::once(&kernel.body).chain(kernel.functions.iter().map(|f| &f.body)) {
+        visit::for_each_stmt(body, &mut |s| {
+            has_while |= matches!(s.kind, StmtKind::While { .. });
+        });
+    }
+    if !has_while {
+        return Cow::Borrowed(kernel);
+    }
     let convergent = convergent_functions(kernel);
     let cx = Context {
         kernel,
         convergent: &convergent,
     };
-    out.body = cx.block(&kernel.body);
-    for (f, original) in out.functions.iter_mut().zip(&kernel.functions) {
-        f.body = cx.block(&original.body);
-    }
-    out
+    Cow::Owned(kernel.map_bodies(|b| cx.block(b)))
 }
 
 struct Context<'k> {
@@ -597,7 +603,7 @@ mod tests {
     }
 
     fn marked(src: &str) -> Vec<usize> {
-        let k = mark_loop_steps(&kernel(src));
+        let k = mark_loop_steps(&kernel(src)).into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         loops(&k.body)
     }
@@ -615,7 +621,7 @@ mod tests {
 
     #[test]
     fn a_grid_stride_loop_is_versioned() {
-        let k = mark_loop_steps(&kernel(GRID_STRIDE));
+        let k = mark_loop_steps(&kernel(GRID_STRIDE)).into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         // The fast copy marks the step, the other keeps it wrapping.
         assert_eq!(loops(&k.body), vec![1, 0]);
@@ -657,7 +663,8 @@ mod tests {
                let mut c = 0 in
                while i < n && c < cap do c := c + 1; i := i + 3 done;
                a.(0) <- c",
-        ));
+        ))
+        .into_owned();
         assert_eq!(loops(&k.body), vec![2, 0]);
         let printed = crate::ir::print::print_kernel(&k);
         // Positive literal steps need no sign test, and `max - s` is folded.
@@ -731,7 +738,8 @@ mod tests {
                  i := i + s
                done;
                a.(0) <- x",
-        ));
+        ))
+        .into_owned();
         assert_eq!(crate::ir::validate::validate(&k), Ok(()));
         // The outer loop keeps one copy with its own step wrapping (its one marked step is
         // the inner fast copy's); the inner one is versioned.

@@ -6,18 +6,18 @@
 //! removed; or a per-thread array of some size ([`Binding::Local`]), which stays a parameter
 //! whose type carries the size. Copies are made from the kernel body through every call,
 //! so helpers never called disappear. Every binder of a copy is a fresh variable (the IR
-//! binds each variable once), except shared arrays declared in a helper, which stay one
+//! binds each variable once; the copying is [`crate::ir::fresh`]'s), except shared arrays declared in a helper, which stay one
 //! array whichever copy runs. The result is ordinary IR (callees before callers), except
 //! that a helper may name a kernel vector parameter or a shared array of the kernel.
 
+use crate::hash::FxHashMap as HashMap;
+use crate::ir::fresh::{CopyRules, Scope, copy_block, fresh_var};
 #[cfg(test)]
 use crate::ir::visit;
 use crate::ir::{
-    Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, MatchArm, Stmt, StmtKind, Ty, VarId,
-    VarInfo,
+    Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo,
 };
 use crate::types::MemSpace;
-use std::collections::HashMap;
 
 /// What an array parameter of a helper denotes in one copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,15 +40,12 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
     let mut b = Builder {
         k: kernel,
         vars: kernel.vars.clone(),
-        keys: HashMap::new(),
+        keys: HashMap::default(),
         copies: Vec::new(),
         completed: Vec::new(),
     };
-    let mut kernel_scope = Scope {
-        map: HashMap::new(),
-        copy: false,
-    };
-    let body = b.block(&kernel.body, &mut kernel_scope);
+    // The kernel body keeps its binders; only its calls change.
+    let body = copy_block(&mut b, &mut Scope::keep(), &kernel.body);
     // Copies are numbered as first met; the IR wants callees first: completion order.
     let mut position = vec![0; b.copies.len()];
     for (pos, &copy) in b.completed.iter().enumerate() {
@@ -63,29 +60,24 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
     let mut copies: Vec<Option<Copy>> = b.copies.into_iter().map(Some).collect();
     for &copy in &b.completed {
         let c = copies[copy].take().expect("each copy completes once");
-        functions.push(Function {
-            body: renumber(c.function.body.clone()),
-            ..c.function
-        });
+        let mut function = c.function;
+        function.body = renumber(std::mem::take(&mut function.body));
+        functions.push(function);
         has_arrays.push(c.has_arrays);
     }
     Specialized {
         kernel: Kernel {
+            name: kernel.name.clone(),
+            span: kernel.span,
             vars: b.vars,
+            params: kernel.params.clone(),
             body: renumber(body),
+            records: kernel.records.clone(),
+            variants: kernel.variants.clone(),
             functions,
-            ..kernel.clone()
         },
         has_arrays,
     }
-}
-
-/// The variables of the body being rewritten.
-struct Scope {
-    /// Old variable -> new: fresh binders, and array parameters -> what they denote.
-    map: HashMap<VarId, VarId>,
-    /// A helper's copy (fresh binders), not the kernel body.
-    copy: bool,
 }
 
 struct Copy {
@@ -108,27 +100,53 @@ fn is_array(ty: &Ty) -> bool {
     matches!(ty, Ty::Vector(_) | Ty::Array { .. })
 }
 
-impl Builder<'_> {
-    fn fresh(&mut self, like: VarId, ty: Ty) -> VarId {
-        let info = VarInfo {
-            ty,
-            ..self.vars[like.0 as usize].clone()
-        };
-        self.vars.push(info);
-        VarId(self.vars.len() as u32 - 1)
+/// Bodies are copied by the IR's one copier; this pass decides calls and shared arrays.
+impl CopyRules for Builder<'_> {
+    fn vars(&mut self) -> &mut Vec<VarInfo> {
+        &mut self.vars
     }
 
-    /// A binder: itself in the kernel body, a fresh variable in a copy.
-    fn bind(&mut self, v: VarId, sc: &mut Scope) -> VarId {
-        if !sc.copy {
-            return v;
+    /// A shared array declared in a helper stays one array whichever copy runs.
+    fn keeps_array(&self, v: VarId) -> bool {
+        matches!(
+            self.k.var(v).ty,
+            Ty::Array {
+                space: MemSpace::Shared,
+                ..
+            }
+        )
+    }
+
+    /// A call goes to the callee's copy for the arrays it passes.
+    fn call(&mut self, func: FuncId, args: Vec<Expr>) -> ExprKind {
+        let f = self.k.function(func);
+        let mut key = Vec::new();
+        let mut kept = Vec::new();
+        for (p, a) in f.params.iter().zip(args) {
+            if !is_array(&self.k.var(*p).ty) {
+                kept.push(a);
+                continue;
+            }
+            let ExprKind::Var(v) = a.kind else {
+                // Lowering names every array argument; keep anything else as is.
+                kept.push(a);
+                continue;
+            };
+            let binding = self.binding(v);
+            if matches!(binding, Binding::Local(_)) {
+                kept.push(a);
+            }
+            key.push(binding);
         }
-        let ty = self.vars[v.0 as usize].ty.clone();
-        let n = self.fresh(v, ty);
-        sc.map.insert(v, n);
-        n
+        let copy = self.copy(func, key);
+        ExprKind::Call {
+            func: FuncId(copy as u32),
+            args: kept,
+        }
     }
+}
 
+impl Builder<'_> {
     /// What the array variable `v` (already substituted) denotes.
     fn binding(&self, v: VarId) -> Binding {
         match &self.vars[v.0 as usize].ty {
@@ -159,10 +177,7 @@ impl Builder<'_> {
             },
             has_arrays: !key.is_empty(),
         });
-        let mut sc = Scope {
-            map: HashMap::new(),
-            copy: true,
-        };
+        let mut sc = Scope::fresh();
         let mut params = Vec::new();
         let mut bindings = key.into_iter();
         for &p in &f.params {
@@ -179,237 +194,25 @@ impl Builder<'_> {
                             space: MemSpace::Local,
                             size: Some(n),
                         };
-                        let np = self.fresh(p, sized);
+                        let np = fresh_var(&mut self.vars, p, sized);
                         sc.map.insert(p, np);
                         params.push(np);
                     }
                     None => {}
                 }
             } else {
-                let np = self.fresh(p, ty);
+                let np = fresh_var(&mut self.vars, p, ty);
                 sc.map.insert(p, np);
                 params.push(np);
             }
         }
         // Nests once per helper of a call chain.
-        let body = crate::stack::grow(|| self.block(&f.body, &mut sc));
+        let body = crate::stack::grow(|| copy_block(self, &mut sc, &f.body));
         let c = &mut self.copies[number].function;
         c.params = params;
         c.body = body;
         self.completed.push(number);
         number
-    }
-
-    fn var(&self, v: VarId, sc: &Scope) -> VarId {
-        sc.map.get(&v).copied().unwrap_or(v)
-    }
-
-    fn block(&mut self, b: &Block, sc: &mut Scope) -> Block {
-        b.iter().map(|s| self.stmt(s, sc)).collect()
-    }
-
-    fn stmt(&mut self, s: &Stmt, sc: &mut Scope) -> Stmt {
-        let kind = match &s.kind {
-            StmtKind::Let { var, init } => {
-                let init = init.as_ref().map(|e| self.expr(e, sc));
-                StmtKind::Let {
-                    var: self.bind(*var, sc),
-                    init,
-                }
-            }
-            StmtKind::Array { var } => {
-                let shared = matches!(
-                    self.k.var(*var).ty,
-                    Ty::Array {
-                        space: MemSpace::Shared,
-                        ..
-                    }
-                );
-                let var = if shared { *var } else { self.bind(*var, sc) };
-                StmtKind::Array { var }
-            }
-            StmtKind::Assign { place, value } => {
-                // The value first, as it is evaluated.
-                let value = self.expr(value, sc);
-                StmtKind::Assign {
-                    place: self.place(place, sc),
-                    value,
-                }
-            }
-            StmtKind::Expr(e) => StmtKind::Expr(self.expr(e, sc)),
-            StmtKind::If {
-                cond,
-                then_block,
-                else_block,
-            } => StmtKind::If {
-                cond: self.expr(cond, sc),
-                then_block: self.block(then_block, sc),
-                else_block: self.block(else_block, sc),
-            },
-            StmtKind::For {
-                var,
-                start,
-                end,
-                downto,
-                body,
-                unroll,
-            } => {
-                let (start, end) = (self.expr(start, sc), self.expr(end, sc));
-                StmtKind::For {
-                    var: self.bind(*var, sc),
-                    start,
-                    end,
-                    downto: *downto,
-                    body: self.block(body, sc),
-                    unroll: *unroll,
-                }
-            }
-            StmtKind::While { cond, body, unroll } => StmtKind::While {
-                cond: self.expr(cond, sc),
-                body: self.block(body, sc),
-                unroll: *unroll,
-            },
-            StmtKind::Match {
-                scrutinee,
-                variant,
-                arms,
-            } => StmtKind::Match {
-                scrutinee: self.expr(scrutinee, sc),
-                variant: *variant,
-                arms: arms
-                    .iter()
-                    .map(|a| MatchArm {
-                        ctor: a.ctor,
-                        bindings: a
-                            .bindings
-                            .iter()
-                            .map(|b| b.map(|v| self.bind(v, sc)))
-                            .collect(),
-                        body: self.block(&a.body, sc),
-                    })
-                    .collect(),
-            },
-            StmtKind::Block(b) => StmtKind::Block(self.block(b, sc)),
-            StmtKind::Return(e) => StmtKind::Return(e.as_ref().map(|e| self.expr(e, sc))),
-            k @ (StmtKind::Barrier
-            | StmtKind::Fence { .. }
-            | StmtKind::Break
-            | StmtKind::Continue
-            | StmtKind::Native(_)
-            | StmtKind::Trap(_)) => k.clone(),
-        };
-        Stmt { kind, span: s.span }
-    }
-
-    fn place(&mut self, p: &LValue, sc: &mut Scope) -> LValue {
-        match p {
-            LValue::Var(v) => LValue::Var(self.var(*v, sc)),
-            LValue::Index { base, index } => LValue::Index {
-                base: self.var(*base, sc),
-                index: Box::new(self.expr(index, sc)),
-            },
-            LValue::Field { base, field } => LValue::Field {
-                base: Box::new(self.place(base, sc)),
-                field: *field,
-            },
-        }
-    }
-
-    fn expr(&mut self, e: &Expr, sc: &mut Scope) -> Expr {
-        let kind = match &e.kind {
-            ExprKind::Lit(l) => ExprKind::Lit(*l),
-            ExprKind::Var(v) => ExprKind::Var(self.var(*v, sc)),
-            ExprKind::Binary {
-                op,
-                lhs,
-                rhs,
-                nowrap,
-            } => ExprKind::Binary {
-                op: *op,
-                lhs: Box::new(self.expr(lhs, sc)),
-                rhs: Box::new(self.expr(rhs, sc)),
-                nowrap: *nowrap,
-            },
-            ExprKind::Unary { op, operand } => ExprKind::Unary {
-                op: *op,
-                operand: Box::new(self.expr(operand, sc)),
-            },
-            ExprKind::Index { base, index } => ExprKind::Index {
-                base: self.var(*base, sc),
-                index: Box::new(self.expr(index, sc)),
-            },
-            ExprKind::Field { base, field } => ExprKind::Field {
-                base: Box::new(self.expr(base, sc)),
-                field: *field,
-            },
-            ExprKind::Record { record, fields } => ExprKind::Record {
-                record: *record,
-                fields: fields.iter().map(|f| self.expr(f, sc)).collect(),
-            },
-            ExprKind::Ctor {
-                variant,
-                ctor,
-                fields,
-            } => ExprKind::Ctor {
-                variant: *variant,
-                ctor: *ctor,
-                fields: fields.iter().map(|f| self.expr(f, sc)).collect(),
-            },
-            ExprKind::Tag(x) => ExprKind::Tag(Box::new(self.expr(x, sc))),
-            ExprKind::Payload { value, ctor, field } => ExprKind::Payload {
-                value: Box::new(self.expr(value, sc)),
-                ctor: *ctor,
-                field: *field,
-            },
-            ExprKind::Select {
-                cond,
-                then_value,
-                else_value,
-            } => ExprKind::Select {
-                cond: Box::new(self.expr(cond, sc)),
-                then_value: Box::new(self.expr(then_value, sc)),
-                else_value: Box::new(self.expr(else_value, sc)),
-            },
-            ExprKind::Intrinsic { op, args } => ExprKind::Intrinsic {
-                op: *op,
-                args: args.iter().map(|a| self.expr(a, sc)).collect(),
-            },
-            ExprKind::Call { func, args } => {
-                let f = self.k.function(*func);
-                let mut key = Vec::new();
-                let mut kept = Vec::new();
-                // Arguments first, as they are evaluated; then the callee.
-                for (p, a) in f.params.iter().zip(args) {
-                    let a = self.expr(a, sc);
-                    if !is_array(&self.k.var(*p).ty) {
-                        kept.push(a);
-                        continue;
-                    }
-                    let ExprKind::Var(v) = a.kind else {
-                        // Lowering names every array argument; keep anything else as is.
-                        kept.push(a);
-                        continue;
-                    };
-                    let binding = self.binding(v);
-                    if matches!(binding, Binding::Local(_)) {
-                        kept.push(a);
-                    }
-                    key.push(binding);
-                }
-                let copy = self.copy(*func, key);
-                ExprKind::Call {
-                    func: FuncId(copy as u32),
-                    args: kept,
-                }
-            }
-        };
-        // A substituted array keeps its own type (a sized shared or per-thread array where
-        // the parameter was unsized).
-        let ty = match &kind {
-            ExprKind::Var(v) if is_array(&e.ty) => self.vars[v.0 as usize].ty.clone(),
-            _ => e.ty.clone(),
-        };
-        Expr { kind, ty }
     }
 }
 

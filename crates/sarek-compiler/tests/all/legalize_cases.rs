@@ -8,7 +8,7 @@ use sarek_compiler::target::Target;
 
 /// Legalized for OpenCL C (kernel parameters bound by position).
 fn opencl(k: &Kernel) -> Kernel {
-    legalize(k, Keywords::of(Target::OpenCl), Params::Positional)
+    legalize(k, Keywords::of(Target::OpenCl), Params::Positional).into_owned()
 }
 
 fn plus1(e: Expr) -> Expr {

@@ -590,7 +590,7 @@ fn non_tail_recursion_needs_the_inline_mark() {
         if let ExprKind::Call { func, .. } = &e.kind {
             out.push(*func);
         }
-        e.children().iter().for_each(|c| calls(c, out));
+        e.children().for_each(|c| calls(c, out));
     }
     assert_eq!(q.functions.len(), 11);
     assert_eq!(q.functions[0].name, "fib__depth10");

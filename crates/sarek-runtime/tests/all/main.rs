@@ -1,6 +1,7 @@
 //! The runtime's integration tests, one binary (one link step): a module per backend or concern.
 
 mod cpu_kernels;
+mod cpu_native;
 mod cuda_cache;
 mod interp_aggregates;
 mod interp_e2e;

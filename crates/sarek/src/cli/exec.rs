@@ -153,6 +153,15 @@ pub fn preview(leaves: &[Leaf], v: &HostVector, n: usize) -> String {
     format!("[{}{more}]", elems.join(", "))
 }
 
+/// On `cpu`, say when the kernel runs on the interpreter core instead of as native code.
+fn cpu_note(backend: sarek::Backend, kernel: &Kernel, label: &str) {
+    if backend == sarek::Backend::Cpu
+        && let Some(why) = sarek_runtime::cpu::native_note(kernel)
+    {
+        println!("{label}ran on the interpreter core: {why}");
+    }
+}
+
 pub fn run(a: RunArgs) -> CmdResult {
     let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
@@ -174,6 +183,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     .map_err(|e| runtime_failure(&program, &e))?;
     let c = prepared.config;
     println!("device:  {} ({})", info.backend, info.name);
+    cpu_note(info.backend, &kernel, "note:    ");
     println!(
         "kernel:  {name}, grid {}x{}x{}, block {}x{}x{}",
         c.grid[0], c.grid[1], c.grid[2], c.block[0], c.block[1], c.block[2]
@@ -315,6 +325,7 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let gbps = |bytes: u64, d: Duration| bytes as f64 / d.as_secs_f64().max(1e-12) / 1e9;
     let c = config;
     println!("device:     {} ({})", info.backend, info.name);
+    cpu_note(info.backend, &kernel, "note:       ");
     println!(
         "kernel:     {name}, grid {}x{}x{}, block {}x{}x{}, size {}; {} warm-up + {} timed + {} back-to-back launches on resident buffers",
         c.grid[0],

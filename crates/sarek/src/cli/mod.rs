@@ -280,6 +280,10 @@ pub fn color() -> bool {
 
 pub fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
+        // A driver or shader compiler's panic that the runtime catches and reports as an error.
+        if sarek_runtime::foreign::inside_guard() {
+            return;
+        }
         eprintln!("error: internal error (a bug in sarek, please report it): {info}");
     }));
     // A closed stdout (`sarek compile ... | head`) ends the process quietly, as for other

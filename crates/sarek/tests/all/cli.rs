@@ -1033,3 +1033,54 @@ fn fma_flag_contracts_multiply_adds() {
     ]);
     r.ok();
 }
+
+#[test]
+fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
+    // A barrier inside a helper is not compiled to native code: `sarek run` on cpu says so
+    // and still gives the result; a compiled kernel gets no note.
+    let dir = scratch("cpu_note");
+    let file = write(
+        &dir,
+        "helper_barrier.sarek",
+        "let synced (t : int32) : int32 =
+  block_barrier ();
+  t + 1
+
+let%kernel k (a : int32 vector) =
+  let t = thread_idx_x in
+  a.(t) <- synced t
+",
+    );
+    let o = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "k",
+        "--backend",
+        "cpu",
+        "--size",
+        "64",
+    ]);
+    o.ok();
+    assert!(
+        o.stdout
+            .contains("note:    ran on the interpreter core: the cpu code generator does not handle a barrier or warp operation inside a helper"),
+        "{}",
+        o.stdout
+    );
+    let plain = write(&dir, "saxpy.sarek", SAXPY);
+    let o = sarek(&[
+        "run",
+        &plain,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "cpu",
+        "--arg",
+        "a=2.0",
+        "--arg",
+        "n=500",
+    ]);
+    o.ok();
+    assert!(!o.stdout.contains("note:"), "{}", o.stdout);
+}

@@ -3,7 +3,7 @@
 //! `float sqrt = ...; sqrt(x)` no longer calls the function) and whole families by prefix
 //! (`get_*`, `half_*`, `simd_*`, ...). Each dialect names its table (`Rules::keywords`).
 
-use crate::back::names::Keywords;
+use crate::back::names::{Keywords, ReservedSet};
 
 /// OpenCL C 1.2.
 pub static OPENCL: Keywords = Keywords {
@@ -11,6 +11,7 @@ pub static OPENCL: Keywords = Keywords {
     prefixes: OPENCL_PREFIXES,
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 /// CUDA C++ (NVRTC).
@@ -19,6 +20,7 @@ pub static CUDA: Keywords = Keywords {
     prefixes: CUDA_PREFIXES,
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 /// HIP: CUDA's names, the HIP device headers' global names and the `hip*` family.
@@ -27,6 +29,7 @@ pub static HIP: Keywords = Keywords {
     prefixes: HIP_PREFIXES,
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 /// The Metal Shading Language.
@@ -35,6 +38,7 @@ pub static METAL: Keywords = Keywords {
     prefixes: METAL_PREFIXES,
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 /// C89 and C99 keywords (ISO/IEC 9899:1999 §6.4.1), plus C11's `_`-keywords.

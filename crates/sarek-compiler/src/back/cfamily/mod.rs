@@ -82,7 +82,12 @@ pub fn generate(
     let rules = dialect.rules();
     crate::ir::analysis::check(kernel, &rules.support(options))?;
     // Counted loops whose step cannot overflow get a plain signed step (issue 14).
-    let stepped = crate::passes::loop_step::mark_loop_steps(kernel);
+    let mut stepped = crate::passes::loop_step::mark_loop_steps(kernel);
+    // `while v > 0 do ... v := v / 2` as `v >> 1`, which nvcc does not derive (issue 14).
+    // Only `while` loops have such divisions, and a kernel without any comes back borrowed.
+    if let std::borrow::Cow::Owned(stepped) = &mut stepped {
+        crate::passes::opt::shift_guarded_divisions(stepped);
+    }
     let legal = legalize(&stepped, rules.keywords(), Params::Positional);
     writer::Writer::new(&legal, rules).finish(kernel)
 }

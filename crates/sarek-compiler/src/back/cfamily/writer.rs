@@ -11,11 +11,11 @@ use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutR
 use crate::back::loops;
 use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
-use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids
@@ -103,7 +103,7 @@ impl<'a> Writer<'a> {
             d,
             namer,
             var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
-            lens: HashMap::new(),
+            lens: HashMap::default(),
             record_names: Vec::new(),
             record_fields: Vec::new(),
             record_makers: Vec::new(),
@@ -122,7 +122,7 @@ impl<'a> Writer<'a> {
             span: k.span,
             cur_geom: false,
             in_kernel: false,
-            hoisted: HashSet::new(),
+            hoisted: HashSet::default(),
             out: String::new(),
             indent: 0,
         };
@@ -257,7 +257,7 @@ impl<'a> Writer<'a> {
 
     fn write_types(&mut self) -> String {
         let mut order = Vec::new();
-        let mut state = HashMap::new();
+        let mut state = HashMap::default();
         for i in 0..self.k.records.len() {
             self.type_order(
                 &Ty::Record(crate::ir::RecordId(i as u32)),
@@ -596,7 +596,7 @@ impl<'a> Writer<'a> {
                 }
             )
         });
-        let mut counts: HashMap<&str, usize> = HashMap::new();
+        let mut counts: HashMap<&str, usize> = HashMap::default();
         for v in &self.k.vars {
             *counts.entry(v.name.as_str()).or_default() += 1;
         }

@@ -4,11 +4,12 @@
 use super::{Bindings, Warps};
 use crate::back::names::Namer;
 use crate::diag::{Diagnostic, Span};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, StmtKind, Ty, VarId};
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 /// What a helper's array-like parameter is bound to in one specialisation.
@@ -129,7 +130,7 @@ impl<'k> Writer<'k> {
             float_atomics: BTreeSet::new(),
             helpers: BTreeSet::new(),
             has_arrays: &spec.has_arrays,
-            instances: HashMap::new(),
+            instances: HashMap::default(),
             instance_text: Vec::new(),
             counter: 0,
             opaque_f32: false,
@@ -144,7 +145,7 @@ impl<'k> Writer<'k> {
             uses_warp_scratch: false,
             uses_warp_scratch_hi: false,
             errors: Vec::new(),
-            refused: HashSet::new(),
+            refused: HashSet::default(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! hide, families by prefix (`gl_*`, `atomic*`, ...), identifiers containing `__` (§3.7),
 //! and the identifier length glslang accepts.
 
-use crate::back::names::Keywords;
+use crate::back::names::{Keywords, ReservedSet};
 
 /// GLSL's reserved names. The `sarek_` prefix is the generator's (see
 /// [`crate::back::names::Namer::escape`]); glslang rejects identifiers longer than 1,024
@@ -12,6 +12,7 @@ pub static KEYWORDS: Keywords = Keywords {
     prefixes: GLSL_PREFIXES,
     infixes: &["__"],
     max_len: Some(1024),
+    reserved: ReservedSet::new(),
 };
 
 /// GLSL 4.50 keywords (The OpenGL Shading Language 4.50, §3.6 "Keywords"), including the

@@ -80,11 +80,8 @@ pub fn generate_with(
     let kernel = &*crate::passes::for_target(kernel, options);
     crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let kernel = legalize(
-        &fold_constants(kernel),
-        &keywords::KEYWORDS,
-        Params::ModuleScope,
-    );
+    let folded = fold_constants(kernel);
+    let kernel = legalize(&folded, &keywords::KEYWORDS, Params::ModuleScope);
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),

@@ -3,7 +3,7 @@
 //! (PTX ISA 8.x, "Identifiers": opcodes are not reserved, directive-like and predefined names
 //! are). ptxas accepts identifiers of any length (100,000 characters tried).
 
-use crate::back::names::Keywords;
+use crate::back::names::{Keywords, ReservedSet};
 
 /// PTX's reserved names; `sarek_` is the escaping namespace.
 pub static KEYWORDS: Keywords = Keywords {
@@ -11,6 +11,7 @@ pub static KEYWORDS: Keywords = Keywords {
     prefixes: &["sarek_"],
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 const PTX_RESERVED: &[&str] = &[

@@ -11,11 +11,13 @@
 //!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
 //!   only the entry point name is escaped ([`crate::back::names::Namer::escape`]).
 //! - Shaped for `ptxas`, which optimises less than NVRTC's front end: the IR optimisation
-//!   stage runs first (constants propagated, divisions by powers of two as shifts); integer
-//!   literals are immediates; shared memory is addressed in 32 bits with a constant index
-//!   term as the `[reg+imm]` offset; `&&`/`||` whose right operand cannot fault become
-//!   predicate instructions; `while` loops are tested at the bottom, while `for` loops keep
-//!   the exit-test-then-step shape ptxas unrolls.
+//!   stage runs first (constants propagated, divisions by powers of two as shifts, values a
+//!   `while` condition shares with its body carried across the back edge, counted `while`
+//!   loops unrolled, loop invariants hoisted); integer literals are immediates; shared memory
+//!   is addressed in 32 bits with a constant index term as the `[reg+imm]` offset (ptxas
+//!   merges neighbouring accesses into `LDS.64`/`LDS.128` itself); `&&`/`||` whose right
+//!   operand cannot fault become predicate instructions; loops are tested at the bottom
+//!   (`for`: after the step, against `end + step`).
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused

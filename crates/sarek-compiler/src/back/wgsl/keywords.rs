@@ -2,7 +2,7 @@
 //! names (escaped defensively: a local named `max` would hide the built-in), families by
 //! prefix, identifiers starting with `__` (§15.4.1), and the generator's fixed module names.
 
-use crate::back::names::Keywords;
+use crate::back::names::{Keywords, ReservedSet};
 
 /// WGSL's reserved names. naga accepts identifiers of any length (5,000 characters tried).
 pub static KEYWORDS: Keywords = Keywords {
@@ -15,6 +15,7 @@ pub static KEYWORDS: Keywords = Keywords {
     prefixes: WGSL_PREFIXES,
     infixes: &[],
     max_len: None,
+    reserved: ReservedSet::new(),
 };
 
 /// Module-scope names the generator emits with a fixed spelling outside the `sarek_` prefix:

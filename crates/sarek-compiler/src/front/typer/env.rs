@@ -1,7 +1,7 @@
 //! Type declarations (records and variants), their lookup tables, the recursive-type check and
 //! the conversion of written types ([`ast::TypeExpr`]) to [`Ty`].
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 use super::Checker;
 use super::messages::did_you_mean;

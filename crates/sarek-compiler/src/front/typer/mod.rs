@@ -43,7 +43,7 @@ mod patterns;
 mod unify;
 pub(crate) mod visit;
 
-use std::collections::HashMap;
+use crate::hash::FxHashMap as HashMap;
 
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{FunId, Ty, VarDecl, VarId};
@@ -163,7 +163,7 @@ pub(super) struct Checker {
     /// its helpers and constants are stored in [`Checker::globals`] as `A.B.name`.
     module_path: Vec<String>,
     /// Full names (`A.B`) of the program's modules defined so far.
-    modules: std::collections::HashSet<String>,
+    modules: crate::hash::FxHashSet<String>,
     /// Modules opened by a top-level `open M` in the current module (full names).
     top_opens: Vec<String>,
 }
@@ -682,7 +682,7 @@ impl Checker {
         // Helper names are made unique (a later top-level helper may shadow an earlier one, two
         // lifted helpers may share a name): a clash gets `_2`, `_3`, ... checked against every
         // name of the program, so generated code never declares one name twice.
-        let mut taken: std::collections::HashSet<String> =
+        let mut taken: crate::hash::FxHashSet<String> =
             self.kernels.iter().map(|k| k.name.clone()).collect();
         taken.extend(self.env.records.iter().map(|r| r.name.clone()));
         taken.extend(self.env.variants.iter().map(|v| v.name.clone()));

@@ -17,35 +17,175 @@
 //! a geometry value (reading it again is free and cannot differ). Non-negativity is known for
 //! geometry values other than `global_thread_id` (which may wrap), vector lengths,
 //! non-negative literals, `land` with a non-negative operand, and immutable variables bound
-//! to such values, including `for` counters that count up from a non-negative start.
+//! to such values, including `for` counters that count up from a non-negative start; and,
+//! inside a `while` loop whose condition requires it (`while stride > 0`), a variable until
+//! the body first assigns it (`stride := stride / 2` becomes `stride asr 1`).
 
 use std::collections::HashSet;
 
-use super::walk::{assigned_vars, bodies, exprs_mut};
+use super::walk::{assigned_vars, assigns_any, bodies, expr_mut, place_mut, stmt_exprs_mut};
 use crate::intrinsics::{Geometry, Intrinsic};
-use crate::ir::{Expr, ExprKind, Kernel, StmtKind, Ty, VarId, visit};
+use crate::ir::{Block, Expr, ExprKind, Kernel, Stmt, StmtKind, Ty, VarId, visit};
 use crate::types::{BinOp, Literal, Scalar, UnOp};
 
 /// Rewrite integer division and remainder by constant powers of two (and by ±1) in place.
 /// Returns whether anything changed.
 pub fn reduce_division(kernel: &mut Kernel) -> bool {
     let facts = non_negative_vars(kernel);
-    let mut changed = false;
-    let mut rewrite = |e: &mut Expr| {
-        if let Some(r) = reduce(e, &facts) {
-            *e = r;
-            changed = true;
-        }
-    };
-    exprs_mut(&mut kernel.body, &mut rewrite);
+    let mut changed = block(&mut kernel.body, &facts, true);
     for f in &mut kernel.functions {
-        exprs_mut(&mut f.body, &mut rewrite);
+        changed |= block(&mut f.body, &facts, true);
     }
     changed
 }
 
-/// The reduced form of `e` when it is an integer `/` or `mod` by a suitable constant.
-fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
+/// Only the divisions and remainders by powers of two of a variable that a `while`
+/// condition keeps non-negative (`while stride > 0 do ... stride := stride / 2`), as a plain
+/// `asr` or `land`. For the C family, whose compilers strength-reduce divisions themselves
+/// but not this one: nvcc keeps the signed division's sign fix-up in the reduction loop, and
+/// then does not hoist the loop's shared-memory address either (two and three instructions
+/// per iteration of `reduce_sum`'s tree; with `stride >> 1` its SASS loop is the hand
+/// version's). Returns whether anything changed.
+pub fn shift_guarded_divisions(kernel: &mut Kernel) -> bool {
+    let none = HashSet::new();
+    let mut changed = block(&mut kernel.body, &none, false);
+    for f in &mut kernel.functions {
+        changed |= block(&mut f.body, &none, false);
+    }
+    changed
+}
+
+/// Rewrite every expression of `e` (children first) knowing `facts`; `general`: every form,
+/// else only guarded variables' plain shifts ([`shift_guarded_divisions`]).
+fn rewrite(e: &mut Expr, facts: &HashSet<VarId>, general: bool) -> bool {
+    let mut changed = false;
+    expr_mut(e, &mut |x| {
+        if let Some(r) = reduce(x, facts, general) {
+            *x = r;
+            changed = true;
+        }
+    });
+    changed
+}
+
+fn block(b: &mut Block, facts: &HashSet<VarId>, general: bool) -> bool {
+    b.iter_mut().fold(false, |c, s| stmt(s, facts, general) | c)
+}
+
+/// Rewrite one statement. A `while` loop whose condition requires a variable to be
+/// non-negative (`while stride > 0`) lets its body's statements before the first assignment
+/// to that variable (and that assignment's value: `stride := stride / 2`) treat it as such.
+fn stmt(s: &mut Stmt, facts: &HashSet<VarId>, general: bool) -> bool {
+    match &mut s.kind {
+        StmtKind::While { cond, body, .. } => {
+            let mut changed = rewrite(cond, facts, general);
+            let mut guarded = HashSet::new();
+            guaranteed_non_negative(cond, &mut guarded);
+            guarded.retain(|v| !facts.contains(v));
+            if guarded.is_empty() {
+                return changed | block(body, facts, general);
+            }
+            let mut inside = facts.clone();
+            inside.extend(guarded.iter().copied());
+            let mut guard_holds = true;
+            for s in body.iter_mut() {
+                if guard_holds && assigns_any(s, &guarded) {
+                    guard_holds = false;
+                    if let StmtKind::Assign { place, value } = &mut s.kind {
+                        // Evaluated before the store: the guard still holds.
+                        place_mut(place, &mut |x| changed |= rewrite_node(x, &inside, general));
+                        changed |= rewrite(value, &inside, general);
+                        continue;
+                    }
+                }
+                changed |= stmt(s, if guard_holds { &inside } else { facts }, general);
+            }
+            changed
+        }
+        StmtKind::If {
+            cond,
+            then_block,
+            else_block,
+        } => {
+            rewrite(cond, facts, general)
+                | block(then_block, facts, general)
+                | block(else_block, facts, general)
+        }
+        StmtKind::For {
+            start, end, body, ..
+        } => {
+            rewrite(start, facts, general)
+                | rewrite(end, facts, general)
+                | block(body, facts, general)
+        }
+        StmtKind::Match {
+            scrutinee, arms, ..
+        } => arms
+            .iter_mut()
+            .fold(rewrite(scrutinee, facts, general), |c, a| {
+                block(&mut a.body, facts, general) | c
+            }),
+        StmtKind::Block(b) => block(b, facts, general),
+        _ => {
+            let mut changed = false;
+            stmt_exprs_mut(s, &mut |x| {
+                if let Some(r) = reduce(x, facts, general) {
+                    *x = r;
+                    changed = true;
+                }
+            });
+            changed
+        }
+    }
+}
+
+/// [`reduce`] on one node of a walk that visits children first.
+fn rewrite_node(x: &mut Expr, facts: &HashSet<VarId>, general: bool) -> bool {
+    match reduce(x, facts, general) {
+        Some(r) => {
+            *x = r;
+            true
+        }
+        None => false,
+    }
+}
+
+/// The int variables `cond` being true requires to be `>= 0`: conjuncts `v > c` with
+/// `c >= -1`, `v >= c` with `c >= 0`, and their mirrored forms.
+fn guaranteed_non_negative(cond: &Expr, out: &mut HashSet<VarId>) {
+    let ExprKind::Binary { op, lhs, rhs, .. } = &cond.kind else {
+        return;
+    };
+    let lit = |e: &Expr| match e.kind {
+        ExprKind::Lit(Literal::I32(c)) => Some(i64::from(c)),
+        ExprKind::Lit(Literal::I64(c)) => Some(c),
+        _ => None,
+    };
+    match (op, &lhs.kind, &rhs.kind) {
+        (BinOp::And, _, _) => {
+            guaranteed_non_negative(lhs, out);
+            guaranteed_non_negative(rhs, out);
+        }
+        (BinOp::Gt, ExprKind::Var(v), _) if lit(rhs).is_some_and(|c| c >= -1) => {
+            out.insert(*v);
+        }
+        (BinOp::Ge, ExprKind::Var(v), _) if lit(rhs).is_some_and(|c| c >= 0) => {
+            out.insert(*v);
+        }
+        (BinOp::Lt, _, ExprKind::Var(v)) if lit(lhs).is_some_and(|c| c >= -1) => {
+            out.insert(*v);
+        }
+        (BinOp::Le, _, ExprKind::Var(v)) if lit(lhs).is_some_and(|c| c >= 0) => {
+            out.insert(*v);
+        }
+        _ => {}
+    }
+}
+
+/// The reduced form of `e` when it is an integer `/` or `mod` by a suitable constant (with
+/// `general` false: only of a variable in `facts`, by a power of two, as a plain shift or
+/// mask).
+fn reduce(e: &Expr, facts: &HashSet<VarId>, general: bool) -> Option<Expr> {
     let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
         return None;
     };
@@ -75,6 +215,18 @@ fn reduce(e: &Expr, facts: &HashSet<VarId>) -> Option<Expr> {
             Ty::Scalar(scalar),
         )
     };
+    if !general {
+        let is_fact = matches!(x.kind, ExprKind::Var(v) if facts.contains(&v));
+        if !is_fact || c <= 1 || c.count_ones() != 1 {
+            return None;
+        }
+        let k = i64::from(c.trailing_zeros());
+        return match op {
+            BinOp::Div => Some(bin(BinOp::AShr, x, lit(k))),
+            BinOp::Rem => Some(bin(BinOp::BitAnd, x, lit(c - 1))),
+            _ => None,
+        };
+    }
     let nonneg = non_negative(&x, facts);
     let dup = duplicable(&x);
     match op {

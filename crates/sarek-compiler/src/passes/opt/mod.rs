@@ -5,23 +5,35 @@
 //! It runs before generators whose target compiler does not already do this work on our
 //! output: PTX, which `ptxas` assembles with little high-level optimisation (a division by
 //! a constant in a register stays a software division), and the compiled CPU backend. The
-//! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers.
+//! C-family, GLSL and WGSL generators leave it to NVRTC, clang, glslang and naga's consumers;
+//! the C family takes only [`shift_guarded_divisions`], the one rewrite nvcc misses.
 //!
 //! Order: fold constants, then propagate literal-bound variables and fold again until
 //! nothing changes (bounded), then unroll the constant loops the kernel asks to unroll and
 //! fold their now-constant indices, then strength-reduce divisions by constants, then fold
-//! the shifts and masks that produced when their operands were constant.
+//! the shifts and masks that produced when their operands were constant; last, the motions
+//! across loop boundaries ptxas does not make: `while` loops with a constant trip count
+//! unrolled completely ([`unroll_constant_trip_loops`]), values a `while` condition shares with its
+//! body carried over the back edge ([`reuse_loop_conditions`]), counted `while` loops
+//! unrolled by four or eight ([`unroll_counted_loops`]), then loop-invariant values hoisted before
+//! their loop ([`hoist_invariants`]).
 
 mod constprop;
 mod contract;
+mod cse;
 mod divconst;
+mod licm;
 mod unroll;
+mod unroll_while;
 mod walk;
 
 pub use constprop::propagate_constants;
 pub use contract::contract_fma;
-pub use divconst::reduce_division;
+pub use cse::reuse_loop_conditions;
+pub use divconst::{reduce_division, shift_guarded_divisions};
+pub use licm::hoist_invariants;
 pub use unroll::unroll_constant_loops;
+pub use unroll_while::{unroll_constant_trip_loops, unroll_counted_loops};
 
 use crate::ir::Kernel;
 use crate::passes::constfold::fold_constants;
@@ -45,5 +57,11 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
     if reduce_division(&mut k) {
         k = fold_constants(&k);
     }
+    if unroll_constant_trip_loops(&mut k) {
+        k = fold_constants(&k);
+    }
+    reuse_loop_conditions(&mut k);
+    unroll_counted_loops(&mut k);
+    hoist_invariants(&mut k);
     k
 }

@@ -9,13 +9,12 @@
 //!
 //! Only loops whose body declares nothing but `let`s (no array, no inner `for` left after
 //! unrolling the inner loops first, no `match` binder) and has no `break`/`continue` are
-//! unrolled: each copy gets fresh variables for its `let`s, and the counter is replaced by
-//! its literal value.
-
-use std::collections::HashMap;
+//! unrolled: each copy gets fresh variables for its `let`s ([`crate::ir::fresh`]), and the
+//! counter is replaced by its literal value.
 
 use super::walk::exprs_mut;
-use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId, VarInfo};
+use crate::ir::fresh::{Scope, copy_block};
+use crate::ir::{Block, Expr, ExprKind, Kernel, Stmt, StmtKind, VarId, VarInfo};
 use crate::types::Literal;
 
 /// Loops with more iterations than this are left alone whatever their pragma says.
@@ -87,20 +86,10 @@ fn unrolled(s: &Stmt, vars: &mut Vec<VarInfo>) -> Option<Block> {
     if !(0..=MAX_TRIP).contains(&trip) || trip > i64::from(*n) || !only_lets(body) {
         return None;
     }
-    let mut lets = Vec::new();
-    collect_lets(body, &mut lets);
     let mut copies = Vec::new();
     for k in 0..trip {
         let value = if *downto { first - k } else { first + k };
-        let mut copy = body.clone();
-        let fresh: HashMap<VarId, VarId> = lets
-            .iter()
-            .map(|&v| {
-                vars.push(vars[v.0 as usize].clone());
-                (v, VarId((vars.len() - 1) as u32))
-            })
-            .collect();
-        rename_block(&mut copy, &fresh);
+        let mut copy = copy_block(vars, &mut Scope::fresh(), body);
         substitute(&mut copy, *var, value as i32);
         copies.extend(copy);
     }
@@ -145,68 +134,5 @@ fn substitute(block: &mut Block, var: VarId, value: i32) {
         if matches!(e.kind, ExprKind::Var(v) if v == var) {
             *e = Expr::i32(value);
         }
-    });
-}
-
-fn collect_lets(block: &Block, out: &mut Vec<VarId>) {
-    for s in block {
-        match &s.kind {
-            StmtKind::Let { var, .. } => out.push(*var),
-            StmtKind::If {
-                then_block,
-                else_block,
-                ..
-            } => {
-                collect_lets(then_block, out);
-                collect_lets(else_block, out);
-            }
-            StmtKind::While { body, .. } | StmtKind::Block(body) => collect_lets(body, out),
-            _ => {}
-        }
-    }
-}
-
-/// Give the copy its own variables: declarations, assignments and reads of `map`'s keys.
-fn rename_block(block: &mut Block, map: &HashMap<VarId, VarId>) {
-    fn rename_stmts(block: &mut Block, map: &HashMap<VarId, VarId>) {
-        for s in block {
-            match &mut s.kind {
-                StmtKind::Let { var, .. } => {
-                    if let Some(v) = map.get(var) {
-                        *var = *v;
-                    }
-                }
-                StmtKind::Assign { place, .. } => rename_place(place, map),
-                StmtKind::If {
-                    then_block,
-                    else_block,
-                    ..
-                } => {
-                    rename_stmts(then_block, map);
-                    rename_stmts(else_block, map);
-                }
-                StmtKind::While { body, .. } | StmtKind::Block(body) => rename_stmts(body, map),
-                _ => {}
-            }
-        }
-    }
-    fn rename_place(place: &mut LValue, map: &HashMap<VarId, VarId>) {
-        match place {
-            LValue::Var(v) | LValue::Index { base: v, .. } => {
-                if let Some(n) = map.get(v) {
-                    *v = *n;
-                }
-            }
-            LValue::Field { base, .. } => rename_place(base, map),
-        }
-    }
-    rename_stmts(block, map);
-    exprs_mut(block, &mut |e| match &mut e.kind {
-        ExprKind::Var(v) | ExprKind::Index { base: v, .. } => {
-            if let Some(n) = map.get(v) {
-                *v = *n;
-            }
-        }
-        _ => {}
     });
 }

@@ -1,0 +1,968 @@
+//! Lane groups: a segment whose control flow is the same for consecutive threads runs
+//! [`LANES`] threads at a time, each statement once for the group, so the threads' chains of
+//! dependent instructions (an accumulation, a loop counter) interleave and the core overlaps
+//! them; values that are the same for the group (a parameter, `thread_idx_y`, a load at such
+//! an index) are computed once, and accesses at consecutive indices (`thread_idx_x` plus a
+//! group-uniform offset) are bounds-checked once for the group.
+//!
+//! A group is consecutive threads of one row (2-D and 3-D blocks need `block_dim_x` to be a
+//! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
+//! store), a group whose lanes disagree on a condition, or that fails a bounds or
+//! zero-divisor check, is rerun thread by thread from its start, so faults are reported
+//! exactly as the thread loop reports them; [`group_safe`] accepts only segments where no
+//! lane-dependent branch follows an effect. A check that fails after an effect cannot rerun
+//! the group (its stores would run twice): the launch ends with [`SiteKind::GroupFault`], which the caller treats like a
+//! divergent barrier (the launch is rerun on the interpreter, which reports the fault).
+//!
+//! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
+//! elements is one `f32x4` load, `+.`, `-.`, `*.` and `/.` with such an operand are one
+//! vector instruction (IEEE-exact like the scalar ones), a mutable float32 variable is one
+//! vector register, and a store of consecutive elements is one vector store. Anything else
+//! takes the four lanes apart.
+
+use super::{Gen, R, cty, pure};
+use crate::launch::{STATUS_DIVERGENT, SiteKind};
+use crate::structure::Segment;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_frontend::Variable;
+use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
+use std::collections::{HashMap, HashSet};
+
+/// Threads per lane group.
+pub(super) const LANES: usize = 4;
+
+/// How the lanes of a value relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// The same value in every lane.
+    Uniform,
+    /// Lane `l` holds lane 0's value plus `l` (an int32 index).
+    Consecutive,
+    /// Anything else.
+    Varying,
+}
+
+impl Shape {
+    fn join(self, other: Shape) -> Shape {
+        if self == Shape::Uniform && other == Shape::Uniform {
+            Shape::Uniform
+        } else {
+            Shape::Varying
+        }
+    }
+}
+
+// ---- which segments run in lane groups ----
+
+/// Whether `seg` can run in lane groups: scalar values only, group-uniform `for` loops, no
+/// `while`, global or shared memory, no call, atomic or warp operation, no
+/// `break`/`continue`/`return`/`match`/trap, and no lane-dependent `if` after the first
+/// effect (a failed check after it ends the launch for the interpreter instead).
+pub(super) fn group_safe(k: &Kernel, seg: &Segment) -> bool {
+    let mut a = Analysis {
+        k,
+        shapes: HashMap::new(),
+        mutable: seg.loads.iter().copied().collect(),
+        effect: false,
+    };
+    a.block(&seg.stmts).is_some()
+}
+
+struct Analysis<'k> {
+    k: &'k Kernel,
+    shapes: HashMap<VarId, Shape>,
+    /// Variables with one value per lane (frame-loaded or mutable).
+    mutable: HashSet<VarId>,
+    effect: bool,
+}
+
+impl Analysis<'_> {
+    fn block(&mut self, b: &[Stmt]) -> Option<()> {
+        b.iter().try_for_each(|s| self.stmt(s))
+    }
+
+    /// A lane-agreement check here: only before the first effect.
+    fn check(&self) -> Option<()> {
+        (!self.effect).then_some(())
+    }
+
+    fn scalar_var(&self, v: VarId) -> Option<()> {
+        self.k.var(v).ty.scalar().map(|_| ())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Option<()> {
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                self.scalar_var(*var)?;
+                let shape = match init {
+                    Some(e) => self.expr(e)?,
+                    None => Shape::Varying,
+                };
+                if self.k.var(*var).mutable || init.is_none() {
+                    self.mutable.insert(*var);
+                } else {
+                    self.shapes.insert(*var, shape);
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                self.expr(value)?;
+                match place {
+                    LValue::Var(v) if self.mutable.contains(v) => {}
+                    LValue::Index { base, index } => {
+                        self.memory(*base)?;
+                        self.expr(index)?;
+                        self.effect = true;
+                    }
+                    _ => return None,
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                body,
+                ..
+            } => {
+                if self.expr(start)? != Shape::Uniform || self.expr(end)? != Shape::Uniform {
+                    return None;
+                }
+                self.shapes.insert(*var, Shape::Uniform);
+                // Twice: a second iteration runs after the first one's effects.
+                self.block(body)?;
+                self.block(body)?;
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                if self.expr(cond)? != Shape::Uniform {
+                    self.check()?;
+                }
+                let before = self.effect;
+                self.block(then_block)?;
+                let after_then = std::mem::replace(&mut self.effect, before);
+                self.block(else_block)?;
+                self.effect |= after_then;
+            }
+            StmtKind::Block(b) => self.block(b)?,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    fn memory(&self, v: VarId) -> Option<()> {
+        let single = |e: &Ty| e.scalar().is_some();
+        match &self.k.var(v).ty {
+            Ty::Vector(e) if self.k.params.contains(&v) && single(e) => Some(()),
+            Ty::Array {
+                elem,
+                space: MemSpace::Shared,
+                size: Some(_),
+            } if single(elem) => Some(()),
+            _ => None,
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Option<Shape> {
+        e.ty.scalar()?;
+        Some(match &e.kind {
+            ExprKind::Lit(_) => Shape::Uniform,
+            ExprKind::Var(v) => {
+                if self.mutable.contains(v) {
+                    Shape::Varying
+                } else {
+                    // Defined in the segment, else a parameter or a uniform loop counter.
+                    self.shapes.get(v).copied().unwrap_or(Shape::Uniform)
+                }
+            }
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                if matches!(op, BinOp::And | BinOp::Or) && !pure(rhs) {
+                    return None;
+                }
+                let (a, b) = (self.expr(lhs)?, self.expr(rhs)?);
+                binary_shape(*op, a, b)
+            }
+            ExprKind::Unary { operand, .. } => self.expr(operand)?.join(Shape::Uniform),
+            ExprKind::Index { base, index } => {
+                self.memory(*base)?;
+                let i = self.expr(index)?;
+                i.join(Shape::Uniform)
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                let c = self.expr(cond)?;
+                let a = self.expr(then_value)?;
+                let b = self.expr(else_value)?;
+                c.join(a).join(b)
+            }
+            ExprKind::Intrinsic { op, args } => match op {
+                Intrinsic::Geometry(g) => geometry_shape(*g),
+                Intrinsic::Convert
+                | Intrinsic::Min
+                | Intrinsic::Max
+                | Intrinsic::Abs
+                | Intrinsic::Math(_) => {
+                    let mut shape = Shape::Uniform;
+                    for a in args {
+                        shape = shape.join(self.expr(a)?);
+                    }
+                    shape
+                }
+                _ => return None,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Whether statements store to memory.
+fn stores(b: &sarek_compiler::ir::Block) -> bool {
+    let mut found = false;
+    sarek_compiler::ir::visit::for_each_stmt(b, &mut |s| {
+        if let StmtKind::Assign {
+            place: LValue::Index { .. },
+            ..
+        } = s.kind
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Integer division by a literal other than 0 and -1 cannot fault or overflow.
+fn safe_divisor(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Lit(Literal::I32(x)) if x != 0 && x != -1)
+        || matches!(e.kind, ExprKind::Lit(Literal::I64(x)) if x != 0 && x != -1)
+}
+
+fn binary_shape(op: BinOp, a: Shape, b: Shape) -> Shape {
+    use Shape::*;
+    match (op, a, b) {
+        (BinOp::Add, Consecutive, Uniform) | (BinOp::Add, Uniform, Consecutive) => Consecutive,
+        (BinOp::Sub, Consecutive, Uniform) => Consecutive,
+        _ => a.join(b),
+    }
+}
+
+fn geometry_shape(g: Geometry) -> Shape {
+    match g {
+        Geometry::ThreadIdx(Axis::X) | Geometry::GlobalIdx(Axis::X) => Shape::Consecutive,
+        _ => Shape::Uniform,
+    }
+}
+
+// ---- code generation ----
+
+/// A value in every lane of the group: one value per lane, or (`vec`) one `f32x4` holding
+/// the four (then `v` is meaningless: see [`Gen::split`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lanes {
+    v: [Value; LANES],
+    shape: Shape,
+    vec: Option<Value>,
+}
+
+impl Lanes {
+    fn uniform(v: Value) -> Lanes {
+        Lanes {
+            v: [v; LANES],
+            shape: Shape::Uniform,
+            vec: None,
+        }
+    }
+
+    fn varying(v: [Value; LANES]) -> Lanes {
+        Lanes {
+            v,
+            shape: Shape::Varying,
+            vec: None,
+        }
+    }
+
+    fn f32x4(x: Value) -> Lanes {
+        Lanes {
+            v: [x; LANES],
+            shape: Shape::Varying,
+            vec: Some(x),
+        }
+    }
+}
+
+/// A variable with a value per lane: four scalars, or one `f32x4` (float32).
+#[derive(Clone, Copy)]
+enum LaneVar {
+    Scalars([Variable; LANES]),
+    F32x4(Variable),
+}
+
+/// The state of one group's code: where a disagreeing or failing group goes, and the
+/// segment's values.
+pub(super) struct Group {
+    /// Rerun the group thread by thread.
+    redo: Block,
+    /// `thread_idx_x` of lane 0.
+    x: Value,
+    /// A store may have run on the way here (so a failing check cannot rerun the group).
+    effect: bool,
+    /// Evaluating for this lane alone (an arm of a conditional expression the lanes
+    /// disagree on): only its accesses are checked and made.
+    only: Option<usize>,
+    lets: HashMap<VarId, Lanes>,
+    vars: HashMap<VarId, LaneVar>,
+}
+
+impl Gen<'_, '_> {
+    /// The body of one lane group of `seg` (thread `tid`.. in the current block), ending in
+    /// the current block; a lane disagreement or failed check jumps to `redo`.
+    pub(super) fn group_body(&mut self, seg: &Segment, tid: Value, x: Value, redo: Block) -> R<()> {
+        let mut g = Group {
+            redo,
+            x,
+            effect: false,
+            only: None,
+            lets: HashMap::new(),
+            vars: HashMap::new(),
+        };
+        let f = Self::trusted();
+        let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
+            Vec::new()
+        } else {
+            (0..LANES)
+                .map(|l| {
+                    let t = self.b.ins().iadd_imm_s(tid, l as i64);
+                    self.frame_of(t)
+                })
+                .collect()
+        };
+        for &v in &seg.loads {
+            let ty = cty(self.scalar_of(v)?);
+            let mut vals = [tid; LANES];
+            for (l, x) in vals.iter_mut().enumerate() {
+                let a = self.slot_addr(frames[l], v, 0)?;
+                *x = self.b.ins().load(ty, f, a, 0);
+            }
+            self.g_assign(&mut g, v, Lanes::varying(vals))?;
+        }
+        for s in &seg.stmts {
+            self.g_stmt(&mut g, s)?;
+        }
+        for &v in &seg.stores {
+            let vals = self.g_read(&mut g, v)?;
+            let vals = self.split(vals);
+            for (l, x) in vals.v.iter().enumerate() {
+                let a = self.slot_addr(frames[l], v, 0)?;
+                self.b.ins().store(f, *x, a, 0);
+            }
+        }
+        Ok(())
+    }
+
+    fn scalar_of(&self, v: VarId) -> R<Scalar> {
+        self.k
+            .var(v)
+            .ty
+            .scalar()
+            .ok_or_else(|| self.unsupported("an aggregate in a lane group"))
+    }
+
+    fn lane_var(&mut self, g: &mut Group, v: VarId) -> R<LaneVar> {
+        if let Some(vs) = g.vars.get(&v) {
+            return Ok(*vs);
+        }
+        let s = self.scalar_of(v)?;
+        let lv = if s == Scalar::F32 {
+            LaneVar::F32x4(self.b.declare_var(types::F32X4))
+        } else {
+            LaneVar::Scalars([(); LANES].map(|_| self.b.declare_var(cty(s))))
+        };
+        g.vars.insert(v, lv);
+        Ok(lv)
+    }
+
+    /// `v := value` in every lane.
+    fn g_assign(&mut self, g: &mut Group, v: VarId, value: Lanes) -> R<()> {
+        match self.lane_var(g, v)? {
+            LaneVar::F32x4(x) => {
+                let vec = self.vector(value);
+                self.b.def_var(x, vec);
+            }
+            LaneVar::Scalars(xs) => {
+                let value = self.split(value);
+                for (x, v) in xs.iter().zip(value.v) {
+                    self.b.def_var(*x, v);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The lanes as separate values.
+    fn split(&mut self, l: Lanes) -> Lanes {
+        match l.vec {
+            None => l,
+            Some(x) => Lanes::varying([0u8, 1, 2, 3].map(|i| self.b.ins().extractlane(x, i))),
+        }
+    }
+
+    /// The lanes of a float32 value as one `f32x4`.
+    fn vector(&mut self, l: Lanes) -> Value {
+        if let Some(x) = l.vec {
+            return x;
+        }
+        if l.shape == Shape::Uniform {
+            return self.b.ins().splat(types::F32X4, l.v[0]);
+        }
+        let mut x = self.b.ins().scalar_to_vector(types::F32X4, l.v[0]);
+        for i in 1..LANES {
+            x = self.b.ins().insertlane(x, l.v[i], i as u8);
+        }
+        x
+    }
+
+    fn g_read(&mut self, g: &mut Group, v: VarId) -> R<Lanes> {
+        if let Some(l) = g.lets.get(&v) {
+            return Ok(*l);
+        }
+        if let Some(lv) = g.vars.get(&v) {
+            return Ok(match *lv {
+                LaneVar::F32x4(x) => Lanes::f32x4(self.b.use_var(x)),
+                LaneVar::Scalars(xs) => Lanes::varying(xs.map(|x| self.b.use_var(x))),
+            });
+        }
+        // A parameter or the counter of a uniform loop: one value.
+        Ok(Lanes::uniform(self.read_var(v)[0]))
+    }
+
+    /// Jump to the thread-by-thread rerun when `bad` (lanes disagree; no effect yet).
+    fn g_check(&mut self, g: &Group, bad: Value) {
+        let ok = self.b.create_block();
+        self.b.ins().brif(bad, g.redo, &[], ok, &[]);
+        self.b.switch_to_block(ok);
+    }
+
+    /// A failing bounds check: rerun the group thread by thread, or after an effect, end
+    /// the launch for the interpreter to rerun.
+    fn g_bounds(&mut self, g: &Group, bad: Value) {
+        if !g.effect {
+            return self.g_check(g, bad);
+        }
+        self.check_status(bad, SiteKind::GroupFault, None, None, STATUS_DIVERGENT);
+    }
+
+    fn g_stmt(&mut self, g: &mut Group, s: &Stmt) -> R<()> {
+        self.span = s.span;
+        match &s.kind {
+            StmtKind::Let { var, init } => {
+                let mutable = self.k.var(*var).mutable || init.is_none();
+                let Some(init) = init else {
+                    let z = self.zero(self.scalar_of(*var)?);
+                    return self.g_assign(g, *var, Lanes::uniform(z));
+                };
+                let val = self.g_expr(g, init)?;
+                if mutable {
+                    self.g_assign(g, *var, val)?;
+                } else {
+                    g.lets.insert(*var, val);
+                }
+            }
+            StmtKind::Assign { place, value } => {
+                let val = self.g_expr(g, value)?;
+                match place {
+                    LValue::Var(v) => self.g_assign(g, *v, val)?,
+                    LValue::Index { base, index } => {
+                        let i = self.g_expr(g, index)?;
+                        let addrs = self.g_addrs(g, *base, i)?;
+                        g.effect = true;
+                        if let (Some(x), Shape::Consecutive) = (val.vec, i.shape) {
+                            self.b.ins().store(Self::trusted(), x, addrs[0], 0);
+                            return Ok(());
+                        }
+                        let val = self.split(val);
+                        for (l, a) in addrs.iter().enumerate() {
+                            let v = if i.shape == Shape::Uniform && val.shape != Shape::Uniform {
+                                // Every lane writes the same element: the last one wins, as
+                                // in the thread loop.
+                                val.v[LANES - 1]
+                            } else {
+                                val.v[l]
+                            };
+                            self.b.ins().store(Self::trusted(), v, *a, 0);
+                            if i.shape == Shape::Uniform {
+                                break;
+                            }
+                        }
+                    }
+                    LValue::Field { .. } => {
+                        return Err(self.unsupported("a field store in a lane group"));
+                    }
+                }
+            }
+            StmtKind::For {
+                var,
+                start,
+                end,
+                downto,
+                body,
+                ..
+            } => {
+                let s0 = self.g_expr(g, start)?;
+                let e0 = self.g_expr(g, end)?;
+                if s0.shape != Shape::Uniform || e0.shape != Shape::Uniform {
+                    return Err(self.unsupported("a lane-dependent loop in a lane group"));
+                }
+                let s0 = self.b.ins().sextend(types::I64, s0.v[0]);
+                let e0 = self.b.ins().sextend(types::I64, e0.v[0]);
+                let cnt = self.b.declare_var(types::I64);
+                self.b.def_var(cnt, s0);
+                let (hdr, bodyb, exit) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().jump(hdr, &[]);
+                self.b.switch_to_block(hdr);
+                let c = self.b.use_var(cnt);
+                let cc = if *downto {
+                    IntCC::SignedGreaterThanOrEqual
+                } else {
+                    IntCC::SignedLessThanOrEqual
+                };
+                let go = self.b.ins().icmp(cc, c, e0);
+                self.b.ins().brif(go, bodyb, &[], exit, &[]);
+                self.b.switch_to_block(bodyb);
+                let v = self.b.ins().ireduce(types::I32, c);
+                g.lets.insert(*var, Lanes::uniform(v));
+                // A later iteration runs after this one's stores.
+                g.effect |= stores(body);
+                for s in body {
+                    self.g_stmt(g, s)?;
+                }
+                let c = self.b.use_var(cnt);
+                let c = self.b.ins().iadd_imm_s(c, if *downto { -1 } else { 1 });
+                self.b.def_var(cnt, c);
+                self.b.ins().jump(hdr, &[]);
+                self.b.switch_to_block(exit);
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                let c = self.g_expr(g, cond)?;
+                let c = self.g_agree(g, c);
+                let (t, e, m) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(c, t, &[], e, &[]);
+                self.b.switch_to_block(t);
+                let before = g.effect;
+                for s in then_block {
+                    self.g_stmt(g, s)?;
+                }
+                let after_then = std::mem::replace(&mut g.effect, before);
+                self.b.ins().jump(m, &[]);
+                self.b.switch_to_block(e);
+                for s in else_block {
+                    self.g_stmt(g, s)?;
+                }
+                g.effect |= after_then;
+                self.b.ins().jump(m, &[]);
+                self.b.switch_to_block(m);
+            }
+            StmtKind::Block(b) => {
+                for s in b {
+                    self.g_stmt(g, s)?;
+                }
+            }
+            _ => return Err(self.unsupported("this statement in a lane group")),
+        }
+        Ok(())
+    }
+
+    /// The condition of the whole group: lanes that disagree rerun thread by thread.
+    fn g_agree(&mut self, g: &Group, c: Lanes) -> Value {
+        if c.shape == Shape::Uniform {
+            return c.v[0];
+        }
+        let mut all = c.v[0];
+        let mut any = c.v[0];
+        for l in 1..LANES {
+            all = self.b.ins().band(all, c.v[l]);
+            any = self.b.ins().bor(any, c.v[l]);
+        }
+        let split = self.b.ins().bxor(all, any);
+        self.g_check(g, split);
+        all
+    }
+
+    /// `if c then a else b` with arms that may fault: one branch for the group when its lanes
+    /// agree, else each lane evaluates its own arm (only its own loads are checked).
+    fn g_select(&mut self, g: &mut Group, c: Lanes, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
+        if c.shape == Shape::Uniform {
+            return self.g_branch(g, c.v[0], s, a, b);
+        }
+        let mut all = c.v[0];
+        let mut any = c.v[0];
+        for l in 1..LANES {
+            all = self.b.ins().band(all, c.v[l]);
+            any = self.b.ins().bor(any, c.v[l]);
+        }
+        let split = self.b.ins().bxor(all, any);
+        let (agree, mixed, m) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let vector = s == Scalar::F32;
+        let params: Vec<Value> = if vector {
+            vec![self.b.append_block_param(m, types::F32X4)]
+        } else {
+            (0..LANES)
+                .map(|_| self.b.append_block_param(m, cty(s)))
+                .collect()
+        };
+        self.b.set_cold_block(mixed);
+        self.b.ins().brif(split, mixed, &[], agree, &[]);
+        self.b.switch_to_block(agree);
+        let x = self.g_branch(g, all, s, a, b)?;
+        let args = self.lane_args(x, vector);
+        self.b.ins().jump(m, &args);
+        self.b.switch_to_block(mixed);
+        let mut lanes = [all; LANES];
+        for (l, out) in lanes.iter_mut().enumerate() {
+            let (tb, eb, lm) = (
+                self.b.create_block(),
+                self.b.create_block(),
+                self.b.create_block(),
+            );
+            let r = self.b.append_block_param(lm, cty(s));
+            self.b.ins().brif(c.v[l], tb, &[], eb, &[]);
+            for (blk, e) in [(tb, a), (eb, b)] {
+                self.b.switch_to_block(blk);
+                let before = g.only.replace(l);
+                let x = self.g_expr(g, e)?;
+                g.only = before;
+                let x = self.split(x);
+                self.b.ins().jump(lm, &[x.v[l].into()]);
+            }
+            self.b.switch_to_block(lm);
+            *out = r;
+        }
+        let x = Lanes::varying(lanes);
+        let args = self.lane_args(x, vector);
+        self.b.ins().jump(m, &args);
+        self.b.switch_to_block(m);
+        Ok(if vector {
+            Lanes::f32x4(params[0])
+        } else {
+            Lanes::varying([params[0], params[1], params[2], params[3]])
+        })
+    }
+
+    /// Integer `/` and `mod` lane by lane: a zero divisor in any lane is a failed check (the
+    /// thread loop reports it); `min_int / -1` wraps and `mod -1` is 0, as in the thread loop.
+    fn g_divide(&mut self, g: &Group, op: BinOp, a: Lanes, b: Lanes) -> R<Lanes> {
+        let (a, b) = (self.split(a), self.split(b));
+        // Only the lanes that evaluate it: one when uniform or for one lane's arm.
+        let checked = match (g.only, b.shape) {
+            (Some(l), _) => l..l + 1,
+            (None, Shape::Uniform) => 0..1,
+            (None, _) => 0..LANES,
+        };
+        let mut bad = self.b.ins().iconst(types::I8, 0);
+        for l in checked {
+            let z = self.b.ins().icmp_imm_s(IntCC::Equal, b.v[l], 0);
+            bad = self.b.ins().bor(bad, z);
+        }
+        self.g_bounds(g, bad);
+        self.per_lane(&[a, b], Shape::Varying, |s, x| {
+            let ty = s.b.func.dfg.value_type(x[1]);
+            let m1 = s.b.ins().icmp_imm_s(IntCC::Equal, x[1], -1);
+            let one = s.iconst(ty, 1);
+            let d = s.b.ins().select(m1, one, x[1]);
+            Ok(if op == BinOp::Div {
+                let q = s.b.ins().sdiv(x[0], d);
+                let neg = s.b.ins().ineg(x[0]);
+                s.b.ins().select(m1, neg, q)
+            } else {
+                s.b.ins().srem(x[0], d)
+            })
+        })
+    }
+
+    /// A group value as block arguments: one `f32x4`, or one value per lane.
+    fn lane_args(&mut self, x: Lanes, vector: bool) -> Vec<cranelift_codegen::ir::BlockArg> {
+        let vals: Vec<Value> = if vector {
+            vec![self.vector(x)]
+        } else {
+            self.split(x).v.to_vec()
+        };
+        vals.into_iter().map(Into::into).collect()
+    }
+
+    /// `if c then a else b` for the whole group, as control flow (float32 results as one
+    /// `f32x4`, others lane by lane).
+    fn g_branch(&mut self, g: &mut Group, c: Value, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
+        let (tb, eb, m) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        let vector = s == Scalar::F32;
+        let params: Vec<Value> = if vector {
+            vec![self.b.append_block_param(m, types::F32X4)]
+        } else {
+            (0..LANES)
+                .map(|_| self.b.append_block_param(m, cty(s)))
+                .collect()
+        };
+        self.b.ins().brif(c, tb, &[], eb, &[]);
+        for (blk, e) in [(tb, a), (eb, b)] {
+            self.b.switch_to_block(blk);
+            let x = self.g_expr(g, e)?;
+            let args = self.lane_args(x, vector);
+            self.b.ins().jump(m, &args);
+        }
+        self.b.switch_to_block(m);
+        Ok(if vector {
+            Lanes::f32x4(params[0])
+        } else {
+            Lanes::varying([params[0], params[1], params[2], params[3]])
+        })
+    }
+
+    /// Checked addresses of element `i` of single-column memory `base` in each lane (one
+    /// address when `i` is uniform).
+    fn g_addrs(&mut self, g: &Group, base: VarId, i: Lanes) -> R<Vec<Value>> {
+        let m = self.mem_of(base)?;
+        let sz = self.mem_leaves(m)[0].size() as i64;
+        let len = self.mem_len(m);
+        let len64 = self.b.ins().uextend(types::I64, len);
+        let bad_at = |s: &mut Self, i: Value| -> Value {
+            let i64v = s.b.ins().sextend(types::I64, i);
+            s.b.ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, i64v, len64)
+        };
+        let col_addr = |s: &mut Self, i: Value| -> R<Value> {
+            let i64v = s.b.ins().uextend(types::I64, i);
+            let off = s.b.ins().imul_imm_s(i64v, sz);
+            Ok(match m {
+                super::Mem::Global(gi) => {
+                    let col = s.vecs[gi as usize].1[0];
+                    s.b.ins().iadd(col, off)
+                }
+                super::Mem::Shared(si) => {
+                    let at = s.layout.shared[si as usize].offsets[0] as i64;
+                    let a = s.b.ins().iadd(s.shared, off);
+                    s.b.ins().iadd_imm_s(a, at)
+                }
+                super::Mem::Local(_) => {
+                    return Err(s.unsupported("a local array in a lane group"));
+                }
+            })
+        };
+        let i = match g.only {
+            Some(l) => Lanes::uniform(i.v[l]),
+            None => i,
+        };
+        Ok(match i.shape {
+            Shape::Uniform => {
+                let bad = bad_at(self, i.v[0]);
+                self.g_bounds(g, bad);
+                vec![col_addr(self, i.v[0])?]
+            }
+            Shape::Consecutive => {
+                // First and last lane in bounds: all are (no wrap-around at int32 range).
+                let i0 = self.b.ins().sextend(types::I64, i.v[0]);
+                let last = self.b.ins().iadd_imm_s(i0, LANES as i64 - 1);
+                let b0 = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, i0, len64);
+                let b1 = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, last, len64);
+                let bad = self.b.ins().bor(b0, b1);
+                self.g_bounds(g, bad);
+                let a0 = col_addr(self, i.v[0])?;
+                (0..LANES)
+                    .map(|l| self.b.ins().iadd_imm_s(a0, l as i64 * sz))
+                    .collect()
+            }
+            Shape::Varying => {
+                let mut bad = bad_at(self, i.v[0]);
+                for l in 1..LANES {
+                    let b = bad_at(self, i.v[l]);
+                    bad = self.b.ins().bor(bad, b);
+                }
+                self.g_bounds(g, bad);
+                let mut out = Vec::with_capacity(LANES);
+                for l in 0..LANES {
+                    out.push(col_addr(self, i.v[l])?);
+                }
+                out
+            }
+        })
+    }
+
+    /// Apply `f` lane by lane, once when every operand is uniform.
+    fn per_lane(
+        &mut self,
+        args: &[Lanes],
+        shape: Shape,
+        mut f: impl FnMut(&mut Self, &[Value]) -> R<Value>,
+    ) -> R<Lanes> {
+        let args: Vec<Lanes> = args.iter().map(|a| self.split(*a)).collect();
+        if args.iter().all(|a| a.shape == Shape::Uniform) {
+            let xs: Vec<Value> = args.iter().map(|a| a.v[0]).collect();
+            return Ok(Lanes::uniform(f(self, &xs)?));
+        }
+        let mut v = Vec::with_capacity(LANES);
+        for l in 0..LANES {
+            let xs: Vec<Value> = args.iter().map(|a| a.v[l]).collect();
+            v.push(f(self, &xs)?);
+        }
+        Ok(Lanes {
+            v: [v[0], v[1], v[2], v[3]],
+            shape,
+            vec: None,
+        })
+    }
+
+    fn g_expr(&mut self, g: &mut Group, e: &Expr) -> R<Lanes> {
+        let s = super::scalar(e)?;
+        Ok(match &e.kind {
+            ExprKind::Lit(l) => Lanes::uniform(self.lit(*l)),
+            ExprKind::Var(v) => self.g_read(g, *v)?,
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                let ty = super::scalar(lhs)?;
+                let a = self.g_expr(g, lhs)?;
+                let b = self.g_expr(g, rhs)?;
+                let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
+                if ty == Scalar::F32 && arith && (a.vec.is_some() || b.vec.is_some()) {
+                    let (x, y) = (self.vector(a), self.vector(b));
+                    let i = self.b.ins();
+                    return Ok(Lanes::f32x4(match op {
+                        BinOp::Add => i.fadd(x, y),
+                        BinOp::Sub => i.fsub(x, y),
+                        BinOp::Mul => i.fmul(x, y),
+                        _ => i.fdiv(x, y),
+                    }));
+                }
+                if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() && !safe_divisor(rhs) {
+                    return self.g_divide(g, *op, a, b);
+                }
+                let shape = binary_shape(*op, a.shape, b.shape);
+                self.per_lane(&[a, b], shape, |s, x| s.binop(*op, ty, x[0], x[1]))?
+            }
+            ExprKind::Unary { op, operand } => {
+                let ty = super::scalar(operand)?;
+                let a = self.g_expr(g, operand)?;
+                self.per_lane(&[a], Shape::Varying, |s, x| s.unary(*op, ty, x[0]))?
+            }
+            ExprKind::Index { base, index } => {
+                let i = self.g_expr(g, index)?;
+                let i = match g.only {
+                    Some(l) => Lanes::uniform(self.split(i).v[l]),
+                    None => i,
+                };
+                let addrs = self.g_addrs(g, *base, i)?;
+                if s == Scalar::F32 && i.shape == Shape::Consecutive {
+                    let x = self
+                        .b
+                        .ins()
+                        .load(types::F32X4, Self::trusted(), addrs[0], 0);
+                    return Ok(Lanes::f32x4(x));
+                }
+                let ty = cty(s);
+                let vals: Vec<Value> = addrs
+                    .iter()
+                    .map(|a| self.b.ins().load(ty, Self::trusted(), *a, 0))
+                    .collect();
+                if vals.len() == 1 {
+                    Lanes::uniform(vals[0])
+                } else {
+                    Lanes::varying([vals[0], vals[1], vals[2], vals[3]])
+                }
+            }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => {
+                let c = self.g_expr(g, cond)?;
+                if pure(then_value) && pure(else_value) {
+                    let a = self.g_expr(g, then_value)?;
+                    let b = self.g_expr(g, else_value)?;
+                    self.per_lane(&[c, a, b], Shape::Varying, |s, x| {
+                        Ok(s.b.ins().select(x[0], x[1], x[2]))
+                    })?
+                } else {
+                    self.g_select(g, c, s, then_value, else_value)?
+                }
+            }
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(geo),
+                ..
+            } => self.g_geometry(g, *geo)?,
+            ExprKind::Intrinsic { op, args } => {
+                let mut vals = Vec::with_capacity(args.len());
+                let mut from = Vec::with_capacity(args.len());
+                for a in args {
+                    vals.push(self.g_expr(g, a)?);
+                    from.push(super::scalar(a)?);
+                }
+                let op = *op;
+                self.per_lane(&vals, Shape::Varying, |me, x| {
+                    me.scalar_intrinsic(op, &from, s, x)
+                })?
+            }
+            _ => return Err(self.unsupported("this expression in a lane group")),
+        })
+    }
+
+    fn g_geometry(&mut self, g: &Group, geo: Geometry) -> R<Lanes> {
+        let x_lanes = |me: &mut Self, x0: Value| Lanes {
+            v: [0, 1, 2, 3].map(|l| me.b.ins().iadd_imm_s(x0, l)),
+            shape: Shape::Consecutive,
+            vec: None,
+        };
+        let own = |me: &mut Self, a: Axis| -> Value {
+            match (me.one_d, a) {
+                (_, Axis::X) => g.x,
+                (true, _) => me.iconst(types::I32, 0),
+                (false, a) => {
+                    let t = me.th.as_ref().map(|t| t.xyz[a.index()]);
+                    match t {
+                        Some(v) => me.b.use_var(v),
+                        None => me.iconst(types::I32, 0),
+                    }
+                }
+            }
+        };
+        Ok(match geo {
+            Geometry::ThreadIdx(Axis::X) => x_lanes(self, g.x),
+            Geometry::GlobalIdx(Axis::X) => {
+                let x0 = self.b.ins().iadd(self.block_base[0], g.x);
+                x_lanes(self, x0)
+            }
+            Geometry::ThreadIdx(a) => Lanes::uniform(own(self, a)),
+            Geometry::GlobalIdx(a) => {
+                let t = own(self, a);
+                Lanes::uniform(self.b.ins().iadd(self.block_base[a.index()], t))
+            }
+            other => Lanes::uniform(self.geometry(other)?),
+        })
+    }
+}

@@ -1,0 +1,405 @@
+//! The `cpu` backend against hand-written Rust + rayon (and PoCL through `opencl` when the
+//! feature is built and the OpenCL device is a CPU; a GPU's OpenCL or none is skipped):
+//! saxpy 2^24, mandelbrot 1024x1024x256 and tiled matmul 512, the corpus kernels, kernel time
+//! only (median of the runs); then the JIT compile time of every corpus kernel when
+//! `tests/kernels/` (or the directory given with `--corpus`) is there. Results are checked
+//! against the hand-written versions. The kernels are built into the binary, so it runs on a
+//! machine without the repository or a Rust toolchain.
+//!
+//! ```sh
+//! cargo build --release -p sarek-runtime --example cpu_bench
+//! target/release/examples/cpu_bench [--runs N] [--corpus DIR | --no-corpus]
+//! ```
+
+use rayon::prelude::*;
+use sarek_compiler::ir::Kernel;
+use sarek_compiler::types::Literal;
+use sarek_runtime::value::{ArgValue, Column, HostVector};
+use sarek_runtime::{Backend, Device, LaunchConfig, cpu};
+use std::time::{Duration, Instant};
+
+const SAXPY: &str = include_str!("../../../tests/kernels/saxpy.sarek");
+const MANDELBROT: &str = include_str!("../../../tests/kernels/mandelbrot.sarek");
+const MATMUL: &str = include_str!("../../../tests/kernels/matmul_tiled.sarek");
+
+fn lower(name: &str, source: &str, kernel: &str) -> Kernel {
+    let mut sources = sarek_compiler::SourceMap::new();
+    let id = sources.add(name.to_string(), source.to_string());
+    let program = sarek_compiler::check(&sources, id)
+        .unwrap_or_else(|d| panic!("{}", sarek_compiler::diag::render_all(&d, &sources, false)));
+    sarek_compiler::lower_kernel(&program, kernel)
+        .unwrap_or_else(|d| panic!("{}", sarek_compiler::diag::render_all(&d, &sources, false)))
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Median kernel time of `runs` launches on `device` (after one warm-up launch, which also
+/// compiles), and the vectors of the last launch.
+fn device_time(
+    device: &dyn Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    args: &[ArgValue],
+    runs: usize,
+) -> Result<(Duration, Vec<ArgValue>), String> {
+    let mut last = args.to_vec();
+    device
+        .launch(kernel, config, &mut last)
+        .map_err(|e| e.to_string())?;
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        last = args.to_vec();
+        let s = device
+            .launch(kernel, config, &mut last)
+            .map_err(|e| e.to_string())?;
+        times.push(s.kernel_time);
+    }
+    Ok((median(times), last))
+}
+
+/// Median kernel time of `runs` native launches without lane groups (after a warm-up).
+fn scalar_time(kernel: &Kernel, config: LaunchConfig, args: &[ArgValue], runs: usize) -> Duration {
+    let cache = cpu::JitCache::with_options(sarek_jit::JitOptions {
+        lane_groups: false,
+        ..sarek_jit::JitOptions::default()
+    });
+    let mut times = Vec::new();
+    for i in 0..=runs {
+        let mut a = args.to_vec();
+        let s = cache
+            .run_native(kernel, config, &mut a)
+            .expect("the bench kernels compile natively");
+        if i > 0 {
+            times.push(s.kernel_time);
+        }
+    }
+    median(times)
+}
+
+fn host_time(runs: usize, mut f: impl FnMut()) -> Duration {
+    f();
+    median(
+        (0..runs)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                s.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn f32_col(a: &ArgValue) -> &[f32] {
+    match a {
+        ArgValue::Vector(HostVector { columns, .. }) => match &columns[0] {
+            Column::F32(v) => v,
+            _ => panic!("not float32"),
+        },
+        _ => panic!("not a vector"),
+    }
+}
+
+fn i32_col(a: &ArgValue) -> &[i32] {
+    match a {
+        ArgValue::Vector(HostVector { columns, .. }) => match &columns[0] {
+            Column::I32(v) => v,
+            _ => panic!("not int32"),
+        },
+        _ => panic!("not a vector"),
+    }
+}
+
+fn vf32(v: Vec<f32>) -> ArgValue {
+    ArgValue::Vector(HostVector {
+        len: v.len(),
+        columns: vec![Column::F32(v)],
+    })
+}
+
+fn vi32(v: Vec<i32>) -> ArgValue {
+    ArgValue::Vector(HostVector {
+        len: v.len(),
+        columns: vec![Column::I32(v)],
+    })
+}
+
+/// The OpenCL device when it runs on the CPU (PoCL); a GPU's OpenCL is not a comparison.
+fn pocl() -> Option<std::sync::Arc<dyn Device>> {
+    let d = sarek_runtime::discover::open(Backend::OpenCl).ok()?;
+    let name = d.info().name.to_lowercase();
+    let on_cpu = ["pocl", "pthread", "cpu"].iter().any(|w| name.contains(w));
+    if !on_cpu {
+        println!("opencl device `{}` is not a CPU: skipped", d.info().name);
+    }
+    on_cpu.then_some(d)
+}
+
+struct Row {
+    name: &'static str,
+    hand: Duration,
+    cpu: Duration,
+    /// `cpu` without lane groups (every segment thread by thread).
+    scalar: Duration,
+    opencl: Option<Result<Duration, String>>,
+    check: String,
+}
+
+fn max_rel(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| ((x - y).abs() as f64) / (x.abs().max(1.0) as f64))
+        .fold(0.0, f64::max)
+}
+
+fn main() {
+    let mut runs = 7usize;
+    let mut corpus = Some(std::path::PathBuf::from("tests/kernels"));
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs),
+            "--corpus" => corpus = args.next().map(Into::into),
+            "--no-corpus" => corpus = None,
+            _ => {
+                eprintln!("usage: cpu_bench [--runs N] [--corpus DIR | --no-corpus]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let cpu_dev = cpu::open().expect("cpu is always available");
+    let ocl = pocl();
+    println!(
+        "cpu: {} | opencl: {} | rayon threads: {} | runs: {runs}",
+        cpu_dev.info().name,
+        ocl.as_ref()
+            .map(|d| d.info().name)
+            .unwrap_or_else(|| "unavailable".into()),
+        rayon::current_num_threads()
+    );
+    let mut rows = Vec::new();
+
+    // saxpy 2^24: y <- a*x + y.
+    {
+        let n = 1usize << 24;
+        let k = lower("saxpy.sarek", SAXPY, "saxpy");
+        let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.001).collect();
+        let y0: Vec<f32> = (0..n).map(|i| (i % 777) as f32 * 0.5).collect();
+        let a = 2.5f32;
+        let mut y = y0.clone();
+        // y drifts over the runs: only the time matters here.
+        let hand = host_time(runs, || {
+            y.par_iter_mut()
+                .zip(x.par_iter())
+                .for_each(|(y, x)| *y += a * *x);
+        });
+        let mut want = y0.clone();
+        want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * *x);
+        let args = vec![
+            vf32(x.clone()),
+            vf32(y0.clone()),
+            ArgValue::Scalar(Literal::F32(a)),
+            ArgValue::Scalar(Literal::I32(n as i32)),
+        ];
+        let config = LaunchConfig::linear(n as u32);
+        let (cpu_t, out) = device_time(cpu_dev.as_ref(), &k, config, &args, runs).unwrap();
+        let check = if f32_col(&out[1]) == want.as_slice() {
+            "cpu exact".to_string()
+        } else {
+            "CPU MISMATCH".to_string()
+        };
+        let opencl = ocl
+            .as_ref()
+            .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
+        rows.push(Row {
+            name: "saxpy 2^24 float32",
+            hand,
+            cpu: cpu_t,
+            scalar,
+            opencl,
+            check,
+        });
+    }
+
+    // mandelbrot 1024 x 1024, 256 iterations, the corpus's int32 fixed-point kernel.
+    {
+        let (w, h, max_iter) = (1024i32, 1024i32, 256i32);
+        let k = lower("mandelbrot.sarek", MANDELBROT, "mandelbrot");
+        let mut out = vec![0i32; (w * h) as usize];
+        let hand = host_time(runs, || {
+            out.par_chunks_mut(w as usize)
+                .enumerate()
+                .for_each(|(y, row)| {
+                    for (x, o) in row.iter_mut().enumerate() {
+                        *o = mandel(x as i32, y as i32, w, h, max_iter);
+                    }
+                })
+        });
+        let args = vec![
+            vi32(vec![0; (w * h) as usize]),
+            ArgValue::Scalar(Literal::I32(w)),
+            ArgValue::Scalar(Literal::I32(h)),
+            ArgValue::Scalar(Literal::I32(max_iter)),
+        ];
+        let config = LaunchConfig {
+            grid: [(w as u32).div_ceil(16), (h as u32).div_ceil(16), 1],
+            block: [16, 16, 1],
+        };
+        let (cpu_t, res) = device_time(cpu_dev.as_ref(), &k, config, &args, runs).unwrap();
+        let check = if i32_col(&res[0]) == out.as_slice() {
+            "cpu exact".to_string()
+        } else {
+            "CPU MISMATCH".to_string()
+        };
+        let opencl = ocl
+            .as_ref()
+            .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
+        rows.push(Row {
+            name: "mandelbrot 1024^2 x256",
+            hand,
+            cpu: cpu_t,
+            scalar,
+            opencl,
+            check,
+        });
+    }
+
+    // Tiled matmul 512 (16x16 shared tiles on the device; rows in parallel on the host).
+    {
+        let n = 512usize;
+        let k = lower("matmul_tiled.sarek", MATMUL, "matmul_tiled");
+        let a: Vec<f32> = (0..n * n)
+            .map(|i| ((i * 7) % 13) as f32 * 0.25 - 1.5)
+            .collect();
+        let b: Vec<f32> = (0..n * n)
+            .map(|i| ((i * 5) % 11) as f32 * 0.5 - 2.0)
+            .collect();
+        let mut c = vec![0f32; n * n];
+        let hand = host_time(runs, || {
+            c.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                row.fill(0.0);
+                for k in 0..n {
+                    let aik = a[i * n + k];
+                    for (cj, bj) in row.iter_mut().zip(&b[k * n..k * n + n]) {
+                        *cj += aik * bj;
+                    }
+                }
+            })
+        });
+        let args = vec![
+            vf32(a.clone()),
+            vf32(b.clone()),
+            vf32(vec![0.0; n * n]),
+            ArgValue::Scalar(Literal::I32(n as i32)),
+        ];
+        let config = LaunchConfig {
+            grid: [(n as u32) / 16, (n as u32) / 16, 1],
+            block: [16, 16, 1],
+        };
+        let (cpu_t, res) = device_time(cpu_dev.as_ref(), &k, config, &args, runs).unwrap();
+        let check = format!("cpu max rel diff {:.1e}", max_rel(f32_col(&res[2]), &c));
+        let opencl = ocl
+            .as_ref()
+            .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let scalar = scalar_time(&k, config, &args, runs);
+        rows.push(Row {
+            name: "matmul 512 tiled 16x16",
+            hand,
+            cpu: cpu_t,
+            scalar,
+            opencl,
+            check,
+        });
+    }
+
+    println!(
+        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `cpu` thread by thread | `opencl` (PoCL) | check |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    for r in &rows {
+        let ocl = match &r.opencl {
+            None => "unavailable".to_string(),
+            Some(Ok(t)) => ms(*t),
+            Some(Err(e)) => format!("error: {}", e.lines().next().unwrap_or("")),
+        };
+        println!(
+            "| {} | {} | {} | {:.2}x | {} | {} | {} |",
+            r.name,
+            ms(r.hand),
+            ms(r.cpu),
+            r.hand.as_secs_f64() / r.cpu.as_secs_f64(),
+            ms(r.scalar),
+            ocl,
+            r.check
+        );
+    }
+
+    if let Some(dir) = corpus.filter(|d| d.is_dir()) {
+        println!("\nJIT compile time per corpus kernel ({}):", dir.display());
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
+            .collect();
+        files.sort();
+        let mut all = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let mut sources = sarek_compiler::SourceMap::new();
+            let id = sources.add(f.display().to_string(), text);
+            let Ok(program) = sarek_compiler::check(&sources, id) else {
+                continue;
+            };
+            for name in program.kernels.iter().map(|k| k.name.clone()) {
+                let Ok(k) = sarek_compiler::lower_kernel(&program, &name) else {
+                    continue;
+                };
+                match sarek_jit::compile(&k, &sarek_jit::JitOptions::default()) {
+                    Ok(j) => {
+                        all.push(j.compile_time());
+                        println!("  {:<28} {}", name, ms(j.compile_time()));
+                    }
+                    Err(e) => println!("  {name:<28} not compiled: {e}"),
+                }
+            }
+        }
+        if !all.is_empty() {
+            let total: Duration = all.iter().sum();
+            println!(
+                "  {} kernels: median {}, max {}, total {}",
+                all.len(),
+                ms(median(all.clone())),
+                ms(*all.iter().max().unwrap()),
+                ms(total)
+            );
+        }
+    }
+}
+
+/// The corpus kernel's algorithm (int32 fixed point, 12 fractional bits), per pixel.
+fn mandel(x: i32, y: i32, width: i32, height: i32, max_iter: i32) -> i32 {
+    let one = 1 << 12;
+    let cx = (x * 3 * one) / width - 2 * one;
+    let cy = (y * 3 * one) / height - (3 * one) / 2;
+    let (mut zx, mut zy, mut k) = (0i32, 0i32, 0);
+    while k < max_iter {
+        let zx2 = (zx.wrapping_mul(zx)) >> 12;
+        let zy2 = (zy.wrapping_mul(zy)) >> 12;
+        if zx2 + zy2 > 4 * one {
+            break;
+        }
+        let nzx = zx2 - zy2 + cx;
+        zy = ((2 * zx).wrapping_mul(zy) >> 12) + cy;
+        zx = nzx;
+        k += 1;
+    }
+    k
+}

@@ -1,0 +1,573 @@
+//! The compiled `cpu` path itself, without the interpreter fallback
+//! ([`JitCache::run_native`]): every kernel of the corpus (`tests/kernels/`) and of the
+//! conformance suite (`tests/conformance/`) compiles to native code, and every `@run`
+//! directive gives the interpreter's results exactly (bit for bit, floats included: the
+//! generated code rounds like the interpreter); faults are located like the interpreter's;
+//! barriers in loops and in both branches of a uniform `if`; a divergent barrier is left to
+//! the interpreter; random int32 and float32 expressions agree with the interpreter.
+
+use sarek_compiler::ir::Kernel;
+use sarek_harness::{self as harness, Inputs, Tolerance};
+use sarek_runtime::cpu::JitCache;
+use sarek_runtime::{ArgValue, Column, HostVector, LaunchConfig, RuntimeError, interp};
+use sarek_testkit::files::{sarek_files, tests_dir};
+
+/// A checked program and its sources (for rendering faults).
+struct Program {
+    sources: sarek_compiler::SourceMap,
+    checked: sarek_compiler::front::tast::Program,
+}
+
+impl Program {
+    fn compile(name: &str, text: &str) -> Program {
+        let mut sources = sarek_compiler::SourceMap::new();
+        let id = sources.add(name.to_string(), text.to_string());
+        let checked = sarek_compiler::check(&sources, id).unwrap_or_else(|d| {
+            panic!("{}", sarek_compiler::diag::render_all(&d, &sources, false))
+        });
+        Program { sources, checked }
+    }
+
+    fn kernel_names(&self) -> Vec<String> {
+        self.checked
+            .kernels
+            .iter()
+            .map(|k| k.name.clone())
+            .collect()
+    }
+
+    fn kernel(&self, name: &str) -> Kernel {
+        sarek_compiler::lower_kernel(&self.checked, name).unwrap_or_else(|d| {
+            panic!(
+                "{}",
+                sarek_compiler::diag::render_all(&d, &self.sources, false)
+            )
+        })
+    }
+}
+
+const EXACT: Tolerance = Tolerance {
+    f32_abs: 0.0,
+    f32_ulps: 0,
+    f64_abs: 0.0,
+    f64_ulps: 0,
+};
+
+/// (kernels compiled, directives run) over one directory; failures collected.
+fn check_dir(dir: &str, failures: &mut Vec<String>) -> (usize, usize) {
+    let native = JitCache::default();
+    let (mut kernels, mut runs) = (0, 0);
+    for file in sarek_files(&tests_dir(dir)) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let program = Program::compile(&name, &text);
+        for k in program.kernel_names() {
+            kernels += 1;
+            if let Some(why) = native.note(&program.kernel(&k)) {
+                failures.push(format!("{name}: {k} is not compiled: {why}"));
+            }
+        }
+        for d in harness::parse_directives(&text).unwrap() {
+            let kernel = program.kernel(&d.kernel);
+            let mut expected = harness::build_args(&kernel, &Inputs::from_directive(&d)).unwrap();
+            let mut found = expected.clone();
+            interp::run(&kernel, d.config(), &mut expected).unwrap();
+            runs += 1;
+            if let Err(e) = native.run_native(&kernel, d.config(), &mut found) {
+                failures.push(format!("{name} line {}: {}: {e}", d.line, d.kernel));
+                continue;
+            }
+            for c in harness::compare_args(&kernel, &expected, &found, &EXACT) {
+                if !c.ok() {
+                    failures.push(format!(
+                        "{name} line {}: {}: {}: {} of {} differ, first {}",
+                        d.line,
+                        d.kernel,
+                        c.param,
+                        c.mismatches,
+                        c.compared,
+                        c.first.unwrap()
+                    ));
+                }
+            }
+        }
+    }
+    (kernels, runs)
+}
+
+#[test]
+fn corpus_runs_natively_and_exactly_like_interp() {
+    let mut failures = Vec::new();
+    let (kernels, runs) = check_dir("kernels", &mut failures);
+    assert!(
+        kernels >= 40 && runs >= 25,
+        "{kernels} kernels, {runs} runs"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn conformance_runs_natively_and_exactly_like_interp() {
+    let mut failures = Vec::new();
+    let (kernels, runs) = check_dir("conformance", &mut failures);
+    assert!(
+        kernels >= 40 && runs >= 40,
+        "{kernels} kernels, {runs} runs"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The program, then the interpreter's and the native path's results.
+type Both = (
+    Program,
+    Result<Vec<ArgValue>, RuntimeError>,
+    Result<Vec<ArgValue>, RuntimeError>,
+);
+
+fn ivec(v: Vec<i32>) -> ArgValue {
+    ArgValue::Vector(HostVector {
+        len: v.len(),
+        columns: vec![Column::I32(v)],
+    })
+}
+
+fn ints(a: &ArgValue) -> Vec<i32> {
+    match a {
+        ArgValue::Vector(HostVector { columns, .. }) => match &columns[0] {
+            Column::I32(v) => v.clone(),
+            c => panic!("not int32: {c:?}"),
+        },
+        a => panic!("not a vector: {a:?}"),
+    }
+}
+
+fn scalar(x: i32) -> ArgValue {
+    ArgValue::Scalar(sarek_compiler::types::Literal::I32(x))
+}
+
+/// Run `kernel` of `src` on interp and on the native cpu path with the same arguments.
+fn both(src: &str, kernel: &str, config: LaunchConfig, args: Vec<ArgValue>) -> Both {
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel(kernel);
+    run_both(program, &k, config, args)
+}
+
+fn run_both(program: Program, k: &Kernel, config: LaunchConfig, args: Vec<ArgValue>) -> Both {
+    let mut a = args.clone();
+    let interp = interp::run(k, config, &mut a).map(|_| a);
+    let mut b = args;
+    let native = JitCache::default().run_native(k, config, &mut b).map(|_| b);
+    (program, interp, native)
+}
+
+#[test]
+fn faults_are_located_like_the_interpreter() {
+    let src = "let%kernel oob (a : int32 vector) (n : int32) =\n  let i = global_thread_id in\n  a.(i + n) <- 1\n\n\
+               let%kernel div (a : int32 vector) (d : int32) =\n  let i = global_thread_id in\n  a.(i) <- 100 / (d - i)\n";
+    for (kernel, extra, needle) in [
+        ("oob", 1, "out-of-bounds write of `a` (index 64, length 64)"),
+        ("div", 40, "integer division by zero"),
+    ] {
+        let (program, interp, native) = both(
+            src,
+            kernel,
+            LaunchConfig::linear(64),
+            vec![ivec(vec![7; 64]), scalar(extra)],
+        );
+        let (
+            Err(RuntimeError::Fault {
+                span: s1,
+                message: m1,
+            }),
+            Err(e2),
+        ) = (&interp, &native)
+        else {
+            panic!("{kernel}: both fault: {interp:?} / {native:?}");
+        };
+        let RuntimeError::Fault {
+            span: s2,
+            message: m2,
+        } = e2
+        else {
+            panic!("{kernel}: a located fault, got {e2:?}");
+        };
+        assert!(m2.contains(needle), "{m2}");
+        assert!(
+            m2.contains(&format!("kernel `{kernel}`, block (0,0,0)")),
+            "{m2}"
+        );
+        assert_eq!(s1, s2, "{kernel}: same statement");
+        let rendered = harness::render_error(e2, &program.sources);
+        assert!(rendered.starts_with("test.sarek:"), "{rendered}");
+        // One thread faults (63 past the end; 40 divides by zero): both name it.
+        assert_eq!(m1, m2);
+    }
+    // The default cpu device reports it the same way (no fallback for a real fault).
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("oob");
+    let mut args = vec![ivec(vec![7; 64]), scalar(1)];
+    let before = args.clone();
+    let e = sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Fault { .. }), "{e:?}");
+    assert_eq!(
+        args, before,
+        "a failed launch leaves the arguments untouched"
+    );
+}
+
+#[test]
+fn barriers_in_loops_and_in_both_branches_of_a_uniform_if() {
+    // Each round rotates the block's values by one through shared memory (two barriers per
+    // round, in a loop); then a uniform `if` with a barrier in each branch either reverses
+    // the block or doubles it.
+    let src =
+        "let%kernel rot (a : int32 vector) (out : int32 vector) (rounds : int32) (rev : bool) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let i = block_idx_x * block_dim_x + t in
+  let mut v = a.(i) in
+  for r = 1 to rounds do
+    s.(t) <- v;
+    block_barrier ();
+    v := s.((t + 1) mod 64) + r;
+    block_barrier ()
+  done;
+  let mut k = 0 in
+  while k < 2 do
+    s.(t) <- v;
+    block_barrier ();
+    v := s.(63 - t);
+    block_barrier ();
+    k := k + 1
+  done;
+  if rev then begin
+    s.(t) <- v;
+    block_barrier ();
+    out.(i) <- s.(63 - t)
+  end else begin
+    s.(63 - t) <- v * 2;
+    block_barrier ();
+    out.(i) <- s.(63 - t)
+  end
+";
+    let n = 256usize;
+    let a: Vec<i32> = (0..n as i32).map(|x| x * 3 - 100).collect();
+    for (rounds, rev) in [(0, true), (5, false), (70, true)] {
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; n]),
+            scalar(rounds),
+            ArgValue::Scalar(sarek_compiler::types::Literal::Bool(rev)),
+        ];
+        let (_, interp, native) = both(
+            src,
+            "rot",
+            LaunchConfig {
+                grid: [4, 1, 1],
+                block: [64, 1, 1],
+            },
+            args,
+        );
+        let (interp, native) = (interp.unwrap(), native.unwrap());
+        // Host model of the same computation.
+        let mut want = vec![0; n];
+        for b in 0..4 {
+            let mut v: Vec<i32> = a[b * 64..b * 64 + 64].to_vec();
+            for r in 1..=rounds {
+                v = (0..64).map(|t| v[(t + 1) % 64] + r).collect();
+            }
+            for _ in 0..2 {
+                v = (0..64).map(|t| v[63 - t]).collect();
+            }
+            let o: Vec<i32> = if rev {
+                (0..64).map(|t| v[63 - t]).collect()
+            } else {
+                (0..64).map(|t| v[t] * 2).collect()
+            };
+            want[b * 64..b * 64 + 64].copy_from_slice(&o);
+        }
+        assert_eq!(ints(&interp[1]), want, "interp, rounds {rounds}");
+        assert_eq!(ints(&native[1]), want, "cpu, rounds {rounds}");
+    }
+}
+
+#[test]
+fn divergent_barrier_falls_back_to_the_interpreter_diagnosis() {
+    // The checker refuses a barrier under a thread-dependent condition, so the condition is
+    // made thread-dependent in the IR (what a buggy front end or a Rust-built kernel could
+    // hand the runtime).
+    use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    use sarek_compiler::types::BinOp;
+    let src = "let%kernel bad (a : int32 vector) (n : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  if n > 5 then begin
+    s.(t) <- 1;
+    block_barrier ();
+    a.(t) <- s.(0)
+  end
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("bad");
+    let cond = k
+        .body
+        .iter_mut()
+        .find_map(|s| match &mut s.kind {
+            StmtKind::If { cond, .. } => Some(cond),
+            _ => None,
+        })
+        .expect("the kernel has an if");
+    let tid = Expr::new(
+        ExprKind::Intrinsic {
+            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
+            args: vec![],
+        },
+        Ty::I32,
+    );
+    *cond = Expr::new(
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            lhs: Box::new(tid),
+            rhs: Box::new(Expr::i32(5)),
+            nowrap: false,
+        },
+        Ty::BOOL,
+    );
+    let args = vec![ivec(vec![0; 64]), scalar(9)];
+    let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args.clone());
+    let Err(RuntimeError::Launch(why)) = &native else {
+        panic!("the native path reports the divergence: {native:?}");
+    };
+    assert!(why.contains("diverges"), "{why}");
+    let Err(expected) = interp else {
+        panic!("interp faults");
+    };
+    assert!(expected.to_string().contains("barrier"), "{expected}");
+    let mut args = args;
+    let got = sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap_err();
+    assert_eq!(
+        got, expected,
+        "the default cpu device gives the interpreter's fault"
+    );
+}
+
+mod random {
+    //! Random int32 and float32 expressions over a thread's input, its index and constants:
+    //! the native cpu path computes exactly what the interpreter computes (or both fault).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn int_expr() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("x".to_string()),
+            Just("i".to_string()),
+            (-40i32..40).prop_map(|c| format!("({c})")),
+            Just("(-2147483647 - 1)".to_string()),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            let ops = prop_oneof![
+                Just("+"),
+                Just("-"),
+                Just("*"),
+                Just("/"),
+                Just("mod"),
+                Just("land"),
+                Just("lor"),
+                Just("lxor"),
+                Just("lsl"),
+                Just("lsr"),
+                Just("asr"),
+            ];
+            prop_oneof![
+                (inner.clone(), ops, inner.clone()).prop_map(|(a, o, b)| format!("({a} {o} {b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(min {a} {b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(max {a} {b})")),
+                inner.clone().prop_map(|a| format!("(abs {a})")),
+                (inner.clone(), inner.clone(), inner.clone())
+                    .prop_map(|(c, a, b)| format!("(if {c} < {a} then {a} else {b})")),
+                inner
+                    .clone()
+                    .prop_map(|a| format!("(int_of_float (float_of_int {a} *. 0.37))")),
+            ]
+        })
+    }
+
+    fn float_expr() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("f".to_string()),
+            Just("(float_of_int i)".to_string()),
+            (-50i32..50).prop_map(|c| format!("({}.25)", c)),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            let ops = prop_oneof![Just("+."), Just("-."), Just("*."), Just("/.")];
+            prop_oneof![
+                (inner.clone(), ops, inner.clone()).prop_map(|(a, o, b)| format!("({a} {o} {b})")),
+                inner.clone().prop_map(|a| format!("(sqrt {a})")),
+                inner.clone().prop_map(|a| format!("(sin {a})")),
+                inner.clone().prop_map(|a| format!("(floor {a})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(fmin {a} {b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("(atan2 {a} {b})")),
+            ]
+        })
+    }
+
+    fn check(src: &str, args: Vec<ArgValue>) -> Result<(), TestCaseError> {
+        let (_, interp, native) = both(src, "p", LaunchConfig::linear(100), args);
+        match (interp, native) {
+            (Ok(a), Ok(b)) => {
+                prop_assert_eq!(format!("{:?}", a[1]), format!("{:?}", b[1]), "{}", src)
+            }
+            (Err(_), Err(_)) => {}
+            (a, b) => prop_assert!(false, "{src}: interp {a:?}, cpu {b:?}"),
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn int32_expressions(e in int_expr()) {
+            let src = format!(
+                "let%kernel p (xs : int32 vector) (out : int32 vector) =\n  let i = global_thread_id in\n  if i < length xs then begin\n    let x = xs.(i) in\n    out.(i) <- {e}\n  end\n"
+            );
+            let xs: Vec<i32> = (0..100).map(|k| (k * 7919) % 201 - 100).collect();
+            check(&src, vec![ivec(xs), ivec(vec![0; 100])])?;
+        }
+
+        #[test]
+        fn float32_expressions(e in float_expr()) {
+            let src = format!(
+                "let%kernel p (xs : float32 vector) (out : float32 vector) =\n  let i = global_thread_id in\n  if i < length xs then begin\n    let f = xs.(i) in\n    out.(i) <- {e}\n  end\n"
+            );
+            let xs: Vec<f32> = (0..100).map(|k| (k as f32 - 50.0) * 0.731).collect();
+            let v = |x: Vec<f32>| ArgValue::Vector(HostVector { len: x.len(), columns: vec![Column::F32(x)] });
+            check(&src, vec![v(xs), v(vec![0.0; 100])])?;
+        }
+    }
+}
+
+#[test]
+fn lane_groups_agree_with_the_interpreter_at_their_edges() {
+    // Segments run four threads at a time: consecutive loads and stores as float32 vectors,
+    // a gather at reversed indices, a store every lane makes to one element (the last
+    // thread's value stays), a uniform loop accumulating in a vector register, a conditional
+    // expression with loads (a branch the group agrees on, or reruns thread by thread), and
+    // groups at the edges: a tail of a 1-D block, a block row that is not a multiple of four,
+    // lanes that disagree on `i < n`, an out-of-bounds group.
+    let src = "let%kernel lanes (x : float32 vector) (y : float32 vector) (last : int32 vector) (n : int32) (m : int32) =
+  let i = global_idx_y * (grid_dim_x * block_dim_x) + global_idx_x in
+  if i < n then begin
+    let v = if i < m then x.(i) else 0.25 in
+    let mut acc = 0.0 in
+    for k = 0 to 7 do
+      acc := acc +. x.(k + i) *. 0.5
+    done;
+    y.(i) <- v *. 2.0 +. v /. 3.0 -. x.(n - 1 - i) +. acc;
+    last.(block_idx_x) <- thread_idx_x * 10 + thread_idx_y
+  end
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("lanes");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let fvec = |v: Vec<f32>| {
+        ArgValue::Vector(HostVector {
+            len: v.len(),
+            columns: vec![Column::F32(v)],
+        })
+    };
+    let len = 208;
+    let x: Vec<f32> = (0..len).map(|k| (k as f32 * 0.37).sin() * 3.0).collect();
+    let cases = [
+        // (grid, block, n, m): 1-D with a tail group; lanes split on `i < m` and `i < n`;
+        // rows of 8 (grouped) and of 6 (thread by thread); x read past its end (a fault).
+        ([3, 1, 1], [30, 1, 1], 90, 45),
+        ([2, 1, 1], [64, 1, 1], 127, 50),
+        ([2, 1, 1], [8, 3, 1], 48, 13),
+        ([2, 1, 1], [6, 5, 1], 60, 31),
+        ([1, 1, 1], [64, 1, 1], 64, 64),
+        ([1, 1, 1], [64, 1, 1], 300, 10),
+    ];
+    let mut faults = 0;
+    for (grid, block, n, m) in cases {
+        let config = LaunchConfig { grid, block };
+        let args = vec![
+            fvec(x.clone()),
+            fvec(vec![0.0; len]),
+            ivec(vec![-1; 4]),
+            scalar(n),
+            scalar(m),
+        ];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        match (&interp, &native) {
+            (Ok(a), Ok(b)) => {
+                for c in harness::compare_args(&k, a, b, &EXACT) {
+                    assert!(
+                        c.ok(),
+                        "{grid:?} {block:?} n={n}: {}: {:?}",
+                        c.param,
+                        c.first
+                    );
+                }
+            }
+            (Err(a), Err(b)) => {
+                faults += 1;
+                assert_eq!(a, b, "{grid:?} {block:?} n={n}: the same fault")
+            }
+            _ => panic!("{grid:?} {block:?} n={n}: interp {interp:?}, cpu {native:?}"),
+        }
+    }
+    assert_eq!(faults, 1, "the last case reads past the end of x");
+}
+
+#[test]
+fn a_lane_group_faulting_after_a_store_is_rerun_on_the_interpreter() {
+    // The second store of thread 61 is out of bounds; its group (60..63) already made its
+    // first stores, so it cannot rerun thread by thread: the native launch stops and the cpu
+    // device reruns the launch on the interpreter, which names thread 61.
+    let src = "let%kernel twice (y : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  y.(i) <- 1;
+  y.(i + n) <- 2
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("twice");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1);
+    let args = vec![ivec(vec![0; 64]), scalar(3)];
+    let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args.clone());
+    let Err(RuntimeError::Launch(why)) = &native else {
+        panic!("the native path hands the launch over: {native:?}");
+    };
+    assert!(why.contains("rerun on the interpreter"), "{why}");
+    let Err(expected) = interp else {
+        panic!("interp faults");
+    };
+    assert!(
+        expected.to_string().contains("thread (61,0,0)"),
+        "{expected}"
+    );
+    let mut args = args;
+    let got = sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap_err();
+    assert_eq!(
+        got, expected,
+        "the cpu device gives the interpreter's fault"
+    );
+    // In bounds, the native path runs it.
+    let mut ok = vec![ivec(vec![0; 64]), scalar(0)];
+    JitCache::default()
+        .run_native(&k, LaunchConfig::linear(64), &mut ok)
+        .unwrap();
+    assert_eq!(ints(&ok[0]), vec![2; 64]);
+}
