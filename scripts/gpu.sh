@@ -10,9 +10,10 @@
 #                           `sarek verify FILE --backends cuda` for every corpus file, a summary,
 #                           exit 1 if any file failed (the log is also written to $OUT when set)
 #   scripts/gpu.sh difftest-build   build `sarek-difftest` (release) and stage it in .gpu/ too
-#   scripts/gpu.sh difftest         on the GPU machine: generated kernels on cuda, ptx and opencl
-#                           compared with interp (DIFFTEST_SEED, DIFFTEST_COUNT: default 1, 500;
-#                           stops after 540 s; failures shrunk into $OUT/difftest)
+#   scripts/gpu.sh difftest         on the GPU machine: the findings' kernels, then generated
+#                           kernels on cuda, ptx and opencl compared with interp (DIFFTEST_SEED,
+#                           DIFFTEST_COUNT, DIFFTEST_JOBS: default 1, 1000, 8 workers; stops
+#                           after 480 s; failures shrunk into $OUT/difftest)
 #   scripts/gpu.sh bench [NAMES]   on the GPU machine: the GPU benchmark suite (benches/gpu/,
 #                           issue 14) on cuda and ptx next to hand-written CUDA; CSV in $OUT, then
 #                           here: python3 scripts/gpu-bench-report.py CSV (table, chart in docs/)
@@ -163,9 +164,20 @@ difftest() {
         export LD_LIBRARY_PATH="$(dirname "$nvrtc")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     fi
     export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/sarek-cache}
-    .gpu/sarek-difftest --seed "${DIFFTEST_SEED:-1}" --count "${DIFFTEST_COUNT:-500}" \
+    local status=0
+    # The findings first, every @run directive of each (the partial-warp ones are the
+    # CUDA/PTX fix of issue 19 waiting for this GPU's confirmation).
+    echo "== findings (open and fixed) on ${DIFFTEST_BACKENDS:-cuda,ptx,opencl}"
+    .gpu/sarek-difftest --replay crates/sarek-difftest/findings/open/*.sarek \
+        crates/sarek-difftest/findings/fixed/*.sarek \
         --backends "${DIFFTEST_BACKENDS:-cuda,ptx,opencl}" --validators cuda,ptx \
-        --time-limit 540 --shrink-seconds 30 --progress 50 --out "${OUT:-/tmp}/difftest"
+        --out "${OUT:-/tmp}/difftest-findings" || status=1
+    echo "== random kernels"
+    .gpu/sarek-difftest --seed "${DIFFTEST_SEED:-1}" --count "${DIFFTEST_COUNT:-1000}" \
+        --backends "${DIFFTEST_BACKENDS:-cuda,ptx,opencl}" --validators cuda,ptx \
+        --jobs "${DIFFTEST_JOBS:-8}" --time-limit 480 --shrink-seconds 30 --progress 100 \
+        --out "${OUT:-/tmp}/difftest" || status=1
+    return $status
 }
 
 # Issue 18: a 3-stage element-wise pipeline on 2^28 float32, fused vs unfused, both as a

@@ -18,8 +18,8 @@ pub use sarek_compiler::{Target, TargetOptions};
 #[derive(Clone, Debug)]
 pub struct Launch {
     pub size: usize,
-    pub block: u32,
-    pub grid: u32,
+    pub block: [u32; 3],
+    pub grid: [u32; 3],
     /// Seed of the generated vector contents.
     pub seed: u64,
     pub args: Vec<(String, String)>,
@@ -107,8 +107,8 @@ pub fn arguments(l: &Lowered, launch: &Launch) -> Result<Vec<ArgValue>, String> 
 pub fn run(device: &dyn Device, l: &Lowered, launch: &Launch, args: &[ArgValue]) -> Ran {
     let mut args = args.to_vec();
     let config = LaunchConfig {
-        grid: [launch.grid, 1, 1],
-        block: [launch.block, 1, 1],
+        grid: launch.grid,
+        block: launch.block,
     };
     let start = Instant::now();
     match harness::run(device, &l.kernel, config, &mut args) {
@@ -176,22 +176,27 @@ pub fn nvrtc_compile(source: &str, arch: u32) -> Result<(), String> {
     sarek_runtime::cuda::nvrtc::compile(source, arch).map(|_| ())
 }
 
-/// The kernel and launch of the first `(* @run ... *)` directive of `source` (a written-out
+/// The kernel and launch of every `(* @run ... *)` directive of `source` (a written-out
 /// finding), with the vector seed `seed`.
-pub fn directive(source: &str, seed: u64) -> Result<(String, Launch), String> {
-    let d = harness::parse_directives(source)?
+pub fn directives(source: &str, seed: u64) -> Result<Vec<(String, Launch)>, String> {
+    let all = harness::parse_directives(source)?;
+    if all.is_empty() {
+        return Err("no `(* @run ... *)` directive".into());
+    }
+    Ok(all
         .into_iter()
-        .next()
-        .ok_or("no `(* @run ... *)` directive")?;
-    let config = d.config();
-    Ok((
-        d.kernel.clone(),
-        Launch {
-            size: d.size,
-            block: config.block[0],
-            grid: config.grid[0],
-            seed,
-            args: d.args,
-        },
-    ))
+        .map(|d| {
+            let config = d.config();
+            (
+                d.kernel.clone(),
+                Launch {
+                    size: d.size,
+                    block: config.block,
+                    grid: config.grid,
+                    seed,
+                    args: d.args,
+                },
+            )
+        })
+        .collect())
 }

@@ -63,6 +63,16 @@ pub enum Broken {
     Check(String),
     /// The reference interpreter faulted or could not take the arguments.
     Reference(String),
+    /// The compiler or a backend panicked on it (the panic's message).
+    Panic(String),
+}
+
+/// One kernel to run: its source, the kernel's name, its launch.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub source: String,
+    pub kernel: String,
+    pub launch: Launch,
 }
 
 /// Everything one kernel produced.
@@ -110,62 +120,110 @@ impl Harness {
         launch: &Launch,
         only: Option<Column>,
     ) -> KernelReport {
-        let start = Instant::now();
-        let mut report = KernelReport {
-            broken: None,
-            outcomes: Vec::new(),
-            time: Duration::ZERO,
-            column_time: Vec::new(),
+        let job = Job {
+            source: source.to_string(),
+            kernel: kernel.to_string(),
+            launch: launch.clone(),
         };
-        let lowered = match exec::lower("generated.sarek", source, kernel) {
-            Ok(l) => l,
-            Err(m) => {
-                report.broken = Some(Broken::Check(m));
-                report.time = start.elapsed();
-                return report;
+        self.run_batch(std::slice::from_ref(&job), only)
+            .pop()
+            .expect("one report per job")
+    }
+
+    /// Several kernels at once: each validator sees the batch's generated sources together
+    /// ([`Validators::check_many`]: one NVRTC program for all of them), each backend runs
+    /// each kernel. A batch validator's time is shared equally among the kernels it checked.
+    pub fn run_batch(&self, jobs: &[Job], only: Option<Column>) -> Vec<KernelReport> {
+        let mut reports: Vec<KernelReport> = Vec::with_capacity(jobs.len());
+        let mut lowered: Vec<Option<Lowered>> = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let start = Instant::now();
+            let mut report = KernelReport {
+                broken: None,
+                outcomes: Vec::new(),
+                time: Duration::ZERO,
+                column_time: Vec::new(),
+            };
+            match exec::lower("generated.sarek", &job.source, &job.kernel) {
+                Ok(l) => lowered.push(Some(l)),
+                Err(m) => {
+                    report.broken = Some(Broken::Check(m));
+                    lowered.push(None);
+                }
             }
-        };
+            report.time = start.elapsed();
+            reports.push(report);
+        }
         for &t in &self.targets {
             let col = Column::Gen(t);
             if only.is_some_and(|o| o != col) {
                 continue;
             }
-            let t0 = Instant::now();
-            let outcome = self.validate(&lowered, t);
-            report.column_time.push((col, t0.elapsed()));
-            report.outcomes.push((col, outcome));
+            self.validate_batch(&lowered, t, &mut reports);
         }
         let wants_exec = only.is_none_or(|o| matches!(o, Column::Exec(_)));
         if wants_exec && !self.devices.is_empty() {
-            self.execute(&lowered, launch, only, &mut report);
+            for ((l, job), report) in lowered.iter().zip(jobs).zip(&mut reports) {
+                if let Some(l) = l {
+                    let start = Instant::now();
+                    self.execute(l, &job.launch, only, report);
+                    report.time += start.elapsed();
+                }
+            }
         }
-        report.time = start.elapsed();
-        report
+        reports
     }
 
-    fn validate(&self, l: &Lowered, t: Target) -> Outcome {
-        let source = match exec::generate(l, t) {
-            Ok(s) => s,
-            Err(r) if r.well_formed => return Outcome::Refused,
-            Err(r) => {
-                return Outcome::Failed(Failure {
+    /// Generate `t` for every lowered kernel and validate what was generated in one call.
+    fn validate_batch(&self, lowered: &[Option<Lowered>], t: Target, reports: &mut [KernelReport]) {
+        let col = Column::Gen(t);
+        let mut generated: Vec<(usize, String)> = Vec::new();
+        for (k, l) in lowered.iter().enumerate() {
+            let Some(l) = l else { continue };
+            let start = Instant::now();
+            let outcome = match exec::generate(l, t) {
+                Ok(source) if self.validators.unavailable(t).is_none() => {
+                    generated.push((k, source));
+                    None
+                }
+                Ok(_) => Some(Outcome::Unavailable),
+                Err(r) if r.well_formed => Some(Outcome::Refused),
+                Err(r) => Some(Outcome::Failed(Failure {
                     kind: FailureKind::BadRefusal,
                     message: r.message,
-                });
+                })),
+            };
+            let took = start.elapsed();
+            reports[k].time += took;
+            reports[k].column_time.push((col, took));
+            if let Some(o) = outcome {
+                reports[k].outcomes.push((col, o));
             }
-        };
-        if self.validators.unavailable(t).is_some() {
-            return Outcome::Unavailable;
         }
-        match self.validators.check(t, &source) {
-            Verdict::Accepted => Outcome::Agree,
-            Verdict::Rejected(m) => match known(Column::Gen(t), &m) {
-                Some(k) => Outcome::Known(k, m),
-                None => Outcome::Failed(Failure {
-                    kind: FailureKind::Rejected,
-                    message: format!("{m}\n--- generated {}:\n{source}", t.name()),
-                }),
-            },
+        if generated.is_empty() {
+            return;
+        }
+        let start = Instant::now();
+        let sources: Vec<&str> = generated.iter().map(|(_, s)| s.as_str()).collect();
+        let verdicts = self.validators.check_many(t, &sources);
+        let share = start.elapsed() / generated.len() as u32;
+        for ((k, source), verdict) in generated.iter().zip(verdicts) {
+            let outcome = match verdict {
+                Verdict::Accepted => Outcome::Agree,
+                Verdict::Rejected(m) => match known(col, &m) {
+                    Some(why) => Outcome::Known(why, m),
+                    None => Outcome::Failed(Failure {
+                        kind: FailureKind::Rejected,
+                        message: format!("{m}\n--- generated {}:\n{source}", t.name()),
+                    }),
+                },
+            };
+            let r = &mut reports[*k];
+            r.time += share;
+            if let Some(c) = r.column_time.iter_mut().find(|(c, _)| *c == col) {
+                c.1 += share;
+            }
+            r.outcomes.push((col, outcome));
         }
     }
 
@@ -261,6 +319,7 @@ pub struct Summary {
     pub kernels: usize,
     pub broken_check: usize,
     pub broken_reference: usize,
+    pub broken_panic: usize,
     pub columns: BTreeMap<String, Counts>,
     pub order: Vec<String>,
     pub total_time: Duration,
@@ -290,6 +349,7 @@ impl Summary {
         match &r.broken {
             Some(Broken::Check(_)) => self.broken_check += 1,
             Some(Broken::Reference(_)) => self.broken_reference += 1,
+            Some(Broken::Panic(_)) => self.broken_panic += 1,
             None => {}
         }
         for (c, o) in &r.outcomes {
@@ -318,6 +378,7 @@ impl Summary {
         self.columns.values().map(|c| c.failed).sum::<usize>()
             + self.broken_check
             + self.broken_reference
+            + self.broken_panic
     }
 }
 
@@ -326,8 +387,8 @@ impl fmt::Display for Summary {
         let n = self.kernels.max(1) as f64;
         writeln!(
             f,
-            "kernels tried: {} ({} refused by `check`, {} faulted on interp: generator defects)",
-            self.kernels, self.broken_check, self.broken_reference
+            "kernels tried: {} ({} refused by `check`, {} faulted on interp: generator defects; {} panics)",
+            self.kernels, self.broken_check, self.broken_reference, self.broken_panic
         )?;
         writeln!(
             f,

@@ -40,8 +40,8 @@ pub fn fails(h: &Harness, case: &Case, col: Column, kind: &FailureKind) -> Optio
 pub fn launch_of(case: &Case) -> Launch {
     Launch {
         size: case.size,
-        block: case.block,
-        grid: case.grid,
+        block: [case.block, 1, 1],
+        grid: [case.grid, 1, 1],
         seed: case.seed,
         args: case.live_args(),
     }

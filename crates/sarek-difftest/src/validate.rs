@@ -6,6 +6,7 @@
 //! A validator that is not installed makes its column `unavailable`, never a failure.
 
 use crate::exec::Target;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -129,6 +130,37 @@ impl Validators {
         }
     }
 
+    /// [`Validators::check`] of each source, in order. CUDA C, Metal and PTX are checked as
+    /// one program holding every source (one NVRTC program, one clang++ process, one ptxas
+    /// process: the fixed cost of each is about as large as a generated kernel's own);
+    /// when that program is rejected, each source is checked alone, so a verdict is always
+    /// the source's own.
+    pub fn check_many(&self, target: Target, sources: &[&str]) -> Vec<Verdict> {
+        // OpenCL C with subgroups is checked as OpenCL C 2.0, the rest as 1.2: one batch each.
+        let group = |s: &str| target == Target::OpenCl && s.contains("sub_group_");
+        let mut verdicts = vec![None; sources.len()];
+        for g in [false, true] {
+            let members: Vec<usize> = (0..sources.len())
+                .filter(|&k| group(sources[k]) == g)
+                .collect();
+            let joined: Vec<&str> = members.iter().map(|&k| sources[k]).collect();
+            if joined.len() > 1
+                && self.unavailable(target).is_none()
+                && let Some(program) = batch_program(target, &joined)
+                && matches!(self.check(target, &program), Verdict::Accepted)
+            {
+                for k in members {
+                    verdicts[k] = Some(Verdict::Accepted);
+                }
+            }
+        }
+        verdicts
+            .into_iter()
+            .zip(sources)
+            .map(|(v, s)| v.unwrap_or_else(|| self.check(target, s)))
+            .collect()
+    }
+
     fn file(&self, ext: &str, source: &str) -> Result<PathBuf, String> {
         let path = self.scratch.join(format!("k.{ext}"));
         std::fs::write(&path, source).map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -223,4 +255,189 @@ fn glsl(source: &str) -> Result<(), String> {
     use sarek_runtime::spirv;
     let words = spirv::compile(source).map_err(|e| e.to_string())?;
     spirv::validate(&words).map_err(|e| e.to_string())
+}
+
+/// The sources of `target` joined into one program its validator checks at once, where
+/// the target has such a form and the sources fit it.
+pub fn batch_program(target: Target, sources: &[&str]) -> Option<String> {
+    match target {
+        Target::Cuda => cuda_batch(sources),
+        Target::Metal => metal_batch(sources),
+        Target::Ptx => ptx_batch(sources),
+        Target::OpenCl => opencl_batch(sources),
+        _ => None,
+    }
+}
+
+/// Several generated OpenCL C sources as one translation unit (C has no namespaces): each
+/// source between `#define NAME NAME_batch<j>` and `#undef NAME` for every name it declares
+/// at file scope (its types, helpers and kernel), so the names of two sources never meet.
+/// The writer puts every file-scope declaration on a line of its own at column 0 (`typedef
+/// struct {` .. `} NAME;`, `RESULT NAME(PARAMS) {`); `None` for any other file-scope line
+/// or preprocessor line than a `#pragma`. A name this misses makes the joined program fail,
+/// and each source is then checked alone.
+pub fn opencl_batch(sources: &[&str]) -> Option<String> {
+    let is_ident = |w: &str| {
+        !w.is_empty()
+            && !w.starts_with(|c: char| c.is_ascii_digit())
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let mut program = String::new();
+    for (j, source) in sources.iter().enumerate() {
+        let mut names: Vec<&str> = Vec::new();
+        for line in source.lines() {
+            if line.is_empty() || line.starts_with([' ', '\t']) || line.starts_with("//") {
+                continue;
+            }
+            if line.starts_with('#') {
+                if !line.starts_with("#pragma") {
+                    return None;
+                }
+            } else if let Some(rest) = line.strip_prefix('}') {
+                let name = rest.trim().trim_end_matches(';').trim();
+                if !name.is_empty() {
+                    names.push(is_ident(name).then_some(name)?);
+                }
+            } else if line.starts_with("typedef struct {") {
+            } else {
+                let head = &line[..line.find('(')?];
+                let name = head.rsplit([' ', '*']).next()?;
+                names.push(is_ident(name).then_some(name)?);
+            }
+        }
+        for n in &names {
+            let _ = writeln!(program, "#define {n} {n}_batch{j}");
+        }
+        program.push_str(source);
+        program.push('\n');
+        for n in &names {
+            let _ = writeln!(program, "#undef {n}");
+        }
+    }
+    Some(program)
+}
+
+/// Several generated CUDA C sources as one translation unit: each in its own namespace,
+/// its one `extern "C"` kernel renamed `<name>_batch<j>` (C linkage ignores namespaces).
+/// `None` when a source has preprocessor definitions or includes (they cannot sit in a
+/// namespace) or not exactly one kernel.
+pub fn cuda_batch(sources: &[&str]) -> Option<String> {
+    const ENTRY: &str = "__global__ void ";
+    let mut program = String::new();
+    for (j, source) in sources.iter().enumerate() {
+        if source.matches(ENTRY).count() != 1
+            || source.lines().any(|l| {
+                l.trim_start().starts_with("#include") || l.trim_start().starts_with("#define")
+            })
+        {
+            return None;
+        }
+        let at = source.find(ENTRY)? + ENTRY.len();
+        let name_len = source[at..].find('(')?;
+        let (head, tail) = source.split_at(at + name_len);
+        let _ = writeln!(
+            program,
+            "namespace sarek_batch{j} {{\n{head}_batch{j}{tail}\n}}"
+        );
+    }
+    Some(program)
+}
+
+/// Several generated Metal sources as one translation unit: the common `#include` and
+/// `using namespace metal;` once, then each source in its own namespace. `None` when a
+/// source has other preprocessor lines.
+pub fn metal_batch(sources: &[&str]) -> Option<String> {
+    const HOISTED: [&str; 2] = ["#include <metal_stdlib>", "using namespace metal;"];
+    let mut program = HOISTED.join("\n");
+    for (j, source) in sources.iter().enumerate() {
+        let _ = writeln!(program, "\nnamespace sarek_batch{j} {{");
+        for line in source.lines() {
+            if HOISTED.contains(&line.trim()) {
+                continue;
+            }
+            if line.trim_start().starts_with('#') {
+                return None;
+            }
+            let _ = writeln!(program, "{line}");
+        }
+        program.push('}');
+    }
+    program.push('\n');
+    Some(program)
+}
+
+/// Several generated PTX modules as one: the first module's `.version`, `.target` and
+/// `.address_size`, then every module's body with its entry and its module-scope shared
+/// arrays (`sarek_shared_<n>`) suffixed `_batch<j>`. `None` when a module declares anything
+/// else at module scope (a `.global`, `.const` or `.func` whose name could collide), has
+/// not exactly one entry, or its header differs from the first one.
+pub fn ptx_batch(sources: &[&str]) -> Option<String> {
+    const HEADER: [&str; 3] = [".version", ".target", ".address_size"];
+    let mut header: Option<Vec<&str>> = None;
+    let mut program = String::new();
+    for (j, source) in sources.iter().enumerate() {
+        let own: Vec<&str> = source
+            .lines()
+            .filter(|l| HEADER.iter().any(|h| l.starts_with(h)))
+            .collect();
+        match &header {
+            None => {
+                for l in &own {
+                    let _ = writeln!(program, "{l}");
+                }
+                header = Some(own);
+            }
+            Some(h) if *h == own => {}
+            Some(_) => return None,
+        }
+        if source.matches(".entry ").count() != 1 {
+            return None;
+        }
+        for line in source.lines() {
+            let t = line.trim_start();
+            if HEADER.iter().any(|h| line.starts_with(h)) {
+                continue;
+            }
+            if [".global", ".const", ".func", ".extern", ".weak"]
+                .iter()
+                .any(|d| t.starts_with(d) || t.starts_with(&format!(".visible {d}")))
+            {
+                return None;
+            }
+            let _ = writeln!(program, "{}", rename_ptx_line(line, j));
+        }
+    }
+    Some(program)
+}
+
+/// `line` with the entry's name and every `sarek_shared_<n>` suffixed `_batch<j>`.
+fn rename_ptx_line(line: &str, j: usize) -> String {
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let bytes = line.as_bytes();
+    let entry = line.find(".entry ").map(|at| at + ".entry ".len());
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut i = 0;
+    while i < bytes.len() {
+        if ident(bytes[i]) && (i == 0 || !ident(bytes[i - 1])) {
+            let end = (i..bytes.len())
+                .find(|&e| !ident(bytes[e]))
+                .unwrap_or(bytes.len());
+            let word = &line[i..end];
+            out.push_str(word);
+            let shared = word
+                .strip_prefix("sarek_shared_")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if shared || entry == Some(i) {
+                let _ = write!(out, "_batch{j}");
+            }
+            i = end;
+        } else {
+            let next = (i + 1..=bytes.len())
+                .find(|&e| line.is_char_boundary(e))
+                .unwrap_or(bytes.len());
+            out.push_str(&line[i..next]);
+            i = next;
+        }
+    }
+    out
 }

@@ -1,4 +1,4 @@
-//! Every fixed finding (`findings/fixed/*.sarek`, each with its `@run` directive) passes
+//! Every fixed finding (`findings/fixed/*.sarek`, each `@run` directive of it) passes
 //! every available validator and agrees with `interp` on every available backend; a missing
 //! backend named by `SAREK_REQUIRE_BACKENDS` fails.
 
@@ -26,20 +26,22 @@ fn fixed_findings_agree_everywhere() {
     let mut problems = Vec::new();
     for f in &files {
         let source = std::fs::read_to_string(f).unwrap();
-        let (kernel, launch) = exec::directive(&source, 1).unwrap();
-        let r = harness.run(&source, &kernel, &launch, None);
-        if let Some(b) = &r.broken {
-            problems.push(format!("{}: broken: {b:?}", f.display()));
-        }
-        for (c, o) in &r.outcomes {
-            if let Outcome::Failed(x) = o {
-                problems.push(format!(
-                    "{}: {}: {:?}: {}",
-                    f.display(),
-                    c.label(),
-                    x.kind,
-                    x.message
-                ));
+        for (kernel, launch) in exec::directives(&source, 1).unwrap() {
+            let r = harness.run(&source, &kernel, &launch, None);
+            if let Some(b) = &r.broken {
+                problems.push(format!("{}: `{kernel}`: broken: {b:?}", f.display()));
+            }
+            for (c, o) in &r.outcomes {
+                if let Outcome::Failed(x) = o {
+                    problems.push(format!(
+                        "{}: `{kernel}` block {:?}: {}: {:?}: {}",
+                        f.display(),
+                        launch.block,
+                        c.label(),
+                        x.kind,
+                        x.message
+                    ));
+                }
             }
         }
     }

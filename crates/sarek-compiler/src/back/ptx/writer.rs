@@ -1554,8 +1554,9 @@ impl<'k> Writer<'k> {
         d
     }
 
-    /// float32 `atan2 y x` from [`Self::atan_f32`] of y / x and the quadrant of x; (0, 0)
-    /// gives a signed zero as C's `atan2f(±0, +0)` does.
+    /// float32 `atan2 y x` from [`Self::atan_f32`] of y / x and the half-plane of x, taken
+    /// from its sign bit: x = -0 is on the negative side, so `atan2 1 (-0)` is pi/2 (y / x
+    /// is -inf there) and `atan2 (±0) (-0)` is ±pi, as C's `atan2f`; `atan2 (±0) (+0)` is ±0.
     fn atan2_f32(&mut self, y: Reg, x: Reg) -> Reg {
         let q = self.reg(Class::F32);
         self.emit(format!("div.rn.f32 {q}, {y}, {x};"));
@@ -1565,8 +1566,9 @@ impl<'k> Writer<'k> {
         self.emit(format!("copysign.f32 {spi}, {y}, {pi};"));
         self.emit(format!("add.rn.f32 {adj}, {r}, {spi};"));
         let zero = self.f32_const(0.0);
-        let neg = self.reg(Class::Pred);
-        self.emit(format!("setp.lt.f32 {neg}, {x}, {zero};"));
+        let (bits, neg) = (self.reg(Class::B32), self.reg(Class::Pred));
+        self.emit(format!("mov.b32 {bits}, {x};"));
+        self.emit(format!("setp.lt.s32 {neg}, {bits}, 0;"));
         let d = self.reg(Class::F32);
         self.emit(format!("selp.f32 {d}, {adj}, {r}, {neg};"));
         let (yz, xz) = (self.reg(Class::Pred), self.reg(Class::Pred));
@@ -1574,6 +1576,7 @@ impl<'k> Writer<'k> {
         self.emit(format!("setp.eq.and.f32 {xz}, {x}, {zero}, {yz};"));
         let sz = self.reg(Class::F32);
         self.emit(format!("copysign.f32 {sz}, {y}, {zero};"));
+        self.emit(format!("selp.f32 {sz}, {spi}, {sz}, {neg};"));
         self.emit(format!("selp.f32 {d}, {sz}, {d}, {xz};"));
         d
     }
@@ -1647,41 +1650,73 @@ impl<'k> Writer<'k> {
         d
     }
 
+    /// The calling thread's lane, the live lanes of its warp and their member mask
+    /// (docs/language-notes.md, "Partial warps"): a warp is 32 consecutive threads of the
+    /// block in linear order, the last one of a block of `n` threads has
+    /// `live = min(32, n - (t & ~31))` threads, and only those may be named by `.sync`.
+    fn warp_lanes(&mut self) -> (Reg, Reg, Reg) {
+        let [t, n, x, lane, live, mask] = [(); 6].map(|()| self.reg(Class::B32));
+        self.emit(format!("mov.u32 {t}, %tid.z;"));
+        self.emit(format!("mov.u32 {x}, %tid.y;"));
+        self.emit(format!("mov.u32 {n}, %ntid.y;"));
+        self.emit(format!("mad.lo.u32 {t}, {t}, {n}, {x};"));
+        self.emit(format!("mov.u32 {x}, %tid.x;"));
+        self.emit(format!("mov.u32 {n}, %ntid.x;"));
+        self.emit(format!("mad.lo.u32 {t}, {t}, {n}, {x};"));
+        self.emit(format!("mov.u32 {x}, %ntid.y;"));
+        self.emit(format!("mul.lo.u32 {n}, {n}, {x};"));
+        self.emit(format!("mov.u32 {x}, %ntid.z;"));
+        self.emit(format!("mul.lo.u32 {n}, {n}, {x};"));
+        self.emit(format!("and.b32 {lane}, {t}, 31;"));
+        self.emit(format!("and.b32 {x}, {t}, 0xffffffe0;"));
+        self.emit(format!("sub.u32 {live}, {n}, {x};"));
+        self.emit(format!("min.u32 {live}, {live}, 32;"));
+        // `shl` clamps the count to 32, giving 0: the mask of a full warp is then 0 - 1.
+        self.emit(format!("mov.u32 {x}, 1;"));
+        self.emit(format!("shl.b32 {mask}, {x}, {live};"));
+        self.emit(format!("sub.u32 {mask}, {mask}, 1;"));
+        (lane, live, mask)
+    }
+
     fn warp(&mut self, op: WarpOp, args: &[Expr], ty: &Ty) -> Reg {
         let vals: Vec<Reg> = args.iter().map(|a| self.expr(a)[0]).collect();
+        let (lane, live, mask) = self.warp_lanes();
         match op {
             WarpOp::VoteAll | WarpOp::VoteAny => {
                 let d = self.reg(Class::Pred);
                 let m = if op == WarpOp::VoteAll { "all" } else { "any" };
-                self.emit(format!("vote.sync.{m}.pred {d}, {}, 0xffffffff;", vals[0]));
+                self.emit(format!("vote.sync.{m}.pred {d}, {}, {mask};", vals[0]));
                 d
             }
             WarpOp::Ballot => {
                 let d = self.reg(Class::B32);
-                self.emit(format!(
-                    "vote.sync.ballot.b32 {d}, {}, 0xffffffff;",
-                    vals[0]
-                ));
+                self.emit(format!("vote.sync.ballot.b32 {d}, {}, {mask};", vals[0]));
                 self.int_result(d, ty)
             }
             WarpOp::Shuffle | WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
-                let (mode, clamp) = match op {
-                    WarpOp::Shuffle => ("idx", "0x1f"),
-                    WarpOp::ShuffleDown => ("down", "0x1f"),
-                    WarpOp::ShuffleUp => ("up", "0"),
-                    _ => ("bfly", "0x1f"),
-                };
+                // Every kind as `idx` with the source lane the language defines, the
+                // caller's own lane when that source is outside the warp or past the block.
+                // In 32 bits, one unsigned compare with `live` tests both ends exactly: no
+                // source outside [0, 32) wraps into it (|lane +- k| stays below 2^32).
+                let k = vals[1];
+                let src = self.reg(Class::B32);
+                match op {
+                    WarpOp::Shuffle => self.emit(format!("and.b32 {src}, {k}, 31;")),
+                    WarpOp::ShuffleDown => self.emit(format!("add.s32 {src}, {lane}, {k};")),
+                    WarpOp::ShuffleUp => self.emit(format!("sub.s32 {src}, {lane}, {k};")),
+                    _ => self.emit(format!("xor.b32 {src}, {lane}, {k};")),
+                }
+                let ok = self.reg(Class::Pred);
+                self.emit(format!("setp.lt.u32 {ok}, {src}, {live};"));
+                self.emit(format!("selp.b32 {src}, {src}, {lane}, {ok};"));
                 let s = ty.scalar().unwrap_or(Scalar::I32);
-                let lane = vals[1];
                 let shfl = |w: &mut Self, x: Reg| {
                     let d = w.reg(if x.class == Class::F32 {
                         Class::F32
                     } else {
                         Class::B32
                     });
-                    w.emit(format!(
-                        "shfl.sync.{mode}.b32 {d}, {x}, {lane}, {clamp}, 0xffffffff;"
-                    ));
+                    w.emit(format!("shfl.sync.idx.b32 {d}, {x}, {src}, 0x1f, {mask};"));
                     d
                 };
                 match s {

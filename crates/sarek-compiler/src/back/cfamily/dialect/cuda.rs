@@ -1,5 +1,5 @@
 //! CUDA C (NVRTC): C++ with `__global__`/`__device__` qualifiers, one generic address space,
-//! `threadIdx`-style geometry, `_sync` warp intrinsics over the full mask, native atomics
+//! `threadIdx`-style geometry, `_sync` warp intrinsics over the warp's live lanes, native atomics
 //! (64-bit ones on `unsigned long long`), and C's `f`-suffixed float32 math functions.
 
 use super::{AtomicCall, Emit, Rules, pragma_unroll};
@@ -93,8 +93,14 @@ impl Rules for Cuda {
         true
     }
 
-    fn prelude(&self, _features: &Features) -> String {
-        "// Compile with --fmad=false: a*b+c must round twice, as in the interpreter.\n".into()
+    fn prelude(&self, features: &Features) -> String {
+        let mut p = String::from(
+            "// Compile with --fmad=false: a*b+c must round twice, as in the interpreter.\n",
+        );
+        if features.subgroups.is_some() {
+            p.push_str(WARP_PRELUDE);
+        }
+        p
     }
 
     fn geometry(&self, g: Geometry, _emit: &mut dyn Emit) -> String {
@@ -191,17 +197,20 @@ impl Rules for Cuda {
     }
 
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String {
-        const MASK: &str = "0xffffffffu";
         match op {
-            WarpOp::Shuffle => format!("__shfl_sync({MASK}, {x}, {lane})"),
+            WarpOp::Shuffle => format!("sarek_shfl({x}, (unsigned int)({lane}) & 31u)"),
             WarpOp::ShuffleDown => {
-                format!("__shfl_down_sync({MASK}, {x}, (unsigned int)({lane}))")
+                format!("sarek_shfl({x}, sarek_warp_lane() + (unsigned int)({lane}))")
             }
-            WarpOp::ShuffleUp => format!("__shfl_up_sync({MASK}, {x}, (unsigned int)({lane}))"),
-            WarpOp::ShuffleXor => format!("__shfl_xor_sync({MASK}, {x}, {lane})"),
-            WarpOp::VoteAll => format!("(__all_sync({MASK}, {x}) != 0)"),
-            WarpOp::VoteAny => format!("(__any_sync({MASK}, {x}) != 0)"),
-            WarpOp::Ballot => format!("((int)__ballot_sync({MASK}, {x}))"),
+            WarpOp::ShuffleUp => {
+                format!("sarek_shfl({x}, sarek_warp_lane() - (unsigned int)({lane}))")
+            }
+            WarpOp::ShuffleXor => {
+                format!("sarek_shfl({x}, sarek_warp_lane() ^ (unsigned int)({lane}))")
+            }
+            WarpOp::VoteAll => format!("(__all_sync(sarek_warp_mask(), {x}) != 0)"),
+            WarpOp::VoteAny => format!("(__any_sync(sarek_warp_mask(), {x}) != 0)"),
+            WarpOp::Ballot => format!("((int)__ballot_sync(sarek_warp_mask(), {x}))"),
         }
     }
 
@@ -256,6 +265,35 @@ pub(super) fn unsigned_atomic64(op: AtomicOp, f: &str, ptr: &str, vals: &[String
         _ => format!("{f}({uptr}, {})", u(&vals[0])),
     }
 }
+
+/// Partial warps (docs/language-notes.md): a warp is 32 consecutive threads of the block in
+/// linear order; the last warp of a block of `n` threads has `min(32, n - (t & ~31))` live
+/// lanes, and only those may be named in a `_sync` mask. A shuffle reads the source lane
+/// the language computes when it is live, else the caller's own value. `src` is that lane in
+/// 32-bit unsigned arithmetic: one compare with `live` rejects negative and past-the-end
+/// sources alike, and no source outside [0, 32) wraps into it (|lane +- d| < 2^32).
+const WARP_PRELUDE: &str = "\
+__device__ __forceinline__ unsigned int sarek_warp_thread() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+__device__ __forceinline__ unsigned int sarek_warp_lane() {
+    return sarek_warp_thread() & 31u;
+}
+__device__ __forceinline__ unsigned int sarek_warp_live() {
+    unsigned int rest = blockDim.x * blockDim.y * blockDim.z - (sarek_warp_thread() & ~31u);
+    return rest < 32u ? rest : 32u;
+}
+__device__ __forceinline__ unsigned int sarek_warp_mask() {
+    unsigned int live = sarek_warp_live();
+    return live == 32u ? 0xffffffffu : (1u << live) - 1u;
+}
+template <typename T>
+__device__ __forceinline__ T sarek_shfl(T x, unsigned int src) {
+    unsigned int live = sarek_warp_live();
+    unsigned int mask = live == 32u ? 0xffffffffu : (1u << live) - 1u;
+    return __shfl_sync(mask, x, (int)(src < live ? src : sarek_warp_lane()));
+}
+";
 
 #[cfg(test)]
 mod tests {
