@@ -3,12 +3,40 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
+int sarek_float32_to_int32(float x) {
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0f) return 2147483647;
+    if (x <= -2147483648.0f) return (-2147483647 - 1);
+    return (int)x;
+}
+
+int sarek_float64_to_int32(double x) {
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0) return 2147483647;
+    if (x <= -2147483648.0) return (-2147483647 - 1);
+    return (int)x;
+}
+
+long sarek_float64_to_int64(double x) {
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0) return 9223372036854775807L;
+    if (x <= -9223372036854775808.0) return (-9223372036854775807L - 1);
+    return (long)x;
+}
+
+long sarek_float32_to_int64(float x) {
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0f) return 9223372036854775807L;
+    if (x <= -9223372036854775808.0f) return (-9223372036854775807L - 1);
+    return (long)x;
+}
+
 __kernel void convert(__global float* f, int f_len, __global int* k, int k_len, __global double* d, int d_len, __global long* l, int l_len, __global int* fi, int fi_len, __global double* ff, int ff_len, __global long* il, int il_len, __global float* df, int df_len, int n) {
     int i = (int)get_global_id(0);
     if (i < n) {
-        fi[i] = (int)(((uint)convert_int_sat_rtz(f[i] * 100.0f) + (uint)convert_int_sat_rtz(d[i])) + (uint)((int)l[i]));
+        fi[i] = (int)(((uint)sarek_float32_to_int32(f[i] * 100.0f) + (uint)sarek_float64_to_int32(d[i])) + (uint)((int)l[i]));
         ff[i] = (((double)f[i]) + ((double)k[i])) + ((double)l[i]);
-        il[i] = (long)((((ulong)((long)k[i]) * 3000000000ul) + (ulong)convert_long_sat_rtz(d[i] * 1000000.0)) + (ulong)convert_long_sat_rtz(f[i]));
+        il[i] = (long)((((ulong)((long)k[i]) * 3000000000ul) + (ulong)sarek_float64_to_int64(d[i] * 1000000.0)) + (ulong)sarek_float32_to_int64(f[i]));
         df[i] = (((float)d[i]) + ((float)k[i])) + ((float)l[i]);
     }
 }

@@ -3,10 +3,17 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
+int sarek_float32_to_int32(float x) {
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0f) return 2147483647;
+    if (x <= -2147483648.0f) return (-2147483647 - 1);
+    return (int)x;
+}
+
 __kernel void sarek_convert_aliases(__global float* f, int f_len, __global int* k, int k_len, __global float* out, int out_len, __global int* back, int back_len, int n) {
     int i = (int)get_global_id(0);
     if (i < n) {
         out[i] = ((((float)k[i]) + ((float)(k[i] / 2))) + ((float)3)) + ((float)((double)f[i]));
-        back[i] = (int)((uint)convert_int_sat_rtz(f[i] * 50.0f) + (uint)convert_int_sat_rtz(((float)k[i]) / 3.0f));
+        back[i] = (int)((uint)sarek_float32_to_int32(f[i] * 50.0f) + (uint)sarek_float32_to_int32(((float)k[i]) / 3.0f));
     }
 }

@@ -6,6 +6,13 @@ static int sarek_abs_int(int x) {
     return x < 0 ? (int)((uint)0 - (uint)x) : x;
 }
 
+int sarek_float32_to_int32(float x) {
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0f) return 2147483647;
+    if (x <= -2147483648.0f) return (-2147483647 - 1);
+    return (int)x;
+}
+
 __kernel void bits(__global int* a, int a_len, __global int* flags, int flags_len, __global float* f, int f_len, int on) {
     int i = (int)get_global_id(0);
     if (i < a_len) {
@@ -44,7 +51,7 @@ __kernel void bits(__global int* a, int a_len, __global int* flags, int flags_le
         acc = (int)((uint)acc + (uint)((int)popcount(~x)));
         acc = max(acc, sarek_abs_int((int)(0 - (uint)acc)));
         acc = min(acc, 1000000);
-        acc = (int)((uint)acc + (uint)convert_int_sat_rtz(fmod(f[i], 0.75f)));
+        acc = (int)((uint)acc + (uint)sarek_float32_to_int32(fmod(f[i], 0.75f)));
         f[i] = (float)acc;
         a[i] = acc;
         flags[i] = ((!(flags[i] != 0)) && on) || (x != 7);

@@ -3,6 +3,13 @@
 #pragma OPENCL FP_CONTRACT OFF
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
+long sarek_float64_to_int64(double x) {
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0) return 9223372036854775807L;
+    if (x <= -9223372036854775808.0) return (-9223372036854775807L - 1);
+    return (long)x;
+}
+
 __kernel void math64(__global double* x, int x_len, __global double* y, int y_len, __global long* wide, int wide_len) {
     int i = (int)get_global_id(0);
     if (i < x_len) {
@@ -40,6 +47,6 @@ __kernel void math64(__global double* x, int x_len, __global double* y, int y_le
         acc = fmax(acc, -1e30);
         acc = fmod(acc, 1000.0);
         y[i] = acc;
-        wide[i] = (long)((ulong)((long)((ulong)convert_long_sat_rtz(acc) * (ulong)(-7L))) >> (3L & 63));
+        wide[i] = (long)((ulong)((long)((ulong)sarek_float64_to_int64(acc) * (ulong)(-7L))) >> (3L & 63));
     }
 }

@@ -38,8 +38,9 @@
 //!   the language's. Division by zero (and `min_int / -1`) is undefined behaviour in C: the
 //!   interpreter reports it as a fault, a GPU returns an unspecified value and PoCL on a CPU
 //!   may trap. Float `mod` is `fmod`.
-//! - Float to int conversion truncates; OpenCL uses `convert_<int>_sat_rtz` (saturating,
-//!   NaN to 0, like the interpreter); CUDA's cast compiles to the saturating `cvt.rzi`.
+//! - Float to int conversion truncates, saturates and maps NaN to 0, like the interpreter,
+//!   through a generated helper on every dialect: NVIDIA's OpenCL `convert_<int>_sat_rtz` and
+//!   `cvt.rzi` give min_int for NaN from float64 or into int64.
 //!
 //! Floating-point contraction (results must match the interpreter, which rounds every
 //! operation once):

@@ -1303,13 +1303,8 @@ impl<'a> Writer<'a> {
                 // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
                 // it to anything); the interpreter truncates and saturates, NaN -> 0.
                 if arg_scalar.is_float() && rs.is_int() {
-                    match self.d.saturating_convert(t, strip(&x)) {
-                        Some(converted) => converted,
-                        None => {
-                            let f = self.float_to_int(arg_scalar, rs);
-                            format!("{f}({})", strip(&x))
-                        }
-                    }
+                    let f = self.float_to_int(arg_scalar, rs);
+                    format!("{f}({})", strip(&x))
                 } else {
                     format!("(({t}){x})")
                 }

@@ -1329,8 +1329,15 @@ impl<'k> Writer<'k> {
         let text = match (from.is_float(), to.is_float()) {
             // Rounds to nearest, as the interpreter's `as` conversions do.
             (false, true) => format!("cvt.rn.{t}.{f} {d}, {a};"),
-            // Truncates toward zero, saturating, NaN -> 0: Rust `as` semantics.
-            (true, false) => format!("cvt.rzi.{t}.{f} {d}, {a};"),
+            // Truncates toward zero, saturating: Rust `as` semantics. NaN must become 0,
+            // which `cvt` does not do everywhere: the H200 gives min_int for NaN from
+            // float64 and into int64 (`findings/fixed/glsl_float_to_int_saturates.sarek`).
+            (true, false) => {
+                let (nan, raw) = (self.reg(Class::Pred), self.sreg(to));
+                self.emit(format!("setp.nan.{f} {nan}, {a}, {a};"));
+                self.emit(format!("cvt.rzi.{t}.{f} {raw}, {a};"));
+                format!("selp.{t} {d}, 0, {raw}, {nan};")
+            }
             (true, true) if to == Scalar::F64 => format!("cvt.f64.f32 {d}, {a};"),
             (true, true) => format!("cvt.rn.f32.f64 {d}, {a};"),
             (false, false) if from == Scalar::Bool || to == Scalar::Bool => {

@@ -225,11 +225,6 @@ pub(super) trait Rules: Sync {
     fn popcount(&self, x: &str, _wide: bool) -> String {
         format!("popcount({})", super::writer::strip(x))
     }
-    /// A saturating float-to-int conversion (NaN to 0) to C type `to`, where the dialect has
-    /// one; `None`: the writer's generated helper.
-    fn saturating_convert(&self, _to: &'static str, _x: &str) -> Option<String> {
-        None
-    }
     /// Whether the dialect's compiler miscompiles an arithmetic shift right of a negation
     /// (the writer then spells `(-x) asr n` without the negation).
     fn negation_under_asr_miscompiles(&self) -> bool {

@@ -130,10 +130,6 @@ impl Rules for OpenCl {
         format!("{name}({x})")
     }
 
-    fn saturating_convert(&self, to: &'static str, x: &str) -> Option<String> {
-        Some(format!("convert_{to}_sat_rtz({x})"))
-    }
-
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String {
         match op {
             WarpOp::Shuffle => format!("sub_group_shuffle({x}, (uint)({lane}))"),
