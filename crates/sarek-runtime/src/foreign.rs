@@ -43,7 +43,7 @@ mod tests {
     #[test]
     fn a_panic_becomes_its_message_and_the_depth_is_restored() {
         assert!(!inside_guard());
-        assert_eq!(guard(|| inside_guard()), Ok(true));
+        assert_eq!(guard(inside_guard), Ok(true));
         let quiet = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         let caught = guard(|| -> u32 { panic!("Expression [7] is not cached!") });
