@@ -11,6 +11,10 @@ struct sarek_geom {
     uint warp_size;
 };
 
+static int sarek_abs_int(int x) {
+    return x < 0 ? (int)((uint)0 - (uint)x) : x;
+}
+
 static int sarek_float32_to_int32(float x) {
     if (isnan(x)) return 0;
     if (x >= 2147483648.0f) return 2147483647;
@@ -66,7 +70,7 @@ static int sarek_float32_to_int32(float x) {
         }
         acc = (int)((uint)acc + (uint)((int)clz(x)));
         acc = (int)((uint)acc + (uint)((int)popcount(~x)));
-        acc = max(acc, abs((int)(0 - (uint)acc)));
+        acc = max(acc, sarek_abs_int((int)(0 - (uint)acc)));
         acc = min(acc, 1000000);
         acc = (int)((uint)acc + (uint)sarek_float32_to_int32(fmod(f[i], 0.75f)));
         f[i] = (float)acc;

@@ -11,6 +11,10 @@ struct sarek_geom {
     uint warp_size;
 };
 
+static int sarek_abs_int(int x) {
+    return x < 0 ? (int)((uint)0 - (uint)x) : x;
+}
+
 [[kernel]] void math_int(
     device int* a [[buffer(0)]],
     constant int& a_len [[buffer(1)]],
@@ -26,6 +30,6 @@ struct sarek_geom {
     int i = (int)(geom.block_idx.x * geom.block_dim.x + geom.thread_idx.x);
     if (i < n) {
         int v = (int)((uint)a[i] - 500u);
-        out[i] = (int)(((((uint)abs(v) + (uint)min(v, 100)) + (uint)max(v, -100)) + (uint)((int)clz(a[i]))) + ((uint)((int)popcount(a[i])) * 64u));
+        out[i] = (int)(((((uint)sarek_abs_int(v) + (uint)min(v, 100)) + (uint)max(v, -100)) + (uint)((int)clz(a[i]))) + ((uint)((int)popcount(a[i])) * 64u));
     }
 }

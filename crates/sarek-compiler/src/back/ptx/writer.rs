@@ -1262,7 +1262,17 @@ impl<'k> Writer<'k> {
                 let d = self.sreg(s);
                 let t = arith(s);
                 match op {
-                    Intrinsic::Abs => self.emit(format!("abs.{t} {d}, {};", vals[0])),
+                    Intrinsic::Abs if s.is_float() => {
+                        self.emit(format!("abs.{t} {d}, {};", vals[0]))
+                    }
+                    // `abs.s32` of min_int is undefined in PTX, and ptxas folded a later
+                    // `rem` as if the result were non-negative: negate below zero, wrapping.
+                    Intrinsic::Abs => {
+                        let (x, neg, below) = (vals[0], self.sreg(s), self.reg(Class::Pred));
+                        self.emit(format!("setp.lt.{t} {below}, {x}, 0;"));
+                        self.emit(format!("sub.{t} {neg}, 0, {x};"));
+                        self.emit(format!("selp.{t} {d}, {neg}, {x}, {below};"));
+                    }
                     Intrinsic::Min => self.emit(format!("min.{t} {d}, {}, {};", vals[0], vals[1])),
                     _ => self.emit(format!("max.{t} {d}, {}, {};", vals[0], vals[1])),
                 }

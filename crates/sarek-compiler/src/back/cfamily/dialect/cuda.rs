@@ -163,12 +163,17 @@ impl Rules for Cuda {
         }
     }
 
-    fn abs(&self, s: Scalar, x: &str, _emit: &mut dyn Emit) -> String {
+    fn abs(&self, s: Scalar, x: &str, emit: &mut dyn Emit) -> String {
         match s {
             Scalar::F32 => format!("fabsf({x})"),
             Scalar::F64 => format!("fabs({x})"),
-            Scalar::I64 => format!("llabs({x})"),
-            _ => format!("abs({x})"),
+            _ => super::wrapping_abs(
+                self.helper_qualifier(),
+                self.scalar(s),
+                self.unsigned(s),
+                x,
+                emit,
+            ),
         }
     }
 

@@ -13,7 +13,7 @@ mod hip;
 mod metal;
 mod opencl;
 
-use super::writer::Features;
+use super::writer::{Features, INDENT};
 use crate::back::names::Keywords;
 use crate::intrinsics::{AtomicOp, Geometry, MathFn, WarpOp};
 use crate::ir::analysis::Support;
@@ -210,12 +210,19 @@ pub(super) trait Rules: Sync {
         if max { "fmax" } else { "fmin" }
     }
     /// `abs` of `x` (unparenthesised) of scalar `s`, wrapping at the integer minimum.
-    fn abs(&self, s: Scalar, x: &str, _emit: &mut dyn Emit) -> String {
+    /// C's integer `abs` is undefined there, and compilers use that: ptxas folded a later
+    /// `mod` as if `abs` were non-negative. Hence a helper that wraps, as the interpreter does.
+    fn abs(&self, s: Scalar, x: &str, emit: &mut dyn Emit) -> String {
         if s.is_float() {
-            format!("fabs({x})")
-        } else {
-            format!("abs({x})")
+            return format!("fabs({x})");
         }
+        wrapping_abs(
+            self.helper_qualifier(),
+            self.scalar(s),
+            self.unsigned(s),
+            x,
+            emit,
+        )
     }
     /// Count of leading zeros of `x` (an operand), int64 when `wide`.
     fn clz(&self, x: &str, _wide: bool) -> String {
@@ -235,6 +242,17 @@ pub(super) trait Rules: Sync {
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String;
     /// An atomic read-modify-write returning the old value.
     fn atomic(&self, call: &AtomicCall, emit: &mut dyn Emit) -> String;
+}
+
+/// A call of the helper `sarek_abs_<t>`: integer `abs` of `x` that wraps at the minimum
+/// (C's `abs` is undefined there); `q` qualifies the helper, `u` is `t`'s unsigned type.
+fn wrapping_abs(q: &str, t: &str, u: &str, x: &str, emit: &mut dyn Emit) -> String {
+    let name = emit.helper(&format!("abs:{t}"), &format!("sarek_abs_{t}"), &|name| {
+        format!(
+            "{q}{t} {name}({t} x) {{\n{INDENT}return x < 0 ? ({t})(({u})0 - ({u})x) : x;\n}}\n\n"
+        )
+    });
+    format!("{name}({x})")
 }
 
 /// `#pragma unroll [N]`, the spelling CUDA documents and every OpenCL compiler in use takes.
