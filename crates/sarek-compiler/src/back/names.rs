@@ -204,11 +204,15 @@ impl Namer {
     /// - an identifier the target does not reserve is itself;
     /// - a reserved identifier is `sarek_<name>` (the targets that escape reserve `sarek_*`,
     ///   so a source name already in that namespace is escaped too);
-    /// - anything else (`x'`) is `sarek_q_` followed by the name with `_` doubled, `'` and
-    ///   other ASCII as `_x<2 hex digits>`, other characters as `_u<6 hex digits>`.
+    /// - anything else (`x'`) is `sarek_q` followed by the name with letters and digits kept,
+    ///   other ASCII (`_` and `'` included) as `_x<2 hex digits>`, other characters as
+    ///   `_u<6 hex digits>`.
     ///
-    /// The three images are disjoint (the first never starts with `sarek_`, no reserved word
-    /// starts with `q_`) and each branch is injective, so the rule is.
+    /// The three images are disjoint: the first never starts with `sarek_`, and a quoted
+    /// spelling never contains `__` (every `_` starts an escape, which continues with `x` or
+    /// `u`), so it is not `sarek_` + a reserved word even where GLSL reserves every name with
+    /// `__` (no target keyword starts with `q` followed by such a spelling). Each branch is
+    /// injective, so the rule is.
     pub fn escape(&self, name: &str) -> String {
         if is_identifier(name) {
             if self.is_reserved(name) {
@@ -216,10 +220,9 @@ impl Namer {
             }
             return name.to_string();
         }
-        let mut out = format!("{ESCAPE_PREFIX}q_");
+        let mut out = format!("{ESCAPE_PREFIX}q");
         for c in name.chars() {
             match c {
-                '_' => out.push_str("__"),
                 c if c.is_ascii_alphanumeric() => out.push(c),
                 c if c.is_ascii() => out.push_str(&format!("_x{:02x}", c as u32)),
                 c => out.push_str(&format!("_u{:06x}", c as u32)),
@@ -360,10 +363,13 @@ mod tests {
         assert_eq!(wgsl.escape("x"), "x");
         assert_eq!(wgsl.escape("__i"), "sarek___i");
         assert_eq!(wgsl.escape("sarek__i"), "sarek_sarek__i");
-        assert_eq!(wgsl.escape("_"), "sarek_q___");
+        assert_eq!(wgsl.escape("_"), "sarek_q_x5f");
         assert_eq!(wgsl.escape("if"), "sarek_if");
-        assert_eq!(wgsl.escape("x'"), "sarek_q_x_x27");
-        assert_eq!(wgsl.escape("a_b'"), "sarek_q_a__b_x27");
+        assert_eq!(wgsl.escape("x'"), "sarek_qx_x27");
+        assert_eq!(wgsl.escape("a_b'"), "sarek_qa_x5fb_x27");
+        // GLSL reserves `q___` (a `__`): its escape must not meet the quoted `_`.
+        let glsl = Namer::new(Keywords::of(Target::Glsl));
+        assert_ne!(glsl.escape("q___"), glsl.escape("_"));
     }
 
     /// No target reserves a word the escaped images could meet: `q_*` (the non-identifier

@@ -152,7 +152,7 @@ fn kitchen_sink_assembles() {
         sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).expect("generates");
     assert!(
         out.source
-            .contains(".visible .entry sarek_q_kitchen_x27sink("),
+            .contains(".visible .entry sarek_qkitchen_x27sink("),
         "{}",
         out.source
     );
