@@ -246,7 +246,7 @@ pub(super) trait Rules: Sync {
 
 /// A call of the helper `sarek_abs_<t>`: integer `abs` of `x` that wraps at the minimum
 /// (C's `abs` is undefined there); `q` qualifies the helper, `u` is `t`'s unsigned type.
-fn wrapping_abs(q: &str, t: &str, u: &str, x: &str, emit: &mut dyn Emit) -> String {
+pub(super) fn wrapping_abs(q: &str, t: &str, u: &str, x: &str, emit: &mut dyn Emit) -> String {
     let name = emit.helper(&format!("abs:{t}"), &format!("sarek_abs_{t}"), &|name| {
         format!(
             "{q}{t} {name}({t} x) {{\n{INDENT}return x < 0 ? ({t})(({u})0 - ({u})x) : x;\n}}\n\n"

@@ -127,14 +127,7 @@ impl Rules for OpenCl {
         if s.is_float() {
             return format!("fabs({x})");
         }
-        let t = self.scalar(s);
-        let u = self.unsigned(s);
-        let name = emit.helper(&format!("abs:{t}"), &format!("sarek_abs_{t}"), &|name| {
-            format!(
-                "static {t} {name}({t} x) {{\n{INDENT}return x < 0 ? ({t})(({u})0 - ({u})x) : x;\n}}\n\n"
-            )
-        });
-        format!("{name}({x})")
+        super::wrapping_abs("static ", self.scalar(s), self.unsigned(s), x, emit)
     }
 
     fn warp(&self, op: WarpOp, x: &str, lane: &str) -> String {
