@@ -16,6 +16,8 @@
 //!   its profiling interval (start to end) is the kernel time `sync` reports.
 //! - Floating point: the source turns FP contraction off; the build adds
 //!   `-cl-fp32-correctly-rounded-divide-sqrt` where the device supports it.
+//! - PoCL builds with `-cl-opt-disable`: its optimised code loses values kept across
+//!   barriers (a defect of PoCL 3.1, `sarek-difftest` findings).
 
 use crate::bind::{LaunchPlan, Positional};
 use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
@@ -81,6 +83,11 @@ fn open_best() -> Result<OpenClDevice, RuntimeError> {
     }
 }
 
+/// Whether `device` is PoCL (its version string names it, e.g. "OpenCL 3.0 PoCL 3.1 ...").
+fn is_pocl(device: &opencl3::device::Device) -> bool {
+    device.version().is_ok_and(|v| v.contains("PoCL"))
+}
+
 /// A program built for this device and its entry point.
 struct Compiled {
     _program: Program,
@@ -125,6 +132,13 @@ impl OpenClDevice {
         let mut build_options = String::from("-cl-std=CL1.2");
         if device.single_fp_config().unwrap_or(0) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0 {
             build_options.push_str(" -cl-fp32-correctly-rounded-divide-sqrt");
+        }
+        if is_pocl(&device) {
+            // PoCL 3.1 loses per-work-item values that its optimised code keeps across a
+            // barrier (a loop's result, in a few work-items it takes for uniform):
+            // crates/sarek-difftest/findings/fixed/pocl_loop_value_across_barriers*.sarek.
+            // Unoptimised builds keep every such value per work-item.
+            build_options.push_str(" -cl-opt-disable");
         }
         let unavailable =
             |what: &str, e: opencl3::error_codes::ClError| RuntimeError::Unavailable {
