@@ -269,52 +269,11 @@ pub fn batch_program(target: Target, sources: &[&str]) -> Option<String> {
     }
 }
 
-/// Several generated OpenCL C sources as one translation unit (C has no namespaces): each
-/// source between `#define NAME NAME_batch<j>` and `#undef NAME` for every name it declares
-/// at file scope (its types, helpers and kernel), so the names of two sources never meet.
-/// The writer puts every file-scope declaration on a line of its own at column 0 (`typedef
-/// struct {` .. `} NAME;`, `RESULT NAME(PARAMS) {`); `None` for any other file-scope line
-/// or preprocessor line than a `#pragma`. A name this misses makes the joined program fail,
-/// and each source is then checked alone.
+/// Several generated OpenCL C sources as one translation unit: the `opencl` backend's own
+/// joining ([`sarek_runtime::opencl::batch::join`], each source's file-scope names renamed
+/// `NAME_batch<j>`), so the validator checks the program PoCL builds.
 pub fn opencl_batch(sources: &[&str]) -> Option<String> {
-    let is_ident = |w: &str| {
-        !w.is_empty()
-            && !w.starts_with(|c: char| c.is_ascii_digit())
-            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    let mut program = String::new();
-    for (j, source) in sources.iter().enumerate() {
-        let mut names: Vec<&str> = Vec::new();
-        for line in source.lines() {
-            if line.is_empty() || line.starts_with([' ', '\t']) || line.starts_with("//") {
-                continue;
-            }
-            if line.starts_with('#') {
-                if !line.starts_with("#pragma") {
-                    return None;
-                }
-            } else if let Some(rest) = line.strip_prefix('}') {
-                let name = rest.trim().trim_end_matches(';').trim();
-                if !name.is_empty() {
-                    names.push(is_ident(name).then_some(name)?);
-                }
-            } else if line.starts_with("typedef struct {") {
-            } else {
-                let head = &line[..line.find('(')?];
-                let name = head.rsplit([' ', '*']).next()?;
-                names.push(is_ident(name).then_some(name)?);
-            }
-        }
-        for n in &names {
-            let _ = writeln!(program, "#define {n} {n}_batch{j}");
-        }
-        program.push_str(source);
-        program.push('\n');
-        for n in &names {
-            let _ = writeln!(program, "#undef {n}");
-        }
-    }
-    Some(program)
+    sarek_runtime::opencl::batch::join(sources)
 }
 
 /// Several generated CUDA C sources as one translation unit: each in its own namespace,

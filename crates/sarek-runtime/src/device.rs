@@ -270,6 +270,11 @@ pub trait Device: Send + Sync {
     /// Generate and build `kernel` (uncached: [`crate::launch::build`] caches per
     /// [`crate::kernel::BuildKey`]). A refusal is a located [`RuntimeError::Refused`].
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError>;
+    /// Build `kernels` ahead of their first launch where the backend can share work among
+    /// them (OpenCL: one program for all); each launch then finds its build in the cache.
+    /// Best effort: a kernel left out, refused or failing is built alone on first use, so
+    /// errors are the same as without it. The default does nothing.
+    fn prebuild(&self, _kernels: &[KernelHandle]) {}
     /// Allocate `bytes` bytes (at least 4) of device memory. Contents are unspecified.
     fn alloc(&self, bytes: usize) -> Result<Box<dyn Allocation>, RuntimeError>;
     /// Copy `bytes` to the start of `mem`.

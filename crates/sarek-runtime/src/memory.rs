@@ -260,6 +260,11 @@ impl DeviceCore {
             .clone())
     }
 
+    /// Whether `key` is built already.
+    pub fn is_built(&self, key: &BuildKey) -> bool {
+        lock(&self.builds).contains_key(key)
+    }
+
     /// Drop every build (a backend whose builds must go before its context does).
     pub fn clear_builds(&self) {
         lock(&self.builds).clear();

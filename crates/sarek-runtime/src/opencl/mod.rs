@@ -9,6 +9,8 @@
 //!   a located [`RuntimeError::Refused`] naming OpenCL C.
 //! - Programs are cached per generated source (one cache per device), so a kernel is built
 //!   once however often it is launched; build logs come back as [`RuntimeError::Compile`].
+//!   [`Device::prebuild`] builds several kernels as one program ([`batch`]), paying the
+//!   driver's fixed cost per program once.
 //! - Buffers are `cl_mem` objects; uploads and downloads are blocking writes and reads on
 //!   the device's one in-order queue, so they are ordered with the launches around them.
 //! - Dispatch sets the plan's positional arguments ([`crate::bind`]) and enqueues without
@@ -43,6 +45,8 @@ use sarek_compiler::back::cfamily::Dialect;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::target::TargetOptions;
 use std::sync::{Arc, Mutex, OnceLock};
+
+pub mod batch;
 use std::time::Duration;
 
 /// Open the best OpenCL device, or say why there is none. The device (its context, queue and
@@ -90,7 +94,8 @@ fn is_pocl(device: &opencl3::device::Device) -> bool {
 
 /// A program built for this device and its entry point.
 struct Compiled {
-    _program: Program,
+    /// Shared by every kernel of a program built for several ([`Device::prebuild`]).
+    _program: Arc<Program>,
     /// An OpenCL kernel object holds its arguments: one launch at a time sets them.
     kernel: Mutex<ClKernel>,
 }
@@ -171,20 +176,27 @@ impl OpenClDevice {
         })
     }
 
-    fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
+    /// The generated OpenCL C of `kernel` and its ABI, or the located refusal.
+    fn generate(&self, kernel: &Kernel) -> Result<sarek_compiler::target::Generated, RuntimeError> {
         let support =
             sarek_compiler::back::support::opencl(&self.options).on_device(&self.info.name);
         crate::capability::check(kernel, &support)?;
-        let generated =
-            sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
-                .map_err(|d| {
-                    RuntimeError::refused(sarek_compiler::Target::OpenCl, &kernel.name, d)
-                })?;
-        let mut options = self.build_options.clone();
-        if generated.source.contains("sub_group_") {
-            // The subgroup built-ins are OpenCL C 2.0 functions.
-            options = options.replace("-cl-std=CL1.2", "-cl-std=CL2.0");
+        sarek_compiler::back::cfamily::generate(kernel, Dialect::OpenCl, &self.options)
+            .map_err(|d| RuntimeError::refused(sarek_compiler::Target::OpenCl, &kernel.name, d))
+    }
+
+    /// The build options for `source`: the subgroup built-ins are OpenCL C 2.0 functions.
+    fn options_for(&self, source: &str) -> String {
+        if source.contains("sub_group_") {
+            self.build_options.replace("-cl-std=CL1.2", "-cl-std=CL2.0")
+        } else {
+            self.build_options.clone()
         }
+    }
+
+    fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
+        let generated = self.generate(kernel)?;
+        let options = self.options_for(&generated.source);
         let program =
             Program::create_and_build_from_source(&self.context, &generated.source, &options)
                 .map_err(|log| {
@@ -193,19 +205,70 @@ impl OpenClDevice {
                         kernel.name, self.info.name
                     ))
                 })?;
-        let cl_kernel = ClKernel::create(&program, &generated.abi.entry_point).map_err(|e| {
-            RuntimeError::Compile(format!(
-                "OpenCL: no entry point `{}` ({e})",
-                generated.abi.entry_point
-            ))
+        let compiled = Compiled::new(Arc::new(program), &generated.abi.entry_point)?;
+        Ok((compiled, generated.abi))
+    }
+
+    /// Build `kernels` as one program per OpenCL C version ([`batch::join`]) and put each
+    /// kernel's build in the cache. A kernel that is refused or specialised per block size
+    /// is left out; a joined program that fails to build leaves its kernels to be built
+    /// alone, so a build error is always the kernel's own.
+    fn prebuild_joined(&self, kernels: &[KernelHandle]) {
+        let mut members: Vec<(&KernelHandle, sarek_compiler::target::Generated)> = Vec::new();
+        for k in kernels {
+            let key = crate::kernel::BuildKey::new(k);
+            if self.core.is_built(&key) || sarek_compiler::ir::specialize::needs_block_size(k.ir())
+            {
+                continue;
+            }
+            if let Ok(g) = self.generate(k.ir()) {
+                members.push((k, g));
+            }
+        }
+        for subgroups in [false, true] {
+            let group: Vec<_> = members
+                .iter()
+                .filter(|(_, g)| g.source.contains("sub_group_") == subgroups)
+                .collect();
+            if group.len() < 2 {
+                continue;
+            }
+            let sources: Vec<&str> = group.iter().map(|(_, g)| g.source.as_str()).collect();
+            let Some(joined) = batch::join(&sources) else {
+                continue;
+            };
+            let options = self.options_for(&joined);
+            let Ok(program) =
+                Program::create_and_build_from_source(&self.context, &joined, &options)
+            else {
+                continue;
+            };
+            let program = Arc::new(program);
+            for (j, (handle, g)) in group.iter().enumerate() {
+                let entry = batch::renamed(&g.abi.entry_point, j);
+                if let Ok(compiled) = Compiled::new(program.clone(), &entry) {
+                    let built = Built {
+                        kernel: (*handle).clone(),
+                        abi: g.abi.clone(),
+                        exe: Box::new(compiled),
+                    };
+                    let key = crate::kernel::BuildKey::new(handle);
+                    let _ = self.core.build_cached(&key, || Ok(built));
+                }
+            }
+        }
+    }
+}
+
+impl Compiled {
+    fn new(program: Arc<Program>, entry: &str) -> Result<Compiled, RuntimeError> {
+        let kernel = ClKernel::create(&program, entry).map_err(|e| {
+            RuntimeError::Compile(format!("OpenCL: no entry point `{entry}` ({e})"))
         })?;
-        Ok((
-            Compiled {
-                _program: program,
-                kernel: Mutex::new(cl_kernel),
-            },
-            generated.abi,
-        ))
+        Ok(Compiled {
+            _program: program,
+            kernel: Mutex::new(kernel),
+        })
     }
 }
 
@@ -257,6 +320,10 @@ impl Device for OpenClDevice {
 
     fn layout_rules(&self) -> LayoutRules {
         sarek_compiler::back::cfamily::LAYOUT
+    }
+
+    fn prebuild(&self, kernels: &[KernelHandle]) {
+        self.prebuild_joined(kernels);
     }
 
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
