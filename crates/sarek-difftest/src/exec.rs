@@ -71,6 +71,18 @@ pub fn open(backend: Backend) -> Result<Dev, String> {
     discover::open(backend).map_err(|e| discover::unavailable_reason(&e))
 }
 
+pub use sarek_runtime::spirv::SharedSpirv;
+
+/// As [`open`], with `vulkan` taking the SPIR-V the GLSL validator compiled from the same
+/// source out of `shared` (one glslang run instead of two; the module is the same).
+pub fn open_sharing(backend: Backend, shared: &Arc<SharedSpirv>) -> Result<Dev, String> {
+    match backend {
+        Backend::Vulkan => sarek_runtime::vulkan::open_sharing(shared.clone())
+            .map_err(|e| discover::unavailable_reason(&e)),
+        _ => open(backend),
+    }
+}
+
 /// The result of one launch.
 pub enum Ran {
     Ok {

@@ -103,12 +103,16 @@ pub struct Harness {
 impl Harness {
     pub fn new(backends: &[BackendKind], targets: &[Target]) -> Result<Harness, String> {
         let interp = exec::open(BackendKind::Interp)?;
-        let devices = backends.iter().map(|b| (*b, exec::open(*b))).collect();
+        let validators = Validators::find();
+        let devices = backends
+            .iter()
+            .map(|b| (*b, exec::open_sharing(*b, validators.shared_spirv())))
+            .collect();
         Ok(Harness {
             interp,
             devices,
             targets: targets.to_vec(),
-            validators: Validators::find(),
+            validators,
         })
     }
 

@@ -6,9 +6,11 @@
 //! A validator that is not installed makes its column `unavailable`, never a failure.
 
 use crate::exec::Target;
+use sarek_runtime::spirv::SharedSpirv;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 /// What one validator said.
 #[derive(Clone, Debug)]
@@ -27,6 +29,8 @@ pub struct Validators {
     nvrtc: Result<(), String>,
     ptxas: Option<PathBuf>,
     metal_shim: PathBuf,
+    /// The GLSL validator's SPIR-V, kept for the `vulkan` backend of the same harness.
+    shared_spirv: Arc<SharedSpirv>,
 }
 
 /// The targets with a validator, in column order.
@@ -99,6 +103,7 @@ impl Validators {
             ptxas: find_ptxas(),
             scratch,
             metal_shim,
+            shared_spirv: Arc::default(),
         }
     }
 
@@ -117,7 +122,7 @@ impl Validators {
     pub fn check(&self, target: Target, source: &str) -> Verdict {
         let result = match target {
             Target::Wgsl => naga_validate(source),
-            Target::Glsl => glsl(source),
+            Target::Glsl => self.glsl(source),
             Target::OpenCl => self.clang_cl(source),
             Target::Cuda => crate::exec::nvrtc_compile(source, 90),
             Target::Ptx => self.ptxas(source),
@@ -218,6 +223,21 @@ impl Validators {
         )
     }
 
+    /// GLSL -> SPIR-V with glslang, then spirv-val. The words are kept for the `vulkan`
+    /// backend, which builds the same source when the device needs no other GLSL.
+    fn glsl(&self, source: &str) -> Result<(), String> {
+        use sarek_runtime::spirv;
+        let words = self
+            .shared_spirv
+            .compile_and_keep(source)
+            .map_err(|e| e.to_string())?;
+        spirv::validate(&words).map_err(|e| e.to_string())
+    }
+
+    pub fn shared_spirv(&self) -> &Arc<SharedSpirv> {
+        &self.shared_spirv
+    }
+
     pub fn scratch(&self) -> &Path {
         &self.scratch
     }
@@ -249,12 +269,6 @@ pub fn naga_validate(src: &str) -> Result<(), String> {
         .validate(&module)
         .map(|_| ())
         .map_err(|e| e.emit_to_string(src))
-}
-
-fn glsl(source: &str) -> Result<(), String> {
-    use sarek_runtime::spirv;
-    let words = spirv::compile(source).map_err(|e| e.to_string())?;
-    spirv::validate(&words).map_err(|e| e.to_string())
 }
 
 /// The sources of `target` joined into one program its validator checks at once, where

@@ -7,9 +7,11 @@
 //! not in the compiler, so the compiler spawns nothing; it is not behind the `vulkan` feature
 //! because it needs no GPU crate and the GLSL validators use it without a device.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::Mutex;
 
 /// The Vulkan version the SPIR-V targets (lavapipe and every current driver have 1.1).
 pub const TARGET_ENV: &str = "vulkan1.1";
@@ -142,5 +144,45 @@ pub fn validate(words: &[u32]) -> Result<(), SpirvError> {
         let mut log = String::from_utf8_lossy(&output.stdout).into_owned();
         log.push_str(&String::from_utf8_lossy(&output.stderr));
         Err(SpirvError::Invalid(log))
+    }
+}
+
+/// SPIR-V compiled by one user of glslang, kept for another that compiles the same GLSL:
+/// a differential tester validates the GLSL generator's output and then runs the same
+/// source on the `vulkan` backend ([`crate::vulkan::open_sharing`]), and glslang's ~100 ms
+/// of CPU per process need not be paid twice. Held and passed explicitly (no global), and
+/// bounded: it keeps the most recent [`SharedSpirv::CAPACITY`] modules.
+#[derive(Default)]
+pub struct SharedSpirv {
+    recent: Mutex<VecDeque<(String, Vec<u32>)>>,
+}
+
+impl SharedSpirv {
+    pub const CAPACITY: usize = 64;
+
+    /// [`compile`] `source`, keeping its words for a later [`SharedSpirv::compile`].
+    pub fn compile_and_keep(&self, source: &str) -> Result<Vec<u32>, SpirvError> {
+        let words = compile(source)?;
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if recent.len() == Self::CAPACITY {
+            recent.pop_front();
+        }
+        recent.push_back((source.to_string(), words.clone()));
+        Ok(words)
+    }
+
+    /// The words kept for `source` (given out once), else [`compile`] it.
+    pub fn compile(&self, source: &str) -> Result<Vec<u32>, SpirvError> {
+        let kept = {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            recent
+                .iter()
+                .position(|(s, _)| s == source)
+                .and_then(|at| recent.remove(at))
+        };
+        match kept {
+            Some((_, words)) => Ok(words),
+            None => compile(source),
+        }
     }
 }

@@ -8,7 +8,8 @@
 //! - Caches: SPIR-V modules and pipeline layouts per generated GLSL source (the GLSL depends
 //!   on the kernel and on the device's capabilities), pipelines per (source, block size); the
 //!   block size is a specialization constant, so one module serves every block size. A
-//!   `VkPipelineCache` sits under both.
+//!   `VkPipelineCache` sits under both. [`open_sharing`] takes SPIR-V another user already
+//!   compiled from the same GLSL ([`spirv::SharedSpirv`]).
 //! - A launch packs every vector into a host-visible storage buffer with the ABI's std430
 //!   element layout (one column per leaf on the host), packs scalars and lengths into the push
 //!   constants at the ABI's offsets, dispatches, waits on a fence, and unpacks the buffers
@@ -63,13 +64,27 @@ pub fn open_without_64bit_types() -> Result<Arc<dyn Device>, RuntimeError> {
     open_with(true)
 }
 
+/// As [`open`], with GLSL compiled through `shared`: SPIR-V another user compiled from the
+/// same source is taken from it instead of running glslang again.
+pub fn open_sharing(shared: Arc<spirv::SharedSpirv>) -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with_spirv(false, Some(shared))
+}
+
 fn open_with(mask_64bit: bool) -> Result<Arc<dyn Device>, RuntimeError> {
+    open_with_spirv(mask_64bit, None)
+}
+
+fn open_with_spirv(
+    mask_64bit: bool,
+    shared: Option<Arc<spirv::SharedSpirv>>,
+) -> Result<Arc<dyn Device>, RuntimeError> {
     if !spirv::glslang_available() {
         return Err(unavailable(
             "glslangValidator (package glslang-tools) is not installed",
         ));
     }
-    let state = State::new(mask_64bit)?;
+    let mut state = State::new(mask_64bit)?;
+    state.shared_spirv = shared;
     Ok(crate::memory::register(VulkanDevice {
         core: DeviceCore::new(format!("vulkan ({})", state.info.name)),
         info: state.info.clone(),
@@ -161,6 +176,8 @@ struct State {
     pipelines: HashMap<(KernelId, [u32; 3]), vk::Pipeline>,
     /// Launches submitted since the last sync.
     submitted: Vec<Submitted>,
+    /// Where SPIR-V compiled elsewhere from the same GLSL is taken from ([`open_sharing`]).
+    shared_spirv: Option<Arc<spirv::SharedSpirv>>,
 }
 
 // SAFETY: the Vulkan handles are plain identifiers; every use goes through the Mutex, which
@@ -334,6 +351,7 @@ impl State {
             modules: HashMap::new(),
             pipelines: HashMap::new(),
             submitted: Vec::new(),
+            shared_spirv: None,
         })
     }
 
@@ -344,7 +362,11 @@ impl State {
         abi: &sarek_compiler::abi::Abi,
     ) -> Result<&Module, RuntimeError> {
         if !self.modules.contains_key(source) {
-            let words = spirv::compile(source).map_err(|e| {
+            let words = match &self.shared_spirv {
+                Some(shared) => shared.compile(source),
+                None => spirv::compile(source),
+            }
+            .map_err(|e| {
                 RuntimeError::Compile(format!("glslang rejected the generated GLSL: {e}"))
             })?;
             let d = &self.device;
