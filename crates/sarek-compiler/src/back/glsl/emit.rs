@@ -1519,13 +1519,16 @@ fn builtin_helper(key: &str) -> String {
         "T sarek_h_acos_S(T x) {\n    if (x < -HALF) return T(3.1415926535897932) - T(2) * sarek_h_asin_S(sqrt(HALF * (ONE + x)));\n    if (x > HALF) return T(2) * sarek_h_asin_S(sqrt(HALF * (ONE - x)));\n    return T(1.5707963267948966) - sarek_h_asin_S(x);\n}\n".into(),
     );
     // Float to integer: truncate toward zero, saturate, NaN to 0 (the interpreter's rule).
+    // The last `max` is a no-op (x is above the minimum there) that keeps Mesa from folding
+    // `int(float(i))` to `i`, which it does for a bare `int(x)` although float32 rounds i
+    // (findings/fixed/lavapipe_int_float_int_roundtrip.sarek).
     templates.insert(
         "ftoi32",
-        "int sarek_h_ftoi32_S(T x) {\n    if (isnan(x)) return 0;\n    if (x >= T(2147483648.0)) return 2147483647;\n    if (x <= T(-2147483648.0)) return int(0x80000000u);\n    return int(x);\n}\n".into(),
+        "int sarek_h_ftoi32_S(T x) {\n    if (isnan(x)) return 0;\n    if (x >= T(2147483648.0)) return 2147483647;\n    if (x <= T(-2147483648.0)) return int(0x80000000u);\n    return int(max(x, T(-2147483648.0)));\n}\n".into(),
     );
     templates.insert(
         "ftoi64",
-        "int64_t sarek_h_ftoi64_S(T x) {\n    if (isnan(x)) return 0l;\n    if (x >= T(9223372036854775808.0)) return 9223372036854775807l;\n    if (x <= T(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);\n    return int64_t(x);\n}\n".into(),
+        "int64_t sarek_h_ftoi64_S(T x) {\n    if (isnan(x)) return 0l;\n    if (x >= T(9223372036854775808.0)) return 9223372036854775807l;\n    if (x <= T(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);\n    return int64_t(max(x, T(-9223372036854775808.0)));\n}\n".into(),
     );
     templates.insert("clz", if short == "i64" {
         "int sarek_h_clz_S(int64_t x) {\n    uint hi = uint(uint64_t(x) >> 32);\n    uint lo = uint(uint64_t(x) & 0xffffffffUL);\n    return hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo);\n}\n".into()
