@@ -35,6 +35,9 @@ int64_t sarek_h_ftoi64_f32(float x) {
     if (x <= float(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);
     return int64_t(max(x, float(-9223372036854775808.0)));
 }
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 int sarek_h_ftoi32_f64(double x) {
     if (isnan(x)) return 0;
     if (x >= double(2147483648.0)) return 2147483647;
@@ -52,7 +55,7 @@ void main() {
     if ((i < sarek_pc.n)) {
         fi[i] = ((sarek_h_ftoi32_f32((f[i] * 100.0)) + sarek_h_ftoi32_f64(d[i])) + int(l[i]));
         ff[i] = ((double(f[i]) + double(k[i])) + double(l[i]));
-        il[i] = (((int64_t(k[i]) * 3000000000l) + sarek_h_ftoi64_f64((d[i] * 1000000.0lf))) + sarek_h_ftoi64_f32(f[i]));
+        il[i] = (((sarek_h_sext_i32(k[i]) * 3000000000l) + sarek_h_ftoi64_f64((d[i] * 1000000.0lf))) + sarek_h_ftoi64_f32(f[i]));
         df[i] = ((float(d[i]) + float(k[i])) + float(l[i]));
     }
 }

@@ -97,6 +97,9 @@ float sarek_h_round_f32(float x) {
     float t = trunc(x);
     return abs(x - t) >= 0.5 ? t + sign(x) : t;
 }
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 float sarek_h_fadd13(int i, float v) {
     uint cur = sarek_sh13_acc[i];
     while (true) {
@@ -154,7 +157,7 @@ void main() {
             }
         }
         d[i] = sqrt(((d[i] * d[i]) + 1.0lf));
-        big[i] = (((big[i] * 3l) + int64_t(int(sarek_h_clz_i32(i)))) + int64_t(uint64_t(sarek_pc.n64) >> int(3l & 63l)));
+        big[i] = (((big[i] * 3l) + sarek_h_sext_i32(int(sarek_h_clz_i32(i)))) + int64_t(uint64_t(sarek_pc.n64) >> int(3l & 63l)));
         y[i] = ((((((s + r) + area) + float(((m + sh) + a))) + exp(x[i])) + sarek_h_round_f32((x[i] * 3.5))) + sarek_h_pow_f32(x[i], 3.0));
         pts[i] = sarek_t_point(r, area, (!q.on));
         sarek_t_shape if_result;

@@ -25,6 +25,9 @@ int64_t sarek_h_rem_i64(int64_t a, int64_t b) {
     if (b == int64_t(-1)) return int64_t(0);
     return a - b * (a / b);
 }
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
@@ -32,6 +35,6 @@ void main() {
         int64_t y = (int64_t(uint64_t(x) >> int(7l & 63l)) ^ (x << int(3l & 63l)));
         int64_t z = (((y & 16777215l) + (x >> int(40l & 63l))) - 1l);
         sarek_out[i] = (sarek_h_rem_i64(z, 1000000007l) + sarek_h_div_i64(x, 65536l));
-        small[i] = (int(sarek_h_rem_i64(z, 1000l)) + int(int64_t(i)));
+        small[i] = (int(sarek_h_rem_i64(z, 1000l)) + int(sarek_h_sext_i32(i)));
     }
 }

@@ -12,11 +12,14 @@ layout(push_constant, std430) uniform sarek_params {
     layout(offset = 12) int seed;
 } sarek_pc;
 
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 void main() {
     int i = int(gl_GlobalInvocationID.x);
     if ((i < sarek_pc.n)) {
-        int64_t h = (int64_t(sarek_pc.seed) ^ (-7046029254386353131l));
-        h = ((h ^ int64_t(keys[i])) * 1099511628211l);
+        int64_t h = (sarek_h_sext_i32(sarek_pc.seed) ^ (-7046029254386353131l));
+        h = ((h ^ sarek_h_sext_i32(keys[i])) * 1099511628211l);
         h = (h ^ int64_t(uint64_t(h) >> int(29l & 63l)));
         h = (h * (-4658895280553007687l));
         sarek_out[i] = (h ^ int64_t(uint64_t(h) >> int(32l & 63l)));

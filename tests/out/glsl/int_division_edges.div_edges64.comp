@@ -27,6 +27,9 @@ int64_t sarek_h_rem_i64(int64_t a, int64_t b) {
     if (b == int64_t(-1)) return int64_t(0);
     return a - b * (a / b);
 }
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 int divisor(int i, int x) {
     int scrutinee = sarek_h_rem_i32(i, 3);
     if ((scrutinee == 0)) {
@@ -44,11 +47,11 @@ void main() {
     if ((i < sarek_pc.sarek_len_a)) {
         int64_t n;
         if ((sarek_h_rem_i32(i, 4) == 0)) {
-            n = ((-9223372036854775807l - 1l) + int64_t((a[i] * 0)));
+            n = ((-9223372036854775807l - 1l) + sarek_h_sext_i32((a[i] * 0)));
         } else {
-            n = (int64_t((a[i] - 500)) * 4294967296l);
+            n = (sarek_h_sext_i32((a[i] - 500)) * 4294967296l);
         }
-        int64_t d = int64_t(divisor(i, a[i]));
+        int64_t d = sarek_h_sext_i32(divisor(i, a[i]));
         q[i] = sarek_h_div_i64(n, d);
         r[i] = sarek_h_rem_i64(n, d);
     }

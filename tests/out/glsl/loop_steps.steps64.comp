@@ -13,6 +13,9 @@ layout(push_constant, std430) uniform sarek_params {
     layout(offset = 24) int cap;
 } sarek_pc;
 
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
+}
 void main() {
     int t = int(gl_GlobalInvocationID.x);
     if ((t < sarek_pc.sarek_len_a)) {
@@ -24,6 +27,6 @@ void main() {
             x = (x ^ i);
             i = (i + sarek_pc.s);
         }
-        sarek_out[t] = ((x + i) + int64_t(c));
+        sarek_out[t] = ((x + i) + sarek_h_sext_i32(c));
     }
 }

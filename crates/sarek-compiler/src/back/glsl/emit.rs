@@ -1102,6 +1102,11 @@ impl<'k> Writer<'k> {
                 };
                 let h = format!("{base}_{}", src.short());
                 self.helpers.insert(h.clone());
+                if s == Scalar::I64 {
+                    // The helper's int widened as `Convert` widens (see there).
+                    self.helpers.insert("sext_i32".into());
+                    return format!("sarek_h_sext_i32(sarek_h_{h}({a}))");
+                }
                 format!("{}(sarek_h_{h}({a}))", scalar_ty(s))
             }
             Intrinsic::Convert => {
@@ -1117,6 +1122,12 @@ impl<'k> Writer<'k> {
                     );
                     self.helpers.insert(h.clone());
                     return format!("sarek_h_{h}({a})");
+                }
+                // `int64_t(i)` compared with a constant is miscompiled by Mesa (lavapipe);
+                // the helper sign-extends through packInt2x32 instead.
+                if from == Scalar::I32 && s == Scalar::I64 {
+                    self.helpers.insert("sext_i32".into());
+                    return format!("sarek_h_sext_i32({a})");
                 }
                 convert(&a, from, s)
             }
@@ -1529,6 +1540,12 @@ fn builtin_helper(key: &str) -> String {
     templates.insert(
         "ftoi64",
         "int64_t sarek_h_ftoi64_S(T x) {\n    if (isnan(x)) return 0l;\n    if (x >= T(9223372036854775808.0)) return 9223372036854775807l;\n    if (x <= T(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);\n    return int64_t(max(x, T(-9223372036854775808.0)));\n}\n".into(),
+    );
+    // int32 -> int64 as the two halves: Mesa miscompiles `int64_t(i) < 3l` (false for
+    // i = 0..2 on lavapipe: findings/fixed/lavapipe_int64_compare_of_index.sarek).
+    templates.insert(
+        "sext",
+        "int64_t sarek_h_sext_S(T x) {\n    return packInt2x32(ivec2(x, x >> 31));\n}\n".into(),
     );
     templates.insert("clz", if short == "i64" {
         "int sarek_h_clz_S(int64_t x) {\n    uint hi = uint(uint64_t(x) >> 32);\n    uint lo = uint(uint64_t(x) & 0xffffffffUL);\n    return hi != 0u ? 31 - findMSB(hi) : 63 - findMSB(lo);\n}\n".into()
