@@ -26,6 +26,13 @@ float sarek_h_fmod_f32(float x, float y) {
     }
     return x < 0.0 ? -r : r;
 }
+float sarek_h_atan2_f32(float y, float x) {
+    if (x == 0.0 && y == 0.0) {
+        float r = floatBitsToInt(x) < 0 ? float(3.1415927) : 0.0;
+        return floatBitsToInt(y) < 0 ? -r : r;
+    }
+    return atan(y, x);
+}
 float sarek_h_copysign_f32(float x, float y) {
     bool neg = y < 0.0 || (y == 0.0 && 1.0 / y < 0.0);
     return neg ? -abs(x) : abs(x);
@@ -59,6 +66,6 @@ void main() {
     if ((i < sarek_pc.n)) {
         float a = x[i];
         float b = y[i];
-        sarek_out[i] = (((((((((sarek_h_pow_f32((abs(a) + 0.5), b) + atan(a, (b + 2.0))) + sarek_h_hypot_f32(a, b)) + sarek_h_copysign_f32(1.0, a)) + sarek_h_fmin_f32(a, b)) + sarek_h_fmax_f32(a, b)) + fma(a, b, 0.5)) + sarek_h_fmin_f32(a, b)) + sarek_h_fmax_f32(a, b)) + abs((a - b)));
+        sarek_out[i] = (((((((((sarek_h_pow_f32((abs(a) + 0.5), b) + sarek_h_atan2_f32(a, (b + 2.0))) + sarek_h_hypot_f32(a, b)) + sarek_h_copysign_f32(1.0, a)) + sarek_h_fmin_f32(a, b)) + sarek_h_fmax_f32(a, b)) + fma(a, b, 0.5)) + sarek_h_fmin_f32(a, b)) + sarek_h_fmax_f32(a, b)) + abs((a - b)));
     }
 }

@@ -1300,7 +1300,8 @@ impl<'k> Writer<'k> {
             Ceil => format!("ceil({})", a[0]),
             Trunc => format!("trunc({})", a[0]),
             Fabs => format!("abs({})", a[0]),
-            Atan2 => format!("atan({}, {})", a[0], a[1]),
+            // GLSL leaves atan(y, x) undefined at x = y = 0 (lavapipe gives 3pi/4).
+            Atan2 => helper(self, "atan2"),
             Fma => format!("fma({}, {}, {})", a[0], a[1], a[2]),
             Expm1 => helper(self, "expm1"),
             Log10 => helper(self, "log10"),
@@ -1528,6 +1529,12 @@ fn builtin_helper(key: &str) -> String {
     templates.insert(
         "acos",
         "T sarek_h_acos_S(T x) {\n    if (x < -HALF) return T(3.1415926535897932) - T(2) * sarek_h_asin_S(sqrt(HALF * (ONE + x)));\n    if (x > HALF) return T(2) * sarek_h_asin_S(sqrt(HALF * (ONE - x)));\n    return T(1.5707963267948966) - sarek_h_asin_S(x);\n}\n".into(),
+    );
+    // C's atan2f at (±0, ±0): ±0 for x = +0, ±pi for x = -0 (float32 only: float64 has
+    // its own atan2 in f64math).
+    templates.insert(
+        "atan2",
+        "T sarek_h_atan2_S(T y, T x) {\n    if (x == ZERO && y == ZERO) {\n        T r = floatBitsToInt(x) < 0 ? T(3.1415927) : ZERO;\n        return floatBitsToInt(y) < 0 ? -r : r;\n    }\n    return atan(y, x);\n}\n".into(),
     );
     // Float to integer: truncate toward zero, saturate, NaN to 0 (the interpreter's rule).
     // The last `max` is a no-op (x is above the minimum there) that keeps Mesa from folding
