@@ -186,3 +186,44 @@ impl SharedSpirv {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_spirv_gives_kept_words_once_and_stays_bounded() {
+        if !glslang_available() {
+            eprintln!("skipping: glslangValidator missing");
+            return;
+        }
+        let source = |k: usize| {
+            format!(
+                "#version 450\nlayout(local_size_x = {}) in;\nvoid main() {{}}\n",
+                k + 1
+            )
+        };
+        let shared = SharedSpirv::default();
+        let words = shared.compile_and_keep(&source(0)).unwrap();
+        assert_eq!(shared.compile(&source(0)).unwrap(), words);
+        assert!(shared.recent.lock().unwrap().is_empty(), "given out once");
+        // A source never kept is compiled: the same words as compiling it directly.
+        assert_eq!(
+            shared.compile(&source(1)).unwrap(),
+            compile(&source(1)).unwrap()
+        );
+        let kept = shared.compile_and_keep(&source(1)).unwrap();
+        shared
+            .recent
+            .lock()
+            .unwrap()
+            .extend((1..SharedSpirv::CAPACITY).map(|k| (format!("// {k}"), kept.clone())));
+        shared.compile_and_keep(&source(2)).unwrap();
+        let recent = shared.recent.lock().unwrap();
+        assert_eq!(recent.len(), SharedSpirv::CAPACITY);
+        assert!(
+            !recent.iter().any(|(s, _)| *s == source(1)),
+            "the oldest is dropped"
+        );
+    }
+}

@@ -237,3 +237,41 @@ fn refusal_is_a_located_refusal_naming_opencl() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// `prebuild` builds several kernels as one program and caches each kernel's build under its
+/// own key: the launches that follow build nothing more and compute what they compute alone.
+#[test]
+fn prebuilt_kernels_share_one_program_and_run_as_alone() {
+    let Some(dev) = device() else { return };
+    // Renamed, so no other test of this process (one shared device) has built them.
+    let renamed = |mut k: sarek_compiler::ir::Kernel| {
+        k.name = format!("prebuilt_{}", k.name);
+        k
+    };
+    let saxpy_ir = renamed(ir_kernels::saxpy());
+    let saxpy = dev.core().intern(&saxpy_ir);
+    let shapes = dev.core().intern(&renamed(ir_kernels::shapes()));
+    dev.prebuild(&[saxpy.clone(), shapes.clone()]);
+    for h in [&saxpy, &shapes] {
+        assert!(
+            dev.core()
+                .is_built(&sarek_runtime::kernel::BuildKey::new(h)),
+            "`{}` was not prebuilt",
+            h.name()
+        );
+    }
+    let n = 256;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let mut args = vec![
+        vector(vec![Column::F32(x.clone())]),
+        vector(vec![Column::F32(vec![1.0; n])]),
+        ArgValue::Scalar(Literal::F32(2.0)),
+        ArgValue::Scalar(Literal::I32(n as i32)),
+    ];
+    dev.launch(&saxpy_ir, LaunchConfig::linear(n as u32), &mut args)
+        .unwrap();
+    let y = f32s(&args[1], 0);
+    for i in 0..n {
+        assert_eq!(y[i], 2.0 * x[i] + 1.0, "y[{i}]");
+    }
+}
