@@ -18,8 +18,8 @@
 //!   its profiling interval (start to end) is the kernel time `sync` reports.
 //! - Floating point: the source turns FP contraction off; the build adds
 //!   `-cl-fp32-correctly-rounded-divide-sqrt` where the device supports it.
-//! - PoCL builds with `-cl-opt-disable`: its optimised code loses values kept across
-//!   barriers (a defect of PoCL 3.1, `sarek-difftest` findings).
+//! - PoCL builds programs with barriers with `-cl-opt-disable`: its optimised code loses
+//!   values kept across barriers (a defect of PoCL 3.1, `sarek-difftest` findings).
 
 use crate::bind::{LaunchPlan, Positional};
 use crate::device::{Backend, Device, DeviceInfo, RuntimeError};
@@ -111,6 +111,8 @@ struct OpenClDevice {
     info: DeviceInfo,
     options: TargetOptions,
     build_options: String,
+    /// PoCL: programs with barriers build unoptimised ([`OpenClDevice::options_for`]).
+    pocl: bool,
     core: DeviceCore,
     /// Events of the timed launches since the last sync.
     timed: Mutex<Vec<Timed>>,
@@ -138,13 +140,7 @@ impl OpenClDevice {
         if device.single_fp_config().unwrap_or(0) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0 {
             build_options.push_str(" -cl-fp32-correctly-rounded-divide-sqrt");
         }
-        if is_pocl(&device) {
-            // PoCL 3.1 loses per-work-item values that its optimised code keeps across a
-            // barrier (a loop's result, in a few work-items it takes for uniform):
-            // crates/sarek-difftest/findings/fixed/pocl_loop_value_across_barriers*.sarek.
-            // Unoptimised builds keep every such value per work-item.
-            build_options.push_str(" -cl-opt-disable");
-        }
+        let pocl = is_pocl(&device);
         let unavailable =
             |what: &str, e: opencl3::error_codes::ClError| RuntimeError::Unavailable {
                 backend: Backend::OpenCl,
@@ -172,6 +168,7 @@ impl OpenClDevice {
             info,
             options,
             build_options,
+            pocl,
             timed: Mutex::new(Vec::new()),
         })
     }
@@ -186,12 +183,22 @@ impl OpenClDevice {
     }
 
     /// The build options for `source`: the subgroup built-ins are OpenCL C 2.0 functions.
+    /// On PoCL a program with a barrier builds with `-cl-opt-disable`: PoCL 3.1's optimised
+    /// work-group functions keep a loop's result that lives across a barrier once per group,
+    /// as if uniform (the loop block post-dominates the entry, so PoCL takes it for uniform
+    /// although the trip count is not), and lose it in the other work-items
+    /// (crates/sarek-difftest/findings/fixed/pocl_loop_value_across_barriers*). Without a
+    /// barrier there is nothing to keep and the build stays optimised.
     fn options_for(&self, source: &str) -> String {
-        if source.contains("sub_group_") {
+        let mut options = if source.contains("sub_group_") {
             self.build_options.replace("-cl-std=CL1.2", "-cl-std=CL2.0")
         } else {
             self.build_options.clone()
+        };
+        if self.pocl && source.contains("barrier(") {
+            options.push_str(" -cl-opt-disable");
         }
+        options
     }
 
     fn compile(&self, kernel: &Kernel) -> Result<(Compiled, Abi), RuntimeError> {
@@ -225,10 +232,17 @@ impl OpenClDevice {
                 members.push((k, g));
             }
         }
-        for subgroups in [false, true] {
+        // One program per set of build options (OpenCL C version, PoCL's barrier rule).
+        let mut option_sets: Vec<String> = members
+            .iter()
+            .map(|(_, g)| self.options_for(&g.source))
+            .collect();
+        option_sets.sort();
+        option_sets.dedup();
+        for options in option_sets {
             let group: Vec<_> = members
                 .iter()
-                .filter(|(_, g)| g.source.contains("sub_group_") == subgroups)
+                .filter(|(_, g)| self.options_for(&g.source) == options)
                 .collect();
             if group.len() < 2 {
                 continue;
@@ -237,7 +251,6 @@ impl OpenClDevice {
             let Some(joined) = batch::join(&sources) else {
                 continue;
             };
-            let options = self.options_for(&joined);
             let Ok(program) =
                 Program::create_and_build_from_source(&self.context, &joined, &options)
             else {
