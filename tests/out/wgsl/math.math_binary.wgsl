@@ -18,7 +18,7 @@ override sarek_block_x: u32 = 64u;
 override sarek_block_y: u32 = 1u;
 override sarek_block_z: u32 = 1u;
 
-fn sarek_atan2(sarek_p0: f32, sarek_p1: f32) -> f32 {
+fn sarek_arctan2(sarek_p0: f32, sarek_p1: f32) -> f32 {
     if (sarek_p0 == 0.0 && sarek_p1 == 0.0) {
         let r = select(0.0, 3.1415927, (bitcast<u32>(sarek_p1) & 0x80000000u) != 0u);
         return select(r, -r, (bitcast<u32>(sarek_p0) & 0x80000000u) != 0u);
@@ -48,6 +48,6 @@ fn math_binary(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     if ((i < params.n)) {
         let a: f32 = x[i];
         let b: f32 = y[i];
-        out[i] = (((((((((pow((abs(a) + 0.5f), b) + sarek_atan2(a, (b + 2.0f))) + sarek_hypot(a, b)) + sarek_copysign(1.0f, a)) + min(a, b)) + max(a, b)) + fma(a, b, 0.5f)) + min(a, b)) + max(a, b)) + abs((a - b)));
+        out[i] = (((((((((pow((abs(a) + 0.5f), b) + sarek_arctan2(a, (b + 2.0f))) + sarek_hypot(a, b)) + sarek_copysign(1.0f, a)) + min(a, b)) + max(a, b)) + fma(a, b, 0.5f)) + min(a, b)) + max(a, b)) + abs((a - b)));
     }
 }

@@ -341,7 +341,7 @@ pub const WGSL_PREFIXES: &[&str] = &[
 pub const MINTED_STEMS: &[&str] = &[
     "len", "arg", "wg", "v", "dup", "in", "lid", "wid", "gid", "nwg", "sg", "block", "it", "scrut",
     "fmod", "round_away", "copysign", "expm1", "log1p", "log10", "hypot", "cas", "fatomic", "st",
-    "load", "store", "tag", "p", "pick", "arcsin", "arccos", "atan2", "q", "trap",
+    "load", "store", "tag", "p", "pick", "arcsin", "arccos", "arctan2", "q", "trap",
 ];
 
 #[cfg(test)]

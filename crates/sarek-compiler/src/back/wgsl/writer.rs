@@ -1425,7 +1425,7 @@ impl<'a> Writer<'a> {
             Fabs => return direct("abs"),
             Pow => return direct("pow"),
             // WGSL leaves atan2 undefined at (0, 0): C's value there instead.
-            Atan2 => ("sarek_atan2", ATAN2),
+            Atan2 => ("sarek_arctan2", ATAN2),
             Fmin => return direct("min"),
             Fmax => return direct("max"),
             Fma => return direct("fma"),
@@ -1681,7 +1681,7 @@ const HYPOT: &str = "fn sarek_hypot(sarek_p0: f32, sarek_p1: f32) -> f32 {
 ";
 
 /// C's atan2f at (±0, ±0): ±0 for x = +0, ±pi for x = -0.
-const ATAN2: &str = "fn sarek_atan2(sarek_p0: f32, sarek_p1: f32) -> f32 {
+const ATAN2: &str = "fn sarek_arctan2(sarek_p0: f32, sarek_p1: f32) -> f32 {
     if (sarek_p0 == 0.0 && sarek_p1 == 0.0) {
         let r = select(0.0, 3.1415927, (bitcast<u32>(sarek_p1) & 0x80000000u) != 0u);
         return select(r, -r, (bitcast<u32>(sarek_p0) & 0x80000000u) != 0u);
