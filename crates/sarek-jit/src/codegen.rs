@@ -31,6 +31,7 @@ use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+mod hoist;
 mod lanes;
 
 type R<T> = Result<T, JitError>;
@@ -117,9 +118,11 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     let mut sites = Vec::new();
     let mut grouped_segments = 0;
     let mut ids = Vec::new();
+    let mut listing = String::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
     for one_d in [false, true] {
         let mut ctx = module.make_context();
+        ctx.set_disasm(opts.keep_listing);
         ctx.func.signature = sig.clone();
         let mut fbc = FunctionBuilderContext::new();
         {
@@ -148,6 +151,12 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         module
             .define_function(id, &mut ctx)
             .map_err(|e| codegen_err(&k, format!("{e:?}")))?;
+        if opts.keep_listing {
+            listing += &format!("; {name}: Cranelift IR\n{}\n", ctx.func.display());
+            if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+                listing += &format!("; {name}: machine code\n{code}\n");
+            }
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -160,6 +169,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     ];
     let mut compiled = Compiled::new(k, layout, sites, module, code);
     compiled.lane_group_segments = grouped_segments;
+    compiled.listing = opts.keep_listing.then_some(listing);
     Ok(compiled)
 }
 
@@ -1140,6 +1150,21 @@ impl<'a, 'f> Gen<'a, 'f> {
             Mem::Local(l) => {
                 let n = self.layout.local[l as usize].size;
                 self.iconst(types::I32, n as i64)
+            }
+        }
+    }
+
+    /// The address of element 0 of single-column global or shared memory `m`.
+    fn mem_base(&mut self, m: Mem) -> Value {
+        match m {
+            Mem::Global(g) => self.vecs[g as usize].1[0],
+            Mem::Shared(s) => {
+                let at = self.layout.shared[s as usize].offsets[0] as i64;
+                self.b.ins().iadd_imm_s(self.shared, at)
+            }
+            Mem::Local(l) => {
+                let at = self.layout.local[l as usize].offsets[0] as i64;
+                self.b.ins().iadd_imm_s(self.local_base, at)
             }
         }
     }

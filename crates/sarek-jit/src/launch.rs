@@ -182,6 +182,8 @@ pub(crate) struct Compiled {
     sites: Vec<Site>,
     /// Segments run in lane groups (see docs/backends.md).
     pub lane_group_segments: usize,
+    /// Cranelift IR and machine code, when asked for ([`crate::JitOptions::keep_listing`]).
+    pub listing: Option<String>,
     module: Option<JITModule>,
     /// Block functions: any block shape, and 1-D blocks.
     func: [BlockFn; 2],
@@ -297,6 +299,7 @@ impl Compiled {
             layout,
             sites,
             lane_group_segments: 0,
+            listing: None,
             module: Some(module),
             func,
         }

@@ -20,7 +20,7 @@
 //! vector register, and a store of consecutive elements is one vector store. Anything else
 //! takes the four lanes apart.
 
-use super::{Gen, R, cty, pure};
+use super::{Gen, R, cty, hoist, pure};
 use crate::launch::{STATUS_DIVERGENT, SiteKind};
 use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -33,6 +33,11 @@ use std::collections::{HashMap, HashSet};
 
 /// Threads per lane group.
 pub(super) const LANES: usize = 4;
+
+/// A versioned loop with a constant trip count up to this is unrolled ...
+const UNROLL_TRIPS: i64 = 16;
+/// ... when its copies hold at most this many statements and expression nodes.
+const UNROLL_SIZE: usize = 400;
 
 /// How the lanes of a value relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -317,6 +322,21 @@ pub(super) struct Group {
     only: Option<usize>,
     lets: HashMap<VarId, Lanes>,
     vars: HashMap<VarId, LaneVar>,
+    /// Accesses of the versioned loop being generated whose bounds were checked before it
+    /// ([`hoist`]), by index expression.
+    fast: HashMap<*const Expr, FastAddr>,
+    /// That loop's counter (int64) in the current iteration.
+    counter: Option<Value>,
+}
+
+/// The address of a hoisted access: lane 0's at counter `k` is `base + k * step` (bytes).
+#[derive(Clone, Copy)]
+struct FastAddr {
+    base: Value,
+    step: Value,
+    /// Lane `l` is `l` elements further (else every lane reads the same element).
+    consecutive: bool,
+    size: i64,
 }
 
 impl Gen<'_, '_> {
@@ -330,6 +350,8 @@ impl Gen<'_, '_> {
             only: None,
             lets: HashMap::new(),
             vars: HashMap::new(),
+            fast: HashMap::new(),
+            counter: None,
         };
         let f = Self::trusted();
         let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
@@ -479,7 +501,7 @@ impl Gen<'_, '_> {
                     LValue::Var(v) => self.g_assign(g, *v, val)?,
                     LValue::Index { base, index } => {
                         let i = self.g_expr(g, index)?;
-                        let addrs = self.g_addrs(g, *base, i)?;
+                        let addrs = self.g_addrs(g, *base, index, i)?;
                         g.effect = true;
                         if let (Some(x), Shape::Consecutive) = (val.vec, i.shape) {
                             self.b.ins().store(Self::trusted(), x, addrs[0], 0);
@@ -512,45 +534,7 @@ impl Gen<'_, '_> {
                 downto,
                 body,
                 ..
-            } => {
-                let s0 = self.g_expr(g, start)?;
-                let e0 = self.g_expr(g, end)?;
-                if s0.shape != Shape::Uniform || e0.shape != Shape::Uniform {
-                    return Err(self.unsupported("a lane-dependent loop in a lane group"));
-                }
-                let s0 = self.b.ins().sextend(types::I64, s0.v[0]);
-                let e0 = self.b.ins().sextend(types::I64, e0.v[0]);
-                let cnt = self.b.declare_var(types::I64);
-                self.b.def_var(cnt, s0);
-                let (hdr, bodyb, exit) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().jump(hdr, &[]);
-                self.b.switch_to_block(hdr);
-                let c = self.b.use_var(cnt);
-                let cc = if *downto {
-                    IntCC::SignedGreaterThanOrEqual
-                } else {
-                    IntCC::SignedLessThanOrEqual
-                };
-                let go = self.b.ins().icmp(cc, c, e0);
-                self.b.ins().brif(go, bodyb, &[], exit, &[]);
-                self.b.switch_to_block(bodyb);
-                let v = self.b.ins().ireduce(types::I32, c);
-                g.lets.insert(*var, Lanes::uniform(v));
-                // A later iteration runs after this one's stores.
-                g.effect |= stores(body);
-                for s in body {
-                    self.g_stmt(g, s)?;
-                }
-                let c = self.b.use_var(cnt);
-                let c = self.b.ins().iadd_imm_s(c, if *downto { -1 } else { 1 });
-                self.b.def_var(cnt, c);
-                self.b.ins().jump(hdr, &[]);
-                self.b.switch_to_block(exit);
-            }
+            } => self.g_for(g, *var, start, end, *downto, body)?,
             StmtKind::If {
                 cond,
                 then_block,
@@ -587,6 +571,217 @@ impl Gen<'_, '_> {
             _ => return Err(self.unsupported("this statement in a lane group")),
         }
         Ok(())
+    }
+
+    /// A group-uniform `for` loop. An innermost loop whose accesses are affine in its
+    /// counter is versioned ([`hoist`]): their bounds are checked once before the loop, and a
+    /// copy without those checks (fully unrolled when the trip count is a small constant)
+    /// runs when they pass.
+    fn g_for(
+        &mut self,
+        g: &mut Group,
+        var: VarId,
+        start: &Expr,
+        end: &Expr,
+        downto: bool,
+        body: &Vec<Stmt>,
+    ) -> R<()> {
+        let s0 = self.g_expr(g, start)?;
+        let e0 = self.g_expr(g, end)?;
+        if s0.shape != Shape::Uniform || e0.shape != Shape::Uniform {
+            return Err(self.unsupported("a lane-dependent loop in a lane group"));
+        }
+        let s0 = self.b.ins().sextend(types::I64, s0.v[0]);
+        let e0 = self.b.ins().sextend(types::I64, e0.v[0]);
+        // A later iteration runs after this one's stores.
+        let effect = g.effect | stores(body);
+        let Some((ok, fast)) = self.g_hoist(g, var, body, s0, e0)? else {
+            g.effect = effect;
+            return self.g_loop(g, var, s0, e0, downto, body);
+        };
+        let (fast_b, slow_b, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(ok, fast_b, &[], slow_b, &[]);
+        self.b.switch_to_block(fast_b);
+        g.effect = effect;
+        let keys: Vec<*const Expr> = fast.iter().map(|(k, _)| *k).collect();
+        g.fast.extend(fast);
+        let trips = match (hoist::const_i32(start), hoist::const_i32(end)) {
+            (Some(a), Some(b)) if downto => Some((a as i64, (a as i64 - b as i64 + 1).max(0))),
+            (Some(a), Some(b)) => Some((a as i64, (b as i64 - a as i64 + 1).max(0))),
+            _ => None,
+        };
+        match trips {
+            Some((first, n))
+                if n <= UNROLL_TRIPS && n as usize * hoist::size(body) <= UNROLL_SIZE =>
+            {
+                // Constant counters: every hoisted address is a constant offset.
+                for i in 0..n {
+                    let k = if downto { first - i } else { first + i };
+                    let k32 = self.iconst(types::I32, k);
+                    g.lets.insert(var, Lanes::uniform(k32));
+                    g.counter = Some(self.iconst(types::I64, k));
+                    for s in body {
+                        self.g_stmt(g, s)?;
+                    }
+                }
+            }
+            _ => self.g_loop(g, var, s0, e0, downto, body)?,
+        }
+        for k in keys {
+            g.fast.remove(&k);
+        }
+        g.counter = None;
+        self.b.ins().jump(exit, &[]);
+        self.b.switch_to_block(slow_b);
+        g.effect = effect;
+        self.g_loop(g, var, s0, e0, downto, body)?;
+        self.b.ins().jump(exit, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// The loop itself, from `s0` to `e0` (int64).
+    fn g_loop(
+        &mut self,
+        g: &mut Group,
+        var: VarId,
+        s0: Value,
+        e0: Value,
+        downto: bool,
+        body: &Vec<Stmt>,
+    ) -> R<()> {
+        let cnt = self.b.declare_var(types::I64);
+        self.b.def_var(cnt, s0);
+        let (hdr, bodyb, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let c = self.b.use_var(cnt);
+        let cc = if downto {
+            IntCC::SignedGreaterThanOrEqual
+        } else {
+            IntCC::SignedLessThanOrEqual
+        };
+        let go = self.b.ins().icmp(cc, c, e0);
+        self.b.ins().brif(go, bodyb, &[], exit, &[]);
+        self.b.switch_to_block(bodyb);
+        let v = self.b.ins().ireduce(types::I32, c);
+        g.lets.insert(var, Lanes::uniform(v));
+        g.counter = Some(c);
+        for s in body {
+            self.g_stmt(g, s)?;
+        }
+        let c = self.b.use_var(cnt);
+        let c = self.b.ins().iadd_imm_s(c, if downto { -1 } else { 1 });
+        self.b.def_var(cnt, c);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// The bounds of every hoistable access of the loop, checked before it: the condition
+    /// that they all hold, and their addresses; `None` when no access is hoistable.
+    #[allow(clippy::type_complexity)]
+    fn g_hoist<'e>(
+        &mut self,
+        g: &mut Group,
+        var: VarId,
+        body: &'e Vec<Stmt>,
+        s0: Value,
+        e0: Value,
+    ) -> R<Option<(Value, Vec<(*const Expr, FastAddr)>)>> {
+        let Some(accesses) = hoist::accesses(body) else {
+            return Ok(None);
+        };
+        let lp = hoist::Loop::new(var, body);
+        let mutable: HashSet<VarId> = g.vars.keys().copied().collect();
+        let allowed = |v: VarId| !mutable.contains(&v);
+        let mut ok: Option<Value> = None;
+        let mut out = Vec::new();
+        for (base, index) in accesses {
+            if out.iter().any(|(k, _)| *k == index as *const Expr) {
+                continue;
+            }
+            let Ok(m) = self.mem_of(base) else { continue };
+            if matches!(m, super::Mem::Local(_)) || self.mem_leaves(m).len() != 1 {
+                continue;
+            }
+            let Some(a) = lp.affine(index, &allowed) else {
+                continue;
+            };
+            // The exact offset (lane 0) and step, in int64.
+            let mut consecutive = false;
+            let mut sum = |me: &mut Self, terms: &[hoist::Term<'_>], per_k: bool| -> R<Option<Value>> {
+                let mut acc = me.iconst(types::I64, 0);
+                for t in terms {
+                    let v = match t.value {
+                        None => me.iconst(types::I64, 1),
+                        Some(x) => {
+                            let l = me.g_expr(g, x)?;
+                            match l.shape {
+                                Shape::Uniform => {}
+                                Shape::Consecutive if !per_k && !consecutive && t.mul == 1 => {
+                                    consecutive = true
+                                }
+                                _ => return Ok(None),
+                            }
+                            me.b.ins().sextend(types::I64, l.v[0])
+                        }
+                    };
+                    let v = me.b.ins().imul_imm_s(v, t.mul);
+                    acc = me.b.ins().iadd(acc, v);
+                }
+                Ok(Some(acc))
+            };
+            let Some(offset) = sum(self, &a.offset, false)? else {
+                continue;
+            };
+            let Some(step) = sum(self, &a.step, true)? else {
+                continue;
+            };
+            let at_s = self.b.ins().imul(step, s0);
+            let at_s = self.b.ins().iadd(offset, at_s);
+            let at_e = self.b.ins().imul(step, e0);
+            let at_e = self.b.ins().iadd(offset, at_e);
+            let lo = self.b.ins().smin(at_s, at_e);
+            let hi = self.b.ins().smax(at_s, at_e);
+            let hi = if consecutive {
+                self.b.ins().iadd_imm_s(hi, LANES as i64 - 1)
+            } else {
+                hi
+            };
+            let len = self.mem_len(m);
+            let len = self.b.ins().uextend(types::I64, len);
+            let lo_ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0);
+            let hi_ok = self.b.ins().icmp(IntCC::SignedLessThan, hi, len);
+            let this = self.b.ins().band(lo_ok, hi_ok);
+            ok = Some(match ok {
+                Some(o) => self.b.ins().band(o, this),
+                None => this,
+            });
+            let size = self.mem_leaves(m)[0].size() as i64;
+            let col = self.mem_base(m);
+            let off = self.b.ins().imul_imm_s(offset, size);
+            let base_addr = self.b.ins().iadd(col, off);
+            let step_bytes = self.b.ins().imul_imm_s(step, size);
+            out.push((
+                index as *const Expr,
+                FastAddr {
+                    base: base_addr,
+                    step: step_bytes,
+                    consecutive,
+                    size,
+                },
+            ));
+        }
+        Ok(ok.map(|o| (o, out)))
     }
 
     /// The condition of the whole group: lanes that disagree rerun thread by thread.
@@ -743,7 +938,34 @@ impl Gen<'_, '_> {
 
     /// Checked addresses of element `i` of single-column memory `base` in each lane (one
     /// address when `i` is uniform).
-    fn g_addrs(&mut self, g: &Group, base: VarId, i: Lanes) -> R<Vec<Value>> {
+    fn g_addrs(&mut self, g: &Group, base: VarId, index: &Expr, i: Lanes) -> R<Vec<Value>> {
+        if let Some(f) = g.fast.get(&(index as *const Expr)).copied()
+            && let Some(k) = g.counter
+        {
+            let lane_shape = if f.consecutive {
+                Shape::Consecutive
+            } else {
+                Shape::Uniform
+            };
+            // Both analyses agree on how the lanes relate (else: the checked path).
+            let agree = g.only.is_some() || i.shape == lane_shape || i.shape == Shape::Varying;
+            if agree {
+                let off = self.b.ins().imul(k, f.step);
+                let a0 = self.b.ins().iadd(f.base, off);
+                let lane = |me: &mut Self, l: usize| {
+                    if f.consecutive && l > 0 {
+                        me.b.ins().iadd_imm_s(a0, l as i64 * f.size)
+                    } else {
+                        a0
+                    }
+                };
+                return Ok(match (g.only, i.shape) {
+                    (Some(l), _) => vec![lane(self, l)],
+                    (None, Shape::Uniform) => vec![a0],
+                    (None, _) => (0..LANES).map(|l| lane(self, l)).collect(),
+                });
+            }
+        }
         let m = self.mem_of(base)?;
         let sz = self.mem_leaves(m)[0].size() as i64;
         let len = self.mem_len(m);
@@ -877,7 +1099,7 @@ impl Gen<'_, '_> {
                     Some(l) => Lanes::uniform(self.split(i).v[l]),
                     None => i,
                 };
-                let addrs = self.g_addrs(g, *base, i)?;
+                let addrs = self.g_addrs(g, *base, index, i)?;
                 if s == Scalar::F32 && i.shape == Shape::Consecutive {
                     let x = self
                         .b
