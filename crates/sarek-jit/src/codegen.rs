@@ -117,6 +117,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     let frontend = module.isa().frontend_config();
     let mut sites = Vec::new();
     let mut grouped_segments = 0;
+    let mut versioned_loops = 0;
     let mut ids = Vec::new();
     let mut listing = String::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
@@ -139,6 +140,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             g.entry()?;
             g.nodes(&tree.nodes)?;
             grouped_segments = g.grouped;
+            versioned_loops = g.versioned;
             let zero = g.b.ins().iconst(types::I32, 0);
             g.b.ins().return_(&[zero]);
             g.b.seal_all_blocks();
@@ -169,6 +171,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     ];
     let mut compiled = Compiled::new(k, layout, sites, module, code);
     compiled.lane_group_segments = grouped_segments;
+    compiled.hoisted_loops = versioned_loops;
     compiled.listing = opts.keep_listing.then_some(listing);
     Ok(compiled)
 }
@@ -208,6 +211,8 @@ struct Gen<'a, 'f> {
     lane_groups: bool,
     /// Segments generated with lane groups.
     grouped: usize,
+    /// Loops generated with their bounds checks hoisted ([`hoist`]).
+    versioned: usize,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -252,6 +257,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             one_d: false,
             lane_groups: true,
             grouped: 0,
+            versioned: 0,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,

@@ -182,6 +182,8 @@ pub(crate) struct Compiled {
     sites: Vec<Site>,
     /// Segments run in lane groups (see docs/backends.md).
     pub lane_group_segments: usize,
+    /// Loops with their bounds checks hoisted (see `codegen::hoist`).
+    pub hoisted_loops: usize,
     /// Cranelift IR and machine code, when asked for ([`crate::JitOptions::keep_listing`]).
     pub listing: Option<String>,
     module: Option<JITModule>,
@@ -299,6 +301,7 @@ impl Compiled {
             layout,
             sites,
             lane_group_segments: 0,
+            hoisted_loops: 0,
             listing: None,
             module: Some(module),
             func,

@@ -116,6 +116,12 @@ impl JitKernel {
         self.inner.lane_group_segments
     }
 
+    /// How many `for` loops run a copy with their bounds checks hoisted before the loop
+    /// (lane-group loops whose accesses are affine in the counter).
+    pub fn hoisted_loops(&self) -> usize {
+        self.inner.hoisted_loops
+    }
+
     /// The optimised Cranelift IR and machine code of the block functions, when compiled
     /// with [`JitOptions::keep_listing`].
     pub fn listing(&self) -> Option<&str> {

@@ -29,9 +29,9 @@ pub(super) struct Affine<'e> {
     pub offset: Vec<Term<'e>>,
 }
 
-/// Exact sums stay far from int64 overflow: the bound of `|Σ terms|` over every int32
-/// value and counter is below 2^62.
-const EXACT_BOUND: i128 = 1 << 62;
+/// Exact sums stay clear of int64 overflow: the bound of `|Σ terms|` over every int32
+/// value and counter, plus a lane offset, is below 2^63.
+const EXACT_BOUND: i128 = (1 << 63) - 1024;
 
 impl<'e> Affine<'e> {
     fn constant(x: i64) -> Self {

@@ -604,6 +604,7 @@ impl Gen<'_, '_> {
             self.b.create_block(),
             self.b.create_block(),
         );
+        self.versioned += 1;
         self.b.ins().brif(ok, fast_b, &[], slow_b, &[]);
         self.b.switch_to_block(fast_b);
         g.effect = effect;

@@ -571,3 +571,167 @@ fn a_lane_group_faulting_after_a_store_is_rerun_on_the_interpreter() {
         .unwrap();
     assert_eq!(ints(&ok[0]), vec![2; 64]);
 }
+
+/// Loops whose accesses are affine in the counter run a copy with their bounds checked once
+/// before the loop (docs/backends.md); when that check fails, the checked loop faults where
+/// the thread loop does, and wrapping int32 indices never slip past it.
+#[test]
+fn hoisted_loop_bounds_checks() {
+    let src = "let%kernel sum (a : int32 vector) (out : int32 vector) (lo : int32) (hi : int32) (step : int32) (off : int32) =
+  let t = thread_idx_x in
+  let mut s = 0 in
+  for k = lo to hi do
+    s := s + a.(k * step + t + off) * (k + 1)
+  done;
+  out.(global_thread_id) <- s
+
+let%kernel scatter (a : int32 vector) (out : int32 vector) (lo : int32) (hi : int32) (step : int32) =
+  let t = thread_idx_x in
+  for k = hi downto lo do
+    out.(k * step + t) <- a.(t + k) + k
+  done
+
+let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
+  let%shared (s : int32) = 256 in
+  let t = thread_idx_x in
+  for j = 0 to 15 do
+    s.(t * 16 + j) <- a.(t * 16 + j)
+  done;
+  block_barrier ();
+  let mut acc = 0 in
+  for k = 0 to 15 do
+    acc := acc + s.(k * 16 + t + off) * (k - 3)
+  done;
+  out.(t) <- acc
+";
+    let program = Program::compile("test.sarek", src);
+    for (name, loops) in [("sum", 1), ("scatter", 1), ("tile", 1)] {
+        let jit = sarek_jit::compile(&program.kernel(name), &sarek_jit::JitOptions::default());
+        assert_eq!(jit.unwrap().hoisted_loops(), loops, "{name}: versioned loops");
+    }
+    let a: Vec<i32> = (0..1000).map(|x| (x * 37) % 101 - 50).collect();
+    let block64 = LaunchConfig {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+    };
+    // The host model of `sum` (None: some index is out of bounds).
+    let sum_model = |lo: i32, hi: i32, step: i32, off: i32| -> Option<Vec<i32>> {
+        let mut out = vec![0; 128];
+        for (g, o) in out.iter_mut().enumerate() {
+            let t = (g % 64) as i32;
+            for k in lo..=hi {
+                let i = k.wrapping_mul(step).wrapping_add(t).wrapping_add(off);
+                *o += *a.get(usize::try_from(i).ok()?)? * (k + 1);
+            }
+        }
+        Some(out)
+    };
+    let cases = [
+        // In bounds, a parameter as the step; an empty loop; negative counters.
+        (0, 15, 8, 0),
+        (5, 4, 1000, 0),
+        (-3, 2, 7, 40),
+        // The last iteration leaves the vector; so does the first (negative index).
+        (0, 15, 64, 0),
+        (0, 3, 1, -1),
+        // Exact values out of range, int32 indices in range: the checked loop runs.
+        (2, 2, i32::MAX, 2),
+        // Both ends in range as int32, the middle wraps negative: must fault, not read.
+        (0, 2, i32::MAX, 2),
+    ];
+    for (lo, hi, step, off) in cases {
+        let k = program.kernel("sum");
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; 128]),
+            scalar(lo),
+            scalar(hi),
+            scalar(step),
+            scalar(off),
+        ];
+        let mut x = args.clone();
+        let interp = interp::run(&k, block64, &mut x).map(|_| x);
+        let mut y = args.clone();
+        let native = JitCache::default().run_native(&k, block64, &mut y).map(|_| y);
+        let case = format!("sum lo {lo} hi {hi} step {step} off {off}");
+        match sum_model(lo, hi, step, off) {
+            Some(want) => {
+                assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+            }
+            None => {
+                let (Err(e1), Err(e2)) = (&interp, &native) else {
+                    panic!("{case}: both fault: {interp:?} / {native:?}");
+                };
+                // No store precedes the faulting read: the group reruns thread by thread
+                // and faults at the same statement as the interpreter.
+                let (
+                    RuntimeError::Fault { span: s1, .. },
+                    RuntimeError::Fault {
+                        span: s2,
+                        message: m2,
+                    },
+                ) = (e1, e2)
+                else {
+                    panic!("{case}: located faults: {e1:?} / {e2:?}");
+                };
+                assert_eq!(s1, s2, "{case}");
+                assert!(m2.contains("out-of-bounds read of `a`"), "{case}: {m2}");
+            }
+        }
+    }
+
+    // Stores in a `downto` loop: the default device (native, or the interpreter after a
+    // group faults past a store) gives exactly the interpreter's outcome, and a failed
+    // launch leaves the arguments untouched.
+    for (lo, hi, step) in [(0, 7, 64), (0, 9, 100), (0, 15, 64), (-1, 3, 64)] {
+        let k = program.kernel("scatter");
+        let args = vec![ivec(a.clone()), ivec(vec![0; 1000]), scalar(lo), scalar(hi), scalar(step)];
+        let mut x = args.clone();
+        let interp = interp::run(&k, block64, &mut x).map(|_| x);
+        let mut y = args.clone();
+        let cpu = sarek_runtime::cpu::open().unwrap().launch(&k, block64, &mut y);
+        match (&interp, &cpu) {
+            (Ok(x), Ok(_)) => {
+                let mut want = vec![0; 1000];
+                for t in 0..64 {
+                    for k in (lo..=hi).rev() {
+                        want[(k * step + t) as usize] = a[(t + k) as usize] + k;
+                    }
+                }
+                assert_eq!(ints(&x[1]), want, "scatter {lo} {hi} {step}: interp");
+                assert_eq!(ints(&y[1]), want, "scatter {lo} {hi} {step}: cpu");
+            }
+            (Err(e1), Err(e2)) => {
+                assert_eq!(e1, e2, "scatter {lo} {hi} {step}");
+                assert_eq!(y, args, "scatter {lo} {hi} {step}: arguments untouched");
+            }
+            _ => panic!("scatter {lo} {hi} {step}: {interp:?} / {cpu:?}"),
+        }
+    }
+
+    // A constant-trip loop (unrolled) over shared memory: in bounds, then one past the end
+    // (thread 15 at k = 15 is the first fault in both orders).
+    let block16 = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [16, 1, 1],
+    };
+    for off in [0, 1] {
+        let k = program.kernel("tile");
+        let args = vec![ivec(a.clone()), ivec(vec![0; 16]), scalar(off)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, block16, args);
+        if off == 0 {
+            let want: Vec<i32> = (0..16)
+                .map(|t| (0..16).map(|k| a[k * 16 + t] * (k as i32 - 3)).sum())
+                .collect();
+            assert_eq!(ints(&interp.unwrap()[1]), want, "tile: interp");
+            assert_eq!(ints(&native.unwrap()[1]), want, "tile: cpu");
+        } else {
+            let (Err(e1), Err(e2)) = (&interp, &native) else {
+                panic!("tile: both fault: {interp:?} / {native:?}");
+            };
+            assert_eq!(e1, e2, "tile: the same fault");
+            assert!(e2.to_string().contains("(index 256, length 256)"), "{e2}");
+        }
+    }
+}
