@@ -540,8 +540,7 @@ impl Gen<'_, '_> {
                 then_block,
                 else_block,
             } => {
-                let c = self.g_expr(g, cond)?;
-                let c = self.g_agree(g, c);
+                let c = self.g_if_cond(g, cond)?;
                 let (t, e, m) = (
                     self.b.create_block(),
                     self.b.create_block(),
@@ -785,20 +784,117 @@ impl Gen<'_, '_> {
         Ok(ok.map(|o| (o, out)))
     }
 
-    /// The condition of the whole group: lanes that disagree rerun thread by thread.
-    fn g_agree(&mut self, g: &Group, c: Lanes) -> Value {
-        if c.shape == Shape::Uniform {
-            return c.v[0];
+    /// The condition of an `if` for the whole group: lanes that disagree rerun thread by
+    /// thread.
+    fn g_if_cond(&mut self, g: &mut Group, cond: &Expr) -> R<Value> {
+        let (all, none) = self.g_cond(g, cond)?;
+        if let Some(none) = none {
+            let agree = self.b.ins().bor(all, none);
+            let split = self.b.ins().icmp_imm_s(IntCC::Equal, agree, 0);
+            self.g_check(g, split);
         }
+        Ok(all)
+    }
+
+    /// Whether `cond` holds in every lane, and whether in none (absent: the lanes agree).
+    /// A comparison of a consecutive int32 value with a group-uniform one (`i < n`), and `&&`
+    /// of such, is decided from the first and the last lane alone.
+    fn g_cond(&mut self, g: &mut Group, cond: &Expr) -> R<(Value, Option<Value>)> {
+        if let ExprKind::Binary { op, lhs, rhs, .. } = &cond.kind {
+            if *op == BinOp::And && pure(rhs) {
+                let (a_all, a_none) = self.g_cond(g, lhs)?;
+                let (b_all, b_none) = self.g_cond(g, rhs)?;
+                let all = self.b.ins().band(a_all, b_all);
+                // A lane false on either side is false: `none` may miss a mix of one
+                // side's first lanes and the other's last ones, which then reruns.
+                let none = match (a_none, b_none) {
+                    (None, None) => None,
+                    (a, b) => {
+                        let a = a.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, a_all, 0));
+                        let b = b.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, b_all, 0));
+                        Some(self.b.ins().bor(a, b))
+                    }
+                };
+                return Ok((all, none));
+            }
+            let ordered = matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+            if ordered && lhs.ty.scalar() == Some(Scalar::I32) {
+                let a = self.g_expr(g, lhs)?;
+                let b = self.g_expr(g, rhs)?;
+                match (a.shape, b.shape) {
+                    (Shape::Consecutive, Shape::Uniform) => {
+                        return Ok(self.g_ranged(*op, a.v[0], b.v[0]));
+                    }
+                    (Shape::Uniform, Shape::Consecutive) => {
+                        let flipped = match op {
+                            BinOp::Lt => BinOp::Gt,
+                            BinOp::Le => BinOp::Ge,
+                            BinOp::Gt => BinOp::Lt,
+                            _ => BinOp::Le,
+                        };
+                        return Ok(self.g_ranged(flipped, b.v[0], a.v[0]));
+                    }
+                    _ => {
+                        let shape = a.shape.join(b.shape);
+                        let c = self.per_lane(&[a, b], shape, |s, x| {
+                            s.binop(*op, Scalar::I32, x[0], x[1])
+                        })?;
+                        return Ok(self.g_all_none(c));
+                    }
+                }
+            }
+        }
+        let c = self.g_expr(g, cond)?;
+        Ok(self.g_all_none(c))
+    }
+
+    fn g_all_none(&mut self, c: Lanes) -> (Value, Option<Value>) {
+        if c.shape == Shape::Uniform {
+            return (c.v[0], None);
+        }
+        let c = self.split(c);
         let mut all = c.v[0];
         let mut any = c.v[0];
         for l in 1..LANES {
             all = self.b.ins().band(all, c.v[l]);
             any = self.b.ins().bor(any, c.v[l]);
         }
-        let split = self.b.ins().bxor(all, any);
-        self.g_check(g, split);
-        all
+        let none = self.b.ins().icmp_imm_s(IntCC::Equal, any, 0);
+        (all, Some(none))
+    }
+
+    /// `x0 + l  op  u` for every lane `l` (int32, consecutive lanes from `x0`): all and none
+    /// from the first and last lane, in int64; lanes that wrap past `max_int` count as mixed.
+    fn g_ranged(&mut self, op: BinOp, x0: Value, u: Value) -> (Value, Option<Value>) {
+        let lo = self.b.ins().sextend(types::I64, x0);
+        let hi = self.b.ins().iadd_imm_s(lo, LANES as i64 - 1);
+        let u = self.b.ins().sextend(types::I64, u);
+        let cmp = |me: &mut Self, cc: IntCC, a: Value| me.b.ins().icmp(cc, a, u);
+        let (all, none) = match op {
+            BinOp::Lt => (
+                cmp(self, IntCC::SignedLessThan, hi),
+                cmp(self, IntCC::SignedGreaterThanOrEqual, lo),
+            ),
+            BinOp::Le => (
+                cmp(self, IntCC::SignedLessThanOrEqual, hi),
+                cmp(self, IntCC::SignedGreaterThan, lo),
+            ),
+            BinOp::Gt => (
+                cmp(self, IntCC::SignedGreaterThan, lo),
+                cmp(self, IntCC::SignedLessThanOrEqual, hi),
+            ),
+            _ => (
+                cmp(self, IntCC::SignedGreaterThanOrEqual, lo),
+                cmp(self, IntCC::SignedLessThan, hi),
+            ),
+        };
+        let no_wrap = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThanOrEqual, hi, i32::MAX as i64);
+        let all = self.b.ins().band(all, no_wrap);
+        let none = self.b.ins().band(none, no_wrap);
+        (all, Some(none))
     }
 
     /// `if c then a else b` with arms that may fault: one branch for the group when its lanes

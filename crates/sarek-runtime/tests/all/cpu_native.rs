@@ -735,3 +735,70 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
         }
     }
 }
+
+/// In a lane group, a comparison of a consecutive index with a group-uniform bound (and
+/// `&&` of such) is decided from the group's first and last lane: bounds inside a group,
+/// at its edges, and consecutive values that wrap past `max_int` within a group.
+#[test]
+fn lane_group_range_conditions() {
+    let src = "let%kernel cmp (out : int32 vector) (u : int32) (c : int32) =
+  let i = thread_idx_x + c in
+  let mut r = 0 in
+  if i < u then r := r + 1;
+  if i <= u then r := r + 2;
+  if i > u then r := r + 4;
+  if i >= u then r := r + 8;
+  if u < i then r := r + 16;
+  if u >= i then r := r + 32;
+  if i < u && thread_idx_x > 2 then r := r + 64;
+  if u <= i && i < u + 6 then r := r + 128;
+  out.(global_thread_id) <- r
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("cmp");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let model = |u: i32, c: i32| -> Vec<i32> {
+        (0..16)
+            .map(|t: i32| {
+                let i = t.wrapping_add(c);
+                let conds = [
+                    i < u,
+                    i <= u,
+                    i > u,
+                    i >= u,
+                    u < i,
+                    u >= i,
+                    i < u && t > 2,
+                    u <= i && i < u.wrapping_add(6),
+                ];
+                conds
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &x)| if x { 1 << b } else { 0 })
+                    .sum()
+            })
+            .collect()
+    };
+    let max = i32::MAX;
+    let cases = [
+        (0, 0),
+        (5, 0),
+        (8, 0),
+        (9, 3),
+        (16, 0),
+        (-3, -10),
+        (max, max - 5),
+        (max - 2, max - 5),
+        (i32::MIN + 1, max - 5),
+        (max - 9, max - 9),
+    ];
+    for (u, c) in cases {
+        let config = LaunchConfig::linear(16);
+        let args = vec![ivec(vec![0; 16]), scalar(u), scalar(c)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        let want = model(u, c);
+        assert_eq!(ints(&interp.unwrap()[0]), want, "u {u} c {c}: interp");
+        assert_eq!(ints(&native.unwrap()[0]), want, "u {u} c {c}: cpu");
+    }
+}
