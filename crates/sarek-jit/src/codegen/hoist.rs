@@ -1,5 +1,6 @@
-//! Bounds checks hoisted out of `for` loops (loop versioning, as bounds-check elimination
-//! does it). An element index of an innermost loop that is affine in the loop counter `k`
+//! Bounds checks hoisted out of loops (loop versioning, as bounds-check elimination does it):
+//! innermost `for` loops, and the lane-group loop over a 1-D block's threads (its counter is
+//! `thread_idx_x`). An element index that is affine in the loop counter `k`
 //! (`index = step * k + offset`, `step` and `offset` sums of loop-invariant int32 values
 //! times literals) takes its extreme values at the loop's first and last `k`. Before the
 //! loop, those two values are computed exactly (in int64) and checked against the length
@@ -8,18 +9,48 @@
 //! arithmetic); otherwise the ordinary checked loop runs and faults where the thread loop
 //! would. The int32 index the program computes agrees with the exact value modulo 2^32, so
 //! an exact value within `0..len` is the index itself: wrapping arithmetic cannot slip past.
+//! The same ranges decide comparisons (`i < n`) for the whole loop: the thread loop's copy
+//! also requires its analysable `if` conditions to hold for every thread, and drops them.
 
 use crate::prepare::walk_expr;
-use sarek_compiler::intrinsics::Intrinsic;
-use sarek_compiler::ir::{Expr, ExprKind, LValue, Stmt, StmtKind, VarId};
+use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId};
 use sarek_compiler::types::{BinOp, Literal, Scalar};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-/// `mul * value` (`value` absent: the constant 1).
+/// `mul * value`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Term<'e> {
     pub mul: i64,
-    pub value: Option<&'e Expr>,
+    pub value: TermValue<'e>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TermValue<'e> {
+    One,
+    /// A loop-invariant int32 expression.
+    Expr(&'e Expr),
+    /// `block_idx_x * block_dim_x` (int32).
+    BlockBaseX,
+}
+
+impl TermValue<'_> {
+    fn is_one(self) -> bool {
+        matches!(self, TermValue::One)
+    }
+
+    /// `mul · self` when it is a constant.
+    pub fn constant(self, mul: i64) -> Option<i64> {
+        self.is_one().then_some(mul)
+    }
+}
+
+/// What a loop counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Counter {
+    Var(VarId),
+    /// The thread loop of a 1-D block: `thread_idx_x` (and `global_idx_x`) count.
+    ThreadX,
 }
 
 /// `index = Σ step · k + Σ offset`.
@@ -39,8 +70,18 @@ impl<'e> Affine<'e> {
             step: Vec::new(),
             offset: vec![Term {
                 mul: x,
-                value: None,
+                value: TermValue::One,
             }],
+        }
+    }
+
+    fn counter() -> Self {
+        Affine {
+            step: vec![Term {
+                mul: 1,
+                value: TermValue::One,
+            }],
+            offset: Vec::new(),
         }
     }
 
@@ -64,17 +105,17 @@ impl<'e> Affine<'e> {
     /// `self * x` for a loop-invariant `x`: only when every term is a constant.
     fn times(mut self, x: &'e Expr) -> Option<Self> {
         for t in self.step.iter_mut().chain(self.offset.iter_mut()) {
-            if t.value.is_some() {
+            if !t.value.is_one() {
                 return None;
             }
-            t.value = Some(x);
+            t.value = TermValue::Expr(x);
         }
         Some(self)
     }
 
     fn exact(&self) -> bool {
         let bound = |t: &Term, per_k: bool| -> i128 {
-            let v: i128 = if t.value.is_some() { 1 << 31 } else { 1 };
+            let v: i128 = if t.value.is_one() { 1 } else { 1 << 31 };
             let k: i128 = if per_k { 1 << 31 } else { 1 };
             (t.mul as i128).abs() * v * k
         };
@@ -101,33 +142,48 @@ pub(super) fn const_i32(e: &Expr) -> Option<i32> {
     }
 }
 
-/// What a loop body may not change for a value to be invariant: the counter, and every
-/// variable the body defines or assigns.
-pub(super) struct Loop {
-    pub counter: VarId,
+/// A loop under analysis: its counter, what its body changes (so is not invariant) and the
+/// immutable `let`s the body makes (looked through: `let i = k * 4 in a.(i)` is affine).
+pub(super) struct Loop<'e> {
+    pub counter: Counter,
     changed: HashSet<VarId>,
+    defs: HashMap<VarId, &'e Expr>,
 }
 
-impl Loop {
-    pub fn new(counter: VarId, body: &Vec<Stmt>) -> Loop {
+impl<'e> Loop<'e> {
+    pub fn new(k: &Kernel, counter: Counter, body: &'e [Stmt]) -> Loop<'e> {
         let mut changed = HashSet::new();
-        {
-            sarek_compiler::ir::visit::for_each_stmt(body, &mut |s| {
-                match &s.kind {
-                    StmtKind::Let { var, .. } | StmtKind::For { var, .. } => {
-                        changed.insert(*var);
+        let mut defs = HashMap::new();
+        for s in all_stmts(body) {
+            match &s.kind {
+                StmtKind::Let { var, init } => {
+                    changed.insert(*var);
+                    if let Some(e) = init
+                        && !k.var(*var).mutable
+                    {
+                        defs.insert(*var, e);
                     }
-                    StmtKind::Assign {
-                        place: LValue::Var(v),
-                        ..
-                    } => {
-                        changed.insert(*v);
-                    }
-                    _ => {}
                 }
-            });
+                StmtKind::For { var, .. } => {
+                    changed.insert(*var);
+                }
+                StmtKind::Assign {
+                    place: LValue::Var(v),
+                    ..
+                } => {
+                    changed.insert(*v);
+                }
+                _ => {}
+            }
         }
-        Loop { counter, changed }
+        if let Counter::Var(v) = counter {
+            changed.insert(v);
+        }
+        Loop {
+            counter,
+            changed,
+            defs,
+        }
     }
 
     /// Whether `e` is the same at every iteration, cannot fault, and reads only variables
@@ -136,16 +192,19 @@ impl Loop {
         let mut ok = super::pure(e);
         walk_expr(e, &mut |x| match &x.kind {
             ExprKind::Var(v) => {
-                ok &= *v != self.counter && !self.changed.contains(v) && allowed(*v);
+                ok &= !self.changed.contains(v) && allowed(*v);
+            }
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(g),
+                ..
+            } => {
+                ok &= self.counter != Counter::ThreadX
+                    || !matches!(g, Geometry::ThreadIdx(Axis::X) | Geometry::GlobalIdx(Axis::X));
             }
             ExprKind::Intrinsic { op, .. } => {
                 ok &= matches!(
                     op,
-                    Intrinsic::Geometry(_)
-                        | Intrinsic::Convert
-                        | Intrinsic::Min
-                        | Intrinsic::Max
-                        | Intrinsic::Abs
+                    Intrinsic::Convert | Intrinsic::Min | Intrinsic::Max | Intrinsic::Abs
                 );
             }
             ExprKind::Lit(_) | ExprKind::Binary { .. } | ExprKind::Unary { .. } => {}
@@ -155,34 +214,50 @@ impl Loop {
     }
 
     /// `e` as an exact affine function of the counter, when it is one.
-    pub fn affine<'e>(&self, e: &'e Expr, allowed: &dyn Fn(VarId) -> bool) -> Option<Affine<'e>> {
-        let a = self.affine_of(e, allowed)?;
+    pub fn affine(&self, e: &'e Expr, allowed: &dyn Fn(VarId) -> bool) -> Option<Affine<'e>> {
+        let a = self.affine_of(e, allowed, 0)?;
         a.exact().then_some(a)
     }
 
-    fn affine_of<'e>(&self, e: &'e Expr, allowed: &dyn Fn(VarId) -> bool) -> Option<Affine<'e>> {
-        if e.ty.scalar() != Some(Scalar::I32) {
+    fn affine_of(
+        &self,
+        e: &'e Expr,
+        allowed: &dyn Fn(VarId) -> bool,
+        depth: usize,
+    ) -> Option<Affine<'e>> {
+        if e.ty.scalar() != Some(Scalar::I32) || depth > 16 {
             return None;
         }
         if let Some(c) = const_i32(e) {
             return Some(Affine::constant(c as i64));
         }
+        let thread_x = self.counter == Counter::ThreadX;
         match &e.kind {
-            ExprKind::Var(v) if *v == self.counter => {
-                return Some(Affine {
-                    step: vec![Term {
-                        mul: 1,
-                        value: None,
-                    }],
-                    offset: Vec::new(),
+            ExprKind::Var(v) if self.counter == Counter::Var(*v) => return Some(Affine::counter()),
+            ExprKind::Var(v) if self.defs.contains_key(v) => {
+                return self.affine_of(self.defs[v], allowed, depth + 1);
+            }
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
+                ..
+            } if thread_x => return Some(Affine::counter()),
+            ExprKind::Intrinsic {
+                op: Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),
+                ..
+            } if thread_x => {
+                let mut a = Affine::counter();
+                a.offset.push(Term {
+                    mul: 1,
+                    value: TermValue::BlockBaseX,
                 });
+                return Some(a);
             }
             _ if self.invariant(e, allowed) => {
                 return Some(Affine {
                     step: Vec::new(),
                     offset: vec![Term {
                         mul: 1,
-                        value: Some(e),
+                        value: TermValue::Expr(e),
                     }],
                 });
             }
@@ -191,44 +266,98 @@ impl Loop {
         let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
             return None;
         };
+        let sub = |x: &'e Expr| self.affine_of(x, allowed, depth + 1);
         match op {
-            BinOp::Add => Some(
-                self.affine_of(lhs, allowed)?
-                    .plus(self.affine_of(rhs, allowed)?, 1),
-            ),
-            BinOp::Sub => Some(
-                self.affine_of(lhs, allowed)?
-                    .plus(self.affine_of(rhs, allowed)?, -1),
-            ),
+            BinOp::Add => Some(sub(lhs)?.plus(sub(rhs)?, 1)),
+            BinOp::Sub => Some(sub(lhs)?.plus(sub(rhs)?, -1)),
             BinOp::Mul => {
-                let (a, x) = if let Some(m) = const_i32(rhs) {
-                    return self.affine_of(lhs, allowed)?.scale(m as i64);
-                } else if let Some(m) = const_i32(lhs) {
-                    return self.affine_of(rhs, allowed)?.scale(m as i64);
-                } else if self.invariant(rhs, allowed) {
-                    (lhs, rhs)
+                if let Some(m) = const_i32(rhs) {
+                    return sub(lhs)?.scale(m as i64);
+                }
+                if let Some(m) = const_i32(lhs) {
+                    return sub(rhs)?.scale(m as i64);
+                }
+                if self.invariant(rhs, allowed) {
+                    sub(lhs)?.times(rhs)
                 } else if self.invariant(lhs, allowed) {
-                    (rhs, lhs)
+                    sub(rhs)?.times(lhs)
                 } else {
-                    return None;
-                };
-                self.affine_of(a, allowed)?.times(x)
+                    None
+                }
             }
+            _ => None,
+        }
+    }
+
+    /// A condition as comparisons `(op, lhs, rhs)` joined by `&&`, each side affine in the
+    /// counter; `None` when it is not one.
+    #[allow(clippy::type_complexity)]
+    pub fn comparisons(
+        &self,
+        cond: &'e Expr,
+        allowed: &dyn Fn(VarId) -> bool,
+    ) -> Option<Vec<(BinOp, Affine<'e>, Affine<'e>)>> {
+        let ExprKind::Binary { op, lhs, rhs, .. } = &cond.kind else {
+            return None;
+        };
+        match op {
+            BinOp::And => {
+                let mut a = self.comparisons(lhs, allowed)?;
+                a.extend(self.comparisons(rhs, allowed)?);
+                Some(a)
+            }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => Some(vec![(
+                *op,
+                self.affine(lhs, allowed)?,
+                self.affine(rhs, allowed)?,
+            )]),
             _ => None,
         }
     }
 }
 
+/// The statements of `body` and of the blocks nested in it, in source order.
+pub(super) fn all_stmts(body: &[Stmt]) -> Vec<&Stmt> {
+    let mut out = Vec::new();
+    for s in body {
+        out.push(s);
+        nested_stmts(s, &mut out);
+    }
+    out
+}
+
+fn nested_stmts<'e>(s: &'e Stmt, out: &mut Vec<&'e Stmt>) {
+    let mut blocks: Vec<&'e [Stmt]> = Vec::new();
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => blocks.extend([&then_block[..], &else_block[..]]),
+        StmtKind::For { body, .. } | StmtKind::While { body, .. } | StmtKind::Block(body) => {
+            blocks.push(body)
+        }
+        StmtKind::Match { arms, .. } => blocks.extend(arms.iter().map(|a| &a.body[..])),
+        _ => {}
+    }
+    for b in blocks {
+        for s in b {
+            out.push(s);
+            nested_stmts(s, out);
+        }
+    }
+}
+
 /// Element accesses `(array, index)` a loop body makes, nested blocks included; `None` when
-/// the body holds a loop (only innermost loops are versioned: copies would multiply).
-pub(super) fn accesses(body: &Vec<Stmt>) -> Option<Vec<(VarId, &Expr)>> {
-    let mut nested = false;
-    let mut stmts = Vec::new();
-    sarek_compiler::ir::visit::for_each_stmt(body, &mut |s| {
-        nested |= matches!(s.kind, StmtKind::For { .. } | StmtKind::While { .. });
-        stmts.push(s);
-    });
-    if nested {
+/// the body holds a loop and `innermost` asks for none (versioned loops within versioned
+/// loops would multiply the copies).
+pub(super) fn accesses(body: &[Stmt], innermost: bool) -> Option<Vec<(VarId, &Expr)>> {
+    let stmts = all_stmts(body);
+    if innermost
+        && stmts
+            .iter()
+            .any(|s| matches!(s.kind, StmtKind::For { .. } | StmtKind::While { .. }))
+    {
         return None;
     }
     let mut out = Vec::new();
@@ -276,13 +405,13 @@ fn index_exprs<'e>(e: &'e Expr, out: &mut Vec<(VarId, &'e Expr)>) {
 }
 
 /// Statements and expression nodes of a loop body (what unrolling copies).
-pub(super) fn size(body: &Vec<Stmt>) -> usize {
-    let mut n = 0;
-    sarek_compiler::ir::visit::for_each_stmt(body, &mut |s| {
-        n += 1;
+pub(super) fn size(body: &[Stmt]) -> usize {
+    let stmts = all_stmts(body);
+    let mut n = stmts.len();
+    for s in stmts {
         for e in crate::prepare::own_exprs(s) {
             walk_expr(e, &mut |_| n += 1);
         }
-    });
+    }
     n
 }

@@ -228,18 +228,16 @@ impl Analysis<'_> {
 }
 
 /// Whether statements store to memory.
-fn stores(b: &sarek_compiler::ir::Block) -> bool {
-    let mut found = false;
-    sarek_compiler::ir::visit::for_each_stmt(b, &mut |s| {
-        if let StmtKind::Assign {
-            place: LValue::Index { .. },
-            ..
-        } = s.kind
-        {
-            found = true;
-        }
-    });
-    found
+fn stores(b: &[Stmt]) -> bool {
+    hoist::all_stmts(b).iter().any(|s| {
+        matches!(
+            s.kind,
+            StmtKind::Assign {
+                place: LValue::Index { .. },
+                ..
+            }
+        )
+    })
 }
 
 /// Integer division by a literal other than 0 and -1 cannot fault or overflow.
@@ -322,27 +320,43 @@ pub(super) struct Group {
     only: Option<usize>,
     lets: HashMap<VarId, Lanes>,
     vars: HashMap<VarId, LaneVar>,
-    /// Accesses of the versioned loop being generated whose bounds were checked before it
-    /// ([`hoist`]), by index expression.
+    /// Accesses of the versioned loops being generated whose bounds were checked before
+    /// them ([`hoist`]), by index expression.
     fast: HashMap<*const Expr, FastAddr>,
-    /// That loop's counter (int64) in the current iteration.
-    counter: Option<Value>,
+    /// `if` conditions known to hold in every lane (checked before the thread loop).
+    known_true: HashSet<*const Expr>,
 }
 
 /// The address of a hoisted access: lane 0's at counter `k` is `base + k * step` (bytes).
 #[derive(Clone, Copy)]
-struct FastAddr {
-    base: Value,
-    step: Value,
+pub(super) struct FastAddr {
+    pub base: Value,
+    pub step: Value,
+    /// The loop's counter (int32 or int64).
+    pub counter: Variable,
     /// Lane `l` is `l` elements further (else every lane reads the same element).
-    consecutive: bool,
-    size: i64,
+    pub consecutive: bool,
+    pub size: i64,
+}
+
+/// What the thread loop of a 1-D block checked before it: hoisted accesses and conditions.
+#[derive(Default)]
+pub(super) struct Hoisted {
+    pub fast: HashMap<*const Expr, FastAddr>,
+    pub known_true: HashSet<*const Expr>,
 }
 
 impl Gen<'_, '_> {
     /// The body of one lane group of `seg` (thread `tid`.. in the current block), ending in
     /// the current block; a lane disagreement or failed check jumps to `redo`.
-    pub(super) fn group_body(&mut self, seg: &Segment, tid: Value, x: Value, redo: Block) -> R<()> {
+    pub(super) fn group_body(
+        &mut self,
+        seg: &Segment,
+        tid: Value,
+        x: Value,
+        redo: Block,
+        hoisted: Option<&Hoisted>,
+    ) -> R<()> {
         let mut g = Group {
             redo,
             x,
@@ -350,8 +364,8 @@ impl Gen<'_, '_> {
             only: None,
             lets: HashMap::new(),
             vars: HashMap::new(),
-            fast: HashMap::new(),
-            counter: None,
+            fast: hoisted.map(|h| h.fast.clone()).unwrap_or_default(),
+            known_true: hoisted.map(|h| h.known_true.clone()).unwrap_or_default(),
         };
         let f = Self::trusted();
         let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
@@ -540,6 +554,12 @@ impl Gen<'_, '_> {
                 then_block,
                 else_block,
             } => {
+                if g.known_true.contains(&(cond as *const Expr)) {
+                    for s in then_block {
+                        self.g_stmt(g, s)?;
+                    }
+                    return Ok(());
+                }
                 let c = self.g_if_cond(g, cond)?;
                 let (t, e, m) = (
                     self.b.create_block(),
@@ -583,7 +603,7 @@ impl Gen<'_, '_> {
         start: &Expr,
         end: &Expr,
         downto: bool,
-        body: &Vec<Stmt>,
+        body: &[Stmt],
     ) -> R<()> {
         let s0 = self.g_expr(g, start)?;
         let e0 = self.g_expr(g, end)?;
@@ -594,9 +614,10 @@ impl Gen<'_, '_> {
         let e0 = self.b.ins().sextend(types::I64, e0.v[0]);
         // A later iteration runs after this one's stores.
         let effect = g.effect | stores(body);
-        let Some((ok, fast)) = self.g_hoist(g, var, body, s0, e0)? else {
+        let cnt = self.b.declare_var(types::I64);
+        let Some((ok, fast)) = self.g_hoist(g, var, body, s0, e0, cnt)? else {
             g.effect = effect;
-            return self.g_loop(g, var, s0, e0, downto, body);
+            return self.g_loop(g, var, cnt, s0, e0, downto, body);
         };
         let (fast_b, slow_b, exit) = (
             self.b.create_block(),
@@ -623,38 +644,40 @@ impl Gen<'_, '_> {
                     let k = if downto { first - i } else { first + i };
                     let k32 = self.iconst(types::I32, k);
                     g.lets.insert(var, Lanes::uniform(k32));
-                    g.counter = Some(self.iconst(types::I64, k));
+                    let k64 = self.iconst(types::I64, k);
+                    self.b.def_var(cnt, k64);
                     for s in body {
                         self.g_stmt(g, s)?;
                     }
                 }
             }
-            _ => self.g_loop(g, var, s0, e0, downto, body)?,
+            _ => self.g_loop(g, var, cnt, s0, e0, downto, body)?,
         }
         for k in keys {
             g.fast.remove(&k);
         }
-        g.counter = None;
         self.b.ins().jump(exit, &[]);
         self.b.switch_to_block(slow_b);
         g.effect = effect;
-        self.g_loop(g, var, s0, e0, downto, body)?;
+        let cnt = self.b.declare_var(types::I64);
+        self.g_loop(g, var, cnt, s0, e0, downto, body)?;
         self.b.ins().jump(exit, &[]);
         self.b.switch_to_block(exit);
         Ok(())
     }
 
     /// The loop itself, from `s0` to `e0` (int64).
+    #[allow(clippy::too_many_arguments)]
     fn g_loop(
         &mut self,
         g: &mut Group,
         var: VarId,
+        cnt: Variable,
         s0: Value,
         e0: Value,
         downto: bool,
-        body: &Vec<Stmt>,
+        body: &[Stmt],
     ) -> R<()> {
-        let cnt = self.b.declare_var(types::I64);
         self.b.def_var(cnt, s0);
         let (hdr, bodyb, exit) = (
             self.b.create_block(),
@@ -674,7 +697,6 @@ impl Gen<'_, '_> {
         self.b.switch_to_block(bodyb);
         let v = self.b.ins().ireduce(types::I32, c);
         g.lets.insert(var, Lanes::uniform(v));
-        g.counter = Some(c);
         for s in body {
             self.g_stmt(g, s)?;
         }
@@ -689,24 +711,26 @@ impl Gen<'_, '_> {
     /// The bounds of every hoistable access of the loop, checked before it: the condition
     /// that they all hold, and their addresses; `None` when no access is hoistable.
     #[allow(clippy::type_complexity)]
-    fn g_hoist<'e>(
+    fn g_hoist(
         &mut self,
         g: &mut Group,
         var: VarId,
-        body: &'e Vec<Stmt>,
+        body: &[Stmt],
         s0: Value,
         e0: Value,
+        counter: Variable,
     ) -> R<Option<(Value, Vec<(*const Expr, FastAddr)>)>> {
-        let Some(accesses) = hoist::accesses(body) else {
+        let Some(accesses) = hoist::accesses(body, true) else {
             return Ok(None);
         };
-        let lp = hoist::Loop::new(var, body);
+        let lp = hoist::Loop::new(self.k, hoist::Counter::Var(var), body);
         let mutable: HashSet<VarId> = g.vars.keys().copied().collect();
         let allowed = |v: VarId| !mutable.contains(&v);
         let mut ok: Option<Value> = None;
         let mut out = Vec::new();
         for (base, index) in accesses {
-            if out.iter().any(|(k, _)| *k == index as *const Expr) {
+            let key = index as *const Expr;
+            if g.fast.contains_key(&key) || out.iter().any(|(k, _)| *k == key) {
                 continue;
             }
             let Ok(m) = self.mem_of(base) else { continue };
@@ -722,8 +746,11 @@ impl Gen<'_, '_> {
                 let mut acc = me.iconst(types::I64, 0);
                 for t in terms {
                     let v = match t.value {
-                        None => me.iconst(types::I64, 1),
-                        Some(x) => {
+                        hoist::TermValue::One => me.iconst(types::I64, 1),
+                        hoist::TermValue::BlockBaseX => {
+                            me.b.ins().sextend(types::I64, me.block_base[0])
+                        }
+                        hoist::TermValue::Expr(x) => {
                             let l = me.g_expr(g, x)?;
                             match l.shape {
                                 Shape::Uniform => {}
@@ -776,6 +803,7 @@ impl Gen<'_, '_> {
                 FastAddr {
                     base: base_addr,
                     step: step_bytes,
+                    counter,
                     consecutive,
                     size,
                 },
@@ -1036,9 +1064,7 @@ impl Gen<'_, '_> {
     /// Checked addresses of element `i` of single-column memory `base` in each lane (one
     /// address when `i` is uniform).
     fn g_addrs(&mut self, g: &Group, base: VarId, index: &Expr, i: Lanes) -> R<Vec<Value>> {
-        if let Some(f) = g.fast.get(&(index as *const Expr)).copied()
-            && let Some(k) = g.counter
-        {
+        if let Some(f) = g.fast.get(&(index as *const Expr)).copied() {
             let lane_shape = if f.consecutive {
                 Shape::Consecutive
             } else {
@@ -1047,6 +1073,12 @@ impl Gen<'_, '_> {
             // Both analyses agree on how the lanes relate (else: the checked path).
             let agree = g.only.is_some() || i.shape == lane_shape || i.shape == Shape::Varying;
             if agree {
+                let k = self.b.use_var(f.counter);
+                let k = if self.b.func.dfg.value_type(k) == types::I64 {
+                    k
+                } else {
+                    self.b.ins().sextend(types::I64, k)
+                };
                 let off = self.b.ins().imul(k, f.step);
                 let a0 = self.b.ins().iadd(f.base, off);
                 let lane = |me: &mut Self, l: usize| {
@@ -1283,5 +1315,158 @@ impl Gen<'_, '_> {
             }
             other => Lanes::uniform(self.geometry(other)?),
         })
+    }
+}
+
+impl<'a> Gen<'a, '_> {
+    /// The thread loop of a 1-D block as a versioned loop over `thread_idx_x` ([`hoist`]):
+    /// before it, the accesses whose index is `thread_idx_x` (or `global_idx_x`) plus an
+    /// invariant offset, or invariant, are checked for every thread of the block, and the
+    /// top-level `if` conditions that compare such values (`i < n`) are checked to hold for
+    /// every thread. The condition that all of that holds, and what the copy may drop.
+    pub(super) fn thread_plan(&mut self, seg: &'a Segment) -> R<Option<(Value, Hoisted)>> {
+        let Some(accesses) = hoist::accesses(&seg.stmts, false) else {
+            return Ok(None);
+        };
+        let lp = hoist::Loop::new(self.k, hoist::Counter::ThreadX, &seg.stmts);
+        let k = self.k;
+        let allowed = |v: VarId| !seg.loads.contains(&v) && !k.var(v).mutable;
+        let counter = match &self.th {
+            Some(t) => t.tid,
+            None => return Ok(None),
+        };
+        let n64 = self.b.ins().uextend(types::I64, self.nthreads);
+        let last = self.b.ins().iadd_imm_s(n64, -1);
+        let mut ok: Option<Value> = None;
+        let mut plan = Hoisted::default();
+        let mut both = |me: &mut Self, c: Value| {
+            ok = Some(match ok {
+                Some(o) => me.b.ins().band(o, c),
+                None => c,
+            });
+        };
+        for (base, index) in accesses {
+            let key = index as *const Expr;
+            if plan.fast.contains_key(&key) {
+                continue;
+            }
+            let Ok(m) = self.mem_of(base) else { continue };
+            if matches!(m, super::Mem::Local(_)) || self.mem_leaves(m).len() != 1 {
+                continue;
+            }
+            let Some(a) = lp.affine(index, &allowed) else {
+                continue;
+            };
+            // Lanes one element apart (step 1) or the same element (step 0).
+            let step: i64 = match a.step.iter().map(|t| t.value.constant(t.mul)).sum() {
+                Some(x @ (0 | 1)) => x,
+                _ => continue,
+            };
+            let Some(offset) = self.t_sum(&a.offset)? else {
+                continue;
+            };
+            let at_last = self.b.ins().iadd(offset, last);
+            let hi = if step == 1 { at_last } else { offset };
+            let len = self.mem_len(m);
+            let len = self.b.ins().uextend(types::I64, len);
+            let lo_ok = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, offset, 0);
+            let hi_ok = self.b.ins().icmp(IntCC::SignedLessThan, hi, len);
+            let this = self.b.ins().band(lo_ok, hi_ok);
+            both(self, this);
+            let size = self.mem_leaves(m)[0].size() as i64;
+            let col = self.mem_base(m);
+            let off = self.b.ins().imul_imm_s(offset, size);
+            let base_addr = self.b.ins().iadd(col, off);
+            let step_bytes = self.iconst(types::I64, step * size);
+            plan.fast.insert(
+                key,
+                FastAddr {
+                    base: base_addr,
+                    step: step_bytes,
+                    counter,
+                    consecutive: step == 1,
+                    size,
+                },
+            );
+        }
+        for s in &seg.stmts {
+            let StmtKind::If { cond, .. } = &s.kind else {
+                continue;
+            };
+            if !pure(cond) {
+                continue;
+            }
+            let Some(comparisons) = lp.comparisons(cond, &allowed) else {
+                continue;
+            };
+            let mut holds = Vec::new();
+            for (op, a, b) in &comparisons {
+                // Both sides exact int32 values at the first and last thread (so at every
+                // thread: they are affine), and the comparison true at both.
+                let mut ends = Vec::new();
+                for side in [a, b] {
+                    let (Some(o), Some(st)) = (self.t_sum(&side.offset)?, self.t_sum(&side.step)?)
+                    else {
+                        break;
+                    };
+                    let at_last = self.b.ins().imul(st, last);
+                    let at_last = self.b.ins().iadd(o, at_last);
+                    ends.push([o, at_last]);
+                }
+                if ends.len() != 2 {
+                    holds.clear();
+                    break;
+                }
+                for x in ends.iter().flatten() {
+                    let lo = self
+                        .b
+                        .ins()
+                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, *x, i32::MIN as i64);
+                    let hi = self
+                        .b
+                        .ins()
+                        .icmp_imm_s(IntCC::SignedLessThanOrEqual, *x, i32::MAX as i64);
+                    holds.push(self.b.ins().band(lo, hi));
+                }
+                let cc = match op {
+                    BinOp::Lt => IntCC::SignedLessThan,
+                    BinOp::Le => IntCC::SignedLessThanOrEqual,
+                    BinOp::Gt => IntCC::SignedGreaterThan,
+                    _ => IntCC::SignedGreaterThanOrEqual,
+                };
+                for e in 0..2 {
+                    holds.push(self.b.ins().icmp(cc, ends[0][e], ends[1][e]));
+                }
+            }
+            if holds.is_empty() {
+                continue;
+            }
+            for h in holds {
+                both(self, h);
+            }
+            plan.known_true.insert(cond as *const Expr);
+        }
+        Ok(ok.map(|o| (o, plan)))
+    }
+
+    /// `Σ mul · value` in int64 at the start of a thread loop (invariant terms only).
+    fn t_sum(&mut self, terms: &[hoist::Term<'a>]) -> R<Option<Value>> {
+        let mut acc = self.iconst(types::I64, 0);
+        for t in terms {
+            let v = match t.value {
+                hoist::TermValue::One => self.iconst(types::I64, 1),
+                hoist::TermValue::BlockBaseX => self.b.ins().sextend(types::I64, self.block_base[0]),
+                hoist::TermValue::Expr(x) => {
+                    let v = self.expr1(x)?;
+                    self.b.ins().sextend(types::I64, v)
+                }
+            };
+            let v = self.b.ins().imul_imm_s(v, t.mul);
+            acc = self.b.ins().iadd(acc, v);
+        }
+        Ok(Some(acc))
     }
 }

@@ -605,7 +605,11 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
   out.(t) <- acc
 ";
     let program = Program::compile("test.sarek", src);
-    for (name, loops) in [("sum", 1), ("scatter", 1), ("tile", 1)] {
+    // sum: the thread loop (`out.(global_thread_id)`) and the `for` loop in both of its
+    // copies; scatter: the `for` loop (its thread loop has no affine access); tile: the
+    // second segment's thread loop (`out.(t)`) and its `k` loop twice (`t * 16 + j` is not
+    // consecutive in a lane group).
+    for (name, loops) in [("sum", 3), ("scatter", 1), ("tile", 3)] {
         let jit = sarek_jit::compile(&program.kernel(name), &sarek_jit::JitOptions::default());
         assert_eq!(jit.unwrap().hoisted_loops(), loops, "{name}: versioned loops");
     }
@@ -800,5 +804,74 @@ fn lane_group_range_conditions() {
         let want = model(u, c);
         assert_eq!(ints(&interp.unwrap()[0]), want, "u {u} c {c}: interp");
         assert_eq!(ints(&native.unwrap()[0]), want, "u {u} c {c}: cpu");
+    }
+}
+
+/// A 1-D block's thread loop runs a copy with the checks of `x.(i + off)`-style accesses and
+/// the guard `i < n && lo <= i` decided once per block (docs/backends.md): full and partial
+/// blocks, guards false for part of a block, blocks not a multiple of four, and reads past
+/// either end, which fault where the thread loop faults.
+#[test]
+fn thread_loop_hoisting() {
+    let src = "let%kernel axpy (x : int32 vector) (y : int32 vector) (n : int32) (lo : int32) (off : int32) =
+  let i = global_thread_id in
+  if i < n && lo <= i then y.(i) <- x.(i + off) * 3 + y.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("axpy");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.hoisted_loops(), 1, "the thread loop is versioned");
+    let x: Vec<i32> = (0..300).map(|v| v * 7 - 1000).collect();
+    let y0: Vec<i32> = (0..270).map(|v| 5 - v).collect();
+    let model = |threads: i32, n: i32, lo: i32, off: i32| -> Option<Vec<i32>> {
+        let mut y = y0.clone();
+        for i in 0..threads {
+            if i < n && lo <= i {
+                let xi = *x.get(usize::try_from(i + off).ok()?)?;
+                let yi = y.get_mut(usize::try_from(i).ok()?)?;
+                *yi = xi * 3 + *yi;
+            }
+        }
+        Some(y)
+    };
+    let blocks = [
+        (LaunchConfig::linear(256), 256),
+        (
+            LaunchConfig {
+                grid: [9, 1, 1],
+                block: [30, 1, 1],
+            },
+            270,
+        ),
+    ];
+    let cases = [
+        (256, 0, 0),
+        (200, 0, 0),
+        (256, 70, 0),
+        (256, 0, 30),
+        (i32::MIN, 0, 0),
+        (256, 0, 50),
+        (256, 0, -1),
+        (300, 0, 0),
+    ];
+    for (config, threads) in blocks {
+        for (n, lo, off) in cases {
+            let case = format!("{threads} threads, n {n} lo {lo} off {off}");
+            let args = vec![ivec(x.clone()), ivec(y0.clone()), scalar(n), scalar(lo), scalar(off)];
+            let (_, interp, native) =
+                run_both(Program::compile("test.sarek", src), &k, config, args);
+            match model(threads, n, lo, off) {
+                Some(want) => {
+                    assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                    assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+                }
+                None => {
+                    let (Err(e1), Err(e2)) = (&interp, &native) else {
+                        panic!("{case}: both fault: {interp:?} / {native:?}");
+                    };
+                    assert_eq!(e1, e2, "{case}: the same fault");
+                }
+            }
+        }
     }
 }
