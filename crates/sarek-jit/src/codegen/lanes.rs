@@ -21,6 +21,8 @@
 //! takes the four lanes apart.
 
 use super::{Gen, R, cty, hoist, pure};
+
+mod masked;
 use crate::launch::{STATUS_DIVERGENT, SiteKind};
 use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -154,6 +156,7 @@ impl Analysis<'_> {
                 self.effect |= after_then;
             }
             StmtKind::Block(b) => self.block(b)?,
+            StmtKind::While { cond, body, .. } => self.masked_loop(cond, body)?,
             _ => return None,
         }
         Some(())
@@ -587,6 +590,7 @@ impl Gen<'_, '_> {
                     self.g_stmt(g, s)?;
                 }
             }
+            StmtKind::While { cond, body, .. } => self.g_while(g, cond, body)?,
             _ => return Err(self.unsupported("this statement in a lane group")),
         }
         Ok(())
