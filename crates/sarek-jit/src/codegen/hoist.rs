@@ -204,7 +204,11 @@ impl<'e> Loop<'e> {
             ExprKind::Intrinsic { op, .. } => {
                 ok &= matches!(
                     op,
-                    Intrinsic::Convert | Intrinsic::Min | Intrinsic::Max | Intrinsic::Abs
+                    Intrinsic::Convert
+                        | Intrinsic::Min
+                        | Intrinsic::Max
+                        | Intrinsic::Abs
+                        | Intrinsic::Length
                 );
             }
             ExprKind::Lit(_) | ExprKind::Binary { .. } | ExprKind::Unary { .. } => {}

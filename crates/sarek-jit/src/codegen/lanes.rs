@@ -223,6 +223,13 @@ impl Analysis<'_> {
                     }
                     shape
                 }
+                Intrinsic::Length => match args.first().map(|a| &a.kind) {
+                    Some(ExprKind::Var(v)) => {
+                        self.memory(*v)?;
+                        Shape::Uniform
+                    }
+                    _ => return None,
+                },
                 _ => return None,
             },
             _ => return None,
@@ -1271,6 +1278,13 @@ impl Gen<'_, '_> {
                 op: Intrinsic::Geometry(geo),
                 ..
             } => self.g_geometry(g, *geo)?,
+            ExprKind::Intrinsic {
+                op: Intrinsic::Length,
+                args,
+            } => {
+                let m = self.mem_arg(&args[0])?;
+                Lanes::uniform(self.mem_len(m))
+            }
             ExprKind::Intrinsic { op, args } => {
                 let mut vals = Vec::with_capacity(args.len());
                 let mut from = Vec::with_capacity(args.len());

@@ -13,7 +13,10 @@
 use super::super::{Gen, R, hoist, pure};
 use super::{Analysis, Group, LANES, Lanes, Shape};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{InstBuilder, MemFlagsData as MemFlags, Type, Value, types};
+use cranelift_codegen::ir::{
+    InstBuilder, MemFlagsData as MemFlags, StackSlot, StackSlotData, StackSlotKind, Type, Value,
+    types,
+};
 use cranelift_frontend::Variable;
 use sarek_compiler::intrinsics::Intrinsic;
 use sarek_compiler::ir::{Expr, ExprKind, LValue, Stmt, StmtKind, VarId};
@@ -148,10 +151,12 @@ fn vector_type(s: Scalar) -> Type {
     }
 }
 
-/// The values of a masked region: variables it assigns and `let`s it binds.
+/// The values of a masked region: variables it assigns, `let`s it binds, and varying values
+/// from before the loop, kept in stack slots (see [`Gen::g_while`]).
 struct Region {
     vars: HashMap<VarId, Variable>,
     lets: HashMap<VarId, Value>,
+    kept: HashMap<VarId, (StackSlot, Type)>,
 }
 
 impl Gen<'_, '_> {
@@ -173,6 +178,7 @@ impl Gen<'_, '_> {
         let mut r = Region {
             vars: HashMap::new(),
             lets: HashMap::new(),
+            kept: HashMap::new(),
         };
         for &v in &assigned {
             let s = self.scalar_of(v)?;
@@ -181,6 +187,37 @@ impl Gen<'_, '_> {
             let now = self.to_vector(s, now);
             self.b.def_var(var, now);
             r.vars.insert(v, var);
+        }
+        // Values from before the loop, as vectors once (not at every iteration).
+        let mut outer = Vec::new();
+        let mut note = |e: &Expr| {
+            crate::prepare::walk_expr(e, &mut |x| {
+                if let ExprKind::Var(v) = x.kind
+                    && !declared.contains(&v)
+                    && !assigned.contains(&v)
+                    && !outer.contains(&v)
+                {
+                    outer.push(v);
+                }
+            })
+        };
+        note(cond);
+        for s in hoist::all_stmts(body) {
+            crate::prepare::own_exprs(s).into_iter().for_each(&mut note);
+        }
+        // Each is stored to a stack slot and loaded where the loop reads it: Cranelift would
+        // otherwise recompute it from its lanes inside the loop.
+        for v in outer {
+            let s = self.scalar_of(v)?;
+            let now = self.g_read(g, v)?;
+            let x = self.to_vector(s, now);
+            let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                16,
+                4,
+            ));
+            self.b.ins().stack_store(self.ptr, x, slot, 0);
+            r.kept.insert(v, (slot, vector_type(s)));
         }
         let mask = self.b.declare_var(types::I32X4);
         let all = self.iconst(types::I32, -1);
@@ -302,6 +339,8 @@ impl Gen<'_, '_> {
                     self.b.use_var(*var)
                 } else if let Some(x) = r.lets.get(v) {
                     *x
+                } else if let Some(&(slot, ty)) = r.kept.get(v) {
+                    self.b.ins().stack_load(self.ptr, ty, slot, 0)
                 } else {
                     let l = self.g_read(g, *v)?;
                     self.to_vector(s, l)
