@@ -91,11 +91,6 @@ impl Analysis<'_> {
         b.iter().try_for_each(|s| self.stmt(s))
     }
 
-    /// A lane-agreement check here: only before the first effect.
-    fn check(&self) -> Option<()> {
-        (!self.effect).then_some(())
-    }
-
     fn scalar_var(&self, v: VarId) -> Option<()> {
         self.k.var(v).ty.scalar().map(|_| ())
     }
@@ -146,8 +141,10 @@ impl Analysis<'_> {
                 then_block,
                 else_block,
             } => {
-                if self.expr(cond)? != Shape::Uniform {
-                    self.check()?;
+                if self.expr(cond)? != Shape::Uniform && self.effect {
+                    // After an effect the group cannot rerun: lanes that disagree run their
+                    // own arms one after the other (arms of variables and loads only).
+                    (lane_by_lane(then_block) && lane_by_lane(else_block)).then_some(())?;
                 }
                 let before = self.effect;
                 self.block(then_block)?;
@@ -235,6 +232,25 @@ impl Analysis<'_> {
             _ => return None,
         })
     }
+}
+
+/// Whether an `if` arm can run for one lane of a group at a time: `let`s, assignments to
+/// variables and nested such `if`s (no store, loop or call).
+fn lane_by_lane(b: &[Stmt]) -> bool {
+    b.iter().all(|s| match &s.kind {
+        StmtKind::Let { .. }
+        | StmtKind::Assign {
+            place: LValue::Var(_),
+            ..
+        } => true,
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => lane_by_lane(then_block) && lane_by_lane(else_block),
+        StmtKind::Block(b) => lane_by_lane(b),
+        _ => false,
+    })
 }
 
 /// Whether statements store to memory.
@@ -435,6 +451,19 @@ impl Gen<'_, '_> {
 
     /// `v := value` in every lane.
     fn g_assign(&mut self, g: &mut Group, v: VarId, value: Lanes) -> R<()> {
+        if let Some(l) = g.only {
+            // One lane's arm: the other lanes keep their values.
+            let value = self.split(value);
+            match self.lane_var(g, v)? {
+                LaneVar::F32x4(x) => {
+                    let old = self.b.use_var(x);
+                    let new = self.b.ins().insertlane(old, value.v[l], l as u8);
+                    self.b.def_var(x, new);
+                }
+                LaneVar::Scalars(xs) => self.b.def_var(xs[l], value.v[l]),
+            }
+            return Ok(());
+        }
         match self.lane_var(g, v)? {
             LaneVar::F32x4(x) => {
                 let vec = self.vector(value);
@@ -569,6 +598,9 @@ impl Gen<'_, '_> {
                         self.g_stmt(g, s)?;
                     }
                     return Ok(());
+                }
+                if g.effect {
+                    return self.g_if_lanes(g, cond, then_block, else_block);
                 }
                 let c = self.g_if_cond(g, cond)?;
                 let (t, e, m) = (
@@ -821,6 +853,62 @@ impl Gen<'_, '_> {
             ));
         }
         Ok(ok.map(|o| (o, out)))
+    }
+
+    /// An `if` after the group's first store, which cannot rerun: one branch when the lanes
+    /// agree, else each lane runs its own arm in turn (see [`lane_by_lane`]).
+    fn g_if_lanes(
+        &mut self,
+        g: &mut Group,
+        cond: &Expr,
+        then_block: &[Stmt],
+        else_block: &[Stmt],
+    ) -> R<()> {
+        let (all, none) = self.g_cond(g, cond)?;
+        let m = self.b.create_block();
+        if let Some(none) = none {
+            if !(lane_by_lane(then_block) && lane_by_lane(else_block)) {
+                return Err(self.unsupported("a lane-dependent `if` after a store"));
+            }
+            let (agreed, mixed) = (self.b.create_block(), self.b.create_block());
+            let agree = self.b.ins().bor(all, none);
+            self.b.set_cold_block(mixed);
+            self.b.ins().brif(agree, agreed, &[], mixed, &[]);
+            self.b.switch_to_block(mixed);
+            let c = self.g_expr(g, cond)?;
+            let c = self.split(c);
+            for l in 0..LANES {
+                let (t, e, next) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(c.v[l], t, &[], e, &[]);
+                for (blk, arm) in [(t, then_block), (e, else_block)] {
+                    self.b.switch_to_block(blk);
+                    let before = g.only.replace(l);
+                    for s in arm {
+                        self.g_stmt(g, s)?;
+                    }
+                    g.only = before;
+                    self.b.ins().jump(next, &[]);
+                }
+                self.b.switch_to_block(next);
+            }
+            self.b.ins().jump(m, &[]);
+            self.b.switch_to_block(agreed);
+        }
+        let (t, e) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(all, t, &[], e, &[]);
+        for (blk, arm) in [(t, then_block), (e, else_block)] {
+            self.b.switch_to_block(blk);
+            for s in arm {
+                self.g_stmt(g, s)?;
+            }
+            self.b.ins().jump(m, &[]);
+        }
+        self.b.switch_to_block(m);
+        Ok(())
     }
 
     /// The condition of an `if` for the whole group: lanes that disagree rerun thread by
