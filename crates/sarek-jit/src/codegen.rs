@@ -667,18 +667,14 @@ impl<'a, 'f> Gen<'a, 'f> {
                     .band_imm_s(self.block_dim[0], lanes::LANES as i64 - 1);
                 self.b.ins().icmp_imm_s(IntCC::Equal, r, 0)
             };
-            // A 1-D block's thread loop may run a copy with its bounds checks and guards
-            // hoisted ([`lanes::Gen::thread_plan`]).
+            // The thread loop may run a copy with its bounds checks and guards hoisted
+            // ([`lanes::Gen::thread_plan`]).
             self.th = Some(Thread { tid, xyz });
-            let plan = if self.one_d {
-                self.thread_plan(seg)?
-            } else {
-                None
-            };
-            match plan {
+            match self.thread_plan(seg)? {
                 Some((ok, hoisted)) => {
                     let (fhdr, fbody) = (self.b.create_block(), self.b.create_block());
                     self.versioned += 1;
+                    let ok = self.b.ins().band(ok, shape_ok);
                     self.b.ins().brif(ok, fhdr, &[], ghdr, &[]);
                     self.b.switch_to_block(fhdr);
                     let t = self.b.use_var(tid);
@@ -689,7 +685,12 @@ impl<'a, 'f> Gen<'a, 'f> {
                         .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
                     self.b.ins().brif(fits, fbody, &[], rest, &[]);
                     self.b.switch_to_block(fbody);
-                    self.group_body(seg, t, t, gredo, Some(&hoisted))?;
+                    let x = if self.one_d {
+                        t
+                    } else {
+                        self.b.use_var(xyz[0])
+                    };
+                    self.group_body(seg, t, x, gredo, Some(&hoisted))?;
                     self.advance(tid, xyz, lanes::LANES as i64);
                     self.b.ins().jump(fhdr, &[]);
                 }

@@ -1,6 +1,6 @@
 //! Bounds checks hoisted out of loops (loop versioning, as bounds-check elimination does it):
-//! innermost `for` loops, and the lane-group loop over a 1-D block's threads (its counter is
-//! `thread_idx_x`). An element index that is affine in the loop counter `k`
+//! innermost `for` loops, and the lane-group loop over a block's threads (its counters are
+//! `thread_idx_x`, `_y` and `_z`). An element index that is affine in the loop counter `k`
 //! (`index = step * k + offset`, `step` and `offset` sums of loop-invariant int32 values
 //! times literals) takes its extreme values at the loop's first and last `k`. Before the
 //! loop, those two values are computed exactly (in int64) and checked against the length
@@ -13,7 +13,7 @@
 //! also requires its analysable `if` conditions to hold for every thread, and drops them.
 
 use crate::prepare::walk_expr;
-use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+use sarek_compiler::intrinsics::{Geometry, Intrinsic};
 use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId};
 use sarek_compiler::types::{BinOp, Literal, Scalar};
 use std::collections::{HashMap, HashSet};
@@ -30,8 +30,8 @@ pub(super) enum TermValue<'e> {
     One,
     /// A loop-invariant int32 expression.
     Expr(&'e Expr),
-    /// `block_idx_x * block_dim_x` (int32).
-    BlockBaseX,
+    /// `block_idx * block_dim` on an axis (int32).
+    BlockBase(usize),
 }
 
 impl TermValue<'_> {
@@ -49,14 +49,17 @@ impl TermValue<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Counter {
     Var(VarId),
-    /// The thread loop of a 1-D block: `thread_idx_x` (and `global_idx_x`) count.
-    ThreadX,
+    /// The thread loop of a block: `thread_idx_x`, `_y` and `_z` (and `global_idx_*`) are
+    /// its three counters.
+    Thread,
 }
 
-/// `index = Σ step · k + Σ offset`.
+/// `index = Σ step · k + Σ offset` (and `+ Σ step_y · y + Σ step_z · z` for the thread
+/// loop's other two counters).
 #[derive(Clone, Debug, Default)]
 pub(super) struct Affine<'e> {
     pub step: Vec<Term<'e>>,
+    pub step_yz: [Vec<Term<'e>>; 2],
     pub offset: Vec<Term<'e>>,
 }
 
@@ -68,6 +71,7 @@ impl<'e> Affine<'e> {
     fn constant(x: i64) -> Self {
         Affine {
             step: Vec::new(),
+            step_yz: Default::default(),
             offset: vec![Term {
                 mul: x,
                 value: TermValue::One,
@@ -75,14 +79,27 @@ impl<'e> Affine<'e> {
         }
     }
 
-    fn counter() -> Self {
-        Affine {
-            step: vec![Term {
-                mul: 1,
-                value: TermValue::One,
-            }],
-            offset: Vec::new(),
+    /// Counter `axis` (0 for a loop's only one).
+    fn counter(axis: usize) -> Self {
+        let one = vec![Term {
+            mul: 1,
+            value: TermValue::One,
+        }];
+        let mut a = Affine::default();
+        match axis {
+            0 => a.step = one,
+            n => a.step_yz[n - 1] = one,
         }
+        a
+    }
+
+    fn terms_mut(&mut self) -> impl Iterator<Item = &mut Term<'e>> {
+        let [y, z] = &mut self.step_yz;
+        self.step
+            .iter_mut()
+            .chain(y.iter_mut())
+            .chain(z.iter_mut())
+            .chain(self.offset.iter_mut())
     }
 
     fn plus(mut self, other: Affine<'e>, sign: i64) -> Self {
@@ -91,12 +108,15 @@ impl<'e> Affine<'e> {
             value: t.value,
         };
         self.step.extend(other.step.into_iter().map(neg));
+        let [y, z] = other.step_yz;
+        self.step_yz[0].extend(y.into_iter().map(neg));
+        self.step_yz[1].extend(z.into_iter().map(neg));
         self.offset.extend(other.offset.into_iter().map(neg));
         self
     }
 
     fn scale(mut self, m: i64) -> Option<Self> {
-        for t in self.step.iter_mut().chain(self.offset.iter_mut()) {
+        for t in self.terms_mut() {
             t.mul = t.mul.checked_mul(m).filter(|x| x.abs() <= 1 << 31)?;
         }
         Some(self)
@@ -104,7 +124,7 @@ impl<'e> Affine<'e> {
 
     /// `self * x` for a loop-invariant `x`: only when every term is a constant.
     fn times(mut self, x: &'e Expr) -> Option<Self> {
-        for t in self.step.iter_mut().chain(self.offset.iter_mut()) {
+        for t in self.terms_mut() {
             if !t.value.is_one() {
                 return None;
             }
@@ -113,13 +133,26 @@ impl<'e> Affine<'e> {
         Some(self)
     }
 
-    fn exact(&self) -> bool {
+    /// `self - other`.
+    pub fn minus(self, other: Affine<'e>) -> Self {
+        self.plus(other, -1)
+    }
+
+    /// Whether its value stays far from int64 overflow for every int32 input.
+    pub fn exact(&self) -> bool {
         let bound = |t: &Term, per_k: bool| -> i128 {
             let v: i128 = if t.value.is_one() { 1 } else { 1 << 31 };
             let k: i128 = if per_k { 1 << 31 } else { 1 };
             (t.mul as i128).abs() * v * k
         };
-        let total: i128 = self.step.iter().map(|t| bound(t, true)).sum::<i128>()
+        let [y, z] = &self.step_yz;
+        let total: i128 = self
+            .step
+            .iter()
+            .chain(y)
+            .chain(z)
+            .map(|t| bound(t, true))
+            .sum::<i128>()
             + self.offset.iter().map(|t| bound(t, false)).sum::<i128>();
         total < EXACT_BOUND
     }
@@ -198,8 +231,7 @@ impl<'e> Loop<'e> {
                 op: Intrinsic::Geometry(g),
                 ..
             } => {
-                ok &= self.counter != Counter::ThreadX
-                    || !matches!(g, Geometry::ThreadIdx(Axis::X) | Geometry::GlobalIdx(Axis::X));
+                ok &= self.counter != Counter::Thread || !g.is_thread_varying();
             }
             ExprKind::Intrinsic { op, .. } => {
                 ok &= matches!(
@@ -235,34 +267,34 @@ impl<'e> Loop<'e> {
         if let Some(c) = const_i32(e) {
             return Some(Affine::constant(c as i64));
         }
-        let thread_x = self.counter == Counter::ThreadX;
+        let thread = self.counter == Counter::Thread;
         match &e.kind {
-            ExprKind::Var(v) if self.counter == Counter::Var(*v) => return Some(Affine::counter()),
+            ExprKind::Var(v) if self.counter == Counter::Var(*v) => return Some(Affine::counter(0)),
             ExprKind::Var(v) if self.defs.contains_key(v) => {
                 return self.affine_of(self.defs[v], allowed, depth + 1);
             }
             ExprKind::Intrinsic {
-                op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
+                op: Intrinsic::Geometry(Geometry::ThreadIdx(axis)),
                 ..
-            } if thread_x => return Some(Affine::counter()),
+            } if thread => return Some(Affine::counter(axis.index())),
             ExprKind::Intrinsic {
-                op: Intrinsic::Geometry(Geometry::GlobalIdx(Axis::X)),
+                op: Intrinsic::Geometry(Geometry::GlobalIdx(axis)),
                 ..
-            } if thread_x => {
-                let mut a = Affine::counter();
+            } if thread => {
+                let mut a = Affine::counter(axis.index());
                 a.offset.push(Term {
                     mul: 1,
-                    value: TermValue::BlockBaseX,
+                    value: TermValue::BlockBase(axis.index()),
                 });
                 return Some(a);
             }
             _ if self.invariant(e, allowed) => {
                 return Some(Affine {
-                    step: Vec::new(),
                     offset: vec![Term {
                         mul: 1,
                         value: TermValue::Expr(e),
                     }],
+                    ..Affine::default()
                 });
             }
             _ => {}

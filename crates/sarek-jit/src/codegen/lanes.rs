@@ -353,13 +353,13 @@ pub(super) struct Group {
     known_true: HashSet<*const Expr>,
 }
 
-/// The address of a hoisted access: lane 0's at counter `k` is `base + k * step` (bytes).
+/// The address of a hoisted access: lane 0's is `base + Σ counter · step` (bytes) over the
+/// loop's counters (one for a `for` loop; the thread's x, y and z for the thread loop).
 #[derive(Clone, Copy)]
 pub(super) struct FastAddr {
     pub base: Value,
-    pub step: Value,
-    /// The loop's counter (int32 or int64).
-    pub counter: Variable,
+    /// A counter (an int32 or int64 variable) and the bytes each of its steps adds.
+    pub steps: [Option<(Variable, Value)>; 3],
     /// Lane `l` is `l` elements further (else every lane reads the same element).
     pub consecutive: bool,
     pub size: i64,
@@ -783,6 +783,9 @@ impl Gen<'_, '_> {
             let Some(a) = lp.affine(index, &allowed) else {
                 continue;
             };
+            if a.step_yz.iter().any(|t| !t.is_empty()) {
+                continue;
+            }
             // The exact offset (lane 0) and step, in int64.
             let mut consecutive = false;
             let mut sum = |me: &mut Self, terms: &[hoist::Term<'_>], per_k: bool| -> R<Option<Value>> {
@@ -790,8 +793,8 @@ impl Gen<'_, '_> {
                 for t in terms {
                     let v = match t.value {
                         hoist::TermValue::One => me.iconst(types::I64, 1),
-                        hoist::TermValue::BlockBaseX => {
-                            me.b.ins().sextend(types::I64, me.block_base[0])
+                        hoist::TermValue::BlockBase(axis) => {
+                            me.b.ins().sextend(types::I64, me.block_base[axis])
                         }
                         hoist::TermValue::Expr(x) => {
                             let l = me.g_expr(g, x)?;
@@ -845,8 +848,7 @@ impl Gen<'_, '_> {
                 index as *const Expr,
                 FastAddr {
                     base: base_addr,
-                    step: step_bytes,
-                    counter,
+                    steps: [Some((counter, step_bytes)), None, None],
                     consecutive,
                     size,
                 },
@@ -1172,14 +1174,17 @@ impl Gen<'_, '_> {
             // Both analyses agree on how the lanes relate (else: the checked path).
             let agree = g.only.is_some() || i.shape == lane_shape || i.shape == Shape::Varying;
             if agree {
-                let k = self.b.use_var(f.counter);
-                let k = if self.b.func.dfg.value_type(k) == types::I64 {
-                    k
-                } else {
-                    self.b.ins().sextend(types::I64, k)
-                };
-                let off = self.b.ins().imul(k, f.step);
-                let a0 = self.b.ins().iadd(f.base, off);
+                let mut a0 = f.base;
+                for (counter, step) in f.steps.into_iter().flatten() {
+                    let k = self.b.use_var(counter);
+                    let k = if self.b.func.dfg.value_type(k) == types::I64 {
+                        k
+                    } else {
+                        self.b.ins().sextend(types::I64, k)
+                    };
+                    let off = self.b.ins().imul(k, step);
+                    a0 = self.b.ins().iadd(a0, off);
+                }
                 let lane = |me: &mut Self, l: usize| {
                     if f.consecutive && l > 0 {
                         me.b.ins().iadd_imm_s(a0, l as i64 * f.size)
@@ -1425,24 +1430,33 @@ impl Gen<'_, '_> {
 }
 
 impl<'a> Gen<'a, '_> {
-    /// The thread loop of a 1-D block as a versioned loop over `thread_idx_x` ([`hoist`]):
-    /// before it, the accesses whose index is `thread_idx_x` (or `global_idx_x`) plus an
-    /// invariant offset, or invariant, are checked for every thread of the block, and the
-    /// top-level `if` conditions that compare such values (`i < n`) are checked to hold for
-    /// every thread. The condition that all of that holds, and what the copy may drop.
+    /// The thread loop as a versioned loop over the thread's x, y and z ([`hoist`]): before
+    /// it, the accesses whose index is affine in them (lanes one element apart along x, or
+    /// the same element) are checked for every thread of the block, and the top-level `if`
+    /// conditions comparing such values (`i < n`) are checked to hold for every thread. The
+    /// condition that all of that holds, and what the copy may drop.
     pub(super) fn thread_plan(&mut self, seg: &'a Segment) -> R<Option<(Value, Hoisted)>> {
         let Some(accesses) = hoist::accesses(&seg.stmts, false) else {
             return Ok(None);
         };
-        let lp = hoist::Loop::new(self.k, hoist::Counter::ThreadX, &seg.stmts);
+        let lp = hoist::Loop::new(self.k, hoist::Counter::Thread, &seg.stmts);
         let k = self.k;
         let allowed = |v: VarId| !seg.loads.contains(&v) && !k.var(v).mutable;
-        let counter = match &self.th {
-            Some(t) => t.tid,
-            None => return Ok(None),
+        let Some(th) = &self.th else {
+            return Ok(None);
         };
-        let n64 = self.b.ins().uextend(types::I64, self.nthreads);
-        let last = self.b.ins().iadd_imm_s(n64, -1);
+        let (tid, xyz) = (th.tid, th.xyz);
+        // Each axis's counter and last value (int64).
+        let dims = if self.one_d {
+            [self.nthreads, self.iconst(types::I32, 1), self.iconst(types::I32, 1)]
+        } else {
+            self.block_dim
+        };
+        let last = dims.map(|d| {
+            let d = self.b.ins().uextend(types::I64, d);
+            self.b.ins().iadd_imm_s(d, -1)
+        });
+        let counters = [if self.one_d { tid } else { xyz[0] }, xyz[1], xyz[2]];
         let mut ok: Option<Value> = None;
         let mut plan = Hoisted::default();
         let mut both = |me: &mut Self, c: Value| {
@@ -1463,37 +1477,42 @@ impl<'a> Gen<'a, '_> {
             let Some(a) = lp.affine(index, &allowed) else {
                 continue;
             };
-            // Lanes one element apart (step 1) or the same element (step 0).
-            let step: i64 = match a.step.iter().map(|t| t.value.constant(t.mul)).sum() {
+            // Lanes one element apart along x (step 1) or the same element (step 0).
+            let step_x: i64 = match a.step.iter().map(|t| t.value.constant(t.mul)).sum() {
                 Some(x @ (0 | 1)) => x,
                 _ => continue,
             };
-            let Some(offset) = self.t_sum(&a.offset)? else {
-                continue;
-            };
-            let at_last = self.b.ins().iadd(offset, last);
-            let hi = if step == 1 { at_last } else { offset };
+            let (lo, hi, parts) = self.t_range(&a, &last)?;
             let len = self.mem_len(m);
             let len = self.b.ins().uextend(types::I64, len);
             let lo_ok = self
                 .b
                 .ins()
-                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, offset, 0);
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0);
             let hi_ok = self.b.ins().icmp(IntCC::SignedLessThan, hi, len);
             let this = self.b.ins().band(lo_ok, hi_ok);
             both(self, this);
             let size = self.mem_leaves(m)[0].size() as i64;
             let col = self.mem_base(m);
-            let off = self.b.ins().imul_imm_s(offset, size);
+            let off = self.b.ins().imul_imm_s(parts[0], size);
             let base_addr = self.b.ins().iadd(col, off);
-            let step_bytes = self.iconst(types::I64, step * size);
+            let mut steps = [None; 3];
+            for axis in 0..3 {
+                let step = if axis == 0 {
+                    (step_x != 0).then(|| self.iconst(types::I64, step_x * size))
+                } else if a.step_yz[axis - 1].is_empty() {
+                    None
+                } else {
+                    Some(self.b.ins().imul_imm_s(parts[axis + 1], size))
+                };
+                steps[axis] = step.map(|s| (counters[axis], s));
+            }
             plan.fast.insert(
                 key,
                 FastAddr {
                     base: base_addr,
-                    step: step_bytes,
-                    counter,
-                    consecutive: step == 1,
+                    steps,
+                    consecutive: step_x == 1,
                     size,
                 },
             );
@@ -1509,43 +1528,34 @@ impl<'a> Gen<'a, '_> {
                 continue;
             };
             let mut holds = Vec::new();
-            for (op, a, b) in &comparisons {
-                // Both sides exact int32 values at the first and last thread (so at every
-                // thread: they are affine), and the comparison true at both.
-                let mut ends = Vec::new();
-                for side in [a, b] {
-                    let (Some(o), Some(st)) = (self.t_sum(&side.offset)?, self.t_sum(&side.step)?)
-                    else {
-                        break;
-                    };
-                    let at_last = self.b.ins().imul(st, last);
-                    let at_last = self.b.ins().iadd(o, at_last);
-                    ends.push([o, at_last]);
-                }
-                if ends.len() != 2 {
+            for (op, a, b) in comparisons {
+                let d = a.clone().minus(b.clone());
+                if !d.exact() {
                     holds.clear();
                     break;
                 }
-                for x in ends.iter().flatten() {
+                // Both sides exact int32 values over the block (affine: their extremes are
+                // at its corners), and the comparison true at the difference's extreme.
+                for side in [&a, &b] {
+                    let (lo, hi, _) = self.t_range(side, &last)?;
                     let lo = self
                         .b
                         .ins()
-                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, *x, i32::MIN as i64);
+                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, i32::MIN as i64);
                     let hi = self
                         .b
                         .ins()
-                        .icmp_imm_s(IntCC::SignedLessThanOrEqual, *x, i32::MAX as i64);
+                        .icmp_imm_s(IntCC::SignedLessThanOrEqual, hi, i32::MAX as i64);
                     holds.push(self.b.ins().band(lo, hi));
                 }
-                let cc = match op {
-                    BinOp::Lt => IntCC::SignedLessThan,
-                    BinOp::Le => IntCC::SignedLessThanOrEqual,
-                    BinOp::Gt => IntCC::SignedGreaterThan,
-                    _ => IntCC::SignedGreaterThanOrEqual,
-                };
-                for e in 0..2 {
-                    holds.push(self.b.ins().icmp(cc, ends[0][e], ends[1][e]));
-                }
+                let (lo, hi, _) = self.t_range(&d, &last)?;
+                let i = self.b.ins();
+                holds.push(match op {
+                    BinOp::Lt => i.icmp_imm_s(IntCC::SignedLessThan, hi, 0),
+                    BinOp::Le => i.icmp_imm_s(IntCC::SignedLessThanOrEqual, hi, 0),
+                    BinOp::Gt => i.icmp_imm_s(IntCC::SignedGreaterThan, lo, 0),
+                    _ => i.icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0),
+                });
             }
             if holds.is_empty() {
                 continue;
@@ -1558,13 +1568,34 @@ impl<'a> Gen<'a, '_> {
         Ok(ok.map(|o| (o, plan)))
     }
 
+    /// The least and greatest value of `a` over the block's threads (every counter from 0 to
+    /// its `last`), and its offset and per-counter steps, in int64.
+    fn t_range(&mut self, a: &hoist::Affine<'a>, last: &[Value; 3]) -> R<(Value, Value, [Value; 4])> {
+        let offset = self.t_sum(&a.offset)?;
+        let mut parts = [offset; 4];
+        let (mut lo, mut hi) = (offset, offset);
+        let zero = self.iconst(types::I64, 0);
+        for (axis, terms) in [&a.step, &a.step_yz[0], &a.step_yz[1]].into_iter().enumerate() {
+            let step = self.t_sum(terms)?;
+            parts[axis + 1] = step;
+            let far = self.b.ins().imul(step, last[axis]);
+            let down = self.b.ins().smin(far, zero);
+            let up = self.b.ins().smax(far, zero);
+            lo = self.b.ins().iadd(lo, down);
+            hi = self.b.ins().iadd(hi, up);
+        }
+        Ok((lo, hi, parts))
+    }
+
     /// `Σ mul · value` in int64 at the start of a thread loop (invariant terms only).
-    fn t_sum(&mut self, terms: &[hoist::Term<'a>]) -> R<Option<Value>> {
+    fn t_sum(&mut self, terms: &[hoist::Term<'a>]) -> R<Value> {
         let mut acc = self.iconst(types::I64, 0);
         for t in terms {
             let v = match t.value {
                 hoist::TermValue::One => self.iconst(types::I64, 1),
-                hoist::TermValue::BlockBaseX => self.b.ins().sextend(types::I64, self.block_base[0]),
+                hoist::TermValue::BlockBase(axis) => {
+                    self.b.ins().sextend(types::I64, self.block_base[axis])
+                }
                 hoist::TermValue::Expr(x) => {
                     let v = self.expr1(x)?;
                     self.b.ins().sextend(types::I64, v)
@@ -1573,6 +1604,6 @@ impl<'a> Gen<'a, '_> {
             let v = self.b.ins().imul_imm_s(v, t.mul);
             acc = self.b.ins().iadd(acc, v);
         }
-        Ok(Some(acc))
+        Ok(acc)
     }
 }

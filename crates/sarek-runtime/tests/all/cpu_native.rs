@@ -875,3 +875,56 @@ fn thread_loop_hoisting() {
         }
     }
 }
+
+/// The thread loop of a 2-D block is versioned over x and y: `a.(y * w + x + off)` and the
+/// guard `x < w && y < h` are decided once per block (rows of 8 in lane groups, rows of 6
+/// thread by thread), partial blocks take the checked loop, a read past the end faults like
+/// the thread loop.
+#[test]
+fn thread_loop_hoisting_in_two_dimensions() {
+    let src = "let%kernel grid2 (a : int32 vector) (out : int32 vector) (w : int32) (h : int32) (off : int32) =
+  let x = global_idx_x in
+  let y = global_idx_y in
+  if x < w && y < h then out.(y * w + x) <- a.(y * w + x + off) + thread_idx_y
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("grid2");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.hoisted_loops(), 1, "the thread loop is versioned");
+    let a: Vec<i32> = (0..400).map(|v| v * 5 - 77).collect();
+    for (grid, block) in [([3u32, 2, 1], [8u32, 4, 1]), ([4, 2, 1], [6, 5, 1])] {
+        let (tw, th) = ((grid[0] * block[0]) as i32, (grid[1] * block[1]) as i32);
+        for (w, h, off) in [(tw, th, 0), (20, 7, 3), (tw, th, 400 - tw * th), (tw, th, -1)] {
+            let case = format!("block {block:?}, w {w} h {h} off {off}");
+            let config = LaunchConfig { grid, block };
+            let args = vec![ivec(a.clone()), ivec(vec![0; 300]), scalar(w), scalar(h), scalar(off)];
+            let (_, interp, native) =
+                run_both(Program::compile("test.sarek", src), &k, config, args);
+            let mut want = Some(vec![0; 300]);
+            for y in 0..th {
+                for x in 0..tw {
+                    if x < w && y < h {
+                        let i = y * w + x;
+                        let v = usize::try_from(i + off).ok().and_then(|j| a.get(j));
+                        match (v, want.as_mut()) {
+                            (Some(v), Some(out)) => out[i as usize] = v + y % block[1] as i32,
+                            _ => want = None,
+                        }
+                    }
+                }
+            }
+            match want {
+                Some(want) => {
+                    assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                    assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+                }
+                None => {
+                    let (Err(e1), Err(e2)) = (&interp, &native) else {
+                        panic!("{case}: both fault: {interp:?} / {native:?}");
+                    };
+                    assert_eq!(e1, e2, "{case}: the same fault");
+                }
+            }
+        }
+    }
+}
