@@ -32,6 +32,10 @@ pub(super) enum TermValue<'e> {
     Expr(&'e Expr),
     /// `block_idx * block_dim` on an axis (int32).
     BlockBase(usize),
+    /// The exact product of two int32 values: an invariant expression times an invariant
+    /// expression or a block base (`(block_idx_y * 16) * n`).
+    Times(&'e Expr, &'e Expr),
+    BlockBaseTimes(usize, &'e Expr),
 }
 
 impl TermValue<'_> {
@@ -122,13 +126,23 @@ impl<'e> Affine<'e> {
         Some(self)
     }
 
-    /// `self * x` for a loop-invariant `x`: only when every term is a constant.
+    /// `self * x` for a loop-invariant `x`: the steps must be constants (else products
+    /// with a counter would not stay exact), offset terms may be single values.
     fn times(mut self, x: &'e Expr) -> Option<Self> {
-        for t in self.terms_mut() {
+        let [y, z] = &mut self.step_yz;
+        for t in self.step.iter_mut().chain(y.iter_mut()).chain(z.iter_mut()) {
             if !t.value.is_one() {
                 return None;
             }
             t.value = TermValue::Expr(x);
+        }
+        for t in self.offset.iter_mut() {
+            t.value = match t.value {
+                TermValue::One => TermValue::Expr(x),
+                TermValue::Expr(e) => TermValue::Times(e, x),
+                TermValue::BlockBase(a) => TermValue::BlockBaseTimes(a, x),
+                _ => return None,
+            };
         }
         Some(self)
     }
@@ -141,7 +155,11 @@ impl<'e> Affine<'e> {
     /// Whether its value stays far from int64 overflow for every int32 input.
     pub fn exact(&self) -> bool {
         let bound = |t: &Term, per_k: bool| -> i128 {
-            let v: i128 = if t.value.is_one() { 1 } else { 1 << 31 };
+            let v: i128 = match t.value {
+                TermValue::One => 1,
+                TermValue::Expr(_) | TermValue::BlockBase(_) => 1 << 31,
+                TermValue::Times(..) | TermValue::BlockBaseTimes(..) => 1 << 62,
+            };
             let k: i128 = if per_k { 1 << 31 } else { 1 };
             (t.mul as i128).abs() * v * k
         };

@@ -807,6 +807,22 @@ impl Gen<'_, '_> {
                             }
                             me.b.ins().sextend(types::I64, l.v[0])
                         }
+                        hoist::TermValue::Times(..) | hoist::TermValue::BlockBaseTimes(..) => {
+                            let (x, y) = match t.value {
+                                hoist::TermValue::Times(x, y) => (me.g_expr(g, x)?, y),
+                                hoist::TermValue::BlockBaseTimes(axis, y) => {
+                                    (Lanes::uniform(me.block_base[axis]), y)
+                                }
+                                _ => unreachable!("matched above"),
+                            };
+                            let y = me.g_expr(g, y)?;
+                            if x.shape != Shape::Uniform || y.shape != Shape::Uniform {
+                                return Ok(None);
+                            }
+                            let x = me.b.ins().sextend(types::I64, x.v[0]);
+                            let y = me.b.ins().sextend(types::I64, y.v[0]);
+                            me.b.ins().imul(x, y)
+                        }
                     };
                     let v = me.b.ins().imul_imm_s(v, t.mul);
                     acc = me.b.ins().iadd(acc, v);
@@ -1599,6 +1615,19 @@ impl<'a> Gen<'a, '_> {
                 hoist::TermValue::Expr(x) => {
                     let v = self.expr1(x)?;
                     self.b.ins().sextend(types::I64, v)
+                }
+                hoist::TermValue::Times(x, y) => {
+                    let x = self.expr1(x)?;
+                    let x = self.b.ins().sextend(types::I64, x);
+                    let y = self.expr1(y)?;
+                    let y = self.b.ins().sextend(types::I64, y);
+                    self.b.ins().imul(x, y)
+                }
+                hoist::TermValue::BlockBaseTimes(axis, y) => {
+                    let x = self.b.ins().sextend(types::I64, self.block_base[axis]);
+                    let y = self.expr1(y)?;
+                    let y = self.b.ins().sextend(types::I64, y);
+                    self.b.ins().imul(x, y)
                 }
             };
             let v = self.b.ins().imul_imm_s(v, t.mul);
