@@ -112,6 +112,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     sig.params.push(AbiParam::new(ptr));
     sig.params.extend([AbiParam::new(types::I32); 3]);
     sig.params.extend([AbiParam::new(ptr); 3]);
+    sig.params.push(AbiParam::new(types::I32));
     sig.returns.push(AbiParam::new(types::I32));
 
     let frontend = module.isa().frontend_config();
@@ -138,7 +139,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             g.one_d = one_d;
             g.lane_groups = opts.lane_groups;
             g.entry()?;
-            g.nodes(&tree.nodes)?;
+            g.blocks(&tree.nodes)?;
             grouped_segments = g.grouped;
             versioned_loops = g.versioned;
             let zero = g.b.ins().iconst(types::I32, 0);
@@ -192,6 +193,9 @@ struct Gen<'a, 'f> {
     // Entry values.
     ctx: Value,
     block_idx: [Value; 3],
+    /// The first block's x index of this call, and how many blocks along x it runs.
+    first_block_x: Value,
+    block_count: Value,
     block_dim: [Value; 3],
     grid_dim: [Value; 3],
     block_base: [Value; 3],
@@ -242,6 +246,8 @@ impl<'a, 'f> Gen<'a, 'f> {
             sites,
             ctx: p[0],
             block_idx: [p[1], p[2], p[3]],
+            first_block_x: p[1],
+            block_count: p[7],
             block_dim: [p[1]; 3],
             grid_dim: [p[1]; 3],
             block_base: [p[1]; 3],
@@ -278,6 +284,82 @@ impl<'a, 'f> Gen<'a, 'f> {
 
     fn iconst(&mut self, ty: Type, v: i64) -> Value {
         self.b.ins().iconst(ty, v)
+    }
+
+    /// The blocks of this call, one after the other along x: each gets its block index,
+    /// zeroed shared memory and local arrays, and runs the kernel's schedule.
+    fn blocks(&mut self, nodes: &'a [Node]) -> R<()> {
+        let bx = self.b.declare_var(types::I32);
+        self.b.def_var(bx, self.first_block_x);
+        let end = self.b.ins().iadd(self.first_block_x, self.block_count);
+        let (hdr, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let x = self.b.use_var(bx);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, x, end);
+        self.b.ins().brif(go, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        self.block_idx[0] = x;
+        self.block_base[0] = self.b.ins().imul(x, self.block_dim[0]);
+        let shared_words = self.layout.shared_bytes.div_ceil(8) as i64;
+        if shared_words > 0 {
+            let words = self.iconst(types::I64, shared_words);
+            self.zero_words(self.shared, words);
+        }
+        if self.layout.local_bytes_per_thread > 0 {
+            let n64 = self.b.ins().uextend(types::I64, self.nthreads);
+            let words = self
+                .b
+                .ins()
+                .imul_imm_s(n64, self.layout.local_bytes_per_thread.div_ceil(8) as i64);
+            self.zero_words(self.local_base, words);
+        }
+        self.nodes(nodes)?;
+        let next = self.b.ins().iadd_imm_s(x, 1);
+        self.b.def_var(bx, next);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Store zero to `words` 8-byte words from `at`.
+    fn zero_words(&mut self, at: Value, words: Value) {
+        let i = self.b.declare_var(types::I64);
+        let zero = self.iconst(types::I64, 0);
+        self.b.def_var(i, zero);
+        let (hdr, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let iv = self.b.use_var(i);
+        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, words);
+        self.b.ins().brif(go, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.ins().ishl_imm_u(iv, 3);
+        let a = self.b.ins().iadd(at, off);
+        self.b.ins().store(Self::trusted(), zero, a, 0);
+        let next = self.b.ins().iadd_imm_s(iv, 1);
+        self.b.def_var(i, next);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// Which block of this call is running, for the fault record.
+    fn store_block(&mut self) {
+        let off = self.b.ins().isub(self.block_idx[0], self.first_block_x);
+        self.b.ins().store(
+            Self::trusted(),
+            off,
+            self.fault,
+            offset_of!(FaultRecord, block) as i32,
+        );
     }
 
     /// Loads the launch constants and parameters, binds memory variables.
@@ -399,6 +481,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         self.b
             .ins()
             .store(f, t, self.fault, offset_of!(FaultRecord, thread) as i32);
+        self.store_block();
         for (v, off) in [
             (a, offset_of!(FaultRecord, a)),
             (b, offset_of!(FaultRecord, b)),
@@ -615,6 +698,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         self.b
             .ins()
             .store(f, tv, self.fault, offset_of!(FaultRecord, thread) as i32);
+        self.store_block();
         let r = self.iconst(types::I32, STATUS_DIVERGENT);
         self.b.ins().return_(&[r]);
         self.b.switch_to_block(ok);
