@@ -763,10 +763,10 @@ impl<'a, 'f> Gen<'a, 'f> {
                     self.b.switch_to_block(fhdr);
                     let t = self.b.use_var(tid);
                     let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
-                    let fits = self
-                        .b
-                        .ins()
-                        .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
+                    let fits =
+                        self.b
+                            .ins()
+                            .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
                     self.b.ins().brif(fits, fbody, &[], rest, &[]);
                     self.b.switch_to_block(fbody);
                     let x = if self.one_d {

@@ -287,7 +287,9 @@ impl<'e> Loop<'e> {
         }
         let thread = self.counter == Counter::Thread;
         match &e.kind {
-            ExprKind::Var(v) if self.counter == Counter::Var(*v) => return Some(Affine::counter(0)),
+            ExprKind::Var(v) if self.counter == Counter::Var(*v) => {
+                return Some(Affine::counter(0));
+            }
             ExprKind::Var(v) if self.defs.contains_key(v) => {
                 return self.affine_of(self.defs[v], allowed, depth + 1);
             }

@@ -709,6 +709,17 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
+    /// The exact int64 product of two group-uniform int32 values (`None`: not uniform).
+    fn g_product(&mut self, g: &mut Group, x: Lanes, y: &Expr) -> R<Option<Value>> {
+        let y = self.g_expr(g, y)?;
+        if x.shape != Shape::Uniform || y.shape != Shape::Uniform {
+            return Ok(None);
+        }
+        let x = self.b.ins().sextend(types::I64, x.v[0]);
+        let y = self.b.ins().sextend(types::I64, y.v[0]);
+        Ok(Some(self.b.ins().imul(x, y)))
+    }
+
     /// The loop itself, from `s0` to `e0` (int64).
     #[allow(clippy::too_many_arguments)]
     fn g_loop(
@@ -788,47 +799,46 @@ impl Gen<'_, '_> {
             }
             // The exact offset (lane 0) and step, in int64.
             let mut consecutive = false;
-            let mut sum = |me: &mut Self, terms: &[hoist::Term<'_>], per_k: bool| -> R<Option<Value>> {
-                let mut acc = me.iconst(types::I64, 0);
-                for t in terms {
-                    let v = match t.value {
-                        hoist::TermValue::One => me.iconst(types::I64, 1),
-                        hoist::TermValue::BlockBase(axis) => {
-                            me.b.ins().sextend(types::I64, me.block_base[axis])
-                        }
-                        hoist::TermValue::Expr(x) => {
-                            let l = me.g_expr(g, x)?;
-                            match l.shape {
-                                Shape::Uniform => {}
-                                Shape::Consecutive if !per_k && !consecutive && t.mul == 1 => {
-                                    consecutive = true
-                                }
-                                _ => return Ok(None),
+            let mut sum =
+                |me: &mut Self, terms: &[hoist::Term<'_>], per_k: bool| -> R<Option<Value>> {
+                    let mut acc = me.iconst(types::I64, 0);
+                    for t in terms {
+                        let v = match t.value {
+                            hoist::TermValue::One => me.iconst(types::I64, 1),
+                            hoist::TermValue::BlockBase(axis) => {
+                                me.b.ins().sextend(types::I64, me.block_base[axis])
                             }
-                            me.b.ins().sextend(types::I64, l.v[0])
-                        }
-                        hoist::TermValue::Times(..) | hoist::TermValue::BlockBaseTimes(..) => {
-                            let (x, y) = match t.value {
-                                hoist::TermValue::Times(x, y) => (me.g_expr(g, x)?, y),
-                                hoist::TermValue::BlockBaseTimes(axis, y) => {
-                                    (Lanes::uniform(me.block_base[axis]), y)
+                            hoist::TermValue::Expr(x) => {
+                                let l = me.g_expr(g, x)?;
+                                match l.shape {
+                                    Shape::Uniform => {}
+                                    Shape::Consecutive if !per_k && !consecutive && t.mul == 1 => {
+                                        consecutive = true
+                                    }
+                                    _ => return Ok(None),
                                 }
-                                _ => unreachable!("matched above"),
-                            };
-                            let y = me.g_expr(g, y)?;
-                            if x.shape != Shape::Uniform || y.shape != Shape::Uniform {
-                                return Ok(None);
+                                me.b.ins().sextend(types::I64, l.v[0])
                             }
-                            let x = me.b.ins().sextend(types::I64, x.v[0]);
-                            let y = me.b.ins().sextend(types::I64, y.v[0]);
-                            me.b.ins().imul(x, y)
-                        }
-                    };
-                    let v = me.b.ins().imul_imm_s(v, t.mul);
-                    acc = me.b.ins().iadd(acc, v);
-                }
-                Ok(Some(acc))
-            };
+                            hoist::TermValue::Times(x, y) => {
+                                let x = me.g_expr(g, x)?;
+                                match me.g_product(g, x, y)? {
+                                    Some(v) => v,
+                                    None => return Ok(None),
+                                }
+                            }
+                            hoist::TermValue::BlockBaseTimes(axis, y) => {
+                                let x = Lanes::uniform(me.block_base[axis]);
+                                match me.g_product(g, x, y)? {
+                                    Some(v) => v,
+                                    None => return Ok(None),
+                                }
+                            }
+                        };
+                        let v = me.b.ins().imul_imm_s(v, t.mul);
+                        acc = me.b.ins().iadd(acc, v);
+                    }
+                    Ok(Some(acc))
+                };
             let Some(offset) = sum(self, &a.offset, false)? else {
                 continue;
             };
@@ -848,7 +858,10 @@ impl Gen<'_, '_> {
             };
             let len = self.mem_len(m);
             let len = self.b.ins().uextend(types::I64, len);
-            let lo_ok = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0);
+            let lo_ok = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, 0);
             let hi_ok = self.b.ins().icmp(IntCC::SignedLessThan, hi, len);
             let this = self.b.ins().band(lo_ok, hi_ok);
             ok = Some(match ok {
@@ -955,8 +968,10 @@ impl Gen<'_, '_> {
                 let none = match (a_none, b_none) {
                     (None, None) => None,
                     (a, b) => {
-                        let a = a.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, a_all, 0));
-                        let b = b.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, b_all, 0));
+                        let a =
+                            a.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, a_all, 0));
+                        let b =
+                            b.unwrap_or_else(|| self.b.ins().icmp_imm_s(IntCC::Equal, b_all, 0));
                         Some(self.b.ins().bor(a, b))
                     }
                 };
@@ -1464,7 +1479,11 @@ impl<'a> Gen<'a, '_> {
         let (tid, xyz) = (th.tid, th.xyz);
         // Each axis's counter and last value (int64).
         let dims = if self.one_d {
-            [self.nthreads, self.iconst(types::I32, 1), self.iconst(types::I32, 1)]
+            [
+                self.nthreads,
+                self.iconst(types::I32, 1),
+                self.iconst(types::I32, 1),
+            ]
         } else {
             self.block_dim
         };
@@ -1554,14 +1573,15 @@ impl<'a> Gen<'a, '_> {
                 // at its corners), and the comparison true at the difference's extreme.
                 for side in [&a, &b] {
                     let (lo, hi, _) = self.t_range(side, &last)?;
-                    let lo = self
-                        .b
-                        .ins()
-                        .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, lo, i32::MIN as i64);
-                    let hi = self
-                        .b
-                        .ins()
-                        .icmp_imm_s(IntCC::SignedLessThanOrEqual, hi, i32::MAX as i64);
+                    let lo = self.b.ins().icmp_imm_s(
+                        IntCC::SignedGreaterThanOrEqual,
+                        lo,
+                        i32::MIN as i64,
+                    );
+                    let hi =
+                        self.b
+                            .ins()
+                            .icmp_imm_s(IntCC::SignedLessThanOrEqual, hi, i32::MAX as i64);
                     holds.push(self.b.ins().band(lo, hi));
                 }
                 let (lo, hi, _) = self.t_range(&d, &last)?;
@@ -1586,12 +1606,19 @@ impl<'a> Gen<'a, '_> {
 
     /// The least and greatest value of `a` over the block's threads (every counter from 0 to
     /// its `last`), and its offset and per-counter steps, in int64.
-    fn t_range(&mut self, a: &hoist::Affine<'a>, last: &[Value; 3]) -> R<(Value, Value, [Value; 4])> {
+    fn t_range(
+        &mut self,
+        a: &hoist::Affine<'a>,
+        last: &[Value; 3],
+    ) -> R<(Value, Value, [Value; 4])> {
         let offset = self.t_sum(&a.offset)?;
         let mut parts = [offset; 4];
         let (mut lo, mut hi) = (offset, offset);
         let zero = self.iconst(types::I64, 0);
-        for (axis, terms) in [&a.step, &a.step_yz[0], &a.step_yz[1]].into_iter().enumerate() {
+        for (axis, terms) in [&a.step, &a.step_yz[0], &a.step_yz[1]]
+            .into_iter()
+            .enumerate()
+        {
             let step = self.t_sum(terms)?;
             parts[axis + 1] = step;
             let far = self.b.ins().imul(step, last[axis]);

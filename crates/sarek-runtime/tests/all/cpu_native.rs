@@ -611,7 +611,11 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
     // consecutive in a lane group).
     for (name, loops) in [("sum", 3), ("scatter", 1), ("tile", 3)] {
         let jit = sarek_jit::compile(&program.kernel(name), &sarek_jit::JitOptions::default());
-        assert_eq!(jit.unwrap().hoisted_loops(), loops, "{name}: versioned loops");
+        assert_eq!(
+            jit.unwrap().hoisted_loops(),
+            loops,
+            "{name}: versioned loops"
+        );
     }
     let a: Vec<i32> = (0..1000).map(|x| (x * 37) % 101 - 50).collect();
     let block64 = LaunchConfig {
@@ -656,7 +660,9 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
         let mut x = args.clone();
         let interp = interp::run(&k, block64, &mut x).map(|_| x);
         let mut y = args.clone();
-        let native = JitCache::default().run_native(&k, block64, &mut y).map(|_| y);
+        let native = JitCache::default()
+            .run_native(&k, block64, &mut y)
+            .map(|_| y);
         let case = format!("sum lo {lo} hi {hi} step {step} off {off}");
         match sum_model(lo, hi, step, off) {
             Some(want) => {
@@ -690,11 +696,19 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
     // launch leaves the arguments untouched.
     for (lo, hi, step) in [(0, 7, 64), (0, 9, 100), (0, 15, 64), (-1, 3, 64)] {
         let k = program.kernel("scatter");
-        let args = vec![ivec(a.clone()), ivec(vec![0; 1000]), scalar(lo), scalar(hi), scalar(step)];
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; 1000]),
+            scalar(lo),
+            scalar(hi),
+            scalar(step),
+        ];
         let mut x = args.clone();
         let interp = interp::run(&k, block64, &mut x).map(|_| x);
         let mut y = args.clone();
-        let cpu = sarek_runtime::cpu::open().unwrap().launch(&k, block64, &mut y);
+        let cpu = sarek_runtime::cpu::open()
+            .unwrap()
+            .launch(&k, block64, &mut y);
         match (&interp, &cpu) {
             (Ok(x), Ok(_)) => {
                 let mut want = vec![0; 1000];
@@ -829,7 +843,7 @@ fn thread_loop_hoisting() {
             if i < n && lo <= i {
                 let xi = *x.get(usize::try_from(i + off).ok()?)?;
                 let yi = y.get_mut(usize::try_from(i).ok()?)?;
-                *yi = xi * 3 + *yi;
+                *yi += xi * 3;
             }
         }
         Some(y)
@@ -857,7 +871,13 @@ fn thread_loop_hoisting() {
     for (config, threads) in blocks {
         for (n, lo, off) in cases {
             let case = format!("{threads} threads, n {n} lo {lo} off {off}");
-            let args = vec![ivec(x.clone()), ivec(y0.clone()), scalar(n), scalar(lo), scalar(off)];
+            let args = vec![
+                ivec(x.clone()),
+                ivec(y0.clone()),
+                scalar(n),
+                scalar(lo),
+                scalar(off),
+            ];
             let (_, interp, native) =
                 run_both(Program::compile("test.sarek", src), &k, config, args);
             match model(threads, n, lo, off) {
@@ -894,10 +914,21 @@ fn thread_loop_hoisting_in_two_dimensions() {
     let a: Vec<i32> = (0..400).map(|v| v * 5 - 77).collect();
     for (grid, block) in [([3u32, 2, 1], [8u32, 4, 1]), ([4, 2, 1], [6, 5, 1])] {
         let (tw, th) = ((grid[0] * block[0]) as i32, (grid[1] * block[1]) as i32);
-        for (w, h, off) in [(tw, th, 0), (20, 7, 3), (tw, th, 400 - tw * th), (tw, th, -1)] {
+        for (w, h, off) in [
+            (tw, th, 0),
+            (20, 7, 3),
+            (tw, th, 400 - tw * th),
+            (tw, th, -1),
+        ] {
             let case = format!("block {block:?}, w {w} h {h} off {off}");
             let config = LaunchConfig { grid, block };
-            let args = vec![ivec(a.clone()), ivec(vec![0; 300]), scalar(w), scalar(h), scalar(off)];
+            let args = vec![
+                ivec(a.clone()),
+                ivec(vec![0; 300]),
+                scalar(w),
+                scalar(h),
+                scalar(off),
+            ];
             let (_, interp, native) =
                 run_both(Program::compile("test.sarek", src), &k, config, args);
             let mut want = Some(vec![0; 300]);

@@ -68,7 +68,8 @@ impl Analysis<'_> {
         let s = masked_scalar(e.ty.scalar()?)?;
         Some(match &e.kind {
             ExprKind::Lit(_) => Shape::Uniform,
-            ExprKind::Var(_) | ExprKind::Intrinsic {
+            ExprKind::Var(_)
+            | ExprKind::Intrinsic {
                 op: Intrinsic::Geometry(_),
                 ..
             } => self.expr(e)?,
@@ -131,7 +132,10 @@ impl Analysis<'_> {
             ExprKind::Intrinsic {
                 op: Intrinsic::Convert,
                 args,
-            } if s == Scalar::F32 && args.len() == 1 && args[0].ty.scalar() == Some(Scalar::I32) => {
+            } if s == Scalar::F32
+                && args.len() == 1
+                && args[0].ty.scalar() == Some(Scalar::I32) =>
+            {
                 self.masked_expr(&args[0])?.join(Shape::Uniform)
             }
             _ => return None,
@@ -184,7 +188,7 @@ impl Gen<'_, '_> {
             let s = self.scalar_of(v)?;
             let var = self.b.declare_var(vector_type(s));
             let now = self.g_read(g, v)?;
-            let now = self.to_vector(s, now);
+            let now = self.lanes_to_vector(s, now);
             self.b.def_var(var, now);
             r.vars.insert(v, var);
         }
@@ -210,7 +214,7 @@ impl Gen<'_, '_> {
         for v in outer {
             let s = self.scalar_of(v)?;
             let now = self.g_read(g, v)?;
-            let x = self.to_vector(s, now);
+            let x = self.lanes_to_vector(s, now);
             let slot = self.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
                 16,
@@ -243,7 +247,7 @@ impl Gen<'_, '_> {
         for &v in &assigned {
             let s = self.scalar_of(v)?;
             let x = self.b.use_var(r.vars[&v]);
-            let lanes = self.from_vector(s, x);
+            let lanes = self.vector_to_lanes(s, x);
             self.g_assign(g, v, lanes)?;
         }
         Ok(())
@@ -343,7 +347,7 @@ impl Gen<'_, '_> {
                     self.b.ins().stack_load(self.ptr, ty, slot, 0)
                 } else {
                     let l = self.g_read(g, *v)?;
-                    self.to_vector(s, l)
+                    self.lanes_to_vector(s, l)
                 }
             }
             ExprKind::Intrinsic {
@@ -351,7 +355,7 @@ impl Gen<'_, '_> {
                 ..
             } => {
                 let l = self.g_geometry(g, *geo)?;
-                self.to_vector(s, l)
+                self.lanes_to_vector(s, l)
             }
             ExprKind::Intrinsic {
                 op: Intrinsic::Convert,
@@ -444,7 +448,7 @@ impl Gen<'_, '_> {
     }
 
     /// Four lanes of a value of type `s` as one vector (bools as masks).
-    fn to_vector(&mut self, s: Scalar, l: Lanes) -> Value {
+    fn lanes_to_vector(&mut self, s: Scalar, l: Lanes) -> Value {
         if s == Scalar::F32 {
             return self.vector(l);
         }
@@ -471,7 +475,7 @@ impl Gen<'_, '_> {
     }
 
     /// A vector back as four lanes (masks as bools 0/1).
-    fn from_vector(&mut self, s: Scalar, x: Value) -> Lanes {
+    fn vector_to_lanes(&mut self, s: Scalar, x: Value) -> Lanes {
         if s == Scalar::F32 {
             return Lanes::f32x4(x);
         }
