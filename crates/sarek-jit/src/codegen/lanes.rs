@@ -9,20 +9,24 @@
 //! multiple of [`LANES`], else the segment runs thread by thread). Before its first effect (a
 //! store), a group whose lanes disagree on a condition, or that fails a bounds or
 //! zero-divisor check, is rerun thread by thread from its start, so faults are reported
-//! exactly as the thread loop reports them; [`group_safe`] accepts only segments where no
-//! lane-dependent branch follows an effect. A check that fails after an effect cannot rerun
-//! the group (its stores would run twice): the launch ends with [`SiteKind::GroupFault`], which the caller treats like a
-//! divergent barrier (the launch is rerun on the interpreter, which reports the fault).
+//! exactly as the thread loop reports them. After an effect the group cannot rerun (its
+//! stores would run twice): an `if` whose lanes disagree runs each lane's arm in turn (arms
+//! of `let`s, assignments and loads only, [`group_safe`] checks it), and a check that fails
+//! ends the launch with [`SiteKind::GroupFault`], which the caller treats like a divergent
+//! barrier (the launch is rerun on the interpreter, which reports the fault). A `while` runs
+//! masked ([`masked`]): lanes leave it at different iterations.
+//!
+//! Comparisons of a consecutive index with a group-uniform bound (`i < n`) are decided from
+//! the group's first and last lane. Bounds checks and such conditions are hoisted out of
+//! innermost `for` loops and out of the thread loop itself ([`hoist`], [`Gen::thread_plan`]).
 //!
 //! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
 //! elements is one `f32x4` load, `+.`, `-.`, `*.` and `/.` with such an operand are one
 //! vector instruction (IEEE-exact like the scalar ones), a mutable float32 variable is one
 //! vector register, and a store of consecutive elements is one vector store. Anything else
-//! takes the four lanes apart.
+//! takes the four lanes apart (masked loops keep int32 values as `i32x4` too).
 
 use super::{Gen, R, cty, hoist, pure};
-
-mod masked;
 use crate::launch::{STATUS_DIVERGENT, SiteKind};
 use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -32,6 +36,8 @@ use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
 use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar};
 use std::collections::{HashMap, HashSet};
+
+mod masked;
 
 /// Threads per lane group.
 pub(super) const LANES: usize = 4;
@@ -64,10 +70,11 @@ impl Shape {
 
 // ---- which segments run in lane groups ----
 
-/// Whether `seg` can run in lane groups: scalar values only, group-uniform `for` loops, no
-/// `while`, global or shared memory, no call, atomic or warp operation, no
-/// `break`/`continue`/`return`/`match`/trap, and no lane-dependent `if` after the first
-/// effect (a failed check after it ends the launch for the interpreter instead).
+/// Whether `seg` can run in lane groups: scalar values only, group-uniform `for` loops,
+/// `while` loops that can run masked, global or shared memory, no call, atomic or warp
+/// operation, no `break`/`continue`/`return`/`match`/trap, and after the first effect only
+/// lane-dependent `if`s whose arms can run lane by lane (a failed check after it ends the
+/// launch for the interpreter instead).
 pub(super) fn group_safe(k: &Kernel, seg: &Segment) -> bool {
     let mut a = Analysis {
         k,
