@@ -775,7 +775,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                         self.b.use_var(xyz[0])
                     };
                     self.group_body(seg, t, x, gredo, Some(&hoisted))?;
-                    self.advance(tid, xyz, lanes::LANES as i64);
+                    self.advance_group(tid, xyz, lanes::LANES as i64);
                     self.b.ins().jump(fhdr, &[]);
                 }
                 None => {
@@ -802,7 +802,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                 self.b.use_var(xyz[0])
             };
             self.group_body(seg, t, x, gredo, None)?;
-            self.advance(tid, xyz, lanes::LANES as i64);
+            self.advance_group(tid, xyz, lanes::LANES as i64);
             self.b.ins().jump(ghdr, &[]);
             self.b.switch_to_block(gredo);
             let t = self.b.use_var(tid);
@@ -883,6 +883,43 @@ impl<'a, 'f> Gen<'a, 'f> {
             let z1 = self.b.ins().iadd(z, wy32);
             self.b.def_var(xyz[2], z1);
         }
+    }
+
+    /// Next lane group (`step` threads of one row): a new row only at the row's end, behind
+    /// a branch the predictor learns (cheaper than [`Gen::advance`]'s selects per group).
+    fn advance_group(&mut self, tid: Variable, xyz: [Variable; 3], step: i64) {
+        let t = self.b.use_var(tid);
+        let t1 = self.b.ins().iadd_imm_s(t, step);
+        self.b.def_var(tid, t1);
+        if self.one_d {
+            return;
+        }
+        let x = self.b.use_var(xyz[0]);
+        let x1 = self.b.ins().iadd_imm_s(x, step);
+        let wrap = self.b.ins().icmp(IntCC::Equal, x1, self.block_dim[0]);
+        let (same_row, next_row, done) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(wrap, next_row, &[], same_row, &[]);
+        self.b.switch_to_block(same_row);
+        self.b.def_var(xyz[0], x1);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(next_row);
+        let zero = self.iconst(types::I32, 0);
+        self.b.def_var(xyz[0], zero);
+        let y = self.b.use_var(xyz[1]);
+        let y1 = self.b.ins().iadd_imm_s(y, 1);
+        let wy = self.b.ins().icmp(IntCC::Equal, y1, self.block_dim[1]);
+        let y2 = self.b.ins().select(wy, zero, y1);
+        self.b.def_var(xyz[1], y2);
+        let z = self.b.use_var(xyz[2]);
+        let wy32 = self.b.ins().uextend(types::I32, wy);
+        let z1 = self.b.ins().iadd(z, wy32);
+        self.b.def_var(xyz[2], z1);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// A warp operation over the whole block, reading other lanes' frame slots.
