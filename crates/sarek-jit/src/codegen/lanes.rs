@@ -902,8 +902,24 @@ impl Gen<'_, '_> {
         then_block: &[Stmt],
         else_block: &[Stmt],
     ) -> R<()> {
-        let (all, none) = self.g_cond(g, cond)?;
         let m = self.b.create_block();
+        if let Some(l) = g.only {
+            // Within one lane's arm: that lane's condition alone.
+            let c = self.g_expr(g, cond)?;
+            let c = self.split(c);
+            let (t, e) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(c.v[l], t, &[], e, &[]);
+            for (blk, arm) in [(t, then_block), (e, else_block)] {
+                self.b.switch_to_block(blk);
+                for s in arm {
+                    self.g_stmt(g, s)?;
+                }
+                self.b.ins().jump(m, &[]);
+            }
+            self.b.switch_to_block(m);
+            return Ok(());
+        }
+        let (all, none) = self.g_cond(g, cond)?;
         if let Some(none) = none {
             if !(lane_by_lane(then_block) && lane_by_lane(else_block)) {
                 return Err(self.unsupported("a lane-dependent `if` after a store"));
@@ -1069,6 +1085,11 @@ impl Gen<'_, '_> {
     fn g_select(&mut self, g: &mut Group, c: Lanes, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
         if c.shape == Shape::Uniform {
             return self.g_branch(g, c.v[0], s, a, b);
+        }
+        if let Some(l) = g.only {
+            // Within one lane's arm: that lane's condition decides.
+            let c = self.split(c);
+            return self.g_branch(g, c.v[l], s, a, b);
         }
         let mut all = c.v[0];
         let mut any = c.v[0];

@@ -959,3 +959,41 @@ fn thread_loop_hoisting_in_two_dimensions() {
         }
     }
 }
+
+/// After a group's first store, an `if` whose lanes disagree runs each lane's arm in turn;
+/// nested `if`s (a `match` on an int is a chain of them) and conditional expressions inside
+/// an arm follow that lane alone (a difftest finding: an inner `if` once ran every lane).
+#[test]
+fn lane_by_lane_ifs_after_a_store() {
+    let src = "let%kernel chain (a : int32 vector) (out : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  let t = thread_idx_x in
+  out.(i) <- t;
+  let x = (match (a.(i) + n) land 3 with 0 -> block_dim_x | 1 -> t | 2 -> 100 | _ -> (if t < 5 then a.(i) else a.(i + 1 - n))) in
+  out.(i) <- x * 2 + out.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("chain");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let a: Vec<i32> = (0..65).map(|v| (v * 7 + v / 3) % 11 - 5).collect();
+    for n in [0, 1, 2, 3] {
+        let config = LaunchConfig::linear(64);
+        let args = vec![ivec(a.clone()), ivec(vec![0; 64]), scalar(n)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        let want: Vec<i32> = (0..64)
+            .map(|i| {
+                let x = match (a[i] + n) & 3 {
+                    0 => 64,
+                    1 => i as i32,
+                    2 => 100,
+                    _ if i < 5 => a[i],
+                    _ => a[(i as i32 + 1 - n) as usize],
+                };
+                x * 2 + i as i32
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[1]), want, "n {n}: interp");
+        assert_eq!(ints(&native.unwrap()[1]), want, "n {n}: cpu");
+    }
+}
