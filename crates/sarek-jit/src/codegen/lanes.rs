@@ -1165,6 +1165,12 @@ impl Gen<'_, '_> {
             bad = self.b.ins().bor(bad, z);
         }
         self.g_bounds(g, bad);
+        // For one lane's arm only that lane divides: another's divisor may be zero, and
+        // Cranelift's division traps on it.
+        let (a, b) = match g.only {
+            Some(l) => (Lanes::uniform(a.v[l]), Lanes::uniform(b.v[l])),
+            None => (a, b),
+        };
         self.per_lane(&[a, b], Shape::Varying, |s, x| {
             let ty = s.b.func.dfg.value_type(x[1]);
             let m1 = s.b.ins().icmp_imm_s(IntCC::Equal, x[1], -1);

@@ -997,3 +997,29 @@ fn lane_by_lane_ifs_after_a_store() {
         assert_eq!(ints(&native.unwrap()[1]), want, "n {n}: cpu");
     }
 }
+
+/// A division in one lane's arm divides for that lane only: the other lanes' divisors may be
+/// zero (Cranelift's division traps on zero; a difftest finding, seed 1083).
+#[test]
+fn division_in_one_lanes_arm() {
+    let src = "let%kernel divarm (a : int32 vector) (out : int32 vector) =
+  let i = global_thread_id in
+  out.(i) <- 1;
+  let d = a.(i) in
+  let x = (if d <> 0 then 1000 / d else (if d = 0 then (-1) else 7 mod d)) in
+  out.(i) <- x + out.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("divarm");
+    let a: Vec<i32> = (0..64)
+        .map(|v| if v % 3 == 0 { 0 } else { v - 30 })
+        .collect();
+    let args = vec![ivec(a.clone()), ivec(vec![0; 64])];
+    let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args);
+    let want: Vec<i32> = a
+        .iter()
+        .map(|&d| if d != 0 { 1000 / d + 1 } else { 0 })
+        .collect();
+    assert_eq!(ints(&interp.unwrap()[1]), want, "interp");
+    assert_eq!(ints(&native.unwrap()[1]), want, "cpu");
+}
