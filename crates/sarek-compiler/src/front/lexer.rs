@@ -27,7 +27,7 @@ pub enum Tok {
         value: i128,
         int64: bool,
     },
-    /// Float literal; `float64` for the `d` suffix.
+    /// Float literal; `float64` for the `d` (or upstream's `G`) suffix.
     Float {
         value: f64,
         float64: bool,
@@ -685,12 +685,13 @@ impl<'a> Lexer<'a> {
         if is_float {
             let float64 = match suffix {
                 "" => false,
-                "d" => true,
+                // `G` is upstream Sarek's spelling of a float64 literal.
+                "d" | "G" => true,
                 _ => {
                     return bad(
                         self,
                         format!("invalid suffix `{suffix}` on a float literal"),
-                        "float literals take no suffix or `d` (float64)",
+                        "float literals take no suffix, or `d` or `G` (float64)",
                     );
                 }
             };

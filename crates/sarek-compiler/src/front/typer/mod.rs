@@ -53,7 +53,7 @@ use crate::types::{Literal, Scalar};
 pub use messages::{aggregate_equality_help, aggregate_equality_message};
 
 /// The built-in modules (`Std`, `Float32`, ...): a program's own module cannot take these names.
-pub const BUILTIN_MODULES: [&str; 11] = builtins::MODULES;
+pub const BUILTIN_MODULES: [&str; 14] = builtins::MODULES;
 
 use env::{TyMode, TypeEnv};
 use unify::{Constraint, Subst, as_var, error_ty};
