@@ -72,6 +72,8 @@ fn parse_directive(body: &str, line: usize) -> Result<Directive, String> {
             }
             "grid" => d.grid = Some(parse_dims(v)?),
             "block" => d.block = Some(parse_dims(v)?),
+            // A parameter named like a launch key (upstream's DFT takes `size`).
+            _ if k.starts_with("arg.") => d.args.push((k[4..].to_string(), v.to_string())),
             _ => d.args.push((k.to_string(), v.to_string())),
         }
     }

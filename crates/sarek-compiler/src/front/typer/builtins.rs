@@ -75,6 +75,7 @@ pub(super) enum Builtin {
     /// write instead.
     Refused {
         why: &'static str,
+        note: &'static str,
         help: &'static str,
     },
 }
@@ -286,11 +287,14 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
         "warp_active_mask" => Builtin::ActiveMask,
         "return_unit" => Builtin::Refused {
             why: "`return_unit ()` (an early return) is not supported",
+            note: "a Sarek kernel has no early exit: a thread that left early would miss the \
+                   barriers after it, which every thread of a block must reach",
             help: "put the rest of the kernel under the opposite condition: \
                    `if not c then begin ... end` instead of `if c then return_unit (); ...`",
         },
         "float16_of_float32" | "float32_of_float16" => Builtin::Refused {
             why: "float16 is not a Sarek type",
+            note: "the scalar types are int32, int64, float32, float64 and bool",
             help: "keep the values in float32",
         },
         "length" => Builtin::Length,

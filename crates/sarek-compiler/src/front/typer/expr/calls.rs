@@ -221,10 +221,11 @@ impl Checker {
             );
             return err_expr(span);
         }
-        if let Builtin::Refused { why, help } = b {
+        if let Builtin::Refused { why, note, help } = b {
             self.diags.push(
                 Diagnostic::error(span, why)
                     .with_label(format!("`{name}` comes from OCaml Sarek's library"))
+                    .with_note(note)
                     .with_help(help),
             );
             for a in args {
