@@ -451,3 +451,50 @@ fn upstream_dft_matches_a_float64_dft() {
         }
     }
 }
+
+/// `if i >= n then return_unit ();` leaves the threads past `n` without a write; a uniform
+/// guard before a barrier (`uniform_exit`) is taken by whole blocks.
+#[test]
+fn return_unit_as_a_guard() {
+    let program = program("stdlib.sarek");
+    let early = program.kernel("early_exit").unwrap();
+    let uniform = program.kernel("uniform_exit").unwrap();
+    let a: Vec<i32> = (0..256).map(|i| i * 3 - 100).collect();
+    for backend in BACKENDS {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        let mut out = Vector::filled(-7i32, 100);
+        early
+            .launch()
+            .config(LaunchConfig::linear(100))
+            .arg(&mut out)
+            .scalar(90i32)
+            .run(&*device)
+            .unwrap();
+        let want: Vec<i32> = (0..100).map(|i| if i < 90 { 2 * i } else { -7 }).collect();
+        assert_eq!(out.to_vec(), want, "{backend}: early_exit");
+        for n in [0i32, 5] {
+            let mut av = Vector::from_vec(a.clone());
+            let mut out = Vector::filled(9i32, 256);
+            uniform
+                .launch()
+                .config(LaunchConfig {
+                    grid: [2, 1, 1],
+                    block: [128, 1, 1],
+                })
+                .arg(&mut av)
+                .arg(&mut out)
+                .scalar(n)
+                .run(&*device)
+                .unwrap();
+            let want: Vec<i32> = (0..256usize)
+                .map(|g| {
+                    let (block, tid) = (g / 128, g % 128);
+                    if n == 0 { -1 } else { a[block * 128 + 127 - tid] + n }
+                })
+                .collect();
+            assert_eq!(out.to_vec(), want, "{backend}: uniform_exit n={n}");
+        }
+    }
+}

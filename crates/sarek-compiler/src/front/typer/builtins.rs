@@ -285,12 +285,16 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
         },
         "spoc_powint" => Builtin::PowInt,
         "warp_active_mask" => Builtin::ActiveMask,
+        // A guard `if c then return_unit ();` in the kernel's statement sequence is rewritten
+        // before typing (`early_return`); any other place reaches this row.
         "return_unit" => Builtin::Refused {
-            why: "`return_unit ()` (an early return) is not supported",
-            note: "a Sarek kernel has no early exit: a thread that left early would miss the \
-                   barriers after it, which every thread of a block must reach",
-            help: "put the rest of the kernel under the opposite condition: \
-                   `if not c then begin ... end` instead of `if c then return_unit (); ...`",
+            why: "`return_unit ()` (an early return) is accepted only as a guard of the kernel",
+            note: "a guard is `if c then return_unit ();` (or `if c then (e; return_unit ())`) \
+                   among the kernel's own statements, outside loops, branches and helpers: \
+                   the rest of the kernel then runs under `not c`; anywhere else the return \
+                   would have to leave more than the statements after it",
+            help: "move the test to the kernel's statement sequence, or put the rest of the \
+                   kernel under the opposite condition: `if not c then begin ... end`",
         },
         "float16_of_float32" | "float32_of_float16" => Builtin::Refused {
             why: "float16 is not a Sarek type",
