@@ -28,6 +28,8 @@ pub(super) fn rewrite_guards(body: &Expr) -> Option<Expr> {
             value: value.clone(),
             body: Box::new(rewrite_guards(rest)?),
         },
+        // The program's own `return_unit` is a helper like any other.
+        A::LetFun { decl, .. } if decl.name.name == "return_unit" => return None,
         A::LetFun { decl, body: rest } => A::LetFun {
             decl: decl.clone(),
             body: Box::new(rewrite_guards(rest)?),
