@@ -253,10 +253,17 @@ fn int_power(b: i32, e: i32) -> i32 {
 
 /// A launch of `n` threads over int32 vectors and one trailing int32 `n`; `None` when the
 /// backend is absent.
-fn run_i32(kernel: &sarek::Kernel, backend: Backend, vectors: &[Vec<i32>]) -> Option<Vec<Vec<i32>>> {
+fn run_i32(
+    kernel: &sarek::Kernel,
+    backend: Backend,
+    vectors: &[Vec<i32>],
+) -> Option<Vec<Vec<i32>>> {
     let device = device(backend)?;
     let n = vectors[0].len();
-    let mut vs: Vec<Vector<i32>> = vectors.iter().map(|v| Vector::from_vec(v.clone())).collect();
+    let mut vs: Vec<Vector<i32>> = vectors
+        .iter()
+        .map(|v| Vector::from_vec(v.clone()))
+        .collect();
     let mut launch = kernel.launch().config(LaunchConfig::linear(n as u32));
     for v in &mut vs {
         launch = launch.arg(v);
@@ -296,21 +303,45 @@ fn spoc_powint_is_the_wrapping_integer_power() {
     let kernel = program.kernel("powint_table").unwrap();
     let n = bases.len();
     for backend in BACKENDS {
-        let Some(out) = run_i32(&kernel, backend, &[bases.clone(), exps.clone(), vec![0; n], vec![0; n]])
-        else {
+        let Some(out) = run_i32(
+            &kernel,
+            backend,
+            &[bases.clone(), exps.clone(), vec![0; n], vec![0; n]],
+        ) else {
             continue;
         };
         for i in 0..n {
             let want = int_power(bases[i], exps[i]);
-            assert_eq!(out[2][i], want, "{backend}: spoc_powint {} {}", bases[i], exps[i]);
-            assert_eq!(out[3][i], want, "{backend}: Math.pow {} {}", bases[i], exps[i]);
+            assert_eq!(
+                out[2][i], want,
+                "{backend}: spoc_powint {} {}",
+                bases[i], exps[i]
+            );
+            assert_eq!(
+                out[3][i], want,
+                "{backend}: Math.pow {} {}",
+                bases[i], exps[i]
+            );
         }
     }
 }
 
 #[test]
 fn int_library_names_mean_what_upstream_means() {
-    let a: Vec<i32> = vec![0, 1, -1, 7, -9, 255, 1 << 20, i32::MIN, i32::MAX, 12345, -54321, 100];
+    let a: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        7,
+        -9,
+        255,
+        1 << 20,
+        i32::MIN,
+        i32::MAX,
+        12345,
+        -54321,
+        100,
+    ];
     let b: Vec<i32> = vec![5, -3, 0, 9, 17, -256, 3, i32::MIN, 1, -77, 42, 15];
     let program = program("stdlib.sarek");
     let kernel = program.kernel("int_library").unwrap();
@@ -372,7 +403,11 @@ fn float64_probe_of_upstream() {
         for k in 0..6 {
             assert_eq!(got[k].to_bits(), want[k].to_bits(), "{backend}: slot {k}");
         }
-        assert!((got[6] - want[6]).abs() < 1e-15, "{backend}: cos {}", got[6]);
+        assert!(
+            (got[6] - want[6]).abs() < 1e-15,
+            "{backend}: cos {}",
+            got[6]
+        );
     }
 }
 
@@ -401,7 +436,10 @@ fn warp_active_mask_is_the_converged_warp() {
         if let Err(e) = run {
             // PoCL has no subgroups: refused, located, naming the device.
             let e = e.to_string();
-            assert!(e.contains("does not support warp operations"), "{backend}: {e}");
+            assert!(
+                e.contains("does not support warp operations"),
+                "{backend}: {e}"
+            );
             continue;
         }
         assert_eq!(out.to_vec(), want, "{backend}");
@@ -491,7 +529,11 @@ fn return_unit_as_a_guard() {
             let want: Vec<i32> = (0..256usize)
                 .map(|g| {
                     let (block, tid) = (g / 128, g % 128);
-                    if n == 0 { -1 } else { a[block * 128 + 127 - tid] + n }
+                    if n == 0 {
+                        -1
+                    } else {
+                        a[block * 128 + 127 - tid] + n
+                    }
                 })
                 .collect();
             assert_eq!(out.to_vec(), want, "{backend}: uniform_exit n={n}");

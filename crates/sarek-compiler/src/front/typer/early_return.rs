@@ -61,7 +61,10 @@ pub(super) fn rewrite_guards(body: &Expr) -> Option<Expr> {
             body: Box::new(rewrite_guards(rest)?),
         },
         A::Seq(items) => return rewrite_sequence(items, body),
-        _ => return guard_parts(body).map(|(cond, then, other)| guarded(body, cond, then, other, None)),
+        _ => {
+            return guard_parts(body)
+                .map(|(cond, then, other)| guarded(body, cond, then, other, None));
+        }
     };
     Some(Expr {
         kind,

@@ -75,10 +75,14 @@ pub(super) fn expand(base: &Expr, exp: &Expr, span: Span) -> Expr {
         bin(B::Eq, var(b), int(1)),
         int(1),
         Some(cond(
-            bin(B::Eq, var(b), at(A::Unary {
-                op: UnaryOp::Neg,
-                operand: Box::new(int(1)),
-            })),
+            bin(
+                B::Eq,
+                var(b),
+                at(A::Unary {
+                    op: UnaryOp::Neg,
+                    operand: Box::new(int(1)),
+                }),
+            ),
             cond(
                 odd(e),
                 at(A::Unary {
