@@ -107,3 +107,22 @@ pub fn launch_config(size: usize, grid: Option<[u32; 3]>, block: Option<[u32; 3]
     let grid = grid.unwrap_or([n.div_ceil(block[0]).max(1), 1, 1]);
     LaunchConfig { grid, block }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arg_prefix_names_a_parameter_called_like_a_launch_key() {
+        let d = parse_directives("(* @run dft size=16 block=16 arg.size=2 n=16 *)").unwrap();
+        assert_eq!(d[0].size, 16);
+        assert_eq!(d[0].block, Some([16, 1, 1]));
+        assert_eq!(
+            d[0].args,
+            [
+                ("size".to_string(), "2".to_string()),
+                ("n".to_string(), "16".to_string())
+            ]
+        );
+    }
+}
