@@ -217,6 +217,9 @@ struct Gen<'a, 'f> {
     grouped: usize,
     /// Loops generated with their bounds checks hoisted ([`hoist`]).
     versioned: usize,
+    /// Version `for` loops in lane groups (off in the checked copy of a thread loop that
+    /// has a hoisted copy: it runs for the edge blocks only, and copies cost compile time).
+    version_loops: bool,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -264,6 +267,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             lane_groups: true,
             grouped: 0,
             versioned: 0,
+            version_loops: true,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,
@@ -754,6 +758,7 @@ impl<'a, 'f> Gen<'a, 'f> {
             // The thread loop may run a copy with its bounds checks and guards hoisted
             // ([`lanes::Gen::thread_plan`]).
             self.th = Some(Thread { tid, xyz });
+            let versioned_before = self.versioned;
             match self.thread_plan(seg)? {
                 Some((ok, hoisted)) => {
                     let (fhdr, fbody) = (self.b.create_block(), self.b.create_block());
@@ -782,6 +787,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                     self.b.ins().jump(ghdr, &[]);
                 }
             }
+            let had_plan = self.versioned > versioned_before;
             self.b.switch_to_block(ghdr);
             let t = self.b.use_var(tid);
             let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
@@ -801,7 +807,9 @@ impl<'a, 'f> Gen<'a, 'f> {
             } else {
                 self.b.use_var(xyz[0])
             };
+            self.version_loops = !had_plan;
             self.group_body(seg, t, x, gredo, None)?;
+            self.version_loops = true;
             self.advance_group(tid, xyz, lanes::LANES as i64);
             self.b.ins().jump(ghdr, &[]);
             self.b.switch_to_block(gredo);

@@ -781,6 +781,9 @@ impl Gen<'_, '_> {
         e0: Value,
         counter: Variable,
     ) -> R<Option<(Value, Vec<(*const Expr, FastAddr)>)>> {
+        if !self.version_loops {
+            return Ok(None);
+        }
         let Some(accesses) = hoist::accesses(body, true) else {
             return Ok(None);
         };
