@@ -757,7 +757,7 @@ impl Walker<'_> {
             },
             _ => {}
         }
-        for sub in children(e) {
+        for sub in e.children() {
             self.expr(span, sub, wide);
         }
     }
@@ -766,28 +766,6 @@ impl Walker<'_> {
 const C_RULES: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU32,
 };
-
-/// The expressions directly inside `e`.
-fn children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand: x, .. }
-        | ExprKind::Index { index: x, .. }
-        | ExprKind::Field { base: x, .. }
-        | ExprKind::Tag(x)
-        | ExprKind::Payload { value: x, .. } => vec![x],
-        ExprKind::Record { fields: xs, .. }
-        | ExprKind::Ctor { fields: xs, .. }
-        | ExprKind::Call { args: xs, .. }
-        | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => vec![cond, then_value, else_value],
-    }
-}
 
 /// Nesting depth of an expression tree as a recursive-descent parser of a C-like spelling
 /// sees it: a leaf is 1, an operator, call, index or conversion 2 (its operand in parentheses
@@ -802,7 +780,7 @@ pub fn expr_depth(e: &Expr) -> u64 {
         } => 3,
         _ => 2,
     };
-    own + children(e).into_iter().map(expr_depth).max().unwrap_or(0)
+    own + e.children().map(expr_depth).max().unwrap_or(0)
 }
 
 /// The deepest expression a statement evaluates itself (not in its nested blocks).
@@ -836,29 +814,11 @@ pub fn inlined_size(kernel: &Kernel) -> u64 {
     }
     impl Count<'_> {
         fn calls(&mut self, e: &Expr) {
-            let children: Vec<&Expr> = match &e.kind {
-                ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
-                ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-                ExprKind::Unary { operand: x, .. }
-                | ExprKind::Index { index: x, .. }
-                | ExprKind::Field { base: x, .. }
-                | ExprKind::Tag(x)
-                | ExprKind::Payload { value: x, .. } => vec![x],
-                ExprKind::Select {
-                    cond,
-                    then_value,
-                    else_value,
-                } => vec![cond, then_value, else_value],
-                ExprKind::Record { fields: xs, .. }
-                | ExprKind::Ctor { fields: xs, .. }
-                | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
-                ExprKind::Call { func, args } => {
-                    let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
-                    self.total = self.total.saturating_add(callee).saturating_add(1);
-                    args.iter().collect()
-                }
-            };
-            children.into_iter().for_each(|c| self.calls(c));
+            if let ExprKind::Call { func, .. } = &e.kind {
+                let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
+                self.total = self.total.saturating_add(callee).saturating_add(1);
+            }
+            e.children().for_each(|c| self.calls(c));
         }
     }
     impl StmtVisitor for Count<'_> {
