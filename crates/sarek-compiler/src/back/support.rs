@@ -72,8 +72,9 @@ pub fn wgsl(options: &TargetOptions) -> Support {
 
 /// The largest type naga (WGSL) and SPIR-V tools lay out: sizes are 32-bit signed.
 pub const SHADER_MAX_TYPE_BYTES: u64 = i32::MAX as u64;
-/// Most statements and calls a kernel may have once every helper call is inlined, for the
-/// PTX writer (helpers that each call the previous one twice double it per helper).
+/// Most statements and calls a kernel may have once the PTX writer has inlined its helper
+/// calls ([`crate::ir::analysis::inlined_size`]: helpers taking vectors or arrays are inlined
+/// at every call, so a chain of them that each call the previous one twice doubles per helper).
 pub const PTX_INLINE_LIMIT: u64 = 500_000;
 /// CUDA's local memory per thread (compute capability 2.0 and later).
 pub const CUDA_MAX_LOCAL_BYTES: u64 = 512 * 1024;
@@ -226,7 +227,7 @@ pub fn ptx() -> Support {
         .limit(
             Limit::InlinedStatements,
             PTX_INLINE_LIMIT,
-            format!("the PTX writer inlines every helper call; {cuda}, writing each helper once"),
+            format!("the PTX writer inlines helpers that take vectors or arrays at every call; {cuda}, writing each helper once"),
         );
     for m in PTX_MISSING_FLOAT64_MATH {
         s = s.without(

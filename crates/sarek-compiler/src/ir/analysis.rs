@@ -14,7 +14,7 @@
 use crate::abi::{self, LayoutRules, Stored};
 use crate::diag::{Diagnostic, Label, Span};
 use crate::intrinsics::{Geometry, Intrinsic, MathFn};
-use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::target::Target;
 use crate::types::{BinOp, MemSpace, Scalar};
 
@@ -380,7 +380,7 @@ fn limit_refusal(
         Limit::InlinedStatements => (
             format!("kernel `{k}` inlines to {n} statements, {who} allows at most {max}"),
             amount.span,
-            "every helper call of this kernel is inlined".to_string(),
+            "helper calls of this kernel are inlined (those taking vectors or arrays at every call)".to_string(),
             "call helpers fewer times over (each helper calling the previous one twice doubles the size)",
         ),
         Limit::LocalArrayBytes => (
@@ -803,43 +803,175 @@ fn stmt_expr_depth(kind: &StmtKind) -> u64 {
     }
 }
 
-/// The statements and calls of `kernel` with every call inlined, saturating.
+/// The statements and calls of `kernel` as the PTX writer emits it, saturating: each helper
+/// inlined at its calls except those [`outlined_helpers`] writes once (a call of one counts
+/// 1, its body once).
 pub fn inlined_size(kernel: &Kernel) -> u64 {
-    use crate::ir::visit::{StmtVisitor, for_each_stmt, walk_block};
-    use crate::ir::{Block, Expr, ExprKind, VarId};
-    struct Count<'a> {
-        /// Inlined size of each helper so far (callees come before callers).
-        helpers: &'a [u64],
-        total: u64,
+    let plan = HelperPlan::of(kernel);
+    let outlined = plan.outlined();
+    let n = kernel.functions.len();
+    // The size of each helper's body with its non-outlined calls expanded.
+    let mut emitted = vec![0u64; n];
+    let expanded = |callees: &[FuncId], statements: u64, emitted: &[u64]| {
+        callees.iter().fold(statements, |acc, g| {
+            let g = g.0 as usize;
+            let body = match outlined.get(g) {
+                Some(false) => emitted.get(g).copied().unwrap_or(0),
+                _ => 0,
+            };
+            acc.saturating_add(body).saturating_add(1)
+        })
+    };
+    for &f in &plan.order {
+        emitted[f] = expanded(&plan.callees[f], plan.statements[f], &emitted);
     }
-    impl Count<'_> {
-        fn calls(&mut self, e: &Expr) {
-            if let ExprKind::Call { func, .. } = &e.kind {
-                let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
-                self.total = self.total.saturating_add(callee).saturating_add(1);
+    let body = expanded(
+        &calls_in(&kernel.body),
+        statement_count(&kernel.body),
+        &emitted,
+    );
+    (0..n)
+        .filter(|&f| outlined[f])
+        .fold(body, |acc, f| acc.saturating_add(emitted[f]))
+}
+
+/// Statements and calls a helper contributes with every call below it inlined, times its
+/// copies, beyond which [`outlined_helpers`] writes it once.
+pub const OUTLINE_LIMIT: u64 = 256;
+
+/// Which helpers the PTX writer emits once as a `.func` instead of inlining at each call.
+///
+/// Inlining suits small helpers (ptxas optimises across the call, and most helpers are
+/// called once), but bounded recursion makes chains where each level calls the next twice:
+/// `fib` inlined 8 levels deep is 2^8 copies. A helper is outlined when it would be inlined
+/// more than once and its copies together exceed [`OUTLINE_LIMIT`]; helpers taking vectors or
+/// arrays stay inlined (their memory is bound at the call), as do those with native code.
+pub fn outlined_helpers(kernel: &Kernel) -> Vec<bool> {
+    HelperPlan::of(kernel).outlined()
+}
+
+/// The call graph facts [`outlined_helpers`] and [`inlined_size`] decide from.
+struct HelperPlan<'k> {
+    kernel: &'k Kernel,
+    /// Each helper's calls, one entry per call site.
+    callees: Vec<Vec<FuncId>>,
+    /// Each helper's own statements.
+    statements: Vec<u64>,
+    /// Callees before callers (the IR has no recursion left).
+    order: Vec<usize>,
+}
+
+impl<'k> HelperPlan<'k> {
+    fn of(kernel: &'k Kernel) -> Self {
+        let n = kernel.functions.len();
+        let callees: Vec<Vec<FuncId>> =
+            kernel.functions.iter().map(|f| calls_in(&f.body)).collect();
+        let statements = kernel
+            .functions
+            .iter()
+            .map(|f| statement_count(&f.body))
+            .collect();
+        // Depth-first post-order, iterative: helper chains can be thousands long.
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for root in 0..n {
+            if seen[root] {
+                continue;
             }
-            e.children().for_each(|c| self.calls(c));
+            seen[root] = true;
+            let mut stack = vec![(root, 0usize)];
+            while let Some((f, next)) = stack.pop() {
+                match callees[f].get(next) {
+                    Some(g) => {
+                        stack.push((f, next + 1));
+                        let g = g.0 as usize;
+                        if g < n && !seen[g] {
+                            seen[g] = true;
+                            stack.push((g, 0));
+                        }
+                    }
+                    None => order.push(f),
+                }
+            }
+        }
+        HelperPlan {
+            kernel,
+            callees,
+            statements,
+            order,
         }
     }
-    impl StmtVisitor for Count<'_> {
+
+    fn outlined(&self) -> Vec<bool> {
+        let (kernel, n) = (self.kernel, self.kernel.functions.len());
+        // Size with every call below inlined.
+        let mut size = vec![0u64; n];
+        for &f in &self.order {
+            size[f] = self.callees[f].iter().fold(self.statements[f], |acc, g| {
+                let callee = size.get(g.0 as usize).copied().unwrap_or(0);
+                acc.saturating_add(callee).saturating_add(1)
+            });
+        }
+        let eligible = |f: &crate::ir::Function| {
+            let mut native = false;
+            crate::ir::visit::for_each_stmt(&f.body, &mut |s| {
+                native |= matches!(s.kind, StmtKind::Native(_));
+            });
+            !native
+                && f.params
+                    .iter()
+                    .all(|&p| !matches!(kernel.var(p).ty, Ty::Vector(_) | Ty::Array { .. }))
+        };
+        // Copies of each helper in the output, decided callers first.
+        let mut copies = vec![0u64; n];
+        for g in calls_in(&kernel.body) {
+            if let Some(c) = copies.get_mut(g.0 as usize) {
+                *c = c.saturating_add(1);
+            }
+        }
+        let mut outlined = vec![false; n];
+        for &f in self.order.iter().rev() {
+            outlined[f] = copies[f] >= 2
+                && copies[f].saturating_mul(size[f]) > OUTLINE_LIMIT
+                && eligible(&kernel.functions[f]);
+            let each = if outlined[f] { 1 } else { copies[f] };
+            for g in &self.callees[f] {
+                if let Some(c) = copies.get_mut(g.0 as usize) {
+                    *c = c.saturating_add(each);
+                }
+            }
+        }
+        outlined
+    }
+}
+
+/// The helper calls in `block`, one per call site, in order.
+fn calls_in(block: &Block) -> Vec<FuncId> {
+    use crate::ir::visit::{StmtVisitor, walk_block};
+    struct Calls(Vec<FuncId>);
+    impl Calls {
+        fn expr(&mut self, e: &Expr) {
+            if let ExprKind::Call { func, .. } = &e.kind {
+                self.0.push(*func);
+            }
+            e.children().for_each(|c| self.expr(c));
+        }
+    }
+    impl StmtVisitor for Calls {
         fn var(&mut self, _: VarId) {}
-        fn expr(&mut self, _: crate::diag::Span, e: &Expr) {
-            self.calls(e);
+        fn expr(&mut self, _: Span, e: &Expr) {
+            Calls::expr(self, e);
         }
     }
-    fn block_size(block: &Block, helpers: &[u64]) -> u64 {
-        let mut count = Count { helpers, total: 0 };
-        walk_block(&mut count, block);
-        let mut statements = 0u64;
-        for_each_stmt(block, &mut |_| statements += 1);
-        count.total.saturating_add(statements)
-    }
-    let mut helpers = Vec::with_capacity(kernel.functions.len());
-    for f in &kernel.functions {
-        let size = block_size(&f.body, &helpers);
-        helpers.push(size);
-    }
-    block_size(&kernel.body, &helpers)
+    let mut calls = Calls(Vec::new());
+    walk_block(&mut calls, block);
+    calls.0
+}
+
+fn statement_count(block: &Block) -> u64 {
+    let mut statements = 0u64;
+    crate::ir::visit::for_each_stmt(block, &mut |_| statements += 1);
+    statements
 }
 
 #[cfg(test)]

@@ -401,12 +401,10 @@ impl<'a> Writer<'a> {
             return Err(self.diags);
         }
         let mut src = self.prelude(&original.name);
-        for part in [
-            types,
-            self.helpers.iter().map(|h| h.2.clone()).collect::<String>(),
-            functions,
-            kernel,
-        ] {
+        let helpers: String = self.helpers.iter().map(|h| h.2.as_str()).collect();
+        let parts = [types, helpers, functions, kernel];
+        src.reserve(parts.iter().map(|p| p.len() + 1).sum());
+        for part in parts {
             if !part.is_empty() {
                 src.push_str(&part);
                 if !src.ends_with("\n\n") {

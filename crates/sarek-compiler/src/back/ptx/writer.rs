@@ -163,7 +163,8 @@ pub(super) struct Writer<'k> {
     inlining: Vec<FuncId>,
     /// Global address of the trap status word, when the kernel has traps.
     trap: Option<Reg>,
-    /// Which helpers are written once as a `.func` and called (see [`outlined_helpers`]).
+    /// Which helpers are written once as a `.func` and called
+    /// ([`crate::ir::analysis::outlined_helpers`]).
     outlined: Vec<bool>,
     /// The `.func` symbol of each outlined helper written so far.
     func_symbols: HashMap<FuncId, String>,
@@ -201,7 +202,7 @@ impl<'k> Writer<'k> {
             errors: Vec::new(),
             inlining: Vec::new(),
             trap: None,
-            outlined: outlined_helpers(kernel),
+            outlined: crate::ir::analysis::outlined_helpers(kernel),
             func_symbols: HashMap::default(),
             funcs: String::new(),
         }
@@ -1984,105 +1985,6 @@ fn param_at(name: &str, regs: &[Reg], k: usize) -> String {
         (1, _) | (_, 0) => name.to_string(),
         _ => format!("{name}+{}", 8 * k),
     }
-}
-
-/// Statements and calls a helper body contributes with its calls inlined ([`Stmt`]s plus
-/// one per call): beyond this many copies times size, a helper is written once.
-const OUTLINE_LIMIT: u64 = 256;
-
-/// Which helpers the writer emits once as a `.func` instead of inlining at each call.
-///
-/// Inlining suits small helpers (ptxas optimises across the call, and most helpers are
-/// called once), but bounded recursion makes chains where each level calls the next twice:
-/// `fib` inlined 8 levels deep is 2^8 copies. A helper is outlined when it would be inlined
-/// more than once and its copies together exceed [`OUTLINE_LIMIT`]; helpers taking vectors or
-/// arrays stay inlined (their memory is bound at the call), as does opaque native code.
-fn outlined_helpers(kernel: &Kernel) -> Vec<bool> {
-    use crate::ir::visit::{StmtVisitor, for_each_stmt, walk_block};
-    struct Calls(Vec<FuncId>);
-    impl Calls {
-        fn expr(&mut self, e: &Expr) {
-            if let ExprKind::Call { func, .. } = &e.kind {
-                self.0.push(*func);
-            }
-            e.children().for_each(|c| self.expr(c));
-        }
-    }
-    impl StmtVisitor for Calls {
-        fn var(&mut self, _: VarId) {}
-        fn expr(&mut self, _: Span, e: &Expr) {
-            Calls::expr(self, e);
-        }
-    }
-    let calls_in = |block: &Block| {
-        let mut calls = Calls(Vec::new());
-        walk_block(&mut calls, block);
-        calls.0
-    };
-    let n = kernel.functions.len();
-    let callees: Vec<Vec<FuncId>> = kernel.functions.iter().map(|f| calls_in(&f.body)).collect();
-    // Callees before callers (the IR has no recursion left): depth-first post-order.
-    let mut order = Vec::with_capacity(n);
-    let mut state = vec![0u8; n];
-    for root in 0..n {
-        if state[root] != 0 {
-            continue;
-        }
-        let mut stack = vec![(root, 0usize)];
-        state[root] = 1;
-        while let Some((f, next)) = stack.pop() {
-            match callees[f].get(next) {
-                Some(g) => {
-                    stack.push((f, next + 1));
-                    let g = g.0 as usize;
-                    if g < n && state[g] == 0 {
-                        state[g] = 1;
-                        stack.push((g, 0));
-                    }
-                }
-                None => order.push(f),
-            }
-        }
-    }
-    let mut size = vec![0u64; n];
-    for &f in &order {
-        let mut statements = 0u64;
-        for_each_stmt(&kernel.functions[f].body, &mut |_| statements += 1);
-        size[f] = callees[f].iter().fold(statements, |acc, g| {
-            let callee = size.get(g.0 as usize).copied().unwrap_or(0);
-            acc.saturating_add(callee).saturating_add(1)
-        });
-    }
-    let eligible = |f: &crate::ir::Function| {
-        let mut native = false;
-        for_each_stmt(&f.body, &mut |s| {
-            native |= matches!(s.kind, StmtKind::Native(_));
-        });
-        !native
-            && f.params
-                .iter()
-                .all(|&p| !matches!(kernel.var(p).ty, Ty::Vector(_) | Ty::Array { .. }))
-    };
-    // Copies of each helper in the output, callers first.
-    let mut copies = vec![0u64; n];
-    for g in calls_in(&kernel.body) {
-        if let Some(c) = copies.get_mut(g.0 as usize) {
-            *c = c.saturating_add(1);
-        }
-    }
-    let mut outlined = vec![false; n];
-    for &f in order.iter().rev() {
-        outlined[f] = copies[f] >= 2
-            && copies[f].saturating_mul(size[f]) > OUTLINE_LIMIT
-            && eligible(&kernel.functions[f]);
-        let each = if outlined[f] { 1 } else { copies[f] };
-        for g in &callees[f] {
-            if let Some(c) = copies.get_mut(g.0 as usize) {
-                *c = c.saturating_add(each);
-            }
-        }
-    }
-    outlined
 }
 
 /// Whether `e` calls a helper (which the writer inlines: emitting it twice doubles code).
