@@ -140,6 +140,7 @@ impl Needs {
                 span: kernel.span,
                 ..Needs::default()
             },
+            wide: WideTypes::of(kernel),
             depth: 1,
             largest_shared: 0,
             in_helper: false,
@@ -507,6 +508,8 @@ fn param_bytes(kernel: &Kernel) -> Amount {
 
 struct Walker<'k> {
     kernel: &'k Kernel,
+    /// [`contains`] for the scalars the walk asks about, records and variants decided once.
+    wide: WideTypes,
     needs: Needs,
     /// Brace depth of the statement being walked (the function body is 1).
     depth: u64,
@@ -616,8 +619,8 @@ impl Walker<'_> {
                 // A wide variable stands for its initialiser's wide value (a `let` statement
                 // spans the rest of its block, a poor place to point at).
                 let ty = &self.kernel.var(*var).ty;
-                let narrow = !contains(self.kernel, ty, Scalar::F64)
-                    && !contains(self.kernel, ty, Scalar::I64);
+                let narrow =
+                    !self.wide.contains(ty, Scalar::F64) && !self.wide.contains(ty, Scalar::I64);
                 if let Some(e) = init {
                     self.expr(span, e, narrow);
                 }
@@ -679,7 +682,7 @@ impl Walker<'_> {
     fn var(&mut self, v: VarId) {
         let info = self.kernel.var(v);
         for s in [Scalar::F64, Scalar::I64] {
-            if contains(self.kernel, &info.ty, s) {
+            if self.wide.contains(&info.ty, s) {
                 let label = format!("`{}` has a type containing {}", info.name, s.name());
                 self.add(wide_feature(s), info.span, label);
             }
@@ -723,7 +726,7 @@ impl Walker<'_> {
     fn expr(&mut self, span: Span, e: &Expr, wide: bool) {
         if wide {
             for s in [Scalar::F64, Scalar::I64] {
-                if contains(self.kernel, &e.ty, s) {
+                if self.wide.contains(&e.ty, s) {
                     let label = format!("this statement computes a {} value", s.name());
                     self.add(wide_feature(s), span, label);
                 }
@@ -759,6 +762,38 @@ impl Walker<'_> {
         }
         for sub in e.children() {
             self.expr(span, sub, wide);
+        }
+    }
+}
+
+/// Which records and variants hold a float64 or an int64 (the walk asks of every node).
+struct WideTypes {
+    records: Vec<[bool; 2]>,
+    variants: Vec<[bool; 2]>,
+}
+
+impl WideTypes {
+    fn of(kernel: &Kernel) -> Self {
+        let both = |ty: Ty| [Scalar::F64, Scalar::I64].map(|s| contains(kernel, &ty, s));
+        WideTypes {
+            records: (0..kernel.records.len())
+                .map(|i| both(Ty::Record(crate::ir::RecordId(i as u32))))
+                .collect(),
+            variants: (0..kernel.variants.len())
+                .map(|i| both(Ty::Variant(crate::ir::VariantId(i as u32))))
+                .collect(),
+        }
+    }
+
+    /// [`contains`] for `scalar` float64 or int64.
+    fn contains(&self, ty: &Ty, scalar: Scalar) -> bool {
+        let slot = usize::from(scalar == Scalar::I64);
+        match ty {
+            Ty::Scalar(s) => *s == scalar,
+            Ty::Unit => false,
+            Ty::Record(id) => self.records.get(id.0 as usize).is_some_and(|w| w[slot]),
+            Ty::Variant(id) => self.variants.get(id.0 as usize).is_some_and(|w| w[slot]),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.contains(e, scalar),
         }
     }
 }

@@ -165,8 +165,8 @@ impl<'k> Writer<'k> {
             let before = self.shared_as_uint.clone();
             self.reset();
             main = String::new();
-            let body = self.k.body.clone();
-            self.block(&body, 1, &mut main);
+            let k = self.k;
+            self.block(&k.body, 1, &mut main);
             if self.shared_as_uint == before {
                 break;
             }
@@ -998,7 +998,8 @@ impl<'k> Writer<'k> {
         if let Some(n) = self.instances.get(&func) {
             return n.clone();
         }
-        let f = self.k.function(func).clone();
+        let k = self.k;
+        let f = k.function(func);
         let name = if self.has_arrays[func.0 as usize] {
             format!(
                 "sarek_s{}_{}",

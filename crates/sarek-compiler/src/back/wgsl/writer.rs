@@ -491,8 +491,8 @@ impl<'a> Writer<'a> {
             self.line("{");
             self.indent += 1;
         }
-        let body = self.k.body.clone();
-        self.block_stmts(&body);
+        let k = self.k;
+        self.block_stmts(&k.body);
         if nested {
             self.indent -= 1;
             self.line("}");
@@ -541,7 +541,8 @@ impl<'a> Writer<'a> {
 
     fn spec(&mut self, i: usize) -> String {
         let Spec { func } = self.usage.specs[i].clone();
-        let f: Function = self.k.function(func).clone();
+        let k = self.k;
+        let f: &Function = k.function(func);
         self.out.clear();
         self.env.clear();
         self.uniform.clear();
