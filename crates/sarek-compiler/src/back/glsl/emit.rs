@@ -71,10 +71,10 @@ impl<'k> Writer<'k> {
     /// ([`crate::passes::specialize_helpers`]): helpers name buffers and shared arrays
     /// directly, and take per-thread arrays as sized `inout` parameters.
     pub(super) fn new(
-        spec: &'k crate::passes::specialize_helpers::Specialized,
+        spec: &'k crate::passes::specialize_helpers::Specialized<'_>,
         warps: Warps,
     ) -> Writer<'k> {
-        let k = &spec.kernel;
+        let k: &'k Kernel = &spec.kernel;
         let mut namer = Namer::new(&super::keywords::KEYWORDS);
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
