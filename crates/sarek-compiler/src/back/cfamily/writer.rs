@@ -379,6 +379,22 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
+    /// The text written so far; the buffer keeps its capacity for the next function.
+    fn take_out(&mut self) -> String {
+        let body = self.out.as_str().to_owned();
+        self.out.clear();
+        body
+    }
+
+    /// [`Self::line`] of formatted text, written straight into the output.
+    fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
+        for _ in 0..self.indent {
+            self.out.push_str(INDENT);
+        }
+        let _ = self.out.write_fmt(text);
+        self.out.push('\n');
+    }
+
     fn var(&self, v: VarId) -> String {
         self.var_names[v.0 as usize].clone()
     }
@@ -469,7 +485,7 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.indent = 1;
         self.block_body(&f.body);
-        let body = std::mem::take(&mut self.out);
+        let body = self.take_out();
         if self.cur_geom {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("a dialect with geometry inputs");
@@ -553,7 +569,10 @@ impl<'a> Writer<'a> {
                 params.push(self.d.geometry_param(input, &pname));
                 inits.push(pname);
             }
-            self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
+            self.line_fmt(format_args!(
+                "const {gty} {gvar} = {{{}}};",
+                inits.join(", ")
+            ));
         }
         let trap_status = self.trap.clone().map(|ptr| {
             let ptr_ty = self.d.trap_pointer();
@@ -562,7 +581,7 @@ impl<'a> Writer<'a> {
         });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
-        let body = std::mem::take(&mut self.out);
+        let body = self.take_out();
         let params_text = self.d.param_list(&params);
         let src = format!(
             "{} {entry}({params_text}) {{\n{body}}}\n",
@@ -653,7 +672,7 @@ impl<'a> Writer<'a> {
                 if *ty == Ty::Unit {
                     if let Some(e) = init {
                         let e = self.expr(e);
-                        self.line(&format!("{};", strip(&e)));
+                        self.line_fmt(format_args!("{};", strip(&e)));
                     }
                     return;
                 }
@@ -662,9 +681,9 @@ impl<'a> Writer<'a> {
                 match init {
                     Some(e) => {
                         let e = self.expr(e);
-                        self.line(&format!("{t} {name} = {};", strip(&e)));
+                        self.line_fmt(format_args!("{t} {name} = {};", strip(&e)));
                     }
-                    None => self.line(&format!("{t} {name};")),
+                    None => self.line_fmt(format_args!("{t} {name};")),
                 }
             }
             StmtKind::Array { var } => {
@@ -690,11 +709,11 @@ impl<'a> Writer<'a> {
             StmtKind::Assign { place, value } => {
                 let p = self.place(place);
                 let v = self.expr(value);
-                self.line(&format!("{p} = {};", strip(&v)));
+                self.line_fmt(format_args!("{p} = {};", strip(&v)));
             }
             StmtKind::Expr(e) => {
                 let e = self.expr(e);
-                self.line(&format!("{};", strip(&e)));
+                self.line_fmt(format_args!("{};", strip(&e)));
             }
             StmtKind::If {
                 cond,
@@ -757,7 +776,7 @@ impl<'a> Writer<'a> {
             StmtKind::Return(e) => match e {
                 Some(e) => {
                     let e = self.expr(e);
-                    self.line(&format!("return {};", strip(&e)));
+                    self.line_fmt(format_args!("return {};", strip(&e)));
                 }
                 None => self.line("return;"),
             },
@@ -845,7 +864,7 @@ impl<'a> Writer<'a> {
                 let e = self.expr(scrutinee);
                 self.line("{");
                 self.indent += 1;
-                self.line(&format!("{t} {tmp} = {};", strip(&e)));
+                self.line_fmt(format_args!("{t} {tmp} = {};", strip(&e)));
                 (tmp, true)
             }
         };
@@ -879,7 +898,7 @@ impl<'a> Writer<'a> {
                     let field = self.variant_fields[vi][c as usize][j].clone();
                     let read = bool_read(&ctor.fields[j], format!("{subject}.{field}"));
                     let name = self.var(*b);
-                    self.line(&format!("{t} {name} = {};", strip(&read)));
+                    self.line_fmt(format_args!("{t} {name} = {};", strip(&read)));
                 }
             }
             self.block_body(&arm.body);
