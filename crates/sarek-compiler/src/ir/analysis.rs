@@ -17,6 +17,7 @@ use crate::intrinsics::{Geometry, Intrinsic, MathFn};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::target::Target;
 use crate::types::{BinOp, MemSpace, Scalar};
+use std::borrow::Cow;
 
 /// An optional feature a kernel may need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -216,8 +217,9 @@ pub struct Support {
     pub language: Option<&'static str>,
     /// The device that refined the target's declaration, named in refusals.
     pub device: Option<String>,
-    missing: Vec<(Feature, String)>,
-    limits: Vec<(Limit, u64, String)>,
+    /// Notes are mostly literals: borrowed, as a support is built at every generation.
+    missing: Vec<(Feature, Cow<'static, str>)>,
+    limits: Vec<(Limit, u64, Cow<'static, str>)>,
 }
 
 impl Support {
@@ -245,7 +247,7 @@ impl Support {
     }
 
     /// `feature` is missing; `why` says so in the refusal's note.
-    pub fn without(mut self, feature: Feature, why: impl Into<String>) -> Support {
+    pub fn without(mut self, feature: Feature, why: impl Into<Cow<'static, str>>) -> Support {
         if self.supports(feature) {
             self.missing.push((feature, why.into()));
         }
@@ -253,7 +255,12 @@ impl Support {
     }
 
     /// `without` when `missing` holds.
-    pub fn without_if(self, missing: bool, feature: Feature, why: impl Into<String>) -> Support {
+    pub fn without_if(
+        self,
+        missing: bool,
+        feature: Feature,
+        why: impl Into<Cow<'static, str>>,
+    ) -> Support {
         if missing {
             self.without(feature, why)
         } else {
@@ -262,7 +269,7 @@ impl Support {
     }
 
     /// At most `max` of `limit` (a tighter existing limit stays).
-    pub fn limit(mut self, limit: Limit, max: u64, why: impl Into<String>) -> Support {
+    pub fn limit(mut self, limit: Limit, max: u64, why: impl Into<Cow<'static, str>>) -> Support {
         match self.limits.iter_mut().find(|(l, _, _)| *l == limit) {
             Some(entry) if entry.1 <= max => {}
             Some(entry) => *entry = (limit, max, why.into()),
@@ -842,6 +849,10 @@ fn stmt_expr_depth(kind: &StmtKind) -> u64 {
 /// inlined at its calls except those [`outlined_helpers`] writes once (a call of one counts
 /// 1, its body once).
 pub fn inlined_size(kernel: &Kernel) -> u64 {
+    if kernel.functions.is_empty() {
+        // No calls: most kernels, and every target asks.
+        return statement_count(&kernel.body);
+    }
     let plan = HelperPlan::of(kernel);
     let outlined = plan.outlined();
     let n = kernel.functions.len();

@@ -149,6 +149,7 @@ impl<'a> Legalizer<'a> {
             if !self.avoiding {
                 self.avoiding = true;
                 let k = self.k;
+                self.namer.reserve(k.vars.len() + k.functions.len());
                 for name in k
                     .vars
                     .iter()

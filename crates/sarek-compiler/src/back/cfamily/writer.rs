@@ -90,6 +90,7 @@ pub(super) struct Writer<'a> {
 impl<'a> Writer<'a> {
     pub fn new(k: &'a Kernel, d: &'static dyn Rules) -> Self {
         let mut namer = Namer::new(d.keywords());
+        namer.reserve(k.vars.len() + k.functions.len());
         for name in k
             .vars
             .iter()
