@@ -674,10 +674,16 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let suffix = &self.text[body_end..self.pos];
-        let body: String = self.text[start..body_end]
-            .chars()
-            .filter(|&c| c != '_')
-            .collect();
+        // Borrowed unless it has `_` separators to drop (one allocation per literal otherwise).
+        let text = &self.text[start..body_end];
+        let body: std::borrow::Cow<'_, str> = if text.contains('_') {
+            text.chars()
+                .filter(|&c| c != '_')
+                .collect::<String>()
+                .into()
+        } else {
+            text.into()
+        };
         let bad = |lx: &mut Self, msg: String, label: &str| {
             lx.error(start, lx.pos, msg, label);
             lx.push(Tok::Error, start);
