@@ -13,7 +13,8 @@
 //! warm-up, the four measurements taking turns within each iteration so load on the machine
 //! affects both sides alike; the table
 //! gives the ratios sarek / naga (below 1.0: sarek is faster). Run with
-//! `cargo bench -p sarek-compiler --bench vs_naga` (release profile).
+//! `cargo bench -p sarek-compiler --bench vs_naga` (release profile). With
+//! `SAREK_BENCH_PROFILE=1` set it runs only sarek's side, untimed, for a profiler.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -186,6 +187,18 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let (cases, skipped) = load();
+    if std::env::var_os("SAREK_BENCH_PROFILE").is_some() {
+        // Only sarek's side, for a profiler: `perf record` sees no naga frames.
+        for c in &cases {
+            if filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())) {
+                for _ in 0..iters {
+                    sarek_front(&c.source);
+                    sarek_all(&c.source, &c.kernels);
+                }
+            }
+        }
+        return;
+    }
     println!(
         "{:<22} {:>3} {:>10} {:>10} {:>6} {:>10} {:>10} {:>6}",
         "file", "k", "sarek fe", "naga fe", "ratio", "sarek 6", "naga 4", "ratio"

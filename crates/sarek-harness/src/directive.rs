@@ -72,6 +72,8 @@ fn parse_directive(body: &str, line: usize) -> Result<Directive, String> {
             }
             "grid" => d.grid = Some(parse_dims(v)?),
             "block" => d.block = Some(parse_dims(v)?),
+            // A parameter named like a launch key (upstream's DFT takes `size`).
+            _ if k.starts_with("arg.") => d.args.push((k[4..].to_string(), v.to_string())),
             _ => d.args.push((k.to_string(), v.to_string())),
         }
     }
@@ -104,4 +106,23 @@ pub fn launch_config(size: usize, grid: Option<[u32; 3]>, block: Option<[u32; 3]
     let block = block.unwrap_or(linear.block);
     let grid = grid.unwrap_or([n.div_ceil(block[0]).max(1), 1, 1]);
     LaunchConfig { grid, block }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arg_prefix_names_a_parameter_called_like_a_launch_key() {
+        let d = parse_directives("(* @run dft size=16 block=16 arg.size=2 n=16 *)").unwrap();
+        assert_eq!(d[0].size, 16);
+        assert_eq!(d[0].block, Some([16, 1, 1]));
+        assert_eq!(
+            d[0].args,
+            [
+                ("size".to_string(), "2".to_string()),
+                ("n".to_string(), "16".to_string())
+            ]
+        );
+    }
 }

@@ -31,9 +31,14 @@ use sarek_compiler::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::collections::HashMap;
 use std::mem::offset_of;
 
+mod hoist;
 mod lanes;
 
 type R<T> = Result<T, JitError>;
+
+/// A hoisted thread loop runs two lane groups per iteration when its segment has at most
+/// this many statements and expression nodes.
+const PAIRED_GROUP_SIZE: usize = 40;
 
 pub(crate) fn cty(s: Scalar) -> Type {
     match s {
@@ -111,15 +116,19 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     sig.params.push(AbiParam::new(ptr));
     sig.params.extend([AbiParam::new(types::I32); 3]);
     sig.params.extend([AbiParam::new(ptr); 3]);
+    sig.params.push(AbiParam::new(types::I32));
     sig.returns.push(AbiParam::new(types::I32));
 
     let frontend = module.isa().frontend_config();
     let mut sites = Vec::new();
     let mut grouped_segments = 0;
+    let mut versioned_loops = 0;
     let mut ids = Vec::new();
+    let mut listing = String::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
     for one_d in [false, true] {
         let mut ctx = module.make_context();
+        ctx.set_disasm(opts.keep_listing);
         ctx.func.signature = sig.clone();
         let mut fbc = FunctionBuilderContext::new();
         {
@@ -134,8 +143,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             g.one_d = one_d;
             g.lane_groups = opts.lane_groups;
             g.entry()?;
-            g.nodes(&tree.nodes)?;
+            g.blocks(&tree.nodes)?;
             grouped_segments = g.grouped;
+            versioned_loops = g.versioned;
             let zero = g.b.ins().iconst(types::I32, 0);
             g.b.ins().return_(&[zero]);
             g.b.seal_all_blocks();
@@ -148,6 +158,12 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         module
             .define_function(id, &mut ctx)
             .map_err(|e| codegen_err(&k, format!("{e:?}")))?;
+        if opts.keep_listing {
+            listing += &format!("; {name}: Cranelift IR\n{}\n", ctx.func.display());
+            if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+                listing += &format!("; {name}: machine code\n{code}\n");
+            }
+        }
         module.clear_context(&mut ctx);
         ids.push(id);
     }
@@ -160,6 +176,8 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     ];
     let mut compiled = Compiled::new(k, layout, sites, module, code);
     compiled.lane_group_segments = grouped_segments;
+    compiled.hoisted_loops = versioned_loops;
+    compiled.listing = opts.keep_listing.then_some(listing);
     Ok(compiled)
 }
 
@@ -179,6 +197,9 @@ struct Gen<'a, 'f> {
     // Entry values.
     ctx: Value,
     block_idx: [Value; 3],
+    /// The first block's x index of this call, and how many blocks along x it runs.
+    first_block_x: Value,
+    block_count: Value,
     block_dim: [Value; 3],
     grid_dim: [Value; 3],
     block_base: [Value; 3],
@@ -198,6 +219,11 @@ struct Gen<'a, 'f> {
     lane_groups: bool,
     /// Segments generated with lane groups.
     grouped: usize,
+    /// Loops generated with their bounds checks hoisted ([`hoist`]).
+    versioned: usize,
+    /// Version `for` loops in lane groups (off in the checked copy of a thread loop that
+    /// has a hoisted copy: it runs for the edge blocks only, and copies cost compile time).
+    version_loops: bool,
     /// Break/continue targets; `None` marks a segment or helper boundary.
     loops: Vec<Option<(Block, Block)>>,
     /// Inlined helpers: the block after the call and the return-value variables.
@@ -227,6 +253,8 @@ impl<'a, 'f> Gen<'a, 'f> {
             sites,
             ctx: p[0],
             block_idx: [p[1], p[2], p[3]],
+            first_block_x: p[1],
+            block_count: p[7],
             block_dim: [p[1]; 3],
             grid_dim: [p[1]; 3],
             block_base: [p[1]; 3],
@@ -242,6 +270,8 @@ impl<'a, 'f> Gen<'a, 'f> {
             one_d: false,
             lane_groups: true,
             grouped: 0,
+            versioned: 0,
+            version_loops: true,
             loops: Vec::new(),
             rets: Vec::new(),
             span: k.span,
@@ -262,6 +292,82 @@ impl<'a, 'f> Gen<'a, 'f> {
 
     fn iconst(&mut self, ty: Type, v: i64) -> Value {
         self.b.ins().iconst(ty, v)
+    }
+
+    /// The blocks of this call, one after the other along x: each gets its block index,
+    /// zeroed shared memory and local arrays, and runs the kernel's schedule.
+    fn blocks(&mut self, nodes: &'a [Node]) -> R<()> {
+        let bx = self.b.declare_var(types::I32);
+        self.b.def_var(bx, self.first_block_x);
+        let end = self.b.ins().iadd(self.first_block_x, self.block_count);
+        let (hdr, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let x = self.b.use_var(bx);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, x, end);
+        self.b.ins().brif(go, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        self.block_idx[0] = x;
+        self.block_base[0] = self.b.ins().imul(x, self.block_dim[0]);
+        let shared_words = self.layout.shared_bytes.div_ceil(8) as i64;
+        if shared_words > 0 {
+            let words = self.iconst(types::I64, shared_words);
+            self.zero_words(self.shared, words);
+        }
+        if self.layout.local_bytes_per_thread > 0 {
+            let n64 = self.b.ins().uextend(types::I64, self.nthreads);
+            let words = self
+                .b
+                .ins()
+                .imul_imm_s(n64, self.layout.local_bytes_per_thread.div_ceil(8) as i64);
+            self.zero_words(self.local_base, words);
+        }
+        self.nodes(nodes)?;
+        let next = self.b.ins().iadd_imm_s(x, 1);
+        self.b.def_var(bx, next);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Store zero to `words` 8-byte words from `at`.
+    fn zero_words(&mut self, at: Value, words: Value) {
+        let i = self.b.declare_var(types::I64);
+        let zero = self.iconst(types::I64, 0);
+        self.b.def_var(i, zero);
+        let (hdr, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let iv = self.b.use_var(i);
+        let go = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, words);
+        self.b.ins().brif(go, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.ins().ishl_imm_u(iv, 3);
+        let a = self.b.ins().iadd(at, off);
+        self.b.ins().store(Self::trusted(), zero, a, 0);
+        let next = self.b.ins().iadd_imm_s(iv, 1);
+        self.b.def_var(i, next);
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// Which block of this call is running, for the fault record.
+    fn store_block(&mut self) {
+        let off = self.b.ins().isub(self.block_idx[0], self.first_block_x);
+        self.b.ins().store(
+            Self::trusted(),
+            off,
+            self.fault,
+            offset_of!(FaultRecord, block) as i32,
+        );
     }
 
     /// Loads the launch constants and parameters, binds memory variables.
@@ -383,6 +489,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         self.b
             .ins()
             .store(f, t, self.fault, offset_of!(FaultRecord, thread) as i32);
+        self.store_block();
         for (v, off) in [
             (a, offset_of!(FaultRecord, a)),
             (b, offset_of!(FaultRecord, b)),
@@ -599,6 +706,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         self.b
             .ins()
             .store(f, tv, self.fault, offset_of!(FaultRecord, thread) as i32);
+        self.store_block();
         let r = self.iconst(types::I32, STATUS_DIVERGENT);
         self.b.ins().return_(&[r]);
         self.b.switch_to_block(ok);
@@ -651,7 +759,70 @@ impl<'a, 'f> Gen<'a, 'f> {
                     .band_imm_s(self.block_dim[0], lanes::LANES as i64 - 1);
                 self.b.ins().icmp_imm_s(IntCC::Equal, r, 0)
             };
-            self.b.ins().jump(ghdr, &[]);
+            // The thread loop may run a copy with its bounds checks and guards hoisted
+            // ([`lanes::Gen::thread_plan`]).
+            self.th = Some(Thread { tid, xyz });
+            let versioned_before = self.versioned;
+            match self.thread_plan(seg)? {
+                Some((ok, hoisted)) => {
+                    let (fhdr, fbody) = (self.b.create_block(), self.b.create_block());
+                    self.versioned += 1;
+                    let ok = self.b.ins().band(ok, shape_ok);
+                    // A small body runs two groups per iteration while two fit (half the
+                    // loop's overhead: saxpy's body is five instructions).
+                    let first = if hoist::size(&seg.stmts) <= PAIRED_GROUP_SIZE {
+                        let (phdr, pbody) = (self.b.create_block(), self.b.create_block());
+                        self.b.ins().brif(ok, phdr, &[], ghdr, &[]);
+                        self.b.switch_to_block(phdr);
+                        let t = self.b.use_var(tid);
+                        let t_end = self.b.ins().iadd_imm_s(t, 2 * lanes::LANES as i64);
+                        let fits =
+                            self.b
+                                .ins()
+                                .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
+                        self.b.ins().brif(fits, pbody, &[], fhdr, &[]);
+                        self.b.switch_to_block(pbody);
+                        for _ in 0..2 {
+                            let t = self.b.use_var(tid);
+                            let x = if self.one_d {
+                                t
+                            } else {
+                                self.b.use_var(xyz[0])
+                            };
+                            self.group_body(seg, t, x, gredo, Some(&hoisted))?;
+                            self.advance_group(tid, xyz, lanes::LANES as i64);
+                        }
+                        self.b.ins().jump(phdr, &[]);
+                        None
+                    } else {
+                        Some(ok)
+                    };
+                    if let Some(ok) = first {
+                        self.b.ins().brif(ok, fhdr, &[], ghdr, &[]);
+                    }
+                    self.b.switch_to_block(fhdr);
+                    let t = self.b.use_var(tid);
+                    let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
+                    let fits =
+                        self.b
+                            .ins()
+                            .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
+                    self.b.ins().brif(fits, fbody, &[], rest, &[]);
+                    self.b.switch_to_block(fbody);
+                    let x = if self.one_d {
+                        t
+                    } else {
+                        self.b.use_var(xyz[0])
+                    };
+                    self.group_body(seg, t, x, gredo, Some(&hoisted))?;
+                    self.advance_group(tid, xyz, lanes::LANES as i64);
+                    self.b.ins().jump(fhdr, &[]);
+                }
+                None => {
+                    self.b.ins().jump(ghdr, &[]);
+                }
+            }
+            let had_plan = self.versioned > versioned_before;
             self.b.switch_to_block(ghdr);
             let t = self.b.use_var(tid);
             let t_end = self.b.ins().iadd_imm_s(t, lanes::LANES as i64);
@@ -671,8 +842,10 @@ impl<'a, 'f> Gen<'a, 'f> {
             } else {
                 self.b.use_var(xyz[0])
             };
-            self.group_body(seg, t, x, gredo)?;
-            self.advance(tid, xyz, lanes::LANES as i64);
+            self.version_loops = !had_plan;
+            self.group_body(seg, t, x, gredo, None)?;
+            self.version_loops = true;
+            self.advance_group(tid, xyz, lanes::LANES as i64);
             self.b.ins().jump(ghdr, &[]);
             self.b.switch_to_block(gredo);
             let t = self.b.use_var(tid);
@@ -753,6 +926,43 @@ impl<'a, 'f> Gen<'a, 'f> {
             let z1 = self.b.ins().iadd(z, wy32);
             self.b.def_var(xyz[2], z1);
         }
+    }
+
+    /// Next lane group (`step` threads of one row): a new row only at the row's end, behind
+    /// a branch the predictor learns (cheaper than [`Gen::advance`]'s selects per group).
+    fn advance_group(&mut self, tid: Variable, xyz: [Variable; 3], step: i64) {
+        let t = self.b.use_var(tid);
+        let t1 = self.b.ins().iadd_imm_s(t, step);
+        self.b.def_var(tid, t1);
+        if self.one_d {
+            return;
+        }
+        let x = self.b.use_var(xyz[0]);
+        let x1 = self.b.ins().iadd_imm_s(x, step);
+        let wrap = self.b.ins().icmp(IntCC::Equal, x1, self.block_dim[0]);
+        let (same_row, next_row, done) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(wrap, next_row, &[], same_row, &[]);
+        self.b.switch_to_block(same_row);
+        self.b.def_var(xyz[0], x1);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(next_row);
+        let zero = self.iconst(types::I32, 0);
+        self.b.def_var(xyz[0], zero);
+        let y = self.b.use_var(xyz[1]);
+        let y1 = self.b.ins().iadd_imm_s(y, 1);
+        let wy = self.b.ins().icmp(IntCC::Equal, y1, self.block_dim[1]);
+        let y2 = self.b.ins().select(wy, zero, y1);
+        self.b.def_var(xyz[1], y2);
+        let z = self.b.use_var(xyz[2]);
+        let wy32 = self.b.ins().uextend(types::I32, wy);
+        let z1 = self.b.ins().iadd(z, wy32);
+        self.b.def_var(xyz[2], z1);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// A warp operation over the whole block, reading other lanes' frame slots.
@@ -1140,6 +1350,21 @@ impl<'a, 'f> Gen<'a, 'f> {
             Mem::Local(l) => {
                 let n = self.layout.local[l as usize].size;
                 self.iconst(types::I32, n as i64)
+            }
+        }
+    }
+
+    /// The address of element 0 of single-column global or shared memory `m`.
+    fn mem_base(&mut self, m: Mem) -> Value {
+        match m {
+            Mem::Global(g) => self.vecs[g as usize].1[0],
+            Mem::Shared(s) => {
+                let at = self.layout.shared[s as usize].offsets[0] as i64;
+                self.b.ins().iadd_imm_s(self.shared, at)
+            }
+            Mem::Local(l) => {
+                let at = self.layout.local[l as usize].offsets[0] as i64;
+                self.b.ins().iadd_imm_s(self.local_base, at)
             }
         }
     }

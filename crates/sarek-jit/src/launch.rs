@@ -40,6 +40,9 @@ pub(crate) struct VecDesc {
 pub(crate) struct FaultRecord {
     pub site: u32,
     pub thread: u32,
+    /// The faulting block among those of the call (counted along x from its first).
+    pub block: u32,
+    pub _pad: u32,
     pub a: i64,
     pub b: i64,
 }
@@ -172,8 +175,10 @@ impl Layout {
     }
 }
 
+/// `(ctx, block_x, block_y, block_z, shared, frame, fault, count)`: runs `count` blocks
+/// from `(block_x, block_y, block_z)` along x.
 type BlockFn =
-    unsafe extern "C" fn(*const Ctx, i32, i32, i32, *mut u8, *mut u8, *mut FaultRecord) -> i32;
+    unsafe extern "C" fn(*const Ctx, i32, i32, i32, *mut u8, *mut u8, *mut FaultRecord, i32) -> i32;
 
 /// The native code and what a launch needs to call it.
 pub(crate) struct Compiled {
@@ -182,6 +187,10 @@ pub(crate) struct Compiled {
     sites: Vec<Site>,
     /// Segments run in lane groups (see docs/backends.md).
     pub lane_group_segments: usize,
+    /// Loops with their bounds checks hoisted (see `codegen::hoist`).
+    pub hoisted_loops: usize,
+    /// Cranelift IR and machine code, when asked for ([`crate::JitOptions::keep_listing`]).
+    pub listing: Option<String>,
     module: Option<JITModule>,
     /// Block functions: any block shape, and 1-D blocks.
     func: [BlockFn; 2],
@@ -297,6 +306,8 @@ impl Compiled {
             layout,
             sites,
             lane_group_segments: 0,
+            hoisted_loops: 0,
+            listing: None,
             module: Some(module),
             func,
         }
@@ -411,56 +422,58 @@ impl Compiled {
         let n = nthreads as usize;
         let spill_words = n * l.stride / 8;
         let local_words = (n * l.local_bytes_per_thread).div_ceil(8);
-        let blocks: u64 = grid.iter().map(|&g| g as u64).product();
-        let [gx, gy, _] = grid.map(|g| g as u64);
+        let [gx, gy, gz] = grid.map(|g| g as u64);
         let first = AtomicU64::new(u64::MAX);
         let found: Mutex<Option<(u64, FaultRecord, i32)>> = Mutex::new(None);
         let func = self.func[usize::from(block[1] == 1 && block[2] == 1)];
-        // Small blocks are cheap: give rayon a few at a time.
-        let min_len = (4096 / n).max(1);
-        (0..blocks as usize)
-            .into_par_iter()
-            .with_min_len(min_len)
-            .for_each_init(
-                || {
-                    (
-                        vec![0u64; shared_words.max(1)],
-                        vec![0u64; (spill_words + local_words).max(1)],
+        // One call runs a few consecutive blocks of a row (about 4096 threads), so small
+        // blocks do not pay a call and a task each.
+        let per_call = (4096 / n as u64).clamp(1, gx);
+        let calls_x = gx.div_ceil(per_call);
+        (0..calls_x * gy * gz).into_par_iter().for_each_init(
+            || {
+                (
+                    vec![0u64; shared_words.max(1)],
+                    vec![0u64; (spill_words + local_words).max(1)],
+                )
+            },
+            |(shared, frame), c| {
+                let (cx, row) = (c % calls_x, c / calls_x);
+                let (by, bz) = (row % gy, row / gy);
+                let bx = cx * per_call;
+                let count = per_call.min(gx - bx);
+                let b0 = (bz * gy + by) * gx + bx;
+                if b0 > first.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mut rec = FaultRecord::default();
+                let ctx = shared_ctx.get();
+                // SAFETY: the block function reads the context and the argument columns
+                // (lengths checked above), and writes only within the columns (indices
+                // checked against their lengths), its block memory (zeroed per block by the
+                // function) and `rec`.
+                let status = unsafe {
+                    func(
+                        ctx,
+                        bx as i32,
+                        by as i32,
+                        bz as i32,
+                        shared.as_mut_ptr().cast(),
+                        frame.as_mut_ptr().cast(),
+                        &mut rec,
+                        count as i32,
                     )
-                },
-                |(shared, frame), b| {
-                    let b = b as u64;
-                    if b > first.load(Ordering::Relaxed) {
-                        return;
+                };
+                if status != 0 {
+                    let b = b0 + rec.block as u64;
+                    first.fetch_min(b, Ordering::Relaxed);
+                    let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
+                    if f.as_ref().is_none_or(|(fb, _, _)| b < *fb) {
+                        *f = Some((b, rec, status));
                     }
-                    shared.fill(0);
-                    frame[spill_words..].fill(0);
-                    let (bx, by, bz) = (b % gx, (b / gx) % gy, b / (gx * gy));
-                    let mut rec = FaultRecord::default();
-                    let ctx = shared_ctx.get();
-                    // SAFETY: the block function reads the context and the argument columns
-                    // (lengths checked above), and writes only within the columns (indices
-                    // checked against their lengths), its block memory and `rec`.
-                    let status = unsafe {
-                        func(
-                            ctx,
-                            bx as i32,
-                            by as i32,
-                            bz as i32,
-                            shared.as_mut_ptr().cast(),
-                            frame.as_mut_ptr().cast(),
-                            &mut rec,
-                        )
-                    };
-                    if status != 0 {
-                        first.fetch_min(b, Ordering::Relaxed);
-                        let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
-                        if f.as_ref().is_none_or(|(fb, _, _)| b < *fb) {
-                            *f = Some((b, rec, status));
-                        }
-                    }
-                },
-            );
+                }
+            },
+        );
         let fault = found.into_inner().unwrap_or_else(|e| e.into_inner());
         match fault {
             None => Ok(()),

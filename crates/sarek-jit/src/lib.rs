@@ -51,6 +51,9 @@ pub struct JitOptions {
     /// Run segments whose control flow is the same for consecutive threads four threads at
     /// a time (see docs/backends.md); else every segment thread by thread.
     pub lane_groups: bool,
+    /// Keep the generated Cranelift IR (after optimisation) and the machine code listing,
+    /// for [`JitKernel::listing`] (`cpu_bench --dump KERNEL`).
+    pub keep_listing: bool,
 }
 
 impl Default for JitOptions {
@@ -58,6 +61,7 @@ impl Default for JitOptions {
         JitOptions {
             optimize: true,
             lane_groups: true,
+            keep_listing: false,
         }
     }
 }
@@ -110,6 +114,18 @@ impl JitKernel {
     /// consecutive threads at a time.
     pub fn lane_group_segments(&self) -> usize {
         self.inner.lane_group_segments
+    }
+
+    /// How many `for` loops run a copy with their bounds checks hoisted before the loop
+    /// (lane-group loops whose accesses are affine in the counter).
+    pub fn hoisted_loops(&self) -> usize {
+        self.inner.hoisted_loops
+    }
+
+    /// The optimised Cranelift IR and machine code of the block functions, when compiled
+    /// with [`JitOptions::keep_listing`].
+    pub fn listing(&self) -> Option<&str> {
+        self.inner.listing.as_deref()
     }
 
     /// The kernel's name.

@@ -9,6 +9,7 @@
 //! ```sh
 //! cargo build --release -p sarek-runtime --example cpu_bench
 //! target/release/examples/cpu_bench [--runs N] [--corpus DIR | --no-corpus]
+//! target/release/examples/cpu_bench --dump KERNEL   # its Cranelift IR and machine code
 //! ```
 
 use rayon::prelude::*;
@@ -161,17 +162,45 @@ fn max_rel(a: &[f32], b: &[f32]) -> f64 {
 fn main() {
     let mut runs = 7usize;
     let mut corpus = Some(std::path::PathBuf::from("tests/kernels"));
+    let mut dump = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or(runs),
             "--corpus" => corpus = args.next().map(Into::into),
             "--no-corpus" => corpus = None,
+            "--dump" => dump = args.next(),
             _ => {
-                eprintln!("usage: cpu_bench [--runs N] [--corpus DIR | --no-corpus]");
+                eprintln!(
+                    "usage: cpu_bench [--runs N] [--corpus DIR | --no-corpus] [--dump KERNEL]"
+                );
                 std::process::exit(2);
             }
         }
+    }
+    if let Some(name) = dump {
+        let dir = corpus.unwrap_or_else(|| "tests/kernels".into());
+        let code = corpus_kernels(&dir)
+            .into_iter()
+            .find(|k| k.name == name)
+            .map(|k| {
+                let options = sarek_jit::JitOptions {
+                    keep_listing: true,
+                    ..sarek_jit::JitOptions::default()
+                };
+                match sarek_jit::compile(&k, &options) {
+                    Ok(j) => j.listing().unwrap_or_default().to_string(),
+                    Err(e) => format!("not compiled: {e}"),
+                }
+            });
+        match code {
+            Some(text) => println!("{text}"),
+            None => {
+                eprintln!("no kernel `{name}` in {}", dir.display());
+                std::process::exit(2);
+            }
+        }
+        return;
     }
     let cpu_dev = cpu::open().expect("cpu is always available");
     let ocl = pocl();
@@ -344,31 +373,14 @@ fn main() {
 
     if let Some(dir) = corpus.filter(|d| d.is_dir()) {
         println!("\nJIT compile time per corpus kernel ({}):", dir.display());
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
-            .collect();
-        files.sort();
         let mut all = Vec::new();
-        for f in files {
-            let text = std::fs::read_to_string(&f).unwrap();
-            let mut sources = sarek_compiler::SourceMap::new();
-            let id = sources.add(f.display().to_string(), text);
-            let Ok(program) = sarek_compiler::check(&sources, id) else {
-                continue;
-            };
-            for name in program.kernels.iter().map(|k| k.name.clone()) {
-                let Ok(k) = sarek_compiler::lower_kernel(&program, &name) else {
-                    continue;
-                };
-                match sarek_jit::compile(&k, &sarek_jit::JitOptions::default()) {
-                    Ok(j) => {
-                        all.push(j.compile_time());
-                        println!("  {:<28} {}", name, ms(j.compile_time()));
-                    }
-                    Err(e) => println!("  {name:<28} not compiled: {e}"),
+        for k in corpus_kernels(&dir) {
+            match sarek_jit::compile(&k, &sarek_jit::JitOptions::default()) {
+                Ok(j) => {
+                    all.push(j.compile_time());
+                    println!("  {:<28} {}", k.name, ms(j.compile_time()));
                 }
+                Err(e) => println!("  {:<28} not compiled: {e}", k.name),
             }
         }
         if !all.is_empty() {
@@ -382,6 +394,32 @@ fn main() {
             );
         }
     }
+}
+
+/// Every kernel of the `.sarek` files in `dir` that checks and lowers, in file order.
+fn corpus_kernels(dir: &std::path::Path) -> Vec<Kernel> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|x| x == "sarek"));
+    files.sort();
+    let mut kernels = Vec::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let mut sources = sarek_compiler::SourceMap::new();
+        let id = sources.add(f.display().to_string(), text);
+        let Ok(program) = sarek_compiler::check(&sources, id) else {
+            continue;
+        };
+        for name in program.kernels.iter().map(|k| k.name.clone()) {
+            if let Ok(k) = sarek_compiler::lower_kernel(&program, &name) {
+                kernels.push(k);
+            }
+        }
+    }
+    kernels
 }
 
 /// The corpus kernel's algorithm (int32 fixed point, 12 fractional bits), per pixel.

@@ -144,6 +144,11 @@ impl Namer {
         !self.taken.contains(name) && is_identifier(name) && !self.is_reserved(name)
     }
 
+    /// Room for `additional` more taken names (a caller about to avoid a kernel's names).
+    pub fn reserve(&mut self, additional: usize) {
+        self.taken.reserve(additional);
+    }
+
     /// Mark `name` as taken: fresh and claimed names avoid it from now on.
     pub fn avoid(&mut self, name: &str) {
         if !self.taken.contains(name) {

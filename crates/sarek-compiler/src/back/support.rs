@@ -28,20 +28,32 @@ pub const WGSL_MAX_BRACE_NESTING: u64 = 127;
 /// WGSL writer's spelling, and a statement's own parentheses take a few more.
 pub const WGSL_MAX_PARSER_NESTING: u64 = 190;
 
+/// The notes below are literals (`concat!`): a support is built at every generation.
+macro_rules! other_targets {
+    () => {
+        "other targets (OpenCL, CUDA, GLSL, PTX) still compile this kernel"
+    };
+}
+
+macro_rules! cuda_supports_it {
+    () => {
+        "the `cuda` target (CUDA C through NVRTC) supports this kernel"
+    };
+}
+
 pub fn wgsl(options: &TargetOptions) -> Support {
-    let other = "other targets (OpenCL, CUDA, GLSL, PTX) still compile this kernel";
     Support::all(Target::Wgsl)
         .without(
             Feature::Float64,
-            format!("WGSL has no 64-bit floats; {other}"),
+            concat!("WGSL has no 64-bit floats; ", other_targets!()),
         )
         .without(
             Feature::Int64,
-            format!("WGSL has no 64-bit integers; {other}"),
+            concat!("WGSL has no 64-bit integers; ", other_targets!()),
         )
         .without(
             Feature::Int64Atomics,
-            format!("WGSL has no 64-bit integers; {other}"),
+            concat!("WGSL has no 64-bit integers; ", other_targets!()),
         )
         .without(
             Feature::AggregateEquality,
@@ -72,8 +84,9 @@ pub fn wgsl(options: &TargetOptions) -> Support {
 
 /// The largest type naga (WGSL) and SPIR-V tools lay out: sizes are 32-bit signed.
 pub const SHADER_MAX_TYPE_BYTES: u64 = i32::MAX as u64;
-/// Most statements and calls a kernel may have once every helper call is inlined, for the
-/// PTX writer (helpers that each call the previous one twice double it per helper).
+/// Most statements and calls a kernel may have once the PTX writer has inlined its helper
+/// calls ([`crate::ir::analysis::inlined_size`]: helpers taking vectors or arrays are inlined
+/// at every call, so a chain of them that each call the previous one twice doubles per helper).
 pub const PTX_INLINE_LIMIT: u64 = 500_000;
 /// CUDA's local memory per thread (compute capability 2.0 and later).
 pub const CUDA_MAX_LOCAL_BYTES: u64 = 512 * 1024;
@@ -202,11 +215,13 @@ const PTX_MISSING_FLOAT64_MATH: [MathFn; 19] = [
 ];
 
 pub fn ptx() -> Support {
-    let cuda = "the `cuda` target (CUDA C through NVRTC) supports this kernel";
     let mut s = Support::all(Target::Ptx)
         .without(
             Feature::FloatMod,
-            format!("PTX has no float remainder instruction; {cuda}"),
+            concat!(
+                "PTX has no float remainder instruction; ",
+                cuda_supports_it!()
+            ),
         )
         .limit(
             Limit::SharedBytes,
@@ -216,7 +231,10 @@ pub fn ptx() -> Support {
         .limit(
             Limit::ParamBytes,
             PTX_MAX_PARAM_BYTES,
-            format!("PTX ISA 8.0 modules take at most 4 KiB of kernel parameters; {cuda}"),
+            concat!(
+                "PTX ISA 8.0 modules take at most 4 KiB of kernel parameters; ",
+                cuda_supports_it!()
+            ),
         )
         .limit(
             Limit::LocalArrayBytes,
@@ -226,12 +244,19 @@ pub fn ptx() -> Support {
         .limit(
             Limit::InlinedStatements,
             PTX_INLINE_LIMIT,
-            format!("the PTX writer inlines every helper call; {cuda}, writing each helper once"),
+            concat!(
+                "the PTX writer inlines helpers that take vectors or arrays at every call; ",
+                cuda_supports_it!(),
+                ", writing each helper once"
+            ),
         );
     for m in PTX_MISSING_FLOAT64_MATH {
         s = s.without(
             Feature::Float64Math(m),
-            format!("PTX has no float64 instruction for it; {cuda}"),
+            concat!(
+                "PTX has no float64 instruction for it; ",
+                cuda_supports_it!()
+            ),
         );
     }
     s

@@ -27,7 +27,7 @@ pub enum Tok {
         value: i128,
         int64: bool,
     },
-    /// Float literal; `float64` for the `d` suffix.
+    /// Float literal; `float64` for the `d` (or upstream's `G`) suffix.
     Float {
         value: f64,
         float64: bool,
@@ -674,10 +674,16 @@ impl<'a> Lexer<'a> {
             self.pos += 1;
         }
         let suffix = &self.text[body_end..self.pos];
-        let body: String = self.text[start..body_end]
-            .chars()
-            .filter(|&c| c != '_')
-            .collect();
+        // Borrowed unless it has `_` separators to drop (one allocation per literal otherwise).
+        let text = &self.text[start..body_end];
+        let body: std::borrow::Cow<'_, str> = if text.contains('_') {
+            text.chars()
+                .filter(|&c| c != '_')
+                .collect::<String>()
+                .into()
+        } else {
+            text.into()
+        };
         let bad = |lx: &mut Self, msg: String, label: &str| {
             lx.error(start, lx.pos, msg, label);
             lx.push(Tok::Error, start);
@@ -685,12 +691,13 @@ impl<'a> Lexer<'a> {
         if is_float {
             let float64 = match suffix {
                 "" => false,
-                "d" => true,
+                // `G` is upstream Sarek's spelling of a float64 literal.
+                "d" | "G" => true,
                 _ => {
                     return bad(
                         self,
                         format!("invalid suffix `{suffix}` on a float literal"),
-                        "float literals take no suffix or `d` (float64)",
+                        "float literals take no suffix, or `d` or `G` (float64)",
                     );
                 }
             };
@@ -881,9 +888,14 @@ impl<'a> Lexer<'a> {
             (b':', _) => (Tok::Colon, 1),
             (b'<', b'-') => (Tok::LArrow, 2),
             (b'<', b'>') => (Tok::LtGt, 2),
+            // Upstream Sarek's float comparisons `<.`, `<=.`, `>.`, `>=.` are the comparisons.
+            (b'<', b'=') if self.src.get(start + 2) == Some(&b'.') => (Tok::Le, 3),
             (b'<', b'=') => (Tok::Le, 2),
+            (b'<', b'.') => (Tok::Lt, 2),
             (b'<', _) => (Tok::Lt, 1),
+            (b'>', b'=') if self.src.get(start + 2) == Some(&b'.') => (Tok::Ge, 3),
             (b'>', b'=') => (Tok::Ge, 2),
+            (b'>', b'.') => (Tok::Gt, 2),
             (b'>', _) => (Tok::Gt, 1),
             (b'-', b'>') => (Tok::Arrow, 2),
             (b'-', b'.') => (Tok::MinusDot, 2),

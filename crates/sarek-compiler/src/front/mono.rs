@@ -33,11 +33,14 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     names.extend(program.kernels.iter().map(|k| k.name.clone()));
     names.extend(program.records.iter().map(|r| r.name.clone()));
     names.extend(program.variants.iter().map(|v| v.name.clone()));
+    let monomorphic: Vec<FunId> = (program.functions.iter())
+        .filter(|f| f.type_params == 0)
+        .map(|f| f.id)
+        .collect();
     let mut m = Mono {
-        originals: program
-            .functions
-            .iter()
-            .map(|f| (f.id, f.clone()))
+        originals: std::mem::take(&mut program.functions)
+            .into_iter()
+            .map(|f| (f.id, f))
             .collect(),
         records: program.records.iter().map(|r| r.name.clone()).collect(),
         variants: program.variants.iter().map(|v| v.name.clone()).collect(),
@@ -48,10 +51,8 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         order: Vec::new(),
         diags: Vec::new(),
     };
-    for f in &program.functions {
-        if f.type_params == 0 {
-            m.instance(f.id, &[]);
-        }
+    for f in monomorphic {
+        m.instance(f, &[]);
     }
     let mut kernels = program.kernels;
     for k in &mut kernels {
@@ -109,11 +110,17 @@ impl Mono {
         let slot = self.slots.len();
         self.slots.push(None);
         self.instances.insert(key, slot);
-        let mut f = self
+        // A monomorphic helper has one instance: its original moves there (no copy).
+        let monomorphic = self
             .originals
             .get(&func)
-            .expect("calls name existing helpers")
-            .clone();
+            .is_some_and(|f| f.type_params == 0);
+        let mut f = if monomorphic {
+            self.originals.remove(&func)
+        } else {
+            self.originals.get(&func).cloned()
+        }
+        .expect("calls name existing helpers");
         if !args.is_empty() {
             f.name = self.instance_name(&f, args);
             let mut inst = Instantiate {

@@ -14,9 +14,10 @@
 use crate::abi::{self, LayoutRules, Stored};
 use crate::diag::{Diagnostic, Label, Span};
 use crate::intrinsics::{Geometry, Intrinsic, MathFn};
-use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
 use crate::target::Target;
 use crate::types::{BinOp, MemSpace, Scalar};
+use std::borrow::Cow;
 
 /// An optional feature a kernel may need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -140,6 +141,7 @@ impl Needs {
                 span: kernel.span,
                 ..Needs::default()
             },
+            wide: WideTypes::of(kernel),
             depth: 1,
             largest_shared: 0,
             in_helper: false,
@@ -215,8 +217,9 @@ pub struct Support {
     pub language: Option<&'static str>,
     /// The device that refined the target's declaration, named in refusals.
     pub device: Option<String>,
-    missing: Vec<(Feature, String)>,
-    limits: Vec<(Limit, u64, String)>,
+    /// Notes are mostly literals: borrowed, as a support is built at every generation.
+    missing: Vec<(Feature, Cow<'static, str>)>,
+    limits: Vec<(Limit, u64, Cow<'static, str>)>,
 }
 
 impl Support {
@@ -244,7 +247,7 @@ impl Support {
     }
 
     /// `feature` is missing; `why` says so in the refusal's note.
-    pub fn without(mut self, feature: Feature, why: impl Into<String>) -> Support {
+    pub fn without(mut self, feature: Feature, why: impl Into<Cow<'static, str>>) -> Support {
         if self.supports(feature) {
             self.missing.push((feature, why.into()));
         }
@@ -252,7 +255,12 @@ impl Support {
     }
 
     /// `without` when `missing` holds.
-    pub fn without_if(self, missing: bool, feature: Feature, why: impl Into<String>) -> Support {
+    pub fn without_if(
+        self,
+        missing: bool,
+        feature: Feature,
+        why: impl Into<Cow<'static, str>>,
+    ) -> Support {
         if missing {
             self.without(feature, why)
         } else {
@@ -261,7 +269,7 @@ impl Support {
     }
 
     /// At most `max` of `limit` (a tighter existing limit stays).
-    pub fn limit(mut self, limit: Limit, max: u64, why: impl Into<String>) -> Support {
+    pub fn limit(mut self, limit: Limit, max: u64, why: impl Into<Cow<'static, str>>) -> Support {
         match self.limits.iter_mut().find(|(l, _, _)| *l == limit) {
             Some(entry) if entry.1 <= max => {}
             Some(entry) => *entry = (limit, max, why.into()),
@@ -380,7 +388,7 @@ fn limit_refusal(
         Limit::InlinedStatements => (
             format!("kernel `{k}` inlines to {n} statements, {who} allows at most {max}"),
             amount.span,
-            "every helper call of this kernel is inlined".to_string(),
+            "helper calls of this kernel are inlined (those taking vectors or arrays at every call)".to_string(),
             "call helpers fewer times over (each helper calling the previous one twice doubles the size)",
         ),
         Limit::LocalArrayBytes => (
@@ -507,6 +515,8 @@ fn param_bytes(kernel: &Kernel) -> Amount {
 
 struct Walker<'k> {
     kernel: &'k Kernel,
+    /// [`contains`] for the scalars the walk asks about, records and variants decided once.
+    wide: WideTypes,
     needs: Needs,
     /// Brace depth of the statement being walked (the function body is 1).
     depth: u64,
@@ -616,8 +626,8 @@ impl Walker<'_> {
                 // A wide variable stands for its initialiser's wide value (a `let` statement
                 // spans the rest of its block, a poor place to point at).
                 let ty = &self.kernel.var(*var).ty;
-                let narrow = !contains(self.kernel, ty, Scalar::F64)
-                    && !contains(self.kernel, ty, Scalar::I64);
+                let narrow =
+                    !self.wide.contains(ty, Scalar::F64) && !self.wide.contains(ty, Scalar::I64);
                 if let Some(e) = init {
                     self.expr(span, e, narrow);
                 }
@@ -679,7 +689,7 @@ impl Walker<'_> {
     fn var(&mut self, v: VarId) {
         let info = self.kernel.var(v);
         for s in [Scalar::F64, Scalar::I64] {
-            if contains(self.kernel, &info.ty, s) {
+            if self.wide.contains(&info.ty, s) {
                 let label = format!("`{}` has a type containing {}", info.name, s.name());
                 self.add(wide_feature(s), info.span, label);
             }
@@ -723,7 +733,7 @@ impl Walker<'_> {
     fn expr(&mut self, span: Span, e: &Expr, wide: bool) {
         if wide {
             for s in [Scalar::F64, Scalar::I64] {
-                if contains(self.kernel, &e.ty, s) {
+                if self.wide.contains(&e.ty, s) {
                     let label = format!("this statement computes a {} value", s.name());
                     self.add(wide_feature(s), span, label);
                 }
@@ -757,8 +767,40 @@ impl Walker<'_> {
             },
             _ => {}
         }
-        for sub in children(e) {
+        for sub in e.children() {
             self.expr(span, sub, wide);
+        }
+    }
+}
+
+/// Which records and variants hold a float64 or an int64 (the walk asks of every node).
+struct WideTypes {
+    records: Vec<[bool; 2]>,
+    variants: Vec<[bool; 2]>,
+}
+
+impl WideTypes {
+    fn of(kernel: &Kernel) -> Self {
+        let both = |ty: Ty| [Scalar::F64, Scalar::I64].map(|s| contains(kernel, &ty, s));
+        WideTypes {
+            records: (0..kernel.records.len())
+                .map(|i| both(Ty::Record(crate::ir::RecordId(i as u32))))
+                .collect(),
+            variants: (0..kernel.variants.len())
+                .map(|i| both(Ty::Variant(crate::ir::VariantId(i as u32))))
+                .collect(),
+        }
+    }
+
+    /// [`contains`] for `scalar` float64 or int64.
+    fn contains(&self, ty: &Ty, scalar: Scalar) -> bool {
+        let slot = usize::from(scalar == Scalar::I64);
+        match ty {
+            Ty::Scalar(s) => *s == scalar,
+            Ty::Unit => false,
+            Ty::Record(id) => self.records.get(id.0 as usize).is_some_and(|w| w[slot]),
+            Ty::Variant(id) => self.variants.get(id.0 as usize).is_some_and(|w| w[slot]),
+            Ty::Vector(e) | Ty::Array { elem: e, .. } => self.contains(e, scalar),
         }
     }
 }
@@ -766,28 +808,6 @@ impl Walker<'_> {
 const C_RULES: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU32,
 };
-
-/// The expressions directly inside `e`.
-fn children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand: x, .. }
-        | ExprKind::Index { index: x, .. }
-        | ExprKind::Field { base: x, .. }
-        | ExprKind::Tag(x)
-        | ExprKind::Payload { value: x, .. } => vec![x],
-        ExprKind::Record { fields: xs, .. }
-        | ExprKind::Ctor { fields: xs, .. }
-        | ExprKind::Call { args: xs, .. }
-        | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => vec![cond, then_value, else_value],
-    }
-}
 
 /// Nesting depth of an expression tree as a recursive-descent parser of a C-like spelling
 /// sees it: a leaf is 1, an operator, call, index or conversion 2 (its operand in parentheses
@@ -802,7 +822,7 @@ pub fn expr_depth(e: &Expr) -> u64 {
         } => 3,
         _ => 2,
     };
-    own + children(e).into_iter().map(expr_depth).max().unwrap_or(0)
+    own + e.children().map(expr_depth).max().unwrap_or(0)
 }
 
 /// The deepest expression a statement evaluates itself (not in its nested blocks).
@@ -825,61 +845,179 @@ fn stmt_expr_depth(kind: &StmtKind) -> u64 {
     }
 }
 
-/// The statements and calls of `kernel` with every call inlined, saturating.
+/// The statements and calls of `kernel` as the PTX writer emits it, saturating: each helper
+/// inlined at its calls except those [`outlined_helpers`] writes once (a call of one counts
+/// 1, its body once).
 pub fn inlined_size(kernel: &Kernel) -> u64 {
-    use crate::ir::visit::{StmtVisitor, for_each_stmt, walk_block};
-    use crate::ir::{Block, Expr, ExprKind, VarId};
-    struct Count<'a> {
-        /// Inlined size of each helper so far (callees come before callers).
-        helpers: &'a [u64],
-        total: u64,
+    if kernel.functions.is_empty() {
+        // No calls: most kernels, and every target asks.
+        return statement_count(&kernel.body);
     }
-    impl Count<'_> {
-        fn calls(&mut self, e: &Expr) {
-            let children: Vec<&Expr> = match &e.kind {
-                ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
-                ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-                ExprKind::Unary { operand: x, .. }
-                | ExprKind::Index { index: x, .. }
-                | ExprKind::Field { base: x, .. }
-                | ExprKind::Tag(x)
-                | ExprKind::Payload { value: x, .. } => vec![x],
-                ExprKind::Select {
-                    cond,
-                    then_value,
-                    else_value,
-                } => vec![cond, then_value, else_value],
-                ExprKind::Record { fields: xs, .. }
-                | ExprKind::Ctor { fields: xs, .. }
-                | ExprKind::Intrinsic { args: xs, .. } => xs.iter().collect(),
-                ExprKind::Call { func, args } => {
-                    let callee = self.helpers.get(func.0 as usize).copied().unwrap_or(0);
-                    self.total = self.total.saturating_add(callee).saturating_add(1);
-                    args.iter().collect()
-                }
+    let plan = HelperPlan::of(kernel);
+    let outlined = plan.outlined();
+    let n = kernel.functions.len();
+    // The size of each helper's body with its non-outlined calls expanded.
+    let mut emitted = vec![0u64; n];
+    let expanded = |callees: &[FuncId], statements: u64, emitted: &[u64]| {
+        callees.iter().fold(statements, |acc, g| {
+            let g = g.0 as usize;
+            let body = match outlined.get(g) {
+                Some(false) => emitted.get(g).copied().unwrap_or(0),
+                _ => 0,
             };
-            children.into_iter().for_each(|c| self.calls(c));
+            acc.saturating_add(body).saturating_add(1)
+        })
+    };
+    for &f in &plan.order {
+        emitted[f] = expanded(&plan.callees[f], plan.statements[f], &emitted);
+    }
+    let body = expanded(
+        &calls_in(&kernel.body),
+        statement_count(&kernel.body),
+        &emitted,
+    );
+    (0..n)
+        .filter(|&f| outlined[f])
+        .fold(body, |acc, f| acc.saturating_add(emitted[f]))
+}
+
+/// Statements and calls a helper contributes with every call below it inlined, times its
+/// copies, beyond which [`outlined_helpers`] writes it once.
+pub const OUTLINE_LIMIT: u64 = 256;
+
+/// Which helpers the PTX writer emits once as a `.func` instead of inlining at each call.
+///
+/// Inlining suits small helpers (ptxas optimises across the call, and most helpers are
+/// called once), but bounded recursion makes chains where each level calls the next twice:
+/// `fib` inlined 8 levels deep is 2^8 copies. A helper is outlined when it would be inlined
+/// more than once and its copies together exceed [`OUTLINE_LIMIT`]; helpers taking vectors or
+/// arrays stay inlined (their memory is bound at the call), as do those with native code.
+pub fn outlined_helpers(kernel: &Kernel) -> Vec<bool> {
+    HelperPlan::of(kernel).outlined()
+}
+
+/// The call graph facts [`outlined_helpers`] and [`inlined_size`] decide from.
+struct HelperPlan<'k> {
+    kernel: &'k Kernel,
+    /// Each helper's calls, one entry per call site.
+    callees: Vec<Vec<FuncId>>,
+    /// Each helper's own statements.
+    statements: Vec<u64>,
+    /// Callees before callers (the IR has no recursion left).
+    order: Vec<usize>,
+}
+
+impl<'k> HelperPlan<'k> {
+    fn of(kernel: &'k Kernel) -> Self {
+        let n = kernel.functions.len();
+        let callees: Vec<Vec<FuncId>> =
+            kernel.functions.iter().map(|f| calls_in(&f.body)).collect();
+        let statements = kernel
+            .functions
+            .iter()
+            .map(|f| statement_count(&f.body))
+            .collect();
+        // Depth-first post-order, iterative: helper chains can be thousands long.
+        let mut order = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        for root in 0..n {
+            if seen[root] {
+                continue;
+            }
+            seen[root] = true;
+            let mut stack = vec![(root, 0usize)];
+            while let Some((f, next)) = stack.pop() {
+                match callees[f].get(next) {
+                    Some(g) => {
+                        stack.push((f, next + 1));
+                        let g = g.0 as usize;
+                        if g < n && !seen[g] {
+                            seen[g] = true;
+                            stack.push((g, 0));
+                        }
+                    }
+                    None => order.push(f),
+                }
+            }
+        }
+        HelperPlan {
+            kernel,
+            callees,
+            statements,
+            order,
         }
     }
-    impl StmtVisitor for Count<'_> {
+
+    fn outlined(&self) -> Vec<bool> {
+        let (kernel, n) = (self.kernel, self.kernel.functions.len());
+        // Size with every call below inlined.
+        let mut size = vec![0u64; n];
+        for &f in &self.order {
+            size[f] = self.callees[f].iter().fold(self.statements[f], |acc, g| {
+                let callee = size.get(g.0 as usize).copied().unwrap_or(0);
+                acc.saturating_add(callee).saturating_add(1)
+            });
+        }
+        let eligible = |f: &crate::ir::Function| {
+            let mut native = false;
+            crate::ir::visit::for_each_stmt(&f.body, &mut |s| {
+                native |= matches!(s.kind, StmtKind::Native(_));
+            });
+            !native
+                && f.params
+                    .iter()
+                    .all(|&p| !matches!(kernel.var(p).ty, Ty::Vector(_) | Ty::Array { .. }))
+        };
+        // Copies of each helper in the output, decided callers first.
+        let mut copies = vec![0u64; n];
+        for g in calls_in(&kernel.body) {
+            if let Some(c) = copies.get_mut(g.0 as usize) {
+                *c = c.saturating_add(1);
+            }
+        }
+        let mut outlined = vec![false; n];
+        for &f in self.order.iter().rev() {
+            outlined[f] = copies[f] >= 2
+                && copies[f].saturating_mul(size[f]) > OUTLINE_LIMIT
+                && eligible(&kernel.functions[f]);
+            let each = if outlined[f] { 1 } else { copies[f] };
+            for g in &self.callees[f] {
+                if let Some(c) = copies.get_mut(g.0 as usize) {
+                    *c = c.saturating_add(each);
+                }
+            }
+        }
+        outlined
+    }
+}
+
+/// The helper calls in `block`, one per call site, in order.
+fn calls_in(block: &Block) -> Vec<FuncId> {
+    use crate::ir::visit::{StmtVisitor, walk_block};
+    struct Calls(Vec<FuncId>);
+    impl Calls {
+        fn expr(&mut self, e: &Expr) {
+            if let ExprKind::Call { func, .. } = &e.kind {
+                self.0.push(*func);
+            }
+            e.children().for_each(|c| self.expr(c));
+        }
+    }
+    impl StmtVisitor for Calls {
         fn var(&mut self, _: VarId) {}
-        fn expr(&mut self, _: crate::diag::Span, e: &Expr) {
-            self.calls(e);
+        fn expr(&mut self, _: Span, e: &Expr) {
+            Calls::expr(self, e);
         }
     }
-    fn block_size(block: &Block, helpers: &[u64]) -> u64 {
-        let mut count = Count { helpers, total: 0 };
-        walk_block(&mut count, block);
-        let mut statements = 0u64;
-        for_each_stmt(block, &mut |_| statements += 1);
-        count.total.saturating_add(statements)
-    }
-    let mut helpers = Vec::with_capacity(kernel.functions.len());
-    for f in &kernel.functions {
-        let size = block_size(&f.body, &helpers);
-        helpers.push(size);
-    }
-    block_size(&kernel.body, &helpers)
+    let mut calls = Calls(Vec::new());
+    walk_block(&mut calls, block);
+    calls.0
+}
+
+fn statement_count(block: &Block) -> u64 {
+    let mut statements = 0u64;
+    crate::ir::visit::for_each_stmt(block, &mut |_| statements += 1);
+    statements
 }
 
 #[cfg(test)]

@@ -396,6 +396,30 @@ impl Expr {
         Expr::lit(Literal::I32(v))
     }
 
+    /// Direct sub-expressions, in evaluation order: an iterator over the node's own fields, so
+    /// analyses that visit every node allocate nothing.
+    pub fn children(&self) -> impl Iterator<Item = &Expr> {
+        let (fixed, list): ([Option<&Expr>; 3], &[Expr]) = match &self.kind {
+            ExprKind::Lit(_) | ExprKind::Var(_) => ([None, None, None], &[]),
+            ExprKind::Binary { lhs, rhs, .. } => ([Some(lhs), Some(rhs), None], &[]),
+            ExprKind::Unary { operand: x, .. }
+            | ExprKind::Index { index: x, .. }
+            | ExprKind::Field { base: x, .. }
+            | ExprKind::Tag(x)
+            | ExprKind::Payload { value: x, .. } => ([Some(x), None, None], &[]),
+            ExprKind::Record { fields: xs, .. }
+            | ExprKind::Ctor { fields: xs, .. }
+            | ExprKind::Call { args: xs, .. }
+            | ExprKind::Intrinsic { args: xs, .. } => ([None, None, None], xs),
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => ([Some(cond), Some(then_value), Some(else_value)], &[]),
+        };
+        fixed.into_iter().flatten().chain(list)
+    }
+
     /// Whether evaluating this expression has no effect besides its value: helper calls,
     /// atomics and warp operations are the only effects an expression can have.
     pub fn is_effect_free(&self) -> bool {

@@ -24,11 +24,16 @@ use crate::types::{Literal, Scalar};
 /// `kernel` with every foldable constant subexpression replaced by its value.
 pub fn fold_constants(kernel: &Kernel) -> Kernel {
     let mut k = kernel.clone();
+    fold_in_place(&mut k);
+    k
+}
+
+/// [`fold_constants`] of a kernel the caller owns (no copy).
+pub fn fold_in_place(k: &mut Kernel) {
     fold_block(&mut k.body);
     for f in &mut k.functions {
         fold_block(&mut f.body);
     }
-    k
 }
 
 fn fold_block(block: &mut Block) {

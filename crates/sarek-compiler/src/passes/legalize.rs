@@ -48,11 +48,21 @@ pub fn legalize<'k>(
     keywords: &'static Keywords,
     params: Params,
 ) -> Cow<'k, Kernel> {
+    legalize_cow(Cow::Borrowed(kernel), keywords, params)
+}
+
+/// [`legalize`] of a kernel a generator may already own (an earlier pass's copy): renamed in
+/// place, not copied again.
+pub fn legalize_cow<'k>(
+    kernel: Cow<'k, Kernel>,
+    keywords: &'static Keywords,
+    params: Params,
+) -> Cow<'k, Kernel> {
     if has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body)) {
-        return Cow::Borrowed(kernel);
+        return kernel;
     }
     let mut l = Legalizer {
-        k: kernel,
+        k: &kernel,
         namer: Namer::new(keywords),
         avoiding: false,
         params,
@@ -61,14 +71,15 @@ pub fn legalize<'k>(
         scopes: vec![Vec::new()],
     };
     l.kernel();
-    if l.renamed_vars.is_empty() && l.renamed_fns.is_empty() {
-        return Cow::Borrowed(kernel);
+    let (renamed_vars, renamed_fns) = (l.renamed_vars, l.renamed_fns);
+    if renamed_vars.is_empty() && renamed_fns.is_empty() {
+        return kernel;
     }
-    let mut out = kernel.clone();
-    for (v, name) in l.renamed_vars {
+    let mut out = kernel.into_owned();
+    for (v, name) in renamed_vars {
         out.vars[v.0 as usize].name = name;
     }
-    for (f, name) in l.renamed_fns {
+    for (f, name) in renamed_fns {
         out.functions[f].name = name;
     }
     Cow::Owned(out)
@@ -111,31 +122,34 @@ struct Legalizer<'a> {
     /// The helpers renamed (by index), and their new names.
     renamed_fns: Vec<(usize, String)>,
     /// Final names of the binders visible here, innermost scope last; scope 0 is module scope.
-    scopes: Vec<Vec<String>>,
+    /// Borrowed from the kernel unless renamed (most binders keep their names).
+    scopes: Vec<Vec<Cow<'a, str>>>,
 }
 
-impl Legalizer<'_> {
+impl<'a> Legalizer<'a> {
     fn visible(&self, name: &str) -> bool {
         self.scopes.iter().any(|s| s.iter().any(|n| n == name))
     }
 
-    /// Decide the final name of a binder and make it visible in the current scope.
-    fn declare(&mut self, kind: Kind, name: &str) -> String {
+    /// Decide the final name of a binder and make it visible in the current scope: `Some`
+    /// with the new name when it is renamed.
+    fn declare(&mut self, kind: Kind, name: &'a str) -> Option<String> {
         self.declare_in(kind, name, true)
     }
 
     /// [`Self::declare`]; `visible` false for a name nothing can hide (a parameter-block
     /// member).
-    fn declare_in(&mut self, kind: Kind, name: &str, visible: bool) -> String {
+    fn declare_in(&mut self, kind: Kind, name: &'a str, visible: bool) -> Option<String> {
         let renamable = match (self.params, kind) {
             (Params::ModuleScope, Kind::KernelParam | Kind::HelperArray) => false,
             (Params::Positional, _) | (Params::ModuleScope, Kind::Other) => true,
         };
         let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
-        let final_name = if renamable && conflicts {
+        let renamed = if renamable && conflicts {
             if !self.avoiding {
                 self.avoiding = true;
                 let k = self.k;
+                self.namer.reserve(k.vars.len() + k.functions.len());
                 for name in k
                     .vars
                     .iter()
@@ -145,25 +159,24 @@ impl Legalizer<'_> {
                     self.namer.avoid(name);
                 }
             }
-            self.namer.fresh(name)
+            Some(self.namer.fresh(name))
         } else {
-            name.to_string()
+            None
         };
         if visible {
-            self.scopes
-                .last_mut()
-                .expect("module scope")
-                .push(final_name.clone());
+            let seen = match &renamed {
+                Some(new) => Cow::Owned(new.clone()),
+                None => Cow::Borrowed(name),
+            };
+            self.scopes.last_mut().expect("module scope").push(seen);
         }
-        final_name
+        renamed
     }
 
     fn var(&mut self, kind: Kind, id: VarId) {
         let k = self.k;
-        let name = &k.var(id).name;
-        let final_name = self.declare(kind, name);
-        if final_name != *name {
-            self.renamed_vars.push((id, final_name));
+        if let Some(new) = self.declare(kind, &k.var(id).name) {
+            self.renamed_vars.push((id, new));
         }
     }
 
@@ -173,17 +186,14 @@ impl Legalizer<'_> {
         if module_scope {
             for p in &k.params {
                 let buffer = matches!(k.var(*p).ty, Ty::Vector(_));
-                let name = &k.var(*p).name;
-                let final_name = self.declare_in(Kind::KernelParam, name, buffer);
-                if final_name != *name {
-                    self.renamed_vars.push((*p, final_name));
+                if let Some(new) = self.declare_in(Kind::KernelParam, &k.var(*p).name, buffer) {
+                    self.renamed_vars.push((*p, new));
                 }
             }
         }
         for (i, f) in k.functions.iter().enumerate() {
-            let final_name = self.declare(Kind::Other, &f.name);
-            if final_name != f.name {
-                self.renamed_fns.push((i, final_name));
+            if let Some(new) = self.declare(Kind::Other, &f.name) {
+                self.renamed_fns.push((i, new));
             }
         }
         for f in &k.functions {

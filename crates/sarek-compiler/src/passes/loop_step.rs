@@ -529,28 +529,7 @@ fn convergent_expr(e: &Expr, convergent: &BTreeSet<FuncId>) -> bool {
         ExprKind::Call { func, .. } => convergent.contains(func),
         _ => false,
     };
-    here || children(e)
-        .into_iter()
-        .any(|c| convergent_expr(c, convergent))
-}
-
-fn children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Var(_) => vec![],
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        ExprKind::Unary { operand: x, .. }
-        | ExprKind::Index { index: x, .. }
-        | ExprKind::Field { base: x, .. }
-        | ExprKind::Tag(x)
-        | ExprKind::Payload { value: x, .. } => vec![x],
-        ExprKind::Record { fields, .. } | ExprKind::Ctor { fields, .. } => fields.iter().collect(),
-        ExprKind::Select {
-            cond,
-            then_value,
-            else_value,
-        } => vec![cond, then_value, else_value],
-        ExprKind::Call { args, .. } | ExprKind::Intrinsic { args, .. } => args.iter().collect(),
-    }
+    here || e.children().any(|c| convergent_expr(c, convergent))
 }
 
 /// Helpers that reach a barrier, fence or warp operation (callees come before callers).

@@ -18,6 +18,7 @@ use crate::ir::{
     Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo,
 };
 use crate::types::MemSpace;
+use std::borrow::Cow;
 
 /// What an array parameter of a helper denotes in one copy.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,15 +29,22 @@ pub enum Binding {
     Local(u32),
 }
 
-/// A kernel whose helpers are one copy per call shape.
-pub struct Specialized {
-    pub kernel: Kernel,
+/// A kernel whose helpers are one copy per call shape (the kernel itself, borrowed, when it
+/// has no helpers: there is nothing to copy).
+pub struct Specialized<'k> {
+    pub kernel: Cow<'k, Kernel>,
     /// Per helper of `kernel`: whether the helper it copies had array parameters.
     pub has_arrays: Vec<bool>,
 }
 
 /// The kernel with its helpers specialised per array argument.
-pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
+pub fn specialize_helpers(kernel: &Kernel) -> Specialized<'_> {
+    if kernel.functions.is_empty() {
+        return Specialized {
+            kernel: Cow::Borrowed(kernel),
+            has_arrays: Vec::new(),
+        };
+    }
     let mut b = Builder {
         k: kernel,
         vars: kernel.vars.clone(),
@@ -66,7 +74,7 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
         has_arrays.push(c.has_arrays);
     }
     Specialized {
-        kernel: Kernel {
+        kernel: Cow::Owned(Kernel {
             name: kernel.name.clone(),
             span: kernel.span,
             vars: b.vars,
@@ -75,7 +83,7 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized {
             records: kernel.records.clone(),
             variants: kernel.variants.clone(),
             functions,
-        },
+        }),
         has_arrays,
     }
 }
@@ -309,11 +317,15 @@ mod tests {
         crate::lower_kernel(&program, &program.kernels[0].name).expect("it lowers")
     }
 
-    fn specialized(src: &str) -> Specialized {
-        let s = specialize_helpers(&kernel(src));
+    fn specialized(src: &str) -> Specialized<'static> {
+        let k = kernel(src);
+        let s = specialize_helpers(&k);
         assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
         assert_eq!(s.has_arrays.len(), s.kernel.functions.len());
-        s
+        Specialized {
+            kernel: Cow::Owned(s.kernel.into_owned()),
+            has_arrays: s.has_arrays,
+        }
     }
 
     /// (helper name, parameter names, whether its copy had arrays), in IR order.
@@ -411,6 +423,15 @@ mod tests {
                 "{ty:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_kernel_without_helpers_is_returned_as_it_is() {
+        let original = kernel("let%kernel k (a : int32 vector) = a.(0) <- 1");
+        let s = specialize_helpers(&original);
+        assert!(matches!(s.kernel, Cow::Borrowed(_)));
+        assert_eq!(*s.kernel, original);
+        assert!(s.has_arrays.is_empty());
     }
 
     #[test]

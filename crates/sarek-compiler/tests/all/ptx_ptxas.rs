@@ -240,3 +240,42 @@ fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
     // CUDA C takes the same kernel (its limit is 32,764 bytes).
     assert!(sarek_compiler::generate(&over, Target::Cuda, &TargetOptions::default()).is_ok());
 }
+
+/// Helpers written once as `.func` (a chain where each helper calls the previous one twice)
+/// with every kind of `.param` traffic: a float32 and a bool argument (a predicate passed as
+/// an integer), a (float32, bool) result in an 8-byte-aligned array, and the trap status
+/// address of a kernel with traps (bounded recursion).
+#[test]
+fn outlined_helpers_assemble() {
+    let mut src = String::from(
+        "let h0 (x : float32) (up : bool) : float32 * bool = if up then (x +. 1.0, false) else (x, true)\n",
+    );
+    for i in 1..=8 {
+        let p = i - 1;
+        src += &format!(
+            "let h{i} (x : float32) (up : bool) : float32 * bool =\n  let r = h{p} x up in\n  let s = h{p} (fst r) (snd r) in\n  (fst r +. fst s, snd s)\n"
+        );
+    }
+    src += "let rec fib (n : int32) : int32 [@sarek.inline 8] = if n < 2 then n else fib (n - 1) + fib (n - 2)\n\
+            let%kernel outlined (a : float32 vector) (b : int32 vector) (n : int32) =\n  let i = global_thread_id in\n  \
+            if i < n then begin\n    let r = h8 a.(i) (i mod 2 = 0) in\n    a.(i) <- (if snd r then fst r else 0.0);\n    b.(i) <- fib (b.(i) mod 8)\n  end\n";
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("outlined.sarek", &src);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{}", sarek_compiler::diag::render_all(&d, &sources, false)));
+    let k = sarek_compiler::lower_kernel(&program, "outlined").expect("lowers");
+    let out =
+        sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).expect("generates");
+    for expected in [
+        "\n.func (.param .align 8 .b8 sarek_func_",
+        "\n.func (.param .b32 sarek_func_",
+        "selp.u32",
+        "call (sarek_ret), sarek_func_",
+        "red.global.max.s32",
+    ] {
+        assert!(out.source.contains(expected), "{expected}:\n{}", out.source);
+    }
+    if let Some(result) = assemble(&out.source) {
+        result.unwrap_or_else(|e| panic!("ptxas rejected:\n{e}\n{}", out.source));
+    }
+}

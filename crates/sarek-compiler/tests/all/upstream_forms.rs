@@ -183,3 +183,57 @@ fn pragma_unroll_without_count_is_a_full_unroll_hint() {
     );
     assert!(e.contains("found `x`"), "{e}");
 }
+
+/// The IR of `src`'s kernel `k`, printed.
+fn ir_text(src: &str) -> String {
+    let mut sources = SourceMap::new();
+    sources.add("t.sarek", src);
+    let program = check(&sources).unwrap_or_else(|e| panic!("{e}"));
+    let ir = sarek_compiler::lower_kernel(&program, "k").unwrap();
+    sarek_compiler::generate(&ir, Target::Ir, &TargetOptions::default())
+        .unwrap()
+        .source
+}
+
+/// Upstream's spellings that are another spelling of a Sarek form give the same kernel:
+/// the float comparisons `<.` `<=.` `>.` `>=.`, `G` float64 literals, the typed operator
+/// names, `_f64` math, `float64_of_int`.
+#[test]
+fn upstream_spellings_are_the_same_kernel() {
+    let kernel = |body: &str| {
+        format!(
+            "let%kernel k (x : float32 vector) (d : float64 vector) (a : int32 vector) =\n  \
+             let i = global_thread_id in\n  {body}\n"
+        )
+    };
+    let pairs = [
+        (
+            "if x.(i) <. 1.0 && x.(i) <=. 2.0 && x.(i) >. 0.5 && x.(i) >=. 0.25 then x.(i) <- 0.0",
+            "if x.(i) < 1.0 && x.(i) <= 2.0 && x.(i) > 0.5 && x.(i) >= 0.25 then x.(i) <- 0.0",
+        ),
+        ("d.(i) <- d.(i) *. 2.5G", "d.(i) <- d.(i) *. 2.5d"),
+        (
+            "a.(i) <- Int32.mod_int32 (Int32.add_int32 a.(i) 3) (Math.xor a.(i) 5)",
+            "a.(i) <- (a.(i) + 3) mod (a.(i) lxor 5)",
+        ),
+        (
+            "x.(i) <- Float32.fmod (Float32.minus x.(i) 1.0) 0.5",
+            "x.(i) <- (x.(i) -. 1.0) mod 0.5",
+        ),
+        (
+            "d.(i) <- sqrt_f64 (float64_of_int a.(i)) +. Float64.of_int32 (int_of_float64 d.(i))",
+            "d.(i) <- sqrt (float64 a.(i)) +. float64 (int32 d.(i))",
+        ),
+        (
+            "a.(i) <- abs_int32 (min_int32 a.(i) 7)",
+            "a.(i) <- abs (min a.(i) 7)",
+        ),
+    ];
+    for (upstream, sarek) in pairs {
+        assert_eq!(
+            ir_text(&kernel(upstream)),
+            ir_text(&kernel(sarek)),
+            "{upstream}"
+        );
+    }
+}

@@ -571,3 +571,457 @@ fn a_lane_group_faulting_after_a_store_is_rerun_on_the_interpreter() {
         .unwrap();
     assert_eq!(ints(&ok[0]), vec![2; 64]);
 }
+
+/// Loops whose accesses are affine in the counter run a copy with their bounds checked once
+/// before the loop (docs/backends.md); when that check fails, the checked loop faults where
+/// the thread loop does, and wrapping int32 indices never slip past it.
+#[test]
+fn hoisted_loop_bounds_checks() {
+    let src = "let%kernel sum (a : int32 vector) (out : int32 vector) (lo : int32) (hi : int32) (step : int32) (off : int32) =
+  let t = thread_idx_x in
+  let mut s = 0 in
+  for k = lo to hi do
+    s := s + a.(k * step + t + off) * (k + 1)
+  done;
+  out.(global_thread_id) <- s
+
+let%kernel scatter (a : int32 vector) (out : int32 vector) (lo : int32) (hi : int32) (step : int32) =
+  let t = thread_idx_x in
+  for k = hi downto lo do
+    out.(k * step + t) <- a.(t + k) + k
+  done
+
+let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
+  let%shared (s : int32) = 256 in
+  let t = thread_idx_x in
+  for j = 0 to 15 do
+    s.(t * 16 + j) <- a.(t * 16 + j)
+  done;
+  block_barrier ();
+  let mut acc = 0 in
+  for k = 0 to 15 do
+    acc := acc + s.(k * 16 + t + off) * (k - 3)
+  done;
+  out.(t) <- acc
+";
+    let program = Program::compile("test.sarek", src);
+    // Counted once per generated copy. sum: the thread loop (`out.(global_thread_id)`) and
+    // the `for` loop in each of its hoisted group bodies (a small segment runs two groups
+    // per iteration, then one: three bodies; the checked copy, for edge blocks, keeps a plain
+    // loop); scatter: the `for` loop (its thread loop has no affine access); tile: the second
+    // segment's thread loop (`out.(t)`) and its `k` loop in three bodies (`t * 16 + j` in
+    // the first segment is not consecutive in a lane group).
+    for (name, loops) in [("sum", 4), ("scatter", 1), ("tile", 4)] {
+        let jit = sarek_jit::compile(&program.kernel(name), &sarek_jit::JitOptions::default());
+        assert_eq!(
+            jit.unwrap().hoisted_loops(),
+            loops,
+            "{name}: versioned loops"
+        );
+    }
+    let a: Vec<i32> = (0..1000).map(|x| (x * 37) % 101 - 50).collect();
+    let block64 = LaunchConfig {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+    };
+    // The host model of `sum` (None: some index is out of bounds).
+    let sum_model = |lo: i32, hi: i32, step: i32, off: i32| -> Option<Vec<i32>> {
+        let mut out = vec![0; 128];
+        for (g, o) in out.iter_mut().enumerate() {
+            let t = (g % 64) as i32;
+            for k in lo..=hi {
+                let i = k.wrapping_mul(step).wrapping_add(t).wrapping_add(off);
+                *o += *a.get(usize::try_from(i).ok()?)? * (k + 1);
+            }
+        }
+        Some(out)
+    };
+    let cases = [
+        // In bounds, a parameter as the step; an empty loop; negative counters.
+        (0, 15, 8, 0),
+        (5, 4, 1000, 0),
+        (-3, 2, 7, 40),
+        // The last iteration leaves the vector; so does the first (negative index).
+        (0, 15, 64, 0),
+        (0, 3, 1, -1),
+        // Exact values out of range, int32 indices in range: the checked loop runs.
+        (2, 2, i32::MAX, 2),
+        // Both ends in range as int32, the middle wraps negative: must fault, not read.
+        (0, 2, i32::MAX, 2),
+    ];
+    for (lo, hi, step, off) in cases {
+        let k = program.kernel("sum");
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; 128]),
+            scalar(lo),
+            scalar(hi),
+            scalar(step),
+            scalar(off),
+        ];
+        let mut x = args.clone();
+        let interp = interp::run(&k, block64, &mut x).map(|_| x);
+        let mut y = args.clone();
+        let native = JitCache::default()
+            .run_native(&k, block64, &mut y)
+            .map(|_| y);
+        let case = format!("sum lo {lo} hi {hi} step {step} off {off}");
+        match sum_model(lo, hi, step, off) {
+            Some(want) => {
+                assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+            }
+            None => {
+                let (Err(e1), Err(e2)) = (&interp, &native) else {
+                    panic!("{case}: both fault: {interp:?} / {native:?}");
+                };
+                // No store precedes the faulting read: the group reruns thread by thread
+                // and faults at the same statement as the interpreter.
+                let (
+                    RuntimeError::Fault { span: s1, .. },
+                    RuntimeError::Fault {
+                        span: s2,
+                        message: m2,
+                    },
+                ) = (e1, e2)
+                else {
+                    panic!("{case}: located faults: {e1:?} / {e2:?}");
+                };
+                assert_eq!(s1, s2, "{case}");
+                assert!(m2.contains("out-of-bounds read of `a`"), "{case}: {m2}");
+            }
+        }
+    }
+
+    // Stores in a `downto` loop: the default device (native, or the interpreter after a
+    // group faults past a store) gives exactly the interpreter's outcome, and a failed
+    // launch leaves the arguments untouched.
+    for (lo, hi, step) in [(0, 7, 64), (0, 9, 100), (0, 15, 64), (-1, 3, 64)] {
+        let k = program.kernel("scatter");
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; 1000]),
+            scalar(lo),
+            scalar(hi),
+            scalar(step),
+        ];
+        let mut x = args.clone();
+        let interp = interp::run(&k, block64, &mut x).map(|_| x);
+        let mut y = args.clone();
+        let cpu = sarek_runtime::cpu::open()
+            .unwrap()
+            .launch(&k, block64, &mut y);
+        match (&interp, &cpu) {
+            (Ok(x), Ok(_)) => {
+                let mut want = vec![0; 1000];
+                for t in 0..64 {
+                    for k in (lo..=hi).rev() {
+                        want[(k * step + t) as usize] = a[(t + k) as usize] + k;
+                    }
+                }
+                assert_eq!(ints(&x[1]), want, "scatter {lo} {hi} {step}: interp");
+                assert_eq!(ints(&y[1]), want, "scatter {lo} {hi} {step}: cpu");
+            }
+            (Err(e1), Err(e2)) => {
+                assert_eq!(e1, e2, "scatter {lo} {hi} {step}");
+                assert_eq!(y, args, "scatter {lo} {hi} {step}: arguments untouched");
+            }
+            _ => panic!("scatter {lo} {hi} {step}: {interp:?} / {cpu:?}"),
+        }
+    }
+
+    // A constant-trip loop (unrolled) over shared memory: in bounds, then one past the end
+    // (thread 15 at k = 15 is the first fault in both orders).
+    let block16 = LaunchConfig {
+        grid: [1, 1, 1],
+        block: [16, 1, 1],
+    };
+    for off in [0, 1] {
+        let k = program.kernel("tile");
+        let args = vec![ivec(a.clone()), ivec(vec![0; 16]), scalar(off)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, block16, args);
+        if off == 0 {
+            let want: Vec<i32> = (0..16)
+                .map(|t| (0..16).map(|k| a[k * 16 + t] * (k as i32 - 3)).sum())
+                .collect();
+            assert_eq!(ints(&interp.unwrap()[1]), want, "tile: interp");
+            assert_eq!(ints(&native.unwrap()[1]), want, "tile: cpu");
+        } else {
+            let (Err(e1), Err(e2)) = (&interp, &native) else {
+                panic!("tile: both fault: {interp:?} / {native:?}");
+            };
+            assert_eq!(e1, e2, "tile: the same fault");
+            assert!(e2.to_string().contains("(index 256, length 256)"), "{e2}");
+        }
+    }
+}
+
+/// In a lane group, a comparison of a consecutive index with a group-uniform bound (and
+/// `&&` of such) is decided from the group's first and last lane: bounds inside a group,
+/// at its edges, and consecutive values that wrap past `max_int` within a group.
+#[test]
+fn lane_group_range_conditions() {
+    let src = "let%kernel cmp (out : int32 vector) (u : int32) (c : int32) =
+  let i = thread_idx_x + c in
+  let mut r = 0 in
+  if i < u then r := r + 1;
+  if i <= u then r := r + 2;
+  if i > u then r := r + 4;
+  if i >= u then r := r + 8;
+  if u < i then r := r + 16;
+  if u >= i then r := r + 32;
+  if i < u && thread_idx_x > 2 then r := r + 64;
+  if u <= i && i < u + 6 then r := r + 128;
+  out.(global_thread_id) <- r
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("cmp");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let model = |u: i32, c: i32| -> Vec<i32> {
+        (0..16)
+            .map(|t: i32| {
+                let i = t.wrapping_add(c);
+                let conds = [
+                    i < u,
+                    i <= u,
+                    i > u,
+                    i >= u,
+                    u < i,
+                    u >= i,
+                    i < u && t > 2,
+                    u <= i && i < u.wrapping_add(6),
+                ];
+                conds
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &x)| if x { 1 << b } else { 0 })
+                    .sum()
+            })
+            .collect()
+    };
+    let max = i32::MAX;
+    let cases = [
+        (0, 0),
+        (5, 0),
+        (8, 0),
+        (9, 3),
+        (16, 0),
+        (-3, -10),
+        (max, max - 5),
+        (max - 2, max - 5),
+        (i32::MIN + 1, max - 5),
+        (max - 9, max - 9),
+    ];
+    for (u, c) in cases {
+        let config = LaunchConfig::linear(16);
+        let args = vec![ivec(vec![0; 16]), scalar(u), scalar(c)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        let want = model(u, c);
+        assert_eq!(ints(&interp.unwrap()[0]), want, "u {u} c {c}: interp");
+        assert_eq!(ints(&native.unwrap()[0]), want, "u {u} c {c}: cpu");
+    }
+}
+
+/// A 1-D block's thread loop runs a copy with the checks of `x.(i + off)`-style accesses and
+/// the guard `i < n && lo <= i` decided once per block (docs/backends.md): full and partial
+/// blocks, guards false for part of a block, blocks not a multiple of four, and reads past
+/// either end, which fault where the thread loop faults.
+#[test]
+fn thread_loop_hoisting() {
+    let src = "let%kernel axpy (x : int32 vector) (y : int32 vector) (n : int32) (lo : int32) (off : int32) =
+  let i = global_thread_id in
+  if i < n && lo <= i then y.(i) <- x.(i + off) * 3 + y.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("axpy");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.hoisted_loops(), 1, "the thread loop is versioned");
+    let x: Vec<i32> = (0..300).map(|v| v * 7 - 1000).collect();
+    let y0: Vec<i32> = (0..270).map(|v| 5 - v).collect();
+    let model = |threads: i32, n: i32, lo: i32, off: i32| -> Option<Vec<i32>> {
+        let mut y = y0.clone();
+        for i in 0..threads {
+            if i < n && lo <= i {
+                let xi = *x.get(usize::try_from(i + off).ok()?)?;
+                let yi = y.get_mut(usize::try_from(i).ok()?)?;
+                *yi += xi * 3;
+            }
+        }
+        Some(y)
+    };
+    let blocks = [
+        (LaunchConfig::linear(256), 256),
+        (
+            LaunchConfig {
+                grid: [9, 1, 1],
+                block: [30, 1, 1],
+            },
+            270,
+        ),
+    ];
+    let cases = [
+        (256, 0, 0),
+        (200, 0, 0),
+        (256, 70, 0),
+        (256, 0, 30),
+        (i32::MIN, 0, 0),
+        (256, 0, 50),
+        (256, 0, -1),
+        (300, 0, 0),
+    ];
+    for (config, threads) in blocks {
+        for (n, lo, off) in cases {
+            let case = format!("{threads} threads, n {n} lo {lo} off {off}");
+            let args = vec![
+                ivec(x.clone()),
+                ivec(y0.clone()),
+                scalar(n),
+                scalar(lo),
+                scalar(off),
+            ];
+            let (_, interp, native) =
+                run_both(Program::compile("test.sarek", src), &k, config, args);
+            match model(threads, n, lo, off) {
+                Some(want) => {
+                    assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                    assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+                }
+                None => {
+                    let (Err(e1), Err(e2)) = (&interp, &native) else {
+                        panic!("{case}: both fault: {interp:?} / {native:?}");
+                    };
+                    assert_eq!(e1, e2, "{case}: the same fault");
+                }
+            }
+        }
+    }
+}
+
+/// The thread loop of a 2-D block is versioned over x and y: `a.(y * w + x + off)` and the
+/// guard `x < w && y < h` are decided once per block (rows of 8 in lane groups, rows of 6
+/// thread by thread), partial blocks take the checked loop, a read past the end faults like
+/// the thread loop.
+#[test]
+fn thread_loop_hoisting_in_two_dimensions() {
+    let src = "let%kernel grid2 (a : int32 vector) (out : int32 vector) (w : int32) (h : int32) (off : int32) =
+  let x = global_idx_x in
+  let y = global_idx_y in
+  if x < w && y < h then out.(y * w + x) <- a.(y * w + x + off) + thread_idx_y
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("grid2");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.hoisted_loops(), 1, "the thread loop is versioned");
+    let a: Vec<i32> = (0..400).map(|v| v * 5 - 77).collect();
+    for (grid, block) in [([3u32, 2, 1], [8u32, 4, 1]), ([4, 2, 1], [6, 5, 1])] {
+        let (tw, th) = ((grid[0] * block[0]) as i32, (grid[1] * block[1]) as i32);
+        for (w, h, off) in [
+            (tw, th, 0),
+            (20, 7, 3),
+            (tw, th, 400 - tw * th),
+            (tw, th, -1),
+        ] {
+            let case = format!("block {block:?}, w {w} h {h} off {off}");
+            let config = LaunchConfig { grid, block };
+            let args = vec![
+                ivec(a.clone()),
+                ivec(vec![0; 300]),
+                scalar(w),
+                scalar(h),
+                scalar(off),
+            ];
+            let (_, interp, native) =
+                run_both(Program::compile("test.sarek", src), &k, config, args);
+            let mut want = Some(vec![0; 300]);
+            for y in 0..th {
+                for x in 0..tw {
+                    if x < w && y < h {
+                        let i = y * w + x;
+                        let v = usize::try_from(i + off).ok().and_then(|j| a.get(j));
+                        match (v, want.as_mut()) {
+                            (Some(v), Some(out)) => out[i as usize] = v + y % block[1] as i32,
+                            _ => want = None,
+                        }
+                    }
+                }
+            }
+            match want {
+                Some(want) => {
+                    assert_eq!(ints(&interp.unwrap()[1]), want, "{case}: interp");
+                    assert_eq!(ints(&native.unwrap()[1]), want, "{case}: cpu");
+                }
+                None => {
+                    let (Err(e1), Err(e2)) = (&interp, &native) else {
+                        panic!("{case}: both fault: {interp:?} / {native:?}");
+                    };
+                    assert_eq!(e1, e2, "{case}: the same fault");
+                }
+            }
+        }
+    }
+}
+
+/// After a group's first store, an `if` whose lanes disagree runs each lane's arm in turn;
+/// nested `if`s (a `match` on an int is a chain of them) and conditional expressions inside
+/// an arm follow that lane alone (a difftest finding: an inner `if` once ran every lane).
+#[test]
+fn lane_by_lane_ifs_after_a_store() {
+    let src = "let%kernel chain (a : int32 vector) (out : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  let t = thread_idx_x in
+  out.(i) <- t;
+  let x = (match (a.(i) + n) land 3 with 0 -> block_dim_x | 1 -> t | 2 -> 100 | _ -> (if t < 5 then a.(i) else a.(i + 1 - n))) in
+  out.(i) <- x * 2 + out.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("chain");
+    let jit = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert_eq!(jit.lane_group_segments(), 1, "the body runs in lane groups");
+    let a: Vec<i32> = (0..65).map(|v| (v * 7 + v / 3) % 11 - 5).collect();
+    for n in [0, 1, 2, 3] {
+        let config = LaunchConfig::linear(64);
+        let args = vec![ivec(a.clone()), ivec(vec![0; 64]), scalar(n)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        let want: Vec<i32> = (0..64)
+            .map(|i| {
+                let x = match (a[i] + n) & 3 {
+                    0 => 64,
+                    1 => i as i32,
+                    2 => 100,
+                    _ if i < 5 => a[i],
+                    _ => a[(i as i32 + 1 - n) as usize],
+                };
+                x * 2 + i as i32
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[1]), want, "n {n}: interp");
+        assert_eq!(ints(&native.unwrap()[1]), want, "n {n}: cpu");
+    }
+}
+
+/// A division in one lane's arm divides for that lane only: the other lanes' divisors may be
+/// zero (Cranelift's division traps on zero; a difftest finding, seed 1083).
+#[test]
+fn division_in_one_lanes_arm() {
+    let src = "let%kernel divarm (a : int32 vector) (out : int32 vector) =
+  let i = global_thread_id in
+  out.(i) <- 1;
+  let d = a.(i) in
+  let x = (if d <> 0 then 1000 / d else (if d = 0 then (-1) else 7 mod d)) in
+  out.(i) <- x + out.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("divarm");
+    let a: Vec<i32> = (0..64)
+        .map(|v| if v % 3 == 0 { 0 } else { v - 30 })
+        .collect();
+    let args = vec![ivec(a.clone()), ivec(vec![0; 64])];
+    let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args);
+    let want: Vec<i32> = a
+        .iter()
+        .map(|&d| if d != 0 { 1000 / d + 1 } else { 0 })
+        .collect();
+    assert_eq!(ints(&interp.unwrap()[1]), want, "interp");
+    assert_eq!(ints(&native.unwrap()[1]), want, "cpu");
+}

@@ -70,7 +70,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::{Params, legalize};
+use crate::passes::legalize::{Params, legalize_cow};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -89,6 +89,6 @@ pub fn generate(
     if let std::borrow::Cow::Owned(stepped) = &mut stepped {
         crate::passes::opt::shift_guarded_divisions(stepped);
     }
-    let legal = legalize(&stepped, rules.keywords(), Params::Positional);
+    let legal = legalize_cow(stepped, rules.keywords(), Params::Positional);
     writer::Writer::new(&legal, rules).finish(kernel)
 }

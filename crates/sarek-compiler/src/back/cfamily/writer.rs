@@ -90,6 +90,7 @@ pub(super) struct Writer<'a> {
 impl<'a> Writer<'a> {
     pub fn new(k: &'a Kernel, d: &'static dyn Rules) -> Self {
         let mut namer = Namer::new(d.keywords());
+        namer.reserve(k.vars.len() + k.functions.len());
         for name in k
             .vars
             .iter()
@@ -379,6 +380,22 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
+    /// The text written so far; the buffer keeps its capacity for the next function.
+    fn take_out(&mut self) -> String {
+        let body = self.out.as_str().to_owned();
+        self.out.clear();
+        body
+    }
+
+    /// [`Self::line`] of formatted text, written straight into the output.
+    fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
+        for _ in 0..self.indent {
+            self.out.push_str(INDENT);
+        }
+        let _ = self.out.write_fmt(text);
+        self.out.push('\n');
+    }
+
     fn var(&self, v: VarId) -> String {
         self.var_names[v.0 as usize].clone()
     }
@@ -401,12 +418,10 @@ impl<'a> Writer<'a> {
             return Err(self.diags);
         }
         let mut src = self.prelude(&original.name);
-        for part in [
-            types,
-            self.helpers.iter().map(|h| h.2.clone()).collect::<String>(),
-            functions,
-            kernel,
-        ] {
+        let helpers: String = self.helpers.iter().map(|h| h.2.as_str()).collect();
+        let parts = [types, helpers, functions, kernel];
+        src.reserve(parts.iter().map(|p| p.len() + 1).sum());
+        for part in parts {
             if !part.is_empty() {
                 src.push_str(&part);
                 if !src.ends_with("\n\n") {
@@ -471,7 +486,7 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.indent = 1;
         self.block_body(&f.body);
-        let body = std::mem::take(&mut self.out);
+        let body = self.take_out();
         if self.cur_geom {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("a dialect with geometry inputs");
@@ -555,7 +570,10 @@ impl<'a> Writer<'a> {
                 params.push(self.d.geometry_param(input, &pname));
                 inits.push(pname);
             }
-            self.line(&format!("const {gty} {gvar} = {{{}}};", inits.join(", ")));
+            self.line_fmt(format_args!(
+                "const {gty} {gvar} = {{{}}};",
+                inits.join(", ")
+            ));
         }
         let trap_status = self.trap.clone().map(|ptr| {
             let ptr_ty = self.d.trap_pointer();
@@ -564,7 +582,7 @@ impl<'a> Writer<'a> {
         });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
-        let body = std::mem::take(&mut self.out);
+        let body = self.take_out();
         let params_text = self.d.param_list(&params);
         let src = format!(
             "{} {entry}({params_text}) {{\n{body}}}\n",
@@ -655,7 +673,7 @@ impl<'a> Writer<'a> {
                 if *ty == Ty::Unit {
                     if let Some(e) = init {
                         let e = self.expr(e);
-                        self.line(&format!("{};", strip(&e)));
+                        self.line_fmt(format_args!("{};", strip(&e)));
                     }
                     return;
                 }
@@ -664,9 +682,9 @@ impl<'a> Writer<'a> {
                 match init {
                     Some(e) => {
                         let e = self.expr(e);
-                        self.line(&format!("{t} {name} = {};", strip(&e)));
+                        self.line_fmt(format_args!("{t} {name} = {};", strip(&e)));
                     }
-                    None => self.line(&format!("{t} {name};")),
+                    None => self.line_fmt(format_args!("{t} {name};")),
                 }
             }
             StmtKind::Array { var } => {
@@ -692,11 +710,11 @@ impl<'a> Writer<'a> {
             StmtKind::Assign { place, value } => {
                 let p = self.place(place);
                 let v = self.expr(value);
-                self.line(&format!("{p} = {};", strip(&v)));
+                self.line_fmt(format_args!("{p} = {};", strip(&v)));
             }
             StmtKind::Expr(e) => {
                 let e = self.expr(e);
-                self.line(&format!("{};", strip(&e)));
+                self.line_fmt(format_args!("{};", strip(&e)));
             }
             StmtKind::If {
                 cond,
@@ -759,7 +777,7 @@ impl<'a> Writer<'a> {
             StmtKind::Return(e) => match e {
                 Some(e) => {
                     let e = self.expr(e);
-                    self.line(&format!("return {};", strip(&e)));
+                    self.line_fmt(format_args!("return {};", strip(&e)));
                 }
                 None => self.line("return;"),
             },
@@ -847,7 +865,7 @@ impl<'a> Writer<'a> {
                 let e = self.expr(scrutinee);
                 self.line("{");
                 self.indent += 1;
-                self.line(&format!("{t} {tmp} = {};", strip(&e)));
+                self.line_fmt(format_args!("{t} {tmp} = {};", strip(&e)));
                 (tmp, true)
             }
         };
@@ -881,7 +899,7 @@ impl<'a> Writer<'a> {
                     let field = self.variant_fields[vi][c as usize][j].clone();
                     let read = bool_read(&ctor.fields[j], format!("{subject}.{field}"));
                     let name = self.var(*b);
-                    self.line(&format!("{t} {name} = {};", strip(&read)));
+                    self.line_fmt(format_args!("{t} {name} = {};", strip(&read)));
                 }
             }
             self.block_body(&arm.body);

@@ -71,10 +71,10 @@ impl<'k> Writer<'k> {
     /// ([`crate::passes::specialize_helpers`]): helpers name buffers and shared arrays
     /// directly, and take per-thread arrays as sized `inout` parameters.
     pub(super) fn new(
-        spec: &'k crate::passes::specialize_helpers::Specialized,
+        spec: &'k crate::passes::specialize_helpers::Specialized<'_>,
         warps: Warps,
     ) -> Writer<'k> {
-        let k = &spec.kernel;
+        let k: &'k Kernel = &spec.kernel;
         let mut namer = Namer::new(&super::keywords::KEYWORDS);
         let mut shared = Vec::new();
         collect_shared(&k.body, &mut shared);
@@ -165,8 +165,8 @@ impl<'k> Writer<'k> {
             let before = self.shared_as_uint.clone();
             self.reset();
             main = String::new();
-            let body = self.k.body.clone();
-            self.block(&body, 1, &mut main);
+            let k = self.k;
+            self.block(&k.body, 1, &mut main);
             if self.shared_as_uint == before {
                 break;
             }
@@ -560,6 +560,15 @@ impl<'k> Writer<'k> {
         out.push('\n');
     }
 
+    /// [`Self::line`] of formatted text, written straight into `out`.
+    fn line_fmt(out: &mut String, indent: usize, text: std::fmt::Arguments<'_>) {
+        for _ in 0..indent {
+            out.push_str("    ");
+        }
+        let _ = out.write_fmt(text);
+        out.push('\n');
+    }
+
     fn block(&mut self, b: &Block, indent: usize, out: &mut String) {
         for s in b {
             self.span = s.span;
@@ -580,9 +589,9 @@ impl<'k> Writer<'k> {
                 match init {
                     Some(e) => {
                         let e = self.expr(e);
-                        Self::line(out, ind, &format!("{decl} = {e};"));
+                        Self::line_fmt(out, ind, format_args!("{decl} = {e};"));
                     }
-                    None => Self::line(out, ind, &format!("{decl};")),
+                    None => Self::line_fmt(out, ind, format_args!("{decl};")),
                 }
             }
             StmtKind::Array { var } => {
@@ -615,7 +624,7 @@ impl<'k> Writer<'k> {
             }
             StmtKind::Expr(e) => {
                 let e = self.expr(e);
-                Self::line(out, ind, &format!("{e};"));
+                Self::line_fmt(out, ind, format_args!("{e};"));
             }
             StmtKind::If {
                 cond,
@@ -623,7 +632,7 @@ impl<'k> Writer<'k> {
                 else_block,
             } => {
                 let c = self.expr(cond);
-                Self::line(out, ind, &format!("if ({c}) {{"));
+                Self::line_fmt(out, ind, format_args!("if ({c}) {{"));
                 self.block(then_block, ind + 1, out);
                 if else_block.is_empty() {
                     Self::line(out, ind, "}");
@@ -644,7 +653,7 @@ impl<'k> Writer<'k> {
             StmtKind::While { cond, body, unroll } => {
                 let c = self.expr(cond);
                 let attr = self.loop_attribute(*unroll, None);
-                Self::line(out, ind, &format!("{attr}while ({c}) {{"));
+                Self::line_fmt(out, ind, format_args!("{attr}while ({c}) {{"));
                 self.block(body, ind + 1, out);
                 Self::line(out, ind, "}");
             }
@@ -659,7 +668,7 @@ impl<'k> Writer<'k> {
                 let e = self.expr(scrutinee);
                 let t = self.ty(&Ty::Variant(*variant));
                 Self::line(out, ind, "{");
-                Self::line(out, ind + 1, &format!("{t} sarek_m{n} = {e};"));
+                Self::line_fmt(out, ind + 1, format_args!("{t} sarek_m{n} = {e};"));
                 let mut first = true;
                 for arm in arms {
                     let head = match arm.ctor {
@@ -675,7 +684,11 @@ impl<'k> Writer<'k> {
                             if let Some(b) = b {
                                 let decl = self.var_decl(*b);
                                 let field = self.payload_name(*variant, c, j as u32);
-                                Self::line(out, ind + 2, &format!("{decl} = sarek_m{n}.{field};"));
+                                Self::line_fmt(
+                                    out,
+                                    ind + 2,
+                                    format_args!("{decl} = sarek_m{n}.{field};"),
+                                );
                             }
                         }
                     }
@@ -708,13 +721,13 @@ impl<'k> Writer<'k> {
             StmtKind::Return(None) => Self::line(out, ind, "return;"),
             StmtKind::Return(Some(e)) => {
                 let e = self.expr(e);
-                Self::line(out, ind, &format!("return {e};"));
+                Self::line_fmt(out, ind, format_args!("return {e};"));
             }
             StmtKind::Break => Self::line(out, ind, "break;"),
             StmtKind::Continue => Self::line(out, ind, "continue;"),
             StmtKind::Native(src) => Self::line(out, ind, src),
             StmtKind::Trap(t) => {
-                Self::line(out, ind, &format!("atomicMax(sarek_trap, {});", t.code))
+                Self::line_fmt(out, ind, format_args!("atomicMax(sarek_trap, {});", t.code))
             }
         }
     }
@@ -998,7 +1011,8 @@ impl<'k> Writer<'k> {
         if let Some(n) = self.instances.get(&func) {
             return n.clone();
         }
-        let f = self.k.function(func).clone();
+        let k = self.k;
+        let f = k.function(func);
         let name = if self.has_arrays[func.0 as usize] {
             format!(
                 "sarek_s{}_{}",

@@ -50,8 +50,9 @@ use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::passes::constfold::fold_constants;
-use crate::passes::legalize::{Params, legalize};
+use crate::passes::legalize::{Params, legalize_cow};
 use crate::target::{Generated, TargetOptions};
+use std::borrow::Cow;
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
 /// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
@@ -81,7 +82,7 @@ pub fn generate_with(
     crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let folded = fold_constants(kernel);
-    let kernel = legalize(&folded, &keywords::KEYWORDS, Params::ModuleScope);
+    let kernel = legalize_cow(Cow::Owned(folded), &keywords::KEYWORDS, Params::ModuleScope);
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),

@@ -7,7 +7,9 @@
 //! - Memory (vectors, shared and local arrays) holds elements in the C layout
 //!   (`LayoutRules::C`, bool as one byte), so the CUDA C and PTX targets share an ABI shape.
 //! - Helpers are inlined at each call (the IR has no recursion left); `Return` assigns the
-//!   result registers and branches to the end of the inlined body. No user identifier reaches
+//!   result registers and branches to the end of the inlined body. A helper whose inlined
+//!   copies would grow the module (bounded recursion calling the next level twice) is written
+//!   once as a `.func` and called, arguments and result in `.param` space. No user identifier reaches
 //!   the output (registers, labels and symbols are numbered), so no legalize pass is needed;
 //!   only the entry point name is escaped ([`crate::back::names::Namer::escape`]).
 //! - Shaped for `ptxas`, which optimises less than NVRTC's front end: the IR optimisation

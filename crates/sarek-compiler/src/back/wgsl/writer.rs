@@ -419,6 +419,15 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
+    /// [`Self::line`] of formatted text, written straight into the output.
+    fn line_fmt(&mut self, s: std::fmt::Arguments<'_>) {
+        for _ in 0..self.indent {
+            self.out.push_str(INDENT);
+        }
+        let _ = self.out.write_fmt(s);
+        self.out.push('\n');
+    }
+
     fn fresh(&mut self) -> u32 {
         self.counter += 1;
         self.counter
@@ -491,8 +500,8 @@ impl<'a> Writer<'a> {
             self.line("{");
             self.indent += 1;
         }
-        let body = self.k.body.clone();
-        self.block_stmts(&body);
+        let k = self.k;
+        self.block_stmts(&k.body);
         if nested {
             self.indent -= 1;
             self.line("}");
@@ -541,7 +550,8 @@ impl<'a> Writer<'a> {
 
     fn spec(&mut self, i: usize) -> String {
         let Spec { func } = self.usage.specs[i].clone();
-        let f: Function = self.k.function(func).clone();
+        let k = self.k;
+        let f: &Function = k.function(func);
         self.out.clear();
         self.env.clear();
         self.uniform.clear();
@@ -573,7 +583,7 @@ impl<'a> Writer<'a> {
                     // WGSL parameters are immutable: copy into a local of the source name.
                     let t = self.ty(&info.ty);
                     params.push(format!("sarek_p_{name}: {t}"));
-                    self.line(format!("var {name}: {t} = sarek_p_{name};"));
+                    self.line_fmt(format_args!("var {name}: {t} = sarek_p_{name};"));
                 }
                 _ => params.push(format!("{name}: {}", self.ty(&info.ty))),
             }
@@ -809,9 +819,9 @@ impl<'a> Writer<'a> {
                     Some(e) => {
                         let e = self.expr(e);
                         let kw = if info.mutable { "var" } else { "let" };
-                        self.line(format!("{kw} {name}: {t} = {e};"));
+                        self.line_fmt(format_args!("{kw} {name}: {t} = {e};"));
                     }
-                    None => self.line(format!("var {name}: {t};")),
+                    None => self.line_fmt(format_args!("var {name}: {t};")),
                 }
             }
             StmtKind::Array { var } => {
@@ -855,24 +865,24 @@ impl<'a> Writer<'a> {
                 let (s, e) = (self.expr(start), self.expr(end));
                 self.line("{");
                 self.indent += 1;
-                self.line(format!("var {cur}: i32 = {s};"));
-                self.line(format!("let {cur}_end: i32 = {e};"));
+                self.line_fmt(format_args!("var {cur}: i32 = {s};"));
+                self.line_fmt(format_args!("let {cur}_end: i32 = {e};"));
                 let (cmp, step) = if *downto { (">=", "-") } else { ("<=", "+") };
-                self.line(format!("if ({cur} {cmp} {cur}_end) {{"));
+                self.line_fmt(format_args!("if ({cur} {cmp} {cur}_end) {{"));
                 self.indent += 1;
                 self.line("loop {");
                 self.indent += 1;
                 let v = self.names.local(*var).to_string();
-                self.line(format!("let {v}: i32 = {cur};"));
+                self.line_fmt(format_args!("let {v}: i32 = {cur};"));
                 self.nested("{".into(), body);
                 self.line("}");
                 self.line("continuing {");
                 self.indent += 1;
-                self.line(format!("let {cur}_last = {cur} == {cur}_end;"));
-                self.line(format!(
+                self.line_fmt(format_args!("let {cur}_last = {cur} == {cur}_end;"));
+                self.line_fmt(format_args!(
                     "{cur} = select({cur} {step} 1i, {cur}, {cur}_last);"
                 ));
-                self.line(format!("break if {cur}_last;"));
+                self.line_fmt(format_args!("break if {cur}_last;"));
                 self.indent -= 1;
                 self.line("}");
                 self.indent -= 1;
@@ -901,7 +911,7 @@ impl<'a> Writer<'a> {
                 let e = self.expr(scrutinee);
                 self.line("{");
                 self.indent += 1;
-                self.line(format!("let {m}: {t} = {e};"));
+                self.line_fmt(format_args!("let {m}: {t} = {e};"));
                 let mut first = true;
                 for arm in arms {
                     let head = match arm.ctor {
@@ -965,7 +975,7 @@ impl<'a> Writer<'a> {
                 } else {
                     "memory_fence_block"
                 };
-                self.line(format!(
+                self.line_fmt(format_args!(
                     "// {which} (): no WGSL equivalent under thread-dependent control flow (barriers must be uniform)"
                 ));
             }
@@ -974,7 +984,7 @@ impl<'a> Writer<'a> {
             StmtKind::Return(None) => self.line("return;"),
             StmtKind::Return(Some(e)) => {
                 let e = self.expr(e);
-                self.line(format!("return {e};"));
+                self.line_fmt(format_args!("return {e};"));
             }
             StmtKind::Break => self.line("break;"),
             StmtKind::Continue => self.line("continue;"),
@@ -983,16 +993,16 @@ impl<'a> Writer<'a> {
                     self.line(l);
                 }
             }
-            StmtKind::Trap(t) => self.line(format!("atomicMax(&sarek_trap, {});", t.code)),
+            StmtKind::Trap(t) => self.line_fmt(format_args!("atomicMax(&sarek_trap, {});", t.code)),
         }
     }
 
     fn expr_stmt(&mut self, e: &Expr) {
         let s = self.expr(e);
         if e.ty == Ty::Unit {
-            self.line(format!("{s};"));
+            self.line_fmt(format_args!("{s};"));
         } else {
-            self.line(format!("_ = {s};"));
+            self.line_fmt(format_args!("_ = {s};"));
         }
     }
 
@@ -1041,14 +1051,14 @@ impl<'a> Writer<'a> {
         let v = self.expr(value);
         match atomic {
             Some(elem) if elem == Ty::F32 => {
-                self.line(format!("atomicStore(&{target}, bitcast<u32>({v}));"))
+                self.line_fmt(format_args!("atomicStore(&{target}, bitcast<u32>({v}));"))
             }
-            Some(_) => self.line(format!("atomicStore(&{target}, {v});")),
+            Some(_) => self.line_fmt(format_args!("atomicStore(&{target}, {v});")),
             None if storage => {
                 let v = self.store_storage(&ty, v);
-                self.line(format!("{target} = {v};"));
+                self.line_fmt(format_args!("{target} = {v};"));
             }
-            None => self.line(format!("{target} = {v};")),
+            None => self.line_fmt(format_args!("{target} = {v};")),
         }
     }
 

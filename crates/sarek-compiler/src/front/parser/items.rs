@@ -6,7 +6,28 @@ use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
 /// Built-in modules whose names are always in scope: opening them does nothing.
-pub(super) const BUILTIN_OPENS: [&str; 4] = ["Std", "Sarek", "Gpu", "Math"];
+pub(super) const BUILTIN_OPENS: [&str; 7] = [
+    "Std",
+    "Sarek",
+    "Gpu",
+    "Math",
+    "Sarek_stdlib",
+    "Sarek_stdlib_meta",
+    "Sarek_float64",
+];
+
+/// Upstream's packages: a host alias of one of their modules (`module Std =
+/// Sarek_stdlib.Std`) is skipped.
+const HOST_PACKAGES: [&str; 8] = [
+    "Sarek",
+    "Sarek_stdlib",
+    "Sarek_stdlib_meta",
+    "Sarek_float64",
+    "Spoc",
+    "Spoc_core",
+    "Std",
+    "Gpu",
+];
 
 /// Built-in modules opened only locally (`let open Float32 in`): they rename operators.
 const LOCAL_OPENS: [&str; 7] = [
@@ -231,7 +252,7 @@ impl Parser {
             Tok::Let => self.let_item(),
             Tok::LetExt(name) if name == "kernel" => self.kernel_item().map(|i| vec![i]),
             Tok::ItemExtOpen(name) if name == "kernel" => self.structure_kernels(),
-            Tok::Ident(m) if m == "module" => self.module_item().map(|i| vec![i]),
+            Tok::Ident(m) if m == "module" => self.module_item().map(|i| i.into_iter().collect()),
             Tok::ItemExtOpen(name) => {
                 let d = Diagnostic::error(self.span(), format!("`[%%{name}` is not a Sarek item"))
                     .with_label("unknown structure extension")
@@ -315,8 +336,10 @@ impl Parser {
         Ok(kernels)
     }
 
-    /// `module M = struct items end`.
-    fn module_item(&mut self) -> PResult<Item> {
+    /// `module M = struct items end`; `None` for upstream's host alias of one of its library
+    /// modules (`module Std = Sarek_stdlib.Std`, `module Vector = Spoc_core.Vector`), whose
+    /// names Sarek already has.
+    fn module_item(&mut self) -> PResult<Option<Item>> {
         let start = self.bump();
         let name = match self.peek().clone() {
             Tok::UIdent(name) => Ident {
@@ -326,12 +349,33 @@ impl Parser {
             _ => return Err(self.expected("a module name after `module`")),
         };
         self.expect_eq_after("the module name")?;
+        if let Tok::UIdent(package) = self.peek().clone() {
+            let target_start = self.span();
+            let target = self.module_path("a module path")?;
+            if HOST_PACKAGES.contains(&package.as_str()) {
+                return Ok(None);
+            }
+            let d = Diagnostic::error(
+                target_start.to(target.span),
+                format!("`module {}` is an alias of another module", name.name),
+            )
+            .with_label("not a module of upstream's libraries")
+            .with_note(
+                "aliases of upstream's libraries (`Sarek_stdlib`, `Sarek_float64`, `Spoc_core`, \
+                 ...) are host code and skipped; other aliases are not supported",
+            )
+            .with_help(format!(
+                "write `{package}.` where `{}.` is used, or `open {package}`",
+                name.name
+            ));
+            return Err(self.report(d));
+        }
         let (items, end) = self.struct_body()?;
-        Ok(Item {
+        Ok(Some(Item {
             kind: ItemKind::Module { name, items },
             span: start.to(end),
             attrs: Vec::new(),
-        })
+        }))
     }
 
     /// `struct items end`; returns the items and the span of `end`.

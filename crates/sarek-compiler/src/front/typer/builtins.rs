@@ -40,8 +40,11 @@ pub(super) enum Builtin {
         arity: usize,
         at: Option<Scalar>,
     },
-    /// `clz`, `popcount` on int32/int64.
-    Bits(Intrinsic),
+    /// `clz`, `popcount` on int32/int64; `at` fixes the type (`clz_int32`).
+    Bits {
+        op: Intrinsic,
+        at: Option<Scalar>,
+    },
     /// Conversion to `to`; `from` fixes the operand type for library aliases.
     Convert {
         to: Scalar,
@@ -61,6 +64,20 @@ pub(super) enum Builtin {
     Proj(u8),
     /// `incr r` / `decr r` on a mutable int32 local: `r := r + 1` / `r := r - 1`.
     Step(BinaryOp),
+    /// `spoc_powint b e`: int32 power, wrapping (`int_power`).
+    PowInt,
+    /// `Math.pow`: the float `pow` on float32/float64, `spoc_powint` on int32 (upstream's
+    /// `Math.pow` is the int32 one).
+    Pow,
+    /// `warp_active_mask ()`: the lanes of the warp, `warp_ballot true`.
+    ActiveMask,
+    /// A name of upstream's library that Sarek refuses on purpose, with why and what to
+    /// write instead.
+    Refused {
+        why: &'static str,
+        note: &'static str,
+        help: &'static str,
+    },
 }
 
 impl Builtin {
@@ -71,9 +88,13 @@ impl Builtin {
             Builtin::Sync(_)
             | Builtin::Length
             | Builtin::Ignore
-            | Builtin::Bits(_)
+            | Builtin::Bits { .. }
             | Builtin::Proj(_)
-            | Builtin::Step(_) => 1,
+            | Builtin::Step(_)
+            | Builtin::ActiveMask => 1,
+            Builtin::PowInt | Builtin::Pow => 2,
+            // Refused before its arguments are counted.
+            Builtin::Refused { .. } => 0,
             Builtin::Convert { .. } => 1,
             Builtin::Warp(op) => match op {
                 WarpOp::VoteAll | WarpOp::VoteAny | WarpOp::Ballot => 1,
@@ -142,9 +163,23 @@ const ATOMICS: [(&str, AtomicOp); 11] = [
 ];
 
 /// Modules whose qualified names resolve to intrinsics (`Std.thread_idx_x`, `Float32.sqrt`).
-pub(crate) const MODULES: [&str; 11] = [
-    "Std", "Gpu", "Math", "Float32", "Float64", "Int32", "Int64", "Sarek", "Float", "Array",
+/// `Sarek_stdlib`, `Sarek_stdlib_meta` and `Sarek_float64` are upstream's library packages:
+/// opening one only makes `Float32.sqrt`-style names reachable, which they always are.
+pub(crate) const MODULES: [&str; 14] = [
+    "Std",
+    "Gpu",
+    "Math",
+    "Float32",
+    "Float64",
+    "Int32",
+    "Int64",
+    "Sarek",
+    "Float",
+    "Array",
     "Vector",
+    "Sarek_stdlib",
+    "Sarek_stdlib_meta",
+    "Sarek_float64",
 ];
 
 fn scalar_of_suffix(s: &str) -> Option<Scalar> {
@@ -176,6 +211,9 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
     if let Some(rest) = name.strip_prefix("atomic_") {
         return lookup_atomic(rest);
     }
+    if let Some(b) = lookup_typed_alias(name) {
+        return Some(b);
+    }
     Some(match name {
         "global_thread_id" => Builtin::Geometry(Geometry::GlobalIdx(Axis::X)),
         "warp_size" => Builtin::Geometry(Geometry::WarpSize),
@@ -204,8 +242,14 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
             arity: 2,
             at: None,
         },
-        "clz" => Builtin::Bits(Intrinsic::Clz),
-        "popcount" => Builtin::Bits(Intrinsic::Popcount),
+        "clz" => Builtin::Bits {
+            op: Intrinsic::Clz,
+            at: None,
+        },
+        "popcount" => Builtin::Bits {
+            op: Intrinsic::Popcount,
+            at: None,
+        },
         "float32" => Builtin::Convert {
             to: Scalar::F32,
             from: None,
@@ -231,6 +275,32 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
             to: Scalar::I32,
             from: Some(Scalar::F32),
         },
+        "float64_of_int" => Builtin::Convert {
+            to: Scalar::F64,
+            from: Some(Scalar::I32),
+        },
+        "int_of_float64" => Builtin::Convert {
+            to: Scalar::I32,
+            from: Some(Scalar::F64),
+        },
+        "spoc_powint" => Builtin::PowInt,
+        "warp_active_mask" => Builtin::ActiveMask,
+        // A guard `if c then return_unit ();` in the kernel's statement sequence is rewritten
+        // before typing (`early_return`); any other place reaches this row.
+        "return_unit" => Builtin::Refused {
+            why: "`return_unit ()` (an early return) is accepted only as a guard of the kernel",
+            note: "a guard is `if c then return_unit ();` (or `if c then (e; return_unit ())`) \
+                   among the kernel's own statements, outside loops, branches and helpers: \
+                   the rest of the kernel then runs under `not c`; anywhere else the return \
+                   would have to leave more than the statements after it",
+            help: "move the test to the kernel's statement sequence, or put the rest of the \
+                   kernel under the opposite condition: `if not c then begin ... end`",
+        },
+        "float16_of_float32" | "float32_of_float16" => Builtin::Refused {
+            why: "float16 is not a Sarek type",
+            note: "the scalar types are int32, int64, float32, float64 and bool",
+            help: "keep the values in float32",
+        },
         "length" => Builtin::Length,
         "ignore" => Builtin::Ignore,
         "incr" => Builtin::Step(BinaryOp::Add),
@@ -238,6 +308,45 @@ fn lookup_plain(name: &str) -> Option<Builtin> {
         "fst" => Builtin::Proj(0),
         "snd" => Builtin::Proj(1),
         "create_array" => Builtin::CreateArray,
+        _ => return None,
+    })
+}
+
+/// Upstream's core primitives with the type in the name: `sin_f64` (every math function),
+/// `abs_int32`, `min_int32`, `max_int32`, `clz_int32`, `popcount_int32`.
+fn lookup_typed_alias(name: &str) -> Option<Builtin> {
+    if let Some(base) = name.strip_suffix("_f64") {
+        let (_, f) = MATH.iter().find(|(n, _)| *n == base)?;
+        return Some(Builtin::Math {
+            f: *f,
+            at: Some(Scalar::F64),
+        });
+    }
+    let at = Some(Scalar::I32);
+    Some(match name.strip_suffix("_int32")? {
+        "abs" => Builtin::Numeric {
+            op: Intrinsic::Abs,
+            arity: 1,
+            at,
+        },
+        "min" => Builtin::Numeric {
+            op: Intrinsic::Min,
+            arity: 2,
+            at,
+        },
+        "max" => Builtin::Numeric {
+            op: Intrinsic::Max,
+            arity: 2,
+            at,
+        },
+        "clz" => Builtin::Bits {
+            op: Intrinsic::Clz,
+            at,
+        },
+        "popcount" => Builtin::Bits {
+            op: Intrinsic::Popcount,
+            at,
+        },
         _ => return None,
     })
 }
@@ -266,13 +375,23 @@ fn lookup_atomic(rest: &str) -> Option<Builtin> {
     })
 }
 
-/// The OCaml library's operator functions (`Int32.add`, `Int64.logand`, `Float.mul`).
+/// The OCaml library's operator functions (`Int32.add`, `Int64.logand`, `Float.mul`), and
+/// upstream Sarek's spellings of them: the type as a suffix (`Int32.add_int32`,
+/// `Float32.mul_float32`, `Int64.mod_int64`), `Float32.minus`, and `fmod` (C `fmod`, which
+/// is what `mod` means on floats).
 fn arith_in_module(at: Scalar, name: &str) -> Option<ArithFn> {
     use BinaryOp as B;
     let int_only = |f| at.is_int().then_some(f);
+    let name = name
+        .strip_suffix(at.name())
+        .and_then(|n| n.strip_suffix('_'))
+        .filter(|n| matches!(*n, "add" | "sub" | "mul" | "div" | "mod"))
+        .unwrap_or(name);
     Some(match name {
         "add" => ArithFn::Binary(B::Add),
-        "sub" => ArithFn::Binary(B::Sub),
+        "sub" | "minus" => ArithFn::Binary(B::Sub),
+        "mod" => ArithFn::Binary(B::Mod),
+        "fmod" if at.is_float() => ArithFn::Binary(B::Mod),
         "mul" => ArithFn::Binary(B::Mul),
         "div" => ArithFn::Binary(B::Div),
         "rem" => ArithFn::Binary(B::Mod),
@@ -340,8 +459,14 @@ fn lookup_in_scalar_module(at: Scalar, name: &str) -> Option<Builtin> {
             to: Scalar::F64,
             from: Some(at),
         }),
-        "clz" if at.is_int() => Some(Builtin::Bits(Intrinsic::Clz)),
-        "popcount" if at.is_int() => Some(Builtin::Bits(Intrinsic::Popcount)),
+        "clz" if at.is_int() => Some(Builtin::Bits {
+            op: Intrinsic::Clz,
+            at: Some(at),
+        }),
+        "popcount" if at.is_int() => Some(Builtin::Bits {
+            op: Intrinsic::Popcount,
+            at: Some(at),
+        }),
         _ => None,
     }
 }
@@ -349,7 +474,20 @@ fn lookup_in_scalar_module(at: Scalar, name: &str) -> Option<Builtin> {
 /// Resolve `name` qualified by `module` (None: unqualified).
 pub(super) fn lookup(module: Option<&str>, name: &str) -> Option<Builtin> {
     match module {
-        None | Some("Std" | "Gpu" | "Sarek" | "Math") => lookup_plain(name),
+        // Upstream's `Math` holds int32 `xor`, `logical_and` and `pow`.
+        Some("Math") => match name {
+            "xor" => Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Lxor),
+                at: Scalar::I32,
+            }),
+            "logical_and" => Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Land),
+                at: Scalar::I32,
+            }),
+            "pow" => Some(Builtin::Pow),
+            _ => lookup_plain(name),
+        },
+        None | Some("Std" | "Gpu" | "Sarek") => lookup_plain(name),
         // OCaml's `Array.length` on vectors and arrays.
         Some("Array" | "Vector") => (name == "length").then_some(Builtin::Length),
         Some(m) => lookup_in_scalar_module(scalar_of_module(m)?, name),
@@ -412,6 +550,10 @@ pub(super) fn all_names() -> Vec<String> {
             "float_of_int",
             "int_of_float",
             "truncate",
+            "float64_of_int",
+            "int_of_float64",
+            "spoc_powint",
+            "warp_active_mask",
             "length",
             "ignore",
             "fst",
@@ -459,6 +601,9 @@ pub(super) fn names_in_module(module: &str) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec();
+    if scalar_of_module(module).is_some_and(Scalar::is_float) {
+        names.extend(["fmod", "minus"].map(String::from));
+    }
     if scalar_of_module(module).is_some_and(Scalar::is_int) {
         names.extend(
             [
@@ -526,13 +671,57 @@ mod tests {
             lookup(Some("Std"), "thread_idx_y"),
             Some(Builtin::Geometry(Geometry::ThreadIdx(Axis::Y)))
         );
+        assert_eq!(lookup(Some("Math"), "pow"), Some(Builtin::Pow));
         assert_eq!(
-            lookup(Some("Math"), "pow"),
-            Some(Builtin::Math {
-                f: MathFn::Pow,
-                at: None
+            lookup(Some("Int32"), "mod_int32"),
+            Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Mod),
+                at: Scalar::I32
             })
         );
+        assert_eq!(
+            lookup(Some("Float64"), "add_float64"),
+            Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Add),
+                at: Scalar::F64
+            })
+        );
+        // A suffix of another type is not this module's operator.
+        assert_eq!(lookup(Some("Float64"), "add_float32"), None);
+        assert_eq!(
+            lookup(Some("Float32"), "fmod"),
+            Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Mod),
+                at: Scalar::F32
+            })
+        );
+        assert_eq!(lookup(Some("Int32"), "fmod"), None);
+        assert_eq!(
+            lookup(None, "sqrt_f64"),
+            Some(Builtin::Math {
+                f: MathFn::Sqrt,
+                at: Some(Scalar::F64)
+            })
+        );
+        assert_eq!(lookup(None, "frob_f64"), None);
+        assert_eq!(
+            lookup(None, "popcount_int32"),
+            Some(Builtin::Bits {
+                op: Intrinsic::Popcount,
+                at: Some(Scalar::I32)
+            })
+        );
+        assert_eq!(
+            lookup(Some("Math"), "xor"),
+            Some(Builtin::Arith {
+                f: ArithFn::Binary(BinaryOp::Lxor),
+                at: Scalar::I32
+            })
+        );
+        assert!(matches!(
+            lookup(Some("Gpu"), "return_unit"),
+            Some(Builtin::Refused { .. })
+        ));
         for n in all_names() {
             assert!(lookup(None, &n).is_some(), "{n}");
         }

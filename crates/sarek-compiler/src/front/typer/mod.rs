@@ -36,6 +36,7 @@
 //! item's final substitution picks float32 or float64.
 
 mod builtins;
+mod early_return;
 mod env;
 mod expr;
 pub mod messages;
@@ -53,7 +54,7 @@ use crate::types::{Literal, Scalar};
 pub use messages::{aggregate_equality_help, aggregate_equality_message};
 
 /// The built-in modules (`Std`, `Float32`, ...): a program's own module cannot take these names.
-pub const BUILTIN_MODULES: [&str; 11] = builtins::MODULES;
+pub const BUILTIN_MODULES: [&str; 14] = builtins::MODULES;
 
 use env::{TyMode, TypeEnv};
 use unify::{Constraint, Subst, as_var, error_ty};
@@ -595,7 +596,14 @@ impl Checker {
             self.push_local(&d, LocalKind::Param);
             params.push(d);
         }
-        let mut body = self.infer(&k.body, Some(&Ty::Unit));
+        // Upstream's `if c then return_unit ();` guards, unless the program names its own
+        // `return_unit`.
+        let guarded = if self.find_global(&[], "return_unit").is_none() {
+            early_return::rewrite_guards(&k.body)
+        } else {
+            None
+        };
+        let mut body = self.infer(guarded.as_ref().unwrap_or(&k.body), Some(&Ty::Unit));
         if self.subst.unify(&body.ty, &Ty::Unit).is_err() {
             let found = self.show(&body.ty);
             self.diags.push(

@@ -36,7 +36,7 @@ pub use unroll::unroll_constant_loops;
 pub use unroll_while::{unroll_constant_trip_loops, unroll_counted_loops};
 
 use crate::ir::Kernel;
-use crate::passes::constfold::fold_constants;
+use crate::passes::constfold::{fold_constants, fold_in_place};
 
 /// How many propagate-then-fold rounds run at most (each round exposes the constants the
 /// previous fold produced; real kernels settle in two).
@@ -49,16 +49,16 @@ pub fn optimize(kernel: &Kernel) -> Kernel {
         if !propagate_constants(&mut k) {
             break;
         }
-        k = fold_constants(&k);
+        fold_in_place(&mut k);
     }
     if unroll_constant_loops(&mut k) {
-        k = fold_constants(&k);
+        fold_in_place(&mut k);
     }
     if reduce_division(&mut k) {
-        k = fold_constants(&k);
+        fold_in_place(&mut k);
     }
     if unroll_constant_trip_loops(&mut k) {
-        k = fold_constants(&k);
+        fold_in_place(&mut k);
     }
     reuse_loop_conditions(&mut k);
     unroll_counted_loops(&mut k);

@@ -221,6 +221,18 @@ impl Checker {
             );
             return err_expr(span);
         }
+        if let Builtin::Refused { why, note, help } = b {
+            self.diags.push(
+                Diagnostic::error(span, why)
+                    .with_label(format!("`{name}` comes from OCaml Sarek's library"))
+                    .with_note(note)
+                    .with_help(help),
+            );
+            for a in args {
+                self.infer(a, None);
+            }
+            return err_expr(span);
+        }
         if b == Builtin::CreateArray {
             self.diags.push(
                 Diagnostic::error(span, "`create_array` must be bound directly by a `let`")
@@ -238,7 +250,58 @@ impl Checker {
         }
         let op_name = Cow::Owned(name.to_string());
         match b {
-            Builtin::Geometry(_) | Builtin::CreateArray => unreachable!("handled above"),
+            Builtin::Geometry(_) | Builtin::CreateArray | Builtin::Refused { .. } => {
+                unreachable!("handled above")
+            }
+            Builtin::PowInt => {
+                // The operands are checked here, where a mismatch is reported once and
+                // plainly; the expansion then types them again, well-typed and silent.
+                let before = self.diags.len();
+                self.check(&args[0], &Ty::I32);
+                self.check(&args[1], &Ty::I32);
+                if self.diags.len() > before {
+                    return err_expr(span);
+                }
+                self.infer(&super::int_power::expand(&args[0], &args[1], span), None)
+            }
+            Builtin::Pow => {
+                // Typed once to pick the instance; an int32 base is typed again inside the
+                // expansion.
+                let base = self.infer(&args[0], None);
+                if self.subst.resolve(&base.ty) == Ty::I32 {
+                    let before = self.diags.len();
+                    self.check(&args[1], &Ty::I32);
+                    if self.diags.len() > before {
+                        return err_expr(span);
+                    }
+                    return self.infer(&super::int_power::expand(&args[0], &args[1], span), None);
+                }
+                let ok = self.require(&base, ScalarSet::FLOAT, Reason::Operation(op_name), span);
+                let ty = if ok { base.ty.clone() } else { error_ty() };
+                let exp = self.check(&args[1], &ty);
+                mk(
+                    T::Intrinsic {
+                        op: Intrinsic::Math(crate::intrinsics::MathFn::Pow),
+                        args: vec![base, exp],
+                    },
+                    ty,
+                    span,
+                )
+            }
+            Builtin::ActiveMask => {
+                // Where the warp is converged (the only place a warp operation is accepted),
+                // every existing lane is active: the ballot of `true`.
+                self.check(&args[0], &Ty::Unit);
+                let all = mk(T::Lit(crate::types::Literal::Bool(true)), Ty::BOOL, span);
+                mk(
+                    T::Intrinsic {
+                        op: Intrinsic::Warp(WarpOp::Ballot),
+                        args: vec![all],
+                    },
+                    Ty::I32,
+                    span,
+                )
+            }
             Builtin::Sync(op) => {
                 self.check(&args[0], &Ty::Unit);
                 mk(T::Intrinsic { op, args: vec![] }, Ty::Unit, span)
@@ -287,7 +350,9 @@ impl Checker {
             Builtin::Numeric { op, at, .. } => {
                 self.same_type_args(op, ScalarSet::NUMERIC, at, op_name, args, span)
             }
-            Builtin::Bits(op) => self.same_type_args(op, ScalarSet::INT, None, op_name, args, span),
+            Builtin::Bits { op, at } => {
+                self.same_type_args(op, ScalarSet::INT, at, op_name, args, span)
+            }
             Builtin::Convert { to, from } => {
                 let x = self.infer(&args[0], None);
                 match from {

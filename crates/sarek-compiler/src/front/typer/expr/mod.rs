@@ -24,6 +24,7 @@ mod aggregates;
 mod bindings;
 mod calls;
 mod constfold;
+mod int_power;
 mod matching;
 mod operators;
 mod places;
