@@ -14,7 +14,7 @@ int sarek_h_ftoi32_f64(double x) {
     if (isnan(x)) return 0;
     if (x >= double(2147483648.0)) return 2147483647;
     if (x <= double(-2147483648.0)) return int(0x80000000u);
-    return int(x);
+    return int(max(x, double(-2147483648.0)));
 }
 void main() {
     int i = int(gl_GlobalInvocationID.x);
