@@ -9,13 +9,16 @@ layout(push_constant, std430) uniform sarek_params {
     layout(offset = 4) int sarek_len_sums;
 } sarek_pc;
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int x = int(gl_GlobalInvocationID.x);
     int y = int(gl_GlobalInvocationID.y);
     int z = int(gl_GlobalInvocationID.z);
-    int w = (int(gl_NumWorkGroups.x) * int(gl_WorkGroupSize.x));
-    int h = (int(gl_NumWorkGroups.y) * int(gl_WorkGroupSize.y));
-    int d = (int(gl_NumWorkGroups.z) * int(gl_WorkGroupSize.z));
+    int w = (int(gl_NumWorkGroups.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x)));
+    int h = (int(gl_NumWorkGroups.y) * sarek_h_opaque_i32(int(gl_WorkGroupSize.y)));
+    int d = (int(gl_NumWorkGroups.z) * sarek_h_opaque_i32(int(gl_WorkGroupSize.z)));
     int id = ((((z * h) + y) * w) + x);
     memoryBarrierShared();
     groupMemoryBarrier();

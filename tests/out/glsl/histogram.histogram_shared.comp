@@ -11,6 +11,9 @@ layout(push_constant, std430) uniform sarek_params {
 } sarek_pc;
 shared int sarek_sh3_local[64];
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int tid = int(gl_LocalInvocationID.x);
     if ((tid < 64)) {
@@ -19,7 +22,7 @@ void main() {
     memoryBarrierShared();
     groupMemoryBarrier();
     barrier();
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     if ((i < sarek_pc.n)) {
         atomicAdd(sarek_sh3_local[(data[i] & 63)], 1);
     }

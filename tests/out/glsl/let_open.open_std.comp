@@ -24,6 +24,9 @@ float sarek_h_fmod_f32(float x, float y) {
     }
     return x < 0.0 ? -r : r;
 }
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 float sarek_h_pow_f32(float x, float y) {
     if (y == 0.0) return 1.0;
     if (x > 0.0) return pow(x, y);
@@ -33,7 +36,7 @@ float sarek_h_pow_f32(float x, float y) {
     return (sarek_h_fmod_f32(y, float(2)) == 0.0) ? r : -r;
 }
 void main() {
-    int i = (int(gl_LocalInvocationID.x) + (int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)));
+    int i = (int(gl_LocalInvocationID.x) + (int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))));
     if ((i < sarek_pc.n)) {
         float v = abs(a[i]);
         sarek_out[i] = ((sqrt(v) + sqrt(v)) + sarek_h_pow_f32(2.0, a[i]));

@@ -19,9 +19,12 @@ int sarek_h_div_i32(int a, int b) {
 float sarek_h_fmax_f32(float a, float b) {
     return isnan(a) ? b : (isnan(b) ? a : max(a, b));
 }
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     float if_result;
     if ((i < sarek_pc.n)) {
         if_result = sarek_input[i];

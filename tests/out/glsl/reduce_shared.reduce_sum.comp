@@ -16,9 +16,12 @@ int sarek_h_div_i32(int a, int b) {
     if (b == int(-1)) return int(0) - a;
     return a / b;
 }
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     int if_result;
     if ((i < sarek_pc.n)) {
         if_result = sarek_input[i];
@@ -29,7 +32,7 @@ void main() {
     memoryBarrierShared();
     groupMemoryBarrier();
     barrier();
-    int stride = sarek_h_div_i32(int(gl_WorkGroupSize.x), 2);
+    int stride = sarek_h_div_i32(sarek_h_opaque_i32(int(gl_WorkGroupSize.x)), 2);
     while ((stride > 0)) {
         if ((tid < stride)) {
             sarek_sh3_sdata[tid] = (sarek_sh3_sdata[tid] + sarek_sh3_sdata[(tid + stride)]);

@@ -11,9 +11,12 @@ layout(push_constant, std430) uniform sarek_params {
 } sarek_pc;
 shared int sarek_sh3_buf[256];
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     int if_result;
     if ((i < sarek_pc.n)) {
         if_result = a[i];

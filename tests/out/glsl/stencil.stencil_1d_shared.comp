@@ -11,17 +11,20 @@ layout(push_constant, std430) uniform sarek_params {
 } sarek_pc;
 shared float sarek_sh3_win[258];
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 int stencil_1d_shared_clamp_1(int n, int k) {
     return max(0, min(k, (n - 1)));
 }
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     sarek_sh3_win[(tid + 1)] = a[stencil_1d_shared_clamp_1(sarek_pc.n, i)];
     if ((tid == 0)) {
         sarek_sh3_win[0] = a[stencil_1d_shared_clamp_1(sarek_pc.n, (i - 1))];
     }
-    if ((tid == (int(gl_WorkGroupSize.x) - 1))) {
+    if ((tid == (sarek_h_opaque_i32(int(gl_WorkGroupSize.x)) - 1))) {
         sarek_sh3_win[(tid + 2)] = a[stencil_1d_shared_clamp_1(sarek_pc.n, (i + 1))];
     }
     memoryBarrierShared();

@@ -12,9 +12,12 @@ layout(push_constant, std430) uniform sarek_params {
 shared float sarek_sh3_buf[256];
 shared float sarek_sh4_tmp[256];
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     int j = min(i, (sarek_pc.n - 1));
     {
         sarek_sh3_buf[tid] = a[j];

@@ -43,6 +43,9 @@ layout(push_constant, std430) uniform sarek_params {
 } sarek_pc;
 shared sarek_t_op sarek_sh4_local_ops[256];
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 int sarek_h_rem_i32(int a, int b) {
     if (b == int(0)) return a;
     if (b == int(-1)) return int(0);
@@ -50,7 +53,7 @@ int sarek_h_rem_i32(int a, int b) {
 }
 void main() {
     int tid = int(gl_LocalInvocationID.x);
-    int i = ((int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)) + tid);
+    int i = ((int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))) + tid);
     int j = min(i, (sarek_pc.n - 1));
     sarek_sh4_local_ops[tid] = ops[j];
     memoryBarrierShared();

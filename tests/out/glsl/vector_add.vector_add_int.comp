@@ -12,8 +12,11 @@ layout(push_constant, std430) uniform sarek_params {
     layout(offset = 12) int n;
 } sarek_pc;
 
+int sarek_h_opaque_i32(int x) {
+    return x;
+}
 void main() {
-    int i = (int(gl_LocalInvocationID.x) + (int(gl_WorkGroupID.x) * int(gl_WorkGroupSize.x)));
+    int i = (int(gl_LocalInvocationID.x) + (int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))));
     if ((i < sarek_pc.n)) {
         c[i] = (a[i] + b[i]);
     }

@@ -1056,6 +1056,15 @@ impl<'k> Writer<'k> {
     fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
         let s = ty.scalar().unwrap_or(Scalar::I32);
         match op {
+            // The block size is a specialization constant (`local_size_x_id`): glslang turns
+            // an expression of it and literals into `OpSpecConstantOp`s, and for `a && b`
+            // (a branch and a phi) and a `? :` over it it emitted a spec constant that refers
+            // to the phi, which spirv-val rejects (difftest seed 409559). Read through the
+            // opaque helper, block sizes are ordinary values; drivers inline the call.
+            Intrinsic::Geometry(g @ Geometry::BlockDim(_)) => {
+                self.helpers.insert("opaque_i32".into());
+                format!("sarek_h_opaque_i32({})", geometry(g))
+            }
             Intrinsic::Geometry(g) => geometry(g),
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
             Intrinsic::Warp(w) => {
