@@ -9,18 +9,28 @@
 //! - `if`, `for` and `while` around a synchronisation point get their condition or bounds in
 //!   fresh variables (`while c do body` becomes `let mut t = c; while t do body; t := c`).
 //!
+//! - a call of a helper that synchronises (a barrier or warp operation in its body, or in a
+//!   helper it calls) is inlined when it is a statement of its own, a `let`'s initialiser or
+//!   the value assigned to a variable: its arguments in fresh variables, its body copied with
+//!   fresh binders, its final `return e` assigning the result;
+//! - a `match` with a synchronisation point in an arm becomes a chain of `if`s on the tag
+//!   (payload bindings as `let`s; no default arm: a `match` without arms, which faults).
+//!
 //! What the block-level scheduling cannot express is refused here ([`JitError::Unsupported`]):
-//! synchronisation in helpers or under a `match`, warp operations under a short-circuit
-//! operand or a conditional expression, `break`/`continue` that leave a synchronising loop,
-//! opaque native code.
+//! a synchronising helper called inside an expression or returning early, warp operations
+//! under a short-circuit operand or a conditional expression, `break`/`continue` that leave a
+//! synchronising loop, opaque native code.
 
 use crate::JitError;
 use sarek_compiler::Span;
 use sarek_compiler::intrinsics::Intrinsic;
+use sarek_compiler::ir::fresh::{Scope, copy_block, fresh_var};
 use sarek_compiler::ir::{
-    Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo,
+    Block, Expr, ExprKind, FuncId, Kernel, LValue, MatchArm, Stmt, StmtKind, Ty, VarId, VarInfo,
+    VariantId,
 };
 use sarek_compiler::types::BinOp;
+use std::collections::HashSet;
 
 type R<T> = Result<T, JitError>;
 
@@ -31,12 +41,14 @@ pub(crate) fn prepare(k: &Kernel) -> R<Kernel> {
         f.body = normalize(std::mem::take(&mut f.body));
     }
     out.body = normalize(std::mem::take(&mut out.body));
+    let sync = sync_helpers(&out);
     let mut p = Prep { k: &mut out };
+    if !sync.is_empty() {
+        let body = std::mem::take(&mut p.k.body);
+        p.k.body = p.inline_block(body, &sync, 0)?;
+    }
     for i in 0..p.k.functions.len() {
         let f = &p.k.functions[i];
-        if let Some(span) = first_sync(&f.body) {
-            return Err(p.unsupported("a barrier or warp operation inside a helper", span));
-        }
         if let Some(span) = first_native(&f.body) {
             return Err(p.unsupported("opaque native code", span));
         }
@@ -195,9 +207,53 @@ pub(crate) fn nested_blocks(s: &Stmt) -> Vec<&Block> {
     }
 }
 
-fn first_sync(b: &Block) -> Option<Span> {
-    b.iter().find(|s| is_sync(s)).map(|s| s.span)
+/// The helpers that synchronise: a barrier or warp operation in their body, or a call of
+/// such a helper (the IR has no recursion, so the fixpoint ends).
+fn sync_helpers(k: &Kernel) -> HashSet<FuncId> {
+    let mut sync = HashSet::new();
+    loop {
+        let before = sync.len();
+        for (i, f) in k.functions.iter().enumerate() {
+            let id = FuncId(i as u32);
+            if !sync.contains(&id) && f.body.iter().any(|s| stmt_syncs(s, &sync)) {
+                sync.insert(id);
+            }
+        }
+        if sync.len() == before {
+            return sync;
+        }
+    }
 }
+
+/// Whether `s` synchronises, counting calls of the helpers in `sync`.
+fn stmt_syncs(s: &Stmt, sync: &HashSet<FuncId>) -> bool {
+    is_sync(s)
+        || own_exprs(s).into_iter().any(|e| calls_any(e, sync))
+        || nested_blocks(s)
+            .into_iter()
+            .any(|b| b.iter().any(|s| stmt_syncs(s, sync)))
+}
+
+fn calls_any(e: &Expr, funcs: &HashSet<FuncId>) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let ExprKind::Call { func, .. } = x.kind {
+            found |= funcs.contains(&func);
+        }
+    });
+    found
+}
+
+/// Whether a block has a `return` anywhere (nested blocks included).
+fn has_return(b: &Block) -> bool {
+    b.iter().any(|s| {
+        matches!(s.kind, StmtKind::Return(_)) || nested_blocks(s).into_iter().any(has_return)
+    })
+}
+
+/// Helpers inlined into helpers inlined into... at most this deep (the IR has no recursion;
+/// this bounds the size of what a long chain of helpers could copy).
+const MAX_INLINE_DEPTH: usize = 16;
 
 fn first_native(b: &Block) -> Option<Span> {
     for s in b {
@@ -220,6 +276,10 @@ fn jumps_out(b: &Block) -> bool {
         StmtKind::For { .. } | StmtKind::While { .. } => false,
         _ => nested_blocks(s).into_iter().any(jumps_out),
     })
+}
+
+fn is_value_ty(ty: &Ty) -> bool {
+    !matches!(ty, Ty::Vector(_) | Ty::Array { .. } | Ty::Unit)
 }
 
 struct Prep<'k> {
@@ -268,6 +328,202 @@ impl Prep<'_> {
         let v = self.fresh(e.ty.clone(), false);
         pre.push(self.let_(v, e, span));
         self.var_expr(v)
+    }
+
+    /// `b` with every call of a synchronising helper inlined ([`Prep::inline_call`]).
+    fn inline_block(&mut self, b: Block, sync: &HashSet<FuncId>, depth: usize) -> R<Block> {
+        let mut out = Vec::with_capacity(b.len());
+        for mut s in b {
+            if !stmt_syncs(&s, sync) {
+                out.push(s);
+                continue;
+            }
+            let span = s.span;
+            // The call as the whole statement, initialiser or assigned value.
+            let call = match &s.kind {
+                StmtKind::Expr(e)
+                | StmtKind::Let { init: Some(e), .. }
+                | StmtKind::Assign {
+                    place: LValue::Var(_),
+                    value: e,
+                } => match &e.kind {
+                    ExprKind::Call { func, args }
+                        if sync.contains(func) && !args.iter().any(|a| calls_any(a, sync)) =>
+                    {
+                        Some((*func, args.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some((func, args)) = call {
+                if depth >= MAX_INLINE_DEPTH {
+                    return Err(self.unsupported("helpers with barriers nested this deep", span));
+                }
+                let (body, result) = self.inline_call(func, args, span)?;
+                let body = self.inline_block(body, sync, depth + 1)?;
+                out.extend(body);
+                match (s.kind, result) {
+                    (StmtKind::Expr(_), _) => {}
+                    (StmtKind::Let { var, .. }, Some(r)) => out.push(self.let_(var, r, span)),
+                    (StmtKind::Assign { place, .. }, Some(value)) => out.push(Stmt {
+                        kind: StmtKind::Assign { place, value },
+                        span,
+                    }),
+                    _ => return Err(self.unsupported("a helper with barriers and no result", span)),
+                }
+                continue;
+            }
+            if own_exprs(&s).into_iter().any(|e| calls_any(e, sync)) {
+                return Err(self.unsupported(
+                    "a call of a helper with barriers inside an expression",
+                    span,
+                ));
+            }
+            match &mut s.kind {
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => {
+                    *then_block = self.inline_block(std::mem::take(then_block), sync, depth)?;
+                    *else_block = self.inline_block(std::mem::take(else_block), sync, depth)?;
+                }
+                StmtKind::For { body, .. }
+                | StmtKind::While { body, .. }
+                | StmtKind::Block(body) => {
+                    *body = self.inline_block(std::mem::take(body), sync, depth)?;
+                }
+                StmtKind::Match { arms, .. } => {
+                    for a in arms {
+                        a.body = self.inline_block(std::mem::take(&mut a.body), sync, depth)?;
+                    }
+                }
+                _ => {}
+            }
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    /// The statements of one call of helper `func` (arguments in fresh variables, the body
+    /// copied with fresh binders, array parameters renamed to the arrays passed) and the
+    /// result expression of its final `return`, if any.
+    fn inline_call(
+        &mut self,
+        func: FuncId,
+        args: Vec<Expr>,
+        span: Span,
+    ) -> R<(Block, Option<Expr>)> {
+        let f = self.k.function(func).clone();
+        if f.params.len() != args.len() {
+            return Err(self.unsupported("a call with the wrong number of arguments", span));
+        }
+        let mut body = f.body;
+        let result = match body.last().map(|s| &s.kind) {
+            Some(StmtKind::Return(_)) => match body.pop().map(|s| s.kind) {
+                Some(StmtKind::Return(r)) => r,
+                _ => None,
+            },
+            _ => None,
+        };
+        if has_return(&body) {
+            return Err(self.unsupported("an early `return` in a helper with barriers", span));
+        }
+        let mut scope = Scope::fresh();
+        let mut out = Vec::new();
+        for (p, a) in f.params.iter().zip(args) {
+            if is_value_ty(&self.k.var(*p).ty) {
+                let ty = self.k.var(*p).ty.clone();
+                let v = fresh_var(&mut self.k.vars, *p, ty);
+                out.push(self.let_(v, a, span));
+                scope.map.insert(*p, v);
+            } else if let ExprKind::Var(arr) = a.kind {
+                scope.map.insert(*p, arr);
+            } else {
+                return Err(self.unsupported("an array argument that is not a variable", span));
+            }
+        }
+        // The result expression is copied in the body's scope: append it as a statement.
+        let marker = result.map(|e| Stmt {
+            kind: StmtKind::Return(Some(e)),
+            span,
+        });
+        body.extend(marker);
+        let mut copy = copy_block(&mut self.k.vars, &mut scope, &body);
+        let result = match copy.last().map(|s| &s.kind) {
+            Some(StmtKind::Return(Some(_))) => match copy.pop().map(|s| s.kind) {
+                Some(StmtKind::Return(r)) => r,
+                _ => None,
+            },
+            _ => None,
+        };
+        out.append(&mut copy);
+        Ok((out, result))
+    }
+
+    /// A `match` whose arms synchronise, as a chain of `if`s on its tag.
+    fn match_as_ifs(
+        &mut self,
+        scrutinee: Expr,
+        variant: VariantId,
+        arms: Vec<MatchArm>,
+        span: Span,
+        out: &mut Block,
+    ) -> R<()> {
+        let scrutinee = self.bind_temp(scrutinee, span, out);
+        let tag = Expr::new(ExprKind::Tag(Box::new(scrutinee.clone())), Ty::I32);
+        let mut tail: Block = match arms.iter().rev().find(|a| a.ctor.is_none()) {
+            Some(a) => a.body.clone(),
+            // No default arm: a tag of no constructor faults as the `match` does.
+            None => vec![Stmt {
+                kind: StmtKind::Match {
+                    scrutinee: scrutinee.clone(),
+                    variant,
+                    arms: Vec::new(),
+                },
+                span,
+            }],
+        };
+        for arm in arms.into_iter().rev() {
+            let Some(ctor) = arm.ctor else { continue };
+            let mut then_block = Vec::new();
+            for (field, bind) in arm.bindings.iter().enumerate() {
+                if let Some(v) = bind {
+                    let payload = Expr::new(
+                        ExprKind::Payload {
+                            value: Box::new(scrutinee.clone()),
+                            ctor,
+                            field: field as u32,
+                        },
+                        self.k.var(*v).ty.clone(),
+                    );
+                    then_block.push(self.let_(*v, payload, span));
+                }
+            }
+            then_block.extend(arm.body);
+            let cond = Expr::new(
+                ExprKind::Binary {
+                    op: BinOp::Eq,
+                    lhs: Box::new(tag.clone()),
+                    rhs: Box::new(Expr::i32(ctor as i32)),
+                    nowrap: false,
+                },
+                Ty::BOOL,
+            );
+            tail = vec![Stmt {
+                kind: StmtKind::If {
+                    cond,
+                    then_block,
+                    else_block: tail,
+                },
+                span,
+            }];
+        }
+        for s in tail {
+            self.stmt(s, out)?;
+        }
+        Ok(())
     }
 
     fn block(&mut self, b: Block) -> R<Block> {
@@ -370,9 +626,8 @@ impl Prep<'_> {
                 arms,
             } => {
                 if nested {
-                    return Err(
-                        self.unsupported("a barrier or warp operation under a `match`", span)
-                    );
+                    let scrutinee = self.hoist(scrutinee, span, out)?;
+                    return self.match_as_ifs(scrutinee, variant, arms, span, out);
                 }
                 StmtKind::Match {
                     scrutinee: self.hoist(scrutinee, span, out)?,

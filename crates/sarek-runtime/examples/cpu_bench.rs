@@ -149,7 +149,33 @@ struct Row {
     /// `cpu` without lane groups (every segment thread by thread).
     scalar: Duration,
     opencl: Option<Result<Duration, String>>,
+    /// PoCL with its optimiser on ([`pocl_optimised`]): time and result check.
+    optimised: Option<Result<(Duration, String), String>>,
     check: String,
+}
+
+/// The PoCL device the bench builds optimised programs on itself (see [`pocl_optimised`]).
+#[cfg(feature = "opencl")]
+fn pocl_opt() -> Option<pocl_optimised::Pocl> {
+    pocl_optimised::open()
+}
+#[cfg(not(feature = "opencl"))]
+fn pocl_opt() -> Option<NoPocl> {
+    None
+}
+#[cfg(not(feature = "opencl"))]
+struct NoPocl;
+#[cfg(not(feature = "opencl"))]
+impl NoPocl {
+    fn time(
+        &self,
+        _: &Kernel,
+        _: LaunchConfig,
+        _: &[ArgValue],
+        _: usize,
+    ) -> Result<(Duration, Vec<ArgValue>), String> {
+        Err("built without opencl".into())
+    }
 }
 
 fn max_rel(a: &[f32], b: &[f32]) -> f64 {
@@ -163,6 +189,7 @@ fn main() {
     let mut runs = 7usize;
     let mut corpus = Some(std::path::PathBuf::from("tests/kernels"));
     let mut dump = None;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -170,9 +197,10 @@ fn main() {
             "--corpus" => corpus = args.next().map(Into::into),
             "--no-corpus" => corpus = None,
             "--dump" => dump = args.next(),
+            "--only" => only = args.next(),
             _ => {
                 eprintln!(
-                    "usage: cpu_bench [--runs N] [--corpus DIR | --no-corpus] [--dump KERNEL]"
+                    "usage: cpu_bench [--runs N] [--corpus DIR | --no-corpus] [--only saxpy|mandelbrot|matmul] [--dump KERNEL]"
                 );
                 std::process::exit(2);
             }
@@ -204,6 +232,7 @@ fn main() {
     }
     let cpu_dev = cpu::open().expect("cpu is always available");
     let ocl = pocl();
+    let optimised_pocl = pocl_opt();
     println!(
         "cpu: {} | opencl: {} | rayon threads: {} | runs: {runs}",
         cpu_dev.info().name,
@@ -213,9 +242,10 @@ fn main() {
         rayon::current_num_threads()
     );
     let mut rows = Vec::new();
+    let wanted = |name: &str| only.as_deref().is_none_or(|o| o == name);
 
     // saxpy 2^24: y <- a*x + y.
-    {
+    if wanted("saxpy") {
         let n = 1usize << 24;
         let k = lower("saxpy.sarek", SAXPY, "saxpy");
         let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.001).collect();
@@ -228,6 +258,28 @@ fn main() {
                 .zip(x.par_iter())
                 .for_each(|(y, x)| *y += a * *x);
         });
+        if std::env::var("EXP").is_ok() {
+            let j = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+            let mut xx = x.clone();
+            let mut yy = y0.clone();
+            let t = host_time(runs, || {
+                let mut a = vec![
+                    sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+                        len: n,
+                        columns: vec![sarek_jit::Column::F32(&mut xx)],
+                    }),
+                    sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+                        len: n,
+                        columns: vec![sarek_jit::Column::F32(&mut yy)],
+                    }),
+                    sarek_jit::JitArg::Scalar(Literal::F32(a)),
+                    sarek_jit::JitArg::Scalar(Literal::I32(n as i32)),
+                ];
+                j.launch([(n / 256) as u32, 1, 1], [256, 1, 1], &mut a)
+                    .unwrap();
+            });
+            println!("EXP resident jit saxpy {}", ms(t));
+        }
         let mut want = y0.clone();
         want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * *x);
         let args = vec![
@@ -246,9 +298,16 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let optimised = optimised_pocl.as_ref().map(|p| {
+            p.time(&k, config, &args, runs).map(|(t, r)| {
+                let exact = f32_col(&r[1]) == want.as_slice();
+                (t, if exact { "exact" } else { "MISMATCH" }.to_string())
+            })
+        });
         let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "saxpy 2^24 float32",
+            optimised,
             hand,
             cpu: cpu_t,
             scalar,
@@ -258,7 +317,7 @@ fn main() {
     }
 
     // mandelbrot 1024 x 1024, 256 iterations, the corpus's int32 fixed-point kernel.
-    {
+    if wanted("mandelbrot") {
         let (w, h, max_iter) = (1024i32, 1024i32, 256i32);
         let k = lower("mandelbrot.sarek", MANDELBROT, "mandelbrot");
         let mut out = vec![0i32; (w * h) as usize];
@@ -290,9 +349,16 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let optimised = optimised_pocl.as_ref().map(|p| {
+            p.time(&k, config, &args, runs).map(|(t, r)| {
+                let exact = i32_col(&r[0]) == out.as_slice();
+                (t, if exact { "exact" } else { "MISMATCH" }.to_string())
+            })
+        });
         let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "mandelbrot 1024^2 x256",
+            optimised,
             hand,
             cpu: cpu_t,
             scalar,
@@ -302,7 +368,7 @@ fn main() {
     }
 
     // Tiled matmul 512 (16x16 shared tiles on the device; rows in parallel on the host).
-    {
+    if wanted("matmul") {
         let n = 512usize;
         let k = lower("matmul_tiled.sarek", MATMUL, "matmul_tiled");
         let a: Vec<f32> = (0..n * n)
@@ -338,9 +404,18 @@ fn main() {
         let opencl = ocl
             .as_ref()
             .map(|d| device_time(d.as_ref(), &k, config, &args, runs).map(|r| r.0));
+        let optimised = optimised_pocl.as_ref().map(|p| {
+            p.time(&k, config, &args, runs).map(|(t, r)| {
+                (
+                    t,
+                    format!("max rel diff {:.1e}", max_rel(f32_col(&r[2]), &c)),
+                )
+            })
+        });
         let scalar = scalar_time(&k, config, &args, runs);
         rows.push(Row {
             name: "matmul 512 tiled 16x16",
+            optimised,
             hand,
             cpu: cpu_t,
             scalar,
@@ -350,24 +425,37 @@ fn main() {
     }
 
     println!(
-        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `cpu` thread by thread | `opencl` (PoCL) | check |"
+        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `cpu` thread by thread | `opencl` device | PoCL optimised | check |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in &rows {
         let ocl = match &r.opencl {
             None => "unavailable".to_string(),
             Some(Ok(t)) => ms(*t),
             Some(Err(e)) => format!("error: {}", e.lines().next().unwrap_or("")),
         };
+        let optimised = match &r.optimised {
+            None => "unavailable".to_string(),
+            Some(Ok((t, check))) => format!("{} ({check})", ms(*t)),
+            Some(Err(e)) => format!("error: {}", e.lines().next().unwrap_or("")),
+        };
         println!(
-            "| {} | {} | {} | {:.2}x | {} | {} | {} |",
+            "| {} | {} | {} | {:.2}x | {} | {} | {} | {} |",
             r.name,
             ms(r.hand),
             ms(r.cpu),
             r.hand.as_secs_f64() / r.cpu.as_secs_f64(),
             ms(r.scalar),
             ocl,
+            optimised,
             r.check
+        );
+    }
+    if optimised_pocl.is_some() {
+        println!(
+            "\n`opencl` device: PoCL as the `opencl` backend builds programs (those with a barrier \
+             with -cl-opt-disable, a workaround for a PoCL defect); PoCL optimised: the same \
+             OpenCL C built by the bench with the optimiser on, result checked."
         );
     }
 
@@ -440,4 +528,189 @@ fn mandel(x: i32, y: i32, width: i32, height: i32, max_iter: i32) -> i32 {
         k += 1;
     }
     k
+}
+
+/// PoCL with its optimiser on for every program. The `opencl` device builds programs that
+/// contain a barrier with `-cl-opt-disable` on PoCL (a correctness workaround for a PoCL
+/// defect, docs/backends.md), which makes the tiled matmul several times slower than PoCL can
+/// run it; the bench builds the same generated OpenCL C itself, optimised, and checks the
+/// result like the other columns. For the bench's own kernels only (vectors of one scalar
+/// column, scalar parameters, no trap status).
+#[cfg(feature = "opencl")]
+mod pocl_optimised {
+    use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+    use opencl3::context::Context;
+    use opencl3::device::{CL_DEVICE_TYPE_ALL, Device, get_all_devices};
+    use opencl3::kernel::Kernel as ClKernel;
+    use opencl3::memory::{Buffer, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_WRITE, ClMem};
+    use opencl3::program::Program;
+    use opencl3::types::{CL_BLOCKING, cl_mem};
+    use sarek_compiler::abi::{AbiParamKind, ArgSlot};
+    use sarek_compiler::back::cfamily::Dialect;
+    use sarek_compiler::ir::Kernel;
+    use sarek_compiler::target::TargetOptions;
+    use sarek_compiler::types::Literal;
+    use sarek_runtime::LaunchConfig;
+    use sarek_runtime::value::{ArgValue, Column, HostVector};
+    use std::time::Duration;
+
+    pub struct Pocl {
+        context: Context,
+        queue: CommandQueue,
+    }
+
+    /// The first PoCL device, if any.
+    pub fn open() -> Option<Pocl> {
+        let id = get_all_devices(CL_DEVICE_TYPE_ALL)
+            .ok()?
+            .into_iter()
+            .find(|&id| Device::new(id).version().is_ok_and(|v| v.contains("PoCL")))?;
+        let device = Device::new(id);
+        let context = Context::from_device(&device).ok()?;
+        #[allow(deprecated)] // clCreateCommandQueue: the OpenCL 1.2 entry point.
+        let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE).ok()?;
+        Some(Pocl { context, queue })
+    }
+
+    fn column_bytes(a: &ArgValue) -> Option<&[u8]> {
+        match a {
+            ArgValue::Vector(HostVector { columns, .. }) if columns.len() == 1 => {
+                Some(match &columns[0] {
+                    Column::F32(v) => bytemuck::cast_slice(v),
+                    Column::I32(v) => bytemuck::cast_slice(v),
+                    _ => return None,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    impl Pocl {
+        /// Median kernel time (PoCL's profiling interval) of `runs` launches after a warm-up,
+        /// and the vectors after one launch on fresh copies of `args`.
+        pub fn time(
+            &self,
+            kernel: &Kernel,
+            config: LaunchConfig,
+            args: &[ArgValue],
+            runs: usize,
+        ) -> Result<(Duration, Vec<ArgValue>), String> {
+            fn err(what: &'static str) -> impl Fn(opencl3::error_codes::ClError) -> String {
+                move |e| format!("{what}: {e}")
+            }
+            let generated = sarek_compiler::back::cfamily::generate(
+                kernel,
+                Dialect::OpenCl,
+                &TargetOptions::default(),
+            )
+            .map_err(|_| "the OpenCL C generator refused the kernel".to_string())?;
+            let program = Program::create_and_build_from_source(
+                &self.context,
+                &generated.source,
+                "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt",
+            )
+            .map_err(|log| format!("build failed: {log}"))?;
+            let k = ClKernel::create(&program, &generated.abi.entry_point)
+                .map_err(err("creating the kernel"))?;
+            if generated.abi.trap_status.is_some() {
+                return Err("kernels with traps are not handled here".into());
+            }
+            // One buffer per vector argument, holding a copy of the host data.
+            let mut buffers: Vec<Option<Buffer<u8>>> = Vec::new();
+            for a in args {
+                buffers.push(match column_bytes(a) {
+                    Some(bytes) => Some(
+                        // SAFETY: the host pointer is read (copied) during the call only.
+                        unsafe {
+                            Buffer::<u8>::create(
+                                &self.context,
+                                CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                bytes.len(),
+                                bytes.as_ptr() as *mut _,
+                            )
+                        }
+                        .map_err(err("allocating a buffer"))?,
+                    ),
+                    None => None,
+                });
+            }
+            let slot = |s: &ArgSlot| match s {
+                ArgSlot::Argument(n) => Ok(Some(*n)),
+                ArgSlot::None => Ok(None),
+                _ => Err("an OpenCL argument that is not positional".to_string()),
+            };
+            for ((p, a), buf) in generated.abi.params.iter().zip(args).zip(&buffers) {
+                // SAFETY: slots and types come from the ABI of this very source.
+                let set = match (&p.kind, a, buf) {
+                    (AbiParamKind::Vector { buffer, length, .. }, ArgValue::Vector(v), Some(b)) => {
+                        if let Some(n) = slot(buffer)? {
+                            let mem: cl_mem = b.get();
+                            unsafe { k.set_arg(n, &mem) }.map_err(err("setting an argument"))?;
+                        }
+                        if let Some(n) = slot(length)? {
+                            let len = v.len as i32;
+                            unsafe { k.set_arg(n, &len) }.map_err(err("setting an argument"))?;
+                        }
+                        Ok(())
+                    }
+                    (AbiParamKind::Value { slot: s, .. }, ArgValue::Scalar(l), None) => {
+                        match (slot(s)?, l) {
+                            (None, _) => Ok(()),
+                            (Some(n), Literal::F32(x)) => unsafe { k.set_arg(n, x) },
+                            (Some(n), Literal::I32(x)) => unsafe { k.set_arg(n, x) },
+                            _ => return Err("an unhandled scalar argument".into()),
+                        }
+                        .map_err(err("setting an argument"))
+                    }
+                    _ => Err("an unhandled argument".into()),
+                };
+                set?;
+            }
+            let global: Vec<usize> = (0..3)
+                .map(|i| config.grid[i] as usize * config.block[i] as usize)
+                .collect();
+            let local: Vec<usize> = config.block.iter().map(|&b| b as usize).collect();
+            let launch = || -> Result<Duration, String> {
+                // SAFETY: every argument is set; the sizes arrays have 3 entries.
+                let event = unsafe {
+                    self.queue.enqueue_nd_range_kernel(
+                        k.get(),
+                        3,
+                        std::ptr::null(),
+                        global.as_ptr(),
+                        local.as_ptr(),
+                        &[],
+                    )
+                }
+                .map_err(err("enqueueing the kernel"))?;
+                event.wait().map_err(err("running the kernel"))?;
+                let start = event.profiling_command_start().map_err(err("profiling"))?;
+                let end = event.profiling_command_end().map_err(err("profiling"))?;
+                Ok(Duration::from_nanos(end.saturating_sub(start)))
+            };
+            // The first launch (on the arguments' own values) gives the result to check.
+            launch()?;
+            let mut out = args.to_vec();
+            for ((a, b), o) in args.iter().zip(&buffers).zip(&mut out) {
+                if let (Some(b), Some(bytes), ArgValue::Vector(HostVector { columns, .. })) =
+                    (b, column_bytes(a), o)
+                {
+                    let mut back = vec![0u8; bytes.len()];
+                    // SAFETY: blocking read of the whole buffer into a slice of its size.
+                    unsafe {
+                        self.queue
+                            .enqueue_read_buffer(b, CL_BLOCKING, 0, &mut back, &[])
+                    }
+                    .map_err(err("reading a buffer"))?;
+                    columns[0] = match &columns[0] {
+                        Column::F32(_) => Column::F32(bytemuck::pod_collect_to_vec(&back)),
+                        Column::I32(_) => Column::I32(bytemuck::pod_collect_to_vec(&back)),
+                        c => c.clone(),
+                    };
+                }
+            }
+            let times = (0..runs).map(|_| launch()).collect::<Result<Vec<_>, _>>()?;
+            Ok((super::median(times), out))
+        }
+    }
 }

@@ -1025,3 +1025,109 @@ fn division_in_one_lanes_arm() {
     assert_eq!(ints(&interp.unwrap()[1]), want, "interp");
     assert_eq!(ints(&native.unwrap()[1]), want, "cpu");
 }
+
+#[test]
+fn barriers_in_helpers_and_match_arms_compile_natively() {
+    // `rotate` synchronises (two barriers): its calls are inlined into the block schedule,
+    // as a `let`'s initialiser and inside a `match` arm; the `match` on a block-uniform
+    // variant has barriers in its arms, so it runs as a chain of uniform `if`s.
+    let src = "type shape = Dot | Line of int32 | Box of int32 * int32
+
+let rotate (s : int32 array) (v : int32) (t : int32) : int32 =
+  s.(t) <- v;
+  block_barrier ();
+  let r = s.((t + 1) mod 64) in
+  block_barrier ();
+  r
+
+let%kernel helper_sync (a : int32 vector) (out : int32 vector) (rounds : int32) (mode : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let i = block_idx_x * block_dim_x + t in
+  let mut v = a.(i) in
+  for r = 1 to rounds do
+    let w = rotate s v t in
+    v := w + r
+  done;
+  let sh = if mode = 0 then Dot else if mode = 1 then Line (rounds + 2) else Box (3, mode) in
+  (match sh with
+   | Dot -> v := v + 1
+   | Line k ->
+     s.(t) <- v * k;
+     block_barrier ();
+     v := s.(63 - t);
+     block_barrier ()
+   | Box (p, q) ->
+     let w = rotate s v t in
+     v := w * p + q);
+  out.(i) <- v
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("helper_sync");
+    assert_eq!(JitCache::default().note(&k), None, "compiled natively");
+    let n = 256usize;
+    let a: Vec<i32> = (0..n as i32).map(|x| x * 7 - 300).collect();
+    for (rounds, mode) in [(0, 0), (3, 1), (5, 2), (1, 9)] {
+        let args = vec![
+            ivec(a.clone()),
+            ivec(vec![0; n]),
+            scalar(rounds),
+            scalar(mode),
+        ];
+        let config = LaunchConfig {
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+        };
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, config, args);
+        let (interp, native) = (interp.unwrap(), native.unwrap());
+        // Host model of the same computation, block by block.
+        let mut want = vec![0; n];
+        for b in 0..4 {
+            let rotate = |v: &[i32]| -> Vec<i32> { (0..64).map(|t| v[(t + 1) % 64]).collect() };
+            let mut v: Vec<i32> = a[b * 64..b * 64 + 64].to_vec();
+            for r in 1..=rounds {
+                v = rotate(&v).iter().map(|w| w + r).collect();
+            }
+            v = match mode {
+                0 => v.iter().map(|x| x + 1).collect(),
+                1 => (0..64).map(|t| v[63 - t] * (rounds + 2)).collect(),
+                _ => rotate(&v).iter().map(|w| w * 3 + mode).collect(),
+            };
+            want[b * 64..b * 64 + 64].copy_from_slice(&v);
+        }
+        assert_eq!(
+            ints(&interp[1]),
+            want,
+            "interp, rounds {rounds} mode {mode}"
+        );
+        assert_eq!(ints(&native[1]), want, "cpu, rounds {rounds} mode {mode}");
+    }
+}
+
+#[test]
+fn a_synchronising_helper_inside_an_expression_still_falls_back() {
+    // Inlining covers a call that is a statement, a `let`'s initialiser or an assigned
+    // value; inside a larger expression it stays on the interpreter core, with a note.
+    let src = "let rotate (s : int32 array) (v : int32) (t : int32) : int32 =
+  s.(t) <- v;
+  block_barrier ();
+  s.((t + 1) mod 64)
+
+let%kernel in_expr (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  a.(t) <- rotate s a.(t) t + 1
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("in_expr");
+    let note = JitCache::default().note(&k).expect("falls back");
+    assert!(note.contains("inside an expression"), "{note}");
+    let a: Vec<i32> = (0..64).collect();
+    let mut args = vec![ivec(a.clone())];
+    sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap();
+    let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
+    assert_eq!(ints(&args[0]), want);
+}
