@@ -39,8 +39,9 @@ type R<T> = Result<T, JitError>;
 /// A hoisted thread loop runs [`UNROLLED_GROUPS`] lane groups per iteration when its segment
 /// has at most this many statements and expression nodes.
 const PAIRED_GROUP_SIZE: usize = 40;
-/// Lane groups per iteration of a small segment's hoisted thread loop (16 threads: one
-/// iteration streams a 64-byte line of each float32 vector, as a 16-lane AVX-512 loop does).
+/// Lane groups per iteration of a small straight-line segment's hoisted thread loop (16
+/// threads: one iteration streams a 64-byte line of each float32 vector, as a 16-lane
+/// AVX-512 loop does); a small segment with a loop runs two (each copy repeats the loop).
 const UNROLLED_GROUPS: i64 = 4;
 
 pub(crate) fn cty(s: Scalar) -> Type {
@@ -123,6 +124,7 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     sig.returns.push(AbiParam::new(types::I32));
 
     let frontend = module.isa().frontend_config();
+    let cells = frame_cells(&k, &tree);
     let mut sites = Vec::new();
     let mut grouped_segments = 0;
     let mut versioned_loops = 0;
@@ -142,7 +144,17 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             b.append_block_params_for_function_params(entry);
             b.switch_to_block(entry);
             let p = b.block_params(entry).to_vec();
-            let mut g = Gen::new(&k, &layout, &tree, b, ptr, &p, [math32, math64], &mut sites);
+            let mut g = Gen::new(
+                &k,
+                &layout,
+                &tree,
+                b,
+                ptr,
+                &p,
+                [math32, math64],
+                &mut sites,
+                &cells,
+            );
             g.one_d = one_d;
             g.lane_groups = opts.lane_groups;
             g.entry()?;
@@ -184,6 +196,44 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     Ok(compiled)
 }
 
+/// One spilled scalar leaf's cells: the frame holds one row per leaf, a cell per thread of
+/// the block (`offset * nthreads` bytes from the frame, `size` bytes per cell), so the values
+/// of consecutive threads are adjacent (a lane group loads a float32 leaf as one vector).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameCell {
+    offset: u32,
+    size: u32,
+}
+
+/// The frame's rows: 8-byte cells (int64, float64) first, then 4-byte cells (every other
+/// scalar), so every row is aligned to its cell size. A thread's cells take at most the
+/// 8 bytes per leaf the layout reserves.
+fn frame_cells(k: &Kernel, tree: &Tree) -> HashMap<(VarId, usize), FrameCell> {
+    let mut leaves: Vec<(u32, VarId, usize, u32)> = Vec::new();
+    for (&v, &slot) in &tree.slots {
+        for (l, s) in scalars(k, &k.var(v).ty).into_iter().enumerate() {
+            leaves.push((slot + l as u32, v, l, s.size().max(4)));
+        }
+    }
+    leaves.sort_by_key(|&(slot, _, _, size)| (std::cmp::Reverse(size), slot));
+    let mut offset = 0;
+    let mut cells = HashMap::new();
+    for (_, v, l, size) in leaves {
+        cells.insert((v, l), FrameCell { offset, size });
+        offset += size;
+    }
+    cells
+}
+
+/// Whether statements contain a `for` or `while` loop.
+fn has_loop(stmts: &ir::Block) -> bool {
+    let mut found = false;
+    sarek_compiler::ir::visit::for_each_stmt(stmts, &mut |s| {
+        found |= matches!(s.kind, StmtKind::For { .. } | StmtKind::While { .. });
+    });
+    found
+}
+
 struct Thread {
     tid: Variable,
     xyz: [Variable; 3],
@@ -207,6 +257,10 @@ struct Gen<'a, 'f> {
     grid_dim: [Value; 3],
     block_base: [Value; 3],
     nthreads: Value,
+    /// The block's thread count as int64 (frame rows are this many cells long).
+    nthreads64: Value,
+    /// Where each spilled scalar leaf lives in the frame ([`frame_cells`]).
+    cells: &'a HashMap<(VarId, usize), FrameCell>,
     shared: Value,
     frame: Value,
     fault: Value,
@@ -245,6 +299,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         p: &[Value],
         math: [FuncRef; 2],
         sites: &'a mut Vec<Site>,
+        cells: &'a HashMap<(VarId, usize), FrameCell>,
     ) -> Self {
         Gen {
             k,
@@ -262,6 +317,8 @@ impl<'a, 'f> Gen<'a, 'f> {
             grid_dim: [p[1]; 3],
             block_base: [p[1]; 3],
             nthreads: p[1],
+            nthreads64: p[1],
+            cells,
             shared: p[4],
             frame: p[5],
             fault: p[6],
@@ -384,6 +441,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         }
         self.nthreads = ld32(self, offset_of!(Ctx, nthreads));
         let n64 = self.b.ins().uextend(types::I64, self.nthreads);
+        self.nthreads64 = n64;
         let spill = self.b.ins().imul_imm_s(n64, self.layout.stride as i64);
         self.local_base = self.b.ins().iadd(self.frame, spill);
         let params = self
@@ -638,21 +696,22 @@ impl<'a, 'f> Gen<'a, 'f> {
         }
     }
 
-    fn slot_addr(&mut self, frame_t: Value, var: VarId, leaf: usize) -> R<Value> {
-        let slot =
-            *self.tree.slots.get(&var).ok_or_else(|| {
-                self.unsupported("a block-uniform value that is not in the frame")
-            })?;
-        Ok(self
-            .b
-            .ins()
-            .iadd_imm_s(frame_t, 8 * (slot as i64 + leaf as i64)))
+    /// The address of thread `thread`'s cell of leaf `leaf` of spilled variable `var`; the
+    /// thread as [`Gen::frame_of`] gives it.
+    fn slot_addr(&mut self, thread: Value, var: VarId, leaf: usize) -> R<Value> {
+        let cell = *self
+            .cells
+            .get(&(var, leaf))
+            .ok_or_else(|| self.unsupported("a block-uniform value that is not in the frame"))?;
+        let row = self.b.ins().imul_imm_s(self.nthreads64, cell.offset as i64);
+        let row = self.b.ins().iadd(self.frame, row);
+        let at = self.b.ins().imul_imm_s(thread, cell.size as i64);
+        Ok(self.b.ins().iadd(row, at))
     }
 
+    /// Thread `t` (int32) as [`Gen::slot_addr`] takes it.
     fn frame_of(&mut self, t: Value) -> Value {
-        let t64 = self.b.ins().uextend(types::I64, t);
-        let off = self.b.ins().imul_imm_s(t64, self.layout.stride as i64);
-        self.b.ins().iadd(self.frame, off)
+        self.b.ins().uextend(types::I64, t)
     }
 
     /// Thread 0's value of a scalar spilled variable, after checking every thread agrees.
@@ -664,7 +723,9 @@ impl<'a, 'f> Gen<'a, 'f> {
         let s = scalars(self.k, &self.k.var(var).ty);
         let ty = cty(s[0]);
         let f = Self::trusted();
-        let a0 = self.slot_addr(self.frame, var, 0)?;
+        let zero = self.iconst(types::I32, 0);
+        let thread0 = self.frame_of(zero);
+        let a0 = self.slot_addr(thread0, var, 0)?;
         let v0 = self.b.ins().load(ty, f, a0, 0);
         let t = self.b.declare_var(types::I32);
         let one = self.iconst(types::I32, 1);
@@ -778,17 +839,19 @@ impl<'a, 'f> Gen<'a, 'f> {
                         self.b.ins().brif(ok, phdr, &[], ghdr, &[]);
                         self.b.switch_to_block(phdr);
                         let t = self.b.use_var(tid);
-                        let t_end = self
-                            .b
-                            .ins()
-                            .iadd_imm_s(t, UNROLLED_GROUPS * lanes::LANES as i64);
+                        let groups = if has_loop(&seg.stmts) {
+                            2
+                        } else {
+                            UNROLLED_GROUPS
+                        };
+                        let t_end = self.b.ins().iadd_imm_s(t, groups * lanes::LANES as i64);
                         let fits =
                             self.b
                                 .ins()
                                 .icmp(IntCC::UnsignedLessThanOrEqual, t_end, self.nthreads);
                         self.b.ins().brif(fits, pbody, &[], fhdr, &[]);
                         self.b.switch_to_block(pbody);
-                        for _ in 0..UNROLLED_GROUPS {
+                        for _ in 0..groups {
                             let t = self.b.use_var(tid);
                             let x = if self.one_d {
                                 t
@@ -873,11 +936,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         let go = self.b.ins().icmp(IntCC::UnsignedLessThan, t, lim);
         self.b.ins().brif(go, bodyb, &[], scalar_exit, &[]);
         self.b.switch_to_block(bodyb);
-        let frame_t = if seg.loads.is_empty() && seg.stores.is_empty() {
-            self.frame
-        } else {
-            self.frame_of(t)
-        };
+        let frame_t = self.frame_of(t);
         self.th = Some(Thread { tid, xyz });
         let f = Self::trusted();
         for &v in &seg.loads {

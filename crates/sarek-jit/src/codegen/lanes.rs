@@ -30,7 +30,7 @@ use super::{Gen, R, cty, hoist, pure};
 use crate::launch::{STATUS_DIVERGENT, SiteKind};
 use crate::structure::Segment;
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{Block, InstBuilder, Value, types};
+use cranelift_codegen::ir::{Block, InstBuilder, MemFlagsData as MemFlags, Value, types};
 use cranelift_frontend::Variable;
 use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
 use sarek_compiler::ir::{Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -401,6 +401,9 @@ impl Gen<'_, '_> {
             known_true: hoisted.map(|h| h.known_true.clone()).unwrap_or_default(),
         };
         let f = Self::trusted();
+        // The frame keeps a row per leaf (`Gen::slot_addr`): the group's four cells of a
+        // float32 leaf are one (unaligned) vector.
+        let vf = MemFlags::new().with_notrap();
         let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
             Vec::new()
         } else {
@@ -412,11 +415,17 @@ impl Gen<'_, '_> {
                 .collect()
         };
         for &v in &seg.loads {
-            let ty = cty(self.scalar_of(v)?);
+            let s = self.scalar_of(v)?;
+            if s == Scalar::F32 {
+                let a = self.slot_addr(frames[0], v, 0)?;
+                let x = self.b.ins().load(types::F32X4, vf, a, 0);
+                self.g_assign(&mut g, v, Lanes::f32x4(x))?;
+                continue;
+            }
             let mut vals = [tid; LANES];
             for (l, x) in vals.iter_mut().enumerate() {
                 let a = self.slot_addr(frames[l], v, 0)?;
-                *x = self.b.ins().load(ty, f, a, 0);
+                *x = self.b.ins().load(cty(s), f, a, 0);
             }
             self.g_assign(&mut g, v, Lanes::varying(vals))?;
         }
@@ -425,6 +434,12 @@ impl Gen<'_, '_> {
         }
         for &v in &seg.stores {
             let vals = self.g_read(&mut g, v)?;
+            if self.scalar_of(v)? == Scalar::F32 {
+                let x = self.vector(vals);
+                let a = self.slot_addr(frames[0], v, 0)?;
+                self.b.ins().store(vf, x, a, 0);
+                continue;
+            }
             let vals = self.split(vals);
             for (l, x) in vals.v.iter().enumerate() {
                 let a = self.slot_addr(frames[l], v, 0)?;
