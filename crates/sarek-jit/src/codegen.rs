@@ -2,8 +2,8 @@
 //!
 //! `fn(ctx, block_x, block_y, block_z, shared, frame, fault) -> status` runs every thread of
 //! one block: uniform nodes of the [`Tree`] become straight Cranelift control flow, segments
-//! become thread loops (thread index, its x/y/z, and the thread's frame base advance together,
-//! without divisions). Values are one Cranelift value per scalar leaf (bool as `i8` 0/1).
+//! become thread loops (thread index and its x/y/z advance together, without divisions; a
+//! spilled value's cell is its row plus the thread index times the cell size). Values are one Cranelift value per scalar leaf (bool as `i8` 0/1).
 //! Kernel parameters, vector base pointers and lengths are loaded once at entry (hoisted out
 //! of every thread loop). Helpers are inlined at each call (the IR has no recursion).
 //!

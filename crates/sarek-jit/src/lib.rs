@@ -10,8 +10,11 @@
 //! - control flow that contains a synchronisation point (a loop around barriers, an `if` with
 //!   a barrier in a branch) runs once per block, outside the thread loops; its condition is
 //!   computed per thread and checked to be uniform across the block;
-//! - variables live across segments are kept per thread in a frame (8 bytes per scalar leaf
-//!   and thread); everything else stays in registers;
+//! - variables live across segments are kept per thread in a frame (a row per scalar leaf, a
+//!   cell per thread, so consecutive threads' values are adjacent); everything else stays in
+//!   registers;
+//! - calls of helpers that synchronise are inlined, and a `match` whose arms synchronise
+//!   becomes uniform `if`s on its tag, before the schedule is cut (`prepare.rs`);
 //! - warp operations read the frame slots of the other lanes of the warp (32 lanes, linear
 //!   thread order, as the interpreter);
 //! - shared memory is per block, local arrays per thread; global atomics are real atomics.
