@@ -10,6 +10,7 @@ use sarek_compiler::types::{Literal, MemSpace, Scalar};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 pub(crate) const STATUS_FAULT: i64 = 1;
 pub(crate) const STATUS_DIVERGENT: i64 = 2;
@@ -277,6 +278,19 @@ fn bits(l: Literal) -> u64 {
     }
 }
 
+/// Notes when a worker's share of the blocks ends (its state is dropped then).
+struct Interval<'a> {
+    epoch: Instant,
+    ended: &'a AtomicU64,
+}
+
+impl Drop for Interval<'_> {
+    fn drop(&mut self) {
+        self.ended
+            .fetch_max(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
 /// The launch context shared by all blocks.
 struct Shared<'a> {
     ctx: &'a Ctx,
@@ -370,12 +384,13 @@ impl Compiled {
         Ok(())
     }
 
+    /// Run the grid; the device interval (first block's start to last block's end).
     pub(crate) fn launch(
         &self,
         grid: [u32; 3],
         block: [u32; 3],
         args: &mut [JitArg<'_>],
-    ) -> Result<(), Fault> {
+    ) -> Result<Duration, Fault> {
         self.check(grid, block, args)?;
         let mut params = vec![0u64; self.layout.nparam_slots.max(1)];
         let mut cols: Vec<Vec<*mut u8>> = Vec::new();
@@ -425,6 +440,11 @@ impl Compiled {
         let [gx, gy, gz] = grid.map(|g| g as u64);
         let first = AtomicU64::new(u64::MAX);
         let found: Mutex<Option<(u64, FaultRecord, i32)>> = Mutex::new(None);
+        // The device interval: from the first block's start to the last block's end, in
+        // nanoseconds after `epoch` (what a GPU's or PoCL's profiling interval measures: the
+        // pool waking up and the caller noticing the end are not part of it).
+        let epoch = Instant::now();
+        let (started, ended) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
         let func = self.func[usize::from(block[1] == 1 && block[2] == 1)];
         // One call runs a few consecutive blocks of a row (about 4096 threads), so small
         // blocks do not pay a call and a task each.
@@ -432,12 +452,17 @@ impl Compiled {
         let calls_x = gx.div_ceil(per_call);
         (0..calls_x * gy * gz).into_par_iter().for_each_init(
             || {
+                started.fetch_min(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 (
                     vec![0u64; shared_words.max(1)],
                     vec![0u64; (spill_words + local_words).max(1)],
+                    Interval {
+                        epoch,
+                        ended: &ended,
+                    },
                 )
             },
-            |(shared, frame), c| {
+            |(shared, frame, _), c| {
                 let (cx, row) = (c % calls_x, c / calls_x);
                 let (by, bz) = (row % gy, row / gy);
                 let bx = cx * per_call;
@@ -475,8 +500,9 @@ impl Compiled {
             },
         );
         let fault = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (started, ended) = (started.into_inner(), ended.into_inner());
         match fault {
-            None => Ok(()),
+            None => Ok(Duration::from_nanos(ended.saturating_sub(started))),
             Some((b, rec, status)) => {
                 let bi = [b % gx, (b / gx) % gy, b / (gx * gy)].map(|x| x as u32);
                 Err(self.fault(bi, block, rec, status as i64))

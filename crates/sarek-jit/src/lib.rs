@@ -144,6 +144,18 @@ impl JitKernel {
         block: [u32; 3],
         args: &mut [JitArg<'_>],
     ) -> Result<(), Fault> {
+        self.inner.launch(grid, block, args).map(|_| ())
+    }
+
+    /// [`JitKernel::launch`], returning the device interval: from the first block's start to
+    /// the last block's end (as a GPU's or PoCL's profiling interval; waking the rayon pool
+    /// and returning to the caller are outside it).
+    pub fn launch_timed(
+        &self,
+        grid: [u32; 3],
+        block: [u32; 3],
+        args: &mut [JitArg<'_>],
+    ) -> Result<Duration, Fault> {
         self.inner.launch(grid, block, args)
     }
 }

@@ -84,6 +84,37 @@ fn scalar_time(kernel: &Kernel, config: LaunchConfig, args: &[ArgValue], runs: u
     median(times)
 }
 
+/// Median wall time of `runs` native launches on resident vectors (after a warm-up), timed
+/// around the launch as the hand-written versions are (waking the rayon pool included).
+fn jit_wall(kernel: &Kernel, config: LaunchConfig, args: &[ArgValue], runs: usize) -> Duration {
+    let jit = sarek_jit::compile(kernel, &sarek_jit::JitOptions::default())
+        .expect("the bench kernels compile natively");
+    let mut owned = args.to_vec();
+    host_time(runs, || {
+        let mut a: Vec<sarek_jit::JitArg<'_>> = owned
+            .iter_mut()
+            .map(|a| match a {
+                ArgValue::Scalar(l) => sarek_jit::JitArg::Scalar(*l),
+                ArgValue::Vector(v) => sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+                    len: v.len,
+                    columns: v
+                        .columns
+                        .iter_mut()
+                        .map(|c| match c {
+                            Column::F32(x) => sarek_jit::Column::F32(x),
+                            Column::I32(x) => sarek_jit::Column::I32(x),
+                            _ => panic!("not a bench column"),
+                        })
+                        .collect(),
+                }),
+                _ => panic!("not a bench argument"),
+            })
+            .collect();
+        jit.launch(config.grid, config.block, &mut a)
+            .expect("the bench kernels run");
+    })
+}
+
 fn host_time(runs: usize, mut f: impl FnMut()) -> Duration {
     f();
     median(
@@ -145,7 +176,11 @@ fn pocl() -> Option<std::sync::Arc<dyn Device>> {
 struct Row {
     name: &'static str,
     hand: Duration,
+    /// The `cpu` device's kernel time: its device interval (first block's start to last
+    /// block's end), comparable with PoCL's profiling interval.
     cpu: Duration,
+    /// Wall time around a native launch on resident vectors, comparable with `hand`.
+    cpu_wall: Duration,
     /// `cpu` without lane groups (every segment thread by thread).
     scalar: Duration,
     opencl: Option<Result<Duration, String>>,
@@ -258,28 +293,6 @@ fn main() {
                 .zip(x.par_iter())
                 .for_each(|(y, x)| *y += a * *x);
         });
-        if std::env::var("EXP").is_ok() {
-            let j = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
-            let mut xx = x.clone();
-            let mut yy = y0.clone();
-            let t = host_time(runs, || {
-                let mut a = vec![
-                    sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
-                        len: n,
-                        columns: vec![sarek_jit::Column::F32(&mut xx)],
-                    }),
-                    sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
-                        len: n,
-                        columns: vec![sarek_jit::Column::F32(&mut yy)],
-                    }),
-                    sarek_jit::JitArg::Scalar(Literal::F32(a)),
-                    sarek_jit::JitArg::Scalar(Literal::I32(n as i32)),
-                ];
-                j.launch([(n / 256) as u32, 1, 1], [256, 1, 1], &mut a)
-                    .unwrap();
-            });
-            println!("EXP resident jit saxpy {}", ms(t));
-        }
         let mut want = y0.clone();
         want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * *x);
         let args = vec![
@@ -305,8 +318,10 @@ fn main() {
             })
         });
         let scalar = scalar_time(&k, config, &args, runs);
+        let cpu_wall = jit_wall(&k, config, &args, runs);
         rows.push(Row {
             name: "saxpy 2^24 float32",
+            cpu_wall,
             optimised,
             hand,
             cpu: cpu_t,
@@ -356,8 +371,10 @@ fn main() {
             })
         });
         let scalar = scalar_time(&k, config, &args, runs);
+        let cpu_wall = jit_wall(&k, config, &args, runs);
         rows.push(Row {
             name: "mandelbrot 1024^2 x256",
+            cpu_wall,
             optimised,
             hand,
             cpu: cpu_t,
@@ -413,8 +430,10 @@ fn main() {
             })
         });
         let scalar = scalar_time(&k, config, &args, runs);
+        let cpu_wall = jit_wall(&k, config, &args, runs);
         rows.push(Row {
             name: "matmul 512 tiled 16x16",
+            cpu_wall,
             optimised,
             hand,
             cpu: cpu_t,
@@ -425,9 +444,9 @@ fn main() {
     }
 
     println!(
-        "\n| kernel | hand Rust + rayon | sarek `cpu` | cpu / hand speed | `cpu` thread by thread | `opencl` device | PoCL optimised | check |"
+        "\n| kernel | hand Rust + rayon | `cpu` wall | cpu / hand speed | `cpu` device interval | `cpu` thread by thread | `opencl` device | PoCL optimised | check |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in &rows {
         let ocl = match &r.opencl {
             None => "unavailable".to_string(),
@@ -440,11 +459,12 @@ fn main() {
             Some(Err(e)) => format!("error: {}", e.lines().next().unwrap_or("")),
         };
         println!(
-            "| {} | {} | {} | {:.2}x | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.2}x | {} | {} | {} | {} | {} |",
             r.name,
             ms(r.hand),
+            ms(r.cpu_wall),
+            r.hand.as_secs_f64() / r.cpu_wall.as_secs_f64(),
             ms(r.cpu),
-            r.hand.as_secs_f64() / r.cpu.as_secs_f64(),
             ms(r.scalar),
             ocl,
             optimised,
@@ -453,7 +473,12 @@ fn main() {
     }
     if optimised_pocl.is_some() {
         println!(
-            "\n`opencl` device: PoCL as the `opencl` backend builds programs (those with a barrier \
+            "\nHand Rust and `cpu` wall: wall time around a launch on resident vectors (waking \
+             the rayon pool included). `cpu` device interval: the `cpu` device's kernel time, first \
+             block's start to last block's end, like PoCL's profiling interval in the next columns."
+        );
+        println!(
+            "`opencl` device: PoCL as the `opencl` backend builds programs (those with a barrier \
              with -cl-opt-disable, a workaround for a PoCL defect); PoCL optimised: the same \
              OpenCL C built by the bench with the optimiser on, result checked."
         );

@@ -175,11 +175,11 @@ impl JitCache {
             Compiled::Interpreted(why) => return Native::Interpret(why.clone()),
         };
         let mut copies = args.to_vec();
-        let start = std::time::Instant::now();
-        let result = jit.launch(config.grid, config.block, &mut jit_args(&mut copies));
-        let kernel_time = start.elapsed();
+        // The kernel time is the device interval (first block's start to last block's end),
+        // as the GPU backends' and PoCL's profiling intervals are.
+        let result = jit.launch_timed(config.grid, config.block, &mut jit_args(&mut copies));
         Native::Done(match result {
-            Ok(()) => {
+            Ok(kernel_time) => {
                 for (a, c) in args.iter_mut().zip(copies) {
                     if let ArgValue::Vector(_) = a {
                         *a = c;
