@@ -160,6 +160,58 @@ impl JitKernel {
     }
 }
 
+/// Per kernel parameter, whether a launch may write it: a vector stored into, updated by an
+/// atomic or passed to a helper anywhere in the kernel or its helpers (conservatively: a
+/// helper may store into it); scalars never. A caller that must leave the arguments of a
+/// failed launch untouched copies only these.
+pub fn written_params(kernel: &Kernel) -> Vec<bool> {
+    use sarek_compiler::intrinsics::Intrinsic;
+    use sarek_compiler::ir::{ExprKind, LValue, StmtKind};
+    let mut written = std::collections::HashSet::new();
+    let mut note = |s: &sarek_compiler::ir::Stmt| {
+        if let StmtKind::Assign { place, .. } = &s.kind {
+            let mut p = place;
+            while let LValue::Field { base, .. } = p {
+                p = base;
+            }
+            if let LValue::Index { base, .. } = p {
+                written.insert(*base);
+            }
+        }
+        for e in prepare::own_exprs(s) {
+            prepare::walk_expr(e, &mut |x| match &x.kind {
+                ExprKind::Intrinsic {
+                    op: Intrinsic::Atomic(_),
+                    args,
+                } => {
+                    if let Some(ExprKind::Var(v)) = args.first().map(|a| &a.kind) {
+                        written.insert(*v);
+                    }
+                }
+                ExprKind::Call { args, .. } => {
+                    for a in args {
+                        if let ExprKind::Var(v) = a.kind {
+                            written.insert(v);
+                        }
+                    }
+                }
+                _ => {}
+            });
+        }
+    };
+    sarek_compiler::ir::visit::for_each_stmt(&kernel.body, &mut note);
+    for f in &kernel.functions {
+        sarek_compiler::ir::visit::for_each_stmt(&f.body, &mut note);
+    }
+    kernel
+        .params
+        .iter()
+        .map(|p| {
+            matches!(kernel.var(*p).ty, sarek_compiler::ir::Ty::Vector(_)) && written.contains(p)
+        })
+        .collect()
+}
+
 /// Compile `kernel` to native code for this machine.
 pub fn compile(kernel: &Kernel, options: &JitOptions) -> Result<JitKernel, JitError> {
     let start = Instant::now();

@@ -174,14 +174,28 @@ impl JitCache {
             Compiled::Native(jit) => jit,
             Compiled::Interpreted(why) => return Native::Interpret(why.clone()),
         };
-        let mut copies = args.to_vec();
+        // The launch writes copies of the vectors it may write (read-only ones are used in
+        // place), put back only on success: a failed launch leaves the arguments untouched.
+        let written = sarek_jit::written_params(kernel);
+        // (Arguments past the kernel's parameters are copied too: the launch refuses them.)
+        let mut copies: Vec<Option<ArgValue>> = args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| written.get(i).is_none_or(|w| *w).then(|| a.clone()))
+            .collect();
+        let mut launch_args: Vec<sarek_jit::JitArg<'_>> = args
+            .iter_mut()
+            .zip(copies.iter_mut())
+            .map(|(a, c)| jit_arg(c.as_mut().unwrap_or(a)))
+            .collect();
         // The kernel time is the device interval (first block's start to last block's end),
         // as the GPU backends' and PoCL's profiling intervals are.
-        let result = jit.launch_timed(config.grid, config.block, &mut jit_args(&mut copies));
+        let result = jit.launch_timed(config.grid, config.block, &mut launch_args);
+        drop(launch_args);
         Native::Done(match result {
             Ok(kernel_time) => {
                 for (a, c) in args.iter_mut().zip(copies) {
-                    if let ArgValue::Vector(_) = a {
+                    if let Some(c) = c {
                         *a = c;
                     }
                 }
@@ -206,26 +220,24 @@ enum Native {
     Interpret(String),
 }
 
-fn jit_args(args: &mut [ArgValue]) -> Vec<sarek_jit::JitArg<'_>> {
+fn jit_arg(a: &mut ArgValue) -> sarek_jit::JitArg<'_> {
     use crate::value::Column;
-    args.iter_mut()
-        .map(|a| match a {
-            ArgValue::Scalar(l) => sarek_jit::JitArg::Scalar(*l),
-            ArgValue::Aggregate(ls) => sarek_jit::JitArg::Aggregate(ls.clone()),
-            ArgValue::Vector(v) => sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
-                len: v.len,
-                columns: v
-                    .columns
-                    .iter_mut()
-                    .map(|c| match c {
-                        Column::Bool(x) => sarek_jit::Column::Bool(x),
-                        Column::I32(x) => sarek_jit::Column::I32(x),
-                        Column::I64(x) => sarek_jit::Column::I64(x),
-                        Column::F32(x) => sarek_jit::Column::F32(x),
-                        Column::F64(x) => sarek_jit::Column::F64(x),
-                    })
-                    .collect(),
-            }),
-        })
-        .collect()
+    match a {
+        ArgValue::Scalar(l) => sarek_jit::JitArg::Scalar(*l),
+        ArgValue::Aggregate(ls) => sarek_jit::JitArg::Aggregate(ls.clone()),
+        ArgValue::Vector(v) => sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+            len: v.len,
+            columns: v
+                .columns
+                .iter_mut()
+                .map(|c| match c {
+                    Column::Bool(x) => sarek_jit::Column::Bool(x),
+                    Column::I32(x) => sarek_jit::Column::I32(x),
+                    Column::I64(x) => sarek_jit::Column::I64(x),
+                    Column::F32(x) => sarek_jit::Column::F32(x),
+                    Column::F64(x) => sarek_jit::Column::F64(x),
+                })
+                .collect(),
+        }),
+    }
 }

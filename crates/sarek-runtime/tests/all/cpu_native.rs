@@ -1131,3 +1131,59 @@ let%kernel in_expr (a : int32 vector) =
     let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
     assert_eq!(ints(&args[0]), want);
 }
+
+#[test]
+fn only_vectors_a_launch_may_write_are_copied_and_a_failed_launch_leaves_all_untouched() {
+    // The cpu device copies only the vectors a kernel may write (stores, atomics, vectors
+    // passed to helpers), so a failed launch can leave its arguments untouched without
+    // copying read-only inputs. `put` stores into `y` through a helper: `y` counts as
+    // written; thread 63 faults reading `x` after threads 0..62 stored.
+    let src = "let put (v : int32 vector) (i : int32) (x : int32) : unit = v.(i) <- x
+
+let%kernel via_helper (x : int32 vector) (y : int32 vector) (h : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  ignore (atomic_add h 0 1);
+  let z = x.(i + n) in
+  put y i z
+
+let%kernel direct (x : int32 vector) (y : int32 vector) (a : int32) =
+  let i = global_thread_id in
+  y.(i) <- a * x.(i)
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("via_helper");
+    assert_eq!(
+        sarek_jit::written_params(&k),
+        [false, true, true, false],
+        "y through the helper, h through the atomic"
+    );
+    assert_eq!(
+        sarek_jit::written_params(&program.kernel("direct")),
+        [false, true, false]
+    );
+    let cpu = sarek_runtime::cpu::open().unwrap();
+    let mut args = vec![
+        ivec((0..64).collect()),
+        ivec(vec![-1; 64]),
+        ivec(vec![0; 1]),
+        scalar(1),
+    ];
+    let before = args.clone();
+    let e = cpu
+        .launch(&k, LaunchConfig::linear(64), &mut args)
+        .unwrap_err();
+    assert!(
+        matches!(&e, RuntimeError::Fault { message, .. } if message.contains("thread (63,0,0)")),
+        "{e:?}"
+    );
+    assert_eq!(
+        args, before,
+        "a failed launch leaves every argument untouched"
+    );
+    // A launch that succeeds writes its results back.
+    args[3] = scalar(0);
+    cpu.launch(&k, LaunchConfig::linear(64), &mut args).unwrap();
+    assert_eq!(ints(&args[1]), (0..64).collect::<Vec<i32>>());
+    assert_eq!(ints(&args[2]), vec![64]);
+    assert_eq!(ints(&args[0]), (0..64).collect::<Vec<i32>>());
+}
