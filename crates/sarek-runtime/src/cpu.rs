@@ -95,7 +95,9 @@ pub fn native_note(kernel: &Kernel) -> Option<String> {
 /// A kernel as the `cpu` device holds it: native code (Cranelift, `sarek-jit`), or the reason
 /// it runs on the interpreter core.
 enum Compiled {
-    Native(Box<sarek_jit::JitKernel>),
+    /// The native code, and per parameter whether a launch may write it
+    /// ([`sarek_jit::written_params`]: only those are copied).
+    Native(Box<sarek_jit::JitKernel>, Vec<bool>),
     Interpreted(String),
 }
 
@@ -122,7 +124,7 @@ impl JitCache {
         }
         // Compiling under the lock: a second launch of the same kernel waits for it.
         let c = Arc::new(match sarek_jit::compile(kernel, &self.options) {
-            Ok(k) => Compiled::Native(Box::new(k)),
+            Ok(k) => Compiled::Native(Box::new(k), sarek_jit::written_params(kernel)),
             Err(e) => Compiled::Interpreted(e.to_string()),
         });
         cache.push((kernel.clone(), c.clone()));
@@ -132,7 +134,7 @@ impl JitCache {
     /// Why `kernel` runs on the interpreter core rather than as native code (`None`: native).
     pub fn note(&self, kernel: &Kernel) -> Option<String> {
         match &*self.compiled(kernel) {
-            Compiled::Native(_) => None,
+            Compiled::Native(..) => None,
             Compiled::Interpreted(why) => Some(why.clone()),
         }
     }
@@ -170,13 +172,12 @@ impl JitCache {
     fn run_compiled(&self, kernel: &Kernel, config: LaunchConfig, args: &mut [ArgValue]) -> Native {
         let total = std::time::Instant::now();
         let compiled = self.compiled(kernel);
-        let jit = match &*compiled {
-            Compiled::Native(jit) => jit,
+        let (jit, written) = match &*compiled {
+            Compiled::Native(jit, written) => (jit, written),
             Compiled::Interpreted(why) => return Native::Interpret(why.clone()),
         };
         // The launch writes copies of the vectors it may write (read-only ones are used in
         // place), put back only on success: a failed launch leaves the arguments untouched.
-        let written = sarek_jit::written_params(kernel);
         // (Arguments past the kernel's parameters are copied too: the launch refuses them.)
         let mut copies: Vec<Option<ArgValue>> = args
             .iter()
