@@ -7,12 +7,12 @@
 //! - a warp operation inside an expression is hoisted before its statement:
 //!   `let a = x; let b = y; let w = warp_op a b` then the expression reads `w`;
 //! - `if`, `for` and `while` around a synchronisation point get their condition or bounds in
-//!   fresh variables (`while c do body` becomes `let mut t = c; while t do body; t := c`).
-//!
+//!   fresh variables (`while c do body` becomes `let mut t = c; while t do body; t := c`);
 //! - a call of a helper that synchronises (a barrier or warp operation in its body, or in a
 //!   helper it calls) is inlined when it is a statement of its own, a `let`'s initialiser or
-//!   the value assigned to a variable: its arguments in fresh variables, its body copied with
-//!   fresh binders, its final `return e` assigning the result;
+//!   the value assigned to a variable or to an element whose index the call cannot change:
+//!   its arguments in fresh variables, its body copied with fresh binders, its final
+//!   `return e` assigning the result;
 //! - a `match` with a synchronisation point in an arm becomes a chain of `if`s on the tag
 //!   (payload bindings as `let`s; no default arm: a `match` without arms, which faults).
 //!
@@ -339,23 +339,27 @@ impl Prep<'_> {
                 continue;
             }
             let span = s.span;
-            // The call as the whole statement, initialiser or assigned value.
+            // The call as the whole statement, initialiser or assigned value (assigned to a
+            // variable, or to an element whose index the call cannot change: evaluated after
+            // the call instead of before, it is the same value).
             let call = match &s.kind {
                 StmtKind::Expr(e)
                 | StmtKind::Let { init: Some(e), .. }
                 | StmtKind::Assign {
                     place: LValue::Var(_),
                     value: e,
-                } => match &e.kind {
-                    ExprKind::Call { func, args }
-                        if sync.contains(func) && !args.iter().any(|a| calls_any(a, sync)) =>
-                    {
-                        Some((*func, args.clone()))
-                    }
-                    _ => None,
-                },
+                } => Some(e),
+                StmtKind::Assign { place, value } if self.inert_place(place) => Some(value),
                 _ => None,
-            };
+            }
+            .and_then(|e| match &e.kind {
+                ExprKind::Call { func, args }
+                    if sync.contains(func) && !args.iter().any(|a| calls_any(a, sync)) =>
+                {
+                    Some((*func, args.clone()))
+                }
+                _ => None,
+            });
             if let Some((func, args)) = call {
                 if depth >= MAX_INLINE_DEPTH {
                     return Err(self.unsupported("helpers with barriers nested this deep", span));
@@ -404,6 +408,37 @@ impl Prep<'_> {
             out.push(s);
         }
         Ok(out)
+    }
+
+    /// Whether an assigned place's indices read no memory, call nothing, cannot fault and
+    /// read only immutable variables: a call evaluated before them cannot change them.
+    fn inert_place(&self, place: &LValue) -> bool {
+        match place {
+            LValue::Var(_) => true,
+            LValue::Field { base, .. } => self.inert_place(base),
+            LValue::Index { index, .. } => {
+                let mut inert = true;
+                walk_expr(index, &mut |x| match &x.kind {
+                    ExprKind::Var(v) => inert &= !self.k.var(*v).mutable,
+                    ExprKind::Lit(_) | ExprKind::Unary { .. } | ExprKind::Select { .. } => {}
+                    ExprKind::Binary { op, .. } => {
+                        inert &= !matches!(op, BinOp::Div | BinOp::Rem);
+                    }
+                    ExprKind::Intrinsic { op, .. } => {
+                        inert &= matches!(
+                            op,
+                            Intrinsic::Geometry(_)
+                                | Intrinsic::Convert
+                                | Intrinsic::Min
+                                | Intrinsic::Max
+                                | Intrinsic::Abs
+                        );
+                    }
+                    _ => inert = false,
+                });
+                inert
+            }
+        }
     }
 
     /// The statements of one call of helper `func` (arguments in fresh variables, the body

@@ -1061,10 +1061,36 @@ let%kernel helper_sync (a : int32 vector) (out : int32 vector) (rounds : int32) 
      let w = rotate s v t in
      v := w * p + q);
   out.(i) <- v
+
+let%kernel store_call (a : int32 vector) (out : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let i = block_idx_x * block_dim_x + t in
+  out.(i) <- rotate s a.(i) t
 ";
     let program = Program::compile("test.sarek", src);
     let k = program.kernel("helper_sync");
     assert_eq!(JitCache::default().note(&k), None, "compiled natively");
+    // The call as the value stored into an element (its index `i` evaluated after the
+    // call: the call cannot change it).
+    let store = program.kernel("store_call");
+    assert_eq!(JitCache::default().note(&store), None, "compiled natively");
+    let a: Vec<i32> = (0..128).map(|x| x * x - 50).collect();
+    let config = LaunchConfig {
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+    };
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &store,
+        config,
+        vec![ivec(a.clone()), ivec(vec![0; 128])],
+    );
+    let want: Vec<i32> = (0..128)
+        .map(|i| a[i / 64 * 64 + (i % 64 + 1) % 64])
+        .collect();
+    assert_eq!(ints(&interp.unwrap()[1]), want, "interp");
+    assert_eq!(ints(&native.unwrap()[1]), want, "cpu");
     let n = 256usize;
     let a: Vec<i32> = (0..n as i32).map(|x| x * 7 - 300).collect();
     for (rounds, mode) in [(0, 0), (3, 1), (5, 2), (1, 9)] {

@@ -1036,9 +1036,9 @@ fn fma_flag_contracts_multiply_adds() {
 
 #[test]
 fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
-    // A call of a helper with a barrier inside an expression (here the value stored into
-    // `a.(t)`) is not compiled to native code: `sarek run` on cpu says so and still gives the
-    // result; a compiled kernel gets no note.
+    // A call of a helper with a barrier inside an expression (`synced t + 1`) is not
+    // compiled to native code: `sarek run` on cpu says so and still gives the result; a
+    // compiled kernel gets no note.
     let dir = scratch("cpu_note");
     let file = write(
         &dir,
@@ -1049,7 +1049,7 @@ fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
 
 let%kernel k (a : int32 vector) =
   let t = thread_idx_x in
-  a.(t) <- synced t
+  a.(t) <- synced t + 1
 ",
     );
     let o = sarek(&[
