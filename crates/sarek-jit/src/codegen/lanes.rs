@@ -579,7 +579,10 @@ impl Gen<'_, '_> {
                         let addrs = self.g_addrs(g, *base, index, i)?;
                         g.effect = true;
                         if let (Some(x), Shape::Consecutive) = (val.vec, i.shape) {
-                            self.b.ins().store(Self::trusted(), x, addrs[0], 0);
+                            // Elements are only 4-byte aligned: an `aligned` vector
+                            // access could become a faulting SSE memory operand.
+                            let unaligned = MemFlags::new().with_notrap();
+                            self.b.ins().store(unaligned, x, addrs[0], 0);
                             return Ok(());
                         }
                         let val = self.split(val);
@@ -1417,10 +1420,9 @@ impl Gen<'_, '_> {
                 };
                 let addrs = self.g_addrs(g, *base, index, i)?;
                 if s == Scalar::F32 && i.shape == Shape::Consecutive {
-                    let x = self
-                        .b
-                        .ins()
-                        .load(types::F32X4, Self::trusted(), addrs[0], 0);
+                    // Only 4-byte aligned: see the consecutive store.
+                    let unaligned = MemFlags::new().with_notrap();
+                    let x = self.b.ins().load(types::F32X4, unaligned, addrs[0], 0);
                     return Ok(Lanes::f32x4(x));
                 }
                 let ty = cty(s);
