@@ -471,7 +471,9 @@ fn refusals_are_located_once_and_fail() {
     let r = sarek(&["verify", &file, "--backends", "wgpu"]);
     assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(
-        r.stderr.matches("error: backend `wgpu` was requested but cannot run kernel").count(),
+        r.stderr
+            .matches("error: backend `wgpu` was requested but cannot run kernel")
+            .count(),
         1,
         "{}",
         r.stderr

@@ -1,0 +1,190 @@
+//! Hostile command lines and inputs through the built `sarek` binary: every one is a clear
+//! message and the contract's exit code (docs/cli.md), never a panic, a hang or an
+//! allocation failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn sarek(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_sarek"))
+        .args(args)
+        .env_remove("SAREK_BACKEND")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the sarek binary runs");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+impl Out {
+    /// Exit `code`, every needle in stderr, no panic or backtrace.
+    fn fails(&self, code: i32, needles: &[&str]) -> &Out {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        for n in needles {
+            assert!(self.stderr.contains(n), "`{n}` not in: {}", self.stderr);
+        }
+        for bad in ["panicked", "stack backtrace", "internal error"] {
+            assert!(!self.stderr.contains(bad), "{}", self.stderr);
+        }
+        self
+    }
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sarek-hostile-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const SAXPY: &str = "let%kernel saxpy (a : float32) (x : float32 vector) (y : float32 vector) (n : int32) =\n\
+                     \x20 let i = global_thread_id in\n\
+                     \x20 if i < n then y.(i) <- a *. x.(i) +. y.(i)\n";
+
+#[test]
+fn shared_and_local_arrays_past_the_host_limits_are_refused_located() {
+    let d = scratch("host-arrays");
+    // 4 GiB of shared memory ran for 31 s on cpu; a 1 GiB per-thread array aborted the
+    // process on a 64 GiB allocation.
+    let shared = write(
+        &d,
+        "shared.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let%shared (s : float32) = 1073741824 in\n\
+         \x20 s.(thread_idx_x) <- 1.0;\n\
+         \x20 block_barrier ();\n\
+         \x20 o.(thread_idx_x) <- s.(0)\n",
+    );
+    let local = write(
+        &d,
+        "local.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let loc = create_array 268435456 Local in\n\
+         \x20 loc.(0) <- 1.0;\n\
+         \x20 o.(global_thread_id) <- loc.(0)\n",
+    );
+    for backend in ["interp", "cpu"] {
+        let r = sarek(&[
+            "run",
+            &shared,
+            "--kernel",
+            "k",
+            "--backend",
+            backend,
+            "--size",
+            "4",
+        ]);
+        r.fails(
+            1,
+            &[
+                "declares 4294967296 bytes of shared arrays",
+                &format!("({backend}) allows at most 16777216"),
+                "shared.sarek:2:15",
+            ],
+        );
+        let r = sarek(&[
+            "run",
+            &local,
+            "--kernel",
+            "k",
+            "--backend",
+            backend,
+            "--size",
+            "64",
+        ]);
+        r.fails(
+            1,
+            &[
+                "per-thread array of 1073741824 bytes",
+                "allows at most 524288",
+                "local.sarek:2:7",
+            ],
+        );
+        assert!(!r.stdout.contains("device:"), "nothing ran: {}", r.stdout);
+    }
+    // Within the per-thread limit, but 512 KiB for each of 1024 threads is past the block's.
+    let big_block = write(
+        &d,
+        "block.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let loc = create_array 131072 Local in\n\
+         \x20 loc.(0) <- 1.0;\n\
+         \x20 o.(global_thread_id) <- loc.(0)\n",
+    );
+    let r = sarek(&[
+        "run",
+        &big_block,
+        "--kernel",
+        "k",
+        "--backend",
+        "cpu",
+        "--size",
+        "1024",
+        "--block",
+        "1024",
+    ]);
+    r.fails(
+        1,
+        &[
+            "a block of 1024 threads needs 536870912 bytes",
+            "at most 268435456",
+        ],
+    );
+}
+
+#[test]
+fn grids_past_the_host_thread_limits_are_refused_before_running() {
+    let d = scratch("host-grid");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let base = [
+        "run", &file, "--kernel", "saxpy", "--arg", "a=2", "--arg", "n=10",
+    ];
+    for backend in ["interp", "cpu"] {
+        // 2^56 threads ran without end.
+        let mut args = base.to_vec();
+        args.extend(["--backend", backend, "--grid", "65536,65536,65536"]);
+        sarek(&args).fails(1, &["72057594037927936 threads", "at most 4294967295"]);
+        let mut args = base.to_vec();
+        args.extend(["--backend", backend, "--grid", "2147483647", "--block", "2"]);
+        sarek(&args).fails(1, &["threads along x", "global thread indices are int32"]);
+    }
+    let mut args = vec![
+        "bench", &file, "--kernel", "saxpy", "--arg", "a=2", "--arg", "n=10",
+    ];
+    args.extend(["--backend", "cpu", "--grid", "65536,65536,65536"]);
+    sarek(&args).fails(1, &["threads per launch"]);
+}
+
+#[test]
+fn check_reports_an_unreadable_file_once() {
+    let d = scratch("check-once");
+    let good = write(&d, "good.sarek", SAXPY);
+    let missing = d.join("missing.sarek").display().to_string();
+    let r = sarek(&["check", &good, &missing, d.to_str().unwrap()]);
+    r.fails(2, &["No such file or directory", "Is a directory"]);
+    assert_eq!(
+        r.stderr.matches("missing.sarek").count(),
+        1,
+        "reported once: {}",
+        r.stderr
+    );
+}
