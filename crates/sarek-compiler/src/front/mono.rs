@@ -54,7 +54,7 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     for f in monomorphic {
         m.instance(f, &[]);
     }
-    let mut kernels = program.kernels;
+    let mut kernels = std::mem::take(&mut program.kernels);
     for k in &mut kernels {
         m.resolve_calls(&mut k.body);
         m.check_instance(&k.body, None);
@@ -78,8 +78,8 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         renumber(&mut k.body, &new_id);
     }
     Ok(Program {
-        records: program.records,
-        variants: program.variants,
+        records: std::mem::take(&mut program.records),
+        variants: std::mem::take(&mut program.variants),
         functions,
         kernels,
     })

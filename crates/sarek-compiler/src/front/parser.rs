@@ -52,7 +52,18 @@ pub use items::PRELUDE_TYPE;
 
 /// Limit on the parser's nesting depth, on the height of every expression (so passes that
 /// recurse over the AST recurse at most this deep) and on the node count of a type.
+///
+/// Chains do not count: the body of a `let` (and what follows a `let` in a sequence) sits at
+/// its `let`'s depth, and a left-associative operator chain (`a + b + c`) at its first
+/// operand's, so generated and unrolled kernels with thousands of `let`s or terms are
+/// accepted. Their length is bounded by [`MAX_CHAIN`] instead; passes recurse through
+/// chains with the stack grown on demand (`crate::stack::grow`).
 pub const MAX_DEPTH: usize = 256;
+
+/// Limit on the length of a chain of `let`s (nested one in the other's body) and of a
+/// left-associative operator chain: far above any real kernel, low enough that every pass
+/// over such a chain stays within memory.
+pub const MAX_CHAIN: usize = 20_000;
 
 /// Grow the stack when less than this is left (more than one nesting level ever needs).
 const STACK_RED_ZONE: usize = 256 * 1024;
@@ -93,6 +104,7 @@ fn parse_tokens(
         offside: None,
         h: 0,
         type_nodes: 0,
+        chain: 0,
     };
     let program = p.program();
     let result = if p.diags.is_empty() {
@@ -115,6 +127,8 @@ pub(crate) struct Parser {
     pos: usize,
     diags: Vec<Diagnostic>,
     depth: usize,
+    /// `let`s the current position is in the body of ([`MAX_CHAIN`]).
+    chain: usize,
     /// Set when parsing cannot continue at all (nesting limit): no recovery is attempted.
     fatal: bool,
     /// Whether [`Parser::offside`] is applied (only when re-parsing a file with errors).
@@ -262,6 +276,21 @@ impl Parser {
         self.depth += 1;
         let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self));
         self.depth -= 1;
+        r
+    }
+
+    /// Parse the body of a `let` (`f`) at the `let`'s own depth: a chain of `let`s does not
+    /// nest, however long (up to [`MAX_CHAIN`]). The stack still grows on demand.
+    fn let_body<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.chain >= MAX_CHAIN {
+            return Err(self.fail(SyntaxError::ChainTooLong));
+        }
+        let depth = self.depth;
+        self.depth = depth.saturating_sub(1);
+        self.chain += 1;
+        let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self));
+        self.chain -= 1;
+        self.depth = depth;
         r
     }
 

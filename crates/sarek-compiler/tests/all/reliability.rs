@@ -7,6 +7,9 @@
 //! - `long_identifiers_validate_everywhere`: identifiers of 2,000 characters in every naming
 //!   position, through all six generators and their validators (names past a target's
 //!   identifier length are shortened by the namer, injectively);
+//! - `long_chains_validate_everywhere`: 10,000 chained `let`s, 10,000-term int and float
+//!   sums and a sequence interleaving 2,000 stores with `let`s, on a thread with a small
+//!   stack: no pass overflows, every target's validator accepts the output;
 //! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
 //!   literals, swapped operators, shifted indices): `SAREK_FUZZ_COUNT` mutants (default 64)
 //!   from seed `SAREK_FUZZ_SEED`, so a run tries the same mutants on any machine (CI runs the
@@ -591,4 +594,77 @@ fn mutated_corpus_validates() {
         &format!("mutation loop (seed {seed:#x}, {count} mutants)"),
         &tally,
     );
+}
+
+/// The kernels of `long_chains_validate_everywhere`: `n` chained `let`s, `n`-term int and
+/// float sums, and `n / 5` stores interleaved with `let`s.
+pub fn long_chains(n: usize) -> Vec<(String, String)> {
+    let head = |ty: &str| {
+        format!(
+            "let%kernel k (a : {ty} vector) =\n  let i = thread_idx_x + block_idx_x * block_dim_x in\n"
+        )
+    };
+    let mut lets = head("int32") + "  let x0 = a.(i) in\n";
+    for j in 1..n {
+        lets += &format!("  let x{j} = x{} + 1 in\n", j - 1);
+    }
+    lets += &format!("  a.(i) <- x{}\n", n - 1);
+    let int_sum = head("int32") + "  let x = a.(i) in\n  a.(i) <- x" + &" + x".repeat(n - 1) + "\n";
+    let float_sum =
+        head("float32") + "  let x = a.(i) in\n  a.(i) <- x" + &" +. x".repeat(n - 1) + "\n";
+    let mut seq = head("int32");
+    for j in 0..n / 5 {
+        seq += &format!("  a.(i) <- a.(i) + 1;\n  let y{j} = a.(i) in\n");
+    }
+    seq += &format!("  a.(i) <- y0 + y{}\n", n / 5 - 1);
+    vec![
+        (format!("lets_{n}"), lets),
+        (format!("int_sum_{n}"), int_sum),
+        (format!("float_sum_{n}"), float_sum),
+        (format!("seq_lets_{}", n / 5), seq),
+    ]
+}
+
+/// The parser bounds true nesting, not chains: generated and unrolled kernels have thousands
+/// of `let`s and terms in a row. Every pass takes them on any caller's stack (the front end
+/// runs on a stack of its own, lowering cuts operator chains into temporaries), and every
+/// generator's output validates: chains of 10,000 through naga, of 1,000 through every
+/// validator. A thread with the default 2 MiB stack of a spawned thread runs it all, dropping the
+/// program included.
+#[test]
+fn long_chains_validate_everywhere() {
+    let tools = Tools::find();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            // 10,000 links: every generator (plain), naga on the WGSL.
+            for (name, text) in long_chains(10_000) {
+                let mut sources = SourceMap::new();
+                let file = sources.add(name.as_str(), text);
+                let program = sarek_compiler::check(&sources, file)
+                    .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+                let ir = sarek_compiler::lower_kernel(&program, "k")
+                    .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+                for target in Target::ALL {
+                    let g = sarek_compiler::generate(&ir, target, &TargetOptions::default())
+                        .unwrap_or_else(|d| {
+                            panic!("{name} on {target}: {}", render_all(&d, &sources, false))
+                        });
+                    if target == Target::Wgsl {
+                        naga_accepts(&g.source).unwrap_or_else(|e| panic!("{name}: naga: {e}"));
+                    }
+                }
+            }
+            // 1,000 links: every generator in both modes, every validator installed.
+            let mut tally = Tally::default();
+            for (name, text) in long_chains(1_000) {
+                let accepted = pipeline(&name, &text, &tools, &TARGETS, &mut tally)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(accepted, "{name} was not accepted");
+            }
+            assert_clean("long chains", &tally);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }
