@@ -84,10 +84,9 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
     for f in order {
         let name = module_name(sources.name(f)).expect("filtered above");
         match parser::parse(f, sources.text(f)) {
-            Ok(p) => {
+            Ok(mut p) => {
                 let span = Span::new(f, 0, 0);
-                let body = p
-                    .items
+                let body = std::mem::take(&mut p.items)
                     .into_iter()
                     .filter(|i| !matches!(i.kind, ItemKind::Kernel(_)))
                     .collect();

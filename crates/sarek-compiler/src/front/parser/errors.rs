@@ -271,3 +271,13 @@ impl Parser {
         }
     }
 }
+
+/// An expression taller than `MAX_HEIGHT` once its chains are counted.
+pub(super) fn too_tall(at: Span) -> Diagnostic {
+    Diagnostic::error(at, "expression nested too deeply")
+        .with_label(format!(
+            "more than {} levels of nesting, chains of `let`s and operators included",
+            super::MAX_HEIGHT
+        ))
+        .with_help("split the expression with `let` bindings or helper functions")
+}

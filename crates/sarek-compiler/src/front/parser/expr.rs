@@ -268,6 +268,7 @@ impl Parser {
                 break;
             }
             terms += 1;
+            self.longest_chain = self.longest_chain.max(terms);
             if terms > super::MAX_CHAIN {
                 return Err(self.fail(SyntaxError::ChainTooLong));
             }
