@@ -2,6 +2,10 @@
 //! message and the contract's exit code (docs/cli.md), never a panic, a hang or an
 //! allocation failure.
 
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::types::Scalar;
+use sarek_runtime::npy;
+use sarek_runtime::value::{Column, HostVector};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -187,4 +191,78 @@ fn check_reports_an_unreadable_file_once() {
         "reported once: {}",
         r.stderr
     );
+}
+
+fn int_leaf() -> Vec<Leaf> {
+    vec![Leaf {
+        name: String::new(),
+        scalar: Scalar::I32,
+    }]
+}
+
+/// `n` chained `let`s, each adding 1, and an `n`-term sum of the element.
+fn chain_kernels(n: usize) -> (String, String) {
+    let head = "let%kernel k (a : int32 vector) =\n  let i = global_thread_id in\n";
+    let mut lets = format!("{head}  let x0 = a.(i) in\n");
+    for j in 1..n {
+        lets += &format!("  let x{j} = x{} + 1 in\n", j - 1);
+    }
+    lets += &format!("  a.(i) <- x{}\n", n - 1);
+    let sum = format!(
+        "{head}  let x = a.(i) in\n  a.(i) <- x{}\n",
+        " + x".repeat(n - 1)
+    );
+    (lets, sum)
+}
+
+/// Generated and unrolled kernels have thousands of `let`s or terms in a row: 10,000 run on
+/// interp, 1,000 on cpu (whose code generator takes a few milliseconds a `let` in a debug
+/// build), with the values computed here: `a + (n - 1)` and `a * n`.
+#[test]
+fn long_chains_run_on_the_host_backends() {
+    let d = scratch("chains");
+    let input: Vec<i32> = (0..64).map(|i| i * 3 - 50).collect();
+    let npy_in = d.join("a.npy");
+    let v = HostVector {
+        len: input.len(),
+        columns: vec![Column::I32(input.clone())],
+    };
+    npy::write_vector(&npy_in, &int_leaf(), &v).unwrap();
+    for (backend, n) in [("interp", 10_000usize), ("cpu", 1_000)] {
+        let (lets, sum) = chain_kernels(n);
+        for (label, text, expect) in [
+            (
+                "lets",
+                lets,
+                Box::new(|a: i32| a + (n as i32 - 1)) as Box<dyn Fn(i32) -> i32>,
+            ),
+            ("sum", sum, Box::new(|a: i32| a.wrapping_mul(n as i32))),
+        ] {
+            let file = write(&d, &format!("{label}_{n}.sarek"), &text);
+            let out = d.join(format!("out_{label}_{backend}"));
+            let r = sarek(&[
+                "run",
+                &file,
+                "--kernel",
+                "k",
+                "--backend",
+                backend,
+                "--input",
+                &format!("a={}", npy_in.display()),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(
+                r.code, 0,
+                "{label} on {backend}: {}\n{}",
+                r.stdout, r.stderr
+            );
+            let got = npy::read_vector(&out.join("a.npy"), &int_leaf(), Some(64)).unwrap();
+            let Column::I32(got) = &got.columns[0] else {
+                panic!("an int32 column")
+            };
+            let want: Vec<i32> = input.iter().map(|&a| expect(a)).collect();
+            assert_eq!(got, &want, "{label} ({n}) on {backend}");
+        }
+    }
 }
