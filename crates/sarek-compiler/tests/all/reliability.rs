@@ -668,3 +668,66 @@ fn long_chains_validate_everywhere() {
         .join()
         .unwrap();
 }
+
+/// `compile --target wgsl` holds kernels to the limits every WebGPU implementation applies
+/// (`TargetOptions::portable`, on by default): 8,192 bytes of function-scope variables per
+/// function, 16,384 bytes of workgroup storage, arrays under 65,536 elements; each refusal
+/// located and naming WGSL. With the option off (a `wgpu` device, which checks its
+/// adapter's own limits) the same kernels generate and naga accepts them.
+#[test]
+fn portable_wgsl_limits_are_refused_located() {
+    let local = |n: u32| {
+        format!(
+            "let%kernel k (o : float32 vector) =\n  let loc = create_array {n} Local in\n  loc.(0) <- 1.0;\n  o.(global_thread_id) <- loc.(0)\n"
+        )
+    };
+    let shared = |n: u32| {
+        format!(
+            "let%kernel k (o : float32 vector) =\n  let%shared (s : float32) = {n} in\n  s.(thread_idx_x) <- 1.0;\n  block_barrier ();\n  o.(thread_idx_x) <- s.(0)\n"
+        )
+    };
+    let generate = |text: &str, portable: bool| {
+        let mut sources = SourceMap::new();
+        let file = sources.add("k.sarek", text);
+        let program = sarek_compiler::check(&sources, file).unwrap();
+        let ir = sarek_compiler::lower_kernel(&program, "k").unwrap();
+        let options = TargetOptions {
+            portable,
+            ..TargetOptions::default()
+        };
+        sarek_compiler::generate(&ir, Target::Wgsl, &options)
+            .map(|g| g.source)
+            .map_err(|d| render_all(&d, &sources, false))
+    };
+    // At the limits: accepted and valid.
+    for text in [local(2048), shared(4096)] {
+        let src = generate(&text, true).unwrap_or_else(|e| panic!("{e}"));
+        naga_accepts(&src).unwrap();
+    }
+    let cases = [
+        (
+            local(2049),
+            "declares 8196 bytes of function-scope variables in one function, WGSL allows at most 8192",
+            "k.sarek:2:7",
+        ),
+        (
+            shared(4097),
+            "declares 16388 bytes of shared arrays, WGSL allows at most 16384",
+            "k.sarek:2:15",
+        ),
+        (
+            shared(65536),
+            "declares an array of 65536 elements, WGSL allows at most 65535",
+            "k.sarek:2:15",
+        ),
+    ];
+    for (text, message, place) in cases {
+        let e = generate(&text, true).unwrap_err();
+        assert!(e.contains(message), "{e}");
+        assert!(e.contains(place), "{e}");
+        assert!(e.contains("portable WGSL"), "{e}");
+        // Without the option the device's own limits decide: the module itself is valid.
+        let src = generate(&text, false).unwrap_or_else(|e| panic!("{e}"));
+        naga_accepts(&src).unwrap();
+    }
+}
