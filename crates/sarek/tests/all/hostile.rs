@@ -266,3 +266,173 @@ fn long_chains_run_on_the_host_backends() {
         }
     }
 }
+
+/// A version-1 `.npy` file with header `dict` (padded as NumPy pads it) and `data`.
+fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = dict.to_string();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+/// Hostile `.npy` inputs for a float32 vector: each a clear error naming the parameter, exit
+/// 1 (2 for a file that cannot be read), never a panic or an allocation of the declared size.
+#[test]
+fn hostile_npy_inputs_are_clear_errors() {
+    let d = scratch("npy");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let f32s: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let dict = |descr: &str, fortran: &str, shape: &str| {
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+    };
+    let good = npy_file(&dict("<f4", "False", "(16,)"), &f32s);
+    let cases: Vec<(&str, Vec<u8>, i32, &str)> = vec![
+        (
+            "f8",
+            npy_file(&dict("<f8", "False", "(8,)"), &f32s),
+            1,
+            "dtype '<f8' does not fit the expected '<f4'",
+        ),
+        (
+            "big_endian",
+            npy_file(&dict(">f4", "False", "(16,)"), &f32s),
+            1,
+            "unsupported dtype '>f4'",
+        ),
+        (
+            "fortran",
+            npy_file(&dict("<f4", "True", "(4, 4)"), &f32s),
+            1,
+            "Fortran order is not supported",
+        ),
+        (
+            "two_d",
+            npy_file(&dict("<f4", "False", "(4, 4)"), &f32s),
+            1,
+            "shape (4, 4) is not 1-D",
+        ),
+        (
+            "zero_d",
+            npy_file(&dict("<f4", "False", "()"), &f32s[..4]),
+            1,
+            "shape () is not 1-D",
+        ),
+        (
+            "object",
+            npy_file(&dict("|O", "False", "(2,)"), &f32s[..16]),
+            1,
+            "unsupported dtype '|O'",
+        ),
+        (
+            "negative",
+            npy_file(&dict("<f4", "False", "(-4,)"), &f32s),
+            1,
+            "negative length",
+        ),
+        (
+            "truncated",
+            good[..good.len() - 10].to_vec(),
+            1,
+            "the header promises 16 elements of 4 bytes",
+        ),
+        ("header_cut", good[..20].to_vec(), 1, "truncated header"),
+        (
+            "corrupt",
+            [&good[..10], b"{garbage".as_slice(), &good[18..]].concat(),
+            1,
+            "header:",
+        ),
+        // A terabyte declared: refused from the file's size, nothing allocated.
+        (
+            "huge",
+            npy_file(&dict("<f4", "False", "(1000000000000,)"), &[]),
+            1,
+            "promises 1000000000000 elements",
+        ),
+        (
+            "overflow",
+            npy_file(&dict("<f4", "False", "(18446744073709551615,)"), &[]),
+            1,
+            "bad integer",
+        ),
+        (
+            "not_npy",
+            b"just text".to_vec(),
+            1,
+            "missing the \\x93NUMPY magic",
+        ),
+        ("empty_file", Vec::new(), 1, "not a supported .npy file"),
+    ];
+    for (label, bytes, code, needle) in cases {
+        let path = d.join(format!("{label}.npy"));
+        std::fs::write(&path, bytes).unwrap();
+        let input = format!("x={}", path.display());
+        let r = sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=16",
+            "--input",
+            &input,
+        ]);
+        r.fails(code, &[needle, "parameter `x` : float32 vector"]);
+        assert!(!r.stdout.contains("device:"), "{label}: nothing ran");
+    }
+    // A directory and a missing file: I/O errors, exit 2.
+    let missing = format!("x={}", d.join("missing.npy").display());
+    let dir = format!("x={}", d.display());
+    for input in [missing, dir] {
+        let r = sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=16",
+            "--input",
+            &input,
+        ]);
+        r.fails(2, &["parameter `x`"]);
+    }
+    // The same vector or length twice, and a length mismatch.
+    let good_path = d.join("good.npy");
+    std::fs::write(&good_path, &good).unwrap();
+    let input = format!("x={}", good_path.display());
+    let base = [
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=16",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        sarek(&args)
+    };
+    with(&["--input", &input, "--input", &input]).fails(1, &["parameter `x` is given twice"]);
+    with(&["--len", "x=3", "--len", "x=4"]).fails(1, &["the length of `x` is given twice"]);
+    with(&["--input", &input, "--size", "8"])
+        .fails(1, &["length 16 does not fit the expected length 8"]);
+}
