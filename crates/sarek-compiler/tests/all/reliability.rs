@@ -10,6 +10,10 @@
 //! - `long_chains_validate_everywhere`: 10,000 chained `let`s, 10,000-term int and float
 //!   sums and a sequence interleaving 2,000 stores with `let`s, on a thread with a small
 //!   stack: no pass overflows, every target's validator accepts the output;
+//! - `fuzz::*` (proptest): random bytes, token soups and corpus kernels with tokens deleted,
+//!   duplicated or swapped, through check and every generator: no panic, accepted WGSL
+//!   passes naga;
+//! - `portable_wgsl_limits_are_refused_located`: `TargetOptions::portable`;
 //! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
 //!   literals, swapped operators, shifted indices): `SAREK_FUZZ_COUNT` mutants (default 64)
 //!   from seed `SAREK_FUZZ_SEED`, so a run tries the same mutants on any machine (CI runs the
@@ -99,6 +103,16 @@ impl Tools {
             clang: Command::new("clang").arg("--version").output().is_ok(),
             ptxas: find_ptxas(),
             dir,
+        }
+    }
+
+    /// naga alone (in process): no external tool, no folder.
+    fn none() -> Tools {
+        Tools {
+            glslang: false,
+            clang: false,
+            ptxas: None,
+            dir: PathBuf::new(),
         }
     }
 
@@ -729,5 +743,148 @@ fn portable_wgsl_limits_are_refused_located() {
         // Without the option the device's own limits decide: the module itself is valid.
         let src = generate(&text, false).unwrap_or_else(|e| panic!("{e}"));
         naga_accepts(&src).unwrap();
+    }
+}
+
+/// Tokens of `src` as byte ranges.
+fn token_ranges(src: &str) -> Vec<(usize, usize)> {
+    let (toks, _) = sarek_compiler::front::lexer::lex(sarek_compiler::FileId(0), src);
+    toks.iter()
+        .map(|t| (t.span.start as usize, t.span.end as usize))
+        .filter(|(s, e)| s < e)
+        .collect()
+}
+
+/// `src` with token edits applied: `(kind, a, b)` deletes token `a` (kind 0), duplicates it
+/// (1) or swaps it with token `b` (2).
+fn edit_tokens(mut src: String, edits: &[(u8, usize, usize)]) -> String {
+    for &(kind, a, b) in edits {
+        let toks = token_ranges(&src);
+        if toks.is_empty() {
+            break;
+        }
+        let (s1, e1) = toks[a % toks.len()];
+        let (s2, e2) = toks[b % toks.len()];
+        let (t1, t2) = (src[s1..e1].to_string(), src[s2..e2].to_string());
+        src = match kind {
+            0 => format!("{}{}", &src[..s1], &src[e1..]),
+            1 => format!("{} {t1}{}", &src[..e1], &src[e1..]),
+            _ if e1 <= s2 => format!("{}{t2}{}{t1}{}", &src[..s1], &src[e1..s2], &src[e2..]),
+            _ => src,
+        };
+    }
+    src
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "let",
+        "let%kernel",
+        "let%shared",
+        "in",
+        "if",
+        "then",
+        "else",
+        "match",
+        "with",
+        "|",
+        "->",
+        "for",
+        "to",
+        "do",
+        "done",
+        "while",
+        "begin",
+        "end",
+        "(",
+        ")",
+        "{",
+        "}",
+        ";",
+        ",",
+        ".",
+        ".(",
+        ":",
+        "<-",
+        "=",
+        "<",
+        "+",
+        "-",
+        "*",
+        "/",
+        "+.",
+        "*.",
+        "mod",
+        "lsl",
+        "&&",
+        "x",
+        "v",
+        "i",
+        "f",
+        "C",
+        "1",
+        "0x7fffffff",
+        "1.5",
+        "2.5d",
+        "true",
+        "()",
+        "int32",
+        "float32",
+        "float64",
+        "vector",
+        "global_thread_id",
+        "block_barrier",
+        "thread_idx_x",
+        "create_array",
+        "Local",
+        "(v : int32 vector)",
+        "\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random bytes through the whole front end (parser, typer, mono, recursion,
+        /// convergence, lowering) and every generator: no panic.
+        #[test]
+        fn random_bytes_through_check_and_generate(bytes in proptest::collection::vec(any::<u8>(), 0..1500)) {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let mut tally = Tally::default();
+            let _ = pipeline("bytes", &text, &Tools::none(), &[], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+        }
+
+        /// Token soups: no panic; what is accepted generates WGSL that naga accepts.
+        #[test]
+        fn token_soups_through_check_and_generate(words in proptest::collection::vec(0..WORDS.len(), 0..300)) {
+            let text = format!(
+                "let%kernel k (v : int32 vector) =\n{}",
+                words.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ")
+            );
+            let mut tally = Tally::default();
+            let _ = pipeline("soup", &text, &Tools::none(), &[Target::Wgsl], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+            prop_assert!(tally.invalid.is_empty(), "{}", tally.invalid.join("\n"));
+        }
+
+        /// Corpus kernels with tokens deleted, duplicated or swapped: no panic; every
+        /// accepted mutant's WGSL passes naga (the other validators run in
+        /// `mutated_corpus_validates`).
+        #[test]
+        fn token_mutated_corpus_through_check_and_generate(
+            file in 0usize..64,
+            edits in proptest::collection::vec((0u8..3, any::<usize>(), any::<usize>()), 1..5),
+        ) {
+            let corpus = files::corpus();
+            let path = &corpus[file % corpus.len()];
+            let text = edit_tokens(std::fs::read_to_string(path).unwrap(), &edits);
+            let mut tally = Tally::default();
+            let _ = pipeline("mutant", &text, &Tools::none(), &[Target::Wgsl], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+            prop_assert!(tally.invalid.is_empty(), "{}", tally.invalid.join("\n"));
+        }
     }
 }
