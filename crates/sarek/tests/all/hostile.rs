@@ -436,3 +436,49 @@ fn hostile_npy_inputs_are_clear_errors() {
     with(&["--input", &input, "--size", "8"])
         .fails(1, &["length 16 does not fit the expected length 8"]);
 }
+
+/// `--out` in a folder where nothing can be created fails before the kernel runs (exit 2),
+/// not after; nothing is left behind in a writable one when the run fails.
+#[cfg(target_os = "linux")]
+#[test]
+fn out_in_an_unwritable_folder_fails_before_running() {
+    let d = scratch("out");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=10",
+        "--out",
+        "/proc/sarek-out",
+    ]);
+    r.fails(2, &["--out `/proc/sarek-out`: cannot write in `/proc`"]);
+    assert!(!r.stdout.contains("device:"), "nothing ran: {}", r.stdout);
+    let before: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    let out = d.join("new/out");
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=10",
+        "--size",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    r.fails(1, &["out-of-bounds read of `x`"]);
+    let after: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert_eq!(before.len(), after.len(), "no folder or probe file left");
+}
