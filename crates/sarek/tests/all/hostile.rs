@@ -482,3 +482,32 @@ fn out_in_an_unwritable_folder_fails_before_running() {
     let after: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
     assert_eq!(before.len(), after.len(), "no folder or probe file left");
 }
+
+/// `compile --block` sizes block-sized shared arrays: a block no target can launch (more
+/// than 1,024 threads, or u32::MAX, the IR's marker for "the block's size") is an error.
+#[test]
+fn compile_refuses_blocks_no_target_runs() {
+    let d = scratch("compile-block");
+    let file = write(
+        &d,
+        "bs.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let%shared (s : float32) = () in\n\
+         \x20 s.(thread_idx_x) <- 1.0;\n\
+         \x20 block_barrier ();\n\
+         \x20 o.(thread_idx_x) <- s.(0)\n",
+    );
+    for block in ["100000", "65536,65536,65536", "4294967295", "1024,2"] {
+        let r = sarek(&["compile", &file, "--target", "cuda", "--block", block]);
+        r.fails(1, &["no target runs more than 1024 per block"]);
+    }
+    for block in ["0", "-1", "1,2,3,4", "x"] {
+        assert_eq!(
+            sarek(&["compile", &file, "--target", "cuda", "--block", block]).code,
+            2,
+            "{block}"
+        );
+    }
+    let r = sarek(&["compile", &file, "--target", "cuda", "--block", "32,32"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
