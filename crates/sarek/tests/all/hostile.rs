@@ -270,7 +270,7 @@ fn long_chains_run_on_the_host_backends() {
 /// A version-1 `.npy` file with header `dict` (padded as NumPy pads it) and `data`.
 fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
     let mut header = dict.to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
