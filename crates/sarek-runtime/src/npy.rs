@@ -213,7 +213,9 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
         Some(pylit::Value::Tuple(dims)) => match dims.as_slice() {
             [pylit::Value::Int(n)] if *n >= 0 => *n as usize,
             [pylit::Value::Int(n)] => {
-                return Err(NpyError::Format(format!("shape ({n},) has a negative length")));
+                return Err(NpyError::Format(format!(
+                    "shape ({n},) has a negative length"
+                )));
             }
             _ => {
                 return Err(NpyError::Format(format!(
