@@ -36,6 +36,13 @@ pub fn deep<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(DEEP_RED_ZONE, DEEP_STACK, f)
 }
 
+/// [`deep`] for a tree taller than the caller's stack is assumed to hold (`tall`), else
+/// `f` in place: a fresh segment costs tens of microseconds, more than a whole small kernel's
+/// front end, so programs without long chains or deep nesting never pay for it.
+pub fn deep_if<R>(tall: bool, f: impl FnOnce() -> R) -> R {
+    if tall { deep(f) } else { f() }
+}
+
 /// On wasm a stack segment is a heap allocation of its whole size: run on the caller's stack.
 #[cfg(target_arch = "wasm32")]
 pub fn deep<R>(f: impl FnOnce() -> R) -> R {

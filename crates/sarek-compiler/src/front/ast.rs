@@ -24,14 +24,19 @@ pub struct Attribute {
 #[derive(Debug, PartialEq)]
 pub struct Program {
     pub items: Vec<Item>,
+    /// Whether some expression is taller than the caller's stack is assumed to hold
+    /// (`parser::CALLER_STACK_HEIGHT`): passes over the program then run on the front end's
+    /// own stack (`crate::stack::deep_if`).
+    pub tall: bool,
 }
 
-// Chains of thousands of `let`s or terms make trees that deep: a program is copied and
+// Chains of thousands of `let`s or terms make trees that deep: a tall program is copied and
 // freed on the front end's own stack, whatever the caller's (see `parser::MAX_HEIGHT`).
 impl Clone for Program {
     fn clone(&self) -> Program {
-        crate::stack::deep(|| Program {
+        crate::stack::deep_if(self.tall, || Program {
             items: self.items.clone(),
+            tall: self.tall,
         })
     }
 }
@@ -40,7 +45,7 @@ impl Drop for Program {
     fn drop(&mut self) {
         let items = std::mem::take(&mut self.items);
         if !items.is_empty() {
-            crate::stack::deep(move || drop(items));
+            crate::stack::deep_if(self.tall, move || drop(items));
         }
     }
 }

@@ -82,6 +82,7 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         variants: std::mem::take(&mut program.variants),
         functions,
         kernels,
+        tall: program.tall,
     })
 }
 
@@ -480,6 +481,7 @@ mod tests {
             variants: vec![],
             functions: vec![same.clone()],
             kernels: vec![kernel(ty)],
+            tall: false,
         };
 
         let ok = monomorphise(program(Ty::I32)).expect("scalar instance is fine");

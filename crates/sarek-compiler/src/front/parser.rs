@@ -87,9 +87,16 @@ const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// (layout ignored); only when that fails is it parsed again with the layout hints on (see
 /// `Parser::offside`), whose diagnostics point at a forgotten `in` where the first parse
 /// would complain far away. If the hinted parse finds nothing, the first parse's errors stand.
+///
+/// The parser grows its own stack on demand; the program it returns says whether later passes
+/// need the front end's deep stack ([`Program::tall`]).
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
-    crate::stack::deep(|| parse_here(file, source))
+    parse_here(file, source)
 }
+
+/// Height up to which a tree is walked on the caller's stack (a few kilobytes a level in a
+/// debug build, well within any thread's stack); past it, passes run on `crate::stack::deep`.
+pub const CALLER_STACK_HEIGHT: usize = 64;
 
 /// The first expression (in a depth-first walk, without recursion) deeper than `limit`.
 fn taller_than(program: &Program, limit: usize) -> Option<Span> {
@@ -148,7 +155,10 @@ fn parse_tokens(
         chain: 0,
         longest_chain: 0,
     };
-    let program = p.program();
+    let mut program = p.program();
+    // Set before anything can drop the program: a tall tree is freed on the deep stack.
+    program.tall =
+        p.longest_chain > SHORT_CHAIN || taller_than(&program, CALLER_STACK_HEIGHT).is_some();
     if p.diags.is_empty()
         && p.longest_chain > SHORT_CHAIN
         && let Some(at) = taller_than(&program, MAX_HEIGHT)

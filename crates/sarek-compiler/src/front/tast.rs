@@ -102,18 +102,22 @@ pub struct Program {
     /// are lifted here by the typer (captured variables become extra leading parameters).
     pub functions: Vec<Function>,
     pub kernels: Vec<Kernel>,
+    /// Whether the source program was tall (`ast::Program::tall`): copies, drops and passes
+    /// run on the front end's own stack.
+    pub tall: bool,
 }
 
 // A chain of thousands of `let`s is a tree that deep (the parser bounds true nesting, not
-// chains): a program is copied and freed on a stack of the front end's size, whatever the
-// caller's.
+// chains): a tall program is copied and freed on a stack of the front end's size, whatever
+// the caller's.
 impl Clone for Program {
     fn clone(&self) -> Program {
-        crate::stack::deep(|| Program {
+        crate::stack::deep_if(self.tall, || Program {
             records: self.records.clone(),
             variants: self.variants.clone(),
             functions: self.functions.clone(),
             kernels: self.kernels.clone(),
+            tall: self.tall,
         })
     }
 }
@@ -125,7 +129,7 @@ impl Drop for Program {
             std::mem::take(&mut self.kernels),
         );
         if !bodies.0.is_empty() || !bodies.1.is_empty() {
-            crate::stack::deep(move || drop(bodies));
+            crate::stack::deep_if(self.tall, move || drop(bodies));
         }
     }
 }
