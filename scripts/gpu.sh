@@ -88,11 +88,15 @@ remote() {
             local rc=$?
             set -e
             cat "$out"
-            # Exit 1 is a mismatch, an error, or a located refusal of a named backend: only
-            # MISMATCH and ERROR cells are failures.
+            # Exit 1 is a mismatch or an error; exit 2 a named backend that is unavailable or
+            # refuses the kernel (located): only MISMATCH and ERROR cells are failures.
             case $rc in
                 0) pass=$((pass + 1)) ;;
-                2) unavailable=$((unavailable + 1)); failed+=("$f (unavailable)") ;;
+                2) if grep -q 'was requested but cannot run kernel' "$out"; then
+                       refused=$((refused + 1)); refusals+=("$f")
+                   else
+                       unavailable=$((unavailable + 1)); failed+=("$f (unavailable)")
+                   fi ;;
                 *) if grep -qE 'MISMATCH|ERROR' "$out"; then
                        fail=$((fail + 1)); failed+=("$f (exit $rc)")
                    else

@@ -47,6 +47,10 @@ pub struct Checked {
 /// generating code lowers each kernel once.
 pub fn check_lowered(sources: &SourceMap, file: FileId) -> Result<Checked, Vec<Diagnostic>> {
     let ast = front::modules::parse_program(sources, file)?;
+    stack::deep_if(ast.tall, || check_lowered_here(ast))
+}
+
+fn check_lowered_here(ast: front::ast::Program) -> Result<Checked, Vec<Diagnostic>> {
     let typed = front::typer::check_program(&ast)?;
     let mono = front::mono::monomorphise(typed)?;
     let flat = front::recursion::eliminate(mono)?;
@@ -84,7 +88,7 @@ pub fn lower_kernel(
     program: &front::tast::Program,
     kernel: &str,
 ) -> Result<ir::Kernel, Vec<Diagnostic>> {
-    let k = lower::lower_kernel(program, kernel)?;
+    let k = stack::deep_if(program.tall, || lower::lower_kernel(program, kernel))?;
     debug_assert_eq!(
         ir::validate::validate(&k),
         Ok(()),

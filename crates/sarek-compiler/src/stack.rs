@@ -16,3 +16,35 @@ const SEGMENT: usize = 8 * 1024 * 1024;
 pub fn grow<R>(f: impl FnOnce() -> R) -> R {
     stacker::maybe_grow(RED_ZONE, SEGMENT, f)
 }
+
+/// The stack one run of the front end may use: a `let` chain or operator chain of up to
+/// `parser::MAX_CHAIN` links nests every pass over the syntax tree (typing, the rewrites
+/// before it, lowering, and the derived `Clone`/`Drop` of the tree) that deep, at a few
+/// kilobytes a link in a debug build. Reserved, not committed: pages are touched only as
+/// deep as the program goes.
+#[cfg(not(target_arch = "wasm32"))]
+const DEEP_STACK: usize = 1 << 30;
+/// Below this much stack left, [`deep`] switches to a segment of [`DEEP_STACK`]; inside one,
+/// nested calls continue on it.
+#[cfg(not(target_arch = "wasm32"))]
+const DEEP_RED_ZONE: usize = 512 << 20;
+
+/// Run `f` (a whole front-end pass over a program) on a stack of [`DEEP_STACK`] bytes, so
+/// that no program within the parser's limits can overflow it, whatever the caller's stack.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn deep<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(DEEP_RED_ZONE, DEEP_STACK, f)
+}
+
+/// [`deep`] for a tree taller than the caller's stack is assumed to hold (`tall`), else
+/// `f` in place: a fresh segment costs tens of microseconds, more than a whole small kernel's
+/// front end, so programs without long chains or deep nesting never pay for it.
+pub fn deep_if<R>(tall: bool, f: impl FnOnce() -> R) -> R {
+    if tall { deep(f) } else { f() }
+}
+
+/// On wasm a stack segment is a heap allocation of its whole size: run on the caller's stack.
+#[cfg(target_arch = "wasm32")]
+pub fn deep<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}

@@ -89,6 +89,13 @@ pub struct TargetOptions {
     /// divisor checks, reported as located faults through the trap status word
     /// ([`crate::passes::checked`]). Off by default (what `compile` prints).
     pub checked: bool,
+    /// WGSL: hold the kernel to the limits every WebGPU implementation applies, so the
+    /// module runs in every browser (the WGSL specification's minimum limits: 8,192 bytes of
+    /// function-scope variables per function, 16,384 bytes of workgroup variables; Tint's
+    /// arrays of fewer than 65,536 elements), refusing past them, located. On by default
+    /// (what `sarek compile --target wgsl` prints); a `wgpu` device turns it off and checks
+    /// its adapter's own limits instead. Other targets ignore it.
+    pub portable: bool,
 }
 
 impl Default for TargetOptions {
@@ -98,6 +105,7 @@ impl Default for TargetOptions {
             float64: true,
             int64_atomics: true,
             checked: false,
+            portable: true,
         }
     }
 }

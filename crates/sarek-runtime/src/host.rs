@@ -88,6 +88,12 @@ impl HostDevice {
     }
 }
 
+/// What a host device's build keeps for its launches' checks.
+struct HostBuild {
+    /// Bytes of per-thread arrays, for [`crate::limits::check_host_launch`].
+    local_bytes_per_thread: u64,
+}
+
 /// The host ABI of `kernel`: every parameter positional, laid out by [`HOST_LAYOUT`].
 pub fn host_abi(kernel: &KernelHandle) -> Abi {
     let ir = kernel.ir();
@@ -147,10 +153,16 @@ impl Device for HostDevice {
     }
 
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        // The host's resource limits, refused located like a GPU target's.
+        let support = crate::limits::host_support(self.info.backend, &self.info.name);
+        crate::capability::check(kernel.ir(), &support)?;
+        let local = crate::limits::local_bytes(kernel.ir())?;
         Ok(Built {
             kernel: kernel.clone(),
             abi: host_abi(kernel),
-            exe: Box::new(()),
+            exe: Box::new(HostBuild {
+                local_bytes_per_thread: local,
+            }),
         })
     }
 
@@ -234,6 +246,8 @@ impl Device for HostDevice {
                 }
             }
         }
+        let local = built.exe::<HostBuild>().local_bytes_per_thread;
+        crate::limits::check_host_launch(kernel.ir(), local, &plan.config, self.info.backend)?;
         match self.run(kernel, plan.config, &mut args) {
             Ok(time) => {
                 if plan.timed {

@@ -10,6 +10,8 @@
 //! PORT NOTE (issue 12 restructuring): the tables below can become `DeviceInfo` fields.
 
 use crate::device::{Backend, LaunchConfig, RuntimeError};
+use sarek_compiler::Target;
+use sarek_compiler::ir::analysis::{Limit, Support};
 use sarek_compiler::ir::{Kernel, StmtKind, Ty, visit};
 use sarek_compiler::types::MemSpace;
 
@@ -31,6 +33,89 @@ pub fn max_shared_bytes(backend: Backend) -> Option<u64> {
     }
 }
 
+/// Shared arrays one block may declare on `interp` and `cpu`, in bytes (C layout): far above
+/// any GPU's (48 KiB to 228 KiB), low enough that a block's arrays, held by every worker
+/// thread at once (and by the interpreter at 8 bytes per element), never exhaust memory.
+pub const HOST_MAX_SHARED_BYTES: u64 = 16 << 20;
+
+/// The largest per-thread (`Local`) array on `interp` and `cpu`, in bytes: CUDA's 512 KiB, so
+/// whatever runs on a GPU runs here.
+pub const HOST_MAX_LOCAL_ARRAY_BYTES: u64 = 512 << 10;
+
+/// Per-thread arrays of one block together (threads x bytes per thread) on `interp` and
+/// `cpu`: each worker holds one block's worth at a time.
+pub const HOST_MAX_BLOCK_LOCAL_BYTES: u64 = 256 << 20;
+
+/// Threads of one launch on `interp` and `cpu` (grid x block over all axes), and threads along
+/// one axis (grid x block): global thread indices are int32, and a launch past 2^32 threads
+/// would run for hours (`--grid 65536,65536,65536` ran without end).
+pub const HOST_MAX_THREADS: u64 = u32::MAX as u64;
+pub const HOST_MAX_THREADS_PER_AXIS: u64 = i32::MAX as u64;
+
+/// What `interp` and `cpu` support: every feature, and the resource limits above, checked
+/// when a kernel is built so that a refusal is located like a GPU target's.
+pub fn host_support(backend: Backend, device: &str) -> Support {
+    let language = match backend {
+        Backend::Interp => "interp",
+        _ => "cpu",
+    };
+    Support::all(Target::Ir)
+        .in_language(language)
+        .on_device(device)
+        .limit(
+            Limit::SharedBytes,
+            HOST_MAX_SHARED_BYTES,
+            "interp and cpu give a block at most 16 MiB of shared arrays",
+        )
+        .limit(
+            Limit::LocalArrayBytes,
+            HOST_MAX_LOCAL_ARRAY_BYTES,
+            "interp and cpu give a thread at most 512 KiB per array, as CUDA does",
+        )
+}
+
+/// The launch limits of `interp` and `cpu` that depend on the launch: threads per launch and
+/// per axis, and the per-thread arrays of a block together.
+/// `local` is [`local_bytes`] of the kernel, computed once when it is built.
+pub fn check_host_launch(
+    kernel: &Kernel,
+    local: u64,
+    config: &LaunchConfig,
+    backend: Backend,
+) -> Result<(), RuntimeError> {
+    let threads_per_block: u64 = config.block.iter().map(|&b| u64::from(b)).product();
+    for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+        let along = u64::from(config.grid[axis]) * u64::from(config.block[axis]);
+        if along > HOST_MAX_THREADS_PER_AXIS {
+            return Err(RuntimeError::Launch(format!(
+                "grid {} x block {} = {along} threads along {name}: {backend} allows at most {HOST_MAX_THREADS_PER_AXIS} (global thread indices are int32)",
+                config.grid[axis], config.block[axis]
+            )));
+        }
+    }
+    let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
+    let threads = blocks.saturating_mul(threads_per_block);
+    if threads > HOST_MAX_THREADS {
+        return Err(RuntimeError::Launch(format!(
+            "grid {} x block {} = {threads} threads: {backend} runs at most {HOST_MAX_THREADS} threads per launch",
+            dims(config.grid),
+            dims(config.block)
+        )));
+    }
+    let block_local = local.saturating_mul(threads_per_block);
+    if block_local > HOST_MAX_BLOCK_LOCAL_BYTES {
+        return Err(RuntimeError::Launch(format!(
+            "kernel `{}` declares {local} bytes of per-thread arrays; a block of {threads_per_block} threads needs {block_local} bytes, {backend} allows at most {HOST_MAX_BLOCK_LOCAL_BYTES} per block (use a smaller block or smaller arrays)",
+            kernel.name
+        )));
+    }
+    Ok(())
+}
+
+fn dims(d: [u32; 3]) -> String {
+    format!("{}x{}x{}", d[0], d[1], d[2])
+}
+
 /// Blocks per grid axis. CUDA: 2^31 - 1 along x, 65535 along y and z (the driver's raw
 /// `CUDA_ERROR_INVALID_VALUE` otherwise); OpenCL: see [`check_launch`]; the shader backends
 /// check their device's own `maxComputeWorkGroupCount` themselves.
@@ -44,6 +129,17 @@ pub fn max_grid(backend: Backend) -> [u64; 3] {
 /// Shared memory one block of `kernel` declares, in bytes (each element at its natural C
 /// size: bools as 4 bytes, variants with a 4-byte tag). Errors when a size overflows.
 pub fn shared_bytes(kernel: &Kernel) -> Result<u64, RuntimeError> {
+    array_bytes(kernel, MemSpace::Shared)
+}
+
+/// Bytes of the per-thread arrays of `kernel` and its helpers, summed.
+pub fn local_bytes(kernel: &Kernel) -> Result<u64, RuntimeError> {
+    array_bytes(kernel, MemSpace::Local)
+}
+
+/// Bytes of the arrays in `space` that `kernel` and its helpers declare, summed (for `Local`:
+/// per thread). Errors when a size overflows.
+fn array_bytes(kernel: &Kernel, space: MemSpace) -> Result<u64, RuntimeError> {
     let mut total: u64 = 0;
     let mut overflow = None;
     let mut bodies = vec![&kernel.body];
@@ -56,9 +152,10 @@ pub fn shared_bytes(kernel: &Kernel) -> Result<u64, RuntimeError> {
             let info = kernel.var(*var);
             if let Ty::Array {
                 elem,
-                space: MemSpace::Shared,
+                space: s,
                 size: Some(n),
             } = &info.ty
+                && *s == space
             {
                 match u64::from(*n)
                     .checked_mul(elem_bytes(kernel, elem))
@@ -72,7 +169,7 @@ pub fn shared_bytes(kernel: &Kernel) -> Result<u64, RuntimeError> {
     }
     match overflow {
         Some(name) => Err(RuntimeError::Launch(format!(
-            "kernel `{}`: the byte size of shared array `{name}` overflows",
+            "kernel `{}`: the byte size of array `{name}` overflows",
             kernel.name
         ))),
         None => Ok(total),

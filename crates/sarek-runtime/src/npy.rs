@@ -212,6 +212,11 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
     let len = match get("shape") {
         Some(pylit::Value::Tuple(dims)) => match dims.as_slice() {
             [pylit::Value::Int(n)] if *n >= 0 => *n as usize,
+            [pylit::Value::Int(n)] => {
+                return Err(NpyError::Format(format!(
+                    "shape ({n},) has a negative length"
+                )));
+            }
             _ => {
                 return Err(NpyError::Format(format!(
                     "shape {} is not 1-D",

@@ -342,6 +342,7 @@ impl State {
                 float64,
                 int64_atomics,
                 checked: false, // issue 17: checks are inserted per launch
+                portable: false,
             },
             warps: if native_warps {
                 Warps::Native

@@ -151,6 +151,8 @@ impl WgpuDevice {
                 float64: false,
                 int64_atomics: false,
                 checked: false, // issue 17: checks are inserted per launch
+                // The adapter's own limits apply, not the portable ones.
+                portable: false,
             },
         })
     }

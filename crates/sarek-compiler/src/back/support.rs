@@ -80,7 +80,35 @@ pub fn wgsl(options: &TargetOptions) -> Support {
             SHADER_MAX_TYPE_BYTES,
             "naga lays out no type larger than 2^31 - 1 bytes",
         )
+        .limit_if(
+            options.portable,
+            Limit::FunctionVarBytes,
+            WGSL_PORTABLE_FUNCTION_VAR_BYTES,
+            "portable WGSL (`compile --target wgsl`): WebGPU guarantees 8,192 bytes of \
+             function-scope variables per function (Safari refuses more)",
+        )
+        .limit_if(
+            options.portable,
+            Limit::SharedBytes,
+            WGSL_PORTABLE_WORKGROUP_BYTES,
+            "portable WGSL (`compile --target wgsl`): WebGPU guarantees 16,384 bytes of \
+             workgroup storage",
+        )
+        .limit_if(
+            options.portable,
+            Limit::ArrayElements,
+            WGSL_PORTABLE_ARRAY_ELEMENTS,
+            "portable WGSL (`compile --target wgsl`): Chrome's compiler (Tint) refuses arrays \
+             of 65,536 elements or more",
+        )
 }
+
+/// The WGSL specification's minimum limit on function-scope variables per function.
+pub const WGSL_PORTABLE_FUNCTION_VAR_BYTES: u64 = 8192;
+/// WebGPU's default `maxComputeWorkgroupStorageSize`.
+pub const WGSL_PORTABLE_WORKGROUP_BYTES: u64 = 16384;
+/// Tint (Chrome, Edge) refuses arrays of 65,536 elements or more.
+pub const WGSL_PORTABLE_ARRAY_ELEMENTS: u64 = 65535;
 
 /// The largest type naga (WGSL) and SPIR-V tools lay out: sizes are 32-bit signed.
 pub const SHADER_MAX_TYPE_BYTES: u64 = i32::MAX as u64;

@@ -21,9 +21,33 @@ pub struct Attribute {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Program {
     pub items: Vec<Item>,
+    /// Whether some expression is taller than the caller's stack is assumed to hold
+    /// (`parser::CALLER_STACK_HEIGHT`): passes over the program then run on the front end's
+    /// own stack (`crate::stack::deep_if`).
+    pub tall: bool,
+}
+
+// Chains of thousands of `let`s or terms make trees that deep: a tall program is copied and
+// freed on the front end's own stack, whatever the caller's (see `parser::MAX_HEIGHT`).
+impl Clone for Program {
+    fn clone(&self) -> Program {
+        crate::stack::deep_if(self.tall, || Program {
+            items: self.items.clone(),
+            tall: self.tall,
+        })
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let items = std::mem::take(&mut self.items);
+        if !items.is_empty() {
+            crate::stack::deep_if(self.tall, move || drop(items));
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -230,6 +254,86 @@ pub enum UnaryOp {
     NegF,
     Not,
     Lnot,
+}
+
+impl Expr {
+    /// Call `f` on each direct sub-expression (match guards included).
+    pub fn for_each_child<'e>(&'e self, mut f: impl FnMut(&'e Expr)) {
+        match &self.kind {
+            ExprKind::Lit(_) | ExprKind::Var { .. } | ExprKind::Extension { .. } => {}
+            ExprKind::Let {
+                value: a, body: b, ..
+            }
+            | ExprKind::LetShared {
+                size: a, body: b, ..
+            }
+            | ExprKind::LetSuperstep {
+                step: a, rest: b, ..
+            }
+            | ExprKind::While {
+                cond: a, body: b, ..
+            }
+            | ExprKind::Index { base: a, index: b }
+            | ExprKind::FieldSet {
+                base: a, value: b, ..
+            }
+            | ExprKind::Binary { lhs: a, rhs: b, .. } => {
+                f(a);
+                f(b);
+            }
+            ExprKind::LetFun { decl, body } => {
+                f(&decl.body);
+                f(body);
+            }
+            ExprKind::LetOpen { body: a, .. }
+            | ExprKind::Assign { value: a, .. }
+            | ExprKind::Field { base: a, .. }
+            | ExprKind::Unary { operand: a, .. }
+            | ExprKind::Annot { expr: a, .. }
+            | ExprKind::Attributed { expr: a, .. }
+            | ExprKind::Pragma { body: a, .. } => f(a),
+            ExprKind::If {
+                cond,
+                then_branch,
+                else_branch,
+            } => {
+                f(cond);
+                f(then_branch);
+                if let Some(e) = else_branch {
+                    f(e);
+                }
+            }
+            ExprKind::For {
+                start, end, body, ..
+            } => {
+                f(start);
+                f(end);
+                f(body);
+            }
+            ExprKind::Seq(es) | ExprKind::Tuple(es) | ExprKind::Ctor { args: es, .. } => {
+                es.iter().for_each(f)
+            }
+            ExprKind::Match { scrutinee, arms } => {
+                f(scrutinee);
+                for a in arms {
+                    if let Some(g) = &a.guard {
+                        f(g);
+                    }
+                    f(&a.body);
+                }
+            }
+            ExprKind::IndexSet { base, index, value } => {
+                f(base);
+                f(index);
+                f(value);
+            }
+            ExprKind::Record(fs) => fs.iter().for_each(|(_, e)| f(e)),
+            ExprKind::App { func, args } => {
+                f(func);
+                args.iter().for_each(f);
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -81,13 +81,14 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
 
     let mut diags = Vec::new();
     let mut items: Vec<Item> = Vec::new();
+    let mut tall = false;
     for f in order {
         let name = module_name(sources.name(f)).expect("filtered above");
         match parser::parse(f, sources.text(f)) {
-            Ok(p) => {
+            Ok(mut p) => {
+                tall |= p.tall;
                 let span = Span::new(f, 0, 0);
-                let body = p
-                    .items
+                let body = std::mem::take(&mut p.items)
                     .into_iter()
                     .filter(|i| !matches!(i.kind, ItemKind::Kernel(_)))
                     .collect();
@@ -106,7 +107,10 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
     match parser::parse(main, sources.text(main)) {
         Ok(mut p) if diags.is_empty() => {
             items.append(&mut p.items);
-            Ok(Program { items })
+            Ok(Program {
+                items,
+                tall: tall || p.tall,
+            })
         }
         Ok(_) => Err(diags),
         Err(ds) => {

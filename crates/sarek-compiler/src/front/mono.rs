@@ -54,7 +54,7 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
     for f in monomorphic {
         m.instance(f, &[]);
     }
-    let mut kernels = program.kernels;
+    let mut kernels = std::mem::take(&mut program.kernels);
     for k in &mut kernels {
         m.resolve_calls(&mut k.body);
         m.check_instance(&k.body, None);
@@ -78,10 +78,11 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         renumber(&mut k.body, &new_id);
     }
     Ok(Program {
-        records: program.records,
-        variants: program.variants,
+        records: std::mem::take(&mut program.records),
+        variants: std::mem::take(&mut program.variants),
         functions,
         kernels,
+        tall: program.tall,
     })
 }
 
@@ -480,6 +481,7 @@ mod tests {
             variants: vec![],
             functions: vec![same.clone()],
             kernels: vec![kernel(ty)],
+            tall: false,
         };
 
         let ok = monomorphise(program(Ty::I32)).expect("scalar instance is fine");

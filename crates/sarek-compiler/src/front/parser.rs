@@ -52,7 +52,29 @@ pub use items::PRELUDE_TYPE;
 
 /// Limit on the parser's nesting depth, on the height of every expression (so passes that
 /// recurse over the AST recurse at most this deep) and on the node count of a type.
+///
+/// Chains do not count: the body of a `let` (and what follows a `let` in a sequence) sits at
+/// its `let`'s depth, and a left-associative operator chain (`a + b + c`) at its first
+/// operand's, so generated and unrolled kernels with thousands of `let`s or terms are
+/// accepted. Their length is bounded by [`MAX_CHAIN`] instead; passes recurse through
+/// chains with the stack grown on demand (`crate::stack::grow`).
 pub const MAX_DEPTH: usize = 256;
+
+/// Limit on the length of a chain of `let`s (nested one in the other's body) and of a
+/// left-associative operator chain: far above any real kernel, low enough that every pass
+/// over such a chain stays within memory.
+pub const MAX_CHAIN: usize = 12_000;
+
+/// Limit on the true height of an expression, chains included: chains nest inside
+/// parentheses (each level of [`MAX_DEPTH`] may hold a chain), and every pass over the tree
+/// recurses this deep, on the front end's own stack (`crate::stack::deep`, about 12 KiB a
+/// level in a debug build). A sequence interleaving statements and `let`s takes two levels
+/// per link: [`MAX_CHAIN`] of them fit.
+pub const MAX_HEIGHT: usize = 25_000;
+
+/// Chains up to this long cannot make a tree taller than [`MAX_HEIGHT`] within
+/// [`MAX_DEPTH`] (256 x 65 < 25,000): the true height is measured only past it.
+const SHORT_CHAIN: usize = 64;
 
 /// Grow the stack when less than this is left (more than one nesting level ever needs).
 const STACK_RED_ZONE: usize = 256 * 1024;
@@ -65,7 +87,44 @@ const STACK_SEGMENT: usize = 4 * 1024 * 1024;
 /// (layout ignored); only when that fails is it parsed again with the layout hints on (see
 /// `Parser::offside`), whose diagnostics point at a forgotten `in` where the first parse
 /// would complain far away. If the hinted parse finds nothing, the first parse's errors stand.
+///
+/// The parser grows its own stack on demand; the program it returns says whether later passes
+/// need the front end's deep stack ([`Program::tall`]).
 pub fn parse(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
+    parse_here(file, source)
+}
+
+/// Height up to which a tree is walked on the caller's stack (a few kilobytes a level in a
+/// debug build, well within any thread's stack); past it, passes run on `crate::stack::deep`.
+pub const CALLER_STACK_HEIGHT: usize = 64;
+
+/// The first expression (in a depth-first walk, without recursion) deeper than `limit`.
+fn taller_than(program: &Program, limit: usize) -> Option<Span> {
+    use crate::front::ast::{Expr, ItemKind};
+    let mut stack: Vec<(&Expr, usize)> = Vec::new();
+    let mut items: Vec<&crate::front::ast::Item> = program.items.iter().collect();
+    while let Some(item) = items.pop() {
+        match &item.kind {
+            ItemKind::Const { value, .. } => stack.push((value, 1)),
+            ItemKind::Fun(f) => stack.push((&f.body, 1)),
+            ItemKind::Kernel(k) => {
+                stack.push((&k.body, 1));
+                stack.extend(k.prelude.iter().map(|f| (&f.body, 1)));
+            }
+            ItemKind::Module { items: inner, .. } => items.extend(inner.iter()),
+            _ => {}
+        }
+    }
+    while let Some((e, d)) = stack.pop() {
+        if d > limit {
+            return Some(e.span);
+        }
+        e.for_each_child(|c| stack.push((c, d + 1)));
+    }
+    None
+}
+
+fn parse_here(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
     let (tokens, lex_diags) = lexer::lex(file, source);
     let (plain, tokens) = parse_tokens(tokens, lex_diags.clone(), false);
     let Err(plain_diags) = plain else {
@@ -93,8 +152,19 @@ fn parse_tokens(
         offside: None,
         h: 0,
         type_nodes: 0,
+        chain: 0,
+        longest_chain: 0,
     };
-    let program = p.program();
+    let mut program = p.program();
+    // Set before anything can drop the program: a tall tree is freed on the deep stack.
+    program.tall =
+        p.longest_chain > SHORT_CHAIN || taller_than(&program, CALLER_STACK_HEIGHT).is_some();
+    if p.diags.is_empty()
+        && p.longest_chain > SHORT_CHAIN
+        && let Some(at) = taller_than(&program, MAX_HEIGHT)
+    {
+        p.diags.push(errors::too_tall(at));
+    }
     let result = if p.diags.is_empty() {
         Ok(program)
     } else {
@@ -115,6 +185,10 @@ pub(crate) struct Parser {
     pos: usize,
     diags: Vec<Diagnostic>,
     depth: usize,
+    /// `let`s the current position is in the body of ([`MAX_CHAIN`]).
+    chain: usize,
+    /// The longest chain of `let`s or operator terms seen ([`SHORT_CHAIN`]).
+    longest_chain: usize,
     /// Set when parsing cannot continue at all (nesting limit): no recovery is attempted.
     fatal: bool,
     /// Whether [`Parser::offside`] is applied (only when re-parsing a file with errors).
@@ -262,6 +336,22 @@ impl Parser {
         self.depth += 1;
         let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self));
         self.depth -= 1;
+        r
+    }
+
+    /// Parse the body of a `let` (`f`) at the `let`'s own depth: a chain of `let`s does not
+    /// nest, however long (up to [`MAX_CHAIN`]). The stack still grows on demand.
+    fn let_body<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+        if self.chain >= MAX_CHAIN {
+            return Err(self.fail(SyntaxError::ChainTooLong));
+        }
+        let depth = self.depth;
+        self.depth = depth.saturating_sub(1);
+        self.chain += 1;
+        self.longest_chain = self.longest_chain.max(self.chain);
+        let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || f(self));
+        self.chain -= 1;
+        self.depth = depth;
         r
     }
 

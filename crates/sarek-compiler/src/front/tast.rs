@@ -94,7 +94,7 @@ pub struct VarDecl {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Program {
     pub records: Vec<RecordDef>,
     pub variants: Vec<VariantDef>,
@@ -102,6 +102,36 @@ pub struct Program {
     /// are lifted here by the typer (captured variables become extra leading parameters).
     pub functions: Vec<Function>,
     pub kernels: Vec<Kernel>,
+    /// Whether the source program was tall (`ast::Program::tall`): copies, drops and passes
+    /// run on the front end's own stack.
+    pub tall: bool,
+}
+
+// A chain of thousands of `let`s is a tree that deep (the parser bounds true nesting, not
+// chains): a tall program is copied and freed on a stack of the front end's size, whatever
+// the caller's.
+impl Clone for Program {
+    fn clone(&self) -> Program {
+        crate::stack::deep_if(self.tall, || Program {
+            records: self.records.clone(),
+            variants: self.variants.clone(),
+            functions: self.functions.clone(),
+            kernels: self.kernels.clone(),
+            tall: self.tall,
+        })
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let bodies = (
+            std::mem::take(&mut self.functions),
+            std::mem::take(&mut self.kernels),
+        );
+        if !bodies.0.is_empty() || !bodies.1.is_empty() {
+            crate::stack::deep_if(self.tall, move || drop(bodies));
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -92,6 +92,11 @@ pub enum Limit {
     /// Statements and calls of the kernel with every helper call inlined ([`inlined_size`]),
     /// for writers that inline every call.
     InlinedStatements,
+    /// Bytes of function-scope variables of one function (the kernel or a helper): its
+    /// per-thread arrays, mutable variables and loop counters (C layout).
+    FunctionVarBytes,
+    /// Elements of the largest shared or per-thread array.
+    ArrayElements,
 }
 
 /// One place that needs a feature.
@@ -127,6 +132,10 @@ pub struct Needs {
     pub local_array_bytes: Amount,
     /// [`inlined_size`], at the kernel.
     pub inlined_statements: Amount,
+    /// The function with the most bytes of function-scope variables, at its largest one.
+    pub function_var_bytes: Amount,
+    /// The array with the most elements.
+    pub array_elements: Amount,
     /// The traps' places (checked mode, bounded recursion).
     pub traps: Vec<Span>,
 }
@@ -145,11 +154,13 @@ impl Needs {
             depth: 1,
             largest_shared: 0,
             in_helper: false,
+            function_vars: FunctionVars::default(),
         };
         for &p in &kernel.params {
             w.var(p);
         }
         w.block(&kernel.body);
+        w.end_function();
         for f in &kernel.functions {
             for &p in &f.params {
                 w.var(p);
@@ -162,7 +173,13 @@ impl Needs {
             }
             w.depth = 1;
             w.in_helper = true;
+            for &p in &f.params {
+                if kernel.var(p).mutable {
+                    w.function_var(p);
+                }
+            }
             w.block(&f.body);
+            w.end_function();
         }
         w.needs.inlined_statements = Amount {
             value: inlined_size(kernel),
@@ -203,6 +220,8 @@ impl Needs {
             Limit::ParserNesting => self.parser_nesting,
             Limit::LocalArrayBytes => self.local_array_bytes,
             Limit::InlinedStatements => self.inlined_statements,
+            Limit::FunctionVarBytes => self.function_var_bytes,
+            Limit::ArrayElements => self.array_elements,
         }
     }
 }
@@ -276,6 +295,21 @@ impl Support {
             None => self.limits.push((limit, max, why.into())),
         }
         self
+    }
+
+    /// `limit` when `limited` holds.
+    pub fn limit_if(
+        self,
+        limited: bool,
+        limit: Limit,
+        max: u64,
+        why: impl Into<Cow<'static, str>>,
+    ) -> Support {
+        if limited {
+            self.limit(limit, max, why)
+        } else {
+            self
+        }
     }
 
     pub fn supports(&self, feature: Feature) -> bool {
@@ -397,6 +431,20 @@ fn limit_refusal(
             ),
             amount.span,
             "the largest per-thread array".to_string(),
+            "use a smaller array, or keep the data in a vector",
+        ),
+        Limit::FunctionVarBytes => (
+            format!(
+                "kernel `{k}` declares {n} bytes of function-scope variables in one function, {who} allows at most {max}"
+            ),
+            amount.span,
+            "the largest variable of that function".to_string(),
+            "keep large arrays in a vector, or split the work over helpers",
+        ),
+        Limit::ArrayElements => (
+            format!("kernel `{k}` declares an array of {n} elements, {who} allows at most {max}"),
+            amount.span,
+            "the largest array".to_string(),
             "use a smaller array, or keep the data in a vector",
         ),
         Limit::ParserNesting => (
@@ -524,6 +572,16 @@ struct Walker<'k> {
     largest_shared: u64,
     /// Whether the statements walked are a helper's.
     in_helper: bool,
+    /// Function-scope variables of the function being walked.
+    function_vars: FunctionVars,
+}
+
+/// Bytes of function-scope variables of one function, and its largest one.
+#[derive(Default)]
+struct FunctionVars {
+    bytes: u64,
+    largest: u64,
+    span: Span,
 }
 
 impl Walker<'_> {
@@ -543,6 +601,34 @@ impl Walker<'_> {
         if !uses.iter().any(|u| u.span == span) {
             uses.push(Use { span, label });
         }
+    }
+
+    /// `var` is a function-scope variable of the function being walked.
+    fn function_var(&mut self, var: VarId) {
+        let info = self.kernel.var(var);
+        let bytes = match &info.ty {
+            Ty::Unit => 0,
+            Ty::Array {
+                elem,
+                space: MemSpace::Local,
+                size: Some(n),
+            } => u64::from(abi::elem_layout(self.kernel, elem, C_RULES).stride)
+                .saturating_mul(u64::from(*n)),
+            Ty::Array { .. } | Ty::Vector(_) => 0,
+            ty => u64::from(abi::elem_layout(self.kernel, ty, C_RULES).stride),
+        };
+        let f = &mut self.function_vars;
+        f.bytes = f.bytes.saturating_add(bytes);
+        if bytes > f.largest || f.span.is_dummy() {
+            f.largest = bytes;
+            f.span = info.span;
+        }
+    }
+
+    /// The function walked is done: keep its function-scope bytes if they are the most.
+    fn end_function(&mut self) {
+        let f = std::mem::take(&mut self.function_vars);
+        Self::peak(&mut self.needs.function_var_bytes, f.bytes, f.span);
     }
 
     fn peak(amount: &mut Amount, value: u64, span: Span) {
@@ -623,6 +709,9 @@ impl Walker<'_> {
         match &s.kind {
             StmtKind::Let { var, init } => {
                 self.var(*var);
+                if self.kernel.var(*var).mutable || init.is_none() {
+                    self.function_var(*var);
+                }
                 // A wide variable stands for its initialiser's wide value (a `let` statement
                 // spans the rest of its block, a poor place to point at).
                 let ty = &self.kernel.var(*var).ty;
@@ -634,6 +723,7 @@ impl Walker<'_> {
             }
             StmtKind::Array { var } => {
                 self.var(*var);
+                self.function_var(*var);
                 let shared = matches!(
                     self.kernel.var(*var).ty,
                     Ty::Array {
@@ -656,6 +746,8 @@ impl Walker<'_> {
                 var, start, end, ..
             } => {
                 self.var(*var);
+                // The counter the loop advances (`var cur: i32`).
+                self.function_var(*var);
                 self.expr(span, start, true);
                 self.expr(span, end, true);
             }
@@ -709,6 +801,11 @@ impl Walker<'_> {
                 self.largest_shared = bytes;
                 shared.span = info.span;
             }
+        }
+        if let Ty::Array { size: Some(n), .. } = &info.ty
+            && *n != crate::ir::SIZE_BLOCK_DIM_X
+        {
+            Self::peak(&mut self.needs.array_elements, u64::from(*n), info.span);
         }
         if let Ty::Array {
             elem,

@@ -398,7 +398,7 @@ impl Lowerer<'_> {
                 let (Some(l), Some(r)) = (l, r) else {
                     return self.internal(span, "binary operator arity");
                 };
-                ir::Expr::new(
+                let v = ir::Expr::new(
                     ir::ExprKind::Binary {
                         op: *op,
                         lhs: Box::new(l),
@@ -406,7 +406,15 @@ impl Lowerer<'_> {
                         nowrap: false,
                     },
                     ty,
-                )
+                );
+                // A long operator chain (`a + b + c + ...`, thousands of terms in generated
+                // kernels) is cut into temporaries, so that no IR expression is deeper than
+                // the targets' parsers and every pass after this one take.
+                if deeper_than(&v, MAX_CHAIN_HEIGHT) {
+                    self.spill(v, "chain", span, out)
+                } else {
+                    v
+                }
             }
             ExprKind::Unary { op, operand } => {
                 let v = self.value(operand, out)?;
@@ -928,6 +936,37 @@ impl Lowerer<'_> {
 
 /// The value of a float32 expression made of literals, negation and `+ - * /`, computed in
 /// float32 (IEEE round-to-nearest, as every target and the interpreter evaluate it).
+/// The height at which lowering cuts an operator chain into a temporary: far below the
+/// targets' parser limits (naga's 200 levels of statements and expressions together).
+const MAX_CHAIN_HEIGHT: usize = 64;
+
+/// Whether `e` is more than `limit` levels deep (stops looking at that depth).
+fn deeper_than(e: &ir::Expr, limit: usize) -> bool {
+    if limit == 0 {
+        return true;
+    }
+    use ir::ExprKind as K;
+    let below = |c: &ir::Expr| deeper_than(c, limit - 1);
+    match &e.kind {
+        K::Lit(_) | K::Var(_) => false,
+        K::Binary { lhs, rhs, .. } => below(lhs) || below(rhs),
+        K::Unary { operand: x, .. }
+        | K::Index { index: x, .. }
+        | K::Field { base: x, .. }
+        | K::Tag(x)
+        | K::Payload { value: x, .. } => below(x),
+        K::Record { fields: xs, .. }
+        | K::Ctor { fields: xs, .. }
+        | K::Call { args: xs, .. }
+        | K::Intrinsic { args: xs, .. } => xs.iter().any(below),
+        K::Select {
+            cond,
+            then_value,
+            else_value,
+        } => below(cond) || below(then_value) || below(else_value),
+    }
+}
+
 fn f32_constant(e: &ir::Expr) -> Option<f32> {
     use ir::ExprKind as K;
     if e.ty != ir::Ty::F32 {

@@ -135,6 +135,7 @@ fn program(kernel_params: Vec<VarDecl>, body: Expr) -> Program {
             params: kernel_params,
             body,
         }],
+        tall: false,
     }
 }
 

@@ -62,6 +62,7 @@ fn pocl_build() {
         int64_atomics: ext.contains("cl_khr_int64_base_atomics")
             && ext.contains("cl_khr_int64_extended_atomics"),
         checked: false,
+        portable: false,
     };
     let context = opencl3::context::Context::from_device(&device).expect("context");
     let (mut built, mut refused) = (0, 0);

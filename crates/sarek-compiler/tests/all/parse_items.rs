@@ -7,7 +7,7 @@ use sarek_compiler::front::ast::*;
 
 fn items(src: &str) -> Vec<Item> {
     match parse_str(src) {
-        Ok(p) => p.items,
+        Ok(mut p) => std::mem::take(&mut p.items),
         Err(d) => panic!(
             "parse failed: {:?}",
             d.iter().map(|d| &d.message).collect::<Vec<_>>()

@@ -1,13 +1,14 @@
 //! Robustness of the front end on hostile input: no panic, no hang, no stack overflow.
 //! Every test runs on an explicit 2 MB thread (the default test-thread stack), and accepted
-//! programs must have a bounded expression height so that recursive passes are safe.
+//! programs must have a bounded expression height so that recursive passes are safe:
+//! `MAX_DEPTH` for true nesting, `MAX_HEIGHT` with chains of `let`s and operators included.
 
 use crate::support::sexp as common;
 use common::{max_height, parse_str, render};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use sarek_compiler::front::lexer::lex;
-use sarek_compiler::front::parser::MAX_DEPTH;
+use sarek_compiler::front::parser::{MAX_CHAIN, MAX_HEIGHT};
 use sarek_compiler::{FileId, SourceMap};
 use std::time::{Duration, Instant};
 
@@ -28,7 +29,7 @@ fn check_invariants(src: &str) -> bool {
     match parse_str(src) {
         Ok(p) => {
             let h = max_height(&p);
-            assert!(h <= MAX_DEPTH, "accepted program of height {h}");
+            assert!(h <= MAX_HEIGHT, "accepted program of height {h}");
             true
         }
         Err(diags) => {
@@ -72,11 +73,9 @@ fn ten_thousand_nested_parentheses() {
 fn deep_nesting_of_every_kind_is_refused_not_overflowed() {
     let n = 5_000;
     let cases = [
-        ("lets", format!("{HEAD}{}x", "let y = 1 in ".repeat(n))),
         ("ifs", format!("{HEAD}{}x", "if c then ".repeat(n))),
         ("minus", format!("{HEAD}{}x", "- ".repeat(n))),
         ("or", format!("{HEAD}x{}", " || x".repeat(n))),
-        ("plus", format!("{HEAD}x{}", " + x".repeat(n))),
         ("lsl", format!("{HEAD}x{}", " lsl x".repeat(n))),
         ("index", format!("{HEAD}x{}", ".(0)".repeat(n))),
         ("fields", format!("{HEAD}x{}", ".f".repeat(n))),
@@ -152,6 +151,38 @@ fn deep_nesting_of_every_kind_is_refused_not_overflowed() {
     }
 }
 
+/// Chains of `let`s and of left-associative operators are not nesting: accepted up to
+/// `MAX_CHAIN` links (parsed, measured and freed on a 2 MB thread), refused past it.
+#[test]
+fn long_chains_are_accepted_up_to_max_chain() {
+    let n = MAX_CHAIN;
+    let accepted = [
+        ("lets", format!("{HEAD}{}x", "let y = 1 in ".repeat(n - 1))),
+        ("plus", format!("{HEAD}x{}", " + x".repeat(n - 1))),
+        (
+            "seq",
+            format!("{HEAD}{}x", "f x; let y = 1 in ".repeat(n - 1)),
+        ),
+    ];
+    for (label, src) in accepted {
+        assert!(
+            timed(label, Duration::from_secs(20), src),
+            "{label}: refused"
+        );
+    }
+    for (label, src) in [
+        ("lets", format!("{HEAD}{}x", "let y = 1 in ".repeat(n + 1))),
+        ("plus", format!("{HEAD}x{}", " + x".repeat(n + 1))),
+    ] {
+        assert!(
+            !timed(label, Duration::from_secs(20), src.clone()),
+            "{label}: accepted"
+        );
+        let diags = parse_str(&src).unwrap_err();
+        assert_eq!(diags[0].message, "chain of `let`s or operators too long");
+    }
+}
+
 #[test]
 fn chains_on_top_of_parenthesised_chains_stay_bounded() {
     // Each level adds a left chain on top of a parenthesised chain: the tree height grows
@@ -160,7 +191,11 @@ fn chains_on_top_of_parenthesised_chains_stay_bounded() {
     for _ in 0..200 {
         e = format!("({e}{})", " + 1".repeat(200));
     }
-    timed("quadratic", Duration::from_secs(5), format!("{HEAD}{e}"));
+    // 200 x 201 levels: past `MAX_HEIGHT`, refused (measured without recursion).
+    let src = format!("{HEAD}{e}");
+    assert!(!timed("quadratic", Duration::from_secs(5), src.clone()));
+    let diags = parse_str(&src).unwrap_err();
+    assert_eq!(diags[0].message, "expression nested too deeply");
 }
 
 #[test]

@@ -7,6 +7,13 @@
 //! - `long_identifiers_validate_everywhere`: identifiers of 2,000 characters in every naming
 //!   position, through all six generators and their validators (names past a target's
 //!   identifier length are shortened by the namer, injectively);
+//! - `long_chains_validate_everywhere`: 10,000 chained `let`s, 10,000-term int and float
+//!   sums and a sequence interleaving 2,000 stores with `let`s, on a thread with a small
+//!   stack: no pass overflows, every target's validator accepts the output;
+//! - `fuzz::*` (proptest): random bytes, token soups and corpus kernels with tokens deleted,
+//!   duplicated or swapped, through check and every generator: no panic, accepted WGSL
+//!   passes naga;
+//! - `portable_wgsl_limits_are_refused_located`: `TargetOptions::portable`;
 //! - `mutated_corpus_validates`: a seeded mutation loop over the corpus sources (edge-value
 //!   literals, swapped operators, shifted indices): `SAREK_FUZZ_COUNT` mutants (default 64)
 //!   from seed `SAREK_FUZZ_SEED`, so a run tries the same mutants on any machine (CI runs the
@@ -96,6 +103,16 @@ impl Tools {
             clang: Command::new("clang").arg("--version").output().is_ok(),
             ptxas: find_ptxas(),
             dir,
+        }
+    }
+
+    /// naga alone (in process): no external tool, no folder.
+    fn none() -> Tools {
+        Tools {
+            glslang: false,
+            clang: false,
+            ptxas: None,
+            dir: PathBuf::new(),
         }
     }
 
@@ -591,4 +608,283 @@ fn mutated_corpus_validates() {
         &format!("mutation loop (seed {seed:#x}, {count} mutants)"),
         &tally,
     );
+}
+
+/// The kernels of `long_chains_validate_everywhere`: `n` chained `let`s, `n`-term int and
+/// float sums, and `n / 5` stores interleaved with `let`s.
+pub fn long_chains(n: usize) -> Vec<(String, String)> {
+    let head = |ty: &str| {
+        format!(
+            "let%kernel k (a : {ty} vector) =\n  let i = thread_idx_x + block_idx_x * block_dim_x in\n"
+        )
+    };
+    let mut lets = head("int32") + "  let x0 = a.(i) in\n";
+    for j in 1..n {
+        lets += &format!("  let x{j} = x{} + 1 in\n", j - 1);
+    }
+    lets += &format!("  a.(i) <- x{}\n", n - 1);
+    let int_sum = head("int32") + "  let x = a.(i) in\n  a.(i) <- x" + &" + x".repeat(n - 1) + "\n";
+    let float_sum =
+        head("float32") + "  let x = a.(i) in\n  a.(i) <- x" + &" +. x".repeat(n - 1) + "\n";
+    let mut seq = head("int32");
+    for j in 0..n / 5 {
+        seq += &format!("  a.(i) <- a.(i) + 1;\n  let y{j} = a.(i) in\n");
+    }
+    seq += &format!("  a.(i) <- y0 + y{}\n", n / 5 - 1);
+    vec![
+        (format!("lets_{n}"), lets),
+        (format!("int_sum_{n}"), int_sum),
+        (format!("float_sum_{n}"), float_sum),
+        (format!("seq_lets_{}", n / 5), seq),
+    ]
+}
+
+/// The parser bounds true nesting, not chains: generated and unrolled kernels have thousands
+/// of `let`s and terms in a row. Every pass takes them on any caller's stack (the front end
+/// runs on a stack of its own, lowering cuts operator chains into temporaries), and every
+/// generator's output validates: chains of 10,000 through naga, of 1,000 through every
+/// validator. A thread with the default 2 MiB stack of a spawned thread runs it all, dropping the
+/// program included.
+#[test]
+fn long_chains_validate_everywhere() {
+    let tools = Tools::find();
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            // 10,000 links: every generator (plain), naga on the WGSL.
+            for (name, text) in long_chains(10_000) {
+                let mut sources = SourceMap::new();
+                let file = sources.add(name.as_str(), text);
+                let program = sarek_compiler::check(&sources, file)
+                    .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+                let ir = sarek_compiler::lower_kernel(&program, "k")
+                    .unwrap_or_else(|d| panic!("{}", render_all(&d, &sources, false)));
+                for target in Target::ALL {
+                    let g = sarek_compiler::generate(&ir, target, &TargetOptions::default())
+                        .unwrap_or_else(|d| {
+                            panic!("{name} on {target}: {}", render_all(&d, &sources, false))
+                        });
+                    if target == Target::Wgsl {
+                        naga_accepts(&g.source).unwrap_or_else(|e| panic!("{name}: naga: {e}"));
+                    }
+                }
+            }
+            // 1,000 links: every generator in both modes, every validator installed.
+            let mut tally = Tally::default();
+            for (name, text) in long_chains(1_000) {
+                let accepted = pipeline(&name, &text, &tools, &TARGETS, &mut tally)
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert!(accepted, "{name} was not accepted");
+            }
+            assert_clean("long chains", &tally);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+/// `compile --target wgsl` holds kernels to the limits every WebGPU implementation applies
+/// (`TargetOptions::portable`, on by default): 8,192 bytes of function-scope variables per
+/// function, 16,384 bytes of workgroup storage, arrays under 65,536 elements; each refusal
+/// located and naming WGSL. With the option off (a `wgpu` device, which checks its
+/// adapter's own limits) the same kernels generate and naga accepts them.
+#[test]
+fn portable_wgsl_limits_are_refused_located() {
+    let local = |n: u32| {
+        format!(
+            "let%kernel k (o : float32 vector) =\n  let loc = create_array {n} Local in\n  loc.(0) <- 1.0;\n  o.(global_thread_id) <- loc.(0)\n"
+        )
+    };
+    let shared = |n: u32| {
+        format!(
+            "let%kernel k (o : float32 vector) =\n  let%shared (s : float32) = {n} in\n  s.(thread_idx_x) <- 1.0;\n  block_barrier ();\n  o.(thread_idx_x) <- s.(0)\n"
+        )
+    };
+    let generate = |text: &str, portable: bool| {
+        let mut sources = SourceMap::new();
+        let file = sources.add("k.sarek", text);
+        let program = sarek_compiler::check(&sources, file).unwrap();
+        let ir = sarek_compiler::lower_kernel(&program, "k").unwrap();
+        let options = TargetOptions {
+            portable,
+            ..TargetOptions::default()
+        };
+        sarek_compiler::generate(&ir, Target::Wgsl, &options)
+            .map(|g| g.source)
+            .map_err(|d| render_all(&d, &sources, false))
+    };
+    // At the limits: accepted and valid.
+    for text in [local(2048), shared(4096)] {
+        let src = generate(&text, true).unwrap_or_else(|e| panic!("{e}"));
+        naga_accepts(&src).unwrap();
+    }
+    let cases = [
+        (
+            local(2049),
+            "declares 8196 bytes of function-scope variables in one function, WGSL allows at most 8192",
+            "k.sarek:2:7",
+        ),
+        (
+            shared(4097),
+            "declares 16388 bytes of shared arrays, WGSL allows at most 16384",
+            "k.sarek:2:15",
+        ),
+        (
+            shared(65536),
+            "declares an array of 65536 elements, WGSL allows at most 65535",
+            "k.sarek:2:15",
+        ),
+    ];
+    for (text, message, place) in cases {
+        let e = generate(&text, true).unwrap_err();
+        assert!(e.contains(message), "{e}");
+        assert!(e.contains(place), "{e}");
+        assert!(e.contains("portable WGSL"), "{e}");
+        // Without the option the device's own limits decide: the module itself is valid.
+        let src = generate(&text, false).unwrap_or_else(|e| panic!("{e}"));
+        naga_accepts(&src).unwrap();
+    }
+}
+
+/// Tokens of `src` as byte ranges.
+fn token_ranges(src: &str) -> Vec<(usize, usize)> {
+    let (toks, _) = sarek_compiler::front::lexer::lex(sarek_compiler::FileId(0), src);
+    toks.iter()
+        .map(|t| (t.span.start as usize, t.span.end as usize))
+        .filter(|(s, e)| s < e)
+        .collect()
+}
+
+/// `src` with token edits applied: `(kind, a, b)` deletes token `a` (kind 0), duplicates it
+/// (1) or swaps it with token `b` (2).
+fn edit_tokens(mut src: String, edits: &[(u8, usize, usize)]) -> String {
+    for &(kind, a, b) in edits {
+        let toks = token_ranges(&src);
+        if toks.is_empty() {
+            break;
+        }
+        let (s1, e1) = toks[a % toks.len()];
+        let (s2, e2) = toks[b % toks.len()];
+        let (t1, t2) = (src[s1..e1].to_string(), src[s2..e2].to_string());
+        src = match kind {
+            0 => format!("{}{}", &src[..s1], &src[e1..]),
+            1 => format!("{} {t1}{}", &src[..e1], &src[e1..]),
+            _ if e1 <= s2 => format!("{}{t2}{}{t1}{}", &src[..s1], &src[e1..s2], &src[e2..]),
+            _ => src,
+        };
+    }
+    src
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "let",
+        "let%kernel",
+        "let%shared",
+        "in",
+        "if",
+        "then",
+        "else",
+        "match",
+        "with",
+        "|",
+        "->",
+        "for",
+        "to",
+        "do",
+        "done",
+        "while",
+        "begin",
+        "end",
+        "(",
+        ")",
+        "{",
+        "}",
+        ";",
+        ",",
+        ".",
+        ".(",
+        ":",
+        "<-",
+        "=",
+        "<",
+        "+",
+        "-",
+        "*",
+        "/",
+        "+.",
+        "*.",
+        "mod",
+        "lsl",
+        "&&",
+        "x",
+        "v",
+        "i",
+        "f",
+        "C",
+        "1",
+        "0x7fffffff",
+        "1.5",
+        "2.5d",
+        "true",
+        "()",
+        "int32",
+        "float32",
+        "float64",
+        "vector",
+        "global_thread_id",
+        "block_barrier",
+        "thread_idx_x",
+        "create_array",
+        "Local",
+        "(v : int32 vector)",
+        "\n",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// Random bytes through the whole front end (parser, typer, mono, recursion,
+        /// convergence, lowering) and every generator: no panic.
+        #[test]
+        fn random_bytes_through_check_and_generate(bytes in proptest::collection::vec(any::<u8>(), 0..1500)) {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let mut tally = Tally::default();
+            let _ = pipeline("bytes", &text, &Tools::none(), &[], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+        }
+
+        /// Token soups: no panic; what is accepted generates WGSL that naga accepts.
+        #[test]
+        fn token_soups_through_check_and_generate(words in proptest::collection::vec(0..WORDS.len(), 0..300)) {
+            let text = format!(
+                "let%kernel k (v : int32 vector) =\n{}",
+                words.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ")
+            );
+            let mut tally = Tally::default();
+            let _ = pipeline("soup", &text, &Tools::none(), &[Target::Wgsl], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+            prop_assert!(tally.invalid.is_empty(), "{}", tally.invalid.join("\n"));
+        }
+
+        /// Corpus kernels with tokens deleted, duplicated or swapped: no panic; every
+        /// accepted mutant's WGSL passes naga (the other validators run in
+        /// `mutated_corpus_validates`).
+        #[test]
+        fn token_mutated_corpus_through_check_and_generate(
+            file in 0usize..64,
+            edits in proptest::collection::vec((0u8..3, any::<usize>(), any::<usize>()), 1..5),
+        ) {
+            let corpus = files::corpus();
+            let path = &corpus[file % corpus.len()];
+            let text = edit_tokens(std::fs::read_to_string(path).unwrap(), &edits);
+            let mut tally = Tally::default();
+            let _ = pipeline("mutant", &text, &Tools::none(), &[Target::Wgsl], &mut tally);
+            prop_assert!(tally.panics.is_empty(), "{}", tally.panics.join("\n"));
+            prop_assert!(tally.invalid.is_empty(), "{}", tally.invalid.join("\n"));
+        }
+    }
 }

@@ -274,6 +274,7 @@ impl CudaDevice {
             float64: true,
             int64_atomics: true,
             checked: false, // issue 17: checks are inserted per launch (`sarek_runtime::checked`)
+            portable: false,
         };
         let ir = kernel.ir();
         let support = match self.toolchain {

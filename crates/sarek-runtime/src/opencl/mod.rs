@@ -135,6 +135,7 @@ impl OpenClDevice {
             float64: has("cl_khr_fp64"),
             int64_atomics: has("cl_khr_int64_base_atomics") && has("cl_khr_int64_extended_atomics"),
             checked: false, // issue 17: checks are inserted per launch (`sarek_runtime::checked`)
+            portable: false,
         };
         let mut build_options = String::from("-cl-std=CL1.2");
         if device.single_fp_config().unwrap_or(0) & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT != 0 {

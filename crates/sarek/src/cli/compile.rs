@@ -15,6 +15,9 @@ use sarek::{Target, TargetOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The most threads per block any target runs.
+const MAX_BLOCK_THREADS: u32 = 1024;
+
 pub fn run(
     file: &Path,
     modules: &[PathBuf],
@@ -29,6 +32,17 @@ pub fn run(
     let block = block
         .map(|b| sarek_harness::parse_dims(b).map_err(|e| Failure::io(format!("--block: {e}"))))
         .transpose()?;
+    if let Some(b) = block {
+        // No target runs more threads per block (CUDA, Vulkan and Metal devices: 1,024);
+        // past it the size would not be a block any launch can have.
+        let threads: u64 = b.iter().map(|&d| u64::from(d)).product();
+        if threads > u64::from(MAX_BLOCK_THREADS) {
+            return Err(Failure::user(format!(
+                "--block {}x{}x{} has {threads} threads; no target runs more than {MAX_BLOCK_THREADS} per block",
+                b[0], b[1], b[2]
+            )));
+        }
+    }
     let program = load(file, modules)?;
     let names: Vec<String> = match kernel {
         Some(k) => vec![kernel_name(&program, k)?],

@@ -40,6 +40,11 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
     let mut lengths: Vec<(String, usize)> = Vec::new();
     for spec in &input.lens {
         let (name, n) = name_value("--len", spec)?;
+        if lengths.iter().any(|(known, _)| known == name) {
+            return Err(Failure::user(format!(
+                "--len `{spec}`: the length of `{name}` is given twice"
+            )));
+        }
         let n: usize = n.trim().parse().map_err(|_| {
             Failure::user(format!(
                 "--len `{spec}`: `{n}` is not a length (a non-negative integer)"
@@ -50,6 +55,11 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
     let mut vectors = Vec::new();
     for spec in &input.inputs {
         let (name, file) = name_value("--input", spec)?;
+        if vectors.iter().any(|(known, _)| known == name) {
+            return Err(Failure::user(format!(
+                "--input `{spec}`: parameter `{name}` is given twice"
+            )));
+        }
         let Some(p) = sig.iter().find(|p| p.name == name) else {
             // Let build_args word the unknown-parameter error (with its suggestion).
             vectors.push((

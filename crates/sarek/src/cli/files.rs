@@ -195,7 +195,7 @@ pub fn check_out_dir(dir: &Path) -> Result<(), Failure> {
     let mut existing: PathBuf = dir.to_path_buf();
     loop {
         match std::fs::metadata(&existing) {
-            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(m) if m.is_dir() => return probe_writable(dir, &existing),
             Ok(_) => {
                 return Err(Failure::io(format!(
                     "--out `{}`: `{}` exists and is not a folder",
@@ -215,8 +215,31 @@ pub fn check_out_dir(dir: &Path) -> Result<(), Failure> {
         match existing.parent() {
             // A relative path's last parent is "": the current folder.
             Some(p) if !p.as_os_str().is_empty() => existing = p.to_path_buf(),
-            _ => return Ok(()),
+            _ => return probe_writable(dir, Path::new(".")),
         }
+    }
+}
+
+/// Whether files can be made in `folder` (the nearest existing folder of `--out`): a file is
+/// created there and removed at once, so that a read-only or virtual folder (`/proc`) fails
+/// before the kernel runs rather than after.
+fn probe_writable(dir: &Path, folder: &Path) -> Result<(), Failure> {
+    let probe = folder.join(format!(".sarek-probe.{}.tmp", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(Failure::io(format!(
+            "--out `{}`: cannot write in `{}`: {}",
+            dir.display(),
+            folder.display(),
+            io_reason(&e)
+        ))),
     }
 }
 

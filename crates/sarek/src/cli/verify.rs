@@ -8,8 +8,12 @@
 //! its located diagnostics printed once per backend and kernel; a device compiler rejecting
 //! the generated source ([`RuntimeError::Compile`]) is an `ERROR` like any launch failure.
 //!
-//! Exit: 1 on any mismatch, backend launch error, or refusal by a backend named explicitly in
-//! `--backends`; otherwise 2 when a requested backend is unavailable; 0 when all agree.
+//! Exit (the command-line contract: 1 on any mismatch, 2 when a requested backend is
+//! unavailable): 1 on any mismatch or backend launch error; otherwise 2 when a backend
+//! requested with `--backends` (by name or `all`) is unavailable or refuses the kernel (it
+//! cannot run it: unavailable for this kernel), with one `error:` line per such backend on
+//! stderr; 0 when all agree. A refusal by a backend that was not requested (the default list)
+//! is shown but is not a failure.
 
 use super::exec::{Prepared, ms, prepare, runtime_failure};
 use super::{CmdResult, Failure, VerifyArgs, contracted, kernel_name, load, lower};
@@ -93,23 +97,12 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     };
 
     // Backends: explicit ones must be available; the default is every available one.
-    let (requested, explicit_names) = match a.backends.as_deref().map(str::trim) {
-        None => (
-            Backend::ALL
-                .iter()
-                .copied()
-                .filter(|b| *b != Backend::Interp)
-                .collect::<Vec<_>>(),
-            false,
-        ),
-        Some("all") => (
-            Backend::ALL
-                .iter()
-                .copied()
-                .filter(|b| *b != Backend::Interp)
-                .collect(),
-            false,
-        ),
+    let requested = match a.backends.as_deref().map(str::trim) {
+        None | Some("all") => Backend::ALL
+            .iter()
+            .copied()
+            .filter(|b| *b != Backend::Interp)
+            .collect::<Vec<_>>(),
         Some(list) => {
             let mut v = Vec::new();
             for name in list.split(',').filter(|s| !s.trim().is_empty()) {
@@ -121,9 +114,11 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             if v.is_empty() {
                 return Err(Failure::user("--backends: no backend named"));
             }
-            (v, true)
+            v
         }
     };
+    // Backends asked for (`--backends`) must exist and run the kernel; the default list is
+    // whatever is available and can.
     let must_exist = a.backends.is_some();
     let interp = discover::open(Backend::Interp).map_err(|e| Failure::user(e.to_string()))?;
     let mut devices: Vec<(Backend, Arc<dyn Device>)> = Vec::new();
@@ -153,6 +148,8 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     }
 
     let mut failed = false;
+    // Requested backends that refused a kernel: (backend, kernel, first line of the reason).
+    let mut requested_refusals: Vec<(Backend, String, String)> = Vec::new();
     // (backend, kernel) pairs whose refusal was printed: each is shown once, not per job.
     let mut refusals_shown = HashSet::new();
     for job in &jobs {
@@ -230,9 +227,18 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             };
             failed |= match &cell {
                 Cell::Compared(cmp) => cmp.iter().any(|c| !c.ok()),
-                Cell::Refused(_) => explicit_names,
+                Cell::Refused(_) => false,
                 Cell::Error(_) => true,
             };
+            if let Cell::Refused(diagnostics) = &cell
+                && must_exist
+                && !requested_refusals
+                    .iter()
+                    .any(|(rb, rk, _)| rb == b && *rk == job.kernel)
+            {
+                let why = first_line(diagnostics).trim_start_matches("error: ");
+                requested_refusals.push((*b, job.kernel.clone(), why.to_string()));
+            }
             rows.push((*b, cell));
         }
         print_table(&params, &rows);
@@ -250,9 +256,14 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     if devices.is_empty() {
         println!("no backend to compare with interp");
     }
+    for (b, kernel, why) in &requested_refusals {
+        eprintln!(
+            "error: backend `{b}` was requested but cannot run kernel `{kernel}` (refused: {why})"
+        );
+    }
     if failed {
         Ok(ExitCode::from(1))
-    } else if must_exist && !unavailable.is_empty() {
+    } else if must_exist && (!unavailable.is_empty() || !requested_refusals.is_empty()) {
         Ok(ExitCode::from(2))
     } else {
         Ok(ExitCode::SUCCESS)

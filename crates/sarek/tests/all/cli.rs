@@ -466,9 +466,18 @@ fn refusals_are_located_once_and_fail() {
     );
     assert!(r.stderr.contains("5 │"), "second use shown: {}", r.stderr);
 
-    // `verify` naming wgpu: refused in the table, diagnostics once for both directives, exit 1.
+    // `verify` naming wgpu: refused in the table, diagnostics once for both directives, exit 2
+    // (the contract: a requested backend that cannot run the kernel), one `error:` line.
     let r = sarek(&["verify", &file, "--backends", "wgpu"]);
-    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.stderr
+            .matches("error: backend `wgpu` was requested but cannot run kernel")
+            .count(),
+        1,
+        "{}",
+        r.stderr
+    );
     let rows = r
         .stdout
         .lines()

@@ -10,6 +10,7 @@ mod cli_args;
 mod conformance;
 mod corpus;
 mod fusion;
+mod hostile;
 mod loop_bounds;
 mod loop_budget;
 mod loop_steps;

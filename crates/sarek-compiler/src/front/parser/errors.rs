@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::{Fail, MAX_DEPTH, Parser};
+use super::{Fail, MAX_CHAIN, MAX_DEPTH, Parser};
 use crate::diag::{Diagnostic, Span, closest};
 use crate::front::lexer::Tok;
 
@@ -80,6 +80,8 @@ pub(crate) enum SyntaxError {
         name: String,
     },
     TooDeep,
+    /// A chain of `let`s or of a left-associative operator longer than `MAX_CHAIN`.
+    ChainTooLong,
 }
 
 impl Parser {
@@ -88,7 +90,7 @@ impl Parser {
     #[cold]
     #[inline(never)]
     pub(crate) fn fail(&mut self, e: SyntaxError) -> Fail {
-        if matches!(e, SyntaxError::TooDeep) {
+        if matches!(e, SyntaxError::TooDeep | SyntaxError::ChainTooLong) {
             // Reported once; parsing stops (`fatal`), even on a lexer error token.
             if self.fatal {
                 return Fail;
@@ -261,6 +263,21 @@ impl Parser {
             SyntaxError::TooDeep => Diagnostic::error(here, "expression nested too deeply")
                 .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
                 .with_help("split the expression with `let` bindings or helper functions"),
+            SyntaxError::ChainTooLong => {
+                Diagnostic::error(here, "chain of `let`s or operators too long")
+                    .with_label(format!("more than {MAX_CHAIN} in a row"))
+                    .with_help("split the kernel into helper functions")
+            }
         }
     }
+}
+
+/// An expression taller than `MAX_HEIGHT` once its chains are counted.
+pub(super) fn too_tall(at: Span) -> Diagnostic {
+    Diagnostic::error(at, "expression nested too deeply")
+        .with_label(format!(
+            "more than {} levels of nesting, chains of `let`s and operators included",
+            super::MAX_HEIGHT
+        ))
+        .with_help("split the expression with `let` bindings or helper functions")
 }

@@ -156,21 +156,25 @@ impl Parser {
     }
 
     fn seq_rest(&mut self, first: Expr) -> PResult<Expr> {
-        let mut h = self.h;
+        // The last item is the sequence's tail (a `let` chain continues through it): it does
+        // not add to the height, the others do.
+        let mut h = 0;
+        let mut last_h = self.h;
         let mut items = vec![first];
         while self.eat(&Tok::Semi) {
             if !starts_expr(self.peek()) {
                 break;
             }
             items.push(self.expr()?);
-            h = h.max(self.h);
+            h = h.max(last_h);
+            last_h = self.h;
         }
         if items.len() == 1 {
-            self.h = h;
+            self.h = last_h;
             return Ok(items.swap_remove(0));
         }
         let span = items[0].span.to(items[items.len() - 1].span);
-        self.node(ExprKind::Seq(items), span, h)
+        self.node(ExprKind::Seq(items), span, h.max(last_h.saturating_sub(1)))
     }
 
     /// An expression without a top-level `;`.
@@ -258,9 +262,15 @@ impl Parser {
     /// Precedence climbing over the binary operators at or above `min_prec`.
     fn binary(&mut self, min_prec: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
+        let mut terms = 1;
         while let Some((op, prec, right)) = binop(self.peek()) {
             if prec < min_prec {
                 break;
+            }
+            terms += 1;
+            self.longest_chain = self.longest_chain.max(terms);
+            if terms > super::MAX_CHAIN {
+                return Err(self.fail(SyntaxError::ChainTooLong));
             }
             let lhs_h = self.h;
             let power = *self.peek() == Tok::StarStar;
@@ -271,9 +281,14 @@ impl Parser {
             } else {
                 self.binary(prec + 1)?
             };
-            // A left-nested chain deepens the AST without recursing: the height check in
-            // `node` bounds it.
-            let h = lhs_h.max(self.h);
+            // A left-nested chain deepens the AST without recursing: its left operand is
+            // the chain's tail and does not add to the height (see `MAX_DEPTH`); `terms`
+            // bounds its length. A right-nested one recurses, within the depth limit.
+            let h = if right {
+                lhs_h.max(self.h)
+            } else {
+                lhs_h.saturating_sub(1).max(self.h)
+            };
             let span = lhs.span.to(rhs.span);
             if power {
                 // `a ** b` is OCaml's float power: `Std.pow a b` (qualified, so a helper
@@ -1069,8 +1084,9 @@ impl Parser {
             _ => return Err(self.expected("a module name after `let open`")),
         };
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = self.h;
+        let body = self.let_body(Self::seq_expr)?;
+        // The body is the chain's tail: it does not add to the height (see `MAX_DEPTH`).
+        let h = self.h.saturating_sub(1);
         let span = start.to(body.span);
         self.node(
             ExprKind::LetOpen {
@@ -1103,8 +1119,8 @@ impl Parser {
         };
         let fbody_h = self.h;
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = fbody_h.max(self.h);
+        let body = self.let_body(Self::seq_expr)?;
+        let h = fbody_h.max(self.h.saturating_sub(1));
         let span = start.to(body.span);
         let decl = FunDecl {
             name,
@@ -1151,8 +1167,8 @@ impl Parser {
             return self.let_and(start, let_col, (pattern, mutable, ty, value), value_h);
         }
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = value_h.max(self.h);
+        let body = self.let_body(Self::seq_expr)?;
+        let h = value_h.max(self.h.saturating_sub(1));
         let span = start.to(body.span);
         let kind = ExprKind::Let {
             pattern,
@@ -1178,8 +1194,8 @@ impl Parser {
         let value = self.let_value(let_col)?;
         let value_h = self.h;
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = value_h.max(self.h) + fields.len() as u32;
+        let body = self.let_body(Self::seq_expr)?;
+        let h = value_h.max(self.h.saturating_sub(1)) + fields.len() as u32;
         let span = start.to(body.span);
         let hidden = Ident {
             name: "%rec".into(),
@@ -1280,8 +1296,8 @@ impl Parser {
             bindings.push((pattern, mutable, ty, value));
         }
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = h.max(self.h) + 2 * bindings.len() as u32;
+        let body = self.let_body(Self::seq_expr)?;
+        let h = h.max(self.h.saturating_sub(1)) + 2 * bindings.len() as u32;
         let span = start.to(body.span);
         let hidden: Vec<Ident> = bindings
             .iter()
@@ -1412,8 +1428,8 @@ impl Parser {
         let size = self.let_value(let_col)?;
         let size_h = self.h;
         self.expect_in(start)?;
-        let body = self.seq_expr()?;
-        let h = size_h.max(self.h);
+        let body = self.let_body(Self::seq_expr)?;
+        let h = size_h.max(self.h.saturating_sub(1));
         let span = start.to(body.span);
         self.node(
             ExprKind::LetShared {
@@ -1448,8 +1464,8 @@ impl Parser {
         let step = self.let_value(let_col)?;
         let step_h = self.h;
         self.expect_in(start)?;
-        let rest = self.seq_expr()?;
-        let h = step_h.max(self.h);
+        let rest = self.let_body(Self::seq_expr)?;
+        let h = step_h.max(self.h.saturating_sub(1));
         let span = start.to(rest.span);
         let kind = ExprKind::LetSuperstep {
             name,

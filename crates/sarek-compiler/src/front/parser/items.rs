@@ -70,7 +70,7 @@ pub(super) type Destructured = Vec<(ParamPattern, Ident)>;
 impl Parser {
     pub(super) fn program(&mut self) -> Program {
         let items = self.items_until(None);
-        Program { items }
+        Program { items, tall: false }
     }
 
     /// Items up to the end of the file, or up to `end` closing `module M = struct`.

@@ -62,6 +62,14 @@ use visit::VisitMut;
 
 /// Type-check a whole file; every independent error is reported.
 pub fn check_program(program: &ast::Program) -> Result<tast::Program, Vec<Diagnostic>> {
+    crate::stack::deep_if(program.tall, || {
+        let mut typed = check_program_here(program)?;
+        typed.tall = program.tall;
+        Ok(typed)
+    })
+}
+
+fn check_program_here(program: &ast::Program) -> Result<tast::Program, Vec<Diagnostic>> {
     let mut c = Checker::default();
     c.declare_types(program);
     for item in &program.items {
@@ -721,6 +729,7 @@ impl Checker {
             variants: self.env.variants,
             functions,
             kernels,
+            tall: false,
         }
     }
 }

@@ -325,6 +325,7 @@ pub fn max_height(p: &Program) -> usize {
             ItemKind::Module { items, .. } => {
                 let inner = Program {
                     items: items.clone(),
+                    tall: true,
                 };
                 max = max.max(max_height(&inner));
             }
@@ -413,7 +414,8 @@ pub fn program_sexp(p: &Program) -> String {
                 "module {} = struct\n{}end",
                 name.name,
                 program_sexp(&Program {
-                    items: items.clone()
+                    items: items.clone(),
+                    tall: true,
                 })
             ),
             ItemKind::Open(m) => format!("open {}", m.name),

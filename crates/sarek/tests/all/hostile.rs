@@ -1,0 +1,513 @@
+//! Hostile command lines and inputs through the built `sarek` binary: every one is a clear
+//! message and the contract's exit code (docs/cli.md), never a panic, a hang or an
+//! allocation failure.
+
+use sarek_compiler::abi::Leaf;
+use sarek_compiler::types::Scalar;
+use sarek_runtime::npy;
+use sarek_runtime::value::{Column, HostVector};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn sarek(args: &[&str]) -> Out {
+    let o = Command::new(env!("CARGO_BIN_EXE_sarek"))
+        .args(args)
+        .env_remove("SAREK_BACKEND")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the sarek binary runs");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+impl Out {
+    /// Exit `code`, every needle in stderr, no panic or backtrace.
+    fn fails(&self, code: i32, needles: &[&str]) -> &Out {
+        assert_eq!(
+            self.code, code,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        for n in needles {
+            assert!(self.stderr.contains(n), "`{n}` not in: {}", self.stderr);
+        }
+        for bad in ["panicked", "stack backtrace", "internal error"] {
+            assert!(!self.stderr.contains(bad), "{}", self.stderr);
+        }
+        self
+    }
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sarek-hostile-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+const SAXPY: &str = "let%kernel saxpy (a : float32) (x : float32 vector) (y : float32 vector) (n : int32) =\n\
+                     \x20 let i = global_thread_id in\n\
+                     \x20 if i < n then y.(i) <- a *. x.(i) +. y.(i)\n";
+
+#[test]
+fn shared_and_local_arrays_past_the_host_limits_are_refused_located() {
+    let d = scratch("host-arrays");
+    // 4 GiB of shared memory ran for 31 s on cpu; a 1 GiB per-thread array aborted the
+    // process on a 64 GiB allocation.
+    let shared = write(
+        &d,
+        "shared.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let%shared (s : float32) = 1073741824 in\n\
+         \x20 s.(thread_idx_x) <- 1.0;\n\
+         \x20 block_barrier ();\n\
+         \x20 o.(thread_idx_x) <- s.(0)\n",
+    );
+    let local = write(
+        &d,
+        "local.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let loc = create_array 268435456 Local in\n\
+         \x20 loc.(0) <- 1.0;\n\
+         \x20 o.(global_thread_id) <- loc.(0)\n",
+    );
+    for backend in ["interp", "cpu"] {
+        let r = sarek(&[
+            "run",
+            &shared,
+            "--kernel",
+            "k",
+            "--backend",
+            backend,
+            "--size",
+            "4",
+        ]);
+        r.fails(
+            1,
+            &[
+                "declares 4294967296 bytes of shared arrays",
+                &format!("({backend}) allows at most 16777216"),
+                "shared.sarek:2:15",
+            ],
+        );
+        let r = sarek(&[
+            "run",
+            &local,
+            "--kernel",
+            "k",
+            "--backend",
+            backend,
+            "--size",
+            "64",
+        ]);
+        r.fails(
+            1,
+            &[
+                "per-thread array of 1073741824 bytes",
+                "allows at most 524288",
+                "local.sarek:2:7",
+            ],
+        );
+        assert!(!r.stdout.contains("device:"), "nothing ran: {}", r.stdout);
+    }
+    // Within the per-thread limit, but 512 KiB for each of 1024 threads is past the block's.
+    let big_block = write(
+        &d,
+        "block.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let loc = create_array 131072 Local in\n\
+         \x20 loc.(0) <- 1.0;\n\
+         \x20 o.(global_thread_id) <- loc.(0)\n",
+    );
+    let r = sarek(&[
+        "run",
+        &big_block,
+        "--kernel",
+        "k",
+        "--backend",
+        "cpu",
+        "--size",
+        "1024",
+        "--block",
+        "1024",
+    ]);
+    r.fails(
+        1,
+        &[
+            "a block of 1024 threads needs 536870912 bytes",
+            "at most 268435456",
+        ],
+    );
+}
+
+#[test]
+fn grids_past_the_host_thread_limits_are_refused_before_running() {
+    let d = scratch("host-grid");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let base = [
+        "run", &file, "--kernel", "saxpy", "--arg", "a=2", "--arg", "n=10",
+    ];
+    for backend in ["interp", "cpu"] {
+        // 2^56 threads ran without end.
+        let mut args = base.to_vec();
+        args.extend(["--backend", backend, "--grid", "65536,65536,65536"]);
+        sarek(&args).fails(1, &["72057594037927936 threads", "at most 4294967295"]);
+        let mut args = base.to_vec();
+        args.extend(["--backend", backend, "--grid", "2147483647", "--block", "2"]);
+        sarek(&args).fails(1, &["threads along x", "global thread indices are int32"]);
+    }
+    let mut args = vec![
+        "bench", &file, "--kernel", "saxpy", "--arg", "a=2", "--arg", "n=10",
+    ];
+    args.extend(["--backend", "cpu", "--grid", "65536,65536,65536"]);
+    sarek(&args).fails(1, &["threads per launch"]);
+}
+
+#[test]
+fn check_reports_an_unreadable_file_once() {
+    let d = scratch("check-once");
+    let good = write(&d, "good.sarek", SAXPY);
+    let missing = d.join("missing.sarek").display().to_string();
+    let r = sarek(&["check", &good, &missing, d.to_str().unwrap()]);
+    r.fails(2, &["No such file or directory", "Is a directory"]);
+    assert_eq!(
+        r.stderr.matches("missing.sarek").count(),
+        1,
+        "reported once: {}",
+        r.stderr
+    );
+}
+
+fn int_leaf() -> Vec<Leaf> {
+    vec![Leaf {
+        name: String::new(),
+        scalar: Scalar::I32,
+    }]
+}
+
+/// `n` chained `let`s, each adding 1, and an `n`-term sum of the element.
+fn chain_kernels(n: usize) -> (String, String) {
+    let head = "let%kernel k (a : int32 vector) =\n  let i = global_thread_id in\n";
+    let mut lets = format!("{head}  let x0 = a.(i) in\n");
+    for j in 1..n {
+        lets += &format!("  let x{j} = x{} + 1 in\n", j - 1);
+    }
+    lets += &format!("  a.(i) <- x{}\n", n - 1);
+    let sum = format!(
+        "{head}  let x = a.(i) in\n  a.(i) <- x{}\n",
+        " + x".repeat(n - 1)
+    );
+    (lets, sum)
+}
+
+/// Generated and unrolled kernels have thousands of `let`s or terms in a row: 10,000 run on
+/// interp, 1,000 on cpu (whose code generator takes a few milliseconds a `let` in a debug
+/// build), with the values computed here: `a + (n - 1)` and `a * n`.
+#[test]
+fn long_chains_run_on_the_host_backends() {
+    let d = scratch("chains");
+    let input: Vec<i32> = (0..64).map(|i| i * 3 - 50).collect();
+    let npy_in = d.join("a.npy");
+    let v = HostVector {
+        len: input.len(),
+        columns: vec![Column::I32(input.clone())],
+    };
+    npy::write_vector(&npy_in, &int_leaf(), &v).unwrap();
+    for (backend, n) in [("interp", 10_000usize), ("cpu", 1_000)] {
+        let (lets, sum) = chain_kernels(n);
+        for (label, text, expect) in [
+            (
+                "lets",
+                lets,
+                Box::new(|a: i32| a + (n as i32 - 1)) as Box<dyn Fn(i32) -> i32>,
+            ),
+            ("sum", sum, Box::new(|a: i32| a.wrapping_mul(n as i32))),
+        ] {
+            let file = write(&d, &format!("{label}_{n}.sarek"), &text);
+            let out = d.join(format!("out_{label}_{backend}"));
+            let r = sarek(&[
+                "run",
+                &file,
+                "--kernel",
+                "k",
+                "--backend",
+                backend,
+                "--input",
+                &format!("a={}", npy_in.display()),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(
+                r.code, 0,
+                "{label} on {backend}: {}\n{}",
+                r.stdout, r.stderr
+            );
+            let got = npy::read_vector(&out.join("a.npy"), &int_leaf(), Some(64)).unwrap();
+            let Column::I32(got) = &got.columns[0] else {
+                panic!("an int32 column")
+            };
+            let want: Vec<i32> = input.iter().map(|&a| expect(a)).collect();
+            assert_eq!(got, &want, "{label} ({n}) on {backend}");
+        }
+    }
+}
+
+/// A version-1 `.npy` file with header `dict` (padded as NumPy pads it) and `data`.
+fn npy_file(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = dict.to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+/// Hostile `.npy` inputs for a float32 vector: each a clear error naming the parameter, exit
+/// 1 (2 for a file that cannot be read), never a panic or an allocation of the declared size.
+#[test]
+fn hostile_npy_inputs_are_clear_errors() {
+    let d = scratch("npy");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let f32s: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let dict = |descr: &str, fortran: &str, shape: &str| {
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}")
+    };
+    let good = npy_file(&dict("<f4", "False", "(16,)"), &f32s);
+    let cases: Vec<(&str, Vec<u8>, i32, &str)> = vec![
+        (
+            "f8",
+            npy_file(&dict("<f8", "False", "(8,)"), &f32s),
+            1,
+            "dtype '<f8' does not fit the expected '<f4'",
+        ),
+        (
+            "big_endian",
+            npy_file(&dict(">f4", "False", "(16,)"), &f32s),
+            1,
+            "unsupported dtype '>f4'",
+        ),
+        (
+            "fortran",
+            npy_file(&dict("<f4", "True", "(4, 4)"), &f32s),
+            1,
+            "Fortran order is not supported",
+        ),
+        (
+            "two_d",
+            npy_file(&dict("<f4", "False", "(4, 4)"), &f32s),
+            1,
+            "shape (4, 4) is not 1-D",
+        ),
+        (
+            "zero_d",
+            npy_file(&dict("<f4", "False", "()"), &f32s[..4]),
+            1,
+            "shape () is not 1-D",
+        ),
+        (
+            "object",
+            npy_file(&dict("|O", "False", "(2,)"), &f32s[..16]),
+            1,
+            "unsupported dtype '|O'",
+        ),
+        (
+            "negative",
+            npy_file(&dict("<f4", "False", "(-4,)"), &f32s),
+            1,
+            "negative length",
+        ),
+        (
+            "truncated",
+            good[..good.len() - 10].to_vec(),
+            1,
+            "the header promises 16 elements of 4 bytes",
+        ),
+        ("header_cut", good[..20].to_vec(), 1, "truncated header"),
+        (
+            "corrupt",
+            [&good[..10], b"{garbage".as_slice(), &good[18..]].concat(),
+            1,
+            "header:",
+        ),
+        // A terabyte declared: refused from the file's size, nothing allocated.
+        (
+            "huge",
+            npy_file(&dict("<f4", "False", "(1000000000000,)"), &[]),
+            1,
+            "promises 1000000000000 elements",
+        ),
+        (
+            "overflow",
+            npy_file(&dict("<f4", "False", "(18446744073709551615,)"), &[]),
+            1,
+            "bad integer",
+        ),
+        (
+            "not_npy",
+            b"just text".to_vec(),
+            1,
+            "missing the \\x93NUMPY magic",
+        ),
+        ("empty_file", Vec::new(), 1, "not a supported .npy file"),
+    ];
+    for (label, bytes, code, needle) in cases {
+        let path = d.join(format!("{label}.npy"));
+        std::fs::write(&path, bytes).unwrap();
+        let input = format!("x={}", path.display());
+        let r = sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=16",
+            "--input",
+            &input,
+        ]);
+        r.fails(code, &[needle, "parameter `x` : float32 vector"]);
+        assert!(!r.stdout.contains("device:"), "{label}: nothing ran");
+    }
+    // A directory and a missing file: I/O errors, exit 2.
+    let missing = format!("x={}", d.join("missing.npy").display());
+    let dir = format!("x={}", d.display());
+    for input in [missing, dir] {
+        let r = sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=16",
+            "--input",
+            &input,
+        ]);
+        r.fails(2, &["parameter `x`"]);
+    }
+    // The same vector or length twice, and a length mismatch.
+    let good_path = d.join("good.npy");
+    std::fs::write(&good_path, &good).unwrap();
+    let input = format!("x={}", good_path.display());
+    let base = [
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=16",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        sarek(&args)
+    };
+    with(&["--input", &input, "--input", &input]).fails(1, &["parameter `x` is given twice"]);
+    with(&["--len", "x=3", "--len", "x=4"]).fails(1, &["the length of `x` is given twice"]);
+    with(&["--input", &input, "--size", "8"])
+        .fails(1, &["length 16 does not fit the expected length 8"]);
+}
+
+/// `--out` in a folder where nothing can be created fails before the kernel runs (exit 2),
+/// not after; nothing is left behind in a writable one when the run fails.
+#[cfg(target_os = "linux")]
+#[test]
+fn out_in_an_unwritable_folder_fails_before_running() {
+    let d = scratch("out");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=10",
+        "--out",
+        "/proc/sarek-out",
+    ]);
+    r.fails(2, &["--out `/proc/sarek-out`: cannot write in `/proc`"]);
+    assert!(!r.stdout.contains("device:"), "nothing ran: {}", r.stdout);
+    let before: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    let out = d.join("new/out");
+    let r = sarek(&[
+        "run",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--backend",
+        "interp",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=10",
+        "--size",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    r.fails(1, &["out-of-bounds read of `x`"]);
+    let after: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert_eq!(before.len(), after.len(), "no folder or probe file left");
+}
+
+/// `compile --block` sizes block-sized shared arrays: a block no target can launch (more
+/// than 1,024 threads, or u32::MAX, the IR's marker for "the block's size") is an error.
+#[test]
+fn compile_refuses_blocks_no_target_runs() {
+    let d = scratch("compile-block");
+    let file = write(
+        &d,
+        "bs.sarek",
+        "let%kernel k (o : float32 vector) =\n\
+         \x20 let%shared (s : float32) = () in\n\
+         \x20 s.(thread_idx_x) <- 1.0;\n\
+         \x20 block_barrier ();\n\
+         \x20 o.(thread_idx_x) <- s.(0)\n",
+    );
+    for block in ["100000", "65536,65536,65536", "4294967295", "1024,2"] {
+        let r = sarek(&["compile", &file, "--target", "cuda", "--block", block]);
+        r.fails(1, &["no target runs more than 1024 per block"]);
+    }
+    for block in ["0", "-1", "1,2,3,4", "x"] {
+        assert_eq!(
+            sarek(&["compile", &file, "--target", "cuda", "--block", block]).code,
+            2,
+            "{block}"
+        );
+    }
+    let r = sarek(&["compile", &file, "--target", "cuda", "--block", "32,32"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
