@@ -1060,14 +1060,10 @@ impl Parser {
         self.let_value_binding(start, let_col, mutable)
     }
 
+    /// `let open M in body`; `M` may be a path (`let open Sarek_stdlib.Std in`), as a prelude's
+    /// `let open` may.
     fn let_open(&mut self, start: Span) -> PResult<Expr> {
-        let module = match self.peek().clone() {
-            Tok::UIdent(name) => Ident {
-                name,
-                span: self.bump(),
-            },
-            _ => return Err(self.expected("a module name after `let open`")),
-        };
+        let module = self.module_path("a module name after `let open`")?;
         self.expect_in(start)?;
         let body = self.seq_expr()?;
         let h = self.h;

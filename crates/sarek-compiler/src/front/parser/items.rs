@@ -202,7 +202,7 @@ impl Parser {
     }
 
     /// `M` or `A.B.M` (the last name is the module: `Sarek.Std` is `Std`).
-    fn module_path(&mut self, what: &'static str) -> PResult<Ident> {
+    pub(super) fn module_path(&mut self, what: &'static str) -> PResult<Ident> {
         let Tok::UIdent(mut name) = self.peek().clone() else {
             return Err(self.expected(what));
         };
