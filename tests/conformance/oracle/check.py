@@ -62,6 +62,9 @@ def wrap32(x):
     return np.asarray(x).astype(np.int64).astype(np.int32)
 
 
+F32 = np.float32
+
+
 def case(fn):
     for b in BACKENDS:
         try:
@@ -633,10 +636,30 @@ def float_widening(b):
                      float((f[i] * F(0.0) + F(0.1)) if i % 6 == 4 else f[i] / F(3.0)) for i in range(n)])
     check(f"float_widening[{b}].o", o["o"], want)
 
+@case
+def prelude_scoping(b):
+    n = 64
+    i = np.arange(n)
+    o, err = run("q22_prelude_scoping.sarek", "capture", b, n)
+    if err: return failures.append(f"prelude_scoping capture[{b}]: {err}")
+    # h a = a + b with b = 1 + 10 (the outer a), g 2 = 2 * 1, plus 1000 * a.
+    check(f"prelude_scoping capture[{b}].o", o["o"], (i + 11 + 200 + 1000).astype(F32))
+    o, err = run("q22_prelude_scoping.sarek", "kernel_shadow", b, n, ["scale=3"])
+    if err: return failures.append(f"prelude_scoping kernel_shadow[{b}]: {err}")
+    check(f"prelude_scoping kernel_shadow[{b}].o", o["o"], (3 + 200 + i).astype(F32))
+    o, err = run("q22_prelude_scoping.sarek", "inline_after_values", b, n)
+    if err: return failures.append(f"prelude_scoping inline[{b}]: {err}")
+    check(f"prelude_scoping inline[{b}].o", o["o"], (2 * (i % 4 + 1) + 10 * (i % 7)).astype(np.int32))
+    src = rng.uniform(-1, 1, n).astype(F32)
+    o, err = run("q22_prelude_scoping.sarek", "field_slots", b, n, [], {"src": src}, ["--block", "64"])
+    if err: return failures.append(f"prelude_scoping field_slots[{b}]: {err}")
+    check(f"prelude_scoping field_slots[{b}].own", o["own"], src + src * F32(2))
+    check(f"prelude_scoping field_slots[{b}].nb", o["nb"], np.roll(src, -1) + F32(100))
+
+
 # Upstream Sarek's end-to-end kernels (tests/upstream/e2e_more.sarek, modules/worklist.sarek),
 # against the references of upstream's own tests.
 UP = "../upstream/e2e_more.sarek"
-F32 = np.float32
 
 
 @case
