@@ -657,6 +657,23 @@ def prelude_scoping(b):
     check(f"prelude_scoping field_slots[{b}].nb", o["nb"], np.roll(src, -1) + F32(100))
 
 
+@case
+def math_edges(b):
+    for kernel, dt, big, rtol in [("math_edges32", np.float32, 89.0, 1e-5),
+                                  ("math_edges64", np.float64, 710.0, 1e-13)]:
+        small = np.geomspace(1e-7, 0.9, 120)
+        x = np.concatenate([small, -small[:60], np.linspace(0.5, 12, 30),
+                            np.linspace(big - 5, big + 0.4, 46)]).astype(dt)
+        o, err = run("q23_math_edges.sarek", kernel, b, 256, [], {"x": x})
+        if err: return failures.append(f"math_edges {kernel}[{b}]: {err}")
+        w = x.astype(np.float64)
+        with np.errstate(all="ignore"):
+            for name, f, ok in [("em1", np.expm1, w < big - 1), ("l1p", np.log1p, w > -1),
+                                ("sh", np.sinh, w == w), ("ch", np.cosh, w == w),
+                                ("th", np.tanh, w == w)]:
+                check(f"math_edges {kernel}[{b}].{name}", o[name][ok], f(w).astype(dt)[ok], rtol=rtol)
+
+
 # Upstream Sarek's end-to-end kernels (tests/upstream/e2e_more.sarek, modules/worklist.sarek),
 # against the references of upstream's own tests.
 UP = "../upstream/e2e_more.sarek"
