@@ -1436,7 +1436,8 @@ impl<'a> Writer<'a> {
             Ceil => return direct("ceil"),
             Trunc => return direct("trunc"),
             Fabs => return direct("abs"),
-            Pow => return direct("pow"),
+            // WGSL's pow is exp2(y * log2(x)): undefined for x <= 0.
+            Pow => ("sarek_pow", POW),
             // WGSL leaves atan2 undefined at (0, 0): C's value there instead.
             Atan2 => ("sarek_arctan2", ATAN2),
             Fmin => return direct("min"),
@@ -1682,6 +1683,28 @@ const LOG1P: &str = "fn sarek_log1p(sarek_p0: f32) -> f32 {
         return 2.0f * s * (1.0f + z * (0.33333334f + z * (0.2f + z * (0.14285715f + z * (0.11111111f + z * (0.09090909f + z * (0.07692308f + z * 0.06666667f)))))));
     }
     return log(1.0f + x);
+}
+";
+
+/// C's pow: negative bases with integral exponents, pow(x, 0) = 1, pow(0, y < 0) = inf (as
+/// the GLSL helper).
+const POW: &str = "fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
+    let x = sarek_p0;
+    let y = sarek_p1;
+    if (y == 0.0f) {
+        return 1.0f;
+    }
+    if (x > 0.0f) {
+        return pow(x, y);
+    }
+    if (x == 0.0f) {
+        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+    }
+    if (trunc(y) != y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    return select(r, -r, fract(y * 0.5f) != 0.0f);
 }
 ";
 

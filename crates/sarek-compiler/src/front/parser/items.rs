@@ -103,7 +103,10 @@ const OPERATOR_ALIASES: &[(&str, &[&str])] = &[
     ("lxor", &["Int32.logxor", "Int64.logxor"]),
     ("lsl", &["Int32.shift_left", "Int64.shift_left"]),
     ("asr", &["Int32.shift_right", "Int64.shift_right"]),
-    ("lsr", &["Int32.shift_right_logical", "Int64.shift_right_logical"]),
+    (
+        "lsr",
+        &["Int32.shift_right_logical", "Int64.shift_right_logical"],
+    ),
     ("+.", &["Float32.add", "Float64.add", "Float.add"]),
     ("-.", &["Float32.sub", "Float64.sub", "Float.sub"]),
     ("*.", &["Float32.mul", "Float64.mul", "Float.mul"]),
