@@ -19,7 +19,7 @@
 //! | [`Parser::postfix`] | `.(i)`, `.field`, `[@attr]` | left |
 
 use super::{Fail, MAX_DEPTH, PResult, Parser, SyntaxError};
-use crate::diag::Span;
+use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
@@ -1508,6 +1508,9 @@ impl Parser {
                     break;
                 }
             }
+            if self.at(&Tok::LBrace) {
+                return Err(self.record_pattern_in_match());
+            }
             if !starts_simple_pattern(self.peek()) {
                 let span = id.span;
                 return Ok(Pattern::Ctor {
@@ -1531,9 +1534,19 @@ impl Parser {
         self.simple_pattern()
     }
 
+    /// `C { x; _ }` or `{ x; y }` where a refutable pattern is expected.
+    fn record_pattern_in_match(&mut self) -> Fail {
+        let d = Diagnostic::error(self.span(), "record patterns are not supported here")
+            .with_label("a record pattern in a `match` arm or a constructor's payload")
+            .with_note("record patterns are accepted in `let` and in parameters: `let { x; y } = p in`")
+            .with_help("bind the record (`C p -> ...`) and read its fields (`p.x`), with a `when` guard for a test on one");
+        self.report(d)
+    }
+
     fn simple_pattern(&mut self) -> PResult<Pattern> {
         let span = self.span();
         match self.peek().clone() {
+            Tok::LBrace => Err(self.record_pattern_in_match()),
             Tok::Underscore => {
                 self.bump();
                 Ok(Pattern::Wildcard(span))
