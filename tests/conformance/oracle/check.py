@@ -822,6 +822,25 @@ def upstream_bare_f64_and_divrem(b):
 
 
 @case
+def upstream_mod_and_nan(b):
+    a = np.array([-7, 7, -100, 100, -1, 0, 123, -123], np.int32)
+    o, err = run(UP, "mod_collision_kernel", b, 8, ["n=8", "sarek_smod=-3"], {"a": a})
+    if err: return failures.append(f"upstream_mod_collision[{b}]: {err}")
+    check(f"upstream_mod_collision[{b}].r", o["r"], cmod(a.astype(np.int64), -3).astype(np.int32))
+    nan, inf = np.nan, np.inf
+    cases = [(nan, 1.0), (1.0, nan), (nan, nan), (nan, 0.0), (nan, inf), (1.0, 1.0), (1.0, 2.0),
+             (0.0, 0.0), (inf, inf)]
+    for k, dt in [("float_ne_kernel_f32", np.float32), ("float_ne_kernel_f64", np.float64)]:
+        x = np.array([c[0] for c in cases], dt)
+        y = np.array([c[1] for c in cases], dt)
+        o, err = run(UP, k, b, 9, ["n=9"], {"a": x, "b": y})
+        if err: return failures.append(f"upstream_float_ne {k}[{b}]: {err}")
+        # OCaml's (and C's) `<>` is true when either side is NaN; `=` is false.
+        check(f"upstream_float_ne {k}[{b}].ne", o["ne"], (x != y).astype(np.int32))
+        check(f"upstream_float_ne {k}[{b}].eq", o["eq"], (x == y).astype(np.int32))
+
+
+@case
 def upstream_worklist(b):
     # Sarek_worklist's persistent single-thread traversal of a 50-node list through a ring of
     # 4 slots (upstream's scenario D): the sum of the values, no overflow.

@@ -1184,6 +1184,8 @@ impl<'a> Writer<'a> {
                 return format!("({l} {} (u32({r}) & 31u))", op.c_symbol());
             }
             BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> (u32({r}) & 31u))"),
+            // `x <> nan` is true (OCaml, C); lavapipe's WGSL `!=` is false with a NaN.
+            BinOp::Ne if float => return format!("(!({l} == {r}))"),
             // Integer `/` and `mod` through functions: naga rejects a constant zero divisor,
             // and the language's results are spelled out (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `min_int / -1 = min_int`, `min_int mod -1 = 0`).
