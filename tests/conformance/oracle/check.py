@@ -841,6 +841,14 @@ def upstream_mod_and_nan(b):
 
 
 @case
+def upstream_decl_order(b):
+    for k, want in [("k_variant_payload", 1.5 + 2.25), ("k_record_variant_field", 4.75 + 2.0)]:
+        o, err = run(UP, k, b, 64, ["n=64"])
+        if err: return failures.append(f"upstream_decl_order {k}[{b}]: {err}")
+        check(f"upstream_decl_order {k}[{b}].dst", o["dst"], np.full(64, want, F32))
+
+
+@case
 def upstream_worklist(b):
     # Sarek_worklist's persistent single-thread traversal of a 50-node list through a ring of
     # 4 slots (upstream's scenario D): the sum of the values, no overflow.
