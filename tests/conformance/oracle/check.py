@@ -849,6 +849,18 @@ def upstream_decl_order(b):
 
 
 @case
+def upstream_mixed_align(b):
+    # NumPy's aligned layout (tag@0, value@8, 16 bytes), as upstream's aligned ABI.
+    n = 64
+    src = np.zeros(n, np.dtype([("tag", "<i4"), ("value", "<f8")], align=True))
+    src["tag"], src["value"] = np.arange(n), n - np.arange(n) + 0.5
+    o, err = run(UP, "boxed_copy_kirc", b, n, ["n=64"], {"src": src})
+    if err: return failures.append(f"upstream_mixed_align[{b}]: {err}")
+    check(f"upstream_mixed_align[{b}].tag", o["dst"]["tag"], src["tag"] + 1)
+    check(f"upstream_mixed_align[{b}].value", o["dst"]["value"], src["value"])
+
+
+@case
 def upstream_worklist(b):
     # Sarek_worklist's persistent single-thread traversal of a 50-node list through a ring of
     # 4 slots (upstream's scenario D): the sum of the values, no overflow.
