@@ -774,7 +774,15 @@ impl<'a> Exec<'a, '_> {
                         return Err(oob(t, i, arr.size));
                     }
                     let unwritten = |l: usize| arr.unwritten[l] > 0 && !arr.written[l][at(t, i)];
-                    if (off..off + n).any(unwritten) {
+                    // A whole record is read as soon as one of its fields was written (`s.(i).a
+                    // <- x; let r = s.(i) in r.a` is a valid kernel); a field read needs that
+                    // field written, a scalar read the element.
+                    let never_written = if n > 1 {
+                        (off..off + n).all(unwritten)
+                    } else {
+                        unwritten(off)
+                    };
+                    if never_written {
                         let space = if is_local {
                             "local array"
                         } else {
