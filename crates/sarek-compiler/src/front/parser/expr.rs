@@ -185,6 +185,7 @@ impl Parser {
             Tok::If => self.if_expr(),
             Tok::Match => self.match_expr(),
             Tok::Fun | Tok::Function => Err(self.fail(SyntaxError::AnonymousFunction)),
+            Tok::Ident(n) if n == "try" => Err(self.fail(SyntaxError::TryWith)),
             Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
                 self.pragma_expr()
             }
