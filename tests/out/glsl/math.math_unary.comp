@@ -24,19 +24,60 @@ float sarek_h_asin_f32(float x) {
     if (big) y = float(1.5707963267948966) - (y + y);
     return x < 0.0 ? -y : y;
 }
+float sarek_h_expm1_f32(float x) {
+    if (abs(x) < 0.5) return x * (1.0 + x * (0.5 + x * (float(0.16666667) + x * (float(0.041666668) + x * (float(0.008333334) + x * (float(0.0013888889) + x * (float(0.0001984127) + x * (float(2.4801588e-5) + x * float(2.7557319e-6)))))))));
+    return exp(x) - 1.0;
+}
 float sarek_h_acos_f32(float x) {
     if (x < -0.5) return float(3.1415926535897932) - float(2) * sarek_h_asin_f32(sqrt(0.5 * (1.0 + x)));
     if (x > 0.5) return float(2) * sarek_h_asin_f32(sqrt(0.5 * (1.0 - x)));
     return float(1.5707963267948966) - sarek_h_asin_f32(x);
 }
-float sarek_h_expm1_f32(float x) {
-    return abs(x) < float(1e-5) ? x + 0.5 * x * x + x * x * x / float(6) : exp(x) - 1.0;
+float sarek_h_cosh_f32(float x) {
+    float a = abs(x);
+    if (a < float(88)) {
+        float e = exp(a);
+        return 0.5 * (e + 1.0 / e);
+    }
+    float h = exp(0.5 * a);
+    return (0.5 * h) * h;
 }
 float sarek_h_log10_f32(float x) {
     return log2(x) * float(0.30102999566398120);
 }
 float sarek_h_log1p_f32(float x) {
-    return abs(x) < float(1e-4) ? x - 0.5 * x * x + x * x * x / float(3) : log(1.0 + x);
+    if (x >= -0.5 && x <= 1.0) {
+        float s = x / (float(2) + x);
+        float z = s * s;
+        return float(2) * s * (1.0 + z * (float(0.33333334) + z * (float(0.2) + z * (float(0.14285715) + z * (float(0.11111111) + z * (float(0.09090909) + z * (float(0.07692308) + z * float(0.06666667))))))));
+    }
+    return log(1.0 + x);
+}
+float sarek_h_sinh_f32(float x) {
+    float a = abs(x);
+    if (a < 0.5) {
+        float z = x * x;
+        return x * (1.0 + z * (float(0.16666667) + z * (float(0.008333334) + z * (float(0.0001984127) + z * float(2.7557319e-6)))));
+    }
+    float r;
+    if (a < float(88)) {
+        float e = exp(a);
+        r = 0.5 * (e - 1.0 / e);
+    } else {
+        float h = exp(0.5 * a);
+        r = (0.5 * h) * h;
+    }
+    return x < 0.0 ? -r : r;
+}
+float sarek_h_tanh_f32(float x) {
+    float a = abs(x);
+    float r = 1.0;
+    if (!(a >= float(10))) {
+        float e = sarek_h_expm1_f32(float(2) * a);
+        r = e / (e + float(2));
+    }
+    if (r == 0.0) return x;
+    return x < 0.0 ? -r : r;
 }
 void main() {
     int i = int(gl_GlobalInvocationID.x);
@@ -45,6 +86,6 @@ void main() {
         float p = (abs(v) + 1.0);
         e[i] = ((((((((sqrt(p) + inversesqrt(p)) + exp(v)) + exp2(v)) + sarek_h_expm1_f32(v)) + log(p)) + log2(p)) + sarek_h_log10_f32(p)) + sarek_h_log1p_f32(abs(v)));
         t[i] = (((((sin(v) + cos(v)) + tan(v)) + sarek_h_asin_f32(v)) + sarek_h_acos_f32(v)) + atan(v));
-        h[i] = ((sinh(v) + cosh(v)) + tanh(v));
+        h[i] = ((sarek_h_sinh_f32(v) + sarek_h_cosh_f32(v)) + sarek_h_tanh_f32(v));
     }
 }

@@ -17,6 +17,25 @@ override sarek_block_x: u32 = 64u;
 override sarek_block_y: u32 = 1u;
 override sarek_block_z: u32 = 1u;
 
+fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
+    let x = sarek_p0;
+    let y = sarek_p1;
+    if (y == 0.0f) {
+        return 1.0f;
+    }
+    if (x > 0.0f) {
+        return pow(x, y);
+    }
+    if (x == 0.0f) {
+        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+    }
+    if (trunc(y) != y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    return select(r, -r, fract(y * 0.5f) != 0.0f);
+}
+
 @compute @workgroup_size(sarek_block_x, sarek_block_y, sarek_block_z)
 fn open_std(@builtin(local_invocation_id) sarek_in_lid: vec3<u32>, @builtin(workgroup_id) sarek_in_wid: vec3<u32>) {
     sarek_lid = sarek_in_lid;
@@ -24,6 +43,6 @@ fn open_std(@builtin(local_invocation_id) sarek_in_lid: vec3<u32>, @builtin(work
     let i: i32 = (i32(sarek_lid.x) + (i32(sarek_wid.x) * i32(sarek_block_x)));
     if ((i < params.n)) {
         let v: f32 = abs(a[i]);
-        out[i] = ((sqrt(v) + sqrt(v)) + pow(2.0f, a[i]));
+        out[i] = ((sqrt(v) + sqrt(v)) + sarek_pow(2.0f, a[i]));
     }
 }

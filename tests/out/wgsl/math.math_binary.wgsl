@@ -41,6 +41,25 @@ fn sarek_hypot(sarek_p0: f32, sarek_p1: f32) -> f32 {
     return m * sqrt(1.0f + q * q);
 }
 
+fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
+    let x = sarek_p0;
+    let y = sarek_p1;
+    if (y == 0.0f) {
+        return 1.0f;
+    }
+    if (x > 0.0f) {
+        return pow(x, y);
+    }
+    if (x == 0.0f) {
+        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+    }
+    if (trunc(y) != y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    return select(r, -r, fract(y * 0.5f) != 0.0f);
+}
+
 @compute @workgroup_size(sarek_block_x, sarek_block_y, sarek_block_z)
 fn math_binary(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     sarek_gid = sarek_in_gid;
@@ -48,6 +67,6 @@ fn math_binary(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     if ((i < params.n)) {
         let a: f32 = x[i];
         let b: f32 = y[i];
-        out[i] = (((((((((pow((abs(a) + 0.5f), b) + sarek_arctan2(a, (b + 2.0f))) + sarek_hypot(a, b)) + sarek_copysign(1.0f, a)) + min(a, b)) + max(a, b)) + fma(a, b, 0.5f)) + min(a, b)) + max(a, b)) + abs((a - b)));
+        out[i] = (((((((((sarek_pow((abs(a) + 0.5f), b) + sarek_arctan2(a, (b + 2.0f))) + sarek_hypot(a, b)) + sarek_copysign(1.0f, a)) + min(a, b)) + max(a, b)) + fma(a, b, 0.5f)) + min(a, b)) + max(a, b)) + abs((a - b)));
     }
 }

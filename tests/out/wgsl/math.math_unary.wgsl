@@ -28,11 +28,22 @@ fn sarek_arcsin(sarek_p0: f32) -> f32 {
     return atan2(sarek_p0, sqrt((1.0f - sarek_p0) * (1.0f + sarek_p0)));
 }
 
-fn sarek_expm1(sarek_p0: f32) -> f32 {
-    if (abs(sarek_p0) < 1e-5f) {
-        return sarek_p0 + 0.5f * sarek_p0 * sarek_p0;
+fn sarek_cosh(sarek_p0: f32) -> f32 {
+    let a = abs(sarek_p0);
+    if (a < 88.0f) {
+        let e = exp(a);
+        return 0.5f * (e + 1.0f / e);
     }
-    return exp(sarek_p0) - 1.0f;
+    let h = exp(0.5f * a);
+    return (0.5f * h) * h;
+}
+
+fn sarek_expm1(sarek_p0: f32) -> f32 {
+    let x = sarek_p0;
+    if (abs(x) < 0.5f) {
+        return x * (1.0f + x * (0.5f + x * (0.16666667f + x * (0.041666668f + x * (0.008333334f + x * (0.0013888889f + x * (0.0001984127f + x * (2.4801588e-5f + x * 2.7557319e-6f))))))));
+    }
+    return exp(x) - 1.0f;
 }
 
 fn sarek_log10(sarek_p0: f32) -> f32 {
@@ -40,11 +51,45 @@ fn sarek_log10(sarek_p0: f32) -> f32 {
 }
 
 fn sarek_log1p(sarek_p0: f32) -> f32 {
-    let u = 1.0f + sarek_p0;
-    if (u == 1.0f) {
-        return sarek_p0;
+    let x = sarek_p0;
+    if (x >= -0.5f && x <= 1.0f) {
+        let s = x / (2.0f + x);
+        let z = s * s;
+        return 2.0f * s * (1.0f + z * (0.33333334f + z * (0.2f + z * (0.14285715f + z * (0.11111111f + z * (0.09090909f + z * (0.07692308f + z * 0.06666667f)))))));
     }
-    return log(u) * sarek_p0 / (u - 1.0f);
+    return log(1.0f + x);
+}
+
+fn sarek_sinh(sarek_p0: f32) -> f32 {
+    let x = sarek_p0;
+    let a = abs(x);
+    if (a < 0.5f) {
+        let z = x * x;
+        return x * (1.0f + z * (0.16666667f + z * (0.008333334f + z * (0.0001984127f + z * 2.7557319e-6f))));
+    }
+    var r: f32;
+    if (a < 88.0f) {
+        let e = exp(a);
+        r = 0.5f * (e - 1.0f / e);
+    } else {
+        let h = exp(0.5f * a);
+        r = (0.5f * h) * h;
+    }
+    return select(r, -r, x < 0.0f);
+}
+
+fn sarek_tanh(sarek_p0: f32) -> f32 {
+    let x = sarek_p0;
+    let a = abs(x);
+    var r = 1.0f;
+    if (!(a >= 10.0f)) {
+        let e = sarek_expm1(2.0f * a);
+        r = e / (e + 2.0f);
+    }
+    if (r == 0.0f) {
+        return x;
+    }
+    return select(r, -r, x < 0.0f);
 }
 
 @compute @workgroup_size(sarek_block_x, sarek_block_y, sarek_block_z)
@@ -56,6 +101,6 @@ fn math_unary(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
         let p: f32 = (abs(v) + 1.0f);
         e[i] = ((((((((sqrt(p) + inverseSqrt(p)) + exp(v)) + exp2(v)) + sarek_expm1(v)) + log(p)) + log2(p)) + sarek_log10(p)) + sarek_log1p(abs(v)));
         t[i] = (((((sin(v) + cos(v)) + tan(v)) + sarek_arcsin(v)) + sarek_arccos(v)) + atan(v));
-        h[i] = ((sinh(v) + cosh(v)) + tanh(v));
+        h[i] = ((sarek_sinh(v) + sarek_cosh(v)) + sarek_tanh(v));
     }
 }

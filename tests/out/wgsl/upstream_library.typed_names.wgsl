@@ -45,6 +45,25 @@ fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
     return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(sarek_p0) & 0x80000000u));
 }
 
+fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
+    let x = sarek_p0;
+    let y = sarek_p1;
+    if (y == 0.0f) {
+        return 1.0f;
+    }
+    if (x > 0.0f) {
+        return pow(x, y);
+    }
+    if (x == 0.0f) {
+        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+    }
+    if (trunc(y) != y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    return select(r, -r, fract(y * 0.5f) != 0.0f);
+}
+
 @compute @workgroup_size(sarek_block_x, sarek_block_y, sarek_block_z)
 fn typed_names(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     sarek_gid = sarek_in_gid;
@@ -52,6 +71,6 @@ fn typed_names(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     if ((i < params.n)) {
         let k: i32 = (((a[i] ^ 23130i) % 1000i) + countOneBits(a[i]));
         let y: f32 = sarek_fmod(x[i], 0.75f);
-        out[i] = (pow(abs(y), 1.5f) + f32(k));
+        out[i] = (sarek_pow(abs(y), 1.5f) + f32(k));
     }
 }

@@ -768,9 +768,13 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    /// `[`, `[@...]`, `[@@...]`, `[%kernel`, `[%name ...]`.
+    /// `[`, `[@...]`, `[@@...]`, `[@@@...]`, `[%kernel`, `[%name ...]`.
     fn bracket(&mut self, start: usize) -> bool {
+        // OCaml's floating attributes (`[@@@warning "-32"]`, at the top of upstream files)
+        // attach to nothing: lexed like the others, then dropped.
+        let floating = self.peek(1) == b'@' && self.peek(2) == b'@' && self.peek(3) == b'@';
         let (kind, skip) = match (self.peek(1), self.peek(2)) {
+            (b'@', b'@') if floating => (Some(true), 4),
             (b'@', b'@') => (Some(true), 3),
             (b'@', _) => (Some(false), 2),
             (b'%', b'%') => {
@@ -861,6 +865,9 @@ impl<'a> Lexer<'a> {
         }
         let payload = self.text[payload_start..self.pos].trim().to_string();
         self.pos += 1;
+        if floating {
+            return true;
+        }
         let tok = match kind {
             Some(outer) => Tok::Attr {
                 name,

@@ -235,18 +235,19 @@ impl Mono {
         }
         impl C<'_> {
             fn show(&self, t: &Ty) -> String {
+                // A tuple inside a tuple or a container keeps its parentheses.
+                let atom = |t: &Ty| match t {
+                    Ty::Tuple(_) => format!("({})", self.show(t)),
+                    _ => self.show(t),
+                };
                 match t {
                     Ty::Unit => "unit".into(),
                     Ty::Scalar(s) => s.name().into(),
                     Ty::Record(r) => self.records[r.0 as usize].clone(),
                     Ty::Variant(v) => self.variants[v.0 as usize].clone(),
-                    Ty::Tuple(ts) => ts
-                        .iter()
-                        .map(|t| self.show(t))
-                        .collect::<Vec<_>>()
-                        .join(" * "),
-                    Ty::Vector(e) => format!("{} vector", self.show(e)),
-                    Ty::Array { elem, .. } => format!("{} array", self.show(elem)),
+                    Ty::Tuple(ts) => ts.iter().map(atom).collect::<Vec<_>>().join(" * "),
+                    Ty::Vector(e) => format!("{} vector", atom(e)),
+                    Ty::Array { elem, .. } => format!("{} array", atom(elem)),
                     Ty::Param(i) => format!("'{i}"),
                 }
             }

@@ -201,9 +201,12 @@ pub(crate) enum ExprKind {
         to: Scalar,
         a: Box<Expr>,
     },
+    /// Element read: `n` leaves from leaf `off` of the element (a field path read straight
+    /// from memory, `v.(i).f.g`, reads only the leaves of `g`).
     Load {
         mem: u32,
         index: Box<Expr>,
+        off: u32,
     },
     /// Record or constructor: parts at leaf offsets; `tag` and zeroed leaves for variants.
     Pack {
@@ -810,11 +813,34 @@ impl Compiler<'_> {
                     ExprKind::Load {
                         mem,
                         index: self.boxed(index)?,
+                        off: 0,
                     },
                 )
             }
             E::Field { base, field } => {
                 let off = field_offset(self.k, &base.ty, *field)?;
+                // A field path ending in an element read loads only the field's leaves: the
+                // record's other leaves may be unwritten block-local memory, which is no fault
+                // when they are not read (`s.(i).a <- x; ... s.(i).a`).
+                let mut path_off = off;
+                let mut inner = &**base;
+                while let E::Field { base, field } = &inner.kind {
+                    path_off += field_offset(self.k, &base.ty, *field)?;
+                    inner = base;
+                }
+                if let E::Index { base, index } = &inner.kind {
+                    let mem = self.mem_of(*base)?;
+                    let load = ExprKind::Load {
+                        mem,
+                        index: self.boxed(index)?,
+                        off: path_off,
+                    };
+                    return Ok(Expr {
+                        dst: fresh(self),
+                        n,
+                        kind: load,
+                    });
+                }
                 let b = self.boxed(base)?;
                 (b.dst + off, ExprKind::Part(b))
             }

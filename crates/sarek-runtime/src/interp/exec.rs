@@ -604,9 +604,9 @@ impl<'a> Exec<'a, '_> {
                 let (from, to) = (*from, *to);
                 map1(&mut self.w.regs, lanes, d, a.dst, |x| convert(x, from, to));
             }
-            ExprKind::Load { mem, index } => {
+            ExprKind::Load { mem, index, off } => {
                 self.eval(index, mask)?;
-                self.load(*mem, index.dst, e, mask)?;
+                self.load(*mem, index.dst, *off as usize, e, mask)?;
             }
             ExprKind::Pack { tag, parts, zero } => {
                 for (_, p) in parts {
@@ -719,9 +719,10 @@ impl<'a> Exec<'a, '_> {
         ))
     }
 
-    /// Element read. Every lane's index (and, for block-local memory, initialisation) is
-    /// checked first, so the copy loops that follow cannot fail half-way.
-    fn load(&mut self, mem: u32, ix: Reg, e: &Expr, mask: &[u32]) -> R<()> {
+    /// Element read of `e.n` leaves from leaf `off`. Every lane's index (and, for block-local
+    /// memory, initialisation of the leaves read) is checked first, so the copy loops that
+    /// follow cannot fail half-way.
+    fn load(&mut self, mem: u32, ix: Reg, off: usize, e: &Expr, mask: &[u32]) -> R<()> {
         let loc = self.loc();
         let name = &self.p.mems[mem as usize].name;
         let (d, n) = (e.dst as usize, e.n as usize);
@@ -748,7 +749,7 @@ impl<'a> Exec<'a, '_> {
                 {
                     return Err(oob(t, idx(regs, t), v.len));
                 }
-                for (l, col) in v.cols.iter().enumerate().take(n) {
+                for (l, col) in v.cols[off..].iter().enumerate().take(n) {
                     let mut out = std::mem::take(&mut regs[d + l]);
                     let ixs = &regs[ix as usize];
                     for &t in mask {
@@ -773,7 +774,15 @@ impl<'a> Exec<'a, '_> {
                         return Err(oob(t, i, arr.size));
                     }
                     let unwritten = |l: usize| arr.unwritten[l] > 0 && !arr.written[l][at(t, i)];
-                    if (0..n).any(unwritten) {
+                    // A whole record is read as soon as one of its fields was written (`s.(i).a
+                    // <- x; let r = s.(i) in r.a` is a valid kernel); a field read needs that
+                    // field written, a scalar read the element.
+                    let never_written = if n > 1 {
+                        (off..off + n).all(unwritten)
+                    } else {
+                        unwritten(off)
+                    };
+                    if never_written {
                         let space = if is_local {
                             "local array"
                         } else {
@@ -784,7 +793,7 @@ impl<'a> Exec<'a, '_> {
                         return Err(loc.fault(t, what));
                     }
                 }
-                for (l, col) in arr.cols.iter().enumerate().take(n) {
+                for (l, col) in arr.cols[off..].iter().enumerate().take(n) {
                     let mut out = std::mem::take(&mut regs[d + l]);
                     let ixs = &regs[ix as usize];
                     for &t in mask {

@@ -680,3 +680,45 @@ fn corpus_histograms_against_rust() {
     );
     assert_eq!(out_i32(&out[1]), want);
 }
+
+/// Shared-memory records written field by field (upstream's test_shared_record_slots.ml): a
+/// field read needs that field written, not its siblings; a whole-record read needs one of
+/// its fields written; a field no thread wrote is still a fault.
+#[test]
+fn shared_record_slots_written_field_by_field() {
+    const SRC: &str = "
+type tri = { a : float32; b : float32; c : float32 }
+let%kernel slots (src : float32 vector) (own : float32 vector) (whole : float32 vector) =
+  let%shared (s : tri) = 64 in
+  let t = thread_idx_x in
+  s.(t).a <- src.(t);
+  s.(t).c <- src.(t) +. 100.0;
+  block_barrier ();
+  own.(t) <- s.((t + 1) mod 64).c;
+  let r = s.(t) in
+  whole.(t) <- r.a +. r.c
+let%kernel unwritten (out : float32 vector) =
+  let%shared (s : tri) = 64 in
+  let t = thread_idx_x in
+  s.(t).a <- 1.0;
+  block_barrier ();
+  out.(t) <- s.(t).b
+";
+    let src: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    let k = compile("slots.sarek", SRC, "slots");
+    let mut args = vec![vec_f32(&src), vec_f32(&[0.0; 64]), vec_f32(&[0.0; 64])];
+    interp::run(&k, LaunchConfig::linear(64), &mut args).unwrap();
+    let own: Vec<f32> = (0..64).map(|i| src[(i + 1) % 64] + 100.0).collect();
+    let whole: Vec<f32> = src.iter().map(|x| x + (x + 100.0)).collect();
+    assert_eq!(out_f32(&args[1]), own);
+    assert_eq!(out_f32(&args[2]), whole);
+    let k = compile("slots.sarek", SRC, "unwritten");
+    let mut args = vec![vec_f32(&[0.0; 64])];
+    match interp::run(&k, LaunchConfig::linear(64), &mut args) {
+        Err(RuntimeError::Fault { message, .. }) => assert!(
+            message.starts_with("read of shared memory `s` (index 0) that no thread wrote"),
+            "{message}"
+        ),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+}

@@ -413,12 +413,14 @@ impl<'k> Writer<'k> {
             let _ = writeln!(out, "shared {ty} {}[{n}];", self.names[v.0 as usize]);
         }
         out.push('\n');
-        // Helpers other helpers call (pow -> fmod, acos -> asin) come first.
+        // Helpers other helpers call (pow -> fmod, acos -> asin, tanh -> expm1) come first.
         let mut helpers: Vec<String> = self.helpers.iter().cloned().collect();
         helpers.sort_by_key(|h| {
             let rank = match h.strip_suffix("_f64") {
                 Some(name) => super::f64math::rank(name),
-                None => u8::from(!(h.starts_with("fmod_") || h.starts_with("asin_"))),
+                None => u8::from(
+                    !(h.starts_with("fmod_") || h.starts_with("asin_") || h.starts_with("expm1_")),
+                ),
             };
             (rank, h.clone())
         });
@@ -1316,9 +1318,12 @@ impl<'k> Writer<'k> {
                 helper(self, "acos")
             }
             Atan => format!("atan({})", a[0]),
-            Sinh => format!("sinh({})", a[0]),
-            Cosh => format!("cosh({})", a[0]),
-            Tanh => format!("tanh({})", a[0]),
+            Sinh => helper(self, "sinh"),
+            Cosh => helper(self, "cosh"),
+            Tanh => {
+                self.helpers.insert(format!("expm1_{}", s.short()));
+                helper(self, "tanh")
+            }
             Floor => format!("floor({})", a[0]),
             Ceil => format!("ceil({})", a[0]),
             Trunc => format!("trunc({})", a[0]),
@@ -1516,8 +1521,17 @@ fn builtin_helper(key: &str) -> String {
     );
     // C round: half away from zero (GLSL `round` leaves the direction of .5 open).
     templates.insert("round", "T sarek_h_round_S(T x) {\n    T t = trunc(x);\n    return abs(x - t) >= HALF ? t + sign(x) : t;\n}\n".into());
-    templates.insert("expm1", "T sarek_h_expm1_S(T x) {\n    return abs(x) < T(1e-5) ? x + HALF * x * x + x * x * x / T(6) : exp(x) - ONE;\n}\n".into());
-    templates.insert("log1p", "T sarek_h_log1p_S(T x) {\n    return abs(x) < T(1e-4) ? x - HALF * x * x + x * x * x / T(3) : log(ONE + x);\n}\n".into());
+    // expm1, log1p, sinh and tanh near 0 and sinh/cosh near the top of the range, within a
+    // few ulps: Vulkan lets exp and log be off by an absolute 2^-21 near 1 and leaves
+    // sinh/cosh/tanh "inherited from" their exp formulas, which lose every digit near 0
+    // (lavapipe: sinh(1e-7) 6e6 ulps off) and overflow for |x| in (88.7, 89.4].
+    // Taylor series without the leading 1 below 0.5 (truncation under 2^-26 there).
+    templates.insert("expm1", "T sarek_h_expm1_S(T x) {\n    if (abs(x) < HALF) return x * (ONE + x * (HALF + x * (T(0.16666667) + x * (T(0.041666668) + x * (T(0.008333334) + x * (T(0.0013888889) + x * (T(0.0001984127) + x * (T(2.4801588e-5) + x * T(2.7557319e-6)))))))));\n    return exp(x) - ONE;\n}\n".into());
+    // log1p(x) = 2 atanh(s), s = x / (2 + x), |s| <= 1/3 on [-0.5, 1].
+    templates.insert("log1p", "T sarek_h_log1p_S(T x) {\n    if (x >= -HALF && x <= ONE) {\n        T s = x / (T(2) + x);\n        T z = s * s;\n        return T(2) * s * (ONE + z * (T(0.33333334) + z * (T(0.2) + z * (T(0.14285715) + z * (T(0.11111111) + z * (T(0.09090909) + z * (T(0.07692308) + z * T(0.06666667))))))));\n    }\n    return log(ONE + x);\n}\n".into());
+    templates.insert("sinh", "T sarek_h_sinh_S(T x) {\n    T a = abs(x);\n    if (a < HALF) {\n        T z = x * x;\n        return x * (ONE + z * (T(0.16666667) + z * (T(0.008333334) + z * (T(0.0001984127) + z * T(2.7557319e-6)))));\n    }\n    T r;\n    if (a < T(88)) {\n        T e = exp(a);\n        r = HALF * (e - ONE / e);\n    } else {\n        T h = exp(HALF * a);\n        r = (HALF * h) * h;\n    }\n    return x < ZERO ? -r : r;\n}\n".into());
+    templates.insert("cosh", "T sarek_h_cosh_S(T x) {\n    T a = abs(x);\n    if (a < T(88)) {\n        T e = exp(a);\n        return HALF * (e + ONE / e);\n    }\n    T h = exp(HALF * a);\n    return (HALF * h) * h;\n}\n".into());
+    templates.insert("tanh", "T sarek_h_tanh_S(T x) {\n    T a = abs(x);\n    T r = ONE;\n    if (!(a >= T(10))) {\n        T e = sarek_h_expm1_S(T(2) * a);\n        r = e / (e + T(2));\n    }\n    if (r == ZERO) return x;\n    return x < ZERO ? -r : r;\n}\n".into());
     templates.insert(
         "log10",
         "T sarek_h_log10_S(T x) {\n    return log2(x) * T(0.30102999566398120);\n}\n".into(),

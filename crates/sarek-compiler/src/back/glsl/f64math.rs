@@ -38,7 +38,7 @@ pub(super) fn template(name: &str) -> Option<&'static str> {
         }
         "sinh" => SINH,
         "cosh" => {
-            "double sarek_h_cosh_S(double x) {\n    double e = sarek_h_exp_S(abs(x));\n    return 0.5lf * (e + 1.0lf / e);\n}\n"
+            "double sarek_h_cosh_S(double x) {\n    double a = abs(x);\n    if (a < 709.0lf) {\n        double e = sarek_h_exp_S(a);\n        return 0.5lf * (e + 1.0lf / e);\n    }\n    double h = sarek_h_exp_S(0.5lf * a);\n    return (0.5lf * h) * h;\n}\n"
         }
         "tanh" => TANH,
         "pow" => POW,
@@ -150,9 +150,18 @@ const LOG: &str = "double sarek_h_log_S(double x) {
 }
 ";
 
+// log1p(x) = 2 atanh(s), s = x / (2 + x), |s| <= 1/3 on [-0.5, 1] (the series to s^35, under
+// 2^-58 there): the log helper's error near 1 is absolute, so log(1 + x) would lose the
+// relative accuracy of a small result.
 const LOG1P: &str = "double sarek_h_log1p_S(double x) {
-    if (abs(x) >= 1e-4lf) return sarek_h_log_S(1.0lf + x);
-    return x * (1.0lf - x * (0.5lf - x * (1.0lf / 3.0lf - x * 0.25lf)));
+    if (x >= -0.5lf && x <= 1.0lf) {
+        double s = x / (2.0lf + x);
+        double z = s * s;
+        double p = 1.0lf / 35.0lf;
+        for (int k = 16; k >= 0; k--) p = p * z + 1.0lf / double(2 * k + 1);
+        return 2.0lf * s * p;
+    }
+    return sarek_h_log_S(1.0lf + x);
 }
 ";
 
@@ -234,14 +243,18 @@ const ATAN2: &str = "double sarek_h_atan2_S(double y, double x) {
 }
 ";
 
+// Above 709 exp(|x|) overflows before its half does: (exp(|x|/2) / 2) * exp(|x|/2) instead.
 const SINH: &str = "double sarek_h_sinh_S(double x) {
     double a = abs(x);
     double r;
     if (a < 22.0lf) {
         double e = sarek_h_expm1_S(a);
         r = 0.5lf * (e + e / (e + 1.0lf));
-    } else {
+    } else if (a < 709.0lf) {
         r = 0.5lf * sarek_h_exp_S(a);
+    } else {
+        double h = sarek_h_exp_S(0.5lf * a);
+        r = (0.5lf * h) * h;
     }
     return x < 0.0lf ? -r : r;
 }

@@ -1595,10 +1595,8 @@ impl<'k> Writer<'k> {
                 self.emit_fmt(format_args!("copysign.{t} {d}, {}, {};", v[1], v[0]))
             }
             MathFn::Hypot => {
-                let sq = self.sreg(s);
-                self.emit_fmt(format_args!("mul.rn.{t} {sq}, {}, {};", v[0], v[0]));
-                self.emit_fmt(format_args!("fma.rn.{t} {sq}, {}, {}, {sq};", v[1], v[1]));
-                self.emit_fmt(format_args!("sqrt.rn.{t} {d}, {sq};"));
+                let r = self.hypot(v[0], v[1], s);
+                self.emit_fmt(format_args!("mov.{t} {d}, {r};"));
             }
             _ if s == Scalar::F64 => {
                 self.internal(format!("float64 `{}` has no PTX instruction", m.c_name()));
@@ -1614,25 +1612,20 @@ impl<'k> Writer<'k> {
             }
             MathFn::Exp2 => self.emit(simple("ex2.approx")),
             MathFn::Log2 => self.emit(simple("lg2.approx")),
-            MathFn::Exp | MathFn::Expm1 => {
-                let k = self.f32_const(std::f32::consts::LOG2_E);
-                let x = self.reg(Class::F32);
-                self.emit_fmt(format_args!("mul.rn.f32 {x}, {}, {k};", v[0]));
-                self.emit_fmt(format_args!("ex2.approx.f32 {d}, {x};"));
-                if m == MathFn::Expm1 {
-                    let one = self.f32_const(1.0);
-                    self.emit_fmt(format_args!("sub.rn.f32 {d}, {d}, {one};"));
-                }
+            MathFn::Exp => {
+                let r = self.exp_f32(v[0]);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
             }
-            MathFn::Log | MathFn::Log10 | MathFn::Log1p => {
-                let x = if m == MathFn::Log1p {
-                    let one = self.f32_const(1.0);
-                    let x = self.reg(Class::F32);
-                    self.emit_fmt(format_args!("add.rn.f32 {x}, {}, {one};", v[0]));
-                    x
-                } else {
-                    v[0]
-                };
+            MathFn::Expm1 => {
+                let r = self.expm1_f32(v[0]);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+            }
+            MathFn::Log1p => {
+                let r = self.log1p_f32(v[0]);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+            }
+            MathFn::Log | MathFn::Log10 => {
+                let x = v[0];
                 let l = self.reg(Class::F32);
                 self.emit_fmt(format_args!("lg2.approx.f32 {l}, {x};"));
                 let k = if m == MathFn::Log10 {
@@ -1644,44 +1637,16 @@ impl<'k> Writer<'k> {
                 self.emit_fmt(format_args!("mul.rn.f32 {d}, {l}, {k};"));
             }
             MathFn::Pow => {
-                let l = self.reg(Class::F32);
-                self.emit_fmt(format_args!("lg2.approx.f32 {l}, {};", v[0]));
-                self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {};", v[1]));
-                self.emit_fmt(format_args!("ex2.approx.f32 {d}, {l};"));
+                let r = self.pow_f32(v[0], v[1]);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
             }
             MathFn::Tanh => {
-                // (e^2x - 1) / (e^2x + 1) with e^2x = 2^(2x log2 e); saturates for large |x|.
-                let k = self.f32_const(2.0 * std::f32::consts::LOG2_E);
-                let x = self.reg(Class::F32);
-                self.emit_fmt(format_args!("mul.rn.f32 {x}, {}, {k};", v[0]));
-                let lim = self.f32_const(40.0);
-                self.emit_fmt(format_args!("min.f32 {x}, {x}, {lim};"));
-                let nlim = self.f32_const(-40.0);
-                self.emit_fmt(format_args!("max.f32 {x}, {x}, {nlim};"));
-                let e = self.reg(Class::F32);
-                self.emit_fmt(format_args!("ex2.approx.f32 {e}, {x};"));
-                let one = self.f32_const(1.0);
-                let (num, den) = (self.reg(Class::F32), self.reg(Class::F32));
-                self.emit_fmt(format_args!("sub.rn.f32 {num}, {e}, {one};"));
-                self.emit_fmt(format_args!("add.rn.f32 {den}, {e}, {one};"));
-                self.emit_fmt(format_args!("div.rn.f32 {d}, {num}, {den};"));
+                let r = self.tanh_f32(v[0]);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
             }
             MathFn::Sinh | MathFn::Cosh => {
-                let k = self.f32_const(std::f32::consts::LOG2_E);
-                let (x, nx, a, b) = (
-                    self.reg(Class::F32),
-                    self.reg(Class::F32),
-                    self.reg(Class::F32),
-                    self.reg(Class::F32),
-                );
-                self.emit_fmt(format_args!("mul.rn.f32 {x}, {}, {k};", v[0]));
-                self.emit_fmt(format_args!("neg.f32 {nx}, {x};"));
-                self.emit_fmt(format_args!("ex2.approx.f32 {a}, {x};"));
-                self.emit_fmt(format_args!("ex2.approx.f32 {b}, {nx};"));
-                let op = if m == MathFn::Sinh { "sub" } else { "add" };
-                self.emit_fmt(format_args!("{op}.rn.f32 {d}, {a}, {b};"));
-                let half = self.f32_const(0.5);
-                self.emit_fmt(format_args!("mul.rn.f32 {d}, {d}, {half};"));
+                let r = self.sinh_cosh_f32(v[0], m == MathFn::Sinh);
+                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
             }
             MathFn::Atan => {
                 let r = self.atan_f32(v[0]);
@@ -1720,6 +1685,251 @@ impl<'k> Writer<'k> {
     /// float32 arctangent without a PTX instruction: Cephes `atanf` (argument reduction to
     /// |x| <= tan(pi/8) around 0, pi/4 or pi/2, then a degree-9 odd polynomial); within
     /// 3 ulps of the correctly rounded result (measured against float64 on 400k inputs).
+    /// `c[0] + x * (c[1] + x * (...))`, by fused multiply-adds.
+    fn poly_f32(&mut self, x: Reg, c: &[f32]) -> Reg {
+        let p = self.reg(Class::F32);
+        let last = self.f32_const(c[c.len() - 1]);
+        self.emit_fmt(format_args!("mov.f32 {p}, {last};"));
+        for &k in c[..c.len() - 1].iter().rev() {
+            let k = self.f32_const(k);
+            self.emit_fmt(format_args!("fma.rn.f32 {p}, {p}, {x}, {k};"));
+        }
+        p
+    }
+
+    /// float32 e^x as 2^(x log2 e).
+    fn exp_f32(&mut self, x: Reg) -> Reg {
+        let k = self.f32_const(std::f32::consts::LOG2_E);
+        let (y, d) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("mul.rn.f32 {y}, {x}, {k};"));
+        self.emit_fmt(format_args!("ex2.approx.f32 {d}, {y};"));
+        d
+    }
+
+    /// float32 expm1: below |x| = 0.5 the Taylor series without its leading 1 (`e^x - 1`
+    /// loses every digit near 0), truncated under 2^-26.
+    fn expm1_f32(&mut self, x: Reg) -> Reg {
+        let (ax, small) = (self.reg(Class::F32), self.reg(Class::Pred));
+        self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
+        let half = self.f32_const(0.5);
+        self.emit_fmt(format_args!("setp.lt.f32 {small}, {ax}, {half};"));
+        let p = self.poly_f32(x, &EXPM1_SERIES);
+        let series = self.reg(Class::F32);
+        self.emit_fmt(format_args!("mul.rn.f32 {series}, {x}, {p};"));
+        let e = self.exp_f32(x);
+        let one = self.f32_const(1.0);
+        let d = self.reg(Class::F32);
+        self.emit_fmt(format_args!("sub.rn.f32 {e}, {e}, {one};"));
+        self.emit_fmt(format_args!("selp.f32 {d}, {series}, {e}, {small};"));
+        d
+    }
+
+    /// float32 log1p: on [-0.5, 1], 2 atanh(s) with s = x / (2 + x) (|s| <= 1/3), as a
+    /// series in s^2 truncated under 2^-26; elsewhere log(1 + x).
+    fn log1p_f32(&mut self, x: Reg) -> Reg {
+        let (lo, inr) = (self.reg(Class::Pred), self.reg(Class::Pred));
+        let (mhalf, one, two) = (
+            self.f32_const(-0.5),
+            self.f32_const(1.0),
+            self.f32_const(2.0),
+        );
+        self.emit_fmt(format_args!("setp.ge.f32 {lo}, {x}, {mhalf};"));
+        self.emit_fmt(format_args!("setp.le.and.f32 {inr}, {x}, {one}, {lo};"));
+        let (den, sr, z) = (
+            self.reg(Class::F32),
+            self.reg(Class::F32),
+            self.reg(Class::F32),
+        );
+        self.emit_fmt(format_args!("add.rn.f32 {den}, {x}, {two};"));
+        self.emit_fmt(format_args!("div.rn.f32 {sr}, {x}, {den};"));
+        self.emit_fmt(format_args!("mul.rn.f32 {z}, {sr}, {sr};"));
+        let p = self.poly_f32(z, &ATANH_SERIES);
+        let series = self.reg(Class::F32);
+        self.emit_fmt(format_args!("mul.rn.f32 {series}, {sr}, {two};"));
+        self.emit_fmt(format_args!("mul.rn.f32 {series}, {series}, {p};"));
+        let (u, l) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("add.rn.f32 {u}, {x}, {one};"));
+        self.emit_fmt(format_args!("lg2.approx.f32 {l}, {u};"));
+        let ln2 = self.f32_const(std::f32::consts::LN_2);
+        self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {ln2};"));
+        let d = self.reg(Class::F32);
+        self.emit_fmt(format_args!("selp.f32 {d}, {series}, {l}, {inr};"));
+        d
+    }
+
+    /// float32 sinh or cosh: (e^a -+ e^-a) / 2 for a = |x|, as (e^(a/2) / 2) e^(a/2) from 88
+    /// on (where e^a alone overflows before the result does), and sinh's odd Taylor series
+    /// below 0.5 (the difference loses every digit near 0).
+    fn sinh_cosh_f32(&mut self, x: Reg, sinh: bool) -> Reg {
+        let a = self.reg(Class::F32);
+        self.emit_fmt(format_args!("abs.f32 {a}, {x};"));
+        let e = self.exp_f32(a);
+        let (one, half) = (self.f32_const(1.0), self.f32_const(0.5));
+        let (inv, r) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("div.rn.f32 {inv}, {one}, {e};"));
+        let op = if sinh { "sub" } else { "add" };
+        self.emit_fmt(format_args!("{op}.rn.f32 {r}, {e}, {inv};"));
+        self.emit_fmt(format_args!("mul.rn.f32 {r}, {r}, {half};"));
+        let ha = self.reg(Class::F32);
+        self.emit_fmt(format_args!("mul.rn.f32 {ha}, {a}, {half};"));
+        let h = self.exp_f32(ha);
+        let big = self.reg(Class::F32);
+        self.emit_fmt(format_args!("mul.rn.f32 {big}, {h}, {half};"));
+        self.emit_fmt(format_args!("mul.rn.f32 {big}, {big}, {h};"));
+        let (huge, lim) = (self.reg(Class::Pred), self.f32_const(88.0));
+        self.emit_fmt(format_args!("setp.ge.f32 {huge}, {a}, {lim};"));
+        let d = self.reg(Class::F32);
+        self.emit_fmt(format_args!("selp.f32 {d}, {big}, {r}, {huge};"));
+        if sinh {
+            // copysign d, a, b: the sign of a, the magnitude of b.
+            self.emit_fmt(format_args!("copysign.f32 {d}, {x}, {d};"));
+            let z = self.reg(Class::F32);
+            self.emit_fmt(format_args!("mul.rn.f32 {z}, {x}, {x};"));
+            let p = self.poly_f32(z, &SINH_SERIES);
+            let series = self.reg(Class::F32);
+            self.emit_fmt(format_args!("mul.rn.f32 {series}, {x}, {p};"));
+            let small = self.reg(Class::Pred);
+            self.emit_fmt(format_args!("setp.lt.f32 {small}, {a}, {half};"));
+            self.emit_fmt(format_args!("selp.f32 {d}, {series}, {d}, {small};"));
+        }
+        d
+    }
+
+    /// float32 tanh: expm1(2a) / (expm1(2a) + 2) for a = |x| (accurate near 0), 1 from 10 on,
+    /// with the sign of x.
+    fn tanh_f32(&mut self, x: Reg) -> Reg {
+        let (a, a2) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("abs.f32 {a}, {x};"));
+        self.emit_fmt(format_args!("add.rn.f32 {a2}, {a}, {a};"));
+        let e = self.expm1_f32(a2);
+        let two = self.f32_const(2.0);
+        let (den, r) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("add.rn.f32 {den}, {e}, {two};"));
+        self.emit_fmt(format_args!("div.rn.f32 {r}, {e}, {den};"));
+        let (sat, lim, one) = (
+            self.reg(Class::Pred),
+            self.f32_const(10.0),
+            self.f32_const(1.0),
+        );
+        self.emit_fmt(format_args!("setp.ge.f32 {sat}, {a}, {lim};"));
+        self.emit_fmt(format_args!("selp.f32 {r}, {one}, {r}, {sat};"));
+        let d = self.reg(Class::F32);
+        self.emit_fmt(format_args!("copysign.f32 {d}, {x}, {r};"));
+        d
+    }
+
+    /// C's pow on float32: 2^(y log2 |x|), negated for a negative base and an odd integral
+    /// exponent, NaN for a negative base and a non-integral one, and 1 for y = 0.
+    fn pow_f32(&mut self, x: Reg, y: Reg) -> Reg {
+        let (ax, l, r) = (
+            self.reg(Class::F32),
+            self.reg(Class::F32),
+            self.reg(Class::F32),
+        );
+        self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
+        self.emit_fmt(format_args!("lg2.approx.f32 {l}, {ax};"));
+        self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {y};"));
+        self.emit_fmt(format_args!("ex2.approx.f32 {r}, {l};"));
+        let (yi, integral) = (self.reg(Class::F32), self.reg(Class::Pred));
+        self.emit_fmt(format_args!("cvt.rzi.f32.f32 {yi}, {y};"));
+        self.emit_fmt(format_args!("setp.eq.f32 {integral}, {y}, {yi};"));
+        let half = self.f32_const(0.5);
+        let (h, hi, odd) = (
+            self.reg(Class::F32),
+            self.reg(Class::F32),
+            self.reg(Class::Pred),
+        );
+        self.emit_fmt(format_args!("mul.rn.f32 {h}, {y}, {half};"));
+        self.emit_fmt(format_args!("cvt.rzi.f32.f32 {hi}, {h};"));
+        self.emit_fmt(format_args!("setp.ne.f32 {odd}, {h}, {hi};"));
+        // A base with its sign bit set (-0 too) and an odd integral exponent: -r.
+        self.emit_fmt(format_args!("and.pred {odd}, {odd}, {integral};"));
+        let (bits, signed) = (self.reg(Class::B32), self.reg(Class::Pred));
+        self.emit_fmt(format_args!("mov.b32 {bits}, {x};"));
+        self.emit_fmt(format_args!("setp.lt.s32 {signed}, {bits}, 0;"));
+        self.emit_fmt(format_args!("and.pred {odd}, {odd}, {signed};"));
+        let (nr, d) = (self.reg(Class::F32), self.reg(Class::F32));
+        self.emit_fmt(format_args!("neg.f32 {nr}, {r};"));
+        self.emit_fmt(format_args!("selp.f32 {d}, {nr}, {r}, {odd};"));
+        // A negative base and a non-integral exponent: NaN.
+        let (neg, zero) = (self.reg(Class::Pred), self.f32_const(0.0));
+        self.emit_fmt(format_args!("setp.lt.f32 {neg}, {x}, {zero};"));
+        let nonint = self.reg(Class::Pred);
+        self.emit_fmt(format_args!("not.pred {nonint}, {integral};"));
+        self.emit_fmt(format_args!("and.pred {neg}, {neg}, {nonint};"));
+        let nan = self.f32_const(f32::NAN);
+        self.emit_fmt(format_args!("selp.f32 {d}, {nan}, {d}, {neg};"));
+        let (yz, one) = (self.reg(Class::Pred), self.f32_const(1.0));
+        self.emit_fmt(format_args!("setp.eq.f32 {yz}, {y}, {zero};"));
+        self.emit_fmt(format_args!("selp.f32 {d}, {one}, {d}, {yz};"));
+        d
+    }
+
+    /// hypot without overflow or underflow of the squares: float32 through float64
+    /// (the squares and their sum are exact or nearly so there); float64 as
+    /// m sqrt(1 + (n / m)^2) with m, n the larger and smaller magnitude. An infinite
+    /// argument gives +inf, even with a NaN (C's rule); otherwise a NaN gives NaN.
+    fn hypot(&mut self, x: Reg, y: Reg, s: Scalar) -> Reg {
+        let d = self.sreg(s);
+        let t = arith(s);
+        if s == Scalar::F32 {
+            let (xd, yd, sq) = (
+                self.reg(Class::F64),
+                self.reg(Class::F64),
+                self.reg(Class::F64),
+            );
+            self.emit_fmt(format_args!("cvt.f64.f32 {xd}, {x};"));
+            self.emit_fmt(format_args!("cvt.f64.f32 {yd}, {y};"));
+            self.emit_fmt(format_args!("mul.rn.f64 {sq}, {xd}, {xd};"));
+            self.emit_fmt(format_args!("fma.rn.f64 {sq}, {yd}, {yd}, {sq};"));
+            self.emit_fmt(format_args!("sqrt.rn.f64 {sq}, {sq};"));
+            self.emit_fmt(format_args!("cvt.rn.f32.f64 {d}, {sq};"));
+        } else {
+            let (ax, ay, m, n, q) = (
+                self.sreg(s),
+                self.sreg(s),
+                self.sreg(s),
+                self.sreg(s),
+                self.sreg(s),
+            );
+            self.emit_fmt(format_args!("abs.f64 {ax}, {x};"));
+            self.emit_fmt(format_args!("abs.f64 {ay}, {y};"));
+            self.emit_fmt(format_args!("max.f64 {m}, {ax}, {ay};"));
+            self.emit_fmt(format_args!("min.f64 {n}, {ax}, {ay};"));
+            self.emit_fmt(format_args!("div.rn.f64 {q}, {n}, {m};"));
+            let one = self.literal(Literal::F64(1.0));
+            self.emit_fmt(format_args!("fma.rn.f64 {q}, {q}, {q}, {one};"));
+            self.emit_fmt(format_args!("sqrt.rn.f64 {q}, {q};"));
+            self.emit_fmt(format_args!("mul.rn.f64 {d}, {m}, {q};"));
+            let (mz, zero) = (self.reg(Class::Pred), self.literal(Literal::F64(0.0)));
+            self.emit_fmt(format_args!("setp.eq.f64 {mz}, {m}, {zero};"));
+            self.emit_fmt(format_args!("selp.f64 {d}, {zero}, {d}, {mz};"));
+            let (xn, yn) = (self.reg(Class::Pred), self.reg(Class::Pred));
+            self.emit_fmt(format_args!("testp.notanumber.f64 {xn}, {x};"));
+            self.emit_fmt(format_args!("testp.notanumber.f64 {yn}, {y};"));
+            self.emit_fmt(format_args!("or.pred {xn}, {xn}, {yn};"));
+            let nan = self.literal(Literal::F64(f64::NAN));
+            self.emit_fmt(format_args!("selp.f64 {d}, {nan}, {d}, {xn};"));
+        }
+        let (xi, yi) = (self.reg(Class::Pred), self.reg(Class::Pred));
+        self.emit_fmt(format_args!(
+            "testp.infinite{} {xi}, {x};",
+            Class::of(s).decl()
+        ));
+        self.emit_fmt(format_args!(
+            "testp.infinite{} {yi}, {y};",
+            Class::of(s).decl()
+        ));
+        self.emit_fmt(format_args!("or.pred {xi}, {xi}, {yi};"));
+        let inf = if s == Scalar::F32 {
+            self.f32_const(f32::INFINITY)
+        } else {
+            self.literal(Literal::F64(f64::INFINITY))
+        };
+        self.emit_fmt(format_args!("selp.{t} {d}, {inf}, {d}, {xi};"));
+        d
+    }
+
     fn atan_f32(&mut self, x: Reg) -> Reg {
         let ax = self.reg(Class::F32);
         self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
@@ -2065,3 +2275,37 @@ fn lvalue_ty(kernel: &Kernel, lv: &LValue) -> Ty {
         },
     }
 }
+
+/// e^x - 1 = x (1 + x/2 + x^2/6 + ... + x^8/9!): the Taylor coefficients 1/(k+1)!.
+const EXPM1_SERIES: [f32; 9] = [
+    1.0,
+    0.5,
+    0.166_666_67,
+    0.041_666_668,
+    0.008_333_334,
+    0.001_388_888_9,
+    0.000_198_412_7,
+    2.480_158_8e-5,
+    2.755_731_9e-6,
+];
+
+/// atanh(s) / s = 1 + z/3 + z^2/5 + ... (z = s^2).
+const ATANH_SERIES: [f32; 8] = [
+    1.0,
+    0.333_333_34,
+    0.2,
+    0.142_857_15,
+    0.111_111_11,
+    0.090_909_09,
+    0.076_923_08,
+    0.066_666_67,
+];
+
+/// sinh(x) / x = 1 + z/3! + z^2/5! + ... (z = x^2).
+const SINH_SERIES: [f32; 5] = [
+    1.0,
+    0.166_666_67,
+    0.008_333_334,
+    0.000_198_412_7,
+    2.755_731_9e-6,
+];

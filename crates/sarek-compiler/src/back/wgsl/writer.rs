@@ -1184,6 +1184,8 @@ impl<'a> Writer<'a> {
                 return format!("({l} {} (u32({r}) & 31u))", op.c_symbol());
             }
             BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> (u32({r}) & 31u))"),
+            // `x <> nan` is true (OCaml, C); lavapipe's WGSL `!=` is false with a NaN.
+            BinOp::Ne if float => return format!("(!({l} == {r}))"),
             // Integer `/` and `mod` through functions: naga rejects a constant zero divisor,
             // and the language's results are spelled out (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `min_int / -1 = min_int`, `min_int mod -1 = 0`).
@@ -1426,14 +1428,18 @@ impl<'a> Writer<'a> {
             Asin => ("sarek_arcsin", ASIN),
             Acos => ("sarek_arccos", ACOS),
             Atan => return direct("atan"),
-            Sinh => return direct("sinh"),
-            Cosh => return direct("cosh"),
-            Tanh => return direct("tanh"),
+            Sinh => ("sarek_sinh", SINH),
+            Cosh => ("sarek_cosh", COSH),
+            Tanh => {
+                self.support_fn("sarek_expm1", EXPM1);
+                ("sarek_tanh", TANH)
+            }
             Floor => return direct("floor"),
             Ceil => return direct("ceil"),
             Trunc => return direct("trunc"),
             Fabs => return direct("abs"),
-            Pow => return direct("pow"),
+            // WGSL's pow is exp2(y * log2(x)): undefined for x <= 0.
+            Pow => ("sarek_pow", POW),
             // WGSL leaves atan2 undefined at (0, 0): C's value there instead.
             Atan2 => ("sarek_arctan2", ATAN2),
             Fmin => return direct("min"),
@@ -1656,20 +1662,96 @@ const ROUND_AWAY: &str = "fn sarek_round_away(sarek_p0: f32) -> f32 {
 }
 ";
 
+// expm1, log1p, sinh and tanh near 0 and sinh/cosh near the top of the range, within a few
+// ulps: WGSL lets exp and log be off by an absolute 2^-21 near 1 and defines sinh, cosh and
+// tanh as inherited from their exp formulas, which lose every digit near 0 (lavapipe:
+// sinh(1e-7) 6e6 ulps off) and overflow for |x| in (88.7, 89.4]. Below 0.5, Taylor series
+// without the leading 1 (truncation under 2^-26).
 const EXPM1: &str = "fn sarek_expm1(sarek_p0: f32) -> f32 {
-    if (abs(sarek_p0) < 1e-5f) {
-        return sarek_p0 + 0.5f * sarek_p0 * sarek_p0;
+    let x = sarek_p0;
+    if (abs(x) < 0.5f) {
+        return x * (1.0f + x * (0.5f + x * (0.16666667f + x * (0.041666668f + x * (0.008333334f + x * (0.0013888889f + x * (0.0001984127f + x * (2.4801588e-5f + x * 2.7557319e-6f))))))));
     }
-    return exp(sarek_p0) - 1.0f;
+    return exp(x) - 1.0f;
 }
 ";
 
+/// log1p(x) = 2 atanh(s), s = x / (2 + x), |s| <= 1/3 on [-0.5, 1].
 const LOG1P: &str = "fn sarek_log1p(sarek_p0: f32) -> f32 {
-    let u = 1.0f + sarek_p0;
-    if (u == 1.0f) {
-        return sarek_p0;
+    let x = sarek_p0;
+    if (x >= -0.5f && x <= 1.0f) {
+        let s = x / (2.0f + x);
+        let z = s * s;
+        return 2.0f * s * (1.0f + z * (0.33333334f + z * (0.2f + z * (0.14285715f + z * (0.11111111f + z * (0.09090909f + z * (0.07692308f + z * 0.06666667f)))))));
     }
-    return log(u) * sarek_p0 / (u - 1.0f);
+    return log(1.0f + x);
+}
+";
+
+/// C's pow: negative bases with integral exponents, pow(x, 0) = 1, pow(0, y < 0) = inf (as
+/// the GLSL helper).
+const POW: &str = "fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
+    let x = sarek_p0;
+    let y = sarek_p1;
+    if (y == 0.0f) {
+        return 1.0f;
+    }
+    if (x > 0.0f) {
+        return pow(x, y);
+    }
+    if (x == 0.0f) {
+        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+    }
+    if (trunc(y) != y) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let r = pow(-x, y);
+    return select(r, -r, fract(y * 0.5f) != 0.0f);
+}
+";
+
+const SINH: &str = "fn sarek_sinh(sarek_p0: f32) -> f32 {
+    let x = sarek_p0;
+    let a = abs(x);
+    if (a < 0.5f) {
+        let z = x * x;
+        return x * (1.0f + z * (0.16666667f + z * (0.008333334f + z * (0.0001984127f + z * 2.7557319e-6f))));
+    }
+    var r: f32;
+    if (a < 88.0f) {
+        let e = exp(a);
+        r = 0.5f * (e - 1.0f / e);
+    } else {
+        let h = exp(0.5f * a);
+        r = (0.5f * h) * h;
+    }
+    return select(r, -r, x < 0.0f);
+}
+";
+
+const COSH: &str = "fn sarek_cosh(sarek_p0: f32) -> f32 {
+    let a = abs(sarek_p0);
+    if (a < 88.0f) {
+        let e = exp(a);
+        return 0.5f * (e + 1.0f / e);
+    }
+    let h = exp(0.5f * a);
+    return (0.5f * h) * h;
+}
+";
+
+const TANH: &str = "fn sarek_tanh(sarek_p0: f32) -> f32 {
+    let x = sarek_p0;
+    let a = abs(x);
+    var r = 1.0f;
+    if (!(a >= 10.0f)) {
+        let e = sarek_expm1(2.0f * a);
+        r = e / (e + 2.0f);
+    }
+    if (r == 0.0f) {
+        return x;
+    }
+    return select(r, -r, x < 0.0f);
 }
 ";
 

@@ -21,6 +21,8 @@ pub(crate) enum SyntaxError {
         open: Span,
     },
     AnonymousFunction,
+    /// OCaml's `try e with ...`: Sarek has no exceptions.
+    TryWith,
     /// `<-` whose left side is not `v.(i)` or `e.f`.
     AssignArrow {
         lhs: Span,
@@ -135,6 +137,9 @@ impl Parser {
                          (`let f = fun x -> ...`) or in `[%kernel fun ... -> ...]`",
                     )
             }
+            SyntaxError::TryWith => Diagnostic::error(here, "`try ... with` is not supported")
+                .with_label("Sarek kernels have no exceptions")
+                .with_help("test the condition first: `if i < length v then ... else ...`"),
             SyntaxError::AssignArrow { lhs } => {
                 Diagnostic::error(lhs, "cannot assign to this expression with `<-`")
                     .with_label("`<-` writes an element `v.(i)` or a field `e.x`")

@@ -19,7 +19,7 @@
 //! | [`Parser::postfix`] | `.(i)`, `.field`, `[@attr]` | left |
 
 use super::{Fail, MAX_DEPTH, PResult, Parser, SyntaxError};
-use crate::diag::Span;
+use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
 
@@ -189,6 +189,7 @@ impl Parser {
             Tok::If => self.if_expr(),
             Tok::Match => self.match_expr(),
             Tok::Fun | Tok::Function => Err(self.fail(SyntaxError::AnonymousFunction)),
+            Tok::Ident(n) if n == "try" => Err(self.fail(SyntaxError::TryWith)),
             Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
                 self.pragma_expr()
             }
@@ -1075,14 +1076,10 @@ impl Parser {
         self.let_value_binding(start, let_col, mutable)
     }
 
+    /// `let open M in body`; `M` may be a path (`let open Sarek_stdlib.Std in`), as a prelude's
+    /// `let open` may.
     fn let_open(&mut self, start: Span) -> PResult<Expr> {
-        let module = match self.peek().clone() {
-            Tok::UIdent(name) => Ident {
-                name,
-                span: self.bump(),
-            },
-            _ => return Err(self.expected("a module name after `let open`")),
-        };
+        let module = self.module_path("a module name after `let open`")?;
         self.expect_in(start)?;
         let body = self.let_body(Self::seq_expr)?;
         // The body is the chain's tail: it does not add to the height (see `MAX_DEPTH`).
@@ -1528,6 +1525,9 @@ impl Parser {
                     break;
                 }
             }
+            if self.at(&Tok::LBrace) {
+                return Err(self.record_pattern_in_match());
+            }
             if !starts_simple_pattern(self.peek()) {
                 let span = id.span;
                 return Ok(Pattern::Ctor {
@@ -1551,9 +1551,19 @@ impl Parser {
         self.simple_pattern()
     }
 
+    /// `C { x; _ }` or `{ x; y }` where a refutable pattern is expected.
+    fn record_pattern_in_match(&mut self) -> Fail {
+        let d = Diagnostic::error(self.span(), "record patterns are not supported here")
+            .with_label("a record pattern in a `match` arm or a constructor's payload")
+            .with_note("record patterns are accepted in `let` and in parameters: `let { x; y } = p in`")
+            .with_help("bind the record (`C p -> ...`) and read its fields (`p.x`), with a `when` guard for a test on one");
+        self.report(d)
+    }
+
     fn simple_pattern(&mut self) -> PResult<Pattern> {
         let span = self.span();
         match self.peek().clone() {
+            Tok::LBrace => Err(self.record_pattern_in_match()),
             Tok::Underscore => {
                 self.bump();
                 Ok(Pattern::Wildcard(span))

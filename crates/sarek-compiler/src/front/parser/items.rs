@@ -61,7 +61,147 @@ enum PreludeWrap {
         pattern: Pattern,
         ty: Option<TypeExpr>,
         value: Box<Expr>,
+        /// The lowercase names written in the value's expression (a superset of its free
+        /// variables): a helper whose parameter has one of these names cannot see the value.
+        mentions: Vec<String>,
     },
+}
+
+impl PreludeWrap {
+    /// `let open M in body` or `let pat = value in body`.
+    fn wrap(&self, body: Expr) -> Expr {
+        let span = body.span;
+        let kind = match self {
+            PreludeWrap::Open(module) => ExprKind::LetOpen {
+                module: module.clone(),
+                body: Box::new(body),
+            },
+            PreludeWrap::Value {
+                pattern, ty, value, ..
+            } => ExprKind::Let {
+                pattern: pattern.clone(),
+                mutable: false,
+                ty: ty.clone(),
+                value: value.clone(),
+                body: Box::new(body),
+            },
+        };
+        Expr { kind, span }
+    }
+}
+
+/// Operators and the library functions with the same meaning, which upstream's helper
+/// libraries rebind them to for OCaml's type checker (`let ( mod ) = Int32.rem`).
+const OPERATOR_ALIASES: &[(&str, &[&str])] = &[
+    ("mod", &["Int32.rem", "Int64.rem"]),
+    ("+", &["Int32.add", "Int64.add"]),
+    ("-", &["Int32.sub", "Int64.sub"]),
+    ("*", &["Int32.mul", "Int64.mul"]),
+    ("/", &["Int32.div", "Int64.div"]),
+    ("land", &["Int32.logand", "Int64.logand"]),
+    ("lor", &["Int32.logor", "Int64.logor"]),
+    ("lxor", &["Int32.logxor", "Int64.logxor"]),
+    ("lsl", &["Int32.shift_left", "Int64.shift_left"]),
+    ("asr", &["Int32.shift_right", "Int64.shift_right"]),
+    (
+        "lsr",
+        &["Int32.shift_right_logical", "Int64.shift_right_logical"],
+    ),
+    ("+.", &["Float32.add", "Float64.add", "Float.add"]),
+    ("-.", &["Float32.sub", "Float64.sub", "Float.sub"]),
+    ("*.", &["Float32.mul", "Float64.mul", "Float.mul"]),
+    ("/.", &["Float32.div", "Float64.div", "Float.div"]),
+];
+
+/// The names a pattern binds.
+fn pattern_names(p: &Pattern, out: &mut Vec<String>) {
+    match p {
+        Pattern::Var(id) => out.push(id.name.clone()),
+        Pattern::Ctor { args, .. } | Pattern::Tuple(args, _) | Pattern::Or(args, _) => {
+            args.iter().for_each(|a| pattern_names(a, out))
+        }
+        Pattern::Wildcard(_) | Pattern::Lit(..) => {}
+    }
+}
+
+/// The parameters a prelude value could see under their own names where it wraps a body:
+/// those the value binds (so the body would see the value instead of the parameter) or names
+/// in its expression (which OCaml resolves outside the function, not to the parameter).
+fn conflicting_params<'p>(params: &'p [Param], wraps: &[PreludeWrap]) -> Vec<&'p Param> {
+    let mut names = Vec::new();
+    for w in wraps {
+        if let PreludeWrap::Value {
+            pattern, mentions, ..
+        } = w
+        {
+            pattern_names(pattern, &mut names);
+            names.extend(mentions.iter().cloned());
+        }
+    }
+    params
+        .iter()
+        .filter(|p| names.contains(&p.name.name))
+        .collect()
+}
+
+/// `let name = hidden in body`.
+fn alias(name: &Ident, hidden: &str, body: Expr) -> Expr {
+    let span = body.span;
+    let value = Expr {
+        kind: ExprKind::Var {
+            path: Vec::new(),
+            name: Ident {
+                name: hidden.to_string(),
+                span: name.span,
+            },
+        },
+        span: name.span,
+    };
+    Expr {
+        kind: ExprKind::Let {
+            pattern: Pattern::Var(name.clone()),
+            mutable: false,
+            ty: None,
+            value: Box::new(value),
+            body: Box::new(body),
+        },
+        span,
+    }
+}
+
+/// A prelude helper's body inside the opens and values before it, scoped as OCaml scopes
+/// them: the values are evaluated outside the helper, and its parameters shadow them. A
+/// parameter a value could capture is renamed (`%prelude.x`, a name no source can write) and
+/// bound again inside the values. A top-level `pragma [...]` stays outermost, where the typer
+/// reads `sarek.inline`.
+fn wrap_prelude_helper(decl: &mut FunDecl, wraps: &[PreludeWrap]) {
+    let renamed: Vec<Ident> = conflicting_params(&decl.params, wraps)
+        .into_iter()
+        .map(|p| p.name.clone())
+        .collect();
+    for p in &mut decl.params {
+        if renamed.iter().any(|r| r.name == p.name.name) {
+            p.name.name = format!("%prelude.{}", p.name.name);
+        }
+    }
+    let slot = match &mut decl.body.kind {
+        ExprKind::Pragma { body, .. } => &mut **body,
+        _ => &mut decl.body,
+    };
+    let mut body = std::mem::replace(
+        slot,
+        Expr {
+            kind: ExprKind::Lit(Lit::Unit),
+            span: slot.span,
+        },
+    );
+    for r in renamed.iter().rev() {
+        body = alias(r, &format!("%prelude.{}", r.name), body);
+    }
+    for w in wraps.iter().rev() {
+        body = w.wrap(body);
+    }
+    *slot = body;
 }
 
 /// Pattern parameters and the hidden names standing for them.
@@ -202,7 +342,7 @@ impl Parser {
     }
 
     /// `M` or `A.B.M` (the last name is the module: `Sarek.Std` is `Std`).
-    fn module_path(&mut self, what: &'static str) -> PResult<Ident> {
+    pub(super) fn module_path(&mut self, what: &'static str) -> PResult<Ident> {
         let Tok::UIdent(mut name) = self.peek().clone() else {
             return Err(self.expected(what));
         };
@@ -259,6 +399,20 @@ impl Parser {
                     .with_help("kernels are written `let%kernel k (p : t) = ...`, `[%%kernel let k (p : t) = ...]` or `let k = [%kernel fun (p : t) -> ...]`");
                 Err(self.report(d))
             }
+            // Upstream's `let%sarek_include _ = "lib.ml"` pulls a helper library into the
+            // kernels' scope: here the library is a module file given with the program
+            // (`sarek check main.sarek sarek_worklist.sarek`), so the line itself is skipped.
+            Tok::LetExt(name)
+                if name == "sarek_include"
+                    && matches!(self.peek_at(1), Tok::Underscore)
+                    && *self.peek_at(2) == Tok::Eq
+                    && matches!(self.peek_at(3), Tok::Str(_)) =>
+            {
+                for _ in 0..4 {
+                    self.bump();
+                }
+                Ok(Vec::new())
+            }
             Tok::LetExt(name) => {
                 let d =
                     Diagnostic::error(self.span(), format!("`let%{name}` is not a top-level item"))
@@ -270,6 +424,52 @@ impl Parser {
             }
             _ => Err(self.expected("a top-level item (`let`, `let%kernel` or `type`)")),
         }
+    }
+
+    /// `let ( mod ) = Int32.rem` (after `let`): upstream's shims that give an operator, for the
+    /// OCaml type checker, the meaning it already has in Sarek. Skipped; any other operator
+    /// definition is refused, since Sarek's operators are built in.
+    fn operator_alias(&mut self, start: Span) -> PResult<Vec<Item>> {
+        self.bump();
+        let op = self.peek().text();
+        let op_span = self.bump();
+        self.bump();
+        self.expect_eq_after("the operator")?;
+        let mut path = Vec::new();
+        let mut end = self.span();
+        while let Tok::UIdent(m) = self.peek().clone() {
+            if *self.peek_at(1) != Tok::Dot {
+                break;
+            }
+            path.push(m);
+            self.bump();
+            end = self.bump();
+        }
+        let target = match self.peek().clone() {
+            Tok::Ident(f) if !path.is_empty() => {
+                end = self.bump();
+                Some(format!("{}.{f}", path.join(".")))
+            }
+            _ => None,
+        };
+        let same = target.as_deref().is_some_and(|t| {
+            OPERATOR_ALIASES
+                .iter()
+                .any(|(o, names)| *o == op && names.contains(&t))
+        });
+        if same {
+            return Ok(Vec::new());
+        }
+        let d = Diagnostic::error(
+            start.to(end),
+            format!("`let ( {op} ) = ...` redefines an operator"),
+        )
+        .with_label("Sarek's operators are built in and cannot be redefined")
+        .with_secondary(op_span, "this operator")
+        .with_note(format!(
+            "a shim giving `{op}` the meaning it already has (`let ( mod ) = Int32.rem`) is accepted and skipped"
+        ));
+        Err(self.report(d))
     }
 
     /// `let%kernel name params = body`
@@ -437,6 +637,14 @@ impl Parser {
                 attrs,
             }]);
         }
+        if self.at(&Tok::LParen)
+            && *self.peek_at(2) == Tok::RParen
+            && OPERATOR_ALIASES
+                .iter()
+                .any(|(op, _)| *op == self.peek_at(1).text())
+        {
+            return self.operator_alias(start);
+        }
         let recursive = self.eat(&Tok::Rec);
         let mut attrs = self.inner_attributes();
         if self.at(&Tok::LParen) && *self.peek_at(1) == Tok::RParen {
@@ -541,7 +749,6 @@ impl Parser {
         let mut prelude: Vec<FunDecl> = Vec::new();
         // Opens and values around the body, outermost first.
         let mut wraps: Vec<PreludeWrap> = Vec::new();
-        let mut opens: Vec<Ident> = Vec::new();
         while self.at(&Tok::Let) {
             let let_start = self.span();
             if *self.peek_at(1) == Tok::Open {
@@ -551,7 +758,6 @@ impl Parser {
                 let module = self.module_path("a module name after `let open`")?;
                 self.expect_in_prelude(let_start)?;
                 if !BUILTIN_OPENS.contains(&module.name.as_str()) {
-                    opens.push(module.clone());
                     wraps.push(PreludeWrap::Open(module));
                 }
                 continue;
@@ -603,6 +809,7 @@ impl Parser {
                 wraps.push(wrap);
                 continue;
             }
+            let item_start = self.pos;
             let item = self.let_item()?;
             // `let rec f ... = e [@@sarek.inline 4] in`: OCaml's binding attributes.
             let mut binding_attrs = Vec::new();
@@ -614,17 +821,8 @@ impl Parser {
                 match item.kind {
                     ItemKind::Fun(mut decl) => {
                         decl.attrs.append(&mut binding_attrs);
-                        // The opens before the helper are in scope in its body too.
-                        for m in opens.iter().rev() {
-                            let span = decl.body.span;
-                            decl.body = Expr {
-                                kind: ExprKind::LetOpen {
-                                    module: m.clone(),
-                                    body: Box::new(decl.body),
-                                },
-                                span,
-                            };
-                        }
+                        // The opens and values before the helper are in scope in its body.
+                        wrap_prelude_helper(&mut decl, &wraps);
                         prelude.push(decl);
                     }
                     ItemKind::Const {
@@ -635,6 +833,7 @@ impl Parser {
                         pattern: Pattern::Var(cname),
                         ty: Some(ty),
                         value: Box::new(value),
+                        mentions: self.names_between(item_start, self.pos),
                     }),
                     _ => {
                         let d = Diagnostic::error(item.span, "not supported in a kernel prelude")
@@ -657,22 +856,21 @@ impl Parser {
         self.bump();
         let body = self.with_offside(None, Self::seq_expr)?;
         let mut body = Self::bind_params(destructured, body);
-        for w in wraps.into_iter().rev() {
-            let span = body.span;
-            let kind = match w {
-                PreludeWrap::Open(module) => ExprKind::LetOpen {
-                    module,
-                    body: Box::new(body),
-                },
-                PreludeWrap::Value { pattern, ty, value } => ExprKind::Let {
-                    pattern,
-                    mutable: false,
-                    ty,
-                    value,
-                    body: Box::new(body),
-                },
+        // A kernel parameter keeps its name (it is the launch's ABI): one the values could
+        // capture is kept aside under a hidden name around them and bound again inside.
+        let kept = conflicting_params(&params, &wraps);
+        for p in kept.iter().rev() {
+            body = alias(&p.name, &format!("%prelude.{}", p.name.name), body);
+        }
+        for w in wraps.iter().rev() {
+            body = w.wrap(body);
+        }
+        for p in kept.iter().rev() {
+            let hidden = Ident {
+                name: format!("%prelude.{}", p.name.name),
+                span: p.name.span,
             };
-            body = Expr { kind, span };
+            body = alias(&hidden, &p.name.name, body);
         }
         let close = self.expect_closing(&Tok::RBracket, "[%kernel", open)?;
         let span = start.to(close);
@@ -698,13 +896,27 @@ impl Parser {
             ty = Some(self.type_expr()?);
         }
         self.expect_eq_after("the value's name")?;
+        let value_start = self.pos;
         let value = self.with_offside(Some(col), Self::seq_expr)?;
+        let mentions = self.names_between(value_start, self.pos);
         self.expect_in_prelude(let_start)?;
         Ok(PreludeWrap::Value {
             pattern,
             ty,
             value: Box::new(value),
+            mentions,
         })
+    }
+
+    /// The lowercase identifiers among tokens `from..to`.
+    fn names_between(&self, from: usize, to: usize) -> Vec<String> {
+        self.toks[from..to]
+            .iter()
+            .filter_map(|t| match &t.tok {
+                Tok::Ident(name) => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
     }
 
     fn expect_in_prelude(&mut self, let_start: Span) -> PResult<()> {

@@ -475,7 +475,9 @@ pub(super) fn show_ty(ty: &Ty, env: &TypeEnv, subst: Option<&super::unify::Subst
     };
     let atom = |t: &Ty| {
         let s = show_ty(t, env, subst);
-        if matches!(t, Ty::Tuple(_)) {
+        // A variable bound to a tuple is a tuple too: `int32 * (int32 * int32)`.
+        let resolved = subst.map_or_else(|| t.clone(), |sub| sub.resolve(t));
+        if matches!(resolved, Ty::Tuple(_)) {
             format!("({s})")
         } else {
             s

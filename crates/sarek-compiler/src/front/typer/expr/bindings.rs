@@ -98,7 +98,10 @@ impl Checker {
                 format!("the {what} `{name}` must be applied to its arguments"),
             )
             .with_label("used as a value")
-            .with_note("functions are not values in Sarek"),
+            .with_note("functions are not values in Sarek")
+            .with_help(format!(
+                "apply it where it is chosen instead of binding it to a name: `{name} args`, or `if c then {name} args else other args`"
+            )),
         );
         err_expr(span)
     }
