@@ -206,6 +206,7 @@ impl Device for HostDevice {
         let kernel = &built.kernel;
         let mut args = Vec::with_capacity(kernel.params().len());
         let mut vectors = Vec::new();
+        let uses = kernel.uses();
         for (i, (param, p)) in built.abi.params.iter().zip(kernel.params()).enumerate() {
             match (&param.kind, &p.kind) {
                 (AbiParamKind::Vector { elem, .. }, ParamKind::Vector { leaves, .. }) => {
@@ -224,7 +225,10 @@ impl Device for HostDevice {
                         elem,
                     );
                     args.push(ArgValue::Vector(v));
-                    vectors.push((args.len() - 1, mem.clone(), elem));
+                    // Only a vector the kernel may write goes back into its buffer.
+                    if uses.get(i).is_none_or(|u| u.writes) {
+                        vectors.push((args.len() - 1, mem.clone(), elem));
+                    }
                 }
                 (AbiParamKind::Value { layout, .. }, kind) => {
                     let scalars: Vec<_> = match kind {
@@ -255,8 +259,14 @@ impl Device for HostDevice {
                 }
                 for (k, mem, elem) in vectors {
                     if let ArgValue::Vector(v) = &args[k] {
-                        let bytes = pack::pack_vector(v, elem, &built.abi.params[k].name)?;
-                        self.upload(&mem, &bytes)?;
+                        let dense = v.columns.first().and_then(|c| pack::dense_bytes(c, elem));
+                        match dense {
+                            Some(bytes) if v.columns.len() == 1 => self.upload(&mem, bytes)?,
+                            _ => {
+                                let name = &built.abi.params[k].name;
+                                self.upload(&mem, &pack::pack_vector(v, elem, name)?)?
+                            }
+                        }
                     }
                 }
             }
