@@ -79,9 +79,18 @@ pub fn generate(
     dialect: Dialect,
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*crate::passes::for_target(kernel, options);
+    generate_prepared(&super::Prepared::new(kernel, options), dialect, options)
+}
+
+/// [`generate`] from the target-independent preparation several targets share.
+pub fn generate_prepared(
+    prepared: &super::Prepared<'_>,
+    dialect: Dialect,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*prepared.kernel;
     let rules = dialect.rules();
-    crate::ir::analysis::check(kernel, &rules.support(options))?;
+    crate::ir::analysis::accept(&prepared.needs, &rules.support(options))?;
     // Counted loops whose step cannot overflow get a plain signed step (issue 14).
     let mut stepped = crate::passes::loop_step::mark_loop_steps(kernel);
     // `while v > 0 do ... v := v / 2` as `v >> 1`, which nvcc does not derive (issue 14).
