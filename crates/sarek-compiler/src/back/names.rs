@@ -15,6 +15,7 @@
 
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
@@ -191,10 +192,17 @@ impl Namer {
         // At most `taken.len()` candidates of one base are taken: past that bound, every
         // candidate was refused as reserved, so the base is in a reserved family.
         let bound = self.taken.len() + 64;
-        for b in [base.clone(), format!("v_{base}"), "v".to_string()] {
+        let mut candidate = String::new();
+        for family in 0..3 {
+            let b = match family {
+                0 => base.clone(),
+                1 => format!("v_{base}"),
+                _ => "v".to_string(),
+            };
             let start = self.next_suffix.get(&b).copied().unwrap_or(1);
             for k in start..=start + bound {
-                let candidate = format!("{b}_{k}");
+                candidate.clear();
+                let _ = write!(candidate, "{b}_{k}");
                 if self.is_free(&candidate) {
                     self.next_suffix.insert(b, k + 1);
                     self.taken.insert(candidate.clone());

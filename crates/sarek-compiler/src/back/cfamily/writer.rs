@@ -380,13 +380,6 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
-    /// The text written so far; the buffer keeps its capacity for the next function.
-    fn take_out(&mut self) -> String {
-        let body = self.out.as_str().to_owned();
-        self.out.clear();
-        body
-    }
-
     /// [`Self::line`] of formatted text, written straight into the output.
     fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
         for _ in 0..self.indent {
@@ -435,9 +428,10 @@ impl<'a> Writer<'a> {
         let types = self.write_types();
         let mut functions = String::new();
         for i in 0..self.k.functions.len() {
-            functions.push_str(&self.write_function(FuncId(i as u32)));
+            self.write_function(FuncId(i as u32), &mut functions);
         }
-        let (kernel, abi) = self.write_kernel(original);
+        let mut kernel = String::new();
+        let abi = self.write_kernel(original, &mut kernel);
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -499,7 +493,9 @@ impl<'a> Writer<'a> {
         out
     }
 
-    fn write_function(&mut self, id: FuncId) -> String {
+    /// Helper `id`, appended to `dest` (its body is written first: the parameters depend on
+    /// what it reads).
+    fn write_function(&mut self, id: FuncId, dest: &mut String) {
         let f = self.k.function(id);
         self.span = f.span;
         self.in_kernel = false;
@@ -510,7 +506,6 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.indent = 1;
         self.block_body(&f.body);
-        let body = self.take_out();
         if self.cur_geom {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("a dialect with geometry inputs");
@@ -521,17 +516,20 @@ impl<'a> Writer<'a> {
             let ptr = self.trap.clone().unwrap_or_default();
             params.insert(0, format!("{} {ptr}", self.d.trap_pointer()));
         }
-        format!(
-            "{}{} {}({}) {{\n{}}}\n\n",
+        let _ = writeln!(
+            dest,
+            "{}{} {}({}) {{",
             self.d.helper_qualifier(),
             ret,
             self.func_names[id.0 as usize],
             params.join(", "),
-            body
-        )
+        );
+        dest.push_str(&self.out);
+        dest.push_str("}\n\n");
     }
 
-    fn write_kernel(&mut self, original: &Kernel) -> (String, Abi) {
+    /// The kernel function, appended to `dest`, and its ABI.
+    fn write_kernel(&mut self, original: &Kernel, dest: &mut String) -> Abi {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
@@ -606,21 +604,22 @@ impl<'a> Writer<'a> {
         });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
-        let body = self.take_out();
         let params_text = self.d.param_list(&params);
-        let src = format!(
-            "{} {entry}({params_text}) {{\n{body}}}\n",
+        let _ = writeln!(
+            dest,
+            "{} {entry}({params_text}) {{",
             self.d.kernel_qualifier()
         );
-        let abi = Abi {
+        dest.push_str(&self.out);
+        dest.push_str("}\n");
+        Abi {
             entry_point: entry,
             params: abi_params,
             uniform_size: None,
             uniform_binding: None,
             block_size_in_source: false,
             trap_status,
-        };
-        (src, abi)
+        }
     }
 
     /// Shared arrays are declared at the top of the kernel: OpenCL C and Metal require
