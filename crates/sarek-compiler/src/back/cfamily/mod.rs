@@ -70,7 +70,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::{Params, legalize_cow};
+use crate::passes::legalize::{Params, renames};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -98,6 +98,7 @@ pub fn generate_prepared(
     if let std::borrow::Cow::Owned(stepped) = &mut stepped {
         crate::passes::opt::shift_guarded_divisions(stepped);
     }
-    let legal = legalize_cow(stepped, rules.keywords(), Params::Positional);
-    writer::Writer::new(&legal, rules).finish(kernel)
+    // Legalize's renames go to the writer's table of names: the kernel is not copied.
+    let renames = renames(&stepped, rules.keywords(), Params::Positional);
+    writer::Writer::new(&stepped, rules, renames).finish(kernel)
 }

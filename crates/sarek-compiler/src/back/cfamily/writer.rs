@@ -14,6 +14,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::passes::legalize::Renames;
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::fmt::Write as _;
@@ -88,22 +89,22 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(k: &'a Kernel, d: &'static dyn Rules) -> Self {
+    /// A writer for `k` whose binders and helpers are named as `k` names them, but for
+    /// `renames` (legalize's, kept out of the kernel so that it is not copied).
+    pub fn new(k: &'a Kernel, d: &'static dyn Rules, renames: Renames) -> Self {
+        let mut var_names: Vec<String> = k.vars.iter().map(|v| v.name.clone()).collect();
+        let mut func_names: Vec<String> = k.functions.iter().map(|f| f.name.clone()).collect();
+        renames.apply_to(&mut var_names, &mut func_names, |n| n, |n| n);
         let mut namer = Namer::new(d.keywords());
         namer.reserve(k.vars.len() + k.functions.len());
-        for name in k
-            .vars
-            .iter()
-            .map(|v| &v.name)
-            .chain(k.functions.iter().map(|f| &f.name))
-        {
+        for name in var_names.iter().chain(&func_names) {
             namer.avoid(name);
         }
         let mut w = Writer {
             k,
             d,
             namer,
-            var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
+            var_names,
             lens: HashMap::default(),
             record_names: Vec::new(),
             record_fields: Vec::new(),
@@ -111,7 +112,7 @@ impl<'a> Writer<'a> {
             variant_names: Vec::new(),
             variant_fields: Vec::new(),
             ctor_makers: Vec::new(),
-            func_names: k.functions.iter().map(|f| f.name.clone()).collect(),
+            func_names,
             func_geom: vec![false; k.functions.len()],
             geom: None,
             trap: None,
@@ -638,16 +639,22 @@ impl<'a> Writer<'a> {
             )
         });
         let mut counts: HashMap<&str, usize> = HashMap::default();
-        for v in &self.k.vars {
-            *counts.entry(v.name.as_str()).or_default() += 1;
+        for name in &self.var_names {
+            *counts.entry(name.as_str()).or_default() += 1;
+        }
+        let mut renamed = Vec::new();
+        for &(var, _) in &found {
+            let name = self.var_names[var.0 as usize].as_str();
+            if counts.get(name).copied().unwrap_or(0) > 1 {
+                renamed.push((var, name.to_string()));
+            }
+        }
+        for (var, name) in renamed {
+            let n = self.fresh(&name);
+            self.var_names[var.0 as usize] = n;
         }
         for (var, span) in found {
             self.span = span;
-            let info = &self.k.vars[var.0 as usize];
-            if counts.get(info.name.as_str()).copied().unwrap_or(0) > 1 {
-                let n = self.fresh(&info.name);
-                self.var_names[var.0 as usize] = n;
-            }
             let decl = self.array_decl(var);
             self.line(&decl);
             self.hoisted.insert(var);
