@@ -8,8 +8,10 @@
 //! hipcc in the tests): it has no `--target` spelling and no runtime backend.
 //!
 //! Design decisions, the same on every dialect:
-//! - `legalize` (seed 000) runs first with the dialect's reserved words
-//!   ([`keywords`]); kernel parameters are renamable (arguments are bound by position). The
+//! - `legalize` (seed 000) decides first, with the dialect's reserved words ([`keywords`]),
+//!   which binders are renamed; the writer takes those renames into its table of names
+//!   (`legalize::renames`), so the kernel is not copied. Kernel parameters are renamable
+//!   (arguments are bound by position). The
 //!   writer's own names (types, fields, constructors, lengths, helpers) come from the one
 //!   namer ([`crate::back::names::Namer::claim`]).
 //! - Kernel arguments, in parameter order: a vector is a global pointer followed by its `int`
