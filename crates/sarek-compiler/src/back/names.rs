@@ -188,10 +188,21 @@ impl Namer {
     /// [`stem`]`(name)`; when the target reserves a whole family the base belongs to
     /// (`get_*`), the base becomes `v_<base>`, then `v`.
     pub fn fresh(&mut self, name: &str) -> String {
+        self.fresh_avoiding(name, 0, |_| false)
+    }
+
+    /// [`Self::fresh`], also avoiding the `count` names for which `also_taken` holds, which
+    /// the namer does not copy (legalize's view of the kernel's original names).
+    pub fn fresh_avoiding(
+        &mut self,
+        name: &str,
+        count: usize,
+        also_taken: impl Fn(&str) -> bool,
+    ) -> String {
         let base = stem(name);
-        // At most `taken.len()` candidates of one base are taken: past that bound, every
-        // candidate was refused as reserved, so the base is in a reserved family.
-        let bound = self.taken.len() + 64;
+        // At most `taken.len() + count` candidates of one base are taken: past that bound,
+        // every candidate was refused as reserved, so the base is in a reserved family.
+        let bound = self.taken.len() + count + 64;
         let mut candidate = String::new();
         for family in 0..3 {
             let b = match family {
@@ -203,7 +214,7 @@ impl Namer {
             for k in start..=start + bound {
                 candidate.clear();
                 let _ = write!(candidate, "{b}_{k}");
-                if self.is_free(&candidate) {
+                if self.is_free(&candidate) && !also_taken(&candidate) {
                     self.next_suffix.insert(b, k + 1);
                     self.taken.insert(candidate.clone());
                     return candidate;

@@ -24,7 +24,7 @@
 //! is returned unchanged: the opaque text may name any binder.
 
 use crate::back::names::{Keywords, Namer, is_identifier};
-use crate::hash::FxHashMap as HashMap;
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::ir::{Block, Kernel, StmtKind, Ty, VarId};
 use std::borrow::Cow;
 
@@ -113,7 +113,7 @@ pub fn renames(kernel: &Kernel, keywords: &'static Keywords, params: Params) -> 
     let mut l = Legalizer {
         k: kernel,
         namer: Namer::new(keywords),
-        avoiding: false,
+        kernel_names: None,
         params,
         renamed_vars: Vec::new(),
         renamed_fns: Vec::new(),
@@ -154,10 +154,11 @@ fn has_native(b: &Block) -> bool {
 
 struct Legalizer<'a> {
     k: &'a Kernel,
-    /// Every name of the kernel, original or assigned: fresh names avoid all of them. The
-    /// original names are added on the first rename (`avoiding`): most kernels have none.
+    /// The names assigned so far: fresh names avoid them and `kernel_names`.
     namer: Namer,
-    avoiding: bool,
+    /// Every original name of the kernel, borrowed; gathered at the first rename (most
+    /// kernels have none).
+    kernel_names: Option<HashSet<&'a str>>,
     params: Params,
     /// The binders renamed, and their new names.
     renamed_vars: Vec<(VarId, String)>,
@@ -205,20 +206,18 @@ impl<'a> Legalizer<'a> {
         };
         let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
         let renamed = if renamable && conflicts {
-            if !self.avoiding {
-                self.avoiding = true;
-                let k = self.k;
-                self.namer.reserve(k.vars.len() + k.functions.len());
-                for name in k
-                    .vars
+            let k = self.k;
+            let originals = self.kernel_names.get_or_insert_with(|| {
+                k.vars
                     .iter()
-                    .map(|v| &v.name)
-                    .chain(k.functions.iter().map(|f| &f.name))
-                {
-                    self.namer.avoid(name);
-                }
-            }
-            Some(self.namer.fresh(name))
+                    .map(|v| v.name.as_str())
+                    .chain(k.functions.iter().map(|f| f.name.as_str()))
+                    .collect()
+            });
+            Some(
+                self.namer
+                    .fresh_avoiding(name, originals.len(), |c| originals.contains(c)),
+            )
         } else {
             None
         };
