@@ -630,7 +630,7 @@ impl Parser {
             return self.node(
                 ExprKind::Annot {
                     expr: Box::new(inner),
-                    ty,
+                    ty: Box::new(ty),
                 },
                 open.to(close),
                 h,
@@ -1155,9 +1155,9 @@ impl Parser {
         let h = value_h.max(self.h);
         let span = start.to(body.span);
         let kind = ExprKind::Let {
-            pattern,
+            pattern: Box::new(pattern),
             mutable,
-            ty,
+            ty: ty.map(Box::new),
             value: Box::new(value),
             body: Box::new(body),
         };
@@ -1187,9 +1187,9 @@ impl Parser {
         };
         let body = Self::bind_fields(&hidden, fields, body);
         let kind = ExprKind::Let {
-            pattern: Pattern::Var(hidden),
+            pattern: Box::new(Pattern::Var(hidden)),
             mutable: false,
-            ty,
+            ty: ty.map(Box::new),
             value: Box::new(value),
             body: Box::new(body),
         };
@@ -1244,7 +1244,7 @@ impl Parser {
                 Expr {
                     span,
                     kind: ExprKind::Let {
-                        pattern,
+                        pattern: Box::new(pattern),
                         mutable: false,
                         ty: None,
                         value: Box::new(value),
@@ -1304,9 +1304,9 @@ impl Parser {
             body = Expr {
                 span,
                 kind: ExprKind::Let {
-                    pattern,
+                    pattern: Box::new(pattern),
                     mutable,
-                    ty,
+                    ty: ty.map(Box::new),
                     value: Box::new(read),
                     body: Box::new(body),
                 },
@@ -1317,7 +1317,7 @@ impl Parser {
             body = Expr {
                 span,
                 kind: ExprKind::Let {
-                    pattern: Pattern::Var(name),
+                    pattern: Box::new(Pattern::Var(name)),
                     mutable: false,
                     ty: None,
                     value: Box::new(value),
@@ -1418,7 +1418,7 @@ impl Parser {
         self.node(
             ExprKind::LetShared {
                 name,
-                elem,
+                elem: Box::new(elem),
                 size: Box::new(size),
                 body: Box::new(body),
             },

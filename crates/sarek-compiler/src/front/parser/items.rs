@@ -665,9 +665,9 @@ impl Parser {
                     body: Box::new(body),
                 },
                 PreludeWrap::Value { pattern, ty, value } => ExprKind::Let {
-                    pattern,
+                    pattern: Box::new(pattern),
                     mutable: false,
-                    ty,
+                    ty: ty.map(Box::new),
                     value,
                     body: Box::new(body),
                 },
@@ -849,7 +849,7 @@ impl Parser {
                 };
                 Expr {
                     kind: ExprKind::Let {
-                        pattern,
+                        pattern: Box::new(pattern),
                         mutable: false,
                         ty: None,
                         value: Box::new(value),
