@@ -15,6 +15,7 @@
 
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -205,17 +206,22 @@ impl Namer {
         let bound = self.taken.len() + count + 64;
         let mut candidate = String::new();
         for family in 0..3 {
-            let b = match family {
-                0 => base.clone(),
-                1 => format!("v_{base}"),
-                _ => "v".to_string(),
+            let b: Cow<str> = match family {
+                0 => Cow::Borrowed(&base),
+                1 => Cow::Owned(format!("v_{base}")),
+                _ => Cow::Borrowed("v"),
             };
-            let start = self.next_suffix.get(&b).copied().unwrap_or(1);
+            let start = self.next_suffix.get(b.as_ref()).copied().unwrap_or(1);
             for k in start..=start + bound {
                 candidate.clear();
                 let _ = write!(candidate, "{b}_{k}");
                 if self.is_free(&candidate) && !also_taken(&candidate) {
-                    self.next_suffix.insert(b, k + 1);
+                    match self.next_suffix.get_mut(b.as_ref()) {
+                        Some(next) => *next = k + 1,
+                        None => {
+                            self.next_suffix.insert(b.into_owned(), k + 1);
+                        }
+                    }
                     self.taken.insert(candidate.clone());
                     return candidate;
                 }
@@ -299,12 +305,11 @@ impl Namer {
 /// trailing ones go (`x'` -> `x`, `__i` -> `i`), so `<base>_<k>` never contains `__`, which
 /// GLSL reserves.
 pub fn stem(name: &str) -> String {
-    let mapped: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let mut base = String::with_capacity(mapped.len());
-    for c in mapped.chars() {
+    // Every character outside `[A-Za-z0-9]` becomes `_`; runs of `_` collapse, and leading
+    // and trailing ones go.
+    let mut base = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '_' };
         if !(c == '_' && (base.is_empty() || base.ends_with('_'))) {
             base.push(c);
         }
