@@ -5,8 +5,8 @@
 //! - front end: sarek's [`sarek_compiler::check`] of the file (parse, type check, mono,
 //!   recursion, convergence, lowering) against naga's parse + validate of each kernel's WGSL;
 //! - all targets: sarek's check (keeping the IR it lowers, [`sarek_compiler::check_lowered`]),
-//!   then each kernel written for its six targets
-//!   (WGSL, GLSL, OpenCL C, CUDA C, Metal, PTX), against naga's parse + validate + write of
+//!   then each kernel written for its six targets in one [`sarek_compiler::generate_many`]
+//!   call (WGSL, GLSL, OpenCL C, CUDA C, Metal, PTX), against naga's parse + validate + write of
 //!   four (SPIR-V, GLSL, MSL, HLSL) from each kernel's WGSL.
 //!
 //! Each figure is the median of `SAREK_BENCH_ITERS` (default 200) timed iterations after a
@@ -57,8 +57,8 @@ fn sarek_all(source: &str, kernels: &[(String, String)]) {
             .iter()
             .find(|k| k.name == *name)
             .expect("kernel lowered");
-        for t in TARGETS {
-            black_box(sarek_compiler::generate(k, t, &options).is_ok());
+        for generated in sarek_compiler::generate_many(k, &TARGETS, &options) {
+            black_box(generated.is_ok());
         }
     }
 }

@@ -105,3 +105,13 @@ pub fn generate(
 ) -> Result<Generated, Vec<Diagnostic>> {
     back::generate(kernel, target, options)
 }
+
+/// [`generate`] for each of `targets` in order, sharing what does not depend on the target
+/// (the option passes and the feature analysis, [`back::Prepared`]).
+pub fn generate_many(
+    kernel: &ir::Kernel,
+    targets: &[Target],
+    options: &TargetOptions,
+) -> Vec<Result<Generated, Vec<Diagnostic>>> {
+    back::generate_many(kernel, targets, options)
+}

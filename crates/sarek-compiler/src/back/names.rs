@@ -15,6 +15,8 @@
 
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
@@ -187,16 +189,39 @@ impl Namer {
     /// [`stem`]`(name)`; when the target reserves a whole family the base belongs to
     /// (`get_*`), the base becomes `v_<base>`, then `v`.
     pub fn fresh(&mut self, name: &str) -> String {
+        self.fresh_avoiding(name, 0, |_| false)
+    }
+
+    /// [`Self::fresh`], also avoiding the `count` names for which `also_taken` holds, which
+    /// the namer does not copy (legalize's view of the kernel's original names).
+    pub fn fresh_avoiding(
+        &mut self,
+        name: &str,
+        count: usize,
+        also_taken: impl Fn(&str) -> bool,
+    ) -> String {
         let base = stem(name);
-        // At most `taken.len()` candidates of one base are taken: past that bound, every
-        // candidate was refused as reserved, so the base is in a reserved family.
-        let bound = self.taken.len() + 64;
-        for b in [base.clone(), format!("v_{base}"), "v".to_string()] {
-            let start = self.next_suffix.get(&b).copied().unwrap_or(1);
+        // At most `taken.len() + count` candidates of one base are taken: past that bound,
+        // every candidate was refused as reserved, so the base is in a reserved family.
+        let bound = self.taken.len() + count + 64;
+        let mut candidate = String::new();
+        for family in 0..3 {
+            let b: Cow<str> = match family {
+                0 => Cow::Borrowed(&base),
+                1 => Cow::Owned(format!("v_{base}")),
+                _ => Cow::Borrowed("v"),
+            };
+            let start = self.next_suffix.get(b.as_ref()).copied().unwrap_or(1);
             for k in start..=start + bound {
-                let candidate = format!("{b}_{k}");
-                if self.is_free(&candidate) {
-                    self.next_suffix.insert(b, k + 1);
+                candidate.clear();
+                let _ = write!(candidate, "{b}_{k}");
+                if self.is_free(&candidate) && !also_taken(&candidate) {
+                    match self.next_suffix.get_mut(b.as_ref()) {
+                        Some(next) => *next = k + 1,
+                        None => {
+                            self.next_suffix.insert(b.into_owned(), k + 1);
+                        }
+                    }
                     self.taken.insert(candidate.clone());
                     return candidate;
                 }
@@ -280,12 +305,11 @@ impl Namer {
 /// trailing ones go (`x'` -> `x`, `__i` -> `i`), so `<base>_<k>` never contains `__`, which
 /// GLSL reserves.
 pub fn stem(name: &str) -> String {
-    let mapped: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let mut base = String::with_capacity(mapped.len());
-    for c in mapped.chars() {
+    // Every character outside `[A-Za-z0-9]` becomes `_`; runs of `_` collapse, and leading
+    // and trailing ones go.
+    let mut base = String::with_capacity(name.len());
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() { c } else { '_' };
         if !(c == '_' && (base.is_empty() || base.ends_with('_'))) {
             base.push(c);
         }

@@ -163,6 +163,10 @@ pub struct Expr {
     pub span: Span,
 }
 
+// The parser moves expressions by value through every level of its descent: the large
+// payloads (patterns, type expressions) are boxed to keep each move small.
+const _: () = assert!(std::mem::size_of::<Expr>() <= 128);
+
 /// A literal as written; integer/float literal types are decided by the typer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
@@ -346,9 +350,9 @@ pub enum ExprKind {
     },
     /// `let [mut] pat [: ty] = value in body`; `let x = mut e in` sets `mutable`.
     Let {
-        pattern: Pattern,
+        pattern: Box<Pattern>,
         mutable: bool,
-        ty: Option<TypeExpr>,
+        ty: Option<Box<TypeExpr>>,
         value: Box<Expr>,
         body: Box<Expr>,
     },
@@ -360,7 +364,7 @@ pub enum ExprKind {
     /// `let%shared (name : elem) = size in body`.
     LetShared {
         name: Ident,
-        elem: TypeExpr,
+        elem: Box<TypeExpr>,
         size: Box<Expr>,
         body: Box<Expr>,
     },
@@ -452,7 +456,7 @@ pub enum ExprKind {
     /// `(e : t)`
     Annot {
         expr: Box<Expr>,
-        ty: TypeExpr,
+        ty: Box<TypeExpr>,
     },
     /// `pragma ["unroll 4"; ...] e`
     Pragma {

@@ -156,7 +156,7 @@ struct Analyzer<'p> {
     /// Calls analysed in the current kernel: whether the result varies.
     calls: HashMap<CallKey, bool>,
     /// Source names of the program's variables.
-    names: HashMap<VarId, String>,
+    names: HashMap<VarId, &'p str>,
 }
 
 impl<'p> Analyzer<'p> {
@@ -475,8 +475,7 @@ impl<'p> Analyzer<'p> {
     fn var_name(&self, id: VarId) -> String {
         self.names
             .get(&id)
-            .cloned()
-            .unwrap_or_else(|| "a variable".into())
+            .map_or_else(|| "a variable".into(), |n| n.to_string())
     }
 
     fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], e: &Expr, ctx: &Ctx) -> Variance {
@@ -666,11 +665,11 @@ fn source_name(name: &str) -> &str {
 }
 
 /// The source name of every variable of the program (for messages).
-fn binder_names(program: &Program) -> HashMap<VarId, String> {
-    fn pattern(p: &Pattern, out: &mut HashMap<VarId, String>) {
+fn binder_names(program: &Program) -> HashMap<VarId, &str> {
+    fn pattern<'p>(p: &'p Pattern, out: &mut HashMap<VarId, &'p str>) {
         match p {
             Pattern::Bind(d) => {
-                out.insert(d.id, d.name.clone());
+                out.insert(d.id, d.name.as_str());
             }
             Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
                 ps.iter().for_each(|p| pattern(p, out));
@@ -678,13 +677,13 @@ fn binder_names(program: &Program) -> HashMap<VarId, String> {
             Pattern::Wildcard | Pattern::Lit(_) => {}
         }
     }
-    fn expr(e: &Expr, out: &mut HashMap<VarId, String>) {
+    fn expr<'p>(e: &'p Expr, out: &mut HashMap<VarId, &'p str>) {
         match &e.kind {
             ExprKind::Let { pattern: p, .. } => pattern(p, out),
             ExprKind::For { var, .. }
             | ExprKind::LetShared { var, .. }
             | ExprKind::LetLocalArray { var, .. } => {
-                out.insert(var.id, var.name.clone());
+                out.insert(var.id, var.name.as_str());
             }
             ExprKind::Match { arms, .. } => arms.iter().for_each(|a| pattern(&a.pattern, out)),
             _ => {}
@@ -694,13 +693,13 @@ fn binder_names(program: &Program) -> HashMap<VarId, String> {
     let mut out = HashMap::default();
     for f in &program.functions {
         f.params.iter().for_each(|p| {
-            out.insert(p.id, p.name.clone());
+            out.insert(p.id, p.name.as_str());
         });
         expr(&f.body, &mut out);
     }
     for k in &program.kernels {
         k.params.iter().for_each(|p| {
-            out.insert(p.id, p.name.clone());
+            out.insert(p.id, p.name.as_str());
         });
         expr(&k.body, &mut out);
     }

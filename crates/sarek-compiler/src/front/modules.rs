@@ -77,7 +77,10 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
             }
         }
     }
-    visit(sources, main, &others, &mut visiting, &mut order);
+    // Finding the names a file uses lexes it: not done when there is no other file to use.
+    if !others.is_empty() {
+        visit(sources, main, &others, &mut visiting, &mut order);
+    }
 
     let mut diags = Vec::new();
     let mut items: Vec<Item> = Vec::new();

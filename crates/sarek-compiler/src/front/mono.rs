@@ -260,9 +260,13 @@ impl Mono {
                 }
             }
         }
-        impl VisitMut for C<'_> {
-            fn expr(&mut self, e: &mut Expr) {
-                visit::walk_expr(self, e);
+        // Read-only, children first (the order the typer's walk reports in): no copy of
+        // the body.
+        impl C<'_> {
+            fn expr(&mut self, e: &Expr) {
+                for child in e.children() {
+                    self.expr(child);
+                }
                 match &e.kind {
                     ExprKind::Binary {
                         op: BinOp::Eq | BinOp::Ne,
@@ -305,14 +309,13 @@ impl Mono {
                 }
             }
         }
-        let mut body = body.clone();
         C {
             diags: &mut self.diags,
             instance,
             records: &self.records,
             variants: &self.variants,
         }
-        .expr(&mut body);
+        .expr(body);
     }
 }
 

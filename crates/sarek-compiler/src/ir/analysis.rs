@@ -465,9 +465,15 @@ fn limit_refusal(
 /// The one refusal rule: `Ok` with the kernel's needs when `support` covers them.
 pub fn check(kernel: &Kernel, support: &Support) -> Result<Needs, Vec<Diagnostic>> {
     let needs = Needs::of(kernel);
-    let refused = refusals(&needs, support);
+    accept(&needs, support)?;
+    Ok(needs)
+}
+
+/// [`check`] of needs already computed (several targets of one kernel share them).
+pub fn accept(needs: &Needs, support: &Support) -> Result<(), Vec<Diagnostic>> {
+    let refused = refusals(needs, support);
     if refused.is_empty() {
-        Ok(needs)
+        Ok(())
     } else {
         Err(refused)
     }

@@ -24,6 +24,7 @@
 //! is returned unchanged: the opaque text may name any binder.
 
 use crate::back::names::{Keywords, Namer, is_identifier};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::ir::{Block, Kernel, StmtKind, Ty, VarId};
 use std::borrow::Cow;
 
@@ -58,31 +59,72 @@ pub fn legalize_cow<'k>(
     keywords: &'static Keywords,
     params: Params,
 ) -> Cow<'k, Kernel> {
-    if has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body)) {
+    let renames = renames(&kernel, keywords, params);
+    if renames.is_empty() {
         return kernel;
     }
+    let mut out = kernel.into_owned();
+    renames.apply_to(
+        &mut out.vars,
+        &mut out.functions,
+        |v| &mut v.name,
+        |f| &mut f.name,
+    );
+    Cow::Owned(out)
+}
+
+/// What [`legalize`] renames, without copying the kernel: for a generator that keeps its own
+/// table of names (the C-family writer).
+#[derive(Debug, Default)]
+pub struct Renames {
+    /// The binders renamed, and their new names.
+    pub vars: Vec<(VarId, String)>,
+    /// The helpers renamed (by index), and their new names.
+    pub functions: Vec<(usize, String)>,
+}
+
+impl Renames {
+    pub fn is_empty(&self) -> bool {
+        self.vars.is_empty() && self.functions.is_empty()
+    }
+
+    /// Set the new names in per-variable and per-helper tables (indexed like the kernel's).
+    pub fn apply_to<V, F>(
+        self,
+        vars: &mut [V],
+        functions: &mut [F],
+        var_name: impl Fn(&mut V) -> &mut String,
+        function_name: impl Fn(&mut F) -> &mut String,
+    ) {
+        for (v, name) in self.vars {
+            *var_name(&mut vars[v.0 as usize]) = name;
+        }
+        for (f, name) in self.functions {
+            *function_name(&mut functions[f]) = name;
+        }
+    }
+}
+
+/// The renames legalizing `kernel` needs ([`legalize`]).
+pub fn renames(kernel: &Kernel, keywords: &'static Keywords, params: Params) -> Renames {
+    if has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body)) {
+        return Renames::default();
+    }
     let mut l = Legalizer {
-        k: &kernel,
+        k: kernel,
         namer: Namer::new(keywords),
-        avoiding: false,
+        kernel_names: None,
         params,
         renamed_vars: Vec::new(),
         renamed_fns: Vec::new(),
         scopes: vec![Vec::new()],
+        visible: HashMap::default(),
     };
     l.kernel();
-    let (renamed_vars, renamed_fns) = (l.renamed_vars, l.renamed_fns);
-    if renamed_vars.is_empty() && renamed_fns.is_empty() {
-        return kernel;
+    Renames {
+        vars: l.renamed_vars,
+        functions: l.renamed_fns,
     }
-    let mut out = kernel.into_owned();
-    for (v, name) in renamed_vars {
-        out.vars[v.0 as usize].name = name;
-    }
-    for (f, name) in renamed_fns {
-        out.functions[f].name = name;
-    }
-    Cow::Owned(out)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,10 +154,11 @@ fn has_native(b: &Block) -> bool {
 
 struct Legalizer<'a> {
     k: &'a Kernel,
-    /// Every name of the kernel, original or assigned: fresh names avoid all of them. The
-    /// original names are added on the first rename (`avoiding`): most kernels have none.
+    /// The names assigned so far: fresh names avoid them and `kernel_names`.
     namer: Namer,
-    avoiding: bool,
+    /// Every original name of the kernel, borrowed; gathered at the first rename (most
+    /// kernels have none).
+    kernel_names: Option<HashSet<&'a str>>,
     params: Params,
     /// The binders renamed, and their new names.
     renamed_vars: Vec<(VarId, String)>,
@@ -124,11 +167,28 @@ struct Legalizer<'a> {
     /// Final names of the binders visible here, innermost scope last; scope 0 is module scope.
     /// Borrowed from the kernel unless renamed (most binders keep their names).
     scopes: Vec<Vec<Cow<'a, str>>>,
+    /// How many times each name occurs in `scopes`.
+    visible: HashMap<Cow<'a, str>, u32>,
 }
 
 impl<'a> Legalizer<'a> {
     fn visible(&self, name: &str) -> bool {
-        self.scopes.iter().any(|s| s.iter().any(|n| n == name))
+        self.visible.contains_key(name)
+    }
+
+    fn push_scope(&mut self) {
+        self.scopes.push(Vec::new());
+    }
+
+    fn pop_scope(&mut self) {
+        for name in self.scopes.pop().expect("a scope") {
+            if let Some(n) = self.visible.get_mut(&name) {
+                *n -= 1;
+                if *n == 0 {
+                    self.visible.remove(&name);
+                }
+            }
+        }
     }
 
     /// Decide the final name of a binder and make it visible in the current scope: `Some`
@@ -146,20 +206,18 @@ impl<'a> Legalizer<'a> {
         };
         let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
         let renamed = if renamable && conflicts {
-            if !self.avoiding {
-                self.avoiding = true;
-                let k = self.k;
-                self.namer.reserve(k.vars.len() + k.functions.len());
-                for name in k
-                    .vars
+            let k = self.k;
+            let originals = self.kernel_names.get_or_insert_with(|| {
+                k.vars
                     .iter()
-                    .map(|v| &v.name)
-                    .chain(k.functions.iter().map(|f| &f.name))
-                {
-                    self.namer.avoid(name);
-                }
-            }
-            Some(self.namer.fresh(name))
+                    .map(|v| v.name.as_str())
+                    .chain(k.functions.iter().map(|f| f.name.as_str()))
+                    .collect()
+            });
+            Some(
+                self.namer
+                    .fresh_avoiding(name, originals.len(), |c| originals.contains(c)),
+            )
         } else {
             None
         };
@@ -168,6 +226,7 @@ impl<'a> Legalizer<'a> {
                 Some(new) => Cow::Owned(new.clone()),
                 None => Cow::Borrowed(name),
             };
+            *self.visible.entry(seen.clone()).or_default() += 1;
             self.scopes.last_mut().expect("module scope").push(seen);
         }
         renamed
@@ -197,7 +256,7 @@ impl<'a> Legalizer<'a> {
             }
         }
         for f in &k.functions {
-            self.scopes.push(Vec::new());
+            self.push_scope();
             for p in &f.params {
                 let kind = match k.var(*p).ty {
                     Ty::Vector(_) | Ty::Array { .. } => Kind::HelperArray,
@@ -206,22 +265,22 @@ impl<'a> Legalizer<'a> {
                 self.var(kind, *p);
             }
             self.block_in_scope(&f.body);
-            self.scopes.pop();
+            self.pop_scope();
         }
-        self.scopes.push(Vec::new());
+        self.push_scope();
         if !module_scope {
             for p in &k.params {
                 self.var(Kind::KernelParam, *p);
             }
         }
         self.block_in_scope(&k.body);
-        self.scopes.pop();
+        self.pop_scope();
     }
 
     fn block(&mut self, b: &Block) {
-        self.scopes.push(Vec::new());
+        self.push_scope();
         self.block_in_scope(b);
-        self.scopes.pop();
+        self.pop_scope();
     }
 
     fn block_in_scope(&mut self, b: &Block) {
@@ -237,20 +296,20 @@ impl<'a> Legalizer<'a> {
                     self.block(else_block);
                 }
                 StmtKind::For { var, body, .. } => {
-                    self.scopes.push(Vec::new());
+                    self.push_scope();
                     self.var(Kind::Other, *var);
                     self.block(body);
-                    self.scopes.pop();
+                    self.pop_scope();
                 }
                 StmtKind::While { body, .. } | StmtKind::Block(body) => self.block(body),
                 StmtKind::Match { arms, .. } => {
                     for arm in arms {
-                        self.scopes.push(Vec::new());
+                        self.push_scope();
                         for b in arm.bindings.iter().flatten() {
                             self.var(Kind::Other, *b);
                         }
                         self.block(&arm.body);
-                        self.scopes.pop();
+                        self.pop_scope();
                     }
                 }
                 StmtKind::Assign { .. }

@@ -84,3 +84,11 @@ fn outputs_match_files() {
         problems.join("\n")
     );
 }
+
+/// Several targets of one kernel written in one call share the option passes and the
+/// feature analysis; each result equals the single-target call's, refusals included.
+#[test]
+fn generate_many_equals_generate_per_target() {
+    let problems = crate::support::outputs::generate_many_disagreements();
+    assert!(problems.is_empty(), "differ:\n{}", problems.join("\n"));
+}

@@ -8,8 +8,10 @@
 //! hipcc in the tests): it has no `--target` spelling and no runtime backend.
 //!
 //! Design decisions, the same on every dialect:
-//! - `legalize` (seed 000) runs first with the dialect's reserved words
-//!   ([`keywords`]); kernel parameters are renamable (arguments are bound by position). The
+//! - `legalize` (seed 000) decides first, with the dialect's reserved words ([`keywords`]),
+//!   which binders are renamed; the writer takes those renames into its table of names
+//!   (`legalize::renames`), so the kernel is not copied. Kernel parameters are renamable
+//!   (arguments are bound by position). The
 //!   writer's own names (types, fields, constructors, lengths, helpers) come from the one
 //!   namer ([`crate::back::names::Namer::claim`]).
 //! - Kernel arguments, in parameter order: a vector is a global pointer followed by its `int`
@@ -70,7 +72,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::{Params, legalize_cow};
+use crate::passes::legalize::{Params, renames};
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -79,9 +81,18 @@ pub fn generate(
     dialect: Dialect,
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*crate::passes::for_target(kernel, options);
+    generate_prepared(&super::Prepared::new(kernel, options), dialect, options)
+}
+
+/// [`generate`] from the target-independent preparation several targets share.
+pub fn generate_prepared(
+    prepared: &super::Prepared<'_>,
+    dialect: Dialect,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*prepared.kernel;
     let rules = dialect.rules();
-    crate::ir::analysis::check(kernel, &rules.support(options))?;
+    crate::ir::analysis::accept(&prepared.needs, &rules.support(options))?;
     // Counted loops whose step cannot overflow get a plain signed step (issue 14).
     let mut stepped = crate::passes::loop_step::mark_loop_steps(kernel);
     // `while v > 0 do ... v := v / 2` as `v >> 1`, which nvcc does not derive (issue 14).
@@ -89,6 +100,7 @@ pub fn generate(
     if let std::borrow::Cow::Owned(stepped) = &mut stepped {
         crate::passes::opt::shift_guarded_divisions(stepped);
     }
-    let legal = legalize_cow(stepped, rules.keywords(), Params::Positional);
-    writer::Writer::new(&legal, rules).finish(kernel)
+    // Legalize's renames go to the writer's table of names: the kernel is not copied.
+    let renames = renames(&stepped, rules.keywords(), Params::Positional);
+    writer::Writer::new(&stepped, rules, renames).finish(kernel)
 }

@@ -14,6 +14,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
+use crate::passes::legalize::Renames;
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 use std::fmt::Write as _;
@@ -88,22 +89,22 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    pub fn new(k: &'a Kernel, d: &'static dyn Rules) -> Self {
+    /// A writer for `k` whose binders and helpers are named as `k` names them, but for
+    /// `renames` (legalize's, kept out of the kernel so that it is not copied).
+    pub fn new(k: &'a Kernel, d: &'static dyn Rules, renames: Renames) -> Self {
+        let mut var_names: Vec<String> = k.vars.iter().map(|v| v.name.clone()).collect();
+        let mut func_names: Vec<String> = k.functions.iter().map(|f| f.name.clone()).collect();
+        renames.apply_to(&mut var_names, &mut func_names, |n| n, |n| n);
         let mut namer = Namer::new(d.keywords());
         namer.reserve(k.vars.len() + k.functions.len());
-        for name in k
-            .vars
-            .iter()
-            .map(|v| &v.name)
-            .chain(k.functions.iter().map(|f| &f.name))
-        {
+        for name in var_names.iter().chain(&func_names) {
             namer.avoid(name);
         }
         let mut w = Writer {
             k,
             d,
             namer,
-            var_names: k.vars.iter().map(|v| v.name.clone()).collect(),
+            var_names,
             lens: HashMap::default(),
             record_names: Vec::new(),
             record_fields: Vec::new(),
@@ -111,7 +112,7 @@ impl<'a> Writer<'a> {
             variant_names: Vec::new(),
             variant_fields: Vec::new(),
             ctor_makers: Vec::new(),
-            func_names: k.functions.iter().map(|f| f.name.clone()).collect(),
+            func_names,
             func_geom: vec![false; k.functions.len()],
             geom: None,
             trap: None,
@@ -380,13 +381,6 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
-    /// The text written so far; the buffer keeps its capacity for the next function.
-    fn take_out(&mut self) -> String {
-        let body = self.out.as_str().to_owned();
-        self.out.clear();
-        body
-    }
-
     /// [`Self::line`] of formatted text, written straight into the output.
     fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
         for _ in 0..self.indent {
@@ -394,6 +388,30 @@ impl<'a> Writer<'a> {
         }
         let _ = self.out.write_fmt(text);
         self.out.push('\n');
+    }
+
+    /// The output buffer with the current indentation written, for a line built in place;
+    /// [`Self::end_line`] gives it back.
+    fn begin_line(&mut self) -> String {
+        let mut out = std::mem::take(&mut self.out);
+        for _ in 0..self.indent {
+            out.push_str(INDENT);
+        }
+        out
+    }
+
+    fn end_line(&mut self, mut out: String) {
+        out.push('\n');
+        self.out = out;
+    }
+
+    /// The line `{before}{e}{after}`, `e` written bare.
+    fn expr_line(&mut self, before: std::fmt::Arguments<'_>, e: &Expr, after: &str) {
+        let mut out = self.begin_line();
+        let _ = out.write_fmt(before);
+        self.put_bare(&mut out, e);
+        out.push_str(after);
+        self.end_line(out);
     }
 
     fn var(&self, v: VarId) -> String {
@@ -411,9 +429,10 @@ impl<'a> Writer<'a> {
         let types = self.write_types();
         let mut functions = String::new();
         for i in 0..self.k.functions.len() {
-            functions.push_str(&self.write_function(FuncId(i as u32)));
+            self.write_function(FuncId(i as u32), &mut functions);
         }
-        let (kernel, abi) = self.write_kernel(original);
+        let mut kernel = String::new();
+        let abi = self.write_kernel(original, &mut kernel);
         if !self.diags.is_empty() {
             return Err(self.diags);
         }
@@ -475,7 +494,9 @@ impl<'a> Writer<'a> {
         out
     }
 
-    fn write_function(&mut self, id: FuncId) -> String {
+    /// Helper `id`, appended to `dest` (its body is written first: the parameters depend on
+    /// what it reads).
+    fn write_function(&mut self, id: FuncId, dest: &mut String) {
         let f = self.k.function(id);
         self.span = f.span;
         self.in_kernel = false;
@@ -486,7 +507,6 @@ impl<'a> Writer<'a> {
         self.out.clear();
         self.indent = 1;
         self.block_body(&f.body);
-        let body = self.take_out();
         if self.cur_geom {
             self.func_geom[id.0 as usize] = true;
             let g = self.geom.as_ref().expect("a dialect with geometry inputs");
@@ -497,17 +517,20 @@ impl<'a> Writer<'a> {
             let ptr = self.trap.clone().unwrap_or_default();
             params.insert(0, format!("{} {ptr}", self.d.trap_pointer()));
         }
-        format!(
-            "{}{} {}({}) {{\n{}}}\n\n",
+        let _ = writeln!(
+            dest,
+            "{}{} {}({}) {{",
             self.d.helper_qualifier(),
             ret,
             self.func_names[id.0 as usize],
             params.join(", "),
-            body
-        )
+        );
+        dest.push_str(&self.out);
+        dest.push_str("}\n\n");
     }
 
-    fn write_kernel(&mut self, original: &Kernel) -> (String, Abi) {
+    /// The kernel function, appended to `dest`, and its ABI.
+    fn write_kernel(&mut self, original: &Kernel, dest: &mut String) -> Abi {
         let k = self.k;
         self.span = k.span;
         self.in_kernel = true;
@@ -582,21 +605,22 @@ impl<'a> Writer<'a> {
         });
         self.hoist_shared(&k.body);
         self.block_body(&k.body);
-        let body = self.take_out();
         let params_text = self.d.param_list(&params);
-        let src = format!(
-            "{} {entry}({params_text}) {{\n{body}}}\n",
+        let _ = writeln!(
+            dest,
+            "{} {entry}({params_text}) {{",
             self.d.kernel_qualifier()
         );
-        let abi = Abi {
+        dest.push_str(&self.out);
+        dest.push_str("}\n");
+        Abi {
             entry_point: entry,
             params: abi_params,
             uniform_size: None,
             uniform_binding: None,
             block_size_in_source: false,
             trap_status,
-        };
-        (src, abi)
+        }
     }
 
     /// Shared arrays are declared at the top of the kernel: OpenCL C and Metal require
@@ -615,16 +639,22 @@ impl<'a> Writer<'a> {
             )
         });
         let mut counts: HashMap<&str, usize> = HashMap::default();
-        for v in &self.k.vars {
-            *counts.entry(v.name.as_str()).or_default() += 1;
+        for name in &self.var_names {
+            *counts.entry(name.as_str()).or_default() += 1;
+        }
+        let mut renamed = Vec::new();
+        for &(var, _) in &found {
+            let name = self.var_names[var.0 as usize].as_str();
+            if counts.get(name).copied().unwrap_or(0) > 1 {
+                renamed.push((var, name.to_string()));
+            }
+        }
+        for (var, name) in renamed {
+            let n = self.fresh(&name);
+            self.var_names[var.0 as usize] = n;
         }
         for (var, span) in found {
             self.span = span;
-            let info = &self.k.vars[var.0 as usize];
-            if counts.get(info.name.as_str()).copied().unwrap_or(0) > 1 {
-                let n = self.fresh(&info.name);
-                self.var_names[var.0 as usize] = n;
-            }
             let decl = self.array_decl(var);
             self.line(&decl);
             self.hoisted.insert(var);
@@ -654,6 +684,14 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// `{before}{cond}) {` and the indented block.
+    fn nested_on(&mut self, before: &str, cond: &Expr, block: &Block) {
+        self.expr_line(format_args!("{before}"), cond, ") {");
+        self.indent += 1;
+        self.block_body(block);
+        self.indent -= 1;
+    }
+
     fn nested(&mut self, head: &str, block: &Block) {
         self.line(&if head.is_empty() {
             "{".to_string()
@@ -672,18 +710,14 @@ impl<'a> Writer<'a> {
                 let ty = self.var_ty(*var);
                 if *ty == Ty::Unit {
                     if let Some(e) = init {
-                        let e = self.expr(e);
-                        self.line_fmt(format_args!("{};", strip(&e)));
+                        self.expr_line(format_args!(""), e, ";");
                     }
                     return;
                 }
                 let t = self.value_ty(ty);
                 let name = self.var(*var);
                 match init {
-                    Some(e) => {
-                        let e = self.expr(e);
-                        self.line_fmt(format_args!("{t} {name} = {};", strip(&e)));
-                    }
+                    Some(e) => self.expr_line(format_args!("{t} {name} = "), e, ";"),
                     None => self.line_fmt(format_args!("{t} {name};")),
                 }
             }
@@ -708,21 +742,20 @@ impl<'a> Writer<'a> {
                 self.line(&decl);
             }
             StmtKind::Assign { place, value } => {
-                let p = self.place(place);
-                let v = self.expr(value);
-                self.line_fmt(format_args!("{p} = {};", strip(&v)));
+                let mut out = self.begin_line();
+                self.put_place(&mut out, place);
+                out.push_str(" = ");
+                self.put_bare(&mut out, value);
+                out.push(';');
+                self.end_line(out);
             }
-            StmtKind::Expr(e) => {
-                let e = self.expr(e);
-                self.line_fmt(format_args!("{};", strip(&e)));
-            }
+            StmtKind::Expr(e) => self.expr_line(format_args!(""), e, ";"),
             StmtKind::If {
                 cond,
                 then_block,
                 else_block,
             } => {
-                let c = self.expr(cond);
-                self.nested(&format!("if ({})", strip(&c)), then_block);
+                self.nested_on("if (", cond, then_block);
                 // `else if` chains stay flat.
                 let mut rest = else_block;
                 while let [
@@ -738,8 +771,7 @@ impl<'a> Writer<'a> {
                 ] = rest.as_slice()
                 {
                     self.span = *span;
-                    let c = self.expr(cond);
-                    self.nested(&format!("}} else if ({})", strip(&c)), then_block);
+                    self.nested_on("} else if (", cond, then_block);
                     rest = else_block;
                 }
                 if !rest.is_empty() {
@@ -756,11 +788,10 @@ impl<'a> Writer<'a> {
                 unroll,
             } => self.for_loop(*var, start, end, *downto, body, *unroll),
             StmtKind::While { cond, body, unroll } => {
-                let c = self.expr(cond);
                 if let Some(p) = unroll.and_then(|n| self.d.unroll_pragma(n)) {
                     self.line(&p);
                 }
-                self.nested(&format!("while ({})", strip(&c)), body);
+                self.nested_on("while (", cond, body);
                 self.line("}");
             }
             StmtKind::Match {
@@ -775,10 +806,7 @@ impl<'a> Writer<'a> {
             StmtKind::Barrier => self.line(self.d.barrier()),
             StmtKind::Fence { device } => self.line(self.d.fence(*device)),
             StmtKind::Return(e) => match e {
-                Some(e) => {
-                    let e = self.expr(e);
-                    self.line_fmt(format_args!("return {};", strip(&e)));
-                }
+                Some(e) => self.expr_line(format_args!("return "), e, ";"),
                 None => self.line("return;"),
             },
             StmtKind::Break => self.line("break;"),
@@ -921,17 +949,20 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn place(&mut self, p: &LValue) -> String {
+    fn put_place(&mut self, out: &mut String, p: &LValue) {
         match p {
-            LValue::Var(v) => self.var(*v),
+            LValue::Var(v) => out.push_str(&self.var_names[v.0 as usize]),
             LValue::Index { base, index } => {
-                let i = self.expr(index);
-                format!("{}[{}]", self.var(*base), strip(&i))
+                out.push_str(&self.var_names[base.0 as usize]);
+                out.push('[');
+                self.put_bare(out, index);
+                out.push(']');
             }
             LValue::Field { base, field } => {
                 let ty = lvalue_ty(self.k, base);
-                let b = self.place(base);
-                format!("{b}.{}", self.field_name(&ty, *field))
+                self.put_place(out, base);
+                out.push('.');
+                out.push_str(&self.field_name(&ty, *field));
             }
         }
     }
@@ -945,136 +976,194 @@ impl<'a> Writer<'a> {
 
     // ---------------------------------------------------------------- expressions
 
-    /// An expression as C text. Compound results are parenthesised, so any result is safe
-    /// as an operand; statement positions [`strip`] the outer pair.
+    /// An expression as C text, for the few spellings a dialect composes from strings.
     fn expr(&mut self, e: &Expr) -> String {
+        let mut out = String::new();
+        self.put(&mut out, e);
+        out
+    }
+
+    /// `e` written bare at the end of `out`: statement, argument and index positions, where
+    /// the outer pair of parentheses [`Self::put`] gives compound results is not needed.
+    fn put_bare(&mut self, out: &mut String, e: &Expr) {
+        let start = out.len();
+        self.put(out, e);
+        strip_from(out, start);
+    }
+
+    /// `e` written as C text at the end of `out`. Compound results are parenthesised, so
+    /// any result is safe as an operand. Every expression of a line goes into the one
+    /// buffer; where a generated helper's name precedes operands that may create helpers of
+    /// their own, the name is inserted after them, so helpers keep their first-use order.
+    fn put(&mut self, out: &mut String, e: &Expr) {
         match &e.kind {
-            ExprKind::Lit(l) => self.literal(*l),
-            ExprKind::Var(v) => self.var(*v),
+            ExprKind::Lit(l) => self.literal(out, *l),
+            ExprKind::Var(v) => out.push_str(&self.var_names[v.0 as usize]),
             ExprKind::Binary {
                 op,
                 lhs,
                 rhs,
                 nowrap,
-            } => self.binary(*op, lhs, rhs, *nowrap),
-            ExprKind::Unary { op, operand } => {
-                let x = self.expr(operand);
-                match (op, operand.ty.scalar()) {
-                    (UnOp::Neg, Some(s)) if s.is_int() => {
-                        let u = self.d.unsigned(s);
-                        let t = self.scalar(s);
-                        format!("(({t})(0 - ({u}){x}))")
-                    }
-                    (UnOp::Neg, _) => format!("(-{x})"),
-                    (UnOp::Not, _) => format!("(!{x})"),
-                    (UnOp::BitNot, _) => format!("(~{x})"),
+            } => self.binary(out, *op, lhs, rhs, *nowrap),
+            ExprKind::Unary { op, operand } => match (op, operand.ty.scalar()) {
+                (UnOp::Neg, Some(s)) if s.is_int() => {
+                    let u = self.d.unsigned(s);
+                    let t = self.scalar(s);
+                    let _ = write!(out, "(({t})(0 - ({u})");
+                    self.put(out, operand);
+                    out.push_str("))");
                 }
-            }
+                (op, _) => {
+                    out.push_str(match op {
+                        UnOp::Neg => "(-",
+                        UnOp::Not => "(!",
+                        UnOp::BitNot => "(~",
+                    });
+                    self.put(out, operand);
+                    out.push(')');
+                }
+            },
             ExprKind::Index { base, index } => {
-                let i = self.expr(index);
-                let elem = self.var_ty(*base).elem().cloned().unwrap_or(Ty::Unit);
-                let text = format!("{}[{}]", self.var(*base), strip(&i));
-                if matches!(self.var_ty(*base), Ty::Vector(_)) {
-                    bool_read(&elem, text)
-                } else {
-                    text
+                let base_ty = self.var_ty(*base);
+                let read_bool =
+                    matches!(base_ty, Ty::Vector(_)) && base_ty.elem() == Some(&Ty::BOOL);
+                if read_bool {
+                    out.push('(');
+                }
+                out.push_str(&self.var_names[base.0 as usize]);
+                out.push('[');
+                self.put_bare(out, index);
+                out.push(']');
+                if read_bool {
+                    out.push_str(" != 0)");
                 }
             }
             ExprKind::Field { base, field } => {
-                let b = self.expr(base);
-                let name = self.field_name(&base.ty, *field);
-                bool_read(&e.ty, format!("{b}.{name}"))
+                let read_bool = e.ty == Ty::BOOL;
+                if read_bool {
+                    out.push('(');
+                }
+                self.put(out, base);
+                let Ty::Record(id) = &base.ty else {
+                    unreachable!("field of a non-record")
+                };
+                out.push('.');
+                out.push_str(&self.record_fields[id.0 as usize][*field as usize]);
+                if read_bool {
+                    out.push_str(" != 0)");
+                }
             }
             ExprKind::Record { record, fields } => {
-                let args: Vec<String> = fields
-                    .iter()
-                    .map(|f| strip(&self.expr(f)).to_string())
-                    .collect();
-                format!(
-                    "{}({})",
-                    self.record_makers[record.0 as usize],
-                    args.join(", ")
-                )
+                let maker = &self.record_makers[record.0 as usize];
+                out.push_str(maker);
+                self.put_args(out, fields);
             }
             ExprKind::Ctor {
                 variant,
                 ctor,
                 fields,
             } => {
-                let args: Vec<String> = fields
-                    .iter()
-                    .map(|f| strip(&self.expr(f)).to_string())
-                    .collect();
-                format!(
-                    "{}({})",
-                    self.ctor_makers[variant.0 as usize][*ctor as usize],
-                    args.join(", ")
-                )
+                let maker = &self.ctor_makers[variant.0 as usize][*ctor as usize];
+                out.push_str(maker);
+                self.put_args(out, fields);
             }
-            ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
+            ExprKind::Tag(v) => {
+                self.put(out, v);
+                out.push_str(".tag");
+            }
             ExprKind::Payload { value, ctor, field } => {
                 let Ty::Variant(id) = &value.ty else {
                     unreachable!("payload of a non-variant")
                 };
-                let name =
-                    self.variant_fields[id.0 as usize][*ctor as usize][*field as usize].clone();
-                let v = self.expr(value);
-                bool_read(&e.ty, format!("{v}.{name}"))
+                let read_bool = e.ty == Ty::BOOL;
+                if read_bool {
+                    out.push('(');
+                }
+                self.put(out, value);
+                out.push('.');
+                out.push_str(&self.variant_fields[id.0 as usize][*ctor as usize][*field as usize]);
+                if read_bool {
+                    out.push_str(" != 0)");
+                }
             }
             ExprKind::Select {
                 cond,
                 then_value,
                 else_value,
             } => {
-                let c = self.expr(cond);
-                let a = self.expr(then_value);
-                let b = self.expr(else_value);
-                format!("({c} ? {a} : {b})")
+                out.push('(');
+                self.put(out, cond);
+                out.push_str(" ? ");
+                self.put(out, then_value);
+                out.push_str(" : ");
+                self.put(out, else_value);
+                out.push(')');
             }
-            ExprKind::Call { func, args } => self.call(*func, args),
-            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, &e.ty),
+            ExprKind::Call { func, args } => self.call(out, *func, args),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(out, *op, args, &e.ty),
         }
     }
 
-    fn literal(&mut self, l: Literal) -> String {
-        match l {
-            Literal::Bool(b) => b.to_string(),
-            Literal::I32(i32::MIN) => "(-2147483647 - 1)".into(),
-            Literal::I32(v) if v < 0 => format!("({v})"),
-            Literal::I32(v) => v.to_string(),
+    /// `(a, b, ...)`, each argument bare.
+    fn put_args(&mut self, out: &mut String, args: &[Expr]) {
+        out.push('(');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            self.put_bare(out, a);
+        }
+        out.push(')');
+    }
+
+    fn literal(&mut self, out: &mut String, l: Literal) {
+        let _ = match l {
+            Literal::Bool(b) => write!(out, "{b}"),
+            Literal::I32(i32::MIN) => write!(out, "(-2147483647 - 1)"),
+            Literal::I32(v) if v < 0 => write!(out, "({v})"),
+            Literal::I32(v) => write!(out, "{v}"),
             Literal::I64(v) => {
                 let sfx = self.d.i64_suffix();
                 if v == i64::MIN {
-                    format!("(-9223372036854775807{sfx} - 1{sfx})")
+                    write!(out, "(-9223372036854775807{sfx} - 1{sfx})")
                 } else if v < 0 {
-                    format!("({v}{sfx})")
+                    write!(out, "({v}{sfx})")
                 } else {
-                    format!("{v}{sfx}")
+                    write!(out, "{v}{sfx}")
                 }
             }
-            Literal::F32(v) => self.float_literal(v as f64, format!("{v:?}"), Scalar::F32),
-            Literal::F64(v) => self.float_literal(v, format!("{v:?}"), Scalar::F64),
-        }
+            Literal::F32(v) => {
+                self.float_literal(out, v as f64, Scalar::F32);
+                Ok(())
+            }
+            Literal::F64(v) => {
+                self.float_literal(out, v, Scalar::F64);
+                Ok(())
+            }
+        };
     }
 
-    fn float_literal(&mut self, v: f64, text: String, s: Scalar) -> String {
+    /// A float literal: `{:?}` of the literal's own type is the shortest text that
+    /// round-trips, always with `.` or an exponent.
+    fn float_literal(&mut self, out: &mut String, v: f64, s: Scalar) {
         self.scalar(s);
-        let sfx = if s == Scalar::F32 { "f" } else { "" };
         if v.is_nan() {
-            return self.d.nan(s);
+            out.push_str(&self.d.nan(s));
+            return;
         }
         if v.is_infinite() {
-            return self.d.infinity(s, v < 0.0);
+            out.push_str(&self.d.infinity(s, v < 0.0));
+            return;
         }
-        // `{:?}` is the shortest text that round-trips, always with `.` or an exponent.
-        if text.starts_with('-') {
-            format!("({text}{sfx})")
-        } else {
-            format!("{text}{sfx}")
-        }
+        let _ = match (s, v.is_sign_negative()) {
+            (Scalar::F32, false) => write!(out, "{:?}f", v as f32),
+            (Scalar::F32, true) => write!(out, "({:?}f)", v as f32),
+            (_, false) => write!(out, "{v:?}"),
+            (_, true) => write!(out, "({v:?})"),
+        };
     }
 
-    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, nowrap: bool) -> String {
+    fn binary(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr, nowrap: bool) {
         let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
         // Signed overflow is undefined in C; the language wraps, so go through unsigned,
         // unless the operation is proven not to overflow (`passes::loop_step`): then plain
@@ -1084,8 +1173,10 @@ impl<'a> Writer<'a> {
             && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl)
         {
             let t = self.scalar(operand);
-            let u = self.wrapping(op, lhs, rhs, operand);
-            return format!("(({t}){u})");
+            let _ = write!(out, "(({t})");
+            self.wrapping(out, op, lhs, rhs, operand);
+            out.push(')');
+            return;
         }
         if op == BinOp::AShr
             && self.d.negation_under_asr_miscompiles()
@@ -1098,35 +1189,76 @@ impl<'a> Writer<'a> {
             // complement, and `asr` commutes with `~`), with no negation left to fold.
             let t = self.scalar(operand);
             let u = self.d.unsigned(operand);
-            let x = self.expr(x);
-            let b = self.expr(rhs);
             let one = if operand == Scalar::I64 {
-                format!("1{}", self.d.u64_suffix())
+                self.d.u64_suffix()
             } else {
-                "1u".to_string()
+                "u"
             };
-            let n = shift_count(&b, operand);
-            return format!("(~((({t})(({u}){x} - {one})) >> {n}))");
+            let _ = write!(out, "(~((({t})(({u})");
+            self.put(out, x);
+            let _ = write!(out, " - 1{one})) >> ");
+            self.shift_count(out, rhs, operand);
+            out.push_str("))");
+            return;
         }
-        let a = self.expr(lhs);
-        let b = self.expr(rhs);
         match op {
             BinOp::LShr => {
                 let u = self.d.unsigned(operand);
                 let t = self.scalar(operand);
-                let n = shift_count(&b, operand);
-                format!("(({t})(({u}){a} >> {n}))")
+                let _ = write!(out, "(({t})(({u})");
+                self.put(out, lhs);
+                out.push_str(" >> ");
+                self.shift_count(out, rhs, operand);
+                out.push_str("))");
             }
-            BinOp::AShr => format!("({a} >> {})", shift_count(&b, operand)),
+            BinOp::AShr => {
+                out.push('(');
+                self.put(out, lhs);
+                out.push_str(" >> ");
+                self.shift_count(out, rhs, operand);
+                out.push(')');
+            }
             BinOp::Rem if operand.is_float() => {
-                format!("{}({}, {})", self.d.fmod(operand), strip(&a), strip(&b))
+                out.push_str(self.d.fmod(operand));
+                self.put_operands(out, lhs, rhs);
             }
             BinOp::Div | BinOp::Rem if operand.is_int() && !safe_divisor(rhs) => {
+                let at = out.len();
+                self.put_operands(out, lhs, rhs);
                 let f = self.int_division(op == BinOp::Div, operand);
-                format!("{f}({}, {})", strip(&a), strip(&b))
+                out.insert_str(at, &f);
             }
-            _ => format!("({a} {} {b})", op.c_symbol()),
+            _ => {
+                out.push('(');
+                self.put(out, lhs);
+                out.push(' ');
+                out.push_str(op.c_symbol());
+                out.push(' ');
+                self.put(out, rhs);
+                out.push(')');
+            }
         }
+    }
+
+    /// `(a, b)`, both bare: the arguments of a two-operand call.
+    fn put_operands(&mut self, out: &mut String, a: &Expr, b: &Expr) {
+        out.push('(');
+        self.put_bare(out, a);
+        out.push_str(", ");
+        self.put_bare(out, b);
+        out.push(')');
+    }
+
+    /// A shift count masked to the operand width, as the interpreter and OpenCL C define it
+    /// (C leaves counts >= the width undefined; CUDA and Metal give 0 or garbage).
+    fn shift_count(&mut self, out: &mut String, count: &Expr, operand: Scalar) {
+        out.push('(');
+        self.put(out, count);
+        out.push_str(if operand == Scalar::I64 {
+            " & 63)"
+        } else {
+            " & 31)"
+        });
     }
 
     /// Signed `/` or `mod` as a helper with the language's meaning where C has undefined
@@ -1189,69 +1321,78 @@ impl<'a> Writer<'a> {
 
     /// A wrapping integer operation computed in the unsigned type of the same width. Nested
     /// wrapping operations stay unsigned, so one cast back to signed suffices.
-    fn wrapping(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, s: Scalar) -> String {
+    fn wrapping(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr, s: Scalar) {
         let sym = match op {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            _ => "<<",
+            BinOp::Add => " + ",
+            BinOp::Sub => " - ",
+            BinOp::Mul => " * ",
+            _ => " << ",
         };
-        let a = self.unsigned_operand(lhs, s);
+        out.push('(');
+        self.unsigned_operand(out, lhs, s);
+        out.push_str(sym);
         // The shift count is not wrapped: it only needs to be an integer.
-        let b = if op == BinOp::Shl {
-            let b = self.expr(rhs);
-            shift_count(&b, s)
+        if op == BinOp::Shl {
+            self.shift_count(out, rhs, s);
         } else {
-            self.unsigned_operand(rhs, s)
-        };
-        format!("({a} {sym} {b})")
+            self.unsigned_operand(out, rhs, s);
+        }
+        out.push(')');
     }
 
-    fn unsigned_operand(&mut self, e: &Expr, s: Scalar) -> String {
+    fn unsigned_operand(&mut self, out: &mut String, e: &Expr, s: Scalar) {
         match &e.kind {
             ExprKind::Binary {
                 op: op @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Shl),
                 lhs,
                 rhs,
                 ..
-            } => self.wrapping(*op, lhs, rhs, s),
-            ExprKind::Lit(Literal::I32(v)) if *v >= 0 => format!("{v}u"),
+            } => self.wrapping(out, *op, lhs, rhs, s),
+            ExprKind::Lit(Literal::I32(v)) if *v >= 0 => {
+                let _ = write!(out, "{v}u");
+            }
             ExprKind::Lit(Literal::I64(v)) if *v >= 0 => {
-                format!("{v}{}", self.d.u64_suffix())
+                let _ = write!(out, "{v}{}", self.d.u64_suffix());
             }
             _ => {
-                let x = self.expr(e);
-                format!("({}){x}", self.d.unsigned(s))
+                let _ = write!(out, "({})", self.d.unsigned(s));
+                self.put(out, e);
             }
         }
     }
 
-    fn call(&mut self, func: FuncId, args: &[Expr]) -> String {
+    fn call(&mut self, out: &mut String, func: FuncId, args: &[Expr]) {
         let f = self.k.function(func);
-        let mut out = Vec::new();
-        if self.func_geom[func.0 as usize] {
-            self.cur_geom = true;
-            out.push(
-                self.geom
-                    .as_ref()
-                    .map(|g| g.var.clone())
-                    .unwrap_or_default(),
-            );
-        }
+        out.push_str(&self.func_names[func.0 as usize]);
+        out.push('(');
+        let mut first = true;
+        let mut sep = |out: &mut String| {
+            if !std::mem::take(&mut first) {
+                out.push_str(", ");
+            }
+        };
         if self.func_trap[func.0 as usize] {
             self.cur_trap = true;
-            out.insert(0, self.trap.clone().unwrap_or_default());
+            sep(out);
+            out.push_str(self.trap.as_deref().unwrap_or_default());
+        }
+        if self.func_geom[func.0 as usize] {
+            self.cur_geom = true;
+            sep(out);
+            out.push_str(self.geom.as_ref().map_or("", |g| g.var.as_str()));
         }
         for (a, &p) in args.iter().zip(&f.params) {
+            sep(out);
             match (self.var_ty(p), &a.kind) {
                 (Ty::Vector(_) | Ty::Array { .. }, ExprKind::Var(v)) => {
-                    out.push(self.var(*v));
-                    out.push(self.lens.get(v).cloned().unwrap_or_else(|| "0".into()));
+                    out.push_str(&self.var_names[v.0 as usize]);
+                    out.push_str(", ");
+                    out.push_str(self.lens.get(v).map_or("0", String::as_str));
                 }
-                _ => out.push(strip(&self.expr(a)).to_string()),
+                _ => self.put_bare(out, a),
             }
         }
-        format!("{}({})", self.func_names[func.0 as usize], out.join(", "))
+        out.push(')');
     }
 
     fn geometry(&mut self, g: Geometry) -> String {
@@ -1262,44 +1403,49 @@ impl<'a> Writer<'a> {
         d.geometry(g, self)
     }
 
-    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
+    fn intrinsic(&mut self, out: &mut String, op: Intrinsic, args: &[Expr], ty: &Ty) {
         let rs = ty.scalar().unwrap_or(Scalar::I32);
         let arg_scalar = args.first().and_then(|a| a.ty.scalar()).unwrap_or(rs);
         match op {
-            Intrinsic::Geometry(g) => self.geometry(g),
+            Intrinsic::Geometry(g) => {
+                let text = self.geometry(g);
+                out.push_str(&text);
+            }
             // Statements in the IR; tolerated here for kernels built by hand.
-            Intrinsic::BlockBarrier => strip_semicolon(self.d.barrier()),
-            Intrinsic::FenceBlock => strip_semicolon(self.d.fence(false)),
-            Intrinsic::FenceDevice => strip_semicolon(self.d.fence(true)),
-            Intrinsic::Warp(w) => self.warp(w, args, rs),
-            Intrinsic::Atomic(a) => self.atomic(a, args, rs),
+            Intrinsic::BlockBarrier => out.push_str(strip_semicolon(self.d.barrier())),
+            Intrinsic::FenceBlock => out.push_str(strip_semicolon(self.d.fence(false))),
+            Intrinsic::FenceDevice => out.push_str(strip_semicolon(self.d.fence(true))),
+            Intrinsic::Warp(w) => {
+                let text = self.warp(w, args, rs);
+                out.push_str(&text);
+            }
+            Intrinsic::Atomic(a) => {
+                let text = self.atomic(a, args, rs);
+                out.push_str(&text);
+            }
             Intrinsic::Math(f) => {
-                let xs: Vec<String> = args
-                    .iter()
-                    .map(|a| strip(&self.expr(a)).to_string())
-                    .collect();
+                let at = out.len();
+                self.put_args(out, args);
                 let d = self.d;
                 let name = d.math(f, rs, self);
-                format!("{name}({})", xs.join(", "))
+                out.insert_str(at, &name);
             }
             Intrinsic::Abs => {
                 let x = self.expr(&args[0]);
                 self.scalar(rs);
                 let d = self.d;
-                d.abs(rs, strip(&x), self)
+                out.push_str(&d.abs(rs, strip(&x), self));
             }
             Intrinsic::Min | Intrinsic::Max => {
-                let a = self.expr(&args[0]);
-                let b = self.expr(&args[1]);
                 let max = op == Intrinsic::Max;
-                let name = if rs.is_float() {
+                out.push_str(if rs.is_float() {
                     self.d.fminmax(max, rs)
                 } else if max {
                     "max"
                 } else {
                     "min"
-                };
-                format!("{name}({}, {})", strip(&a), strip(&b))
+                });
+                self.put_operands(out, &args[0], &args[1]);
             }
             Intrinsic::Clz | Intrinsic::Popcount => {
                 let x = self.expr(&args[0]);
@@ -1310,27 +1456,32 @@ impl<'a> Writer<'a> {
                 } else {
                     self.d.popcount(&x, wide)
                 };
-                format!("(({t}){call})")
+                let _ = write!(out, "(({t}){call})");
             }
             Intrinsic::Convert => {
-                let x = self.expr(&args[0]);
                 if arg_scalar == rs {
-                    return x;
+                    return self.put(out, &args[0]);
                 }
-                let t = self.scalar(rs);
                 // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
                 // it to anything); the interpreter truncates and saturates, NaN -> 0.
                 if arg_scalar.is_float() && rs.is_int() {
+                    let at = out.len();
+                    out.push('(');
+                    self.put_bare(out, &args[0]);
+                    out.push(')');
                     let f = self.float_to_int(arg_scalar, rs);
-                    format!("{f}({})", strip(&x))
+                    out.insert_str(at, &f);
                 } else {
-                    format!("(({t}){x})")
+                    let t = self.scalar(rs);
+                    let _ = write!(out, "(({t})");
+                    self.put(out, &args[0]);
+                    out.push(')');
                 }
             }
-            Intrinsic::Length => match &args[0].kind {
-                ExprKind::Var(v) => self.lens.get(v).cloned().unwrap_or_else(|| "0".into()),
-                _ => "0".into(),
-            },
+            Intrinsic::Length => out.push_str(match &args[0].kind {
+                ExprKind::Var(v) => self.lens.get(v).map_or("0", String::as_str),
+                _ => "0",
+            }),
         }
     }
 
@@ -1480,13 +1631,6 @@ fn collect_shared(block: &Block, out: &mut Vec<(VarId, Span)>) {
 }
 
 /// A literal divisor other than 0 and -1: C's `/` and `%` are defined for every dividend.
-/// A shift count masked to the operand width, as the interpreter and OpenCL C define it
-/// (C leaves counts >= the width undefined; CUDA and Metal give 0 or garbage).
-fn shift_count(count: &str, operand: Scalar) -> String {
-    let mask = if operand == Scalar::I64 { 63 } else { 31 };
-    format!("({count} & {mask})")
-}
-
 fn safe_divisor(e: &Expr) -> bool {
     matches!(
         e.kind,
@@ -1516,6 +1660,14 @@ pub(super) fn strip(s: &str) -> &str {
     &s[1..s.len() - 1]
 }
 
-fn strip_semicolon(s: &str) -> String {
-    s.trim_end_matches(';').to_string()
+/// [`strip`] of the text written into `out` from `start` on, in place.
+fn strip_from(out: &mut String, start: usize) {
+    if strip(&out[start..]).len() + 2 == out.len() - start {
+        out.pop();
+        out.remove(start);
+    }
+}
+
+fn strip_semicolon(s: &str) -> &str {
+    s.trim_end_matches(';')
 }

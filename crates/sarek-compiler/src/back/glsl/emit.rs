@@ -203,12 +203,14 @@ impl<'k> Writer<'k> {
             Ty::Scalar(Scalar::I64) => self.uses_i64 = true,
             Ty::Scalar(Scalar::F64) => self.uses_f64 = true,
             Ty::Record(id) => {
-                for f in self.k.record(*id).fields.clone() {
+                let k = self.k;
+                for f in &k.record(*id).fields {
                     self.note_type(&f.ty);
                 }
             }
             Ty::Variant(id) => {
-                for c in self.k.variant(*id).ctors.clone() {
+                let k = self.k;
+                for c in &k.variant(*id).ctors {
                     for f in &c.fields {
                         self.note_type(f);
                     }
@@ -502,28 +504,6 @@ impl<'k> Writer<'k> {
         }
     }
 
-    /// An element index. glslang rejects a constant index outside a sized array, though the
-    /// access may never run (or faults located in checked mode): such an index goes through
-    /// an identity helper, which is not a constant expression.
-    fn index(&mut self, base: VarId, index: &Expr) -> String {
-        let i = self.expr(index);
-        let real = match self.resolve_array(base) {
-            ArrArg::Global(g) => g,
-            ArrArg::Local(_) => base,
-        };
-        let size = match self.k.var(real).ty {
-            Ty::Array { size: Some(n), .. } => Some(i64::from(n)),
-            _ => None,
-        };
-        match (&index.kind, size) {
-            (ExprKind::Lit(Literal::I32(k)), Some(n)) if !(0..n).contains(&i64::from(*k)) => {
-                self.helpers.insert("opaque_i32".into());
-                format!("sarek_h_opaque_i32({i})")
-            }
-            _ => i,
-        }
-    }
-
     fn is_uint_shared(&self, v: VarId) -> bool {
         matches!(self.resolve_array(v), ArrArg::Global(g) if self.shared_as_uint.contains(&g))
     }
@@ -571,6 +551,28 @@ impl<'k> Writer<'k> {
         out.push('\n');
     }
 
+    fn indent(out: &mut String, indent: usize) {
+        for _ in 0..indent {
+            out.push_str("    ");
+        }
+    }
+
+    /// The line `{before}{e}{after}`, `e` written straight into `out`.
+    fn expr_line(
+        &mut self,
+        out: &mut String,
+        indent: usize,
+        before: std::fmt::Arguments<'_>,
+        e: &Expr,
+        after: &str,
+    ) {
+        Self::indent(out, indent);
+        let _ = out.write_fmt(before);
+        self.put(out, e);
+        out.push_str(after);
+        out.push('\n');
+    }
+
     fn block(&mut self, b: &Block, indent: usize, out: &mut String) {
         for s in b {
             self.span = s.span;
@@ -589,10 +591,7 @@ impl<'k> Writer<'k> {
             StmtKind::Let { var, init } => {
                 let decl = self.var_decl(*var);
                 match init {
-                    Some(e) => {
-                        let e = self.expr(e);
-                        Self::line_fmt(out, ind, format_args!("{decl} = {e};"));
-                    }
+                    Some(e) => self.expr_line(out, ind, format_args!("{decl} = "), e, ";"),
                     None => Self::line_fmt(out, ind, format_args!("{decl};")),
                 }
             }
@@ -614,27 +613,29 @@ impl<'k> Writer<'k> {
                 }
             }
             StmtKind::Assign { place, value } => {
+                // The value first: helper instances are numbered in the order of their calls.
                 let v = self.expr(value);
-                let line = match place {
+                Self::indent(out, ind);
+                match place {
                     LValue::Index { base, index } if self.is_uint_shared(*base) => {
-                        let i = self.index(*base, index);
-                        format!("{}[{i}] = floatBitsToUint({v});", self.array_name(*base))
+                        self.put_array_name(out, *base);
+                        out.push('[');
+                        self.index(out, *base, index);
+                        let _ = writeln!(out, "] = floatBitsToUint({v});");
                     }
-                    _ => format!("{} = {v};", self.place(place)),
-                };
-                Self::line(out, ind, &line);
+                    _ => {
+                        self.put_place(out, place);
+                        let _ = writeln!(out, " = {v};");
+                    }
+                }
             }
-            StmtKind::Expr(e) => {
-                let e = self.expr(e);
-                Self::line_fmt(out, ind, format_args!("{e};"));
-            }
+            StmtKind::Expr(e) => self.expr_line(out, ind, format_args!(""), e, ";"),
             StmtKind::If {
                 cond,
                 then_block,
                 else_block,
             } => {
-                let c = self.expr(cond);
-                Self::line_fmt(out, ind, format_args!("if ({c}) {{"));
+                self.expr_line(out, ind, format_args!("if ("), cond, ") {");
                 self.block(then_block, ind + 1, out);
                 if else_block.is_empty() {
                     Self::line(out, ind, "}");
@@ -721,10 +722,7 @@ impl<'k> Writer<'k> {
             }
             StmtKind::Fence { device: true } => Self::line(out, ind, "memoryBarrier();"),
             StmtKind::Return(None) => Self::line(out, ind, "return;"),
-            StmtKind::Return(Some(e)) => {
-                let e = self.expr(e);
-                Self::line_fmt(out, ind, format_args!("return {e};"));
-            }
+            StmtKind::Return(Some(e)) => self.expr_line(out, ind, format_args!("return "), e, ";"),
             StmtKind::Break => Self::line(out, ind, "break;"),
             StmtKind::Continue => Self::line(out, ind, "continue;"),
             StmtKind::Native(src) => Self::line(out, ind, src),
@@ -802,17 +800,20 @@ impl<'k> Writer<'k> {
         self.counter
     }
 
-    fn place(&mut self, p: &LValue) -> String {
+    fn put_place(&mut self, out: &mut String, p: &LValue) {
         match p {
-            LValue::Var(v) => self.var_ref(*v),
+            LValue::Var(v) => self.put_var(out, *v),
             LValue::Index { base, index } => {
-                let i = self.index(*base, index);
-                format!("{}[{i}]", self.array_name(*base))
+                self.put_array_name(out, *base);
+                out.push('[');
+                self.index(out, *base, index);
+                out.push(']');
             }
             LValue::Field { base, field } => {
                 let ty = self.place_ty(base);
-                let b = self.place(base);
-                format!("{b}.{}", self.member(&ty, *field))
+                self.put_place(out, base);
+                out.push('.');
+                self.put_member(out, &ty, *field);
             }
         }
     }
@@ -828,139 +829,175 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn member(&self, ty: &Ty, field: u32) -> String {
-        match ty {
-            Ty::Record(id) => self.field_name(*id, field as usize),
-            _ => format!("f{field}"),
-        }
-    }
-
-    /// A variable read: kernel scalars live in the push-constant block.
-    fn var_ref(&self, v: VarId) -> String {
-        if self.k.params.contains(&v) && !matches!(self.k.var(v).ty, Ty::Vector(_)) {
-            format!("sarek_pc.{}", self.param_member(v))
-        } else {
-            self.names[v.0 as usize].clone()
-        }
-    }
-
     // ----- expressions -----
 
+    /// An expression as GLSL text, for the spellings composed from strings.
     fn expr(&mut self, e: &Expr) -> String {
+        let mut out = String::new();
+        self.put(&mut out, e);
+        out
+    }
+
+    /// `e` written as GLSL text at the end of `out`; every expression of a line goes into
+    /// the one buffer. Compound results are parenthesised, so any result is safe as an
+    /// operand. A helper instance's name is inserted after its arguments are written, so
+    /// instances keep the order of their first calls.
+    fn put(&mut self, out: &mut String, e: &Expr) {
         let computes = matches!(
             e.kind,
             ExprKind::Binary { .. } | ExprKind::Unary { .. } | ExprKind::Intrinsic { .. }
         );
         if !self.opaque_f32 && computes && glslang_folds(e) {
             self.opaque_f32 = true;
-            let s = self.expr(e);
+            self.put(out, e);
             self.opaque_f32 = false;
-            return s;
+            return;
         }
         self.note_type(&e.ty);
         match &e.kind {
-            ExprKind::Lit(l) => self.literal(l),
-            ExprKind::Var(v) => self.var_ref(*v),
-            ExprKind::Binary { op, lhs, rhs, .. } => {
-                let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
-                let (a, b) = (self.expr(lhs), self.expr(rhs));
-                self.binary(*op, s, a, b, rhs.ty.scalar().unwrap_or(Scalar::I32))
-            }
+            ExprKind::Lit(l) => self.literal(out, l),
+            ExprKind::Var(v) => self.put_var(out, *v),
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(out, *op, lhs, rhs),
             ExprKind::Unary { op, operand } => {
-                let a = self.expr(operand);
-                match op {
-                    UnOp::Neg => format!("(-{a})"),
-                    UnOp::Not => format!("(!{a})"),
-                    UnOp::BitNot => format!("(~{a})"),
-                }
+                out.push_str(match op {
+                    UnOp::Neg => "(-",
+                    UnOp::Not => "(!",
+                    UnOp::BitNot => "(~",
+                });
+                self.put(out, operand);
+                out.push(')');
             }
             ExprKind::Index { base, index } => {
-                let i = self.index(*base, index);
-                let read = format!("{}[{i}]", self.array_name(*base));
-                if self.is_uint_shared(*base) {
-                    format!("uintBitsToFloat({read})")
-                } else {
-                    read
+                let uint = self.is_uint_shared(*base);
+                if uint {
+                    out.push_str("uintBitsToFloat(");
                 }
+                self.put_array_name(out, *base);
+                out.push('[');
+                self.index(out, *base, index);
+                out.push_str(if uint { "])" } else { "]" });
             }
             ExprKind::Field { base, field } => {
-                let b = self.expr(base);
-                format!("{b}.{}", self.member(&base.ty, *field))
+                self.put(out, base);
+                out.push('.');
+                self.put_member(out, &base.ty, *field);
             }
             ExprKind::Record { fields, .. } => {
-                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
-                format!("{}({})", self.ty(&e.ty), args.join(", "))
+                out.push_str(&self.ty(&e.ty));
+                self.put_args(out, fields);
             }
             ExprKind::Ctor {
                 variant,
                 ctor,
                 fields,
             } => {
-                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
-                format!("{}({})", self.ctor_fn(*variant, *ctor), args.join(", "))
+                let (v, c) = (variant.0 as usize, *ctor as usize);
+                let _ = write!(
+                    out,
+                    "sarek_mk_{}_{}",
+                    self.variant_names[v], self.ctor_names[v][c]
+                );
+                self.put_args(out, fields);
             }
-            ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
+            ExprKind::Tag(v) => {
+                self.put(out, v);
+                out.push_str(".tag");
+            }
             ExprKind::Payload { value, ctor, field } => {
                 let Ty::Variant(id) = value.ty else {
-                    return "0".into();
+                    out.push('0');
+                    return;
                 };
-                let v = self.expr(value);
-                format!("{v}.{}", self.payload_name(id, *ctor, *field))
+                self.put(out, value);
+                let c = &self.ctor_names[id.0 as usize][*ctor as usize];
+                let _ = write!(out, ".{c}_{field}");
             }
             ExprKind::Select {
                 cond,
                 then_value,
                 else_value,
             } => {
-                let (c, a, b) = (
-                    self.expr(cond),
-                    self.expr(then_value),
-                    self.expr(else_value),
-                );
-                format!("({c} ? {a} : {b})")
+                out.push('(');
+                self.put(out, cond);
+                out.push_str(" ? ");
+                self.put(out, then_value);
+                out.push_str(" : ");
+                self.put(out, else_value);
+                out.push(')');
             }
-            ExprKind::Call { func, args } => self.call(*func, args),
-            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, &e.ty),
+            ExprKind::Call { func, args } => self.call(out, *func, args),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(out, *op, args, &e.ty),
         }
     }
 
-    fn literal(&mut self, l: &Literal) -> String {
-        match l {
-            Literal::Bool(b) => b.to_string(),
-            Literal::I32(v) if *v == i32::MIN => "(-2147483647 - 1)".into(),
-            Literal::I32(v) if *v < 0 => format!("({v})"),
-            Literal::I32(v) => v.to_string(),
+    /// `(a, b, ...)`.
+    fn put_args(&mut self, out: &mut String, args: &[Expr]) {
+        out.push('(');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            self.put(out, a);
+        }
+        out.push(')');
+    }
+
+    /// `sarek_h_{h}(a, b, ...)`, the helper `h` recorded as needed.
+    fn put_helper_call(&mut self, out: &mut String, h: &str, args: &[Expr]) {
+        if !self.helpers.contains(h) {
+            self.helpers.insert(h.to_string());
+        }
+        out.push_str("sarek_h_");
+        out.push_str(h);
+        self.put_args(out, args);
+    }
+
+    fn literal(&mut self, out: &mut String, l: &Literal) {
+        let _ = match l {
+            Literal::Bool(b) => write!(out, "{b}"),
+            Literal::I32(v) if *v == i32::MIN => write!(out, "(-2147483647 - 1)"),
+            Literal::I32(v) if *v < 0 => write!(out, "({v})"),
+            Literal::I32(v) => write!(out, "{v}"),
             Literal::I64(v) => {
                 self.uses_i64 = true;
                 if *v == i64::MIN {
-                    "(-9223372036854775807l - 1l)".into()
+                    write!(out, "(-9223372036854775807l - 1l)")
                 } else if *v < 0 {
-                    format!("({v}l)")
+                    write!(out, "({v}l)")
                 } else {
-                    format!("{v}l")
+                    write!(out, "{v}l")
                 }
             }
             Literal::F32(v) if self.opaque_f32 && v.is_finite() => {
-                format!("uintBitsToFloat({:#010x}u)", v.to_bits())
+                write!(out, "uintBitsToFloat({:#010x}u)", v.to_bits())
             }
-            Literal::F32(v) => float_lit(*v as f64, v.is_nan(), v.is_infinite(), f32_text(*v), ""),
+            Literal::F32(v) => {
+                out.push_str(&float_lit(
+                    *v as f64,
+                    v.is_nan(),
+                    v.is_infinite(),
+                    f32_text(*v),
+                    "",
+                ));
+                Ok(())
+            }
             Literal::F64(v) => {
                 self.uses_f64 = true;
-                float_lit(*v, v.is_nan(), v.is_infinite(), format!("{v:?}"), "lf")
-            }
-        }
-    }
-
-    fn binary(&mut self, op: BinOp, s: Scalar, a: String, b: String, rhs: Scalar) -> String {
-        let bits = if s == Scalar::I64 { 63 } else { 31 };
-        // Shift amounts are masked to the operand width, as the interpreter does.
-        let amount = |b: &str| {
-            if rhs == Scalar::I64 {
-                format!("int({b} & {bits}l)")
-            } else {
-                format!("({b} & {bits})")
+                out.push_str(&float_lit(
+                    *v,
+                    v.is_nan(),
+                    v.is_infinite(),
+                    format!("{v:?}"),
+                    "lf",
+                ));
+                Ok(())
             }
         };
+    }
+
+    fn binary(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr) {
+        let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
+        let rhs_scalar = rhs.ty.scalar().unwrap_or(Scalar::I32);
         match op {
             // GLSL leaves `x / 0` and `min_int / -1` undefined: the helper gives every
             // target's result (`x / 0 = 0`, `min_int / -1 = min_int`).
@@ -970,8 +1007,7 @@ impl<'k> Writer<'k> {
                 } else {
                     "div_i64"
                 };
-                self.helpers.insert(h.into());
-                format!("sarek_h_{h}({a}, {b})")
+                self.put_helper_call2(out, h, lhs, rhs);
             }
             BinOp::Rem => {
                 // GLSL `%` on negative ints is undefined (glslang emits OpSMod, the sign of the
@@ -982,29 +1018,247 @@ impl<'k> Writer<'k> {
                     Scalar::F32 => "fmod_f32",
                     _ => "fmod_f64",
                 };
-                self.helpers.insert(h.into());
-                format!("sarek_h_{h}({a}, {b})")
+                self.put_helper_call2(out, h, lhs, rhs);
             }
-            BinOp::Shl | BinOp::AShr => format!("({a} {} {})", op.c_symbol(), amount(&b)),
-            BinOp::LShr if s == Scalar::I64 => format!("int64_t(uint64_t({a}) >> {})", amount(&b)),
-            BinOp::LShr => format!("int(uint({a}) >> {})", amount(&b)),
-            _ => format!("({a} {} {b})", op.c_symbol()),
+            BinOp::Shl | BinOp::AShr | BinOp::LShr => {
+                out.push_str(match (op, s) {
+                    (BinOp::LShr, Scalar::I64) => "int64_t(uint64_t(",
+                    (BinOp::LShr, _) => "int(uint(",
+                    _ => "(",
+                });
+                self.put(out, lhs);
+                out.push_str(match op {
+                    BinOp::Shl => " << ",
+                    BinOp::AShr => " >> ",
+                    _ => ") >> ",
+                });
+                // Shift amounts are masked to the operand width, as the interpreter does.
+                let bits = if s == Scalar::I64 { 63 } else { 31 };
+                out.push_str(if rhs_scalar == Scalar::I64 {
+                    "int("
+                } else {
+                    "("
+                });
+                self.put(out, rhs);
+                let _ = if rhs_scalar == Scalar::I64 {
+                    write!(out, " & {bits}l))")
+                } else {
+                    write!(out, " & {bits}))")
+                };
+            }
+            _ => {
+                out.push('(');
+                self.put(out, lhs);
+                out.push(' ');
+                out.push_str(op.c_symbol());
+                out.push(' ');
+                self.put(out, rhs);
+                out.push(')');
+            }
         }
     }
 
-    fn call(&mut self, func: FuncId, args: &[Expr]) -> String {
-        let mut out_args = Vec::new();
-        for a in args {
+    /// `sarek_h_{h}(a, b)`.
+    fn put_helper_call2(&mut self, out: &mut String, h: &str, a: &Expr, b: &Expr) {
+        if !self.helpers.contains(h) {
+            self.helpers.insert(h.to_string());
+        }
+        out.push_str("sarek_h_");
+        out.push_str(h);
+        out.push('(');
+        self.put(out, a);
+        out.push_str(", ");
+        self.put(out, b);
+        out.push(')');
+    }
+
+    fn call(&mut self, out: &mut String, func: FuncId, args: &[Expr]) {
+        let at = out.len();
+        out.push('(');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
             match (&a.kind, &a.ty) {
                 // Specialisation left only per-thread arrays as arguments.
                 (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => {
-                    out_args.push(self.array_name(*v))
+                    out.push_str(&self.array_name(*v))
                 }
-                _ => out_args.push(self.expr(a)),
+                _ => self.put(out, a),
             }
         }
+        out.push(')');
         let name = self.instance(func);
-        format!("{name}({})", out_args.join(", "))
+        out.insert_str(at, &name);
+    }
+
+    fn intrinsic(&mut self, out: &mut String, op: Intrinsic, args: &[Expr], ty: &Ty) {
+        let s = ty.scalar().unwrap_or(Scalar::I32);
+        match op {
+            // The block size is a specialization constant (`local_size_x_id`): glslang turns
+            // an expression of it and literals into `OpSpecConstantOp`s, and for `a && b`
+            // (a branch and a phi) and a `? :` over it it emitted a spec constant that refers
+            // to the phi, which spirv-val rejects (difftest seed 409559). Read through the
+            // opaque helper, block sizes are ordinary values; drivers inline the call.
+            Intrinsic::Geometry(g @ Geometry::BlockDim(_)) => {
+                if !self.helpers.contains("opaque_i32") {
+                    self.helpers.insert("opaque_i32".into());
+                }
+                out.push_str("sarek_h_opaque_i32(");
+                put_geometry(out, g);
+                out.push(')');
+            }
+            Intrinsic::Geometry(g) => put_geometry(out, g),
+            Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => {
+                out.push('0')
+            }
+            Intrinsic::Warp(w) => {
+                let text = self.warp(w, args);
+                out.push_str(&text);
+            }
+            Intrinsic::Atomic(a) => {
+                let text = self.atomic(a, args, s);
+                out.push_str(&text);
+            }
+            Intrinsic::Math(m) => {
+                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+                let text = self.math(m, s, a);
+                out.push_str(&text);
+            }
+            Intrinsic::Abs => {
+                out.push_str("abs(");
+                self.put(out, &args[0]);
+                out.push(')');
+            }
+            Intrinsic::Min | Intrinsic::Max => {
+                let name = if op == Intrinsic::Min { "min" } else { "max" };
+                if s.is_float() {
+                    // GLSL leaves min/max with a NaN operand undefined; C fmin ignores it.
+                    let h = format!("f{name}_{}", s.short());
+                    self.put_helper_call2(out, &h, &args[0], &args[1]);
+                } else {
+                    out.push_str(name);
+                    self.put_args(out, &args[..2]);
+                }
+            }
+            Intrinsic::Clz | Intrinsic::Popcount => {
+                let src = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                let base = if op == Intrinsic::Clz {
+                    "clz"
+                } else {
+                    "popcount"
+                };
+                let h = format!("{base}_{}", src.short());
+                if s == Scalar::I64 {
+                    // The helper's int widened as `Convert` widens (see there).
+                    self.helpers.insert("sext_i32".into());
+                    out.push_str("sarek_h_sext_i32(");
+                } else {
+                    out.push_str(scalar_ty(s));
+                    out.push('(');
+                }
+                self.put_helper_call(out, &h, &args[..1]);
+                out.push(')');
+            }
+            Intrinsic::Convert => {
+                let from = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                // GLSL leaves `int(x)` undefined for NaN and out-of-range x (lavapipe gives
+                // min_int); the helper truncates and saturates as the interpreter does.
+                if from.is_float() && matches!(s, Scalar::I32 | Scalar::I64) {
+                    let h = format!(
+                        "ftoi{}_{}",
+                        if s == Scalar::I64 { 64 } else { 32 },
+                        from.short()
+                    );
+                    return self.put_helper_call(out, &h, &args[..1]);
+                }
+                // `int64_t(i)` compared with a constant is miscompiled by Mesa (lavapipe);
+                // the helper sign-extends through packInt2x32 instead.
+                if from == Scalar::I32 && s == Scalar::I64 {
+                    return self.put_helper_call(out, "sext_i32", &args[..1]);
+                }
+                if from == s {
+                    return self.put(out, &args[0]);
+                }
+                match (from, s) {
+                    (_, Scalar::Bool) => {
+                        out.push('(');
+                        self.put(out, &args[0]);
+                        let _ = write!(out, " != {})", zero_scalar(from));
+                    }
+                    (Scalar::Bool, _) => {
+                        let one = match s {
+                            Scalar::I64 => "1l",
+                            Scalar::F32 => "1.0",
+                            Scalar::F64 => "1.0lf",
+                            _ => "1",
+                        };
+                        out.push('(');
+                        self.put(out, &args[0]);
+                        let _ = write!(out, " ? {one} : {})", zero_scalar(s));
+                    }
+                    _ => {
+                        out.push_str(scalar_ty(s));
+                        out.push('(');
+                        self.put(out, &args[0]);
+                        out.push(')');
+                    }
+                }
+            }
+            Intrinsic::Length => {
+                let ExprKind::Var(v) = args[0].kind else {
+                    out.push('0');
+                    return;
+                };
+                out.push_str(&self.length(v));
+            }
+        }
+    }
+
+    /// A variable read: kernel scalars live in the push-constant block.
+    fn put_var(&self, out: &mut String, v: VarId) {
+        if self.k.params.contains(&v) && !matches!(self.k.var(v).ty, Ty::Vector(_)) {
+            out.push_str("sarek_pc.");
+        }
+        out.push_str(&self.names[v.0 as usize]);
+    }
+
+    fn put_member(&self, out: &mut String, ty: &Ty, field: u32) {
+        match ty {
+            Ty::Record(id) => out.push_str(&self.field_names[id.0 as usize][field as usize]),
+            _ => {
+                let _ = write!(out, "f{field}");
+            }
+        }
+    }
+
+    /// GLSL spelling of an array variable.
+    fn put_array_name(&self, out: &mut String, v: VarId) {
+        let name = match self.resolve_array(v) {
+            ArrArg::Global(g) => &self.names[g.0 as usize],
+            ArrArg::Local(_) => &self.names[v.0 as usize],
+        };
+        out.push_str(name);
+    }
+
+    /// An element index. glslang rejects a constant index outside a sized array, though the
+    /// access may never run (or faults located in checked mode): such an index goes through
+    /// an identity helper, which is not a constant expression.
+    fn index(&mut self, out: &mut String, base: VarId, index: &Expr) {
+        let real = match self.resolve_array(base) {
+            ArrArg::Global(g) => g,
+            ArrArg::Local(_) => base,
+        };
+        let size = match self.k.var(real).ty {
+            Ty::Array { size: Some(n), .. } => Some(i64::from(n)),
+            _ => None,
+        };
+        match (&index.kind, size) {
+            (ExprKind::Lit(Literal::I32(k)), Some(n)) if !(0..n).contains(&i64::from(*k)) => {
+                self.put_helper_call(out, "opaque_i32", std::slice::from_ref(index));
+            }
+            _ => self.put(out, index),
+        }
     }
 
     /// The GLSL function for helper `func`, written at its first call so that helpers come
@@ -1055,113 +1309,31 @@ impl<'k> Writer<'k> {
         name
     }
 
-    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
-        let s = ty.scalar().unwrap_or(Scalar::I32);
-        match op {
-            // The block size is a specialization constant (`local_size_x_id`): glslang turns
-            // an expression of it and literals into `OpSpecConstantOp`s, and for `a && b`
-            // (a branch and a phi) and a `? :` over it it emitted a spec constant that refers
-            // to the phi, which spirv-val rejects (difftest seed 409559). Read through the
-            // opaque helper, block sizes are ordinary values; drivers inline the call.
-            Intrinsic::Geometry(g @ Geometry::BlockDim(_)) => {
-                self.helpers.insert("opaque_i32".into());
-                format!("sarek_h_opaque_i32({})", geometry(g))
-            }
-            Intrinsic::Geometry(g) => geometry(g),
-            Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => "0".into(),
-            Intrinsic::Warp(w) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                if self.warps == Warps::Emulated {
-                    return self.emulated_warp(w, &args[0].ty, &a);
-                }
-                self.uses_subgroups = true;
-                if args[0].ty.scalar() == Some(Scalar::I64) {
-                    self.uses_subgroup_i64 = true;
-                }
-                match w {
-                    WarpOp::Shuffle => format!("subgroupShuffle({}, uint({} & 31))", a[0], a[1]),
-                    WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
-                        let x = args[0].ty.scalar().unwrap_or(Scalar::I32);
-                        let kind = match w {
-                            WarpOp::ShuffleDown => "down",
-                            WarpOp::ShuffleUp => "up",
-                            _ => "xor",
-                        };
-                        let h = format!("shfl_{kind}_{}", x.short());
-                        self.helpers.insert(h.clone());
-                        format!("sarek_h_{h}({}, {})", a[0], a[1])
-                    }
-                    WarpOp::VoteAll => format!("subgroupAll({})", a[0]),
-                    WarpOp::VoteAny => format!("subgroupAny({})", a[0]),
-                    WarpOp::Ballot => format!("int(subgroupBallot({}).x)", a[0]),
-                }
-            }
-            Intrinsic::Atomic(a) => self.atomic(a, args, s),
-            Intrinsic::Math(m) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                self.math(m, s, a)
-            }
-            Intrinsic::Abs => {
-                let a = self.expr(&args[0]);
-                format!("abs({a})")
-            }
-            Intrinsic::Min | Intrinsic::Max => {
-                let (a, b) = (self.expr(&args[0]), self.expr(&args[1]));
-                let name = if op == Intrinsic::Min { "min" } else { "max" };
-                if s.is_float() {
-                    // GLSL leaves min/max with a NaN operand undefined; C fmin ignores it.
-                    let h = format!("f{name}_{}", s.short());
-                    self.helpers.insert(h.clone());
-                    format!("sarek_h_{h}({a}, {b})")
-                } else {
-                    format!("{name}({a}, {b})")
-                }
-            }
-            Intrinsic::Clz | Intrinsic::Popcount => {
-                let src = args[0].ty.scalar().unwrap_or(Scalar::I32);
-                let a = self.expr(&args[0]);
-                let base = if op == Intrinsic::Clz {
-                    "clz"
-                } else {
-                    "popcount"
+    fn warp(&mut self, w: WarpOp, args: &[Expr]) -> String {
+        let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+        if self.warps == Warps::Emulated {
+            return self.emulated_warp(w, &args[0].ty, &a);
+        }
+        self.uses_subgroups = true;
+        if args[0].ty.scalar() == Some(Scalar::I64) {
+            self.uses_subgroup_i64 = true;
+        }
+        match w {
+            WarpOp::Shuffle => format!("subgroupShuffle({}, uint({} & 31))", a[0], a[1]),
+            WarpOp::ShuffleDown | WarpOp::ShuffleUp | WarpOp::ShuffleXor => {
+                let x = args[0].ty.scalar().unwrap_or(Scalar::I32);
+                let kind = match w {
+                    WarpOp::ShuffleDown => "down",
+                    WarpOp::ShuffleUp => "up",
+                    _ => "xor",
                 };
-                let h = format!("{base}_{}", src.short());
+                let h = format!("shfl_{kind}_{}", x.short());
                 self.helpers.insert(h.clone());
-                if s == Scalar::I64 {
-                    // The helper's int widened as `Convert` widens (see there).
-                    self.helpers.insert("sext_i32".into());
-                    return format!("sarek_h_sext_i32(sarek_h_{h}({a}))");
-                }
-                format!("{}(sarek_h_{h}({a}))", scalar_ty(s))
+                format!("sarek_h_{h}({}, {})", a[0], a[1])
             }
-            Intrinsic::Convert => {
-                let from = args[0].ty.scalar().unwrap_or(Scalar::I32);
-                let a = self.expr(&args[0]);
-                // GLSL leaves `int(x)` undefined for NaN and out-of-range x (lavapipe gives
-                // min_int); the helper truncates and saturates as the interpreter does.
-                if from.is_float() && matches!(s, Scalar::I32 | Scalar::I64) {
-                    let h = format!(
-                        "ftoi{}_{}",
-                        if s == Scalar::I64 { 64 } else { 32 },
-                        from.short()
-                    );
-                    self.helpers.insert(h.clone());
-                    return format!("sarek_h_{h}({a})");
-                }
-                // `int64_t(i)` compared with a constant is miscompiled by Mesa (lavapipe);
-                // the helper sign-extends through packInt2x32 instead.
-                if from == Scalar::I32 && s == Scalar::I64 {
-                    self.helpers.insert("sext_i32".into());
-                    return format!("sarek_h_sext_i32({a})");
-                }
-                convert(&a, from, s)
-            }
-            Intrinsic::Length => {
-                let ExprKind::Var(v) = args[0].kind else {
-                    return "0".into();
-                };
-                self.length(v)
-            }
+            WarpOp::VoteAll => format!("subgroupAll({})", a[0]),
+            WarpOp::VoteAny => format!("subgroupAny({})", a[0]),
+            WarpOp::Ballot => format!("int(subgroupBallot({}).x)", a[0]),
         }
     }
 
@@ -1452,7 +1624,7 @@ fn float_lit(v: f64, nan: bool, inf: bool, text: String, suffix: &str) -> String
     }
 }
 
-fn geometry(g: Geometry) -> String {
+fn put_geometry(out: &mut String, g: Geometry) {
     let (var, axis) = match g {
         Geometry::ThreadIdx(a) => ("gl_LocalInvocationID", a),
         Geometry::BlockIdx(a) => ("gl_WorkGroupID", a),
@@ -1461,28 +1633,9 @@ fn geometry(g: Geometry) -> String {
         Geometry::GlobalIdx(a) => ("gl_GlobalInvocationID", a),
         // The language's warp size is 32 on every target; the runtime only offers subgroups
         // on devices whose subgroup size it can make 32.
-        Geometry::WarpSize => return "32".into(),
+        Geometry::WarpSize => return out.push_str("32"),
     };
-    format!("int({var}.{})", axis.letter())
-}
-
-fn convert(a: &str, from: Scalar, to: Scalar) -> String {
-    if from == to {
-        return a.to_string();
-    }
-    match (from, to) {
-        (_, Scalar::Bool) => format!("({a} != {})", zero_scalar(from)),
-        (Scalar::Bool, _) => {
-            let one = match to {
-                Scalar::I64 => "1l",
-                Scalar::F32 => "1.0",
-                Scalar::F64 => "1.0lf",
-                _ => "1",
-            };
-            format!("({a} ? {one} : {})", zero_scalar(to))
-        }
-        _ => format!("{}({a})", scalar_ty(to)),
-    }
+    let _ = write!(out, "int({var}.{})", axis.letter());
 }
 
 /// GLSL source of a built-in helper, by key `<name>_<type>`.

@@ -78,8 +78,17 @@ pub fn generate_with(
     options: &TargetOptions,
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*crate::passes::for_target(kernel, options);
-    crate::ir::analysis::check(kernel, &super::support::glsl(options, warps))?;
+    generate_prepared(&super::Prepared::new(kernel, options), options, warps)
+}
+
+/// [`generate_with`] from the target-independent preparation several targets share.
+pub fn generate_prepared(
+    prepared: &super::Prepared<'_>,
+    options: &TargetOptions,
+    warps: Warps,
+) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*prepared.kernel;
+    crate::ir::analysis::accept(&prepared.needs, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let folded = fold_constants(kernel);
     let kernel = legalize_cow(Cow::Owned(folded), &keywords::KEYWORDS, Params::ModuleScope);

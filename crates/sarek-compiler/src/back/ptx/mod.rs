@@ -37,8 +37,15 @@ pub use writer::PTX_LAYOUT;
 /// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*crate::passes::for_target(kernel, options);
-    crate::ir::analysis::check(kernel, &super::support::ptx())?;
-    let kernel = crate::passes::opt::optimize(kernel);
+    generate_prepared(&super::Prepared::new(kernel, options), options)
+}
+
+/// [`generate`] from the target-independent preparation several targets share.
+pub fn generate_prepared(
+    prepared: &super::Prepared<'_>,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
+    crate::ir::analysis::accept(&prepared.needs, &super::support::ptx())?;
+    let kernel = crate::passes::opt::optimize(&prepared.kernel);
     writer::Writer::new(&kernel, options).finish()
 }

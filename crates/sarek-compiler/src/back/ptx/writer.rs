@@ -65,8 +65,22 @@ struct Reg {
 }
 
 impl std::fmt::Display for Reg {
+    /// Registers are most of the text a PTX module is made of: the digits are written
+    /// directly rather than through a nested formatting call.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{}", self.class.prefix(), self.n)
+        f.write_str(self.class.prefix())?;
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        let mut n = self.n;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        f.write_str(std::str::from_utf8(&digits[start..]).expect("ASCII digits"))
     }
 }
 

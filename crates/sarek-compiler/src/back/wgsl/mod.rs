@@ -50,8 +50,17 @@ use crate::target::{Generated, TargetOptions};
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*crate::passes::for_target(kernel, options);
-    let needs = analysis::check(kernel, &super::support::wgsl(options))?;
+    generate_prepared(&super::Prepared::new(kernel, options), options)
+}
+
+/// [`generate`] from the target-independent preparation several targets share.
+pub fn generate_prepared(
+    prepared: &super::Prepared<'_>,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = &*prepared.kernel;
+    let needs = &prepared.needs;
+    analysis::accept(needs, &super::support::wgsl(options))?;
     let subgroups = !needs.uses(Feature::Subgroups).is_empty();
     // Seed 000: kernel parameters are module-scope names (buffers, `params` members) that keep
     // their names; other binders that are not identifiers, are reserved or redeclare a visible

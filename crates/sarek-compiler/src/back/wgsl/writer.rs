@@ -60,30 +60,27 @@ pub(super) struct Writer<'a> {
 
 const INDENT: &str = "    ";
 
-fn lit(l: Literal) -> String {
-    match l {
-        Literal::Bool(b) => b.to_string(),
-        Literal::I32(i32::MIN) => "i32(-2147483648)".into(),
-        Literal::I32(v) if v < 0 => format!("({v}i)"),
-        Literal::I32(v) => format!("{v}i"),
-        Literal::F32(v) => f32_lit(v),
+fn put_lit(out: &mut String, l: Literal) {
+    let _ = match l {
+        Literal::Bool(b) => write!(out, "{b}"),
+        Literal::I32(i32::MIN) => write!(out, "i32(-2147483648)"),
+        Literal::I32(v) if v < 0 => write!(out, "({v}i)"),
+        Literal::I32(v) => write!(out, "{v}i"),
+        Literal::F32(v) => put_f32(out, v),
         // Refused by the analysis (`support::wgsl`); kept total.
-        Literal::I64(v) => format!("{}i", v as i32),
-        Literal::F64(v) => f32_lit(v as f32),
-    }
+        Literal::I64(v) => write!(out, "{}i", v as i32),
+        Literal::F64(v) => put_f32(out, v as f32),
+    };
 }
 
-fn f32_lit(v: f32) -> String {
-    if v.is_finite() {
-        let s = format!("{v:?}f");
-        if v.is_sign_negative() {
-            format!("({s})")
-        } else {
-            s
-        }
-    } else {
+fn put_f32(out: &mut String, v: f32) -> std::fmt::Result {
+    if !v.is_finite() {
         // WGSL has no literal for infinities or NaN.
-        format!("bitcast<f32>({:#x}u)", v.to_bits())
+        write!(out, "bitcast<f32>({:#x}u)", v.to_bits())
+    } else if v.is_sign_negative() {
+        write!(out, "({v:?}f)")
+    } else {
+        write!(out, "{v:?}f")
     }
 }
 
@@ -428,6 +425,19 @@ impl<'a> Writer<'a> {
         self.out.push('\n');
     }
 
+    /// The line `{before}{e}{after}`, `e` written straight into the output.
+    fn expr_line(&mut self, before: std::fmt::Arguments<'_>, e: &Expr, after: &str) {
+        let mut out = std::mem::take(&mut self.out);
+        for _ in 0..self.indent {
+            out.push_str(INDENT);
+        }
+        let _ = out.write_fmt(before);
+        self.put(&mut out, e);
+        out.push_str(after);
+        out.push('\n');
+        self.out = out;
+    }
+
     fn fresh(&mut self) -> u32 {
         self.counter += 1;
         self.counter
@@ -439,6 +449,10 @@ impl<'a> Writer<'a> {
             format!("WGSL generator: internal error: {what}"),
         ));
         "0i".into()
+    }
+
+    fn internal_into(&mut self, out: &mut String, what: &str) {
+        out.push_str(&self.internal(what));
     }
 
     fn entry(&mut self) -> String {
@@ -817,9 +831,8 @@ impl<'a> Writer<'a> {
                 }
                 match init {
                     Some(e) => {
-                        let e = self.expr(e);
                         let kw = if info.mutable { "var" } else { "let" };
-                        self.line_fmt(format_args!("{kw} {name}: {t} = {e};"));
+                        self.expr_line(format_args!("{kw} {name}: {t} = "), e, ";");
                     }
                     None => self.line_fmt(format_args!("var {name}: {t};")),
                 }
@@ -843,8 +856,10 @@ impl<'a> Writer<'a> {
                 then_block,
                 else_block,
             } => {
-                let c = self.expr(cond);
-                self.nested(format!("if ({c}) {{"), then_block);
+                self.expr_line(format_args!("if ("), cond, ") {");
+                self.indent += 1;
+                self.block_stmts(then_block);
+                self.indent -= 1;
                 self.else_chain(else_block);
             }
             StmtKind::For {
@@ -894,8 +909,10 @@ impl<'a> Writer<'a> {
             }
             StmtKind::While { cond, body, .. } => {
                 // The condition may need support calls but never statements: a plain `while`.
-                let c = self.expr(cond);
-                self.nested(format!("while ({c}) {{"), body);
+                self.expr_line(format_args!("while ("), cond, ") {");
+                self.indent += 1;
+                self.block_stmts(body);
+                self.indent -= 1;
                 self.line("}");
             }
             StmtKind::Match {
@@ -982,10 +999,7 @@ impl<'a> Writer<'a> {
             StmtKind::Fence { device: true } => self.line("storageBarrier();"),
             StmtKind::Fence { device: false } => self.line("workgroupBarrier();"),
             StmtKind::Return(None) => self.line("return;"),
-            StmtKind::Return(Some(e)) => {
-                let e = self.expr(e);
-                self.line_fmt(format_args!("return {e};"));
-            }
+            StmtKind::Return(Some(e)) => self.expr_line(format_args!("return "), e, ";"),
             StmtKind::Break => self.line("break;"),
             StmtKind::Continue => self.line("continue;"),
             StmtKind::Native(src) => {
@@ -998,12 +1012,8 @@ impl<'a> Writer<'a> {
     }
 
     fn expr_stmt(&mut self, e: &Expr) {
-        let s = self.expr(e);
-        if e.ty == Ty::Unit {
-            self.line_fmt(format_args!("{s};"));
-        } else {
-            self.line_fmt(format_args!("_ = {s};"));
-        }
+        let before = if e.ty == Ty::Unit { "" } else { "_ = " };
+        self.expr_line(format_args!("{before}"), e, ";");
     }
 
     fn assign(&mut self, place: &LValue, value: &Expr) {
@@ -1027,7 +1037,7 @@ impl<'a> Writer<'a> {
                     self.internal("store into an unknown array");
                     return;
                 };
-                let i = self.index(*base, index);
+                let i = self.index_text(*base, index);
                 let elem = self.k.var(*base).ty.elem().cloned().unwrap_or(Ty::I32);
                 let atomic = self.is_atomic(a.root).then(|| elem.clone());
                 (
@@ -1064,143 +1074,226 @@ impl<'a> Writer<'a> {
 
     // ---- expressions -------------------------------------------------------------------
 
+    /// An expression as WGSL text, for the spellings composed from strings.
     fn expr(&mut self, e: &Expr) -> String {
+        let mut out = String::new();
+        self.put(&mut out, e);
+        out
+    }
+
+    fn root_of(&self, v: VarId) -> Option<Root> {
+        match self.env.get(&v) {
+            Some(a) => Some(a.root),
+            None => own_root(self.k, v),
+        }
+    }
+
+    /// The indexable expression of an array-typed name (`buf`, `sarek_wg_tile`, `(*a)`)
+    /// written into `out`, and its root.
+    fn put_array(&self, out: &mut String, v: VarId) -> Option<Root> {
+        if let Some(a) = self.env.get(&v) {
+            out.push_str(&a.expr);
+            return Some(a.root);
+        }
+        let root = own_root(self.k, v)?;
+        out.push_str(match root {
+            Root::Local(l) => self.names.local(l),
+            r => self.names.root_global(r).unwrap_or_default(),
+        });
+        Some(root)
+    }
+
+    /// `e` written as WGSL text at the end of `out`; every expression of a line goes into
+    /// the one buffer. Compound results are parenthesised, so any result is safe as an
+    /// operand. Support functions are collected by name, so writing a call's name before
+    /// its operands changes nothing in the output.
+    fn put(&mut self, out: &mut String, e: &Expr) {
         match &e.kind {
-            ExprKind::Lit(l) => lit(*l),
+            ExprKind::Lit(l) => put_lit(out, *l),
             ExprKind::Var(v) => match self.uniform.get(v) {
-                Some((field, true)) => format!("({field} != 0u)"),
-                Some((field, false)) => field.clone(),
-                None => self.names.local(*v).to_string(),
-            },
-            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs),
-            ExprKind::Unary { op, operand } => {
-                let x = self.operand(operand, self.is_const(operand));
-                match op {
-                    UnOp::Neg => format!("(-{x})"),
-                    UnOp::Not => format!("(!{x})"),
-                    UnOp::BitNot => format!("(~{x})"),
+                Some((field, true)) => {
+                    let _ = write!(out, "({field} != 0u)");
                 }
+                Some((field, false)) => out.push_str(field),
+                None => out.push_str(self.names.local(*v)),
+            },
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(out, *op, lhs, rhs),
+            ExprKind::Unary { op, operand } => {
+                out.push_str(match op {
+                    UnOp::Neg => "(-",
+                    UnOp::Not => "(!",
+                    UnOp::BitNot => "(~",
+                });
+                let opaque = self.is_const(operand);
+                self.operand(out, operand, opaque);
+                out.push(')');
             }
             ExprKind::Index { base, index } => {
-                let Some(a) = self.access(*base) else {
-                    return self.internal("read of an unknown array");
+                let Some(root) = self.root_of(*base) else {
+                    return self.internal_into(out, "read of an unknown array");
                 };
-                let i = self.index(*base, index);
-                let elem = self.k.var(*base).ty.elem().cloned().unwrap_or(Ty::I32);
-                let place = format!("{}[{i}]", a.expr);
-                if self.is_atomic(a.root) {
-                    if elem == Ty::F32 {
-                        format!("bitcast<f32>(atomicLoad(&{place}))")
+                let elem = self.k.var(*base).ty.elem().unwrap_or(&Ty::I32);
+                let close = if self.is_atomic(root) {
+                    if *elem == Ty::F32 {
+                        out.push_str("bitcast<f32>(atomicLoad(&");
+                        "]))"
                     } else {
-                        format!("atomicLoad(&{place})")
+                        out.push_str("atomicLoad(&");
+                        "])"
                     }
-                } else if matches!(a.root, Root::Buffer(_)) {
-                    self.load_storage(&elem, place)
+                } else if matches!(root, Root::Buffer(_)) {
+                    match elem {
+                        Ty::Scalar(Scalar::Bool) => {
+                            out.push('(');
+                            "] != 0u)"
+                        }
+                        _ => match self.mirror_base(elem) {
+                            Some(b) => {
+                                let _ = write!(out, "sarek_load_{b}(");
+                                "])"
+                            }
+                            None => "]",
+                        },
+                    }
                 } else {
-                    place
-                }
+                    "]"
+                };
+                self.put_array(out, *base);
+                out.push('[');
+                self.index(out, *base, index);
+                out.push_str(close);
             }
             ExprKind::Field { base, field } => {
-                let b = self.expr(base);
+                let start = out.len();
+                self.put(out, base);
                 match &base.ty {
-                    Ty::Record(id) => format!(
-                        "{b}.{}",
-                        self.names
-                            .escape(&self.k.record(*id).fields[*field as usize].name)
-                    ),
-                    _ => self.internal("field read on a non-record"),
+                    Ty::Record(id) => {
+                        out.push('.');
+                        let name = &self.k.record(*id).fields[*field as usize].name;
+                        out.push_str(&self.names.escape(name));
+                    }
+                    _ => {
+                        out.truncate(start);
+                        self.internal_into(out, "field read on a non-record")
+                    }
                 }
             }
             ExprKind::Record { record, fields } => {
-                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
-                format!(
-                    "{}({})",
-                    self.names.records[record.0 as usize],
-                    args.join(", ")
-                )
+                out.push_str(&self.names.records[record.0 as usize]);
+                self.put_args(out, fields);
             }
             ExprKind::Ctor {
                 variant,
                 ctor,
                 fields,
             } => {
-                let args: Vec<String> = fields.iter().map(|f| self.expr(f)).collect();
-                format!(
-                    "{}({})",
-                    self.names.makes[variant.0 as usize][*ctor as usize],
-                    args.join(", ")
-                )
+                out.push_str(&self.names.makes[variant.0 as usize][*ctor as usize]);
+                self.put_args(out, fields);
             }
-            ExprKind::Tag(v) => format!("{}.tag", self.expr(v)),
+            ExprKind::Tag(v) => {
+                self.put(out, v);
+                out.push_str(".tag");
+            }
             ExprKind::Payload { value, ctor, field } => {
                 let Ty::Variant(id) = value.ty else {
-                    return self.internal("payload of a non-variant");
+                    return self.internal_into(out, "payload of a non-variant");
                 };
-                let v = self.expr(value);
-                format!("{v}.{}", self.payload_field(id.0, *ctor, *field as usize))
+                self.put(out, value);
+                out.push('.');
+                out.push_str(&self.payload_field(id.0, *ctor, *field as usize));
             }
             ExprKind::Select {
                 cond,
                 then_value,
                 else_value,
             } => {
-                let (c, t, f) = (
-                    self.expr(cond),
-                    self.expr(then_value),
-                    self.expr(else_value),
-                );
                 if e.ty.scalar().is_some() {
-                    format!("select({f}, {t}, {c})")
+                    out.push_str("select(");
                 } else {
                     // WGSL's select() takes scalars and vectors only.
                     let ty = self.ty(&e.ty);
                     let name = format!("sarek_pick_{ty}");
-                    self.support.entry(name.clone()).or_insert_with(|| {
+                    out.push_str(&name);
+                    out.push('(');
+                    self.support.entry(name).or_insert_with_key(|name| {
                         format!("fn {name}(sarek_p0: {ty}, sarek_p1: {ty}, sarek_p2: bool) -> {ty} {{\n{INDENT}if (sarek_p2) {{\n{INDENT}{INDENT}return sarek_p1;\n{INDENT}}}\n{INDENT}return sarek_p0;\n}}\n")
                     });
-                    format!("{name}({f}, {t}, {c})")
                 }
+                self.put(out, else_value);
+                out.push_str(", ");
+                self.put(out, then_value);
+                out.push_str(", ");
+                self.put(out, cond);
+                out.push(')');
             }
-            ExprKind::Call { func, args } => self.call(*func, args),
-            ExprKind::Intrinsic { op, args } => self.intrinsic(*op, args, &e.ty),
+            ExprKind::Call { func, args } => self.call(out, *func, args),
+            ExprKind::Intrinsic { op, args } => self.intrinsic(out, *op, args, &e.ty),
         }
     }
 
-    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
+    /// `(a, b, ...)`.
+    fn put_args(&mut self, out: &mut String, args: &[Expr]) {
+        out.push('(');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            self.put(out, a);
+        }
+        out.push(')');
+    }
+
+    fn binary(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr) {
         // An operation on constants only is evaluated by naga, which rejects what overflows
         // (`1 << 31`, `1.0 / 0.0`): one operand goes through an identity function instead.
         let opaque = self.is_const(lhs) && self.is_const(rhs);
-        let l = self.operand(lhs, opaque);
-        let r = self.expr(rhs);
         let float = lhs.ty == Ty::F32;
-        match op {
+        let (open, middle, close) = match op {
             BinOp::Rem if float => {
                 self.support_fn("sarek_fmod", FMOD);
-                return format!("sarek_fmod({l}, {r})");
+                ("sarek_fmod(", ", ", ")")
             }
             // The count is masked as the interpreter does (naga rejects a constant count
             // >= 32 even on a run-time value).
             BinOp::Shl | BinOp::AShr => {
-                return format!("({l} {} (u32({r}) & 31u))", op.c_symbol());
+                out.push('(');
+                self.operand(out, lhs, opaque);
+                let _ = write!(out, " {} (u32(", op.c_symbol());
+                self.put(out, rhs);
+                out.push_str(") & 31u))");
+                return;
             }
-            BinOp::LShr => return format!("bitcast<i32>(bitcast<u32>({l}) >> (u32({r}) & 31u))"),
+            BinOp::LShr => ("bitcast<i32>(bitcast<u32>(", ") >> (u32(", ") & 31u))"),
             // `x <> nan` is true (OCaml, C); lavapipe's WGSL `!=` is false with a NaN.
-            BinOp::Ne if float => return format!("(!({l} == {r}))"),
+            BinOp::Ne if float => ("(!(", " == ", "))"),
             // Integer `/` and `mod` through functions: naga rejects a constant zero divisor,
             // and the language's results are spelled out (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `min_int / -1 = min_int`, `min_int mod -1 = 0`).
             BinOp::Div | BinOp::Rem if !float && !safe_divisor(rhs) => {
-                let (name, src) = if op == BinOp::Div {
-                    ("sarek_div", DIV_I32)
+                if op == BinOp::Div {
+                    self.support_fn("sarek_div", DIV_I32);
+                    ("sarek_div(", ", ", ")")
                 } else {
-                    ("sarek_rem", REM_I32)
-                };
-                self.support_fn(name, src);
-                return format!("{name}({l}, {r})");
+                    self.support_fn("sarek_rem", REM_I32);
+                    ("sarek_rem(", ", ", ")")
+                }
             }
-            _ => {}
-        }
-        format!("({l} {} {r})", op.c_symbol())
+            _ => {
+                out.push('(');
+                self.operand(out, lhs, opaque);
+                out.push(' ');
+                out.push_str(op.c_symbol());
+                out.push(' ');
+                self.put(out, rhs);
+                out.push(')');
+                return;
+            }
+        };
+        out.push_str(open);
+        self.operand(out, lhs, opaque);
+        out.push_str(middle);
+        self.put(out, rhs);
+        out.push_str(close);
     }
 
     /// Whether naga treats `e` as a constant (or override) expression and so evaluates it
@@ -1237,124 +1330,133 @@ impl<'a> Writer<'a> {
 
     /// `e`, through the identity function of its type when `opaque` (a function call is never
     /// a constant expression, and drivers inline it).
-    fn operand(&mut self, e: &Expr, opaque: bool) -> String {
-        let x = self.expr(e);
+    fn operand(&mut self, out: &mut String, e: &Expr, opaque: bool) {
         if !opaque {
-            return x;
+            return self.put(out, e);
         }
         let t = self.ty(&e.ty);
         let name = format!("sarek_rt_{t}");
-        self.support.entry(name.clone()).or_insert_with(|| {
+        out.push_str(&name);
+        out.push('(');
+        self.support.entry(name).or_insert_with_key(|name| {
             format!("fn {name}(sarek_p0: {t}) -> {t} {{\n{INDENT}return sarek_p0;\n}}\n")
         });
-        format!("{name}({x})")
+        self.put(out, e);
+        out.push(')');
     }
 
-    /// Arguments of a built-in function: naga evaluates a call on constants only.
-    fn builtin_args(&mut self, args: &[Expr]) -> Vec<String> {
+    /// `name(a, b, ...)` of a built-in function: naga evaluates a call on constants only,
+    /// so the first argument is opaque when all are constant.
+    fn builtin_call(&mut self, out: &mut String, name: &str, args: &[Expr]) {
         let opaque = args.iter().all(|a| self.is_const(a));
-        args.iter()
-            .enumerate()
-            .map(|(i, a)| self.operand(a, opaque && i == 0))
-            .collect()
+        out.push_str(name);
+        out.push('(');
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            self.operand(out, a, opaque && i == 0);
+        }
+        out.push(')');
     }
 
     /// An element index: a constant one into a sized array is checked by naga, though the
     /// access may never run (or faults located in checked mode), so it goes through
     /// [`Writer::operand`].
-    fn index(&mut self, base: VarId, index: &Expr) -> String {
+    fn index(&mut self, out: &mut String, base: VarId, index: &Expr) {
         let sized = matches!(self.k.var(base).ty, Ty::Array { size: Some(_), .. })
-            || matches!(
-                self.access(base).map(|a| a.root),
-                Some(Root::Shared(_) | Root::Local(_))
-            );
+            || matches!(self.root_of(base), Some(Root::Shared(_) | Root::Local(_)));
         let opaque = sized && self.is_const(index);
-        self.operand(index, opaque)
+        self.operand(out, index, opaque)
+    }
+
+    /// [`Self::index`] as a string.
+    fn index_text(&mut self, base: VarId, index: &Expr) -> String {
+        let mut out = String::new();
+        self.index(&mut out, base, index);
+        out
     }
 
     fn support_fn(&mut self, name: &str, src: &str) {
-        self.support
-            .entry(name.to_string())
-            .or_insert_with(|| src.to_string());
+        if !self.support.contains_key(name) {
+            self.support.insert(name.to_string(), src.to_string());
+        }
     }
 
-    fn call(&mut self, func: crate::ir::FuncId, args: &[Expr]) -> String {
+    fn call(&mut self, out: &mut String, func: crate::ir::FuncId, args: &[Expr]) {
+        let start = out.len();
+        let Some(i) = self.usage.spec_index(func) else {
+            return self.internal_into(out, "call to a helper the analysis did not see");
+        };
+        out.push_str(&self.names.specs[i]);
+        out.push('(');
         // After specialisation the only array arguments are per-thread arrays, by pointer.
-        let mut out = Vec::new();
-        for a in args {
+        for (i, a) in args.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
             match (&a.kind, &a.ty) {
                 (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => match self.access(*v) {
                     Some(Access {
                         root: Root::Local(_),
                         ptr,
                         ..
-                    }) => out.push(ptr),
-                    _ => return self.internal("a helper called with a module-scope array"),
+                    }) => out.push_str(&ptr),
+                    _ => {
+                        out.truncate(start);
+                        return self
+                            .internal_into(out, "a helper called with a module-scope array");
+                    }
                 },
-                _ => out.push(self.expr(a)),
+                _ => self.put(out, a),
             }
         }
-        match self.usage.spec_index(func) {
-            Some(i) => format!("{}({})", self.names.specs[i], out.join(", ")),
-            None => self.internal("call to a helper the analysis did not see"),
-        }
+        out.push(')');
     }
 
-    fn geometry(&mut self, g: Geometry) -> String {
+    fn geometry(&mut self, out: &mut String, g: Geometry) {
         let (b, a) = match g {
             Geometry::ThreadIdx(a) => ("lid", a),
             Geometry::BlockIdx(a) => ("wid", a),
             Geometry::GlobalIdx(a) => ("gid", a),
             Geometry::GridDim(a) => ("nwg", a),
-            Geometry::BlockDim(a) => return format!("i32(sarek_block_{})", axis(a)),
+            Geometry::BlockDim(a) => {
+                let _ = write!(out, "i32(sarek_block_{})", axis(a));
+                return;
+            }
             Geometry::WarpSize => {
                 self.builtins.insert("sg_size");
-                return "i32(sarek_sg_size)".into();
+                out.push_str("i32(sarek_sg_size)");
+                return;
             }
         };
         self.builtins.insert(b);
-        format!("i32(sarek_{b}.{})", axis(a))
+        let _ = write!(out, "i32(sarek_{b}.{})", axis(a));
     }
 
-    fn intrinsic(&mut self, op: Intrinsic, args: &[Expr], ty: &Ty) -> String {
+    fn intrinsic(&mut self, out: &mut String, op: Intrinsic, args: &[Expr], ty: &Ty) {
         match op {
-            Intrinsic::Geometry(g) => self.geometry(g),
+            Intrinsic::Geometry(g) => self.geometry(out, g),
             Intrinsic::BlockBarrier | Intrinsic::FenceBlock | Intrinsic::FenceDevice => {
-                self.internal("barrier as an expression")
+                self.internal_into(out, "barrier as an expression")
             }
-            Intrinsic::Atomic(a) => self.atomic(a, args),
+            Intrinsic::Atomic(a) => {
+                let text = self.atomic(a, args);
+                out.push_str(&text);
+            }
             Intrinsic::Warp(w) => {
-                let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
-                let x = a.first().cloned().unwrap_or_default();
-                let n = a.get(1).cloned().unwrap_or_default();
-                let shuffle = |f: &str| {
-                    if args[0].ty == Ty::BOOL {
-                        format!("({f}(select(0u, 1u, {x}), u32({n})) != 0u)")
-                    } else {
-                        format!("{f}({x}, u32({n}))")
-                    }
-                };
-                match w {
-                    WarpOp::Shuffle => shuffle("subgroupShuffle"),
-                    WarpOp::ShuffleDown => shuffle("subgroupShuffleDown"),
-                    WarpOp::ShuffleUp => shuffle("subgroupShuffleUp"),
-                    WarpOp::ShuffleXor => shuffle("subgroupShuffleXor"),
-                    WarpOp::VoteAll => format!("subgroupAll({x})"),
-                    WarpOp::VoteAny => format!("subgroupAny({x})"),
-                    // Lane k is bit k of the first word (subgroups of up to 32 lanes).
-                    WarpOp::Ballot => format!("bitcast<i32>(subgroupBallot({x}).x)"),
-                }
+                let text = self.warp(w, args);
+                out.push_str(&text);
             }
             Intrinsic::Math(m) => {
-                let a = self.builtin_args(args);
-                self.math(m, &a)
+                let name = self.math(m);
+                self.builtin_call(out, name, args);
             }
             Intrinsic::Abs
             | Intrinsic::Min
             | Intrinsic::Max
             | Intrinsic::Clz
             | Intrinsic::Popcount => {
-                let a = self.builtin_args(args);
                 let f = match op {
                     Intrinsic::Abs => "abs",
                     Intrinsic::Min => "min",
@@ -1362,22 +1464,25 @@ impl<'a> Writer<'a> {
                     Intrinsic::Clz => "countLeadingZeros",
                     _ => "countOneBits",
                 };
-                format!("{f}({})", a.join(", "))
+                self.builtin_call(out, f, args);
             }
             Intrinsic::Convert => {
-                let x = self.builtin_args(args).remove(0);
-                match (args[0].ty.scalar(), ty.scalar()) {
-                    (Some(from), Some(to)) if from == to => x,
-                    (_, Some(Scalar::Bool)) => format!("bool({x})"),
-                    (_, Some(Scalar::F32 | Scalar::F64)) => format!("f32({x})"),
+                let (open, close) = match (args[0].ty.scalar(), ty.scalar()) {
+                    (Some(from), Some(to)) if from == to => ("", ""),
+                    (_, Some(Scalar::Bool)) => ("bool(", ")"),
+                    (_, Some(Scalar::F32 | Scalar::F64)) => ("f32(", ")"),
                     // naga clamps at the largest f32 below 2^31 and leaves NaN to the driver;
                     // the interpreter saturates at max_int and gives 0 for NaN.
                     (Some(Scalar::F32), _) => {
                         self.support_fn("sarek_f32_to_i32", F32_TO_I32);
-                        format!("sarek_f32_to_i32({x})")
+                        ("sarek_f32_to_i32(", ")")
                     }
-                    _ => format!("i32({x})"),
-                }
+                    _ => ("i32(", ")"),
+                };
+                let opaque = args.iter().all(|a| self.is_const(a));
+                out.push_str(open);
+                self.operand(out, &args[0], opaque);
+                out.push_str(close);
             }
             Intrinsic::Length => {
                 let Some(Expr {
@@ -1385,9 +1490,9 @@ impl<'a> Writer<'a> {
                     ..
                 }) = args.first()
                 else {
-                    return self.internal("`length` of a non-variable");
+                    return self.internal_into(out, "`length` of a non-variable");
                 };
-                match self.access(*v).map(|a| a.root) {
+                match self.root_of(*v) {
                     Some(Root::Buffer(p)) => {
                         let field = self.bindings.params.iter().find_map(|(q, b)| match b {
                             ParamBinding::Vector { length_field, .. } if *q == p => {
@@ -1396,55 +1501,83 @@ impl<'a> Writer<'a> {
                             _ => None,
                         });
                         match field {
-                            Some(f) => format!("params.{}", self.bindings.fields[f].name),
-                            None => self.internal("vector without a length field"),
+                            Some(f) => {
+                                out.push_str("params.");
+                                out.push_str(&self.bindings.fields[f].name);
+                            }
+                            None => self.internal_into(out, "vector without a length field"),
                         }
                     }
                     Some(Root::Shared(a) | Root::Local(a)) => match self.k.var(a).ty {
-                        Ty::Array { size: Some(n), .. } => format!("{n}i"),
-                        _ => self.internal("array without a size"),
+                        Ty::Array { size: Some(n), .. } => {
+                            let _ = write!(out, "{n}i");
+                        }
+                        _ => self.internal_into(out, "array without a size"),
                     },
-                    None => self.internal("`length` of an unknown array"),
+                    None => self.internal_into(out, "`length` of an unknown array"),
                 }
             }
         }
     }
 
-    fn math(&mut self, m: MathFn, a: &[String]) -> String {
+    fn warp(&mut self, w: WarpOp, args: &[Expr]) -> String {
+        let a: Vec<String> = args.iter().map(|x| self.expr(x)).collect();
+        let x = a.first().cloned().unwrap_or_default();
+        let n = a.get(1).cloned().unwrap_or_default();
+        let shuffle = |f: &str| {
+            if args[0].ty == Ty::BOOL {
+                format!("({f}(select(0u, 1u, {x}), u32({n})) != 0u)")
+            } else {
+                format!("{f}({x}, u32({n}))")
+            }
+        };
+        match w {
+            WarpOp::Shuffle => shuffle("subgroupShuffle"),
+            WarpOp::ShuffleDown => shuffle("subgroupShuffleDown"),
+            WarpOp::ShuffleUp => shuffle("subgroupShuffleUp"),
+            WarpOp::ShuffleXor => shuffle("subgroupShuffleXor"),
+            WarpOp::VoteAll => format!("subgroupAll({x})"),
+            WarpOp::VoteAny => format!("subgroupAny({x})"),
+            // Lane k is bit k of the first word (subgroups of up to 32 lanes).
+            WarpOp::Ballot => format!("bitcast<i32>(subgroupBallot({x}).x)"),
+        }
+    }
+
+    /// The WGSL function computing `m`: a built-in, or a support function (added).
+    fn math(&mut self, m: MathFn) -> &'static str {
         use MathFn::*;
-        let direct = |f: &str| format!("{f}({})", a.join(", "));
         let (name, src) = match m {
-            Sqrt => return direct("sqrt"),
-            Rsqrt => return direct("inverseSqrt"),
-            Exp => return direct("exp"),
-            Exp2 => return direct("exp2"),
-            Log => return direct("log"),
-            Log2 => return direct("log2"),
-            Sin => return direct("sin"),
-            Cos => return direct("cos"),
-            Tan => return direct("tan"),
+            Sqrt => return "sqrt",
+            Rsqrt => return "inverseSqrt",
+            Exp => return "exp",
+            Exp2 => return "exp2",
+            Log => return "log",
+            Log2 => return "log2",
+            Sin => return "sin",
+            Cos => return "cos",
+            Tan => return "tan",
             // WGSL specifies asin/acos accuracy as inherited from atan2(x, sqrt(1 - x*x)):
             // spelled that way, because some drivers' asin/acos (llvmpipe's) are far coarser.
             Asin => ("sarek_arcsin", ASIN),
             Acos => ("sarek_arccos", ACOS),
-            Atan => return direct("atan"),
+            Atan => return "atan",
             Sinh => ("sarek_sinh", SINH),
             Cosh => ("sarek_cosh", COSH),
             Tanh => {
                 self.support_fn("sarek_expm1", EXPM1);
                 ("sarek_tanh", TANH)
             }
-            Floor => return direct("floor"),
-            Ceil => return direct("ceil"),
-            Trunc => return direct("trunc"),
-            Fabs => return direct("abs"),
+            Floor => return "floor",
+            Ceil => return "ceil",
+            Trunc => return "trunc",
+            Fabs => return "abs",
             // WGSL's pow is exp2(y * log2(x)): undefined for x <= 0.
             Pow => ("sarek_pow", POW),
             // WGSL leaves atan2 undefined at (0, 0): C's value there instead.
             Atan2 => ("sarek_arctan2", ATAN2),
-            Fmin => return direct("min"),
-            Fmax => return direct("max"),
-            Fma => return direct("fma"),
+            Fmin => return "min",
+            Fmax => return "max",
+            Fma => return "fma",
             // WGSL's round() rounds half to even; C's round() half away from zero.
             Round => ("sarek_round_away", ROUND_AWAY),
             Expm1 => ("sarek_expm1", EXPM1),
@@ -1454,7 +1587,7 @@ impl<'a> Writer<'a> {
             Copysign => ("sarek_copysign", COPYSIGN),
         };
         self.support_fn(name, src);
-        format!("{name}({})", a.join(", "))
+        name
     }
 
     fn atomic(&mut self, op: AtomicOp, args: &[Expr]) -> String {
@@ -1478,7 +1611,7 @@ impl<'a> Writer<'a> {
             .enumerate()
             .map(|(k, x)| {
                 if k == 0 {
-                    self.index(*v, x)
+                    self.index_text(*v, x)
                 } else {
                     self.expr(x)
                 }

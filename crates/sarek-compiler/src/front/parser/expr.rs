@@ -646,7 +646,7 @@ impl Parser {
             return self.node(
                 ExprKind::Annot {
                     expr: Box::new(inner),
-                    ty,
+                    ty: Box::new(ty),
                 },
                 open.to(close),
                 h,
@@ -1168,9 +1168,9 @@ impl Parser {
         let h = value_h.max(self.h.saturating_sub(1));
         let span = start.to(body.span);
         let kind = ExprKind::Let {
-            pattern,
+            pattern: Box::new(pattern),
             mutable,
-            ty,
+            ty: ty.map(Box::new),
             value: Box::new(value),
             body: Box::new(body),
         };
@@ -1200,9 +1200,9 @@ impl Parser {
         };
         let body = Self::bind_fields(&hidden, fields, body);
         let kind = ExprKind::Let {
-            pattern: Pattern::Var(hidden),
+            pattern: Box::new(Pattern::Var(hidden)),
             mutable: false,
-            ty,
+            ty: ty.map(Box::new),
             value: Box::new(value),
             body: Box::new(body),
         };
@@ -1257,7 +1257,7 @@ impl Parser {
                 Expr {
                     span,
                     kind: ExprKind::Let {
-                        pattern,
+                        pattern: Box::new(pattern),
                         mutable: false,
                         ty: None,
                         value: Box::new(value),
@@ -1317,9 +1317,9 @@ impl Parser {
             body = Expr {
                 span,
                 kind: ExprKind::Let {
-                    pattern,
+                    pattern: Box::new(pattern),
                     mutable,
-                    ty,
+                    ty: ty.map(Box::new),
                     value: Box::new(read),
                     body: Box::new(body),
                 },
@@ -1330,7 +1330,7 @@ impl Parser {
             body = Expr {
                 span,
                 kind: ExprKind::Let {
-                    pattern: Pattern::Var(name),
+                    pattern: Box::new(Pattern::Var(name)),
                     mutable: false,
                     ty: None,
                     value: Box::new(value),
@@ -1431,7 +1431,7 @@ impl Parser {
         self.node(
             ExprKind::LetShared {
                 name,
-                elem,
+                elem: Box::new(elem),
                 size: Box::new(size),
                 body: Box::new(body),
             },

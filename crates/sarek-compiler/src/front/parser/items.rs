@@ -79,9 +79,9 @@ impl PreludeWrap {
             PreludeWrap::Value {
                 pattern, ty, value, ..
             } => ExprKind::Let {
-                pattern: pattern.clone(),
+                pattern: Box::new(pattern.clone()),
                 mutable: false,
-                ty: ty.clone(),
+                ty: ty.clone().map(Box::new),
                 value: value.clone(),
                 body: Box::new(body),
             },
@@ -159,7 +159,7 @@ fn alias(name: &Ident, hidden: &str, body: Expr) -> Expr {
     };
     Expr {
         kind: ExprKind::Let {
-            pattern: Pattern::Var(name.clone()),
+            pattern: Box::new(Pattern::Var(name.clone())),
             mutable: false,
             ty: None,
             value: Box::new(value),
@@ -1061,7 +1061,7 @@ impl Parser {
                 };
                 Expr {
                     kind: ExprKind::Let {
-                        pattern,
+                        pattern: Box::new(pattern),
                         mutable: false,
                         ty: None,
                         value: Box::new(value),

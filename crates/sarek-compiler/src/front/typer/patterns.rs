@@ -399,8 +399,15 @@ fn head_key(p: &Pattern) -> Option<Key> {
     }
 }
 
-/// Rows whose head is an or-pattern become one row per alternative.
-fn expand_or(rows: &[Vec<Pattern>]) -> Vec<Vec<Pattern>> {
+/// Rows whose head is an or-pattern become one row per alternative (borrowed when no row
+/// starts with one: the usual case, and the matrix is copied at every step otherwise).
+fn expand_or(rows: &[Vec<Pattern>]) -> std::borrow::Cow<'_, [Vec<Pattern>]> {
+    if !rows
+        .iter()
+        .any(|r| matches!(r.first(), Some(Pattern::Or(_))))
+    {
+        return std::borrow::Cow::Borrowed(rows);
+    }
     let mut out = Vec::new();
     for r in rows {
         match r.first() {
@@ -413,17 +420,17 @@ fn expand_or(rows: &[Vec<Pattern>]) -> Vec<Vec<Pattern>> {
                         row
                     })
                     .collect();
-                out.extend(expand_or(&sub));
+                out.extend(expand_or(&sub).into_owned());
             }
             _ => out.push(r.clone()),
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 fn specialize(rows: &[Vec<Pattern>], k: &Key, arity: usize) -> Vec<Vec<Pattern>> {
     let mut out = Vec::new();
-    for r in expand_or(rows) {
+    for r in expand_or(rows).iter() {
         let (head, rest) = r.split_first().expect("non-empty row");
         let args: Vec<Pattern> = match head {
             Pattern::Wildcard | Pattern::Bind(_) => vec![Pattern::Wildcard; arity],
@@ -443,7 +450,7 @@ fn specialize(rows: &[Vec<Pattern>], k: &Key, arity: usize) -> Vec<Vec<Pattern>>
 
 fn default_rows(rows: &[Vec<Pattern>]) -> Vec<Vec<Pattern>> {
     expand_or(rows)
-        .into_iter()
+        .iter()
         .filter(|r| matches!(r[0], Pattern::Wildcard | Pattern::Bind(_)))
         .map(|r| r[1..].to_vec())
         .collect()

@@ -68,6 +68,30 @@ const GLSL_SAMPLES: [(&str, &str); 2] = [
     ("warp.sarek", include_str!("glsl_warp.sarek")),
 ];
 
+/// Every case with [`sarek_compiler::generate_many`] over its set's targets, against
+/// [`sarek_compiler::generate`] target by target: the cases whose results differ.
+pub fn generate_many_disagreements() -> Vec<String> {
+    let options = TargetOptions::default();
+    let mut problems = Vec::new();
+    for set in case_sets() {
+        for case in &set.cases {
+            let many = sarek_compiler::generate_many(&case.kernel, set.targets, &options);
+            for (&target, got) in set.targets.iter().zip(many) {
+                let one = sarek_compiler::generate(&case.kernel, target, &options);
+                let same = match (&one, &got) {
+                    (Ok(a), Ok(b)) => a == b,
+                    (Err(a), Err(b)) => render(case, a) == render(case, b),
+                    _ => false,
+                };
+                if !same {
+                    problems.push(format!("{} on {target}", case.name));
+                }
+            }
+        }
+    }
+    problems
+}
+
 /// Which targets a set of cases goes through, and whether a refusal is a failure.
 struct CaseSet {
     cases: Vec<Case>,

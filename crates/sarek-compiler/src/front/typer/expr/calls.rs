@@ -453,7 +453,7 @@ impl Checker {
                 parts[k as usize] = ast::Pattern::Var(var("%proj"));
                 let e = ast::Expr {
                     kind: A::Let {
-                        pattern: ast::Pattern::Tuple(parts, span),
+                        pattern: Box::new(ast::Pattern::Tuple(parts, span)),
                         mutable: false,
                         ty: None,
                         value: Box::new(args[0].clone()),

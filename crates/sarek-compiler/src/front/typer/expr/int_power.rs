@@ -57,12 +57,12 @@ pub(super) fn expand(base: &Expr, exp: &Expr, span: Span) -> Expr {
     };
     let bind = |name: &str, mutable: bool, ty: Option<ast::TypeExpr>, value: Expr, body: Expr| {
         at(A::Let {
-            pattern: Pattern::Var(ast::Ident {
+            pattern: Box::new(Pattern::Var(ast::Ident {
                 name: name.into(),
                 span,
-            }),
+            })),
             mutable,
-            ty,
+            ty: ty.map(Box::new),
             value: Box::new(value),
             body: Box::new(body),
         })
