@@ -658,6 +658,22 @@ def prelude_scoping(b):
 
 
 @case
+def pow_edges(b):
+    base = np.array([-0.0, 0.0, -2.0, -3.0, 2.0, -1.0], np.float32)
+    expo = np.array([-1.0, -2.0, 3.0, 2.0, 0.5, -0.5, 0.0, np.inf, -np.inf, 1e30], np.float32)
+    x = np.repeat(base, len(expo)); y = np.tile(expo, len(base))
+    o, err = run("q24_pow_zero_base.sarek", "pow_edges", b, len(x), [], {"x": x, "y": y})
+    if err: return failures.append(f"pow_edges[{b}]: {err}")
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    got = o["r"]
+    same = (np.isnan(got) & np.isnan(want)) | (np.isclose(got, want, rtol=1e-6) & (np.signbit(got) == np.signbit(want)))
+    if not same.all():
+        i = int(np.argwhere(~same)[0][0])
+        failures.append(f"pow_edges[{b}]: pow({x[i]!r}, {y[i]!r}) = {got[i]!r}, want {want[i]!r}")
+
+
+@case
 def math_edges(b):
     for kernel, dt, big, rtol in [("math_edges32", np.float32, 89.0, 1e-5),
                                   ("math_edges64", np.float64, 710.0, 1e-13)]:

@@ -28,12 +28,16 @@ int sarek_h_opaque_i32(int x) {
     return x;
 }
 float sarek_h_pow_f32(float x, float y) {
-    if (y == 0.0) return 1.0;
+    if (y == 0.0 || x == 1.0 || (x == -1.0 && abs(y) == uintBitsToFloat(0x7f800000u))) return 1.0;
     if (x > 0.0) return pow(x, y);
-    if (x == 0.0) return y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
+    bool odd = abs(sarek_h_fmod_f32(y, float(2))) == 1.0;
+    if (x == 0.0) {
+        float r = y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
+        return (odd && (floatBitsToUint(float(x)) & 0x80000000u) != 0u) ? -r : r;
+    }
     if (trunc(y) != y) return uintBitsToFloat(0x7fc00000u);
     float r = pow(-x, y);
-    return (sarek_h_fmod_f32(y, float(2)) == 0.0) ? r : -r;
+    return odd ? -r : r;
 }
 void main() {
     int i = (int(gl_LocalInvocationID.x) + (int(gl_WorkGroupID.x) * sarek_h_opaque_i32(int(gl_WorkGroupSize.x))));

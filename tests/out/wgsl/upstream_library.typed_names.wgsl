@@ -48,20 +48,22 @@ fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
 fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
     let x = sarek_p0;
     let y = sarek_p1;
-    if (y == 0.0f) {
+    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.40282347e38f)) {
         return 1.0f;
     }
     if (x > 0.0f) {
         return pow(x, y);
     }
     if (x == 0.0f) {
-        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+        let odd = fract(y * 0.5f) == 0.5f;
+        let sign = select(0u, bitcast<u32>(x) & 0x80000000u, odd);
+        return bitcast<f32>(sign | select(0x7f800000u, 0u, y > 0.0f));
     }
     if (trunc(y) != y) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>((bitcast<u32>(y) & 0u) | 0x7fc00000u);
     }
     let r = pow(-x, y);
-    return select(r, -r, fract(y * 0.5f) != 0.0f);
+    return select(r, -r, fract(y * 0.5f) == 0.5f);
 }
 
 @compute @workgroup_size(sarek_block_x, sarek_block_y, sarek_block_z)

@@ -1689,10 +1689,12 @@ fn builtin_helper(key: &str) -> String {
         "log10",
         "T sarek_h_log10_S(T x) {\n    return log2(x) * T(0.30102999566398120);\n}\n".into(),
     );
-    // C pow: negative bases with integral exponents, pow(x, 0) = 1 (GLSL leaves both undefined).
+    // C pow: negative bases with integral exponents, pow(x, 0) = pow(1, y) = pow(-1, ±inf) = 1
+    // (GLSL leaves these undefined);
+    // a zero base keeps its sign for odd integral exponents; an infinite exponent is even.
     templates.insert(
         "pow",
-        "T sarek_h_pow_S(T x, T y) {\n    if (y == ZERO) return ONE;\n    if (x > ZERO) return pow(x, y);\n    if (x == ZERO) return y > ZERO ? ZERO : INF;\n    if (trunc(y) != y) return NAN;\n    T r = pow(-x, y);\n    return (sarek_h_fmod_S(y, T(2)) == ZERO) ? r : -r;\n}\n".into(),
+        "T sarek_h_pow_S(T x, T y) {\n    if (y == ZERO || x == ONE || (x == -ONE && abs(y) == INF)) return ONE;\n    if (x > ZERO) return pow(x, y);\n    bool odd = abs(sarek_h_fmod_S(y, T(2))) == ONE;\n    if (x == ZERO) {\n        T r = y > ZERO ? ZERO : INF;\n        return (odd && (floatBitsToUint(float(x)) & 0x80000000u) != 0u) ? -r : r;\n    }\n    if (trunc(y) != y) return NAN;\n    T r = pow(-x, y);\n    return odd ? -r : r;\n}\n".into(),
     );
     templates.insert("hypot", "T sarek_h_hypot_S(T x, T y) {\n    T a = abs(x);\n    T b = abs(y);\n    T m = max(a, b);\n    if (isinf(a) || isinf(b)) return INF;\n    if (m == ZERO) return ZERO;\n    T p = a / m;\n    T q = b / m;\n    return m * sqrt(p * p + q * q);\n}\n".into());
     templates.insert(

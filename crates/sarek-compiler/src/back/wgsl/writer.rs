@@ -1360,13 +1360,17 @@ impl<'a> Writer<'a> {
         out.push(')');
     }
 
-    /// An element index: a constant one into a sized array is checked by naga, though the
-    /// access may never run (or faults located in checked mode), so it goes through
-    /// [`Writer::operand`].
+    /// An element index: a constant one into a sized array, or a constant one that may be
+    /// negative into any array (a vector too), is checked by naga, though the access may
+    /// never run (or faults located in checked mode), so it goes through [`Writer::operand`].
     fn index(&mut self, out: &mut String, base: VarId, index: &Expr) {
         let sized = matches!(self.k.var(base).ty, Ty::Array { size: Some(_), .. })
             || matches!(self.root_of(base), Some(Root::Shared(_) | Root::Local(_)));
-        let opaque = sized && self.is_const(index);
+        let non_negative = matches!(
+            index.kind,
+            ExprKind::Lit(Literal::I32(0..) | Literal::I64(0..))
+        );
+        let opaque = self.is_const(index) && (sized || !non_negative);
         self.operand(out, index, opaque)
     }
 
@@ -1821,25 +1825,29 @@ const LOG1P: &str = "fn sarek_log1p(sarek_p0: f32) -> f32 {
 }
 ";
 
-/// C's pow: negative bases with integral exponents, pow(x, 0) = 1, pow(0, y < 0) = inf (as
-/// the GLSL helper).
+/// C's pow: negative bases with integral exponents, pow(x, 0) = pow(1, y) = pow(-1, ±inf) = 1
+/// (the built-in's exp2(y * log2(x)) gives NaN for the last two), pow(±0, y < 0) = inf and
+/// pow(±0, y > 0) = 0, signed as the base when y is an odd integer. The infinity and the NaN
+/// are built from the arguments' bits: Tint refuses a constant expression that is inf or NaN.
 const POW: &str = "fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
     let x = sarek_p0;
     let y = sarek_p1;
-    if (y == 0.0f) {
+    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.40282347e38f)) {
         return 1.0f;
     }
     if (x > 0.0f) {
         return pow(x, y);
     }
     if (x == 0.0f) {
-        return select(bitcast<f32>(0x7f800000u), 0.0f, y > 0.0f);
+        let odd = fract(y * 0.5f) == 0.5f;
+        let sign = select(0u, bitcast<u32>(x) & 0x80000000u, odd);
+        return bitcast<f32>(sign | select(0x7f800000u, 0u, y > 0.0f));
     }
     if (trunc(y) != y) {
-        return bitcast<f32>(0x7fc00000u);
+        return bitcast<f32>((bitcast<u32>(y) & 0u) | 0x7fc00000u);
     }
     let r = pow(-x, y);
-    return select(r, -r, fract(y * 0.5f) != 0.0f);
+    return select(r, -r, fract(y * 0.5f) == 0.5f);
 }
 ";
 
