@@ -44,7 +44,7 @@ fn sarek_hypot(sarek_p0: f32, sarek_p1: f32) -> f32 {
 fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
     let x = sarek_p0;
     let y = sarek_p1;
-    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.40282347e38f)) {
+    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.4e38f)) {
         return 1.0f;
     }
     if (x > 0.0f) {

@@ -1826,13 +1826,14 @@ const LOG1P: &str = "fn sarek_log1p(sarek_p0: f32) -> f32 {
 ";
 
 /// C's pow: negative bases with integral exponents, pow(x, 0) = pow(1, y) = pow(-1, ±inf) = 1
-/// (the built-in's exp2(y * log2(x)) gives NaN for the last two), pow(±0, y < 0) = inf and
+/// (the built-in's exp2(y * log2(x)) gives NaN for the last two; every float32 above 3.4e38 is an
+/// even integer, so it counts as infinite there), pow(±0, y < 0) = inf and
 /// pow(±0, y > 0) = 0, signed as the base when y is an odd integer. The infinity and the NaN
 /// are built from the arguments' bits: Tint refuses a constant expression that is inf or NaN.
 const POW: &str = "fn sarek_pow(sarek_p0: f32, sarek_p1: f32) -> f32 {
     let x = sarek_p0;
     let y = sarek_p1;
-    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.40282347e38f)) {
+    if (y == 0.0f || x == 1.0f || (x == -1.0f && abs(y) > 3.4e38f)) {
         return 1.0f;
     }
     if (x > 0.0f) {
