@@ -1875,6 +1875,21 @@ impl<'k> Writer<'k> {
         self.emit_fmt(format_args!("selp.f32 {d}, {nan}, {d}, {neg};"));
         let (yz, one) = (self.reg(Class::Pred), self.f32_const(1.0));
         self.emit_fmt(format_args!("setp.eq.f32 {yz}, {y}, {zero};"));
+        // pow(1, y) = pow(-1, ±inf) = 1 (C), where 2^(y log2 1) is 2^NaN.
+        let (base_one, unit, y_inf, ay) = (
+            self.reg(Class::Pred),
+            self.reg(Class::Pred),
+            self.reg(Class::Pred),
+            self.reg(Class::F32),
+        );
+        let inf = self.f32_const(f32::INFINITY);
+        self.emit_fmt(format_args!("setp.eq.f32 {base_one}, {x}, {one};"));
+        self.emit_fmt(format_args!("setp.eq.f32 {unit}, {ax}, {one};"));
+        self.emit_fmt(format_args!("abs.f32 {ay}, {y};"));
+        self.emit_fmt(format_args!("setp.eq.f32 {y_inf}, {ay}, {inf};"));
+        self.emit_fmt(format_args!("and.pred {unit}, {unit}, {y_inf};"));
+        self.emit_fmt(format_args!("or.pred {yz}, {yz}, {base_one};"));
+        self.emit_fmt(format_args!("or.pred {yz}, {yz}, {unit};"));
         self.emit_fmt(format_args!("selp.f32 {d}, {one}, {d}, {yz};"));
         d
     }
