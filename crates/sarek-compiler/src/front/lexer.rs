@@ -343,18 +343,25 @@ struct Lexer<'a> {
 
 /// Tokenize one file. Always ends with an `Eof` token; errors are reported alongside.
 pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
+    // A byte order mark (editors on Windows write one) is not part of the program; spans stay
+    // offsets into the whole text.
+    let start = if source.starts_with('\u{feff}') {
+        '\u{feff}'.len_utf8()
+    } else {
+        0
+    };
     let mut lx = Lexer {
         src: source.as_bytes(),
         text: source,
-        pos: 0,
+        pos: start,
         file,
         // About one token per eight bytes of source (comments included), so the vector
         // rarely grows.
         tokens: Vec::with_capacity(source.len() / 8 + 16),
         diags: Vec::new(),
-        line_begin: 0,
-        scanned: 0,
-        col_pos: 0,
+        line_begin: start,
+        scanned: start,
+        col_pos: start,
         col: 0,
     };
     lx.run();

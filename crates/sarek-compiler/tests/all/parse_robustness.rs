@@ -415,3 +415,15 @@ fn renders_with_a_source_map() {
     assert!(out.contains("broken.sarek:3:3"), "{out}");
     assert!(out.contains("expected `in` after let binding"), "{out}");
 }
+
+/// A byte order mark at the start of a file is skipped; spans stay offsets into the text.
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let good = "\u{feff}let%kernel k (a : int32 vector) =\n  a.(0) <- 1\n";
+    let (_, diags) = lex(FileId(0), good);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert!(sarek_compiler::front::parser::parse(FileId(0), good).is_ok());
+    let bad = "\u{feff}let%kernel k (a : int32 vector) =\n  a.(0) <- )\n";
+    let diags = sarek_compiler::front::parser::parse(FileId(0), bad).unwrap_err();
+    assert_eq!(diags[0].span.start as usize, bad.rfind(')').unwrap(), "{diags:?}");
+}
