@@ -425,5 +425,9 @@ fn a_byte_order_mark_is_skipped() {
     assert!(sarek_compiler::front::parser::parse(FileId(0), good).is_ok());
     let bad = "\u{feff}let%kernel k (a : int32 vector) =\n  a.(0) <- )\n";
     let diags = sarek_compiler::front::parser::parse(FileId(0), bad).unwrap_err();
-    assert_eq!(diags[0].span.start as usize, bad.rfind(')').unwrap(), "{diags:?}");
+    assert_eq!(
+        diags[0].span.start as usize,
+        bad.rfind(')').unwrap(),
+        "{diags:?}"
+    );
 }
