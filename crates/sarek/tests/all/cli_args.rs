@@ -10,13 +10,14 @@ use sarek_runtime::value::Column;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
-fn sarek(args: &[&str]) -> Out {
+/// Run the `sarek` binary without a backend override or colours.
+pub(crate) fn sarek(args: &[&str]) -> Out {
     let o = Command::new(env!("CARGO_BIN_EXE_sarek"))
         .args(args)
         .env_remove("SAREK_BACKEND")

@@ -7,27 +7,8 @@ use sarek_compiler::types::Scalar;
 use sarek_runtime::npy;
 use sarek_runtime::value::{Column, HostVector};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn sarek(args: &[&str]) -> Out {
-    let o = Command::new(env!("CARGO_BIN_EXE_sarek"))
-        .args(args)
-        .env_remove("SAREK_BACKEND")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the sarek binary runs");
-    Out {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
+use crate::cli_args::{Out, sarek};
 
 impl Out {
     /// Exit `code`, every needle in stderr, no panic or backtrace.
