@@ -83,7 +83,7 @@ pub fn check_host_launch(
     config: &LaunchConfig,
     backend: Backend,
 ) -> Result<(), RuntimeError> {
-    let threads_per_block: u64 = config.block.iter().map(|&b| u64::from(b)).product();
+    let threads_per_block = volume(config.block);
     for (axis, name) in ["x", "y", "z"].iter().enumerate() {
         let along = u64::from(config.grid[axis]) * u64::from(config.block[axis]);
         if along > HOST_MAX_THREADS_PER_AXIS {
@@ -93,8 +93,7 @@ pub fn check_host_launch(
             )));
         }
     }
-    let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
-    let threads = blocks.saturating_mul(threads_per_block);
+    let threads = volume(config.grid).saturating_mul(threads_per_block);
     if threads > HOST_MAX_THREADS {
         return Err(RuntimeError::Launch(format!(
             "grid {} x block {} = {threads} threads: {backend} runs at most {HOST_MAX_THREADS} threads per launch",
@@ -110,6 +109,12 @@ pub fn check_host_launch(
         )));
     }
     Ok(())
+}
+
+/// The product of three sizes, saturating (three u32 factors can overflow u64: a grid of
+/// `u32::MAX` on every axis must be refused, not panic).
+fn volume(d: [u32; 3]) -> u64 {
+    d.iter().fold(1u64, |n, &x| n.saturating_mul(u64::from(x)))
 }
 
 fn dims(d: [u32; 3]) -> String {
@@ -222,8 +227,7 @@ pub fn check_launch(
     // OpenCL counts work-items and work-groups of the whole launch in 32 bits on PoCL (a
     // `--grid 65536,65536` launch died with SIGILL); CUDA allows far more.
     if backend == Backend::OpenCl {
-        let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
-        let threads = blocks * config.block.iter().map(|&b| u64::from(b)).product::<u64>();
+        let threads = volume(config.grid).saturating_mul(volume(config.block));
         if threads > u64::from(u32::MAX) {
             return Err(RuntimeError::Launch(format!(
                 "grid {:?} x block {:?} = {threads} threads: the {backend} device ({device}) allows at most {} per launch",

@@ -158,8 +158,6 @@ struct Module {
 
 struct State {
     owner: Arc<Owner>,
-    // Kept alive for the instance's function pointers and the loader library.
-    _entry: ash::Entry,
     device: ash::Device,
     queue: vk::Queue,
     command_pool: vk::CommandPool,
@@ -207,7 +205,9 @@ impl State {
         // SAFETY: valid create info.
         let instance = unsafe { entry.create_instance(&create, None) }
             .map_err(|e| unavailable(format!("no Vulkan instance: {e}")))?;
-        match Self::with_instance(entry, instance.clone(), mask_64bit) {
+        // `entry` is cloned: the loader library must stay loaded until the instance is
+        // destroyed below.
+        match Self::with_instance(entry.clone(), instance.clone(), mask_64bit) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // SAFETY: nothing else uses the instance.
@@ -326,8 +326,8 @@ impl State {
             owner: Arc::new(Owner {
                 instance: instance.clone(),
                 device: device.clone(),
+                _entry: entry,
             }),
-            _entry: entry,
             device,
             queue,
             command_pool,
@@ -863,10 +863,14 @@ impl Drop for State {
 }
 
 /// The Vulkan device and instance, destroyed when the device state and every buffer made
-/// from it are gone (a buffer may outlive the [`VulkanDevice`] that made it).
+/// from it are gone (a buffer may outlive the [`VulkanDevice`] that made it). The loader
+/// library goes with them: its functions destroy them, so it is unloaded last (a buffer
+/// dropped after its device used to call into the unloaded library).
 struct Owner {
     instance: ash::Instance,
     device: ash::Device,
+    /// Dropped after `drop` has destroyed the device and the instance.
+    _entry: ash::Entry,
 }
 
 impl Drop for Owner {
