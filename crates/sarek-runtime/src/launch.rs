@@ -16,9 +16,7 @@
 
 use crate::bind::{BindArg, bind};
 use crate::buffer::DeviceVector;
-use crate::device::{
-    Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault,
-};
+use crate::device::{Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault};
 use crate::kernel::{BuildKey, Built, KernelHandle};
 use crate::memory::{InFlight, Mem, lock};
 use crate::signature::{ParamKind, signature};
@@ -223,8 +221,9 @@ pub fn run_host<D: Device + ?Sized>(
 
 /// [`Device::launch`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
 /// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
-/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
-/// (with the index and thread in the message), so they run the kernel as it is.
+/// is a located [`RuntimeError::Fault`] after the launch. A device that always checks
+/// ([`Device::always_checked`]: `interp` and `cpu`, with the index and thread in the
+/// message; devices on host memory) runs the kernel as it is.
 pub fn run_checked(
     device: &dyn Device,
     kernel: &Kernel,
@@ -233,8 +232,7 @@ pub fn run_checked(
     checked: bool,
 ) -> Result<LaunchStats, RuntimeError> {
     // The launch limits are checked by `build_for`, on the way of every launch.
-    let host_checks = matches!(device.info().backend, Backend::Interp | Backend::Cpu);
-    if checked && !host_checks {
+    if checked && !device.always_checked() {
         let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
         device.launch(&kernel, config, args)
     } else {

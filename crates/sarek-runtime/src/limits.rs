@@ -281,6 +281,23 @@ fn available_memory() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// The build of `kernel` on a device whose memory is the host process's own (`on_host`:
+/// PoCL and other CPU OpenCL devices, llvmpipe under Vulkan): the kernel in checked mode
+/// ([`sarek_compiler::passes::checked`]), interned so that a fault finds its trap site. There
+/// an out-of-bounds access of a kernel writes the process's heap (PoCL died of it from a safe
+/// launch), so no launch runs unchecked; elsewhere the kernel is unchanged.
+pub fn check_on_host(
+    core: &crate::memory::DeviceCore,
+    on_host: bool,
+    kernel: &crate::kernel::KernelHandle,
+) -> crate::kernel::KernelHandle {
+    if on_host {
+        core.intern(&sarek_compiler::passes::checked::insert_checks(kernel.ir()))
+    } else {
+        kernel.clone()
+    }
+}
+
 /// The loop iterations a thread may run on a device that stops its loops silently past a
 /// budget (llvmpipe: lavapipe, and wgpu on it), for `passes::loop_budget`; `None` elsewhere.
 pub fn loop_budget(device_name: &str) -> Option<u32> {

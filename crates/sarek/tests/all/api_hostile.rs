@@ -495,3 +495,60 @@ fn concurrent_launches_on_one_device_each_get_their_own_results_and_faults() {
         });
     }
 }
+
+/// The kernels of `tests/reliability/faults/` (each with its `@fault LINE TEXT` line).
+fn fault_kernels() -> Vec<(String, String)> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/reliability/faults");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sarek"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+/// Unchecked launches (the library's default) of kernels that index out of bounds or divide
+/// by zero: a device whose memory is the process's own (`interp`, `cpu`, PoCL, llvmpipe)
+/// always checks, so the fault is located; `wgpu` keeps every access inside its array (naga's
+/// bounds checks), so the launch completes. Before, PoCL wrote the process's heap and died.
+#[test]
+fn unchecked_launches_never_reach_memory_outside_their_arrays() {
+    for backend in BACKENDS {
+        let Some(device) = device(backend) else {
+            continue;
+        };
+        for (name, text) in fault_kernels() {
+            let expect = text
+                .lines()
+                .find_map(|l| {
+                    l.split_once("@fault ")
+                        .map(|(_, e)| e.trim().trim_end_matches("*)").trim().to_string())
+                })
+                .unwrap_or_else(|| panic!("{name}: no @fault line"));
+            let program = Program::compile(&name, &text).unwrap();
+            let kernel = program.kernel("k").unwrap();
+            let mut inputs = sarek_harness::Inputs::new(256, 11);
+            inputs.args.push(("n".into(), "200".into()));
+            let mut args = sarek_harness::build_args(kernel.ir(), &inputs).unwrap();
+            let out = device.launch(kernel.ir(), LaunchConfig::linear(256), &mut args);
+            match (expect.split_once(' '), out) {
+                (None, Ok(_)) => assert_eq!(expect, "none", "{name} on {backend}"),
+                (Some(_), Ok(_)) if !device.always_checked() => {}
+                (Some((line, phrase)), Err(RuntimeError::Fault { span, message })) => {
+                    let (l, _) = program.sources().line_col(span.file, span.start);
+                    assert_eq!(l.to_string(), line, "{name} on {backend}: {message}");
+                    assert!(message.contains(phrase), "{name} on {backend}: {message}");
+                }
+                (_, other) => panic!("{name} on {backend}: expected {expect}, got {other:?}"),
+            }
+        }
+    }
+}
