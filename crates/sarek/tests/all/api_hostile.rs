@@ -108,6 +108,31 @@ fn hostile_sources_are_compile_errors_with_a_place() {
             &rendered[..rendered.len().min(400)]
         );
     }
+    // Module files with names that are no module name, the main file again, and a module
+    // with a syntax error: a compile error located in the module, or the module ignored.
+    let main = "let%kernel k (v : int32 vector) = v.(0) <- Util.one";
+    let modules = |m: &[(&str, &str)]| -> Vec<(String, String)> {
+        m.iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect()
+    };
+    let util = ("util.sarek", "let one : int32 = 1");
+    for odd in ["", "../x.sarek", "λ.sarek", ".sarek", "main.sarek"] {
+        let p = Program::compile_with_modules(
+            "main.sarek",
+            main,
+            &modules(&[(odd, "let one : int32 = 2"), util]),
+        );
+        assert!(p.is_ok(), "{odd:?}: {:?}", p.err());
+    }
+    let e = Program::compile_with_modules(
+        "main.sarek",
+        main,
+        &modules(&[("util.sarek", "let one : int32 = (")]),
+    )
+    .err()
+    .expect("a syntax error in the module");
+    assert!(e.to_string().contains("util.sarek:1:"), "{e}");
     // A program without kernels compiles; asking for one names the problem.
     let p = Program::compile("empty.sarek", "").unwrap();
     assert!(p.kernel_names().is_empty());
