@@ -51,7 +51,13 @@ pub fn build_for<D: Device + ?Sized>(
 ) -> Result<Arc<Built>, RuntimeError> {
     use sarek_compiler::ir::specialize;
     let info = device.info();
-    crate::limits::check_launch(kernel.ir(), &config, info.backend, &info.name)?;
+    crate::limits::check_launch_with(
+        kernel.ir(),
+        &config,
+        info.backend,
+        &info.name,
+        device.max_shared_bytes(),
+    )?;
     if specialize::needs_block_size(kernel.ir()) {
         let sized = specialize::block_size(kernel.ir(), config.block[0]);
         return build(device, &device.core().intern(&sized));

@@ -190,12 +190,25 @@ fn elem_bytes(kernel: &Kernel, ty: &Ty) -> u64 {
         .sum::<u64>()
 }
 
-/// Every check that needs only the kernel, the launch and the backend.
+/// Every check that needs only the kernel, the launch and the backend, with the backend's
+/// documented shared-memory figure ([`max_shared_bytes`]).
 pub fn check_launch(
     kernel: &Kernel,
     config: &LaunchConfig,
     backend: Backend,
     device: &str,
+) -> Result<(), RuntimeError> {
+    check_launch_with(kernel, config, backend, device, max_shared_bytes(backend))
+}
+
+/// [`check_launch`] against `max_shared` bytes of shared memory per block (a device's own
+/// limit, [`crate::Device::max_shared_bytes`]).
+pub fn check_launch_with(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    backend: Backend,
+    device: &str,
+    max_shared: Option<u64>,
 ) -> Result<(), RuntimeError> {
     // A block-sized shared array (`let%shared (t : T) = ()`) has the launch's block x size.
     let shared = if sarek_compiler::ir::specialize::needs_block_size(kernel) {
@@ -206,7 +219,7 @@ pub fn check_launch(
     } else {
         shared_bytes(kernel)?
     };
-    if let Some(max) = max_shared_bytes(backend)
+    if let Some(max) = max_shared
         && shared > max
     {
         return Err(RuntimeError::Launch(format!(

@@ -908,6 +908,12 @@ impl Device for VulkanDevice {
         on_host(&self.info.name)
     }
 
+    fn max_shared_bytes(&self) -> Option<u64> {
+        Some(u64::from(
+            self.state().limits.max_compute_shared_memory_size,
+        ))
+    }
+
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
         // llvmpipe runs on the host's memory: every kernel in checked mode (shared and local
         // arrays are outside robust buffer access's reach).
