@@ -265,7 +265,8 @@ fn identifiers_named_like_every_targets_keywords_validate_everywhere() {
 #[test]
 fn nesting_at_the_depth_limit_validates_and_past_it_is_refused() {
     let tools = Tools::find();
-    let cases: [(&str, fn(usize) -> String, usize); 3] = [
+    type Nesting = fn(usize) -> String;
+    let cases: [(&str, Nesting, usize); 3] = [
         ("nested_ifs", nested_ifs, 126),
         ("nested_matches", nested_matches, 126),
         ("else_if_chain", else_if_chain, 252),
