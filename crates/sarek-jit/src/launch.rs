@@ -327,6 +327,12 @@ impl Compiled {
         }
     }
 
+    /// Whether the code has a place that can fail a launch (a check, a trap, a barrier's
+    /// uniformity test): a launch of code without one always succeeds.
+    pub(crate) fn may_fail(&self) -> bool {
+        !self.sites.is_empty()
+    }
+
     fn check(&self, grid: [u32; 3], block: [u32; 3], args: &[JitArg<'_>]) -> Result<(), Fault> {
         let k = &self.kernel;
         let err = |m: String| Err(Fault::Arguments(m));

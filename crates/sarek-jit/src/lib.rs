@@ -131,6 +131,13 @@ impl JitKernel {
         self.inner.listing.as_deref()
     }
 
+    /// Whether a launch can fail once blocks run ([`Fault::Kernel`] or [`Fault::Divergent`]:
+    /// the code has a bounds or divisor check, a trap, a tag check or a barrier's uniformity
+    /// test). A caller keeping a failed launch's arguments untouched needs copies only then.
+    pub fn may_fail(&self) -> bool {
+        self.inner.may_fail()
+    }
+
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.inner.kernel.name
