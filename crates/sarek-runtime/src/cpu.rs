@@ -106,6 +106,9 @@ enum Compiled {
 pub struct JitCache {
     kernels: Mutex<Vec<(Kernel, Arc<Compiled>)>>,
     options: sarek_jit::JitOptions,
+    /// Storage for the copies [`JitCache::run_in_place`] takes, reused across launches so
+    /// that a copy is one memcpy (no allocation, zeroing or page faults).
+    copies: Mutex<Vec<Vec<u8>>>,
 }
 
 impl JitCache {
@@ -114,6 +117,7 @@ impl JitCache {
         JitCache {
             kernels: Mutex::default(),
             options,
+            copies: Mutex::default(),
         }
     }
 
@@ -257,7 +261,10 @@ impl JitCache {
                     if n > bytes.len() {
                         return None;
                     }
-                    (*w && jit.may_fail()).then(|| copy_parallel(&bytes[..n]))
+                    (*w && jit.may_fail()).then(|| {
+                        let pooled = self.copies.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        copy_parallel(&bytes[..n], pooled.unwrap_or_default())
+                    })
                 }
                 _ => None,
             });
@@ -278,10 +285,16 @@ impl JitCache {
         }
         let result = jit.launch_timed(config.grid, config.block, &mut launch_args);
         drop(launch_args);
-        if result.is_err() {
-            for (a, s) in args.iter_mut().zip(saved) {
-                if let (InPlaceArg::Vector { bytes, .. }, Some(s)) = (a, s) {
+        for (a, s) in args.iter_mut().zip(saved) {
+            if let (InPlaceArg::Vector { bytes, .. }, Some(s)) = (a, s) {
+                if result.is_err() {
                     bytes[..s.len()].copy_from_slice(&s);
+                }
+                if s.capacity() <= KEPT_COPY_BYTES {
+                    self.copies
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(s);
                 }
             }
         }
@@ -314,11 +327,16 @@ fn column_on(
     })
 }
 
-/// A copy of `bytes`, made by the pool's threads in 1 MiB pieces (one thread's memcpy does
-/// not reach a many-core host's memory bandwidth).
-fn copy_parallel(bytes: &[u8]) -> Vec<u8> {
+/// The largest copy storage [`JitCache`] keeps for reuse.
+const KEPT_COPY_BYTES: usize = 256 << 20;
+
+/// A copy of `bytes` in `storage`, made by the pool's threads in 1 MiB pieces (one thread's
+/// memcpy does not reach a many-core host's memory bandwidth).
+fn copy_parallel(bytes: &[u8], mut copy: Vec<u8>) -> Vec<u8> {
     const PIECE: usize = 1 << 20;
-    let mut copy = vec![0u8; bytes.len()];
+    // Only growth zeroes: a reused storage is overwritten as it is.
+    copy.truncate(bytes.len());
+    copy.resize(bytes.len(), 0);
     copy.par_chunks_mut(PIECE)
         .zip(bytes.par_chunks(PIECE))
         .for_each(|(d, s)| d.copy_from_slice(s));
