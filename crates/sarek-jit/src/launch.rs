@@ -327,10 +327,12 @@ impl Compiled {
         }
     }
 
-    /// Whether the code has a place that can fail a launch (a check, a trap, a barrier's
-    /// uniformity test): a launch of code without one always succeeds.
-    pub(crate) fn may_fail(&self) -> bool {
-        !self.sites.is_empty()
+    /// Whether a launch can end in [`Fault::Divergent`] (a barrier's uniformity test, a lane
+    /// group failing a check after a store): the caller then reruns it on the interpreter.
+    pub(crate) fn may_defer(&self) -> bool {
+        self.sites
+            .iter()
+            .any(|s| matches!(s.kind, SiteKind::Divergent | SiteKind::GroupFault))
     }
 
     fn check(&self, grid: [u32; 3], block: [u32; 3], args: &[JitArg<'_>]) -> Result<(), Fault> {

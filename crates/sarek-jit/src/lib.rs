@@ -131,11 +131,12 @@ impl JitKernel {
         self.inner.listing.as_deref()
     }
 
-    /// Whether a launch can fail once blocks run ([`Fault::Kernel`] or [`Fault::Divergent`]:
-    /// the code has a bounds or divisor check, a trap, a tag check or a barrier's uniformity
-    /// test). A caller keeping a failed launch's arguments untouched needs copies only then.
-    pub fn may_fail(&self) -> bool {
-        self.inner.may_fail()
+    /// Whether a launch can end in [`Fault::Divergent`], after blocks may have stored: a
+    /// caller that then reruns the launch on the interpreter must keep copies of the vectors
+    /// the kernel writes ([`written_params`]) to rerun it from. (Any kernel with an element
+    /// access can end in [`Fault::Kernel`].)
+    pub fn may_defer(&self) -> bool {
+        self.inner.may_defer()
     }
 
     /// The kernel's name.

@@ -234,11 +234,13 @@ pub enum InPlaceArg<'a> {
 
 impl JitCache {
     /// Run `kernel` as native code directly on vectors' storage, with no column copies.
-    /// A failed launch leaves the storage untouched: when the native code can fail
-    /// ([`sarek_jit::JitKernel::may_fail`]) the vectors the kernel may write are copied
-    /// first (one memcpy each) and put back on failure. `None`: the launch did not run (or
-    /// was undone) and must take the general path (a kernel or launch for the interpreter
-    /// core, a misaligned or short vector).
+    /// A launch that faults (a located [`RuntimeError::Fault`]) leaves the vectors it writes
+    /// partly written, as a GPU does. A launch that must be rerun on the interpreter core
+    /// (a barrier reached by part of a block) is undone first: when the code can end so
+    /// ([`sarek_jit::JitKernel::may_defer`]) the vectors the kernel may write are copied
+    /// before it runs (one memcpy each) and put back. `None`: the launch did not run (or was
+    /// undone) and must take the general path (a kernel or launch for the interpreter core,
+    /// a misaligned or short vector).
     pub fn run_in_place(
         &self,
         kernel: &Kernel,
@@ -261,7 +263,7 @@ impl JitCache {
                     if n > bytes.len() {
                         return None;
                     }
-                    (*w && jit.may_fail()).then(|| {
+                    (*w && jit.may_defer()).then(|| {
                         let pooled = self.copies.lock().unwrap_or_else(|e| e.into_inner()).pop();
                         copy_parallel(&bytes[..n], pooled.unwrap_or_default())
                     })
@@ -287,7 +289,7 @@ impl JitCache {
         drop(launch_args);
         for (a, s) in args.iter_mut().zip(saved) {
             if let (InPlaceArg::Vector { bytes, .. }, Some(s)) = (a, s) {
-                if result.is_err() {
+                if matches!(result, Err(sarek_jit::Fault::Divergent { .. })) {
                     bytes[..s.len()].copy_from_slice(&s);
                 }
                 if s.capacity() <= KEPT_COPY_BYTES {

@@ -7,6 +7,11 @@
 //! interpreter core (blocks in order on `interp`, on the rayon pool on `cpu`) on the
 //! buffers' contents, writing the vectors back when it succeeds. A fault is kept for the
 //! next synchronisation, as a GPU's would be, and leaves the buffers untouched.
+//!
+//! `cpu` runs a kernel it compiles natively on the buffers' bytes in place when every vector
+//! is one dense non-bool scalar (`HostDevice::dispatch_in_place`): no unpacking into columns
+//! and packing back. A fault there leaves the vectors the kernel writes partly written, as on
+//! a GPU (values passed to [`Device::launch`] still come back untouched: it works on copies).
 
 use crate::bind::{LaunchPlan, Positional};
 use crate::cpu::InPlaceArg;
