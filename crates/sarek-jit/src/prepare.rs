@@ -129,6 +129,28 @@ pub(crate) fn has_warp(e: &Expr) -> bool {
 }
 
 /// Pre-order walk over an expression tree.
+/// The direct sub-expressions of `e`, in evaluation order (as [`walk_expr`] visits them).
+fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match &mut e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
+        ExprKind::Binary { lhs, rhs, .. } => vec![&mut **lhs, &mut **rhs],
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Index { index: a, .. }
+        | ExprKind::Field { base: a, .. }
+        | ExprKind::Tag(a)
+        | ExprKind::Payload { value: a, .. } => vec![&mut **a],
+        ExprKind::Record { fields, .. }
+        | ExprKind::Ctor { fields, .. }
+        | ExprKind::Call { args: fields, .. }
+        | ExprKind::Intrinsic { args: fields, .. } => fields.iter_mut().collect(),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => vec![&mut **cond, &mut **then_value, &mut **else_value],
+    }
+}
+
 pub(crate) fn walk_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
     f(e);
     match &e.kind {
@@ -378,6 +400,16 @@ impl Prep<'_> {
                 }
                 continue;
             }
+            // A call inside a larger expression: when everything evaluated before it reads no
+            // memory, calls nothing and cannot fault, it runs first in a `let` of its own
+            // (`x + f s v` becomes `let t = f s v in x + t`), then is inlined as above.
+            if let Some((tmp, call)) = self.take_sync_call(&mut s, sync) {
+                let made = self.fresh(call.ty.clone(), false);
+                debug_assert_eq!(made, tmp, "the variable the statement now reads");
+                let first = self.let_(tmp, call, span);
+                out.extend(self.inline_block(vec![first, s], sync, depth)?);
+                continue;
+            }
             if own_exprs(&s).into_iter().any(|e| calls_any(e, sync)) {
                 return Err(self.unsupported(
                     "a call of a helper with barriers inside an expression",
@@ -410,34 +442,111 @@ impl Prep<'_> {
         Ok(out)
     }
 
+    /// The first call of a synchronising helper in the expression of `s` (the whole
+    /// expression statement, `let` initialiser, `if` condition, or value assigned to an
+    /// inert place), replaced by a read of the variable [`Prep::fresh`] creates next (returned with the call), when
+    /// everything evaluated before it is inert ([`Prep::inert`]) and it is not under a
+    /// short-circuit operand or a conditional expression.
+    fn take_sync_call(&self, s: &mut Stmt, sync: &HashSet<FuncId>) -> Option<(VarId, Expr)> {
+        let tmp = VarId(self.k.vars.len() as u32);
+        let e = match &mut s.kind {
+            StmtKind::Expr(e)
+            | StmtKind::Let { init: Some(e), .. }
+            | StmtKind::If { cond: e, .. }
+            | StmtKind::Assign {
+                place: LValue::Var(_),
+                value: e,
+            } => e,
+            StmtKind::Assign { place, value } if self.inert_place(place) => value,
+            _ => return None,
+        };
+        let call = self.take_call(e, sync, tmp, &mut true)?.ok()?;
+        Some((tmp, call))
+    }
+
+    /// [`Prep::take_sync_call`] in `e`: `Some(Err)` when the first synchronising call
+    /// cannot be taken out (then `e` is unchanged), `None` when there is none. `clean`:
+    /// everything evaluated so far is inert.
+    fn take_call(
+        &self,
+        e: &mut Expr,
+        sync: &HashSet<FuncId>,
+        tmp: VarId,
+        clean: &mut bool,
+    ) -> Option<Result<Expr, ()>> {
+        let before = *clean;
+        if matches!(e.kind, ExprKind::Select { .. }) && calls_any(e, sync) {
+            return Some(Err(()));
+        }
+        match &mut e.kind {
+            ExprKind::Binary {
+                op: BinOp::And | BinOp::Or,
+                lhs,
+                rhs,
+                ..
+            } => {
+                if let found @ Some(_) = self.take_call(lhs, sync, tmp, clean) {
+                    return found;
+                }
+                *clean &= self.inert(lhs);
+                if calls_any(rhs, sync) {
+                    return Some(Err(()));
+                }
+            }
+            _ => {
+                for child in children_mut(e) {
+                    if let found @ Some(_) = self.take_call(child, sync, tmp, clean) {
+                        return found;
+                    }
+                    *clean &= self.inert(child);
+                }
+            }
+        }
+        if let ExprKind::Call { func, .. } = &e.kind
+            && sync.contains(func)
+        {
+            // Its arguments go with it: only what came before them must be inert.
+            if !before {
+                return Some(Err(()));
+            }
+            let read = Expr::new(ExprKind::Var(tmp), e.ty.clone());
+            return Some(Ok(std::mem::replace(e, read)));
+        }
+        None
+    }
+
+    /// Whether `e` reads no memory, calls nothing, cannot fault and reads only immutable
+    /// variables: a call evaluated before it instead of after cannot change its value.
+    fn inert(&self, e: &Expr) -> bool {
+        let mut inert = true;
+        walk_expr(e, &mut |x| match &x.kind {
+            ExprKind::Var(v) => inert &= !self.k.var(*v).mutable,
+            ExprKind::Lit(_) | ExprKind::Unary { .. } | ExprKind::Select { .. } => {}
+            ExprKind::Binary { op, .. } => {
+                inert &= !matches!(op, BinOp::Div | BinOp::Rem);
+            }
+            ExprKind::Intrinsic { op, .. } => {
+                inert &= matches!(
+                    op,
+                    Intrinsic::Geometry(_)
+                        | Intrinsic::Convert
+                        | Intrinsic::Min
+                        | Intrinsic::Max
+                        | Intrinsic::Abs
+                );
+            }
+            _ => inert = false,
+        });
+        inert
+    }
+
     /// Whether an assigned place's indices read no memory, call nothing, cannot fault and
     /// read only immutable variables: a call evaluated before them cannot change them.
     fn inert_place(&self, place: &LValue) -> bool {
         match place {
             LValue::Var(_) => true,
             LValue::Field { base, .. } => self.inert_place(base),
-            LValue::Index { index, .. } => {
-                let mut inert = true;
-                walk_expr(index, &mut |x| match &x.kind {
-                    ExprKind::Var(v) => inert &= !self.k.var(*v).mutable,
-                    ExprKind::Lit(_) | ExprKind::Unary { .. } | ExprKind::Select { .. } => {}
-                    ExprKind::Binary { op, .. } => {
-                        inert &= !matches!(op, BinOp::Div | BinOp::Rem);
-                    }
-                    ExprKind::Intrinsic { op, .. } => {
-                        inert &= matches!(
-                            op,
-                            Intrinsic::Geometry(_)
-                                | Intrinsic::Convert
-                                | Intrinsic::Min
-                                | Intrinsic::Max
-                                | Intrinsic::Abs
-                        );
-                    }
-                    _ => inert = false,
-                });
-                inert
-            }
+            LValue::Index { index, .. } => self.inert(index),
         }
     }
 

@@ -1131,9 +1131,12 @@ let%kernel store_call (a : int32 vector) (out : int32 vector) =
 }
 
 #[test]
-fn a_synchronising_helper_inside_an_expression_still_falls_back() {
-    // Inlining covers a call that is a statement, a `let`'s initialiser or an assigned
-    // value; inside a larger expression it stays on the interpreter core, with a note.
+fn a_synchronising_helper_inside_an_expression_runs_natively_after_inert_operands() {
+    // A call inside a larger expression is taken out into a `let` before its statement and
+    // inlined when everything evaluated before it is inert (no memory reads, calls or
+    // faulting divisions; immutable variables): its arguments go with it, and nested calls
+    // come out innermost first. After a memory read it stays on the interpreter core, with a
+    // note (the read would move past the helper's stores).
     let src = "let rotate (s : int32 array) (v : int32) (t : int32) : int32 =
   s.(t) <- v;
   block_barrier ();
@@ -1143,18 +1146,61 @@ let%kernel in_expr (a : int32 vector) =
   let%shared (s : int32) = 64 in
   let t = thread_idx_x in
   a.(t) <- rotate s a.(t) t + 1
+
+let%kernel nested (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let k = t * 3 in
+  if k + rotate s (rotate s a.(t) t * 2) t > 100 then a.(t) <- k - 1 else a.(t) <- k + 1
+
+let%kernel after_a_read (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  a.(t) <- a.(t) + rotate s t t
 ";
     let program = Program::compile("test.sarek", src);
+    let a: Vec<i32> = (0..64).collect();
     let k = program.kernel("in_expr");
+    assert_eq!(JitCache::default().note(&k), None, "in_expr runs natively");
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &k,
+        LaunchConfig::linear(64),
+        vec![ivec(a.clone())],
+    );
+    let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
+    assert_eq!(ints(&interp.unwrap()[0]), want);
+    assert_eq!(ints(&native.unwrap()[0]), want);
+    let k = program.kernel("nested");
+    assert_eq!(JitCache::default().note(&k), None, "nested runs natively");
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &k,
+        LaunchConfig::linear(64),
+        vec![ivec(a.clone())],
+    );
+    // Inner call: thread t gets a[t + 1]; outer: s.(t) <- 2 a[t + 1], t gets 2 a[t + 2].
+    let want: Vec<i32> = (0..64)
+        .map(|t| {
+            let k = 3 * t as i32;
+            if k + 2 * a[(t + 2) % 64] > 100 {
+                k - 1
+            } else {
+                k + 1
+            }
+        })
+        .collect();
+    assert_eq!(ints(&interp.unwrap()[0]), want);
+    assert_eq!(ints(&native.unwrap()[0]), want);
+    let k = program.kernel("after_a_read");
     let note = JitCache::default().note(&k).expect("falls back");
     assert!(note.contains("inside an expression"), "{note}");
-    let a: Vec<i32> = (0..64).collect();
     let mut args = vec![ivec(a.clone())];
     sarek_runtime::cpu::open()
         .unwrap()
         .launch(&k, LaunchConfig::linear(64), &mut args)
         .unwrap();
-    let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
+    let want: Vec<i32> = (0..64).map(|t| a[t] + ((t as i32 + 1) % 64)).collect();
     assert_eq!(ints(&args[0]), want);
 }
 
