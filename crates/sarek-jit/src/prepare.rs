@@ -267,9 +267,9 @@ fn calls_any(e: &Expr, funcs: &HashSet<FuncId>) -> bool {
 }
 
 /// Whether a block has a `return` anywhere (nested blocks included).
-fn has_return(b: &Block) -> bool {
+fn has_return(b: &[Stmt]) -> bool {
     b.iter().any(|s| {
-        matches!(s.kind, StmtKind::Return(_)) || nested_blocks(s).into_iter().any(has_return)
+        matches!(s.kind, StmtKind::Return(_)) || nested_blocks(s).into_iter().any(|b| has_return(b))
     })
 }
 
@@ -571,9 +571,13 @@ impl Prep<'_> {
             },
             _ => None,
         };
-        if has_return(&body) {
-            return Err(self.unsupported("an early `return` in a helper with barriers", span));
-        }
+        // An early `return` sets `done` (and the result) instead; what follows it runs
+        // unless `done` ([`Prep::lower_returns`]).
+        let early = has_return(&body).then(|| {
+            let done = self.fresh(Ty::BOOL, true);
+            let res = (f.ret != Ty::Unit).then(|| self.fresh(f.ret.clone(), true));
+            (done, res)
+        });
         let mut scope = Scope::fresh();
         let mut out = Vec::new();
         for (p, a) in f.params.iter().zip(args) {
@@ -602,8 +606,105 @@ impl Prep<'_> {
             },
             _ => None,
         };
-        out.append(&mut copy);
-        Ok((out, result))
+        let Some((done, res)) = early else {
+            out.append(&mut copy);
+            return Ok((out, result));
+        };
+        let f = Expr::lit(sarek_compiler::types::Literal::Bool(false));
+        out.push(self.let_(done, f, span));
+        if let Some(r) = res {
+            out.push(Stmt {
+                kind: StmtKind::Let { var: r, init: None },
+                span,
+            });
+        }
+        out.extend(self.lower_returns(copy, done, res)?);
+        match (result, res) {
+            (Some(e), Some(r)) => {
+                let set = self.assign(r, e, span);
+                out.push(self.unless(done, vec![set], span));
+                Ok((out, Some(self.var_expr(r))))
+            }
+            // Every path returned on its way.
+            (None, Some(r)) => Ok((out, Some(self.var_expr(r)))),
+            (result, None) => Ok((out, result)),
+        }
+    }
+
+    /// `body` (an inlined helper's copy) with its `return`s as assignments: `return e` sets
+    /// `res` to `e` and `done`, and what follows a statement that may return runs under
+    /// `if done then () else ...`. A `return` inside a loop is refused.
+    fn lower_returns(&mut self, body: Block, done: VarId, res: Option<VarId>) -> R<Block> {
+        let mut out = Vec::new();
+        let mut rest = body.into_iter();
+        while let Some(mut s) = rest.next() {
+            let span = s.span;
+            if let StmtKind::Return(e) = s.kind {
+                if let (Some(e), Some(r)) = (e, res) {
+                    out.push(self.assign(r, e, span));
+                }
+                let t = Expr::lit(sarek_compiler::types::Literal::Bool(true));
+                out.push(self.assign(done, t, span));
+                // The rest of this block never runs.
+                return Ok(out);
+            }
+            if !has_return(std::slice::from_ref(&s)) {
+                out.push(s);
+                continue;
+            }
+            match &mut s.kind {
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => {
+                    *then_block = self.lower_returns(std::mem::take(then_block), done, res)?;
+                    *else_block = self.lower_returns(std::mem::take(else_block), done, res)?;
+                }
+                StmtKind::Block(body) => {
+                    *body = self.lower_returns(std::mem::take(body), done, res)?;
+                }
+                StmtKind::Match { arms, .. } => {
+                    for a in arms {
+                        a.body = self.lower_returns(std::mem::take(&mut a.body), done, res)?;
+                    }
+                }
+                _ => {
+                    return Err(self
+                        .unsupported("a `return` inside a loop of a helper with barriers", span));
+                }
+            }
+            out.push(s);
+            let tail: Block = rest.collect();
+            if !tail.is_empty() {
+                let tail = self.lower_returns(tail, done, res)?;
+                out.push(self.unless(done, tail, span));
+            }
+            return Ok(out);
+        }
+        Ok(out)
+    }
+
+    fn assign(&self, var: VarId, value: Expr, span: Span) -> Stmt {
+        Stmt {
+            kind: StmtKind::Assign {
+                place: LValue::Var(var),
+                value,
+            },
+            span,
+        }
+    }
+
+    /// `if flag then () else body`.
+    fn unless(&self, flag: VarId, body: Block, span: Span) -> Stmt {
+        Stmt {
+            kind: StmtKind::If {
+                cond: self.var_expr(flag),
+                then_block: Vec::new(),
+                else_block: body,
+            },
+            span,
+        }
     }
 
     /// A `match` whose arms synchronise, as a chain of `if`s on its tag.

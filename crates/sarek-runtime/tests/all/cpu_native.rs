@@ -1401,3 +1401,77 @@ fn a_launch_rerun_on_the_interpreter_after_native_stores_starts_from_the_origina
     );
     assert_eq!(a.download(dev).unwrap(), vec![10; 64]);
 }
+
+#[test]
+fn a_synchronising_helper_returning_from_inside_an_if_runs_natively() {
+    // The helper's value is a uniform `if` with a barrier in one branch: lowering returns
+    // from inside both branches. Inlined, each `return` sets the result and a `done` flag
+    // and what follows runs unless `done`.
+    let src = "let pick (s : int32 array) (t : int32) (n : int32) : int32 =
+  s.(t) <- t * 2;
+  block_barrier ();
+  if n > 5 then s.((t + 1) mod 64)
+  else begin
+    let v = s.((t + 2) mod 64) in
+    block_barrier ();
+    s.(t) <- v + n;
+    block_barrier ();
+    s.((t + 3) mod 64)
+  end
+
+let%kernel early (a : int32 vector) (n : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let r = pick s t n in
+  a.(t) <- r + 1
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("early");
+    let helper_returns_early = k.functions.iter().any(|f| {
+        let mut nested = false;
+        for s in &f.body {
+            sarek_compiler::ir::visit::for_each_stmt(&nested_stmts(s), &mut |x| {
+                nested |= matches!(x.kind, sarek_compiler::ir::StmtKind::Return(_));
+            });
+        }
+        nested
+    });
+    assert!(
+        helper_returns_early,
+        "the helper returns from inside its `if`"
+    );
+    assert_eq!(JitCache::default().note(&k), None, "runs natively");
+    for n in [9, 2] {
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec(vec![0; 64]), scalar(n)],
+        );
+        let want: Vec<i32> = (0..64)
+            .map(|t| {
+                if n > 5 {
+                    2 * ((t + 1) % 64) + 1
+                } else {
+                    2 * ((t + 5) % 64) + n + 1
+                }
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[0]), want, "interp, n = {n}");
+        assert_eq!(ints(&native.unwrap()[0]), want, "cpu, n = {n}");
+    }
+}
+
+/// The blocks nested in `s` (not `s` itself).
+fn nested_stmts(s: &sarek_compiler::ir::Stmt) -> Vec<sarek_compiler::ir::Stmt> {
+    use sarek_compiler::ir::StmtKind;
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => then_block.iter().chain(else_block).cloned().collect(),
+        StmtKind::Block(b) => b.clone(),
+        _ => Vec::new(),
+    }
+}
