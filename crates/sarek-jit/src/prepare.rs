@@ -12,13 +12,18 @@
 //!   helper it calls) is inlined when it is a statement of its own, a `let`'s initialiser or
 //!   the value assigned to a variable or to an element whose index the call cannot change:
 //!   its arguments in fresh variables, its body copied with fresh binders, its final
-//!   `return e` assigning the result;
+//!   `return e` assigning the result, an earlier `return` setting the result and a `done`
+//!   flag that guards what follows; such a call inside a larger expression first moves into
+//!   a `let` of its own when what is evaluated before it is inert (no memory reads, calls,
+//!   faulting divisions or mutable variables);
+//! - `c && w` (`c || w`) with a warp operation in `w` becomes `if c then t := w` (its else
+//!   branch), a block-uniform `if` around the warp operation;
 //! - a `match` with a synchronisation point in an arm becomes a chain of `if`s on the tag
 //!   (payload bindings as `let`s; no default arm: a `match` without arms, which faults).
 //!
 //! What the block-level scheduling cannot express is refused here ([`JitError::Unsupported`]):
-//! a synchronising helper called inside an expression or returning early, warp operations
-//! under a short-circuit operand or a conditional expression, `break`/`continue` that leave a
+//! a synchronising helper called after a non-inert operand or returning from inside a loop,
+//! warp operations in a conditional expression, `break`/`continue` that leave a
 //! synchronising loop, opaque native code.
 
 use crate::JitError;
@@ -951,8 +956,32 @@ impl Prep<'_> {
                 nowrap,
             } => {
                 if matches!(op, BinOp::And | BinOp::Or) && has_warp(&rhs) {
-                    return Err(self
-                        .unsupported("a warp operation in the right operand of `&&`/`||`", span));
+                    // `a && b` as `let c = a in let mut t = c in if c then t := b`: the warp
+                    // operations of `b` run under `if c` (`||`: its else branch), which the
+                    // schedule runs block-uniformly (a block whose threads disagree on `c`
+                    // goes to the interpreter, as around a barrier).
+                    let c = self.hoist(*lhs, span, pre)?;
+                    let cv = self.fresh(Ty::BOOL, false);
+                    pre.push(self.let_(cv, c, span));
+                    let t = self.fresh(Ty::BOOL, true);
+                    pre.push(self.let_(t, self.var_expr(cv), span));
+                    let mut inner = Vec::new();
+                    let b = self.hoist(*rhs, span, &mut inner)?;
+                    inner.push(self.assign(t, b, span));
+                    let (then_block, else_block) = if op == BinOp::And {
+                        (inner, Vec::new())
+                    } else {
+                        (Vec::new(), inner)
+                    };
+                    pre.push(Stmt {
+                        kind: StmtKind::If {
+                            cond: self.var_expr(cv),
+                            then_block,
+                            else_block,
+                        },
+                        span,
+                    });
+                    return Ok(self.var_expr(t));
                 }
                 ExprKind::Binary {
                     op,

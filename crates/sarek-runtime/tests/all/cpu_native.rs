@@ -1475,3 +1475,76 @@ fn nested_stmts(s: &sarek_compiler::ir::Stmt) -> Vec<sarek_compiler::ir::Stmt> {
         _ => Vec::new(),
     }
 }
+
+#[test]
+fn a_warp_operation_in_the_right_operand_of_a_short_circuit_runs_natively() {
+    // Lowering turns `c && w` with a warp operation in `w` into an `if`; IR built otherwise
+    // (here: edited) may keep it as one expression. The code generator runs it as
+    // `let mut t = c in if c then t := w` (`||`: the else branch), the warp operation under a
+    // block-uniform `if`; a block whose threads disagree on `c` would go to the interpreter
+    // core, as around a barrier.
+    use sarek_compiler::intrinsics::{Intrinsic, WarpOp};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    use sarek_compiler::types::BinOp;
+    let src = "let%kernel votes (a : int32 vector) (out : int32 vector) (n : int32) =
+  let t = thread_idx_x in
+  let v = a.(t) in
+  let any = n > 0 && v > 40 in
+  let all = n > 3 || v > 10 in
+  out.(t) <- (if any then 1 else 0) + (if all then 2 else 0)
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("votes");
+    let mut edited = 0;
+    for s in &mut k.body {
+        if let StmtKind::Let {
+            init:
+                Some(Expr {
+                    kind:
+                        ExprKind::Binary {
+                            op: op @ (BinOp::And | BinOp::Or),
+                            rhs,
+                            ..
+                        },
+                    ..
+                }),
+            ..
+        } = &mut s.kind
+        {
+            let vote = if *op == BinOp::And {
+                WarpOp::VoteAny
+            } else {
+                WarpOp::VoteAll
+            };
+            let operand = std::mem::replace(&mut **rhs, Expr::i32(0));
+            **rhs = Expr::new(
+                ExprKind::Intrinsic {
+                    op: Intrinsic::Warp(vote),
+                    args: vec![operand],
+                },
+                Ty::BOOL,
+            );
+            edited += 1;
+        }
+    }
+    assert_eq!(edited, 2, "both short circuits are expressions");
+    assert_eq!(JitCache::default().note(&k), None, "runs natively");
+    for n in [5, 1, 0] {
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec((0..64).collect()), ivec(vec![0; 64]), scalar(n)],
+        );
+        // Warp 0 holds 0..31 (none above 40, not all above 10), warp 1 holds 32..63.
+        let want: Vec<i32> = (0..64)
+            .map(|t| {
+                let any = n > 0 && t >= 32;
+                let all = n > 3 || t >= 32;
+                i32::from(any) + 2 * i32::from(all)
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[1]), want, "interp, n = {n}");
+        assert_eq!(ints(&native.unwrap()[1]), want, "cpu, n = {n}");
+    }
+}
