@@ -1326,6 +1326,11 @@ let%kernel pure (n : int32) =
     let options = sarek_jit::JitOptions::default();
     let pure = sarek_jit::compile(&program.kernel("pure"), &options).unwrap();
     assert!(!pure.may_defer() && !sarek_jit::compile(&k, &options).unwrap().may_defer());
+    // Nor does the corpus saxpy: its launches in place take no copy.
+    let path = tests_dir("kernels").join("saxpy.sarek");
+    let saxpy = Program::compile("saxpy.sarek", &std::fs::read_to_string(path).unwrap());
+    let saxpy = sarek_jit::compile(&saxpy.kernel("saxpy"), &options).unwrap();
+    assert!(!saxpy.may_defer());
 }
 
 #[test]
