@@ -51,6 +51,8 @@ pub fn build_for<D: Device + ?Sized>(
 ) -> Result<Arc<Built>, RuntimeError> {
     use sarek_compiler::ir::specialize;
     let info = device.info();
+    // The block against the device first: the most direct reason when both fail.
+    check_config(&info, config)?;
     crate::limits::check_launch_with(
         kernel.ir(),
         &config,

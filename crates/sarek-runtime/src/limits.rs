@@ -50,7 +50,13 @@ pub const HOST_MAX_BLOCK_LOCAL_BYTES: u64 = 256 << 20;
 /// one axis (grid x block): global thread indices are int32, and a launch past 2^32 threads
 /// would run for hours (`--grid 65536,65536,65536` ran without end).
 pub const HOST_MAX_THREADS: u64 = u32::MAX as u64;
-pub const HOST_MAX_THREADS_PER_AXIS: u64 = i32::MAX as u64;
+pub const HOST_MAX_THREADS_PER_AXIS: u64 = MAX_THREADS_PER_AXIS;
+
+/// Threads along one axis of a launch (grid x block) on every backend: global thread indices
+/// are int32, so 2^31 threads (indices 0 to `i32::MAX`, the default launch over a vector of
+/// `i32::MAX` elements) and no more; past it a GPU's indices wrap to negative values that
+/// pass an `if i < length v` guard.
+pub const MAX_THREADS_PER_AXIS: u64 = 1 << 31;
 
 /// What `interp` and `cpu` support: every feature, and the resource limits above, checked
 /// when a kernel is built so that a refusal is located like a GPU target's.
@@ -227,6 +233,15 @@ pub fn check_launch_with(
             kernel.name
         )));
     }
+    for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+        let along = u64::from(config.grid[axis]) * u64::from(config.block[axis]);
+        if along > MAX_THREADS_PER_AXIS {
+            return Err(RuntimeError::Launch(format!(
+                "grid {} x block {} = {along} threads along {name}: global thread indices are int32, so at most {MAX_THREADS_PER_AXIS} threads along an axis ({backend}, {device})",
+                config.grid[axis], config.block[axis]
+            )));
+        }
+    }
     let max = max_grid(backend);
     for (axis, name) in ["x", "y", "z"].iter().enumerate() {
         let g = u64::from(config.grid[axis]);
@@ -380,6 +395,23 @@ mod tests {
         assert!(e.to_string().contains("1099511627776 threads"), "{e}");
         let e = check_launch(&k, &config, Backend::Cuda, "H200").unwrap_err();
         assert!(e.to_string().contains("along y"), "{e}");
+    }
+
+    #[test]
+    fn threads_along_an_axis_fit_int32_indices_on_every_backend() {
+        let k = shared_kernel(1);
+        // The default launch over i32::MAX elements: 2^31 threads, indices up to i32::MAX.
+        let at_most = LaunchConfig::linear(i32::MAX as u32);
+        assert_eq!(u64::from(at_most.grid[0]) * 256, 1 << 31);
+        let past = LaunchConfig {
+            grid: [at_most.grid[0] + 1, 1, 1],
+            block: [256, 1, 1],
+        };
+        for backend in [Backend::Cuda, Backend::OpenCl, Backend::Wgpu, Backend::Interp] {
+            check_launch(&k, &at_most, backend, "d").unwrap();
+            let e = check_launch(&k, &past, backend, "d").unwrap_err();
+            assert!(e.to_string().contains("threads along x"), "{e}");
+        }
     }
 
     #[test]
