@@ -50,7 +50,7 @@ use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
 use crate::passes::constfold::fold_constants;
-use crate::passes::legalize::{Params, legalize_cow};
+use crate::passes::legalize::legalize_in;
 use crate::target::{Generated, TargetOptions};
 use std::borrow::Cow;
 
@@ -91,7 +91,11 @@ pub fn generate_prepared(
     crate::ir::analysis::accept(&prepared.needs, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
     let folded = fold_constants(kernel);
-    let kernel = legalize_cow(Cow::Owned(folded), &keywords::KEYWORDS, Params::ModuleScope);
+    let kernel = legalize_in(
+        Cow::Owned(folded),
+        prepared.module_scoping(),
+        &keywords::KEYWORDS,
+    );
     debug_assert_eq!(
         crate::ir::validate::validate(&kernel),
         Ok(()),

@@ -45,8 +45,9 @@ mod writer;
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::ir::analysis::{self, Feature};
-use crate::passes::legalize::{Params, legalize};
+use crate::passes::legalize::legalize_in;
 use crate::target::{Generated, TargetOptions};
+use std::borrow::Cow;
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
@@ -65,7 +66,11 @@ pub fn generate_prepared(
     // Seed 000: kernel parameters are module-scope names (buffers, `params` members) that keep
     // their names; other binders that are not identifiers, are reserved or redeclare a visible
     // name are renamed. The names that stay are escaped by `names`.
-    let kernel = &legalize(kernel, &keywords::KEYWORDS, Params::ModuleScope);
+    let kernel = &legalize_in(
+        Cow::Borrowed(kernel),
+        prepared.module_scoping(),
+        &keywords::KEYWORDS,
+    );
     // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`).
     let kernel = &crate::passes::specialize_helpers::specialize_helpers(kernel).kernel;
     debug_assert_eq!(
