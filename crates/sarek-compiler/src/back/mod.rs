@@ -7,6 +7,7 @@ pub mod loops;
 pub mod names;
 pub mod ptx;
 pub mod support;
+pub mod text;
 pub mod wgsl;
 
 use std::borrow::Cow;

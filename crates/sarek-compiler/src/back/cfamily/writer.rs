@@ -10,6 +10,7 @@ use super::dialect::{AtomicCall, Emit, Rules};
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::back::loops;
 use crate::back::names::Namer;
+use crate::back::text;
 use crate::diag::{Diagnostic, Span};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
@@ -26,7 +27,7 @@ pub const LAYOUT: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU32,
 };
 
-pub(super) const INDENT: &str = "    ";
+pub(super) use crate::back::text::INDENT;
 
 /// Names of the geometry plumbing of a dialect that receives thread indices only as
 /// attributed kernel parameters ([`Rules::geometry_inputs`], Metal): helpers that need them
@@ -374,29 +375,19 @@ impl<'a> Writer<'a> {
     // ---------------------------------------------------------------- output helpers
 
     fn line(&mut self, text: &str) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        self.out.push_str(text);
-        self.out.push('\n');
+        text::line(&mut self.out, self.indent, text);
     }
 
     /// [`Self::line`] of formatted text, written straight into the output.
     fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        let _ = self.out.write_fmt(text);
-        self.out.push('\n');
+        text::line_fmt(&mut self.out, self.indent, text);
     }
 
     /// The output buffer with the current indentation written, for a line built in place;
     /// [`Self::end_line`] gives it back.
     fn begin_line(&mut self) -> String {
         let mut out = std::mem::take(&mut self.out);
-        for _ in 0..self.indent {
-            out.push_str(INDENT);
-        }
+        text::indent(&mut out, self.indent);
         out
     }
 
@@ -1106,14 +1097,7 @@ impl<'a> Writer<'a> {
 
     /// `(a, b, ...)`, each argument bare.
     fn put_args(&mut self, out: &mut String, args: &[Expr]) {
-        out.push('(');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            self.put_bare(out, a);
-        }
-        out.push(')');
+        text::put_list(self, out, args, Self::put_bare);
     }
 
     fn literal(&mut self, out: &mut String, l: Literal) {
@@ -1223,10 +1207,12 @@ impl<'a> Writer<'a> {
                 self.put_operands(out, lhs, rhs);
             }
             BinOp::Div | BinOp::Rem if operand.is_int() && !safe_divisor(rhs) => {
-                let at = out.len();
-                self.put_operands(out, lhs, rhs);
-                let f = self.int_division(op == BinOp::Div, operand);
-                out.insert_str(at, &f);
+                text::name_before(
+                    self,
+                    out,
+                    |w, out| w.put_operands(out, lhs, rhs),
+                    |w| w.int_division(op == BinOp::Div, operand),
+                );
             }
             _ => {
                 out.push('(');
@@ -1424,11 +1410,13 @@ impl<'a> Writer<'a> {
                 out.push_str(&text);
             }
             Intrinsic::Math(f) => {
-                let at = out.len();
-                self.put_args(out, args);
                 let d = self.d;
-                let name = d.math(f, rs, self);
-                out.insert_str(at, &name);
+                text::name_before(
+                    self,
+                    out,
+                    |w, out| w.put_args(out, args),
+                    |w| d.math(f, rs, w),
+                );
             }
             Intrinsic::Abs => {
                 let x = self.expr(&args[0]);
@@ -1465,12 +1453,12 @@ impl<'a> Writer<'a> {
                 // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
                 // it to anything); the interpreter truncates and saturates, NaN -> 0.
                 if arg_scalar.is_float() && rs.is_int() {
-                    let at = out.len();
-                    out.push('(');
-                    self.put_bare(out, &args[0]);
-                    out.push(')');
-                    let f = self.float_to_int(arg_scalar, rs);
-                    out.insert_str(at, &f);
+                    text::name_before(
+                        self,
+                        out,
+                        |w, out| w.put_args(out, &args[..1]),
+                        |w| w.float_to_int(arg_scalar, rs),
+                    );
                 } else {
                     let t = self.scalar(rs);
                     let _ = write!(out, "(({t})");
