@@ -23,12 +23,14 @@ use crate::target::{Generated, Target, TargetOptions};
 /// target-independent passes the options ask for ([`crate::passes::for_target`]) and what
 /// it needs ([`Needs::of`]). Computed once when one kernel is written for several targets,
 /// as are, on first use, what several targets share further on: legalize's scoping decision
-/// for shaders (WGSL, GLSL) and the C family's kernel with its loop steps marked.
+/// for shaders (WGSL, GLSL), the C family's kernel with its loop steps marked, and the
+/// kernel with its constants folded (GLSL, PTX).
 pub struct Prepared<'k> {
     pub kernel: Cow<'k, Kernel>,
     pub needs: Needs,
     module_scoping: OnceCell<Scoping>,
     c_family: OnceCell<(Option<Kernel>, Scoping)>,
+    folded: OnceCell<Kernel>,
 }
 
 impl<'k> Prepared<'k> {
@@ -40,7 +42,15 @@ impl<'k> Prepared<'k> {
             needs,
             module_scoping: OnceCell::new(),
             c_family: OnceCell::new(),
+            folded: OnceCell::new(),
         }
+    }
+
+    /// The kernel with its constants folded exactly ([`crate::passes::constfold`]): what
+    /// GLSL writes (glslang would fold float32 in double) and PTX optimises.
+    pub fn folded(&self) -> &Kernel {
+        self.folded
+            .get_or_init(|| crate::passes::constfold::fold_constants(&self.kernel))
     }
 
     /// [`Scoping::of`] the kernel with module-scope parameters (the shaders').

@@ -49,7 +49,6 @@ pub mod keywords;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
-use crate::passes::constfold::fold_constants;
 use crate::passes::legalize::legalize_in;
 use crate::target::{Generated, TargetOptions};
 use std::borrow::Cow;
@@ -87,12 +86,10 @@ pub fn generate_prepared(
     options: &TargetOptions,
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*prepared.kernel;
     crate::ir::analysis::accept(&prepared.needs, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let folded = fold_constants(kernel);
     let kernel = legalize_in(
-        Cow::Owned(folded),
+        Cow::Borrowed(prepared.folded()),
         prepared.module_scoping(),
         &keywords::KEYWORDS,
     );
