@@ -49,9 +49,8 @@ pub mod keywords;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
-use crate::passes::legalize::legalize_in;
+use crate::passes::legalize::renames_in;
 use crate::target::{Generated, TargetOptions};
-use std::borrow::Cow;
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
 /// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
@@ -88,18 +87,11 @@ pub fn generate_prepared(
 ) -> Result<Generated, Vec<Diagnostic>> {
     crate::ir::analysis::accept(&prepared.needs, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let kernel = legalize_in(
-        Cow::Borrowed(prepared.folded()),
-        prepared.module_scoping(),
-        &keywords::KEYWORDS,
-    );
-    debug_assert_eq!(
-        crate::ir::validate::validate(&kernel),
-        Ok(()),
-        "legalize produced invalid IR"
-    );
-    // GLSL functions cannot take buffers or shared arrays: one copy per call shape.
-    let spec = crate::passes::specialize_helpers::specialize_helpers(&kernel);
+    let kernel = prepared.folded();
+    let renames = renames_in(kernel, prepared.module_scoping(), &keywords::KEYWORDS);
+    // GLSL functions cannot take buffers or shared arrays: one copy per call shape, made with
+    // legalize's names.
+    let spec = crate::passes::specialize_helpers::specialize_renamed(kernel, renames);
     debug_assert_eq!(
         crate::ir::validate::validate(&spec.kernel),
         Ok(()),

@@ -45,9 +45,8 @@ mod writer;
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::ir::analysis::{self, Feature};
-use crate::passes::legalize::legalize_in;
+use crate::passes::legalize::renames_in;
 use crate::target::{Generated, TargetOptions};
-use std::borrow::Cow;
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
@@ -66,13 +65,10 @@ pub fn generate_prepared(
     // Seed 000: kernel parameters are module-scope names (buffers, `params` members) that keep
     // their names; other binders that are not identifiers, are reserved or redeclare a visible
     // name are renamed. The names that stay are escaped by `names`.
-    let kernel = &legalize_in(
-        Cow::Borrowed(kernel),
-        prepared.module_scoping(),
-        &keywords::KEYWORDS,
-    );
-    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`).
-    let kernel = &crate::passes::specialize_helpers::specialize_helpers(kernel).kernel;
+    let renames = renames_in(kernel, prepared.module_scoping(), &keywords::KEYWORDS);
+    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`),
+    // made with legalize's names.
+    let kernel = &crate::passes::specialize_helpers::specialize_renamed(kernel, renames).kernel;
     debug_assert_eq!(
         crate::ir::validate::validate(kernel),
         Ok(()),
