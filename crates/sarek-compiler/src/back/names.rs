@@ -97,12 +97,12 @@ pub const ESCAPE_PREFIX: &str = "sarek_";
 /// Room a generator may add around one or two [`Namer::segment`]s (`sarek_mk_`, `_len`, ...).
 const MINTED_ROOM: usize = 64;
 
-/// One generation's names.
-pub struct Namer {
+/// One generation's names; a name it only avoids may be borrowed for `'a` (a kernel's).
+pub struct Namer<'a> {
     keywords: &'static Keywords,
     /// `keywords.words` as a set.
     reserved: &'static HashSet<&'static str>,
-    taken: HashSet<String>,
+    taken: HashSet<Cow<'a, str>>,
     /// Per base of [`Namer::fresh`], the first suffix worth trying: every smaller one was
     /// taken or reserved when last tried, and stays so (names are only ever added).
     next_suffix: HashMap<String, usize>,
@@ -110,8 +110,8 @@ pub struct Namer {
     cuts: HashMap<(usize, String), String>,
 }
 
-impl Namer {
-    pub fn new(keywords: &'static Keywords) -> Namer {
+impl<'a> Namer<'a> {
+    pub fn new(keywords: &'static Keywords) -> Namer<'a> {
         Namer {
             keywords,
             reserved: keywords.words(),
@@ -123,7 +123,7 @@ impl Namer {
 
     /// A namer for another namespace of the same target (a struct's members): same reserved
     /// names, nothing taken.
-    pub fn sibling(&self) -> Namer {
+    pub fn sibling(&self) -> Namer<'a> {
         Namer {
             keywords: self.keywords,
             reserved: self.reserved,
@@ -153,8 +153,13 @@ impl Namer {
     /// Mark `name` as taken: fresh and claimed names avoid it from now on.
     pub fn avoid(&mut self, name: &str) {
         if !self.taken.contains(name) {
-            self.taken.insert(name.to_string());
+            self.taken.insert(Cow::Owned(name.to_string()));
         }
+    }
+
+    /// [`Self::avoid`] of a name that outlives the namer, not copied.
+    pub fn avoid_borrowed(&mut self, name: &'a str) {
+        self.taken.insert(Cow::Borrowed(name));
     }
 
     /// Whether `name` has been taken.
@@ -167,18 +172,18 @@ impl Namer {
     pub fn unique(&mut self, spelled: String) -> String {
         let mut name = spelled.clone();
         let mut k = 1;
-        while self.taken.contains(&name) {
+        while self.taken.contains(name.as_str()) {
             name = format!("{spelled}_{k}");
             k += 1;
         }
-        self.taken.insert(name.clone());
+        self.taken.insert(Cow::Owned(name.clone()));
         name
     }
 
     /// `preferred` when it is free (then taken), else [`Namer::fresh`] of it.
     pub fn claim(&mut self, preferred: &str) -> String {
         if self.is_free(preferred) {
-            self.taken.insert(preferred.to_string());
+            self.taken.insert(Cow::Owned(preferred.to_string()));
             return preferred.to_string();
         }
         self.fresh(preferred)
@@ -225,7 +230,7 @@ impl Namer {
                             self.next_suffix.insert(b.into_owned(), k + 1);
                         }
                     }
-                    self.taken.insert(candidate.clone());
+                    self.taken.insert(Cow::Owned(candidate.clone()));
                     return candidate;
                 }
             }

@@ -18,6 +18,7 @@ use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, T
 use crate::passes::legalize::Renames;
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids
@@ -52,8 +53,8 @@ pub(super) struct Writer<'a> {
     d: &'static dyn Rules,
     /// Every identifier of the kernel and every name generated so far, with the dialect's
     /// reserved words: generated names come from here.
-    namer: Namer,
-    var_names: Vec<String>,
+    namer: Namer<'a>,
+    var_names: Vec<Cow<'a, str>>,
     /// Length expression of each vector/array variable in scope of the current function.
     lens: HashMap<VarId, String>,
     record_names: Vec<String>,
@@ -93,12 +94,23 @@ impl<'a> Writer<'a> {
     /// A writer for `k` whose binders and helpers are named as `k` names them, but for
     /// `renames` (legalize's, kept out of the kernel so that it is not copied).
     pub fn new(k: &'a Kernel, d: &'static dyn Rules, renames: Renames) -> Self {
-        let mut var_names: Vec<String> = k.vars.iter().map(|v| v.name.clone()).collect();
+        // Names are borrowed from the kernel unless legalize renamed them.
+        let mut var_names: Vec<Cow<'a, str>> = k
+            .vars
+            .iter()
+            .map(|v| Cow::Borrowed(v.name.as_str()))
+            .collect();
         let mut func_names: Vec<String> = k.functions.iter().map(|f| f.name.clone()).collect();
-        renames.apply_to(&mut var_names, &mut func_names, |n| n, |n| n);
+        renames.apply_to(&mut var_names, &mut func_names, Cow::to_mut, |n| n);
         let mut namer = Namer::new(d.keywords());
         namer.reserve(k.vars.len() + k.functions.len());
-        for name in var_names.iter().chain(&func_names) {
+        for name in &var_names {
+            match name {
+                Cow::Borrowed(name) => namer.avoid_borrowed(name),
+                Cow::Owned(name) => namer.avoid(name),
+            }
+        }
+        for name in &func_names {
             namer.avoid(name);
         }
         let mut w = Writer {
@@ -406,7 +418,7 @@ impl<'a> Writer<'a> {
     }
 
     fn var(&self, v: VarId) -> String {
-        self.var_names[v.0 as usize].clone()
+        self.var_names[v.0 as usize].to_string()
     }
 
     fn var_ty(&self, v: VarId) -> &'a Ty {
@@ -631,18 +643,18 @@ impl<'a> Writer<'a> {
         });
         let mut counts: HashMap<&str, usize> = HashMap::default();
         for name in &self.var_names {
-            *counts.entry(name.as_str()).or_default() += 1;
+            *counts.entry(name.as_ref()).or_default() += 1;
         }
         let mut renamed = Vec::new();
         for &(var, _) in &found {
-            let name = self.var_names[var.0 as usize].as_str();
+            let name = self.var_names[var.0 as usize].as_ref();
             if counts.get(name).copied().unwrap_or(0) > 1 {
                 renamed.push((var, name.to_string()));
             }
         }
         for (var, name) in renamed {
             let n = self.fresh(&name);
-            self.var_names[var.0 as usize] = n;
+            self.var_names[var.0 as usize] = Cow::Owned(n);
         }
         for (var, span) in found {
             self.span = span;
