@@ -252,7 +252,7 @@ impl<'p> Analyzer<'p> {
         match p {
             Pattern::Bind(d) => {
                 if let Some(o) = v {
-                    self.mark_var(d.id, o.clone());
+                    self.mark_var(d.id, *o);
                 }
             }
             Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
@@ -287,7 +287,7 @@ impl<'p> Analyzer<'p> {
             divergent: Some(Cond {
                 span: cond.span,
                 kind,
-                origin: origin.clone(),
+                origin: *origin,
             }),
             plain_superstep: ctx.plain_superstep.clone(),
             caller_divergent: ctx.caller_divergent.clone(),
@@ -358,7 +358,7 @@ impl<'p> Analyzer<'p> {
             ExprKind::Match { scrutinee, arms } => {
                 let s = self.expr(scrutinee, ctx);
                 let inner = self.under(ctx, scrutinee, "matched value", &s);
-                let mut r = s.clone();
+                let mut r = s;
                 for a in arms {
                     self.bind_pattern(&a.pattern, &s);
                     r = join(r, self.expr(&a.body, &inner));
@@ -380,7 +380,7 @@ impl<'p> Analyzer<'p> {
                     (&**end, t)
                 };
                 if let Some(o) = &v {
-                    self.mark_var(var.id, o.clone());
+                    self.mark_var(var.id, *o);
                 }
                 let inner = self.under(ctx, bound, "loop bound", &v);
                 self.expr(body, &inner);
@@ -584,7 +584,7 @@ impl<'p> Analyzer<'p> {
                     what: Why::Atomic,
                 };
                 if let Some(a) = args.first() {
-                    self.mark_memory(a, o.clone());
+                    self.mark_memory(a, o);
                 }
                 Some(o)
             }
@@ -666,7 +666,7 @@ impl<'p> Analyzer<'p> {
         let saved = std::mem::take(&mut self.vars);
         for (p, (a, v)) in f.params.iter().zip(args.iter().zip(arg_vs)) {
             if let Some(o) = v {
-                self.vars.insert(p.id, o.clone());
+                self.vars.insert(p.id, *o);
             }
             if let (Ty::Vector(_) | Ty::Array { .. }, Some(r)) = (&p.ty, self.array_root(a))
                 && r != p.id
