@@ -3,7 +3,9 @@
 //! OCaml lets a kernel rebind a name (`let s = s +. 1.0 in`, two `let t` in one block) and call
 //! a variable `half` or `x'`. In C-family source the first declares a name twice (or, in
 //! `float s = s + 1.0f`, reads the variable being declared); the others are keywords, built-in
-//! names or not identifiers at all. This pass runs once at the entry of a generator.
+//! names or not identifiers at all. This pass runs once at the entry of a generator; its
+//! scoping decision ([`Scoping`]) does not depend on the target's reserved words, so it is
+//! made once per kernel for every target declaring its parameters alike ([`renames_in`]).
 //!
 //! Our IR stores each variable's name once, in [`Kernel::vars`], and every reference is a
 //! [`VarId`]; so "every reference in its scope follows the renamed binder" holds by

@@ -1,7 +1,7 @@
 //! GLSL 4.50 compute generator (for Vulkan through SPIR-V).
 //!
 //! Design, in the order the module is emitted:
-//! - names: [`legalize`] runs first (kernel parameters are module-scope names: a binder that is
+//! - names: legalize ([`crate::passes::legalize`]) runs first (kernel parameters are module-scope names: a binder that is
 //!   not an identifier, is reserved or redeclares a visible name becomes `<name>_<k>`), then
 //!   every user name is spelled once by the namer ([`crate::back::names::Namer::segment`]:
 //!   escaped into the `sarek_` namespace when reserved, shortened past glslang's 1,024

@@ -6,10 +6,10 @@
 //!
 //! 0. [`crate::ir::analysis::check`] against [`super::support::wgsl`]: the refusals (64-bit
 //!    scalars, aggregate equality, warp operations without subgroups, nesting past naga's
-//!    limits); then [`crate::passes::legalize::legalize`] (seed 000; kernel parameters are
-//!    module-scope names);
+//!    limits); then legalize's renames ([`crate::passes::legalize::renames_in`], seed 000;
+//!    kernel parameters are module-scope names);
 //! 2. [`crate::passes::specialize_helpers`] (storage buffers cannot be passed to WGSL
-//!    functions), then `usage`: atomic arrays, shared arrays, helpers in the order called;
+//!    functions), which sets the renamed names in its copy of the kernel, then `usage`: atomic arrays, shared arrays, helpers in the order called;
 //! 3. `names`: every WGSL name, from the one namer ([`crate::back::names::Namer`]);
 //! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
