@@ -16,7 +16,7 @@ use crate::types::{Literal, MemSpace};
 impl Checker {
     /// Scope index of the innermost local called `name`.
     pub(super) fn find_local(&self, name: &str) -> Option<usize> {
-        self.scope.iter().rposition(|l| l.name == name)
+        self.scope.find(name)
     }
 
     /// The id and type under which local `idx` is visible here: inside local helpers a
