@@ -407,7 +407,12 @@ mod tests {
             grid: [at_most.grid[0] + 1, 1, 1],
             block: [256, 1, 1],
         };
-        for backend in [Backend::Cuda, Backend::OpenCl, Backend::Wgpu, Backend::Interp] {
+        for backend in [
+            Backend::Cuda,
+            Backend::OpenCl,
+            Backend::Wgpu,
+            Backend::Interp,
+        ] {
             check_launch(&k, &at_most, backend, "d").unwrap();
             let e = check_launch(&k, &past, backend, "d").unwrap_err();
             assert!(e.to_string().contains("threads along x"), "{e}");
