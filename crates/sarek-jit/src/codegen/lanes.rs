@@ -683,11 +683,7 @@ impl Gen<'_, '_> {
         // A later iteration runs after this one's stores.
         let effect = g.effect | stores(body);
         let cnt = self.b.declare_var(types::I64);
-        let bounds = match (hoist::const_i32(start), hoist::const_i32(end)) {
-            (Some(a), Some(b)) => Some((a as i64, b as i64)),
-            _ => None,
-        };
-        let Some((ok, fast)) = self.g_hoist(g, var, body, (s0, e0), bounds, cnt)? else {
+        let Some((ok, fast)) = self.g_hoist(g, var, body, s0, e0, cnt)? else {
             g.effect = effect;
             return self.g_loop(g, var, cnt, s0, e0, downto, body);
         };
@@ -792,16 +788,15 @@ impl Gen<'_, '_> {
     }
 
     /// The bounds of every hoistable access of the loop, checked before it: the condition
-    /// that they all hold, and their addresses; `None` when no access is hoistable. `consts`:
-    /// the counter's first and last values when they are constants (`s0`, `e0` as values).
+    /// that they all hold, and their addresses; `None` when no access is hoistable.
     #[allow(clippy::type_complexity)]
     fn g_hoist(
         &mut self,
         g: &mut Group,
         var: VarId,
         body: &[Stmt],
-        (s0, e0): (Value, Value),
-        consts: Option<(i64, i64)>,
+        s0: Value,
+        e0: Value,
         counter: Variable,
     ) -> R<Option<(Value, Vec<(*const Expr, FastAddr)>)>> {
         if !self.version_loops {
@@ -832,112 +827,63 @@ impl Gen<'_, '_> {
             }
             // The exact offset (lane 0) and step, in int64.
             let mut consecutive = false;
-            // Each sum with its value when every term is a constant.
-            let mut sum = |me: &mut Self,
-                           terms: &[hoist::Term<'_>],
-                           per_k: bool|
-             -> R<Option<(Value, Option<i64>)>> {
-                let mut acc = me.iconst(types::I64, 0);
-                let mut known = Some(0i64);
-                for t in terms {
-                    if !matches!(t.value, hoist::TermValue::One) {
-                        known = None;
-                    }
-                    let v = match t.value {
-                        hoist::TermValue::One => {
-                            known = known.and_then(|c| c.checked_add(t.mul));
-                            me.iconst(types::I64, 1)
-                        }
-                        hoist::TermValue::BlockBase(axis) => {
-                            me.b.ins().sextend(types::I64, me.block_base[axis])
-                        }
-                        hoist::TermValue::Expr(x) => {
-                            let l = me.g_expr(g, x)?;
-                            match l.shape {
-                                Shape::Uniform => {}
-                                Shape::Consecutive if !per_k && !consecutive && t.mul == 1 => {
-                                    consecutive = true
+            let mut sum =
+                |me: &mut Self, terms: &[hoist::Term<'_>], per_k: bool| -> R<Option<Value>> {
+                    let mut acc = me.iconst(types::I64, 0);
+                    for t in terms {
+                        let v = match t.value {
+                            hoist::TermValue::One => me.iconst(types::I64, 1),
+                            hoist::TermValue::BlockBase(axis) => {
+                                me.b.ins().sextend(types::I64, me.block_base[axis])
+                            }
+                            hoist::TermValue::Expr(x) => {
+                                let l = me.g_expr(g, x)?;
+                                match l.shape {
+                                    Shape::Uniform => {}
+                                    Shape::Consecutive if !per_k && !consecutive && t.mul == 1 => {
+                                        consecutive = true
+                                    }
+                                    _ => return Ok(None),
                                 }
-                                _ => return Ok(None),
+                                me.b.ins().sextend(types::I64, l.v[0])
                             }
-                            me.b.ins().sextend(types::I64, l.v[0])
-                        }
-                        hoist::TermValue::Times(x, y) => {
-                            let x = me.g_expr(g, x)?;
-                            match me.g_product(g, x, y)? {
-                                Some(v) => v,
-                                None => return Ok(None),
+                            hoist::TermValue::Times(x, y) => {
+                                let x = me.g_expr(g, x)?;
+                                match me.g_product(g, x, y)? {
+                                    Some(v) => v,
+                                    None => return Ok(None),
+                                }
                             }
-                        }
-                        hoist::TermValue::BlockBaseTimes(axis, y) => {
-                            let x = Lanes::uniform(me.block_base[axis]);
-                            match me.g_product(g, x, y)? {
-                                Some(v) => v,
-                                None => return Ok(None),
+                            hoist::TermValue::BlockBaseTimes(axis, y) => {
+                                let x = Lanes::uniform(me.block_base[axis]);
+                                match me.g_product(g, x, y)? {
+                                    Some(v) => v,
+                                    None => return Ok(None),
+                                }
                             }
-                        }
-                    };
-                    let v = me.b.ins().imul_imm_s(v, t.mul);
-                    acc = me.b.ins().iadd(acc, v);
-                }
-                Ok(Some((acc, known)))
-            };
-            let Some((offset, _)) = sum(self, &a.offset, false)? else {
+                        };
+                        let v = me.b.ins().imul_imm_s(v, t.mul);
+                        acc = me.b.ins().iadd(acc, v);
+                    }
+                    Ok(Some(acc))
+                };
+            let Some(offset) = sum(self, &a.offset, false)? else {
                 continue;
             };
-            let Some((step, step_c)) = sum(self, &a.step, true)? else {
+            let Some(step) = sum(self, &a.step, true)? else {
                 continue;
             };
-            let extra = if consecutive { LANES as i64 - 1 } else { 0 };
-            let size = self.mem_leaves(m)[0].size() as i64;
-            let span = match (step_c, consts) {
-                (Some(st), Some((first, last))) => {
-                    let (x, y) = (st.checked_mul(first), st.checked_mul(last));
-                    x.zip(y)
-                        .map(|(x, y)| (x.min(y), x.max(y) - x.min(y) + extra))
-                }
-                _ => None,
-            };
-            if let Some((lo_c, span)) = span.filter(|&(lo_c, span)| {
-                lo_c.unsigned_abs() < 1 << 40 && (0..1 << 40).contains(&span)
-            }) {
-                // A constant step and trip count: the accesses cover `lo ..= lo + span`
-                // with `lo = offset + lo_c`, in bounds exactly when `lo` (unsigned) is below
-                // `len - span` (at least 0). The offset is a sum of int32 values times
-                // int32 constants, as in the general check below.
-                let lo = self.b.ins().iadd_imm_s(offset, lo_c);
-                let len = self.mem_len(m);
-                let len = self.b.ins().uextend(types::I64, len);
-                let room = self.b.ins().iadd_imm_s(len, -span);
-                let zero = self.iconst(types::I64, 0);
-                let room = self.b.ins().smax(room, zero);
-                let this = self.b.ins().icmp(IntCC::UnsignedLessThan, lo, room);
-                ok = Some(match ok {
-                    Some(o) => self.b.ins().band(o, this),
-                    None => this,
-                });
-                let col = self.mem_base(m);
-                let off = self.b.ins().imul_imm_s(offset, size);
-                let base_addr = self.b.ins().iadd(col, off);
-                let step_bytes = self.iconst(types::I64, step_c.unwrap_or(0) * size);
-                out.push((
-                    index as *const Expr,
-                    FastAddr {
-                        base: base_addr,
-                        steps: [Some((counter, step_bytes)), None, None],
-                        consecutive,
-                        size,
-                    },
-                ));
-                continue;
-            }
             let at_s = self.b.ins().imul(step, s0);
             let at_s = self.b.ins().iadd(offset, at_s);
             let at_e = self.b.ins().imul(step, e0);
             let at_e = self.b.ins().iadd(offset, at_e);
             let lo = self.b.ins().smin(at_s, at_e);
             let hi = self.b.ins().smax(at_s, at_e);
-            let hi = self.b.ins().iadd_imm_s(hi, extra);
+            let hi = if consecutive {
+                self.b.ins().iadd_imm_s(hi, LANES as i64 - 1)
+            } else {
+                hi
+            };
             let len = self.mem_len(m);
             let len = self.b.ins().uextend(types::I64, len);
             let lo_ok = self
@@ -950,6 +896,7 @@ impl Gen<'_, '_> {
                 Some(o) => self.b.ins().band(o, this),
                 None => this,
             });
+            let size = self.mem_leaves(m)[0].size() as i64;
             let col = self.mem_base(m);
             let off = self.b.ins().imul_imm_s(offset, size);
             let base_addr = self.b.ins().iadd(col, off);
