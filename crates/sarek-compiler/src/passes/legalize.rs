@@ -135,26 +135,28 @@ pub fn renames_in(kernel: &Kernel, scoping: &Scoping, keywords: &'static Keyword
     // chosen there: the same binders are renamed, and each fresh name is the first candidate
     // not taken, not an original name and (here too) not reserved, every earlier candidate
     // having been refused for a reason that does not depend on the target.
-    let shared = scoping
-        .unreserved
-        .get_or_init(|| renames_with(kernel, scoping, Namer::new(&NO_KEYWORDS)));
     if scoping
         .decls
         .iter()
         .all(|d| d.conflicts || !namer.is_reserved(name(d)))
-        && shared
+    {
+        let shared = scoping
+            .unreserved
+            .get_or_init(|| renames_with(kernel, scoping, Namer::new(&NO_KEYWORDS)));
+        if shared
             .vars
             .iter()
             .map(|(_, n)| n)
             .chain(shared.functions.iter().map(|(_, n)| n))
             .all(|n| !namer.is_reserved(n))
-    {
-        debug_assert_eq!(
-            *shared,
-            renames_with(kernel, scoping, Namer::new(keywords)),
-            "shared renames differ from the target's own"
-        );
-        return shared.clone();
+        {
+            debug_assert_eq!(
+                *shared,
+                renames_with(kernel, scoping, Namer::new(keywords)),
+                "shared renames differ from the target's own"
+            );
+            return shared.clone();
+        }
     }
     renames_with(kernel, scoping, namer)
 }

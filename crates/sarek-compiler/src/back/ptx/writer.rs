@@ -555,13 +555,22 @@ impl<'k> Writer<'k> {
                 // One register, no `Vec`s: the value, then the place (in that order).
                 let v = self.expr1(value);
                 let var = match place {
-                    LValue::Var(id) => self.env.get(id),
-                    _ => None,
+                    LValue::Var(id) | LValue::Index { base: id, .. } => self.env.get(id),
+                    LValue::Field { .. } => None,
                 };
-                match var {
-                    Some(Binding::Value(regs)) if regs.len() == 1 => {
+                match (place, var) {
+                    (LValue::Var(_), Some(Binding::Value(regs))) if regs.len() == 1 => {
                         let r = regs[0];
                         self.mov(r, v);
+                    }
+                    (LValue::Index { index, .. }, Some(Binding::Array(a)))
+                        if a.layout.leaves.len() == 1 && a.elem.scalar().is_some() =>
+                    {
+                        // A scalar element: no copy of the array's description.
+                        let (space, base, stride) = (a.space, a.base, a.layout.stride);
+                        let (off, stored) = a.layout.leaves[0];
+                        let addr = self.element_addr(base, stride, index);
+                        self.store_leaf(space, addr.at(off), stored, v);
                     }
                     _ => {
                         let place = self.place(place);
