@@ -430,7 +430,8 @@ impl<'k> Writer<'k> {
                     let scalars = self.scalars(&info.ty);
                     let mut regs = Vec::new();
                     for ((off, stored), s) in layout.leaves.iter().zip(scalars) {
-                        let r = self.load_leaf("param", &format!("param_{p}+{off}"), *stored, s);
+                        let r =
+                            self.load_leaf("param", format_args!("param_{p}+{off}"), *stored, s);
                         regs.push(r);
                     }
                     self.env.insert(pid, Binding::Value(regs));
