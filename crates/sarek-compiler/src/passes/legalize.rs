@@ -25,10 +25,11 @@
 //! type names are neither renamed nor avoided. A kernel with a [`StmtKind::Native`] statement
 //! is returned unchanged: the opaque text may name any binder.
 
-use crate::back::names::{Keywords, Namer, is_identifier};
+use crate::back::names::{Keywords, NO_KEYWORDS, Namer, is_identifier};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::ir::{Block, Kernel, StmtKind, Ty, VarId};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// Where a target declares the kernel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +83,7 @@ pub fn legalize_in<'k>(
 
 /// What [`legalize`] renames, without copying the kernel: for a generator that keeps its own
 /// table of names (the C-family writer).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Renames {
     /// The binders renamed, and their new names.
     pub vars: Vec<(VarId, String)>,
@@ -124,7 +125,44 @@ pub fn renames_in(kernel: &Kernel, scoping: &Scoping, keywords: &'static Keyword
         Scoping::of(kernel, scoping.params).decls,
         "a scoping of another kernel"
     );
-    let mut namer = Namer::new(keywords);
+    let namer = Namer::new(keywords);
+    let name = |d: &Decl| match d.binder {
+        Binder::Var(v) => kernel.var(v).name.as_str(),
+        Binder::Function(f) => kernel.functions[f].name.as_str(),
+    };
+    // The renames on a target reserving nothing, computed once per scoping, are this
+    // target's too when it reserves none of the binders' names and none of the fresh names
+    // chosen there: the same binders are renamed, and each fresh name is the first candidate
+    // not taken, not an original name and (here too) not reserved, every earlier candidate
+    // having been refused for a reason that does not depend on the target.
+    if scoping
+        .decls
+        .iter()
+        .all(|d| d.conflicts || !namer.is_reserved(name(d)))
+    {
+        let shared = scoping
+            .unreserved
+            .get_or_init(|| renames_with(kernel, scoping, Namer::new(&NO_KEYWORDS)));
+        if shared
+            .vars
+            .iter()
+            .map(|(_, n)| n)
+            .chain(shared.functions.iter().map(|(_, n)| n))
+            .all(|n| !namer.is_reserved(n))
+        {
+            debug_assert_eq!(
+                *shared,
+                renames_with(kernel, scoping, Namer::new(keywords)),
+                "shared renames differ from the target's own"
+            );
+            return shared.clone();
+        }
+    }
+    renames_with(kernel, scoping, namer)
+}
+
+/// [`renames_in`] with `namer`'s reserved words.
+fn renames_with(kernel: &Kernel, scoping: &Scoping, mut namer: Namer<'_>) -> Renames {
     // Every original name of the kernel, which fresh names avoid; gathered at the first
     // rename (most kernels have none).
     let mut originals: Option<HashSet<&str>> = None;
@@ -169,6 +207,8 @@ pub fn renames_in(kernel: &Kernel, scoping: &Scoping, keywords: &'static Keyword
 pub struct Scoping {
     params: Params,
     decls: Vec<Decl>,
+    /// [`renames_in`] on a target that reserves nothing, computed on first use.
+    unreserved: OnceCell<Renames>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,6 +243,7 @@ impl Scoping {
         Scoping {
             params,
             decls: s.decls,
+            unreserved: OnceCell::new(),
         }
     }
 }

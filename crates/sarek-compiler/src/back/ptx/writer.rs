@@ -38,6 +38,9 @@ impl Class {
             Scalar::F64 => Class::F64,
         }
     }
+    fn index(self) -> usize {
+        self as usize
+    }
     fn prefix(self) -> &'static str {
         match self {
             Class::Pred => "%p",
@@ -111,11 +114,28 @@ struct Address {
 }
 
 impl Address {
-    /// The operand text for leaf byte offset `leaf` within the element.
-    fn at(self, leaf: u32) -> String {
-        match self.offset + i64::from(leaf) {
-            0 => format!("{}", self.reg),
-            off => format!("{}+{off}", self.reg),
+    /// The operand text for leaf byte offset `leaf` within the element (written where it
+    /// is formatted: no `String` per memory access).
+    fn at(self, leaf: u32) -> AddressAt {
+        AddressAt {
+            reg: self.reg,
+            offset: self.offset + i64::from(leaf),
+        }
+    }
+}
+
+/// [`Address::at`]: `reg` or `reg+offset`.
+#[derive(Clone, Copy, Debug)]
+struct AddressAt {
+    reg: Reg,
+    offset: i64,
+}
+
+impl std::fmt::Display for AddressAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.offset {
+            0 => write!(f, "{}", self.reg),
+            off => write!(f, "{}+{off}", self.reg),
         }
     }
 }
@@ -165,7 +185,9 @@ pub(super) struct Writer<'k> {
     body: String,
     module_decls: String,
     local_decls: String,
-    counts: HashMap<Class, u32>,
+    /// Registers taken so far, per class (indexed by [`Class::index`]); a class with none
+    /// is not declared.
+    counts: [u32; 5],
     labels: u32,
     symbols: u32,
     env: HashMap<VarId, Binding>,
@@ -190,7 +212,9 @@ pub(super) struct Writer<'k> {
 struct FunctionState {
     body: String,
     local_decls: String,
-    counts: HashMap<Class, u32>,
+    /// Registers taken so far, per class (indexed by [`Class::index`]); a class with none
+    /// is not declared.
+    counts: [u32; 5],
     env: HashMap<VarId, Binding>,
     loops: Vec<(u32, u32)>,
     frames: Vec<Frame>,
@@ -206,7 +230,7 @@ impl<'k> Writer<'k> {
             body: String::new(),
             module_decls: String::new(),
             local_decls: String::new(),
-            counts: HashMap::default(),
+            counts: [0; 5],
             labels: 0,
             symbols: 0,
             env: HashMap::default(),
@@ -243,7 +267,8 @@ impl<'k> Writer<'k> {
         out.push_str(&param_decls.join(",\n"));
         out.push_str("\n)\n{\n");
         for class in Class::ALL {
-            if let Some(&n) = self.counts.get(&class) {
+            let n = self.counts[class.index()];
+            if n > 0 {
                 let _ = writeln!(out, "    .reg {} {}<{}>;", class.decl(), class.prefix(), n);
             }
         }
@@ -266,7 +291,7 @@ impl<'k> Writer<'k> {
     // ----- registers, labels, errors -----
 
     fn reg(&mut self, class: Class) -> Reg {
-        let n = self.counts.entry(class).or_insert(0);
+        let n = &mut self.counts[class.index()];
         let r = Reg { class, n: *n };
         *n += 1;
         r
@@ -315,14 +340,17 @@ impl<'k> Writer<'k> {
         }
     }
 
+    /// The scalars of [`abi::leaves`] of `ty`, in order (without the leaves' names).
     fn scalars(&self, ty: &Ty) -> Vec<Scalar> {
-        abi::leaves(self.kernel, ty)
-            .into_iter()
-            .map(|l| l.scalar)
-            .collect()
+        let mut out = Vec::new();
+        push_scalars(self.kernel, ty, &mut out);
+        out
     }
 
     fn fresh_value(&mut self, ty: &Ty) -> Vec<Reg> {
+        if let Ty::Scalar(s) = ty {
+            return vec![self.sreg(*s)];
+        }
         self.scalars(ty).into_iter().map(|s| self.sreg(s)).collect()
     }
 
@@ -402,7 +430,8 @@ impl<'k> Writer<'k> {
                     let scalars = self.scalars(&info.ty);
                     let mut regs = Vec::new();
                     for ((off, stored), s) in layout.leaves.iter().zip(scalars) {
-                        let r = self.load_leaf("param", &format!("param_{p}+{off}"), *stored, s);
+                        let r =
+                            self.load_leaf("param", format_args!("param_{p}+{off}"), *stored, s);
                         regs.push(r);
                     }
                     self.env.insert(pid, Binding::Value(regs));
@@ -437,7 +466,13 @@ impl<'k> Writer<'k> {
     }
 
     /// Load one leaf from `[addr]` in `space`, converting its stored form to a register.
-    fn load_leaf(&mut self, space: &str, addr: &str, stored: Stored, s: Scalar) -> Reg {
+    fn load_leaf(
+        &mut self,
+        space: &str,
+        addr: impl std::fmt::Display,
+        stored: Stored,
+        s: Scalar,
+    ) -> Reg {
         match stored {
             Stored::Native(Scalar::Bool) | Stored::BoolAsU8 | Stored::BoolAsU32 => {
                 let t = self.reg(Class::B32);
@@ -462,7 +497,13 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn store_leaf(&mut self, space: &str, addr: &str, stored: Stored, value: Reg) {
+    fn store_leaf(
+        &mut self,
+        space: &str,
+        addr: impl std::fmt::Display,
+        stored: Stored,
+        value: Reg,
+    ) {
         match stored {
             Stored::Native(Scalar::Bool) | Stored::BoolAsU8 | Stored::BoolAsU32 => {
                 let t = self.reg(Class::B32);
@@ -497,15 +538,47 @@ impl<'k> Writer<'k> {
         }
         match &stmt.kind {
             StmtKind::Let { var, init } => {
-                let ty = self.kernel.var(*var).ty.clone();
-                let regs = self.fresh_value(&ty);
+                let kernel = self.kernel;
+                let regs = self.fresh_value(&kernel.var(*var).ty);
                 if let Some(e) = init {
-                    let v = self.expr(e);
-                    self.mov_all(&regs, &v);
+                    if let [r] = regs[..] {
+                        let v = self.expr1(e);
+                        self.mov(r, v);
+                    } else {
+                        let v = self.expr(e);
+                        self.mov_all(&regs, &v);
+                    }
                 }
                 self.env.insert(*var, Binding::Value(regs));
             }
             StmtKind::Array { var } => self.declare_array(*var),
+            StmtKind::Assign { place, value } if value.ty.scalar().is_some() => {
+                // One register, no `Vec`s: the value, then the place (in that order).
+                let v = self.expr1(value);
+                let var = match place {
+                    LValue::Var(id) | LValue::Index { base: id, .. } => self.env.get(id),
+                    LValue::Field { .. } => None,
+                };
+                match (place, var) {
+                    (LValue::Var(_), Some(Binding::Value(regs))) if regs.len() == 1 => {
+                        let r = regs[0];
+                        self.mov(r, v);
+                    }
+                    (LValue::Index { index, .. }, Some(Binding::Array(a)))
+                        if a.layout.leaves.len() == 1 && a.elem.scalar().is_some() =>
+                    {
+                        // A scalar element: no copy of the array's description.
+                        let (space, base, stride) = (a.space, a.base, a.layout.stride);
+                        let (off, stored) = a.layout.leaves[0];
+                        let addr = self.element_addr(base, stride, index);
+                        self.store_leaf(space, addr.at(off), stored, v);
+                    }
+                    _ => {
+                        let place = self.place(place);
+                        self.store_place(place, &[v]);
+                    }
+                }
+            }
             StmtKind::Assign { place, value } => {
                 let v = self.expr(value);
                 let place = self.place(place);
@@ -519,7 +592,7 @@ impl<'k> Writer<'k> {
                 then_block,
                 else_block,
             } => {
-                let c = self.expr(cond)[0];
+                let c = self.expr1(cond);
                 let (l_else, l_end) = (self.label(), self.label());
                 self.emit_fmt(format_args!("@!{c} bra $L{l_else};"));
                 self.block(then_block);
@@ -545,11 +618,11 @@ impl<'k> Writer<'k> {
                 // matmul: 126 registers instead of 130, 1456 SASS instructions instead of
                 // 2552).
                 let i = self.reg(Class::B32);
-                let s = self.expr(start)[0];
+                let s = self.expr1(start);
                 let step: i64 = if *downto { -1 } else { 1 };
                 let end = match end.kind {
                     ExprKind::Lit(Literal::I32(v)) => Operand::Imm(i64::from(v)),
-                    _ => Operand::Reg(self.expr(end)[0]),
+                    _ => Operand::Reg(self.expr1(end)),
                 };
                 self.mov(i, s);
                 let (top, cont, done) = (self.label(), self.label(), self.label());
@@ -591,7 +664,7 @@ impl<'k> Writer<'k> {
                 // bottom, so each iteration takes one conditional branch (and `continue`
                 // goes to the bottom test).
                 let (top, cont, done) = (self.label(), self.label(), self.label());
-                let c = self.expr(cond)[0];
+                let c = self.expr1(cond);
                 self.emit_fmt(format_args!("@!{c} bra $L{done};"));
                 self.place_label(top);
                 if matches!(unroll, Some(0 | 1)) {
@@ -601,7 +674,7 @@ impl<'k> Writer<'k> {
                 self.block(body);
                 self.loops.pop();
                 self.place_label(cont);
-                let c = self.expr(cond)[0];
+                let c = self.expr1(cond);
                 self.emit_fmt(format_args!("@{c} bra $L{top};"));
                 self.place_label(done);
             }
@@ -612,7 +685,7 @@ impl<'k> Writer<'k> {
                 if matches!(unroll, Some(0 | 1)) {
                     self.emit(".pragma \"nounroll\";");
                 }
-                let c = self.expr(cond)[0];
+                let c = self.expr1(cond);
                 self.emit_fmt(format_args!("@!{c} bra $L{done};"));
                 self.loops.push((top, done));
                 self.block(body);
@@ -785,9 +858,9 @@ impl<'k> Writer<'k> {
     /// in-bounds access: with the constant below 2^20 in magnitude, `i + c` cannot wrap
     /// around int32 into the array's range, so the wrapped and the true sum agree wherever
     /// the access is defined at all.
-    fn element_addr(&mut self, a: &MemArray, index: &Expr) -> Address {
+    fn element_addr(&mut self, base: Reg, stride: u32, index: &Expr) -> Address {
         const MAX_FOLDED: i64 = 1 << 20;
-        let stride = i64::from(a.layout.stride);
+        let stride = i64::from(stride);
         let lit = |e: &Expr| match e.kind {
             ExprKind::Lit(Literal::I32(c)) if i64::from(c).abs() < MAX_FOLDED => Some(i64::from(c)),
             _ => None,
@@ -816,24 +889,18 @@ impl<'k> Writer<'k> {
         };
         let offset = constant * stride;
         let Some(e) = var_part else {
-            return Address {
-                reg: a.base,
-                offset,
-            };
+            return Address { reg: base, offset };
         };
-        let i = self.expr(e)[0];
-        let reg = if a.base.class == Class::B32 {
+        let i = self.expr1(e);
+        let reg = if base.class == Class::B32 {
             let addr = self.reg(Class::B32);
-            self.emit_fmt(format_args!(
-                "mad.lo.s32 {addr}, {i}, {stride}, {};",
-                a.base
-            ));
+            self.emit_fmt(format_args!("mad.lo.s32 {addr}, {i}, {stride}, {base};"));
             addr
         } else {
             let off = self.reg(Class::B64);
             self.emit_fmt(format_args!("mul.wide.s32 {off}, {i}, {stride};"));
             let addr = self.reg(Class::B64);
-            self.emit_fmt(format_args!("add.s64 {addr}, {}, {off};", a.base));
+            self.emit_fmt(format_args!("add.s64 {addr}, {base}, {off};"));
             addr
         };
         Address { reg, offset }
@@ -855,7 +922,7 @@ impl<'k> Writer<'k> {
                 let Some(a) = self.array(*base) else {
                     return Place::Regs(Vec::new());
                 };
-                let addr = self.element_addr(&a, index);
+                let addr = self.element_addr(a.base, a.layout.stride, index);
                 let scalars = self.scalars(&a.elem);
                 let leaves = a
                     .layout
@@ -898,13 +965,52 @@ impl<'k> Writer<'k> {
                 leaves,
             } => {
                 for ((off, stored, _), v) in leaves.iter().zip(value) {
-                    self.store_leaf(array.space, &addr.at(*off), *stored, *v);
+                    self.store_leaf(array.space, addr.at(*off), *stored, *v);
                 }
             }
         }
     }
 
     // ----- expressions -----
+
+    /// The first register of `e`'s value (a scalar's only one): `self.expr(e)[0]` without a
+    /// `Vec` for the expressions most of a kernel is made of.
+    fn expr1(&mut self, e: &Expr) -> Reg {
+        match &e.kind {
+            ExprKind::Lit(l) => self.literal(*l),
+            ExprKind::Var(id) => match self.env.get(id) {
+                Some(Binding::Value(regs)) if !regs.is_empty() => regs[0],
+                _ => self.expr(e)[0],
+            },
+            ExprKind::Binary { op, lhs, rhs, .. } => self.binary(*op, lhs, rhs, &e.ty),
+            ExprKind::Unary { op, operand } => self.unary(*op, operand),
+            ExprKind::Index { base, index } => match self.env.get(base) {
+                Some(Binding::Array(a))
+                    if a.layout.leaves.len() == 1 && a.elem.scalar().is_some() =>
+                {
+                    let (space, base, stride) = (a.space, a.base, a.layout.stride);
+                    let (off, stored) = a.layout.leaves[0];
+                    let s = a.elem.scalar().unwrap_or(Scalar::I32);
+                    let addr = self.element_addr(base, stride, index);
+                    self.load_leaf(space, addr.at(off), stored, s)
+                }
+                _ => self.expr(e)[0],
+            },
+            _ => self.expr(e)[0],
+        }
+    }
+
+    fn unary(&mut self, op: UnOp, operand: &Expr) -> Reg {
+        let a = self.expr1(operand);
+        let s = operand.ty.scalar().unwrap_or(Scalar::I32);
+        let d = self.sreg(s);
+        match op {
+            UnOp::Neg => self.emit_fmt(format_args!("neg.{} {d}, {a};", arith(s))),
+            UnOp::Not => self.emit_fmt(format_args!("not.pred {d}, {a};")),
+            UnOp::BitNot => self.emit_fmt(format_args!("not.{} {d}, {a};", bits(s))),
+        }
+        d
+    }
 
     fn expr(&mut self, e: &Expr) -> Vec<Reg> {
         match &e.kind {
@@ -919,28 +1025,18 @@ impl<'k> Writer<'k> {
                 }
             },
             ExprKind::Binary { op, lhs, rhs, .. } => vec![self.binary(*op, lhs, rhs, &e.ty)],
-            ExprKind::Unary { op, operand } => {
-                let a = self.expr(operand)[0];
-                let s = operand.ty.scalar().unwrap_or(Scalar::I32);
-                let d = self.sreg(s);
-                match op {
-                    UnOp::Neg => self.emit_fmt(format_args!("neg.{} {d}, {a};", arith(s))),
-                    UnOp::Not => self.emit_fmt(format_args!("not.pred {d}, {a};")),
-                    UnOp::BitNot => self.emit_fmt(format_args!("not.{} {d}, {a};", bits(s))),
-                }
-                vec![d]
-            }
+            ExprKind::Unary { op, operand } => vec![self.unary(*op, operand)],
             ExprKind::Index { base, index } => {
                 let Some(a) = self.array(*base) else {
                     return self.fresh_value(&e.ty);
                 };
-                let addr = self.element_addr(&a, index);
+                let addr = self.element_addr(a.base, a.layout.stride, index);
                 let scalars = self.scalars(&a.elem);
                 let leaves = a.layout.leaves.clone();
                 leaves
                     .iter()
                     .zip(scalars)
-                    .map(|((off, stored), s)| self.load_leaf(a.space, &addr.at(*off), *stored, s))
+                    .map(|((off, stored), s)| self.load_leaf(a.space, addr.at(*off), *stored, s))
                     .collect()
             }
             ExprKind::Field { base, field } => {
@@ -969,7 +1065,7 @@ impl<'k> Writer<'k> {
                 }
                 out
             }
-            ExprKind::Tag(v) => vec![self.expr(v)[0]],
+            ExprKind::Tag(v) => vec![self.expr1(v)],
             ExprKind::Payload { value, ctor, field } => {
                 let v = self.expr(value);
                 let Ty::Variant(id) = value.ty else {
@@ -990,7 +1086,7 @@ impl<'k> Writer<'k> {
                 then_value,
                 else_value,
             } => {
-                let c = self.expr(cond)[0];
+                let c = self.expr1(cond);
                 let a = self.expr(then_value);
                 let b = self.expr(else_value);
                 let out = self.fresh_value(&e.ty);
@@ -1074,8 +1170,8 @@ impl<'k> Writer<'k> {
         if matches!(op, BinOp::And | BinOp::Or) && speculatable(rhs) {
             // Evaluating the right operand regardless changes nothing: one predicate
             // instruction instead of a branch around it.
-            let a = self.expr(lhs)[0];
-            let b = self.expr(rhs)[0];
+            let a = self.expr1(lhs);
+            let b = self.expr1(rhs);
             let d = self.reg(Class::Pred);
             let name = if op == BinOp::And { "and" } else { "or" };
             self.emit_fmt(format_args!("{name}.pred {d}, {a}, {b};"));
@@ -1083,25 +1179,25 @@ impl<'k> Writer<'k> {
         }
         if matches!(op, BinOp::And | BinOp::Or) {
             // Short-circuit: the right operand may have effects or fault.
-            let a = self.expr(lhs)[0];
+            let a = self.expr1(lhs);
             let d = self.reg(Class::Pred);
             self.mov(d, a);
             let skip = self.label();
             let neg = if op == BinOp::And { "!" } else { "" };
             self.emit_fmt(format_args!("@{neg}{d} bra $L{skip};"));
-            let b = self.expr(rhs)[0];
+            let b = self.expr1(rhs);
             self.mov(d, b);
             self.place_label(skip);
             return d;
         }
-        let a = self.expr(lhs)[0];
+        let a = self.expr1(lhs);
         // An integer literal on the right is an immediate operand: a constant divisor or
         // comparand in a register hides it from ptxas.
         let s = lhs.ty.scalar().unwrap_or(Scalar::I32);
         let b = match rhs.kind {
             ExprKind::Lit(Literal::I32(v)) if s.is_int() => Operand::Imm(i64::from(v)),
             ExprKind::Lit(Literal::I64(v)) if s.is_int() => Operand::Imm(v),
-            _ => Operand::Reg(self.expr(rhs)[0]),
+            _ => Operand::Reg(self.expr1(rhs)),
         };
         if op.is_comparison() {
             let d = self.reg(Class::Pred);
@@ -1376,7 +1472,8 @@ impl<'k> Writer<'k> {
         text.push_str(&params.join(",\n"));
         text.push_str("\n)\n{\n");
         for class in Class::ALL {
-            if let Some(&n) = self.counts.get(&class) {
+            let n = self.counts[class.index()];
+            if n > 0 {
                 let _ = writeln!(text, "    .reg {} {}<{}>;", class.decl(), class.prefix(), n);
             }
         }
@@ -1451,12 +1548,12 @@ impl<'k> Writer<'k> {
             Intrinsic::Atomic(a) => vec![self.atomic(a, args, ty)],
             Intrinsic::Warp(w) => vec![self.warp(w, args, ty)],
             Intrinsic::Math(m) => {
-                let vals: Vec<Reg> = args.iter().map(|a| self.expr(a)[0]).collect();
+                let vals: Vec<Reg> = args.iter().map(|a| self.expr1(a)).collect();
                 let s = ty.scalar().unwrap_or(Scalar::F32);
                 vec![self.math(m, &vals, s)]
             }
             Intrinsic::Abs | Intrinsic::Min | Intrinsic::Max => {
-                let vals: Vec<Reg> = args.iter().map(|a| self.expr(a)[0]).collect();
+                let vals: Vec<Reg> = args.iter().map(|a| self.expr1(a)).collect();
                 let s = ty.scalar().unwrap_or(Scalar::I32);
                 let d = self.sreg(s);
                 let t = arith(s);
@@ -1480,7 +1577,7 @@ impl<'k> Writer<'k> {
                 vec![d]
             }
             Intrinsic::Clz | Intrinsic::Popcount => {
-                let a = self.expr(&args[0])[0];
+                let a = self.expr1(&args[0]);
                 let s = args[0].ty.scalar().unwrap_or(Scalar::I32);
                 let name = if op == Intrinsic::Clz { "clz" } else { "popc" };
                 let n = self.reg(Class::B32);
@@ -1488,7 +1585,7 @@ impl<'k> Writer<'k> {
                 vec![self.int_result(n, ty)]
             }
             Intrinsic::Convert => {
-                let a = self.expr(&args[0])[0];
+                let a = self.expr1(&args[0]);
                 let from = args[0].ty.scalar().unwrap_or(Scalar::I32);
                 let to = ty.scalar().unwrap_or(Scalar::I32);
                 vec![self.convert(a, from, to)]
@@ -2014,8 +2111,8 @@ impl<'k> Writer<'k> {
             return d;
         };
         let Some(a) = self.array(*v) else { return d };
-        let addr = self.element_addr(&a, &args[1]);
-        let vals: Vec<Reg> = args[2..].iter().map(|x| self.expr(x)[0]).collect();
+        let addr = self.element_addr(a.base, a.layout.stride, &args[1]);
+        let vals: Vec<Reg> = args[2..].iter().map(|x| self.expr1(x)).collect();
         let addr = addr.at(0);
         let space = a.space;
         let (b, i64) = (bits(s), s == Scalar::I64);
@@ -2104,7 +2201,7 @@ impl<'k> Writer<'k> {
     }
 
     fn warp(&mut self, op: WarpOp, args: &[Expr], ty: &Ty) -> Reg {
-        let vals: Vec<Reg> = args.iter().map(|a| self.expr(a)[0]).collect();
+        let vals: Vec<Reg> = args.iter().map(|a| self.expr1(a)).collect();
         let (lane, live, mask) = self.warp_lanes();
         match op {
             WarpOp::VoteAll | WarpOp::VoteAny => {
@@ -2175,6 +2272,27 @@ impl<'k> Writer<'k> {
 
 /// The type of an l-value.
 /// The `.param` type of a register of `class` (predicates pass as 32-bit integers).
+/// [`abi::leaves`]'s scalars: the same walk, without building the leaves' names.
+fn push_scalars(kernel: &Kernel, ty: &Ty, out: &mut Vec<Scalar>) {
+    match ty {
+        Ty::Scalar(s) => out.push(*s),
+        Ty::Record(id) => {
+            for f in &kernel.record(*id).fields {
+                push_scalars(kernel, &f.ty, out);
+            }
+        }
+        Ty::Variant(id) => {
+            out.push(Scalar::I32);
+            for c in &kernel.variant(*id).ctors {
+                for f in &c.fields {
+                    push_scalars(kernel, f, out);
+                }
+            }
+        }
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => {}
+    }
+}
+
 fn param_type(class: Class) -> &'static str {
     match class {
         Class::Pred | Class::B32 => "b32",

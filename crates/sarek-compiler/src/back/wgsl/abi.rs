@@ -66,7 +66,7 @@ fn uniform_ty(s: Scalar) -> &'static str {
 }
 
 impl Bindings {
-    pub fn new(kernel: &Kernel, names: &Names) -> Bindings {
+    pub fn new(kernel: &Kernel, names: &Names<'_>) -> Bindings {
         let mut fields = Vec::new();
         let mut push = |name: String, s: Scalar| {
             let offset = 4 * fields.len() as u32;
@@ -136,7 +136,7 @@ impl Bindings {
     }
 
     /// The ABI descriptor: the same field offsets and bindings the writer declares.
-    pub fn abi(&self, kernel: &Kernel, names: &Names) -> Abi {
+    pub fn abi(&self, kernel: &Kernel, names: &Names<'_>) -> Abi {
         let params = self
             .params
             .iter()

@@ -12,13 +12,14 @@
 //! ([`super::keywords::MINTED_STEMS`]), so they cannot meet an escaped source name.
 
 use super::usage::{Root, Usage};
-use crate::back::names::Namer;
+use crate::back::names::{Namer, is_identifier};
 use crate::ir::{Kernel, Ty, VarId};
 use crate::types::Scalar;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub(super) struct Names {
-    namer: Namer<'static>,
+pub(super) struct Names<'k> {
+    namer: Namer<'k>,
     pub entry: String,
     pub records: Vec<String>,
     pub variants: Vec<String>,
@@ -31,7 +32,8 @@ pub(super) struct Names {
     pub shared: BTreeMap<VarId, String>,
     /// Parallel to `Usage::specs`.
     pub specs: Vec<String>,
-    locals: Vec<String>,
+    /// Borrowed from the kernel where the spelling is the source name.
+    locals: Vec<Cow<'k, str>>,
 }
 
 /// A record or variant type.
@@ -70,8 +72,8 @@ pub(super) fn has_bool(kernel: &Kernel, ty: &Ty) -> bool {
     }
 }
 
-impl Names {
-    pub fn new(kernel: &Kernel, usage: &Usage) -> Names {
+impl<'k> Names<'k> {
+    pub fn new(kernel: &'k Kernel, usage: &Usage) -> Names<'k> {
         let mut n = Names {
             namer: Namer::new(&super::keywords::KEYWORDS),
             entry: String::new(),
@@ -167,20 +169,41 @@ impl Names {
         }
         // A local spelled like a module-scope name would hide it: it gets a spelling of its
         // own, clear of module-scope names and of every other local.
-        let escaped: Vec<String> = kernel.vars.iter().map(|v| n.escape(&v.name)).collect();
+        let escaped: Vec<Cow<'k, str>> = kernel
+            .vars
+            .iter()
+            .map(|v| {
+                if is_identifier(&v.name) && !n.namer.is_reserved(&v.name) {
+                    // What `escape` spells it, not copied.
+                    Cow::Borrowed(v.name.as_str())
+                } else {
+                    Cow::Owned(n.escape(&v.name))
+                }
+            })
+            .collect();
         let hides: Vec<bool> = (0..escaped.len())
             .map(|i| {
                 let buffer = n.buffers.contains_key(&VarId(i as u32));
                 !buffer && n.namer.is_taken(&escaped[i])
             })
             .collect();
+        n.namer.reserve(escaped.len());
         for e in &escaped {
-            n.namer.avoid(e);
+            match e {
+                Cow::Borrowed(b) => n.namer.avoid_borrowed(b),
+                Cow::Owned(o) => n.namer.avoid(o),
+            }
         }
         n.locals = escaped
             .into_iter()
             .zip(hides)
-            .map(|(e, hides)| if hides { n.namer.unique(e) } else { e })
+            .map(|(e, hides)| {
+                if hides {
+                    Cow::Owned(n.namer.unique(e.into_owned()))
+                } else {
+                    e
+                }
+            })
             .collect();
         n
     }

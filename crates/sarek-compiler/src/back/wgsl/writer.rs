@@ -29,7 +29,7 @@ struct Access {
 
 pub(super) struct Writer<'a> {
     k: &'a Kernel,
-    names: &'a Names,
+    names: &'a Names<'a>,
     usage: &'a Usage,
     bindings: &'a Bindings,
     subgroups: bool,
@@ -90,7 +90,7 @@ fn axis(a: crate::intrinsics::Axis) -> char {
 impl<'a> Writer<'a> {
     pub fn new(
         k: &'a Kernel,
-        names: &'a Names,
+        names: &'a Names<'a>,
         usage: &'a Usage,
         bindings: &'a Bindings,
         subgroups: bool,
