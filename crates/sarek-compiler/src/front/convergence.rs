@@ -527,7 +527,7 @@ impl<'p> Analyzer<'p> {
             return arg_vs.into_iter().fold(None, join);
         };
         if let (Some(cond), Some((sync_span, what))) = (&ctx.divergent, self.sync_point(f)) {
-            let name = source_name(&f.name);
+            let name = &f.source_name;
             let d = Diagnostic::error(
                 span,
                 format!(
@@ -575,10 +575,7 @@ impl<'p> Analyzer<'p> {
         };
         varies.then(|| Origin {
             span,
-            what: format!(
-                "`{}` returns a thread-dependent value here",
-                source_name(&f.name)
-            ),
+            what: format!("`{}` returns a thread-dependent value here", f.source_name),
         })
     }
 
@@ -653,14 +650,6 @@ impl<'p> Analyzer<'p> {
             _ => {}
         }
         e.children().find_map(|c| self.find_sync(c))
-    }
-}
-
-/// The name the user wrote: a monomorphised instance `pick__f32` is shown as `pick`.
-fn source_name(name: &str) -> &str {
-    match name.find("__") {
-        Some(i) if i > 0 => &name[..i],
-        _ => name,
     }
 }
 

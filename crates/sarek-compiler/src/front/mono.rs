@@ -444,6 +444,7 @@ mod tests {
         let same = Function {
             id: FunId(0),
             name: "same".into(),
+            source_name: "same".into(),
             span: Span::DUMMY,
             type_params: 1,
             params: vec![decl(0, "a", Ty::Param(0)), decl(1, "b", Ty::Param(0))],

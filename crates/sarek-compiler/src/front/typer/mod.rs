@@ -451,6 +451,7 @@ impl Checker {
         tast::Function {
             id,
             name: decl.name.name.clone(),
+            source_name: decl.name.name.clone(),
             span: decl.name.span,
             type_params: 0,
             params,
