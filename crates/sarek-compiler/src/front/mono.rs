@@ -439,6 +439,7 @@ mod tests {
                 name: "x".into(),
                 ty: Ty::F32,
                 span: Span::DUMMY,
+                mutable: false,
             }],
         };
         let same = Function {

@@ -66,6 +66,8 @@ pub struct FieldDef {
     pub name: String,
     pub ty: Ty,
     pub span: Span,
+    /// Declared `mutable`: as in OCaml, it may be stored through an immutable `let`.
+    pub mutable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

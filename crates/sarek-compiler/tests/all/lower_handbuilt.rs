@@ -639,6 +639,7 @@ fn aggregate_equality_backstop_uses_the_typer_text_and_says_it_fired() {
             name: "x".into(),
             ty: Ty::F32,
             span: Span::DUMMY,
+            mutable: false,
         }],
     });
     let err = sarek_compiler::lower::lower_kernel(&p, "k").unwrap_err();

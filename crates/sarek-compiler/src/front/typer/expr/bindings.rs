@@ -472,10 +472,14 @@ impl Checker {
                 )
                 .with_label("assignment to an immutable variable")
                 .with_secondary(local.span, "declared here without `mut`")
-                .with_help(format!(
-                    "declare it mutable: `let mut {} = ...`",
-                    local.name
-                )),
+                .with_help(if field {
+                    format!(
+                        "declare it mutable: `let mut {} = ...`, or declare the field `mutable` in its record type",
+                        local.name
+                    )
+                } else {
+                    format!("declare it mutable: `let mut {} = ...`", local.name)
+                }),
             ),
             LocalKind::Let => None,
         };
