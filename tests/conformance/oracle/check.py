@@ -895,8 +895,233 @@ def upstream_worklist(b):
     check(f"upstream_worklist[{b}].ctrl", o["ctrl"][:4], np.array([n + 1, n, 0, 0], np.int32))
 
 
+# --- session 6 -------------------------------------------------------------------------------
+
+def bits_equal(tag, got, want, skip=()):
+    """Floats compared bit for bit (signed zeros, NaN payload aside): NaN == NaN here."""
+    got = np.asarray(got); want = np.asarray(want, got.dtype)
+    for i in range(len(want)):
+        if i in skip: continue
+        g, w = got[i], want[i]
+        if np.isnan(w) and np.isnan(g): continue
+        if g != w or np.signbit(g) != np.signbit(w):
+            failures.append(f"{tag}: element {i}: got {g!r} want {w!r}"); return
+
+
+NAN, INF = float("nan"), float("inf")
+I32MIN, I32MAX, I64MIN, I64MAX = -2**31, 2**31 - 1, -2**63, 2**63 - 1
+CONST_OI = [0, I32MAX, I32MIN, I32MAX, I32MIN, 0, I32MIN, I32MIN, 0, I32MIN, 1, I32MIN, 1, -4, 5,
+            32 + 0 * 100 + 32 * 10000, I32MAX, I32MAX, 2147483520, I32MIN, I32MIN, 1, 16777216,
+            -31, I32MIN, I32MIN, 0, I32MAX]
+CONST_OL = [0, I64MAX, I64MIN, I64MIN, I64MIN, I64MIN, 1, I64MIN, 1, I64MAX, I64MIN, 2**62, 128]
+F32MAX = float(np.finfo(np.float32).max)
+CONST_OF = [F32MAX, INF, 2.0**-149, -0.0, -0.0, 9.223372036854775807e18, INF, 16777216.0, -1.0,
+            -0.0, -0.0, -0.0, -1.0, -INF, -0.0, 1.0, 1.0, 1.5, -1.5, 0.0,
+            float(np.float32(1.17549435e-38)), 2.0**-149, INF]
+CONST_OD = [1.7976931348623157e308, 5e-324, -0.0, -0.0, 9.223372036854775807e18,
+            float(np.float32(3.4028235e38)), INF, -3.0]
+CONST_OB = [False, True, False, False, True, True, True, True, True, True]
+
+
+@case
+def const_edges(b):
+    o, err = run("r01_const_edges.sarek", "const_edges", b, 32)
+    if err: return failures.append(f"const_edges[{b}]: {err}")
+    check(f"const_edges[{b}].oi", o["oi"][:len(CONST_OI)], np.array(CONST_OI, np.int32))
+    check(f"const_edges[{b}].ol", o["ol"][:len(CONST_OL)], np.array(CONST_OL, np.int64))
+    bits_equal(f"const_edges[{b}].of", o["of_"][:len(CONST_OF)], np.array(CONST_OF, np.float32))
+    bits_equal(f"const_edges[{b}].od", o["od"][:len(CONST_OD)], np.array(CONST_OD))
+    check(f"const_edges[{b}].ob", o["ob"][:len(CONST_OB)], np.array(CONST_OB))
+
+
+@case
+def const_edges32(b):
+    o, err = run("r01_const_edges.sarek", "const_edges32", b, 32)
+    if err: return failures.append(f"const_edges32[{b}]: {err}")
+    # The same slots as `const_edges`, less those computed from int64/float64 values.
+    for name, want, left_out, cmp in [("oi", CONST_OI, (14, 17, 26, 27), check), ("ob", CONST_OB, (7, 9), check)]:
+        keep = [k for k in range(len(want)) if k not in left_out]
+        cmp(f"const_edges32[{b}].{name}", o[name if name != "of" else "of_"][keep], np.array(want)[keep].astype(o[name].dtype))
+    keep = [k for k in range(len(CONST_OF)) if k not in (5, 6, 20)]
+    # WGSL lets an implementation ignore the sign of a zero: lavapipe computes 0 * -1 = +0 and
+    # abs(-0) = -0 (FINDINGS.md, N10). Every other backend keeps the signs.
+    if b == "wgpu":
+        keep = [k for k in keep if k not in (4, 19)]
+    bits_equal(f"const_edges32[{b}].of", o["of_"][keep], np.array(CONST_OF, np.float32)[keep])
+
+
+def agg_mix_model(a, n, block=64):
+    def mk(k):
+        if k % 3 == 0: return ("Dot", k, float(k))
+        if k % 3 == 1: return ("Seg", k * 2, k + 1)
+        return ("Nil",)
+    O = np.zeros(n, np.int64); F = np.zeros(n, np.float32)
+    for base in range(0, n, block):
+        vs = [int(x) for x in a[base:base + block]]
+        sp = [v if v % 2 == 0 else -v for v in vs]
+        ss = [mk(v) if v > 500 else ("Nil",) for v in vs]
+        st = [(v, F32(v) * F32(2)) if v < 100 else (0, F32(0)) for v in vs]
+        for t, v in enumerate(vs):
+            acc, facc, loc = 0, F32(0), [0] * 4
+            for r in range(4):
+                j = (t + r) % block; s = ss[j]
+                if s[0] == "Dot": acc += s[1]; facc = F32(facc + F32(s[2]))
+                elif s[0] == "Seg" and s[2] == 0: acc += 1
+                elif s[0] == "Seg": acc += s[1] + s[2]
+                else: acc -= 1
+                u, w = st[j]
+                loc[r] = 10 if (u == 0 and r == 0) else 20 if u == 0 else u if r == 3 else sp[j]
+                facc = F32(facc + w)
+            m = mk(v + 1)
+            bb = m[1] if m[0] == "Dot" else m[1] - m[2] if m[0] == "Seg" else 0
+            O[base + t] = acc + sum(loc) + bb + 1002 + 10 + 5  # max 1 2, sqrt 3, Std.max 4 5
+            F[base + t] = facc + F32(2)
+    return O.astype(np.int32), F
+
+
+@case
+def agg_mix(b):
+    n = 256
+    a = i32(n)
+    o, err = run("r02_aggregate_memories.sarek", "agg_mix", b, n, ["n=256"], {"a": a}, ["--block", "64"])
+    if err: return failures.append(f"agg_mix[{b}]: {err}")
+    wo, wf = agg_mix_model(a, n)
+    check(f"agg_mix[{b}].o", o["o"], wo)
+    check(f"agg_mix[{b}].f", o["f"], wf)
+
+
+def atomic_props(tag, o, n, B, wide):
+    def want(name, ok):
+        if not ok: failures.append(f"{tag}: {name}")
+    want("inc", sorted(o["r_inc"]) == list(range(n)) and o["g"][0] == n)
+    want("dec", sorted((o["r_dec"] - 1) // 2) == list(range(-n + 1, 1)) and o["g"][1] == -n)
+    want("exch", sorted(list(o["r_exch"]) + [o["g"][3]]) == list(range(n + 1)))
+    want("cas", o["r_cas"].sum() == 1 and o["g"][4] == np.argmax(o["r_cas"]) + 1)
+    want("addf", sorted(o["r_addf"]) == list(range(n)) and o["gf"][0] == n)
+    for k in range(n // B):
+        sl = slice(k * B, (k + 1) * B)
+        want(f"s_addf[{k}]", sorted(o["s_addf"][sl]) == [0.5 + 2 * j for j in range(B)])
+        links = sum(o["s_cas"][k * B + t] == t for t in range(B))
+        if not wide:
+            want(f"s_cas[{k}]", o["fin"][k] == links); continue
+        fin = o["fin"][k * 4:k * 4 + 4]
+        want(f"s_cas[{k}]", fin[1] == links)
+        want(f"s_inc[{k}]", sorted(o["s_inc"][sl] - 1000 * k) == list(range(B)) and fin[0] == B)
+        want(f"s_dec64[{k}]", sorted(o["s_dec64"][sl]) == list(range(-B + 1, 1)))
+        want(f"fin[{k}]", fin[2] == max(t * 7 % 128 for t in range(B)) and fin[3] == 0)
+        want(f"fin64[{k}]", list(o["fin64"][k * 2:k * 2 + 2]) == [-B, -(B - 1) * 2**32])
+    if wide:
+        want("sub", sorted(o["r_sub"]) == list(range(-3 * (n - 1), 1, 3)) and o["g"][2] == -3 * n)
+        want("add64", sorted(o["r_add64"]) == [k * 2**32 for k in range(n)] and o["g64"][0] == n * 2**32)
+        want("dec64", sorted(o["r_dec64"]) == list(range(-n + 1, 1)) and o["g64"][1] == -n)
+
+
+@case
+def atomic_returns(b):
+    n, B = 512, 128
+    ins = {"g": np.zeros(n, np.int32), "g64": np.zeros(n, np.int64), "gf": np.zeros(n, F32)}
+    o, err = run("r03_atomic_returns.sarek", "atomic_returns", b, n, (), ins, ["--block", str(B)])
+    if err: return failures.append(f"atomic_returns[{b}]: {err}")
+    atomic_props(f"atomic_returns[{b}]", o, n, B, True)
+
+
+@case
+def atomic_returns32(b):
+    n, B = 512, 128
+    ins = {"g": np.zeros(n, np.int32), "gf": np.zeros(n, F32)}
+    o, err = run("r03_atomic_returns.sarek", "atomic_returns32", b, n, (), ins, ["--block", str(B)])
+    if err: return failures.append(f"atomic_returns32[{b}]: {err}")
+    atomic_props(f"atomic_returns32[{b}]", o, n, B, False)
+
+
+@case
+def shadow_steps(b):
+    n, B = 128, 32
+    o, err = run("r04_shadowing_supersteps.sarek", "shadow_steps", b, n, ["length=5", "thread_idx_x=7"],
+                 None, ["--block", str(B)])
+    if err: return failures.append(f"shadow_steps[{b}]: {err}")
+    want = np.zeros(n, np.int32)
+    for i in range(n):
+        t = i % B
+        acc = 5 + 7 + 2 * 3                      # length + thread_idx_x + block_dim_x 2
+        for r in range(3):
+            s = [u * (r + 1) for u in range(B)]
+            if t % 2 == 0: acc += s[(t + 1) % B]
+            for j in range(2):
+                s = [x + j for x in s]
+                acc += s[(t + 3) % B]
+        want[i] = acc + 2
+    check(f"shadow_steps[{b}].p", o["p"], want)
+    check(f"shadow_steps[{b}].o", o["o"], np.full(n, 2 * n, np.int32))
+
+
+UP3 = "../upstream/e2e_third.sarek"
+UPF = "../upstream/e2e_field_tag_erasure.sarek"
+
+
+@case
+def upstream_nested_records(b):
+    n = 64
+    f = np.arange(n, dtype=F32)
+    outer = np.zeros(n, [("tag", "<f4"), ("mid_a", "<f4"), ("mid_b", "<f4"), ("mid_c", "<f4")])
+    outer["tag"], outer["mid_a"], outer["mid_b"], outer["mid_c"] = f, f, f + 0.5, f + 1
+    chain = np.zeros(n, [("s_r_p", "<f4")]); chain["s_r_p"] = f * 2
+    twin = np.zeros(n, [("left_a", "<f4"), ("left_b", "<f4"), ("left_c", "<f4"), ("right_p", "<f4")])
+    twin["left_a"], twin["right_p"] = f, f * 10
+    for k, src, want in [("k_outer", outer, f + 0.5), ("k_chain", chain, f * 2), ("k_twin", twin, f + f * 10)]:
+        o, err = run(UP3, k, b, n, ["n=64"], {"src": src}, ["--block", "64"])
+        if err: return failures.append(f"upstream_nested_records {k}[{b}]: {err}")
+        check(f"upstream_nested_records {k}[{b}].dst", o["dst"], want)
+
+
+@case
+def upstream_tag_erasure(b):
+    n = 64
+    v = np.arange(1, n + 1, dtype=F32)
+    even = np.arange(n) % 2 == 0
+    cases = [(UP3, "unary_kirc", v * v + v), (UP3, "nullary_kirc", np.ones(n, F32)),
+             (UP3, "multiarg_kirc", v + (v + v)), (UP3, "retained_kirc", np.where(even, v * v, v)),
+             (UPF, "unary_kirc", v * v * 2), (UPF, "nullary_kirc", v + 1),
+             (UPF, "allscalar_kirc", v * (v + 1)), (UPF, "runtime_kirc", v * 2)]
+    for file, k, want in cases:
+        o, err = run(file, k, b, n, ["n=64"], {"src": v})
+        if err: return failures.append(f"upstream_tag_erasure {file} {k}[{b}]: {err}")
+        check(f"upstream_tag_erasure {file} {k}[{b}].dst", o["dst"], want.astype(F32))
+
+
+@case
+def upstream_local_alias(b):
+    # A record bound to a local is a copy: the store through it lands in the local only.
+    n = 64
+    f = np.arange(n, dtype=F32)
+    l1 = np.zeros(n, [("p", "<f4"), ("q", "<f4")]); l1["p"], l1["q"] = f, f + 100
+    l2 = np.zeros(n, [("tag", "<f4"), ("sub_p", "<f4"), ("sub_q", "<f4")])
+    l2["tag"], l2["sub_p"], l2["sub_q"] = f + 1000, f, f + 100
+    for k, v in [("k_local_depth1", l1), ("k_local_nested", l2)]:
+        o, err = run(UP3, k, b, n, ["n=64"], {"v": v})
+        if err: return failures.append(f"upstream_local_alias {k}[{b}]: {err}")
+        check(f"upstream_local_alias {k}[{b}].out", o["out"], np.full(n, 42, F32))
+        check(f"upstream_local_alias {k}[{b}].v", o["v"].tobytes() == v.tobytes(), True)
+
+
+@case
+def upstream_tailrec_vector(b):
+    o, err = run(UP3, "probe_kernel", b, 10, ["n=10"], {"src": np.arange(10, dtype=np.float64)},
+                 ["--block", "1", "--grid", "1"])
+    if err: return failures.append(f"upstream_tailrec_vector[{b}]: {err}")
+    check(f"upstream_tailrec_vector[{b}].out", o["out"][:3], np.full(3, 45.0))
+
+
+@case
+def upstream_reserved_prefix(b):
+    a = (np.arange(64) * 3 - 50).astype(np.int32)
+    o, err = run(UP3, "boundary_kernel", b, 64, ["mysarek_=7"], {"a": a})
+    if err: return failures.append(f"upstream_reserved_prefix[{b}]: {err}")
+    check(f"upstream_reserved_prefix[{b}].r", o["r"], 2 * a + 7)
+
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
-refusals = [f for f in failures if "does not support" in f and "\u250c\u2500" in f]
+refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]
 for f in refusals:
     print("REFUSED", f.splitlines()[0])
