@@ -1055,6 +1055,36 @@ def shadow_steps(b):
     check(f"shadow_steps[{b}].o", o["o"], np.full(n, 2 * n, np.int32))
 
 
+@case
+def atomic_bits(b):
+    # One thread per bit (64 for int64, 32 for int32), one block.
+    for kern, bits, dt in [("bits64", 64, np.int64), ("bits32", 32, np.int32)]:
+        n = bits
+        v = (np.random.default_rng(3).permutation(np.arange(-n // 2, n // 2)).astype(dt)
+             * dt(1 << (bits - 8)))
+        g = np.zeros(n, dt); g[1] = -1; g[3] = np.iinfo(dt).min; g[4] = np.iinfo(dt).max
+        o, err = run("r03_atomic_returns.sarek", kern, b, n, (), {"g": g, "v": v}, ["--block", str(n)])
+        if err: failures.append(f"atomic_bits {kern}[{b}]: {err}"); continue
+        u = lambda x: int(x) & ((1 << bits) - 1)
+        pc = lambda x: bin(u(x)).count("1")
+        tag = f"atomic_bits {kern}[{b}]"
+        for name in ["r_or", "r_xor", "s_or"]:
+            if (sorted(pc(x) for x in o[name]) != list(range(n))
+                    or any((u(o[name][t]) >> t) & 1 for t in range(n))):
+                failures.append(f"{tag}: {name} is not a chain gaining the caller's bit")
+        for name in ["r_and", "s_and"]:
+            if (sorted(pc(x) for x in o[name]) != list(range(1, n + 1))
+                    or not all((u(o[name][t]) >> t) & 1 for t in range(n))):
+                failures.append(f"{tag}: {name} is not a chain losing the caller's bit")
+        check(f"{tag}.g", o["g"][:5], np.array([-1, 0, -1, v.max(), v.min()], dt))
+        check(f"{tag}.fin", o["fin"][:3], np.array([-1, 0, v.max()], dt))
+        for name, init, ext in [("r_max", np.iinfo(dt).min, np.argmax(v)), ("r_min", np.iinfo(dt).max, np.argmin(v)),
+                                ("s_max", np.iinfo(dt).min, np.argmax(v))]:
+            seen = set(int(x) for x in v) | {int(init)}
+            if any(int(x) not in seen for x in o[name]) or o[name][ext] == v[ext]:
+                failures.append(f"{tag}: {name} returned a value no thread stored")
+
+
 UP3 = "../upstream/e2e_third.sarek"
 UPF = "../upstream/e2e_field_tag_erasure.sarek"
 
