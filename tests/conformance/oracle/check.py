@@ -1150,6 +1150,29 @@ def upstream_reserved_prefix(b):
     check(f"upstream_reserved_prefix[{b}].r", o["r"], 2 * a + 7)
 
 
+@case
+def upstream_param_identity(b):
+    # combine a b c d = a + b + c with distinct arguments: 6, not 9 (an off-by-one binding).
+    o, err = run(UP3, "off_by_one_kernel", b, 4, (), {"src": np.array([1, 2, 3, 4], F32)},
+                 ["--block", "1", "--grid", "1"])
+    if err: return failures.append(f"upstream_param_identity[{b}]: {err}")
+    check(f"upstream_param_identity[{b}].out", o["out"][0], F32(6))
+
+
+@case
+def upstream_record_f64_arith(b):
+    n = 64
+    i = np.arange(n)
+    v = np.zeros(n, [("x", "<f8"), ("y", "<f8"), ("z", "<f8")])
+    v["x"], v["y"], v["z"] = i + 0.25, n - i - 0.5, i * 0.5 + 0.125
+    o, err = run(UP3, "scale_kirc", b, n, ["n=64"], {"src": v})
+    if err: return failures.append(f"upstream_record_f64_arith[{b}]: {err}")
+    d = o["dst"]
+    check(f"upstream_record_f64_arith[{b}].x", d["x"], v["x"] * 2 + v["z"])
+    check(f"upstream_record_f64_arith[{b}].y", d["y"], (v["y"] - 0.5) * v["x"])
+    check(f"upstream_record_f64_arith[{b}].z", d["z"], v["z"] + 1.25)
+
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]
