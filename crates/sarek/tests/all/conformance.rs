@@ -27,7 +27,6 @@ use std::time::Duration;
 /// negative kernel.
 const KNOWN: &[(&str, &str, &str)] = &[
     ("F6", "e28_unknown_helper_suggestion", "expect"),
-    ("F7", "c39_type_names", "wgpu"),
 ];
 
 fn root() -> PathBuf {
