@@ -1056,6 +1056,23 @@ def shadow_steps(b):
     check(f"shadow_steps[{b}].o", o["o"], np.full(n, 2 * n, np.int32))
 
 
+HEX32 = ["0x1.8p3", "0x1p-149", "0x1.fffffep127", "0xA.", "-0x1p-126", "0x.8", "0x10p0", "0x1p+1"]
+HEX64 = ["0x1p-1074", "0x1.fffffffffffffp1023", "0x1.00000000000008p0", "0x1.00000000000018p0",
+         "0x1.00000000000008000000000000000001p0", "0x0.0000000000000000000000001p0", "0x1.8p-1074",
+         "0x3p-1076", "0x1p-1075", "0x1.00000000000000000000000000000000000001p-1075", "inf",
+         "0xfffffffffffffffffffffffffffffffffffffffp0"]
+
+
+@case
+def hex_floats(b):
+    o, err = run("r05_hex_floats.sarek", "hex_floats32", b, 8)
+    if err: failures.append(f"hex_floats32[{b}]: {err}")
+    else: bits_equal(f"hex_floats32[{b}].o", o["o"], np.array([float.fromhex(x) for x in HEX32], np.float32))
+    o, err = run("r05_hex_floats.sarek", "hex_floats64", b, 16)
+    if err: return failures.append(f"hex_floats64[{b}]: {err}")
+    bits_equal(f"hex_floats64[{b}].d", o["d"][:len(HEX64)], np.array([float.fromhex(x) for x in HEX64]))
+
+
 UP3 = "../upstream/e2e_third.sarek"
 UPF = "../upstream/e2e_field_tag_erasure.sarek"
 

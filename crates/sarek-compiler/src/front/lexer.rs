@@ -652,6 +652,27 @@ impl<'a> Lexer<'a> {
             while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
                 self.pos += 1;
             }
+            // OCaml's hexadecimal floats: `0x1.8p3`, `0x1p-149`, `0xA.` (a `.` or an
+            // exponent `p`/`P`, in powers of two, makes the literal a float).
+            if radix == 16 {
+                if self.peek(0) == b'.' && self.peek(1) != b'(' {
+                    is_float = true;
+                    self.pos += 1;
+                    while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
+                        self.pos += 1;
+                    }
+                }
+                if matches!(self.peek(0), b'p' | b'P') {
+                    let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
+                    if self.peek(1 + sign).is_ascii_digit() {
+                        is_float = true;
+                        self.pos += 1 + sign;
+                        while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                            self.pos += 1;
+                        }
+                    }
+                }
+            }
         } else {
             while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
                 self.pos += 1;
@@ -708,9 +729,14 @@ impl<'a> Lexer<'a> {
                     );
                 }
             };
-            match body.parse::<f64>() {
-                Ok(value) => self.push(Tok::Float { value, float64 }, start),
-                Err(_) => bad(self, "malformed float literal".to_string(), "here"),
+            let value = if radix == 16 {
+                hex_float(&body[2..])
+            } else {
+                body.parse::<f64>().ok()
+            };
+            match value {
+                Some(value) => self.push(Tok::Float { value, float64 }, start),
+                None => bad(self, "malformed float literal".to_string(), "here"),
             }
             return;
         }
@@ -1129,4 +1155,76 @@ mod tests {
         assert!(d[0].message.contains('$'));
         assert_eq!(d[1].message, "unterminated string literal");
     }
+}
+
+/// The value of a hexadecimal float's digits after `0x` (`1.8p3`, `1p-149`, `A.`), correctly
+/// rounded to float64 (round to nearest, ties to even, subnormals included); `None` if it has
+/// no digit. The significand is kept in 128 bits; further digits only decide rounding.
+fn hex_float(text: &str) -> Option<f64> {
+    let (digits, exp) = match text.find(['p', 'P']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut m: u128 = 0;
+    let mut e2: i64 = exp.clamp(-1 << 40, 1 << 40);
+    let mut sticky = false;
+    let mut any = false;
+    for (i, c) in int.chars().chain(frac.chars()).enumerate() {
+        let d = u128::from(c.to_digit(16)?);
+        any = true;
+        if m >> 120 == 0 {
+            m = m << 4 | d;
+            if i >= int.len() {
+                e2 -= 4;
+            }
+        } else {
+            sticky |= d != 0;
+            if i < int.len() {
+                e2 += 4;
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    if m == 0 {
+        return Some(0.0);
+    }
+    // A dropped non-zero digit can only break a tie: make it a bit below every kept one.
+    if sticky {
+        m = m << 1 | 1;
+        e2 -= 1;
+    }
+    let top = e2 + i64::from(127 - m.leading_zeros() as i32);
+    if top > 1023 {
+        return Some(f64::INFINITY);
+    }
+    if top < -1022 {
+        // Subnormal (or zero): round m * 2^e2 to a multiple of 2^-1074 once.
+        let shift = -1074 - e2;
+        if shift > 127 {
+            return Some(0.0);
+        }
+        if shift > 0 {
+            let kept = m >> shift;
+            let rest = m & ((1u128 << shift) - 1);
+            let half = 1u128 << (shift - 1);
+            m = if rest > half || rest == half && kept & 1 == 1 {
+                kept + 1
+            } else {
+                kept
+            };
+            e2 = -1074;
+        }
+    }
+    // `as` rounds to nearest even; scaling by powers of two is then exact.
+    let mut v = m as f64;
+    let mut e = e2;
+    while e != 0 {
+        let step = e.clamp(-1000, 1000);
+        v *= 2f64.powi(step as i32);
+        e -= step;
+    }
+    Some(v)
 }
