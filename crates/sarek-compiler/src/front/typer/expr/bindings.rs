@@ -172,6 +172,11 @@ impl Checker {
                     "move `{}` above this use; helpers that call each other are mutual recursion, which GPU code cannot run",
                     name.name
                 ));
+        } else if let Some(k) = self.kernels.iter().find(|k| k.name == name.name) {
+            d = d
+                .with_secondary(k.span, "a kernel of this name is defined here")
+                .with_note("a kernel is launched from the host; kernels cannot call each other")
+                .with_help("move the code they share into a helper (`let f ... = ...`) and call it from both");
         } else if let Some(h) = did_you_mean(closest(&name.name, cands)) {
             d = d.with_help(h);
         }
