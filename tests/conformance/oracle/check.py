@@ -1073,6 +1073,17 @@ def hex_floats(b):
     bits_equal(f"hex_floats64[{b}].d", o["d"][:len(HEX64)], np.array([float.fromhex(x) for x in HEX64]))
 
 
+@case
+def const_records(b):
+    n = 64
+    o, err = run("r06_const_records.sarek", "const_records", b, n, ["m=4"])
+    if err: return failures.append(f"const_records[{b}]: {err}")
+    d = np.arange(n) % 4
+    qx = d * (d + 1) // 2                     # build d: x = 1 + 2 + ... + d, y = 0.5 * 2^d
+    check(f"const_records[{b}].o", o["o"], (2 + 3 + qx * 10).astype(np.int32))
+    check(f"const_records[{b}].f", o["f"], (F32(0.5) + F32(1.5) + F32(0.5) * 2.0 ** d).astype(F32))
+
+
 UP3 = "../upstream/e2e_third.sarek"
 UPF = "../upstream/e2e_field_tag_erasure.sarek"
 

@@ -831,7 +831,19 @@ impl<'a> Writer<'a> {
                 }
                 match init {
                     Some(e) => {
-                        let kw = if info.mutable { "var" } else { "let" };
+                        // A `let` of a constant record or variant (`let p: pt = pt(0i, 0.5f);`)
+                        // is a `var`: naga 30 evaluates it as a constant, and once the module
+                        // has an `override` (the block size) its SPIR-V writer panicked on a
+                        // field read of it ("Expression [25] is not cached!").
+                        let constant_aggregate = matches!(
+                            e.kind,
+                            ExprKind::Record { .. } | ExprKind::Ctor { .. }
+                        ) && self.is_const(e);
+                        let kw = if info.mutable || constant_aggregate {
+                            "var"
+                        } else {
+                            "let"
+                        };
                         self.expr_line(format_args!("{kw} {name}: {t} = "), e, ";");
                     }
                     None => self.line_fmt(format_args!("var {name}: {t};")),
