@@ -1172,6 +1172,21 @@ def upstream_record_f64_arith(b):
     check(f"upstream_record_f64_arith[{b}].z", d["z"], v["z"] + 1.25)
 
 
+@case
+def upstream_helper_scoping(b):
+    # A helper's local (or formal) named like a scalar kernel parameter, and prelude values
+    # (constant, and thread-dependent) read from a helper (codegen_golden tests).
+    for k, args, want in [("shadowing_kernel", ["n=5"], (5 + 1) * 2), ("formal_kernel", ["n=5"], 5 * 3),
+                          ("dynamic_const_kernel", [], 10 + 0)]:
+        o, err = run(UP3, k, b, 4, args)
+        if err: failures.append(f"upstream_helper_scoping {k}[{b}]: {err}"); continue
+        check(f"upstream_helper_scoping {k}[{b}].out", o["out"][0], np.int32(want))
+    src = np.array([1.25, 0, 0, 0], F32)
+    o, err = run(UP3, "static_const_kernel", b, 4, (), {"src": src})
+    if err: return failures.append(f"upstream_helper_scoping static_const_kernel[{b}]: {err}")
+    check(f"upstream_helper_scoping static_const_kernel[{b}].out", o["out"][0], F32(2.5))
+
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]
