@@ -1084,6 +1084,36 @@ def const_records(b):
     check(f"const_records[{b}].f", o["f"], (F32(0.5) + F32(1.5) + F32(0.5) * 2.0 ** d).astype(F32))
 
 
+@case
+def generated_names(b):
+    n = 64
+    x = rng.uniform(-3, 3, n).astype(F32)
+    buf = np.zeros(n, [(f, "<i4" if f != "output" else "<f4") for f in
+                       ["input", "output", "precise", "sample", "patch", "uniform", "layout", "main"]])
+    for f in buf.dtype.names:
+        buf[f] = rng.integers(0, 1000, n) if f != "output" else rng.uniform(-1, 1, n)
+    d = np.zeros(n, [("tag", "<i4"), ("Kernel_0", "<i4"), ("Global_0", "<f4"), ("Shared_0", "<i4"), ("Shared_1", "<i4")])
+    d["tag"] = np.arange(n) % 4
+    d["Kernel_0"], d["Global_0"] = rng.integers(-50, 50, n), rng.uniform(-9, 9, n)
+    d["Shared_0"], d["Shared_1"] = rng.integers(0, 9, n), rng.integers(0, 9, n)
+    o, err = run("r07_generated_names.sarek", "main", b, n, (), {"blockIdx": buf, "d": d, "f": x})
+    if err: return failures.append(f"generated_names[{b}]: {err}")
+    rnd = np.sign(x) * np.floor(np.abs(x) + F32(0.5))
+    want_f = (x + F32(1)) + np.fmod(x, F32(0.75)) + x * F32(3) + (rnd.astype(F32) - F32(1))
+    check(f"generated_names[{b}].f", o["f"], want_f.astype(F32), rtol=1e-6, atol=1e-6)
+    g = (buf["input"].astype(np.int64) * 3 + cdiv(buf["input"].astype(np.int64), buf["main"].astype(np.int64) + 1)
+         + np.arange(n) + 100 + buf["patch"] + 1000 + buf["precise"] + buf["sample"] + buf["uniform"] + buf["layout"])
+    check(f"generated_names[{b}].gl_GlobalInvocationID", o["gl_GlobalInvocationID"], g.astype(np.int32))
+    w = o["d"]
+    tag = d["tag"]
+    check(f"generated_names[{b}].d.tag", w["tag"], np.array([3, 0, 1, 2], np.int32)[tag])
+    k0 = tag == 0
+    check(f"generated_names[{b}].d.Shared", np.stack([w["Shared_0"][k0], w["Shared_1"][k0]]),
+          np.stack([d["Kernel_0"][k0], buf["input"][k0]]))
+    check(f"generated_names[{b}].d.Kernel", w["Kernel_0"][tag == 1], np.trunc(d["Global_0"][tag == 1]).astype(np.int32))
+    check(f"generated_names[{b}].d.Global", w["Global_0"][tag == 2], buf["output"][tag == 2])
+
+
 UP3 = "../upstream/e2e_third.sarek"
 UPF = "../upstream/e2e_field_tag_erasure.sarek"
 
