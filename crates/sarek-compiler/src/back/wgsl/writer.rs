@@ -835,10 +835,9 @@ impl<'a> Writer<'a> {
                         // is a `var`: naga 30 evaluates it as a constant, and once the module
                         // has an `override` (the block size) its SPIR-V writer panicked on a
                         // field read of it ("Expression [25] is not cached!").
-                        let constant_aggregate = matches!(
-                            e.kind,
-                            ExprKind::Record { .. } | ExprKind::Ctor { .. }
-                        ) && self.is_const(e);
+                        let constant_aggregate =
+                            matches!(e.kind, ExprKind::Record { .. } | ExprKind::Ctor { .. })
+                                && self.is_const(e);
                         let kw = if info.mutable || constant_aggregate {
                             "var"
                         } else {
