@@ -327,6 +327,14 @@ impl Compiled {
         }
     }
 
+    /// Whether a launch can end in [`Fault::Divergent`] (a barrier's uniformity test, a lane
+    /// group failing a check after a store): the caller then reruns it on the interpreter.
+    pub(crate) fn may_defer(&self) -> bool {
+        self.sites
+            .iter()
+            .any(|s| matches!(s.kind, SiteKind::Divergent | SiteKind::GroupFault))
+    }
+
     fn check(&self, grid: [u32; 3], block: [u32; 3], args: &[JitArg<'_>]) -> Result<(), Fault> {
         let k = &self.kernel;
         let err = |m: String| Err(Fault::Arguments(m));

@@ -131,6 +131,14 @@ impl JitKernel {
         self.inner.listing.as_deref()
     }
 
+    /// Whether a launch can end in [`Fault::Divergent`], after blocks may have stored: a
+    /// caller that then reruns the launch on the interpreter must keep copies of the vectors
+    /// the kernel writes ([`written_params`]) to rerun it from. (Any kernel with an element
+    /// access can end in [`Fault::Kernel`].)
+    pub fn may_defer(&self) -> bool {
+        self.inner.may_defer()
+    }
+
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.inner.kernel.name

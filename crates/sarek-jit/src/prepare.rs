@@ -12,13 +12,18 @@
 //!   helper it calls) is inlined when it is a statement of its own, a `let`'s initialiser or
 //!   the value assigned to a variable or to an element whose index the call cannot change:
 //!   its arguments in fresh variables, its body copied with fresh binders, its final
-//!   `return e` assigning the result;
+//!   `return e` assigning the result, an earlier `return` setting the result and a `done`
+//!   flag that guards what follows; such a call inside a larger expression first moves into
+//!   a `let` of its own when what is evaluated before it is inert (no memory reads, calls,
+//!   faulting divisions or mutable variables);
+//! - `c && w` (`c || w`) with a warp operation in `w` becomes `if c then t := w` (its else
+//!   branch), a block-uniform `if` around the warp operation;
 //! - a `match` with a synchronisation point in an arm becomes a chain of `if`s on the tag
 //!   (payload bindings as `let`s; no default arm: a `match` without arms, which faults).
 //!
 //! What the block-level scheduling cannot express is refused here ([`JitError::Unsupported`]):
-//! a synchronising helper called inside an expression or returning early, warp operations
-//! under a short-circuit operand or a conditional expression, `break`/`continue` that leave a
+//! a synchronising helper called after a non-inert operand or returning from inside a loop,
+//! warp operations in a conditional expression, `break`/`continue` that leave a
 //! synchronising loop, opaque native code.
 
 use crate::JitError;
@@ -129,6 +134,28 @@ pub(crate) fn has_warp(e: &Expr) -> bool {
 }
 
 /// Pre-order walk over an expression tree.
+/// The direct sub-expressions of `e`, in evaluation order (as [`walk_expr`] visits them).
+fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    match &mut e.kind {
+        ExprKind::Lit(_) | ExprKind::Var(_) => Vec::new(),
+        ExprKind::Binary { lhs, rhs, .. } => vec![&mut **lhs, &mut **rhs],
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Index { index: a, .. }
+        | ExprKind::Field { base: a, .. }
+        | ExprKind::Tag(a)
+        | ExprKind::Payload { value: a, .. } => vec![&mut **a],
+        ExprKind::Record { fields, .. }
+        | ExprKind::Ctor { fields, .. }
+        | ExprKind::Call { args: fields, .. }
+        | ExprKind::Intrinsic { args: fields, .. } => fields.iter_mut().collect(),
+        ExprKind::Select {
+            cond,
+            then_value,
+            else_value,
+        } => vec![&mut **cond, &mut **then_value, &mut **else_value],
+    }
+}
+
 pub(crate) fn walk_expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
     f(e);
     match &e.kind {
@@ -245,9 +272,9 @@ fn calls_any(e: &Expr, funcs: &HashSet<FuncId>) -> bool {
 }
 
 /// Whether a block has a `return` anywhere (nested blocks included).
-fn has_return(b: &Block) -> bool {
+fn has_return(b: &[Stmt]) -> bool {
     b.iter().any(|s| {
-        matches!(s.kind, StmtKind::Return(_)) || nested_blocks(s).into_iter().any(has_return)
+        matches!(s.kind, StmtKind::Return(_)) || nested_blocks(s).into_iter().any(|b| has_return(b))
     })
 }
 
@@ -378,6 +405,16 @@ impl Prep<'_> {
                 }
                 continue;
             }
+            // A call inside a larger expression: when everything evaluated before it reads no
+            // memory, calls nothing and cannot fault, it runs first in a `let` of its own
+            // (`x + f s v` becomes `let t = f s v in x + t`), then is inlined as above.
+            if let Some((tmp, call)) = self.take_sync_call(&mut s, sync) {
+                let made = self.fresh(call.ty.clone(), false);
+                debug_assert_eq!(made, tmp, "the variable the statement now reads");
+                let first = self.let_(tmp, call, span);
+                out.extend(self.inline_block(vec![first, s], sync, depth)?);
+                continue;
+            }
             if own_exprs(&s).into_iter().any(|e| calls_any(e, sync)) {
                 return Err(self.unsupported(
                     "a call of a helper with barriers inside an expression",
@@ -410,34 +447,111 @@ impl Prep<'_> {
         Ok(out)
     }
 
+    /// The first call of a synchronising helper in the expression of `s` (the whole
+    /// expression statement, `let` initialiser, `if` condition, or value assigned to an
+    /// inert place), replaced by a read of the variable [`Prep::fresh`] creates next (returned with the call), when
+    /// everything evaluated before it is inert ([`Prep::inert`]) and it is not under a
+    /// short-circuit operand or a conditional expression.
+    fn take_sync_call(&self, s: &mut Stmt, sync: &HashSet<FuncId>) -> Option<(VarId, Expr)> {
+        let tmp = VarId(self.k.vars.len() as u32);
+        let e = match &mut s.kind {
+            StmtKind::Expr(e)
+            | StmtKind::Let { init: Some(e), .. }
+            | StmtKind::If { cond: e, .. }
+            | StmtKind::Assign {
+                place: LValue::Var(_),
+                value: e,
+            } => e,
+            StmtKind::Assign { place, value } if self.inert_place(place) => value,
+            _ => return None,
+        };
+        let call = self.take_call(e, sync, tmp, &mut true)?.ok()?;
+        Some((tmp, call))
+    }
+
+    /// [`Prep::take_sync_call`] in `e`: `Some(Err)` when the first synchronising call
+    /// cannot be taken out (then `e` is unchanged), `None` when there is none. `clean`:
+    /// everything evaluated so far is inert.
+    fn take_call(
+        &self,
+        e: &mut Expr,
+        sync: &HashSet<FuncId>,
+        tmp: VarId,
+        clean: &mut bool,
+    ) -> Option<Result<Expr, ()>> {
+        let before = *clean;
+        if matches!(e.kind, ExprKind::Select { .. }) && calls_any(e, sync) {
+            return Some(Err(()));
+        }
+        match &mut e.kind {
+            ExprKind::Binary {
+                op: BinOp::And | BinOp::Or,
+                lhs,
+                rhs,
+                ..
+            } => {
+                if let found @ Some(_) = self.take_call(lhs, sync, tmp, clean) {
+                    return found;
+                }
+                *clean &= self.inert(lhs);
+                if calls_any(rhs, sync) {
+                    return Some(Err(()));
+                }
+            }
+            _ => {
+                for child in children_mut(e) {
+                    if let found @ Some(_) = self.take_call(child, sync, tmp, clean) {
+                        return found;
+                    }
+                    *clean &= self.inert(child);
+                }
+            }
+        }
+        if let ExprKind::Call { func, .. } = &e.kind
+            && sync.contains(func)
+        {
+            // Its arguments go with it: only what came before them must be inert.
+            if !before {
+                return Some(Err(()));
+            }
+            let read = Expr::new(ExprKind::Var(tmp), e.ty.clone());
+            return Some(Ok(std::mem::replace(e, read)));
+        }
+        None
+    }
+
+    /// Whether `e` reads no memory, calls nothing, cannot fault and reads only immutable
+    /// variables: a call evaluated before it instead of after cannot change its value.
+    fn inert(&self, e: &Expr) -> bool {
+        let mut inert = true;
+        walk_expr(e, &mut |x| match &x.kind {
+            ExprKind::Var(v) => inert &= !self.k.var(*v).mutable,
+            ExprKind::Lit(_) | ExprKind::Unary { .. } | ExprKind::Select { .. } => {}
+            ExprKind::Binary { op, .. } => {
+                inert &= !matches!(op, BinOp::Div | BinOp::Rem);
+            }
+            ExprKind::Intrinsic { op, .. } => {
+                inert &= matches!(
+                    op,
+                    Intrinsic::Geometry(_)
+                        | Intrinsic::Convert
+                        | Intrinsic::Min
+                        | Intrinsic::Max
+                        | Intrinsic::Abs
+                );
+            }
+            _ => inert = false,
+        });
+        inert
+    }
+
     /// Whether an assigned place's indices read no memory, call nothing, cannot fault and
     /// read only immutable variables: a call evaluated before them cannot change them.
     fn inert_place(&self, place: &LValue) -> bool {
         match place {
             LValue::Var(_) => true,
             LValue::Field { base, .. } => self.inert_place(base),
-            LValue::Index { index, .. } => {
-                let mut inert = true;
-                walk_expr(index, &mut |x| match &x.kind {
-                    ExprKind::Var(v) => inert &= !self.k.var(*v).mutable,
-                    ExprKind::Lit(_) | ExprKind::Unary { .. } | ExprKind::Select { .. } => {}
-                    ExprKind::Binary { op, .. } => {
-                        inert &= !matches!(op, BinOp::Div | BinOp::Rem);
-                    }
-                    ExprKind::Intrinsic { op, .. } => {
-                        inert &= matches!(
-                            op,
-                            Intrinsic::Geometry(_)
-                                | Intrinsic::Convert
-                                | Intrinsic::Min
-                                | Intrinsic::Max
-                                | Intrinsic::Abs
-                        );
-                    }
-                    _ => inert = false,
-                });
-                inert
-            }
+            LValue::Index { index, .. } => self.inert(index),
         }
     }
 
@@ -462,9 +576,13 @@ impl Prep<'_> {
             },
             _ => None,
         };
-        if has_return(&body) {
-            return Err(self.unsupported("an early `return` in a helper with barriers", span));
-        }
+        // An early `return` sets `done` (and the result) instead; what follows it runs
+        // unless `done` ([`Prep::lower_returns`]).
+        let early = has_return(&body).then(|| {
+            let done = self.fresh(Ty::BOOL, true);
+            let res = (f.ret != Ty::Unit).then(|| self.fresh(f.ret.clone(), true));
+            (done, res)
+        });
         let mut scope = Scope::fresh();
         let mut out = Vec::new();
         for (p, a) in f.params.iter().zip(args) {
@@ -493,8 +611,105 @@ impl Prep<'_> {
             },
             _ => None,
         };
-        out.append(&mut copy);
-        Ok((out, result))
+        let Some((done, res)) = early else {
+            out.append(&mut copy);
+            return Ok((out, result));
+        };
+        let f = Expr::lit(sarek_compiler::types::Literal::Bool(false));
+        out.push(self.let_(done, f, span));
+        if let Some(r) = res {
+            out.push(Stmt {
+                kind: StmtKind::Let { var: r, init: None },
+                span,
+            });
+        }
+        out.extend(self.lower_returns(copy, done, res)?);
+        match (result, res) {
+            (Some(e), Some(r)) => {
+                let set = self.assign(r, e, span);
+                out.push(self.unless(done, vec![set], span));
+                Ok((out, Some(self.var_expr(r))))
+            }
+            // Every path returned on its way.
+            (None, Some(r)) => Ok((out, Some(self.var_expr(r)))),
+            (result, None) => Ok((out, result)),
+        }
+    }
+
+    /// `body` (an inlined helper's copy) with its `return`s as assignments: `return e` sets
+    /// `res` to `e` and `done`, and what follows a statement that may return runs under
+    /// `if done then () else ...`. A `return` inside a loop is refused.
+    fn lower_returns(&mut self, body: Block, done: VarId, res: Option<VarId>) -> R<Block> {
+        let mut out = Vec::new();
+        let mut rest = body.into_iter();
+        while let Some(mut s) = rest.next() {
+            let span = s.span;
+            if let StmtKind::Return(e) = s.kind {
+                if let (Some(e), Some(r)) = (e, res) {
+                    out.push(self.assign(r, e, span));
+                }
+                let t = Expr::lit(sarek_compiler::types::Literal::Bool(true));
+                out.push(self.assign(done, t, span));
+                // The rest of this block never runs.
+                return Ok(out);
+            }
+            if !has_return(std::slice::from_ref(&s)) {
+                out.push(s);
+                continue;
+            }
+            match &mut s.kind {
+                StmtKind::If {
+                    then_block,
+                    else_block,
+                    ..
+                } => {
+                    *then_block = self.lower_returns(std::mem::take(then_block), done, res)?;
+                    *else_block = self.lower_returns(std::mem::take(else_block), done, res)?;
+                }
+                StmtKind::Block(body) => {
+                    *body = self.lower_returns(std::mem::take(body), done, res)?;
+                }
+                StmtKind::Match { arms, .. } => {
+                    for a in arms {
+                        a.body = self.lower_returns(std::mem::take(&mut a.body), done, res)?;
+                    }
+                }
+                _ => {
+                    return Err(self
+                        .unsupported("a `return` inside a loop of a helper with barriers", span));
+                }
+            }
+            out.push(s);
+            let tail: Block = rest.collect();
+            if !tail.is_empty() {
+                let tail = self.lower_returns(tail, done, res)?;
+                out.push(self.unless(done, tail, span));
+            }
+            return Ok(out);
+        }
+        Ok(out)
+    }
+
+    fn assign(&self, var: VarId, value: Expr, span: Span) -> Stmt {
+        Stmt {
+            kind: StmtKind::Assign {
+                place: LValue::Var(var),
+                value,
+            },
+            span,
+        }
+    }
+
+    /// `if flag then () else body`.
+    fn unless(&self, flag: VarId, body: Block, span: Span) -> Stmt {
+        Stmt {
+            kind: StmtKind::If {
+                cond: self.var_expr(flag),
+                then_block: Vec::new(),
+                else_block: body,
+            },
+            span,
+        }
     }
 
     /// A `match` whose arms synchronise, as a chain of `if`s on its tag.
@@ -741,8 +956,32 @@ impl Prep<'_> {
                 nowrap,
             } => {
                 if matches!(op, BinOp::And | BinOp::Or) && has_warp(&rhs) {
-                    return Err(self
-                        .unsupported("a warp operation in the right operand of `&&`/`||`", span));
+                    // `a && b` as `let c = a in let mut t = c in if c then t := b`: the warp
+                    // operations of `b` run under `if c` (`||`: its else branch), which the
+                    // schedule runs block-uniformly (a block whose threads disagree on `c`
+                    // goes to the interpreter, as around a barrier).
+                    let c = self.hoist(*lhs, span, pre)?;
+                    let cv = self.fresh(Ty::BOOL, false);
+                    pre.push(self.let_(cv, c, span));
+                    let t = self.fresh(Ty::BOOL, true);
+                    pre.push(self.let_(t, self.var_expr(cv), span));
+                    let mut inner = Vec::new();
+                    let b = self.hoist(*rhs, span, &mut inner)?;
+                    inner.push(self.assign(t, b, span));
+                    let (then_block, else_block) = if op == BinOp::And {
+                        (inner, Vec::new())
+                    } else {
+                        (Vec::new(), inner)
+                    };
+                    pre.push(Stmt {
+                        kind: StmtKind::If {
+                            cond: self.var_expr(cv),
+                            then_block,
+                            else_block,
+                        },
+                        span,
+                    });
+                    return Ok(self.var_expr(t));
                 }
                 ExprKind::Binary {
                     op,

@@ -106,6 +106,9 @@ enum Compiled {
 pub struct JitCache {
     kernels: Mutex<Vec<(Kernel, Arc<Compiled>)>>,
     options: sarek_jit::JitOptions,
+    /// Storage for the copies [`JitCache::run_in_place`] takes, reused across launches so
+    /// that a copy is one memcpy (no allocation, zeroing or page faults).
+    copies: Mutex<Vec<Vec<u8>>>,
 }
 
 impl JitCache {
@@ -114,6 +117,7 @@ impl JitCache {
         JitCache {
             kernels: Mutex::default(),
             options,
+            copies: Mutex::default(),
         }
     }
 
@@ -213,6 +217,132 @@ impl JitCache {
             ) => return Native::Interpret(message),
         })
     }
+}
+
+/// A kernel argument of a launch on a host buffer's storage ([`JitCache::run_in_place`]).
+pub enum InPlaceArg<'a> {
+    Scalar(sarek_compiler::types::Literal),
+    Aggregate(Vec<sarek_compiler::types::Literal>),
+    /// A vector of one non-bool scalar leaf stored densely: `len` elements at the start of
+    /// `bytes` (which must be aligned for the scalar).
+    Vector {
+        scalar: sarek_compiler::types::Scalar,
+        len: usize,
+        bytes: &'a mut [u8],
+    },
+}
+
+impl JitCache {
+    /// Run `kernel` as native code directly on vectors' storage, with no column copies.
+    /// A launch that faults (a located [`RuntimeError::Fault`]) leaves the vectors it writes
+    /// partly written, as a GPU does. A launch that must be rerun on the interpreter core
+    /// (a barrier reached by part of a block) is undone first: when the code can end so
+    /// ([`sarek_jit::JitKernel::may_defer`]) the vectors the kernel may write are copied
+    /// before it runs (one memcpy each) and put back. `None`: the launch did not run (or was
+    /// undone) and must take the general path (a kernel or launch for the interpreter core,
+    /// a misaligned or short vector).
+    pub fn run_in_place(
+        &self,
+        kernel: &Kernel,
+        config: LaunchConfig,
+        args: &mut [InPlaceArg<'_>],
+    ) -> Option<Result<LaunchStats, RuntimeError>> {
+        let total = std::time::Instant::now();
+        let compiled = self.compiled(kernel);
+        let Compiled::Native(jit, written) = &*compiled else {
+            return None;
+        };
+        if args.len() != written.len() {
+            return None;
+        }
+        let mut saved: Vec<Option<Vec<u8>>> = Vec::with_capacity(args.len());
+        for (a, w) in args.iter().zip(written) {
+            saved.push(match a {
+                InPlaceArg::Vector { scalar, len, bytes } => {
+                    let n = len.checked_mul(scalar.size() as usize)?;
+                    if n > bytes.len() {
+                        return None;
+                    }
+                    (*w && jit.may_defer()).then(|| {
+                        let pooled = self.copies.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                        copy_parallel(&bytes[..n], pooled.unwrap_or_default())
+                    })
+                }
+                _ => None,
+            });
+        }
+        let mut launch_args = Vec::with_capacity(args.len());
+        for a in args.iter_mut() {
+            launch_args.push(match a {
+                InPlaceArg::Scalar(l) => sarek_jit::JitArg::Scalar(*l),
+                InPlaceArg::Aggregate(ls) => sarek_jit::JitArg::Aggregate(ls.clone()),
+                InPlaceArg::Vector { scalar, len, bytes } => {
+                    let n = *len * scalar.size() as usize;
+                    sarek_jit::JitArg::Vector(sarek_jit::VectorArg {
+                        len: *len,
+                        columns: vec![column_on(*scalar, &mut bytes[..n])?],
+                    })
+                }
+            });
+        }
+        let result = jit.launch_timed(config.grid, config.block, &mut launch_args);
+        drop(launch_args);
+        for (a, s) in args.iter_mut().zip(saved) {
+            if let (InPlaceArg::Vector { bytes, .. }, Some(s)) = (a, s) {
+                if matches!(result, Err(sarek_jit::Fault::Divergent { .. })) {
+                    bytes[..s.len()].copy_from_slice(&s);
+                }
+                if s.capacity() <= KEPT_COPY_BYTES {
+                    self.copies
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(s);
+                }
+            }
+        }
+        match result {
+            Ok(kernel_time) => Some(Ok(LaunchStats {
+                kernel_time,
+                total_time: total.elapsed(),
+            })),
+            Err(sarek_jit::Fault::Kernel { span, message }) => {
+                Some(Err(RuntimeError::Fault { span, message }))
+            }
+            Err(sarek_jit::Fault::Divergent { .. } | sarek_jit::Fault::Arguments(_)) => None,
+        }
+    }
+}
+
+/// `bytes` as a column of `scalar`s (`None`: misaligned, or bool, whose bytes may hold
+/// values other than 0 and 1).
+fn column_on(
+    scalar: sarek_compiler::types::Scalar,
+    bytes: &mut [u8],
+) -> Option<sarek_jit::Column<'_>> {
+    use sarek_compiler::types::Scalar;
+    Some(match scalar {
+        Scalar::I32 => sarek_jit::Column::I32(bytemuck::try_cast_slice_mut(bytes).ok()?),
+        Scalar::I64 => sarek_jit::Column::I64(bytemuck::try_cast_slice_mut(bytes).ok()?),
+        Scalar::F32 => sarek_jit::Column::F32(bytemuck::try_cast_slice_mut(bytes).ok()?),
+        Scalar::F64 => sarek_jit::Column::F64(bytemuck::try_cast_slice_mut(bytes).ok()?),
+        Scalar::Bool => return None,
+    })
+}
+
+/// The largest copy storage [`JitCache`] keeps for reuse.
+const KEPT_COPY_BYTES: usize = 256 << 20;
+
+/// A copy of `bytes` in `storage`, made by the pool's threads in 1 MiB pieces (one thread's
+/// memcpy does not reach a many-core host's memory bandwidth).
+fn copy_parallel(bytes: &[u8], mut copy: Vec<u8>) -> Vec<u8> {
+    const PIECE: usize = 1 << 20;
+    // Only growth zeroes: a reused storage is overwritten as it is.
+    copy.truncate(bytes.len());
+    copy.resize(bytes.len(), 0);
+    copy.par_chunks_mut(PIECE)
+        .zip(bytes.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+    copy
 }
 
 /// What a native launch came to: a result, or why the interpreter core must run it.

@@ -7,16 +7,23 @@
 //! interpreter core (blocks in order on `interp`, on the rayon pool on `cpu`) on the
 //! buffers' contents, writing the vectors back when it succeeds. A fault is kept for the
 //! next synchronisation, as a GPU's would be, and leaves the buffers untouched.
+//!
+//! `cpu` runs a kernel it compiles natively on the buffers' bytes in place when every vector
+//! is one dense non-bool scalar (`HostDevice::dispatch_in_place`): no unpacking into columns
+//! and packing back. A fault there leaves the vectors the kernel writes partly written, as on
+//! a GPU (values passed to [`Device::launch`] still come back untouched: it works on copies).
 
 use crate::bind::{LaunchPlan, Positional};
+use crate::cpu::InPlaceArg;
 use crate::device::{Backend, Device, DeviceInfo, LaunchConfig, RuntimeError};
 use crate::kernel::{Built, KernelHandle};
-use crate::memory::{Allocation, DeviceCore, HostAllocation, Mem, lock};
+use crate::memory::{Allocation, DeviceCore, HostAllocation, HostBytes, Mem, lock};
 use crate::pack;
 use crate::signature::ParamKind;
 use crate::value::{ArgValue, HostVector};
 use sarek_compiler::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules, Stored};
 use sarek_compiler::ir::Ty;
+use sarek_compiler::types::Scalar;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -85,6 +92,76 @@ impl HostDevice {
             Executor::Parallel => self.jit.run(kernel.ir(), config, args)?,
         };
         Ok(stats.kernel_time)
+    }
+}
+
+impl HostDevice {
+    /// A `cpu` launch as native code on the buffers' own bytes (no unpacking into columns and
+    /// packing back), when every vector is one dense non-bool scalar in a buffer of its own
+    /// (`None`: take the general path; nothing was changed). The buffers stay locked for the
+    /// launch, in address order as [`Device::copy`] takes them.
+    fn dispatch_in_place(
+        &self,
+        built: &Built,
+        plan: &LaunchPlan,
+    ) -> Option<Result<crate::device::LaunchStats, RuntimeError>> {
+        let kernel = &built.kernel;
+        let mut vectors: Vec<(&HostAllocation, Scalar, usize)> = Vec::new();
+        for (i, param) in built.abi.params.iter().enumerate() {
+            if let AbiParamKind::Vector { elem, .. } = &param.kind {
+                let (Some(Positional::Mem(mem)), [(0, Stored::Native(scalar))]) =
+                    (plan.positional.get(2 * i), elem.leaves.as_slice())
+                else {
+                    return None;
+                };
+                if !pack::is_dense(elem) {
+                    return None;
+                }
+                let len_bytes: [u8; 4] = bytes_at(plan, 2 * i + 1).try_into().ok()?;
+                let len = usize::try_from(i32::from_le_bytes(len_bytes)).ok()?;
+                vectors.push((mem.raw::<HostAllocation>(), *scalar, len));
+            }
+        }
+        let mut order: Vec<usize> = (0..vectors.len()).collect();
+        order.sort_by_key(|&j| std::ptr::from_ref(vectors[j].0) as usize);
+        // One buffer passed twice would be two mutable views of one storage.
+        if order
+            .windows(2)
+            .any(|w| std::ptr::eq(vectors[w[0]].0, vectors[w[1]].0))
+        {
+            return None;
+        }
+        let mut guards: Vec<Option<HostBytes<'_>>> = vectors.iter().map(|_| None).collect();
+        for j in order {
+            guards[j] = Some(vectors[j].0.bytes());
+        }
+        let mut storage = guards.iter_mut().flatten().zip(&vectors);
+        let mut args = Vec::with_capacity(built.abi.params.len());
+        for (i, (param, p)) in built.abi.params.iter().zip(kernel.params()).enumerate() {
+            args.push(match (&param.kind, &p.kind) {
+                (AbiParamKind::Vector { .. }, _) => {
+                    let (bytes, (_, scalar, len)) = storage.next()?;
+                    InPlaceArg::Vector {
+                        scalar: *scalar,
+                        len: *len,
+                        bytes: bytes.as_mut_slice(),
+                    }
+                }
+                (AbiParamKind::Value { layout, .. }, ParamKind::Scalar(s)) => {
+                    InPlaceArg::Scalar(pack::unpack_value(bytes_at(plan, 2 * i), layout, &[*s])[0])
+                }
+                (AbiParamKind::Value { layout, .. }, ParamKind::Aggregate(leaves)) => {
+                    let scalars: Vec<_> = leaves.iter().map(|l| l.scalar).collect();
+                    InPlaceArg::Aggregate(pack::unpack_value(
+                        bytes_at(plan, 2 * i),
+                        layout,
+                        &scalars,
+                    ))
+                }
+                _ => return None,
+            });
+        }
+        self.jit.run_in_place(kernel.ir(), plan.config, &mut args)
     }
 }
 
@@ -204,6 +281,18 @@ impl Device for HostDevice {
 
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError> {
         let kernel = &built.kernel;
+        let local = built.exe::<HostBuild>().local_bytes_per_thread;
+        crate::limits::check_host_launch(kernel.ir(), local, &plan.config, self.info.backend)?;
+        if self.executor == Executor::Parallel
+            && let Some(result) = self.dispatch_in_place(built, plan)
+        {
+            match result {
+                Ok(stats) if plan.timed => *lock(&self.kernel_time) += stats.kernel_time,
+                Ok(_) => {}
+                Err(e) => self.core.defer_fault(plan.launch, e),
+            }
+            return Ok(());
+        }
         let mut args = Vec::with_capacity(kernel.params().len());
         let mut vectors = Vec::new();
         let uses = kernel.uses();
@@ -250,8 +339,6 @@ impl Device for HostDevice {
                 }
             }
         }
-        let local = built.exe::<HostBuild>().local_bytes_per_thread;
-        crate::limits::check_host_launch(kernel.ir(), local, &plan.config, self.info.backend)?;
         match self.run(kernel, plan.config, &mut args) {
             Ok(time) => {
                 if plan.timed {

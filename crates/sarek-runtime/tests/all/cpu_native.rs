@@ -1131,9 +1131,12 @@ let%kernel store_call (a : int32 vector) (out : int32 vector) =
 }
 
 #[test]
-fn a_synchronising_helper_inside_an_expression_still_falls_back() {
-    // Inlining covers a call that is a statement, a `let`'s initialiser or an assigned
-    // value; inside a larger expression it stays on the interpreter core, with a note.
+fn a_synchronising_helper_inside_an_expression_runs_natively_after_inert_operands() {
+    // A call inside a larger expression is taken out into a `let` before its statement and
+    // inlined when everything evaluated before it is inert (no memory reads, calls or
+    // faulting divisions; immutable variables): its arguments go with it, and nested calls
+    // come out innermost first. After a memory read it stays on the interpreter core, with a
+    // note (the read would move past the helper's stores).
     let src = "let rotate (s : int32 array) (v : int32) (t : int32) : int32 =
   s.(t) <- v;
   block_barrier ();
@@ -1143,18 +1146,61 @@ let%kernel in_expr (a : int32 vector) =
   let%shared (s : int32) = 64 in
   let t = thread_idx_x in
   a.(t) <- rotate s a.(t) t + 1
+
+let%kernel nested (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let k = t * 3 in
+  if k + rotate s (rotate s a.(t) t * 2) t > 100 then a.(t) <- k - 1 else a.(t) <- k + 1
+
+let%kernel after_a_read (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  a.(t) <- a.(t) + rotate s t t
 ";
     let program = Program::compile("test.sarek", src);
+    let a: Vec<i32> = (0..64).collect();
     let k = program.kernel("in_expr");
+    assert_eq!(JitCache::default().note(&k), None, "in_expr runs natively");
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &k,
+        LaunchConfig::linear(64),
+        vec![ivec(a.clone())],
+    );
+    let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
+    assert_eq!(ints(&interp.unwrap()[0]), want);
+    assert_eq!(ints(&native.unwrap()[0]), want);
+    let k = program.kernel("nested");
+    assert_eq!(JitCache::default().note(&k), None, "nested runs natively");
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &k,
+        LaunchConfig::linear(64),
+        vec![ivec(a.clone())],
+    );
+    // Inner call: thread t gets a[t + 1]; outer: s.(t) <- 2 a[t + 1], t gets 2 a[t + 2].
+    let want: Vec<i32> = (0..64)
+        .map(|t| {
+            let k = 3 * t as i32;
+            if k + 2 * a[(t + 2) % 64] > 100 {
+                k - 1
+            } else {
+                k + 1
+            }
+        })
+        .collect();
+    assert_eq!(ints(&interp.unwrap()[0]), want);
+    assert_eq!(ints(&native.unwrap()[0]), want);
+    let k = program.kernel("after_a_read");
     let note = JitCache::default().note(&k).expect("falls back");
     assert!(note.contains("inside an expression"), "{note}");
-    let a: Vec<i32> = (0..64).collect();
     let mut args = vec![ivec(a.clone())];
     sarek_runtime::cpu::open()
         .unwrap()
         .launch(&k, LaunchConfig::linear(64), &mut args)
         .unwrap();
-    let want: Vec<i32> = (0..64).map(|t| a[(t + 1) % 64] + 1).collect();
+    let want: Vec<i32> = (0..64).map(|t| a[t] + ((t as i32 + 1) % 64)).collect();
     assert_eq!(ints(&args[0]), want);
 }
 
@@ -1212,4 +1258,298 @@ let%kernel direct (x : int32 vector) (y : int32 vector) (a : int32) =
     assert_eq!(ints(&args[1]), (0..64).collect::<Vec<i32>>());
     assert_eq!(ints(&args[2]), vec![64]);
     assert_eq!(ints(&args[0]), (0..64).collect::<Vec<i32>>());
+}
+
+/// Launch `kernel` on `device` with the given buffers and int32 scalars (in parameter order:
+/// buffers first), and synchronise.
+fn on_buffers(
+    device: &dyn sarek_runtime::Device,
+    kernel: &Kernel,
+    config: LaunchConfig,
+    buffers: &[&sarek_runtime::Buffer<i32>],
+    scalars: &[i32],
+) -> Result<(), RuntimeError> {
+    use sarek_runtime::bind::BindArg;
+    let handle = sarek_runtime::KernelHandle::new(kernel.clone());
+    let args: Vec<BindArg<'_>> = buffers
+        .iter()
+        .map(|b| BindArg::Vector(b.vector()))
+        .chain(
+            scalars
+                .iter()
+                .map(|&s| BindArg::Scalar(sarek_compiler::types::Literal::I32(s))),
+        )
+        .collect();
+    sarek_runtime::launch::enqueue(device, &handle, config, &args)?;
+    sarek_runtime::synchronize(device).map(|_| ())
+}
+
+#[test]
+fn cpu_launches_on_resident_buffers_work_in_place() {
+    // Dense scalar vectors in host buffers are the native code's columns (no unpacking):
+    // results land in the buffers and back-to-back launches see each other's results. A
+    // launch that faults (threads 0..62 store before thread 63 faults) reports the fault and
+    // leaves the vectors it writes partly written, as on a GPU; the ones it only reads are
+    // untouched, and the next launch runs normally.
+    let src = "let%kernel direct (x : int32 vector) (y : int32 vector) (a : int32) (n : int32) =
+  let i = global_thread_id in
+  y.(i) <- y.(i) + a * x.(i + n)
+
+let%kernel pure (n : int32) =
+  let m = n + 1 in
+  ignore m
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("direct");
+    let cpu = sarek_runtime::cpu::open().unwrap();
+    let dev = cpu.as_ref();
+    let x = sarek_runtime::Buffer::from_slice(dev, &(0..64).collect::<Vec<i32>>()).unwrap();
+    let y = sarek_runtime::Buffer::from_slice(dev, &[1i32; 64]).unwrap();
+    let config = LaunchConfig::linear(64);
+    on_buffers(dev, &k, config, &[&x, &y], &[2, 0]).unwrap();
+    on_buffers(dev, &k, config, &[&x, &y], &[3, 0]).unwrap();
+    let want: Vec<i32> = (0..64).map(|i| 1 + 5 * i).collect();
+    assert_eq!(y.download(dev).unwrap(), want);
+    let e = on_buffers(dev, &k, config, &[&x, &y], &[1, 1]).unwrap_err();
+    assert!(
+        matches!(&e, RuntimeError::Fault { message, .. } if message.contains("thread (63,0,0)")),
+        "{e:?}"
+    );
+    assert_eq!(x.download(dev).unwrap(), (0..64).collect::<Vec<i32>>());
+    y.upload(dev, &want).unwrap();
+    // The same buffer as both parameters: two views of one storage, so the general path
+    // (columns unpacked from the bytes) runs it; reads see the launch's start.
+    on_buffers(dev, &k, config, &[&y, &y], &[1, 0]).unwrap();
+    let doubled: Vec<i32> = want.iter().map(|v| 2 * v).collect();
+    assert_eq!(y.download(dev).unwrap(), doubled);
+    // Only code that can end in a rerun on the interpreter needs copies to undo a launch.
+    let options = sarek_jit::JitOptions::default();
+    let pure = sarek_jit::compile(&program.kernel("pure"), &options).unwrap();
+    assert!(!pure.may_defer() && !sarek_jit::compile(&k, &options).unwrap().may_defer());
+    // Nor does the corpus saxpy: its launches in place take no copy.
+    let path = tests_dir("kernels").join("saxpy.sarek");
+    let saxpy = Program::compile("saxpy.sarek", &std::fs::read_to_string(path).unwrap());
+    let saxpy = sarek_jit::compile(&saxpy.kernel("saxpy"), &options).unwrap();
+    assert!(!saxpy.may_defer());
+}
+
+#[test]
+fn a_launch_rerun_on_the_interpreter_after_native_stores_starts_from_the_original_buffers() {
+    // The native run stores into `a` and then finds a barrier reached by part of the block;
+    // the interpreter core reruns the launch and must see `a` as it was before the native
+    // run (then reports the divergence, leaving `a` untouched).
+    use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    use sarek_compiler::types::BinOp;
+    let src = "let%kernel bad (a : int32 vector) (n : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  a.(t) <- a.(t) + 1;
+  if n > 5 then begin
+    s.(t) <- 1;
+    block_barrier ();
+    a.(t) <- s.(0)
+  end
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("bad");
+    let cond = k
+        .body
+        .iter_mut()
+        .find_map(|s| match &mut s.kind {
+            StmtKind::If { cond, .. } => Some(cond),
+            _ => None,
+        })
+        .expect("the kernel has an if");
+    let tid = Expr::new(
+        ExprKind::Intrinsic {
+            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
+            args: vec![],
+        },
+        Ty::I32,
+    );
+    *cond = Expr::new(
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            lhs: Box::new(tid),
+            rhs: Box::new(Expr::i32(5)),
+            nowrap: false,
+        },
+        Ty::BOOL,
+    );
+    let native = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
+    assert!(
+        native.may_defer(),
+        "the barrier's uniformity test can defer"
+    );
+    let cpu = sarek_runtime::cpu::open().unwrap();
+    let dev = cpu.as_ref();
+    let a = sarek_runtime::Buffer::from_slice(dev, &[10i32; 64]).unwrap();
+    let on_cpu = on_buffers(dev, &k, LaunchConfig::linear(64), &[&a], &[9]);
+    let interp_dev = sarek_runtime::interp::open().unwrap();
+    let b = sarek_runtime::Buffer::from_slice(interp_dev.as_ref(), &[10i32; 64]).unwrap();
+    let on_interp = on_buffers(
+        interp_dev.as_ref(),
+        &k,
+        LaunchConfig::linear(64),
+        &[&b],
+        &[9],
+    );
+    assert_eq!(
+        on_cpu.as_ref().map_err(|e| e.to_string()),
+        on_interp.as_ref().map_err(|e| e.to_string()),
+        "the cpu device reports what interp reports"
+    );
+    assert_eq!(
+        a.download(dev).unwrap(),
+        b.download(interp_dev.as_ref()).unwrap()
+    );
+    assert_eq!(a.download(dev).unwrap(), vec![10; 64]);
+}
+
+#[test]
+fn a_synchronising_helper_returning_from_inside_an_if_runs_natively() {
+    // The helper's value is a uniform `if` with a barrier in one branch: lowering returns
+    // from inside both branches. Inlined, each `return` sets the result and a `done` flag
+    // and what follows runs unless `done`.
+    let src = "let pick (s : int32 array) (t : int32) (n : int32) : int32 =
+  s.(t) <- t * 2;
+  block_barrier ();
+  if n > 5 then s.((t + 1) mod 64)
+  else begin
+    let v = s.((t + 2) mod 64) in
+    block_barrier ();
+    s.(t) <- v + n;
+    block_barrier ();
+    s.((t + 3) mod 64)
+  end
+
+let%kernel early (a : int32 vector) (n : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let r = pick s t n in
+  a.(t) <- r + 1
+";
+    let program = Program::compile("test.sarek", src);
+    let k = program.kernel("early");
+    let helper_returns_early = k.functions.iter().any(|f| {
+        let mut nested = false;
+        for s in &f.body {
+            sarek_compiler::ir::visit::for_each_stmt(&nested_stmts(s), &mut |x| {
+                nested |= matches!(x.kind, sarek_compiler::ir::StmtKind::Return(_));
+            });
+        }
+        nested
+    });
+    assert!(
+        helper_returns_early,
+        "the helper returns from inside its `if`"
+    );
+    assert_eq!(JitCache::default().note(&k), None, "runs natively");
+    for n in [9, 2] {
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec(vec![0; 64]), scalar(n)],
+        );
+        let want: Vec<i32> = (0..64)
+            .map(|t| {
+                if n > 5 {
+                    2 * ((t + 1) % 64) + 1
+                } else {
+                    2 * ((t + 5) % 64) + n + 1
+                }
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[0]), want, "interp, n = {n}");
+        assert_eq!(ints(&native.unwrap()[0]), want, "cpu, n = {n}");
+    }
+}
+
+/// The blocks nested in `s` (not `s` itself).
+fn nested_stmts(s: &sarek_compiler::ir::Stmt) -> Vec<sarek_compiler::ir::Stmt> {
+    use sarek_compiler::ir::StmtKind;
+    match &s.kind {
+        StmtKind::If {
+            then_block,
+            else_block,
+            ..
+        } => then_block.iter().chain(else_block).cloned().collect(),
+        StmtKind::Block(b) => b.clone(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn a_warp_operation_in_the_right_operand_of_a_short_circuit_runs_natively() {
+    // Lowering turns `c && w` with a warp operation in `w` into an `if`; IR built otherwise
+    // (here: edited) may keep it as one expression. The code generator runs it as
+    // `let mut t = c in if c then t := w` (`||`: the else branch), the warp operation under a
+    // block-uniform `if`; a block whose threads disagree on `c` would go to the interpreter
+    // core, as around a barrier.
+    use sarek_compiler::intrinsics::{Intrinsic, WarpOp};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    use sarek_compiler::types::BinOp;
+    let src = "let%kernel votes (a : int32 vector) (out : int32 vector) (n : int32) =
+  let t = thread_idx_x in
+  let v = a.(t) in
+  let any = n > 0 && v > 40 in
+  let all = n > 3 || v > 10 in
+  out.(t) <- (if any then 1 else 0) + (if all then 2 else 0)
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("votes");
+    let mut edited = 0;
+    for s in &mut k.body {
+        if let StmtKind::Let {
+            init:
+                Some(Expr {
+                    kind:
+                        ExprKind::Binary {
+                            op: op @ (BinOp::And | BinOp::Or),
+                            rhs,
+                            ..
+                        },
+                    ..
+                }),
+            ..
+        } = &mut s.kind
+        {
+            let vote = if *op == BinOp::And {
+                WarpOp::VoteAny
+            } else {
+                WarpOp::VoteAll
+            };
+            let operand = std::mem::replace(&mut **rhs, Expr::i32(0));
+            **rhs = Expr::new(
+                ExprKind::Intrinsic {
+                    op: Intrinsic::Warp(vote),
+                    args: vec![operand],
+                },
+                Ty::BOOL,
+            );
+            edited += 1;
+        }
+    }
+    assert_eq!(edited, 2, "both short circuits are expressions");
+    assert_eq!(JitCache::default().note(&k), None, "runs natively");
+    for n in [5, 1, 0] {
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec((0..64).collect()), ivec(vec![0; 64]), scalar(n)],
+        );
+        // Warp 0 holds 0..31 (none above 40, not all above 10), warp 1 holds 32..63.
+        let want: Vec<i32> = (0..64)
+            .map(|t| {
+                let any = n > 0 && t >= 32;
+                let all = n > 3 || t >= 32;
+                i32::from(any) + 2 * i32::from(all)
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[1]), want, "interp, n = {n}");
+        assert_eq!(ints(&native.unwrap()[1]), want, "cpu, n = {n}");
+    }
 }

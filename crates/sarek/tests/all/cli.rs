@@ -1045,7 +1045,7 @@ fn fma_flag_contracts_multiply_adds() {
 
 #[test]
 fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
-    // A call of a helper with a barrier inside an expression (`synced t + 1`) is not
+    // A call of a helper with a barrier after a memory read (`a.(t) + synced t`) is not
     // compiled to native code: `sarek run` on cpu says so and still gives the result; a
     // compiled kernel gets no note.
     let dir = scratch("cpu_note");
@@ -1058,7 +1058,7 @@ fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
 
 let%kernel k (a : int32 vector) =
   let t = thread_idx_x in
-  a.(t) <- synced t + 1
+  a.(t) <- a.(t) + synced t
 ",
     );
     let o = sarek(&[
