@@ -1114,6 +1114,19 @@ def generated_names(b):
     check(f"generated_names[{b}].d.Global", w["Global_0"][tag == 2], buf["output"][tag == 2])
 
 
+@case
+def mutable_fields(b):
+    n = 64
+    o, err = run("r08_mutable_fields.sarek", "mf", b, n)
+    if err: return failures.append(f"mutable_fields[{b}]: {err}")
+    i = np.arange(n)
+    # p.x <- 10 i, then p.x + bump p where bump adds 100 to its own copy.
+    check(f"mutable_fields[{b}].o", o["o"], np.where(i % 2 == 0, 10 * i + 10 * i + 100, -1).astype(np.int32))
+    v = o["v"]
+    check(f"mutable_fields[{b}].v.tag", v["tag"], (i % 2).astype(np.int32))
+    check(f"mutable_fields[{b}].v.x (not stored through)", v["Dot_0_x"][i % 2 == 0], i[i % 2 == 0].astype(np.int32))
+
+
 UP3 = "../upstream/e2e_third.sarek"
 UPF = "../upstream/e2e_field_tag_erasure.sarek"
 

@@ -964,8 +964,10 @@ impl<'a> Writer<'a> {
                             if let Some(b) = b {
                                 let field = self.payload_field(variant.0, c, fi);
                                 let bt = self.ty(&self.k.var(*b).ty);
+                                // A binder stored through (a `mutable` field) is a `var`.
+                                let kw = if self.k.var(*b).mutable { "var" } else { "let" };
                                 let line =
-                                    format!("let {}: {bt} = {m}.{field};", self.names.local(*b));
+                                    format!("{kw} {}: {bt} = {m}.{field};", self.names.local(*b));
                                 self.line(line);
                             }
                         }
