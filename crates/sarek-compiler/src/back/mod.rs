@@ -7,28 +7,76 @@ pub mod loops;
 pub mod names;
 pub mod ptx;
 pub mod support;
+pub mod text;
 pub mod wgsl;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::ir::analysis::Needs;
+use crate::passes::legalize::{Params, Scoping};
 use crate::target::{Generated, Target, TargetOptions};
 
 /// What every target's generation of one kernel starts from: the kernel after the
 /// target-independent passes the options ask for ([`crate::passes::for_target`]) and what
-/// it needs ([`Needs::of`]). Computed once when one kernel is written for several targets.
+/// it needs ([`Needs::of`]). Computed once when one kernel is written for several targets,
+/// as are, on first use, what several targets share further on: legalize's scoping decision
+/// for shaders (WGSL, GLSL), the C family's kernel with its loop steps marked, and the
+/// kernel with its constants folded (GLSL, PTX).
 pub struct Prepared<'k> {
     pub kernel: Cow<'k, Kernel>,
     pub needs: Needs,
+    module_scoping: OnceCell<Scoping>,
+    c_family: OnceCell<(Option<Kernel>, Scoping)>,
+    folded: OnceCell<Kernel>,
 }
 
 impl<'k> Prepared<'k> {
     pub fn new(kernel: &'k Kernel, options: &TargetOptions) -> Self {
         let kernel = crate::passes::for_target(kernel, options);
         let needs = Needs::of(&kernel);
-        Prepared { kernel, needs }
+        Prepared {
+            kernel,
+            needs,
+            module_scoping: OnceCell::new(),
+            c_family: OnceCell::new(),
+            folded: OnceCell::new(),
+        }
+    }
+
+    /// The kernel with its constants folded exactly ([`crate::passes::constfold`]): what
+    /// GLSL writes (glslang would fold float32 in double) and PTX optimises.
+    pub fn folded(&self) -> &Kernel {
+        self.folded
+            .get_or_init(|| crate::passes::constfold::fold_constants(&self.kernel))
+    }
+
+    /// [`Scoping::of`] the kernel with module-scope parameters (the shaders').
+    pub fn module_scoping(&self) -> &Scoping {
+        self.module_scoping
+            .get_or_init(|| Scoping::of(&self.kernel, Params::ModuleScope))
+    }
+
+    /// The kernel the C-family dialects write, and its positional [`Scoping`]: counted loops
+    /// whose step cannot overflow get a plain signed step, `while v > 0 do ... v := v / 2`
+    /// divides by a shift (issue 14).
+    pub fn c_family(&self) -> (&Kernel, &Scoping) {
+        let (stepped, scoping) = self.c_family.get_or_init(|| {
+            let stepped = match crate::passes::loop_step::mark_loop_steps(&self.kernel) {
+                Cow::Borrowed(_) => None,
+                // Only `while` loops have such divisions, and a kernel without any comes back
+                // borrowed.
+                Cow::Owned(mut stepped) => {
+                    crate::passes::opt::shift_guarded_divisions(&mut stepped);
+                    Some(stepped)
+                }
+            };
+            let scoping = Scoping::of(stepped.as_ref().unwrap_or(&self.kernel), Params::Positional);
+            (stepped, scoping)
+        });
+        (stepped.as_ref().unwrap_or(&self.kernel), scoping)
     }
 }
 

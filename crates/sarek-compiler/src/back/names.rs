@@ -16,7 +16,6 @@
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::target::Target;
 use std::borrow::Cow;
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 
 /// What a target reserves: whole words, families by prefix, substrings, and the longest
@@ -98,12 +97,12 @@ pub const ESCAPE_PREFIX: &str = "sarek_";
 /// Room a generator may add around one or two [`Namer::segment`]s (`sarek_mk_`, `_len`, ...).
 const MINTED_ROOM: usize = 64;
 
-/// One generation's names.
-pub struct Namer {
+/// One generation's names; a name it only avoids may be borrowed for `'a` (a kernel's).
+pub struct Namer<'a> {
     keywords: &'static Keywords,
     /// `keywords.words` as a set.
     reserved: &'static HashSet<&'static str>,
-    taken: HashSet<String>,
+    taken: HashSet<Cow<'a, str>>,
     /// Per base of [`Namer::fresh`], the first suffix worth trying: every smaller one was
     /// taken or reserved when last tried, and stays so (names are only ever added).
     next_suffix: HashMap<String, usize>,
@@ -111,8 +110,8 @@ pub struct Namer {
     cuts: HashMap<(usize, String), String>,
 }
 
-impl Namer {
-    pub fn new(keywords: &'static Keywords) -> Namer {
+impl<'a> Namer<'a> {
+    pub fn new(keywords: &'static Keywords) -> Namer<'a> {
         Namer {
             keywords,
             reserved: keywords.words(),
@@ -124,7 +123,7 @@ impl Namer {
 
     /// A namer for another namespace of the same target (a struct's members): same reserved
     /// names, nothing taken.
-    pub fn sibling(&self) -> Namer {
+    pub fn sibling(&self) -> Namer<'a> {
         Namer {
             keywords: self.keywords,
             reserved: self.reserved,
@@ -154,8 +153,13 @@ impl Namer {
     /// Mark `name` as taken: fresh and claimed names avoid it from now on.
     pub fn avoid(&mut self, name: &str) {
         if !self.taken.contains(name) {
-            self.taken.insert(name.to_string());
+            self.taken.insert(Cow::Owned(name.to_string()));
         }
+    }
+
+    /// [`Self::avoid`] of a name that outlives the namer, not copied.
+    pub fn avoid_borrowed(&mut self, name: &'a str) {
+        self.taken.insert(Cow::Borrowed(name));
     }
 
     /// Whether `name` has been taken.
@@ -168,18 +172,18 @@ impl Namer {
     pub fn unique(&mut self, spelled: String) -> String {
         let mut name = spelled.clone();
         let mut k = 1;
-        while self.taken.contains(&name) {
+        while self.taken.contains(name.as_str()) {
             name = format!("{spelled}_{k}");
             k += 1;
         }
-        self.taken.insert(name.clone());
+        self.taken.insert(Cow::Owned(name.clone()));
         name
     }
 
     /// `preferred` when it is free (then taken), else [`Namer::fresh`] of it.
     pub fn claim(&mut self, preferred: &str) -> String {
         if self.is_free(preferred) {
-            self.taken.insert(preferred.to_string());
+            self.taken.insert(Cow::Owned(preferred.to_string()));
             return preferred.to_string();
         }
         self.fresh(preferred)
@@ -207,14 +211,18 @@ impl Namer {
         let mut candidate = String::new();
         for family in 0..3 {
             let b: Cow<str> = match family {
-                0 => Cow::Borrowed(&base),
+                0 => Cow::Borrowed(base.as_ref()),
                 1 => Cow::Owned(format!("v_{base}")),
                 _ => Cow::Borrowed("v"),
             };
             let start = self.next_suffix.get(b.as_ref()).copied().unwrap_or(1);
+            candidate.clear();
+            candidate.push_str(&b);
+            candidate.push('_');
+            let stem_len = candidate.len();
             for k in start..=start + bound {
-                candidate.clear();
-                let _ = write!(candidate, "{b}_{k}");
+                candidate.truncate(stem_len);
+                push_decimal(&mut candidate, k);
                 if self.is_free(&candidate) && !also_taken(&candidate) {
                     match self.next_suffix.get_mut(b.as_ref()) {
                         Some(next) => *next = k + 1,
@@ -222,7 +230,7 @@ impl Namer {
                             self.next_suffix.insert(b.into_owned(), k + 1);
                         }
                     }
-                    self.taken.insert(candidate.clone());
+                    self.taken.insert(Cow::Owned(candidate.clone()));
                     return candidate;
                 }
             }
@@ -300,11 +308,39 @@ impl Namer {
     }
 }
 
+/// `k` in decimal, appended without the formatting machinery (a fresh name's suffix).
+fn push_decimal(out: &mut String, mut k: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (k % 10) as u8;
+        k /= 10;
+        if k == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(d as char);
+    }
+}
+
 /// The stem of a fresh name: `name` itself when it is a plain identifier; otherwise every
 /// character that cannot be in an identifier becomes `_`, runs of `_` collapse and leading or
 /// trailing ones go (`x'` -> `x`, `__i` -> `i`), so `<base>_<k>` never contains `__`, which
 /// GLSL reserves.
-pub fn stem(name: &str) -> String {
+pub fn stem(name: &str) -> Cow<'_, str> {
+    // Most names are their own stem: letters and digits, single inner `_`s, no leading digit.
+    let bytes = name.as_bytes();
+    let own_stem = bytes.first().is_some_and(u8::is_ascii_alphabetic)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && !name.contains("__");
+    if own_stem {
+        return Cow::Borrowed(name);
+    }
     // Every character outside `[A-Za-z0-9]` becomes `_`; runs of `_` collapse, and leading
     // and trailing ones go.
     let mut base = String::with_capacity(name.len());
@@ -320,12 +356,29 @@ pub fn stem(name: &str) -> String {
     if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
         base.insert(0, 'v');
     }
-    base
+    Cow::Owned(base)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_suffixes_are_formatted_like_display() {
+        for k in [0, 1, 9, 10, 99, 100, 12345, usize::MAX] {
+            let mut out = String::from("x_");
+            push_decimal(&mut out, k);
+            assert_eq!(out, format!("x_{k}"));
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_its_own_stem_is_borrowed() {
+        assert!(matches!(stem("a_b1"), Cow::Borrowed("a_b1")));
+        for name in ["_a", "a_", "a__b", "1a", "x'", "é", ""] {
+            assert!(matches!(stem(name), Cow::Owned(_)), "{name}");
+        }
+    }
 
     #[test]
     fn identifiers() {

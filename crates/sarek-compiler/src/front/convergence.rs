@@ -32,6 +32,11 @@ use crate::lower::superstep_header;
 use crate::types::BinOp;
 
 pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
+    // Every refusal is about a synchronisation point or a superstep: a program without any
+    // has nothing to analyse.
+    if !synchronises(program) {
+        return Ok(());
+    }
     let mut a = Analyzer {
         program,
         vars: HashMap::default(),
@@ -62,6 +67,28 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
+/// Whether any function or kernel of `program` has a block barrier, a warp collective or a
+/// superstep. A loop, not a recursion: the tree may be deeper than the stack.
+fn synchronises(program: &Program) -> bool {
+    let mut todo: Vec<&Expr> = program
+        .functions
+        .iter()
+        .map(|f| &f.body)
+        .chain(program.kernels.iter().map(|k| &k.body))
+        .collect();
+    while let Some(e) = todo.pop() {
+        match &e.kind {
+            ExprKind::Intrinsic {
+                op: Intrinsic::BlockBarrier | Intrinsic::Warp(_),
+                ..
+            }
+            | ExprKind::Superstep { .. } => return true,
+            _ => todo.extend(e.children()),
+        }
+    }
+    false
+}
+
 /// The thread-index intrinsic a condition tests directly (`thread_idx_x > 16`), if any.
 ///
 /// Upstream Sarek refuses such a condition in a plain superstep, but accepts one on a
@@ -81,11 +108,27 @@ fn thread_index_in(e: &Expr) -> Option<String> {
     e.children().find_map(thread_index_in)
 }
 
-/// Why a value differs between threads.
-#[derive(Clone, Debug)]
+/// Why a value differs between threads: where, and [`Why`].
+#[derive(Clone, Copy, Debug)]
 struct Origin {
     span: Span,
-    what: String,
+    what: Why,
+}
+
+/// The cause of a variance, put in words only for a diagnostic ([`Analyzer::origin_label`]).
+#[derive(Clone, Copy, Debug)]
+enum Why {
+    /// A thread-varying geometry intrinsic.
+    Geometry(Geometry),
+    /// A warp operation's per-lane result.
+    Warp(WarpOp),
+    Atomic,
+    /// A variable assigned under a thread-dependent condition of this kind.
+    AssignedUnder(VarId, &'static str),
+    /// An array (`None`: not a variable) written per thread.
+    Written(Option<VarId>),
+    /// A helper's thread-dependent result.
+    Returns(FunId),
 }
 
 /// `None`: uniform.
@@ -209,7 +252,7 @@ impl<'p> Analyzer<'p> {
         match p {
             Pattern::Bind(d) => {
                 if let Some(o) = v {
-                    self.mark_var(d.id, o.clone());
+                    self.mark_var(d.id, *o);
                 }
             }
             Pattern::Ctor { args: ps, .. } | Pattern::Tuple(ps) | Pattern::Or(ps) => {
@@ -233,7 +276,7 @@ impl<'p> Analyzer<'p> {
             )
             .with_label(format!("this {kind} differs between threads of a block"))
             .with_secondary(*header, format!("plain superstep `{name}` declared here"));
-            let d = with_origin(d, cond.span, origin)
+            let d = self.with_origin(d, cond.span, origin)
                 .with_note(format!("a plain superstep asserts that every thread of the block runs the same path through its body, and this condition tests `{index}` itself"))
                 .with_help(format!(
                     "declare it `let%superstep[@divergent] {name} = ...` to let threads take different paths inside it; its closing barrier is still reached by every thread"
@@ -244,7 +287,7 @@ impl<'p> Analyzer<'p> {
             divergent: Some(Cond {
                 span: cond.span,
                 kind,
-                origin: origin.clone(),
+                origin: *origin,
             }),
             plain_superstep: ctx.plain_superstep.clone(),
             caller_divergent: ctx.caller_divergent.clone(),
@@ -271,7 +314,7 @@ impl<'p> Analyzer<'p> {
                 cond.span,
                 format!("this {} differs between threads of a block", cond.kind),
             );
-        let d = with_origin(d, cond.span, &cond.origin).with_note(note).with_help(
+        let d = self.with_origin(d, cond.span, &cond.origin).with_note(note).with_help(
             "move it out of the conditional code, or make the condition uniform: block indices, block and grid dimensions, scalar parameters and constants are the same in every thread",
         );
         self.emit(d);
@@ -315,7 +358,7 @@ impl<'p> Analyzer<'p> {
             ExprKind::Match { scrutinee, arms } => {
                 let s = self.expr(scrutinee, ctx);
                 let inner = self.under(ctx, scrutinee, "matched value", &s);
-                let mut r = s.clone();
+                let mut r = s;
                 for a in arms {
                     self.bind_pattern(&a.pattern, &s);
                     r = join(r, self.expr(&a.body, &inner));
@@ -337,7 +380,7 @@ impl<'p> Analyzer<'p> {
                     (&**end, t)
                 };
                 if let Some(o) = &v {
-                    self.mark_var(var.id, o.clone());
+                    self.mark_var(var.id, *o);
                 }
                 let inner = self.under(ctx, bound, "loop bound", &v);
                 self.expr(body, &inner);
@@ -438,22 +481,20 @@ impl<'p> Analyzer<'p> {
     }
 
     fn write_var(&mut self, var: VarId, v: Variance, span: Span, ctx: &Ctx) {
-        let name = self.var_name(var);
         if let Some(o) = v {
             self.mark_var(var, o);
         } else if let Some(c) = ctx.store_divergence() {
-            let what = format!("`{name}` is assigned under a thread-dependent {}", c.kind);
+            let what = Why::AssignedUnder(var, c.kind);
             self.mark_var(var, Origin { span, what });
         }
     }
 
     fn write_memory(&mut self, array: &Expr, v: Variance, span: Span, ctx: &Ctx) {
-        let name = match &array.kind {
-            ExprKind::Var(id) => self.var_name(*id),
-            _ => "the array".into(),
-        };
         if v.is_some() || ctx.store_divergence().is_some() {
-            let what = format!("`{name}` is written per thread here");
+            let what = Why::Written(match &array.kind {
+                ExprKind::Var(id) => Some(*id),
+                _ => None,
+            });
             self.mark_memory(array, Origin { span, what });
         }
     }
@@ -472,6 +513,42 @@ impl<'p> Analyzer<'p> {
         }
     }
 
+    /// Adds a label at the origin of the variance when it is not the condition itself.
+    fn with_origin(&self, d: Diagnostic, cond: Span, origin: &Origin) -> Diagnostic {
+        let inside = origin.span.file == cond.file
+            && origin.span.start >= cond.start
+            && origin.span.end <= cond.end;
+        if origin.span.is_dummy() || inside {
+            d
+        } else {
+            d.with_secondary(origin.span, self.origin_label(origin.what))
+        }
+    }
+
+    /// The words for a cause of variance.
+    fn origin_label(&self, why: Why) -> String {
+        match why {
+            Why::Geometry(g) => format!("`{}` differs between threads", geometry_name(g)),
+            Why::Warp(w) => format!("`{}` returns a per-lane value", warp_name(w)),
+            Why::Atomic => "an atomic returns a different old value in each thread".into(),
+            Why::AssignedUnder(var, kind) => format!(
+                "`{}` is assigned under a thread-dependent {kind}",
+                self.var_name(var)
+            ),
+            Why::Written(array) => format!(
+                "`{}` is written per thread here",
+                array.map_or_else(|| "the array".into(), |id| self.var_name(id))
+            ),
+            Why::Returns(fid) => {
+                let name = self.program.functions.iter().find(|f| f.id == fid);
+                format!(
+                    "`{}` returns a thread-dependent value here",
+                    name.map_or("a helper", |f| f.source_name.as_str())
+                )
+            }
+        }
+    }
+
     fn var_name(&self, id: VarId) -> String {
         self.names
             .get(&id)
@@ -484,13 +561,10 @@ impl<'p> Analyzer<'p> {
             v = join(v, self.expr(a, ctx));
         }
         match op {
-            Intrinsic::Geometry(g) if g.is_thread_varying() => {
-                let name = geometry_name(g);
-                Some(Origin {
-                    span: e.span,
-                    what: format!("`{name}` differs between threads"),
-                })
-            }
+            Intrinsic::Geometry(g) if g.is_thread_varying() => Some(Origin {
+                span: e.span,
+                what: Why::Geometry(g),
+            }),
             Intrinsic::Geometry(_) => None,
             Intrinsic::BlockBarrier => {
                 self.sync(ctx, e.span, "`block_barrier`", false);
@@ -501,16 +575,16 @@ impl<'p> Analyzer<'p> {
                 self.sync(ctx, e.span, name, true);
                 Some(Origin {
                     span: e.span,
-                    what: format!("`{name}` returns a per-lane value"),
+                    what: Why::Warp(w),
                 })
             }
             Intrinsic::Atomic(_) => {
                 let o = Origin {
                     span: e.span,
-                    what: "an atomic returns a different old value in each thread".into(),
+                    what: Why::Atomic,
                 };
                 if let Some(a) = args.first() {
-                    self.mark_memory(a, o.clone());
+                    self.mark_memory(a, o);
                 }
                 Some(o)
             }
@@ -540,7 +614,7 @@ impl<'p> Analyzer<'p> {
                 format!("this {} differs between threads of a block", cond.kind),
             )
             .with_secondary(sync_span, format!("{what} inside `{name}`"));
-            let d = with_origin(d, cond.span, &cond.origin)
+            let d = self.with_origin(d, cond.span, &cond.origin)
                 .with_note("every thread of a block must reach a barrier (every lane of a warp a warp collective), or none")
                 .with_help("call the helper outside the conditional code, or make the condition uniform");
             self.emit(d);
@@ -573,9 +647,9 @@ impl<'p> Analyzer<'p> {
                 varies
             }
         };
-        varies.then(|| Origin {
+        varies.then_some(Origin {
             span,
-            what: format!("`{}` returns a thread-dependent value here", f.source_name),
+            what: Why::Returns(fid),
         })
     }
 
@@ -592,7 +666,7 @@ impl<'p> Analyzer<'p> {
         let saved = std::mem::take(&mut self.vars);
         for (p, (a, v)) in f.params.iter().zip(args.iter().zip(arg_vs)) {
             if let Some(o) = v {
-                self.vars.insert(p.id, o.clone());
+                self.vars.insert(p.id, *o);
             }
             if let (Ty::Vector(_) | Ty::Array { .. }, Some(r)) = (&p.ty, self.array_root(a))
                 && r != p.id
@@ -693,18 +767,6 @@ fn binder_names(program: &Program) -> HashMap<VarId, &str> {
         expr(&k.body, &mut out);
     }
     out
-}
-
-/// Adds a label at the origin of the variance when it is not the condition itself.
-fn with_origin(d: Diagnostic, cond: Span, origin: &Origin) -> Diagnostic {
-    let inside = origin.span.file == cond.file
-        && origin.span.start >= cond.start
-        && origin.span.end <= cond.end;
-    if origin.span.is_dummy() || inside {
-        d
-    } else {
-        d.with_secondary(origin.span, origin.what.clone())
-    }
 }
 
 fn geometry_name(g: Geometry) -> String {

@@ -3,7 +3,9 @@
 //! OCaml lets a kernel rebind a name (`let s = s +. 1.0 in`, two `let t` in one block) and call
 //! a variable `half` or `x'`. In C-family source the first declares a name twice (or, in
 //! `float s = s + 1.0f`, reads the variable being declared); the others are keywords, built-in
-//! names or not identifiers at all. This pass runs once at the entry of a generator.
+//! names or not identifiers at all. This pass runs once at the entry of a generator; its
+//! scoping decision ([`Scoping`]) does not depend on the target's reserved words, so it is
+//! made once per kernel for every target declaring its parameters alike ([`renames_in`]).
 //!
 //! Our IR stores each variable's name once, in [`Kernel::vars`], and every reference is a
 //! [`VarId`]; so "every reference in its scope follows the renamed binder" holds by
@@ -49,17 +51,22 @@ pub fn legalize<'k>(
     keywords: &'static Keywords,
     params: Params,
 ) -> Cow<'k, Kernel> {
-    legalize_cow(Cow::Borrowed(kernel), keywords, params)
+    legalize_in(
+        Cow::Borrowed(kernel),
+        &Scoping::of(kernel, params),
+        keywords,
+    )
 }
 
 /// [`legalize`] of a kernel a generator may already own (an earlier pass's copy): renamed in
-/// place, not copied again.
-pub fn legalize_cow<'k>(
+/// place, not copied again. `scoping` is [`Scoping::of`] this kernel, or of one with the same
+/// binders (the same kernel before constant folding), computed once for several targets.
+pub fn legalize_in<'k>(
     kernel: Cow<'k, Kernel>,
+    scoping: &Scoping,
     keywords: &'static Keywords,
-    params: Params,
 ) -> Cow<'k, Kernel> {
-    let renames = renames(&kernel, keywords, params);
+    let renames = renames_in(&kernel, scoping, keywords);
     if renames.is_empty() {
         return kernel;
     }
@@ -107,23 +114,96 @@ impl Renames {
 
 /// The renames legalizing `kernel` needs ([`legalize`]).
 pub fn renames(kernel: &Kernel, keywords: &'static Keywords, params: Params) -> Renames {
-    if has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body)) {
-        return Renames::default();
+    renames_in(kernel, &Scoping::of(kernel, params), keywords)
+}
+
+/// [`renames`] from a scoping decision already made ([`legalize_in`] says which).
+pub fn renames_in(kernel: &Kernel, scoping: &Scoping, keywords: &'static Keywords) -> Renames {
+    debug_assert_eq!(
+        scoping.decls,
+        Scoping::of(kernel, scoping.params).decls,
+        "a scoping of another kernel"
+    );
+    let mut namer = Namer::new(keywords);
+    // Every original name of the kernel, which fresh names avoid; gathered at the first
+    // rename (most kernels have none).
+    let mut originals: Option<HashSet<&str>> = None;
+    let mut out = Renames::default();
+    for d in &scoping.decls {
+        let name = match d.binder {
+            Binder::Var(v) => &kernel.var(v).name,
+            Binder::Function(f) => &kernel.functions[f].name,
+        };
+        if !(d.conflicts || namer.is_reserved(name)) {
+            continue;
+        }
+        let originals = originals.get_or_insert_with(|| {
+            kernel
+                .vars
+                .iter()
+                .map(|v| v.name.as_str())
+                .chain(kernel.functions.iter().map(|f| f.name.as_str()))
+                .collect()
+        });
+        let new = namer.fresh_avoiding(name, originals.len(), |c| originals.contains(c));
+        match d.binder {
+            Binder::Var(v) => out.vars.push((v, new)),
+            Binder::Function(f) => out.functions.push((f, new)),
+        }
     }
-    let mut l = Legalizer {
-        k: kernel,
-        namer: Namer::new(keywords),
-        kernel_names: None,
-        params,
-        renamed_vars: Vec::new(),
-        renamed_fns: Vec::new(),
-        scopes: vec![Vec::new()],
-        visible: HashMap::default(),
-    };
-    l.kernel();
-    Renames {
-        vars: l.renamed_vars,
-        functions: l.renamed_fns,
+    out
+}
+
+/// Legalize's scoping decision, which does not depend on the target's reserved words: the
+/// binders a target may rename, in declaration order, and which of them must be renamed
+/// whatever the target reserves (not an identifier, or redeclaring a name visible there).
+/// Computed once per kernel and [`Params`] for every target that declares parameters alike.
+///
+/// Why the decision can be made on original names: a fresh name avoids every name of the
+/// kernel, so it never hides a later binder; and a binder renamed for redeclaring a visible
+/// name `x` sits in the scope of the `x` it redeclares, which (renamed or not) still
+/// decides. So "a visible binder has this final name" is "a visible binder has this original
+/// name, kept" and, whenever some visible binder has this original name, the earliest of
+/// them is kept or its name is reserved or not an identifier: a conflict either way.
+#[derive(Debug)]
+pub struct Scoping {
+    params: Params,
+    decls: Vec<Decl>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Decl {
+    binder: Binder,
+    /// Not an identifier, or redeclares a visible name: renamed on every target.
+    conflicts: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Binder {
+    Var(VarId),
+    /// A helper, by index.
+    Function(usize),
+}
+
+impl Scoping {
+    /// The scoping decision for `kernel` on a target declaring its parameters as `params`
+    /// says. A kernel with a [`StmtKind::Native`] statement renames nothing.
+    pub fn of(kernel: &Kernel, params: Params) -> Scoping {
+        let mut s = Scoper {
+            k: kernel,
+            params,
+            decls: Vec::new(),
+            declared: Vec::new(),
+            scope_starts: Vec::new(),
+            visible: HashMap::default(),
+        };
+        if !(has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body))) {
+            s.kernel();
+        }
+        Scoping {
+            params,
+            decls: s.decls,
+        }
     }
 }
 
@@ -152,91 +232,56 @@ fn has_native(b: &Block) -> bool {
     })
 }
 
-struct Legalizer<'a> {
+/// The walk that makes a [`Scoping`].
+struct Scoper<'a> {
     k: &'a Kernel,
-    /// The names assigned so far: fresh names avoid them and `kernel_names`.
-    namer: Namer,
-    /// Every original name of the kernel, borrowed; gathered at the first rename (most
-    /// kernels have none).
-    kernel_names: Option<HashSet<&'a str>>,
     params: Params,
-    /// The binders renamed, and their new names.
-    renamed_vars: Vec<(VarId, String)>,
-    /// The helpers renamed (by index), and their new names.
-    renamed_fns: Vec<(usize, String)>,
-    /// Final names of the binders visible here, innermost scope last; scope 0 is module scope.
-    /// Borrowed from the kernel unless renamed (most binders keep their names).
-    scopes: Vec<Vec<Cow<'a, str>>>,
-    /// How many times each name occurs in `scopes`.
-    visible: HashMap<Cow<'a, str>, u32>,
+    decls: Vec<Decl>,
+    /// The original names of the binders visible here, in declaration order.
+    declared: Vec<&'a str>,
+    /// Where each open scope starts in `declared`; scope 0 (module scope) is never closed.
+    scope_starts: Vec<usize>,
+    /// How many times each name occurs in `declared`.
+    visible: HashMap<&'a str, u32>,
 }
 
-impl<'a> Legalizer<'a> {
-    fn visible(&self, name: &str) -> bool {
-        self.visible.contains_key(name)
-    }
-
+impl<'a> Scoper<'a> {
     fn push_scope(&mut self) {
-        self.scopes.push(Vec::new());
+        self.scope_starts.push(self.declared.len());
     }
 
     fn pop_scope(&mut self) {
-        for name in self.scopes.pop().expect("a scope") {
-            if let Some(n) = self.visible.get_mut(&name) {
+        let start = self.scope_starts.pop().expect("an open scope");
+        for name in self.declared.drain(start..) {
+            if let Some(n) = self.visible.get_mut(name) {
                 *n -= 1;
                 if *n == 0 {
-                    self.visible.remove(&name);
+                    self.visible.remove(name);
                 }
             }
         }
     }
 
-    /// Decide the final name of a binder and make it visible in the current scope: `Some`
-    /// with the new name when it is renamed.
-    fn declare(&mut self, kind: Kind, name: &'a str) -> Option<String> {
-        self.declare_in(kind, name, true)
-    }
-
-    /// [`Self::declare`]; `visible` false for a name nothing can hide (a parameter-block
-    /// member).
-    fn declare_in(&mut self, kind: Kind, name: &'a str, visible: bool) -> Option<String> {
+    /// Record a binder and make it visible in the current scope; `visible` false for a name
+    /// nothing can hide (a parameter-block member).
+    fn declare_in(&mut self, kind: Kind, binder: Binder, name: &'a str, visible: bool) {
         let renamable = match (self.params, kind) {
             (Params::ModuleScope, Kind::KernelParam | Kind::HelperArray) => false,
             (Params::Positional, _) | (Params::ModuleScope, Kind::Other) => true,
         };
-        let conflicts = !is_identifier(name) || self.namer.is_reserved(name) || self.visible(name);
-        let renamed = if renamable && conflicts {
-            let k = self.k;
-            let originals = self.kernel_names.get_or_insert_with(|| {
-                k.vars
-                    .iter()
-                    .map(|v| v.name.as_str())
-                    .chain(k.functions.iter().map(|f| f.name.as_str()))
-                    .collect()
-            });
-            Some(
-                self.namer
-                    .fresh_avoiding(name, originals.len(), |c| originals.contains(c)),
-            )
-        } else {
-            None
-        };
-        if visible {
-            let seen = match &renamed {
-                Some(new) => Cow::Owned(new.clone()),
-                None => Cow::Borrowed(name),
-            };
-            *self.visible.entry(seen.clone()).or_default() += 1;
-            self.scopes.last_mut().expect("module scope").push(seen);
+        if renamable {
+            let conflicts = !is_identifier(name) || self.visible.contains_key(name);
+            self.decls.push(Decl { binder, conflicts });
         }
-        renamed
+        if visible {
+            *self.visible.entry(name).or_default() += 1;
+            self.declared.push(name);
+        }
     }
 
     fn var(&mut self, kind: Kind, id: VarId) {
         let k = self.k;
-        if let Some(new) = self.declare(kind, &k.var(id).name) {
-            self.renamed_vars.push((id, new));
-        }
+        self.declare_in(kind, Binder::Var(id), &k.var(id).name, true);
     }
 
     fn kernel(&mut self) {
@@ -245,15 +290,11 @@ impl<'a> Legalizer<'a> {
         if module_scope {
             for p in &k.params {
                 let buffer = matches!(k.var(*p).ty, Ty::Vector(_));
-                if let Some(new) = self.declare_in(Kind::KernelParam, &k.var(*p).name, buffer) {
-                    self.renamed_vars.push((*p, new));
-                }
+                self.declare_in(Kind::KernelParam, Binder::Var(*p), &k.var(*p).name, buffer);
             }
         }
         for (i, f) in k.functions.iter().enumerate() {
-            if let Some(new) = self.declare(Kind::Other, &f.name) {
-                self.renamed_fns.push((i, new));
-            }
+            self.declare_in(Kind::Other, Binder::Function(i), &f.name, true);
         }
         for f in &k.functions {
             self.push_scope();
@@ -282,7 +323,6 @@ impl<'a> Legalizer<'a> {
         self.block_in_scope(b);
         self.pop_scope();
     }
-
     fn block_in_scope(&mut self, b: &Block) {
         for s in b {
             match &s.kind {

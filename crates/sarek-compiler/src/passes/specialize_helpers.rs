@@ -17,6 +17,7 @@ use crate::ir::visit;
 use crate::ir::{
     Block, Expr, ExprKind, FuncId, Function, Kernel, LValue, StmtKind, Ty, VarId, VarInfo,
 };
+use crate::passes::legalize::Renames;
 use crate::types::MemSpace;
 use std::borrow::Cow;
 
@@ -39,15 +40,39 @@ pub struct Specialized<'k> {
 
 /// The kernel with its helpers specialised per array argument.
 pub fn specialize_helpers(kernel: &Kernel) -> Specialized<'_> {
+    specialize_renamed(kernel, Renames::default())
+}
+
+/// [`specialize_helpers`] of `kernel` with legalize's `renames` applied: the specialisation
+/// copies the kernel anyway, so the renamed names are set in that copy (a copy of a renamed
+/// helper or binder has its new name) instead of in a copy of their own.
+pub fn specialize_renamed(kernel: &Kernel, renames: Renames) -> Specialized<'_> {
     if kernel.functions.is_empty() {
+        let kernel = if renames.is_empty() {
+            Cow::Borrowed(kernel)
+        } else {
+            let mut renamed = kernel.clone();
+            for (v, name) in renames.vars {
+                renamed.vars[v.0 as usize].name = name;
+            }
+            Cow::Owned(renamed)
+        };
         return Specialized {
-            kernel: Cow::Borrowed(kernel),
+            kernel,
             has_arrays: Vec::new(),
         };
     }
+    let mut vars = kernel.vars.clone();
+    let mut function_names: Vec<Option<String>> = vec![None; kernel.functions.len()];
+    renames.apply_to(
+        &mut vars,
+        &mut function_names,
+        |v| &mut v.name,
+        |f| f.get_or_insert_default(),
+    );
     let mut b = Builder {
         k: kernel,
-        vars: kernel.vars.clone(),
+        vars,
         keys: HashMap::default(),
         copies: Vec::new(),
         completed: Vec::new(),
@@ -69,6 +94,9 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized<'_> {
     for &copy in &b.completed {
         let c = copies[copy].take().expect("each copy completes once");
         let mut function = c.function;
+        if let Some(name) = &function_names[c.origin.0 as usize] {
+            function.name.clone_from(name);
+        }
         function.body = renumber(std::mem::take(&mut function.body));
         functions.push(function);
         has_arrays.push(c.has_arrays);
@@ -90,6 +118,8 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized<'_> {
 
 struct Copy {
     function: Function,
+    /// The helper copied.
+    origin: FuncId,
     has_arrays: bool,
 }
 
@@ -183,6 +213,7 @@ impl Builder<'_> {
                 ret: f.ret.clone(),
                 body: Vec::new(),
             },
+            origin: func,
             has_arrays: !key.is_empty(),
         });
         let mut sc = Scope::fresh();

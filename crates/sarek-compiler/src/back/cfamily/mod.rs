@@ -10,7 +10,7 @@
 //! Design decisions, the same on every dialect:
 //! - `legalize` (seed 000) decides first, with the dialect's reserved words ([`keywords`]),
 //!   which binders are renamed; the writer takes those renames into its table of names
-//!   (`legalize::renames`), so the kernel is not copied. Kernel parameters are renamable
+//!   (`legalize::renames_in`), so the kernel is not copied. Kernel parameters are renamable
 //!   (arguments are bound by position). The
 //!   writer's own names (types, fields, constructors, lengths, helpers) come from the one
 //!   namer ([`crate::back::names::Namer::claim`]).
@@ -72,7 +72,7 @@ pub use writer::LAYOUT;
 
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
-use crate::passes::legalize::{Params, renames};
+use crate::passes::legalize::renames_in;
 use crate::target::{Generated, TargetOptions};
 
 /// Generate `dialect` source and its ABI for one kernel.
@@ -93,14 +93,9 @@ pub fn generate_prepared(
     let kernel = &*prepared.kernel;
     let rules = dialect.rules();
     crate::ir::analysis::accept(&prepared.needs, &rules.support(options))?;
-    // Counted loops whose step cannot overflow get a plain signed step (issue 14).
-    let mut stepped = crate::passes::loop_step::mark_loop_steps(kernel);
-    // `while v > 0 do ... v := v / 2` as `v >> 1`, which nvcc does not derive (issue 14).
-    // Only `while` loops have such divisions, and a kernel without any comes back borrowed.
-    if let std::borrow::Cow::Owned(stepped) = &mut stepped {
-        crate::passes::opt::shift_guarded_divisions(stepped);
-    }
+    // Loop steps marked (issue 14) once for the three dialects, with legalize's scoping.
+    let (stepped, scoping) = prepared.c_family();
     // Legalize's renames go to the writer's table of names: the kernel is not copied.
-    let renames = renames(&stepped, rules.keywords(), Params::Positional);
-    writer::Writer::new(&stepped, rules, renames).finish(kernel)
+    let renames = renames_in(stepped, scoping, rules.keywords());
+    writer::Writer::new(stepped, rules, renames).finish(kernel)
 }

@@ -10,6 +10,7 @@ use super::dialect::{AtomicCall, Emit, Rules};
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, ElemLayout, LayoutRules, Stored};
 use crate::back::loops;
 use crate::back::names::Namer;
+use crate::back::text;
 use crate::diag::{Diagnostic, Span};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, WarpOp};
@@ -17,6 +18,7 @@ use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, T
 use crate::passes::legalize::Renames;
 use crate::target::Generated;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// How a bool is stored in buffers, struct fields and kernel arguments: OpenCL forbids
@@ -26,7 +28,7 @@ pub const LAYOUT: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU32,
 };
 
-pub(super) const INDENT: &str = "    ";
+pub(super) use crate::back::text::INDENT;
 
 /// Names of the geometry plumbing of a dialect that receives thread indices only as
 /// attributed kernel parameters ([`Rules::geometry_inputs`], Metal): helpers that need them
@@ -51,8 +53,8 @@ pub(super) struct Writer<'a> {
     d: &'static dyn Rules,
     /// Every identifier of the kernel and every name generated so far, with the dialect's
     /// reserved words: generated names come from here.
-    namer: Namer,
-    var_names: Vec<String>,
+    namer: Namer<'a>,
+    var_names: Vec<Cow<'a, str>>,
     /// Length expression of each vector/array variable in scope of the current function.
     lens: HashMap<VarId, String>,
     record_names: Vec<String>,
@@ -92,12 +94,23 @@ impl<'a> Writer<'a> {
     /// A writer for `k` whose binders and helpers are named as `k` names them, but for
     /// `renames` (legalize's, kept out of the kernel so that it is not copied).
     pub fn new(k: &'a Kernel, d: &'static dyn Rules, renames: Renames) -> Self {
-        let mut var_names: Vec<String> = k.vars.iter().map(|v| v.name.clone()).collect();
+        // Names are borrowed from the kernel unless legalize renamed them.
+        let mut var_names: Vec<Cow<'a, str>> = k
+            .vars
+            .iter()
+            .map(|v| Cow::Borrowed(v.name.as_str()))
+            .collect();
         let mut func_names: Vec<String> = k.functions.iter().map(|f| f.name.clone()).collect();
-        renames.apply_to(&mut var_names, &mut func_names, |n| n, |n| n);
+        renames.apply_to(&mut var_names, &mut func_names, Cow::to_mut, |n| n);
         let mut namer = Namer::new(d.keywords());
         namer.reserve(k.vars.len() + k.functions.len());
-        for name in var_names.iter().chain(&func_names) {
+        for name in &var_names {
+            match name {
+                Cow::Borrowed(name) => namer.avoid_borrowed(name),
+                Cow::Owned(name) => namer.avoid(name),
+            }
+        }
+        for name in &func_names {
             namer.avoid(name);
         }
         let mut w = Writer {
@@ -374,29 +387,19 @@ impl<'a> Writer<'a> {
     // ---------------------------------------------------------------- output helpers
 
     fn line(&mut self, text: &str) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        self.out.push_str(text);
-        self.out.push('\n');
+        text::line(&mut self.out, self.indent, text);
     }
 
     /// [`Self::line`] of formatted text, written straight into the output.
     fn line_fmt(&mut self, text: std::fmt::Arguments<'_>) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        let _ = self.out.write_fmt(text);
-        self.out.push('\n');
+        text::line_fmt(&mut self.out, self.indent, text);
     }
 
     /// The output buffer with the current indentation written, for a line built in place;
     /// [`Self::end_line`] gives it back.
     fn begin_line(&mut self) -> String {
         let mut out = std::mem::take(&mut self.out);
-        for _ in 0..self.indent {
-            out.push_str(INDENT);
-        }
+        text::indent(&mut out, self.indent);
         out
     }
 
@@ -415,7 +418,7 @@ impl<'a> Writer<'a> {
     }
 
     fn var(&self, v: VarId) -> String {
-        self.var_names[v.0 as usize].clone()
+        self.var_names[v.0 as usize].to_string()
     }
 
     fn var_ty(&self, v: VarId) -> &'a Ty {
@@ -640,18 +643,18 @@ impl<'a> Writer<'a> {
         });
         let mut counts: HashMap<&str, usize> = HashMap::default();
         for name in &self.var_names {
-            *counts.entry(name.as_str()).or_default() += 1;
+            *counts.entry(name.as_ref()).or_default() += 1;
         }
         let mut renamed = Vec::new();
         for &(var, _) in &found {
-            let name = self.var_names[var.0 as usize].as_str();
+            let name = self.var_names[var.0 as usize].as_ref();
             if counts.get(name).copied().unwrap_or(0) > 1 {
                 renamed.push((var, name.to_string()));
             }
         }
         for (var, name) in renamed {
             let n = self.fresh(&name);
-            self.var_names[var.0 as usize] = n;
+            self.var_names[var.0 as usize] = Cow::Owned(n);
         }
         for (var, span) in found {
             self.span = span;
@@ -1106,14 +1109,7 @@ impl<'a> Writer<'a> {
 
     /// `(a, b, ...)`, each argument bare.
     fn put_args(&mut self, out: &mut String, args: &[Expr]) {
-        out.push('(');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            self.put_bare(out, a);
-        }
-        out.push(')');
+        text::put_list(self, out, args, Self::put_bare);
     }
 
     fn literal(&mut self, out: &mut String, l: Literal) {
@@ -1223,10 +1219,12 @@ impl<'a> Writer<'a> {
                 self.put_operands(out, lhs, rhs);
             }
             BinOp::Div | BinOp::Rem if operand.is_int() && !safe_divisor(rhs) => {
-                let at = out.len();
-                self.put_operands(out, lhs, rhs);
-                let f = self.int_division(op == BinOp::Div, operand);
-                out.insert_str(at, &f);
+                text::name_before(
+                    self,
+                    out,
+                    |w, out| w.put_operands(out, lhs, rhs),
+                    |w| w.int_division(op == BinOp::Div, operand),
+                );
             }
             _ => {
                 out.push('(');
@@ -1424,11 +1422,13 @@ impl<'a> Writer<'a> {
                 out.push_str(&text);
             }
             Intrinsic::Math(f) => {
-                let at = out.len();
-                self.put_args(out, args);
                 let d = self.d;
-                let name = d.math(f, rs, self);
-                out.insert_str(at, &name);
+                text::name_before(
+                    self,
+                    out,
+                    |w, out| w.put_args(out, args),
+                    |w| d.math(f, rs, w),
+                );
             }
             Intrinsic::Abs => {
                 let x = self.expr(&args[0]);
@@ -1465,12 +1465,12 @@ impl<'a> Writer<'a> {
                 // A C cast of a NaN or out-of-range float is undefined (NVRTC and Metal fold
                 // it to anything); the interpreter truncates and saturates, NaN -> 0.
                 if arg_scalar.is_float() && rs.is_int() {
-                    let at = out.len();
-                    out.push('(');
-                    self.put_bare(out, &args[0]);
-                    out.push(')');
-                    let f = self.float_to_int(arg_scalar, rs);
-                    out.insert_str(at, &f);
+                    text::name_before(
+                        self,
+                        out,
+                        |w, out| w.put_args(out, &args[..1]),
+                        |w| w.float_to_int(arg_scalar, rs),
+                    );
                 } else {
                     let t = self.scalar(rs);
                     let _ = write!(out, "(({t})");

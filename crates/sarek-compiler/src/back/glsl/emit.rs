@@ -3,6 +3,7 @@
 
 use super::{Bindings, Warps};
 use crate::back::names::Namer;
+use crate::back::text;
 use crate::diag::{Diagnostic, Span};
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
@@ -534,27 +535,17 @@ impl<'k> Writer<'k> {
 
     // ----- statements -----
 
-    fn line(out: &mut String, indent: usize, text: &str) {
-        for _ in 0..indent {
-            out.push_str("    ");
-        }
-        out.push_str(text);
-        out.push('\n');
+    fn line(out: &mut String, indent: usize, line: &str) {
+        text::line(out, indent, line);
     }
 
     /// [`Self::line`] of formatted text, written straight into `out`.
-    fn line_fmt(out: &mut String, indent: usize, text: std::fmt::Arguments<'_>) {
-        for _ in 0..indent {
-            out.push_str("    ");
-        }
-        let _ = out.write_fmt(text);
-        out.push('\n');
+    fn line_fmt(out: &mut String, indent: usize, line: std::fmt::Arguments<'_>) {
+        text::line_fmt(out, indent, line);
     }
 
     fn indent(out: &mut String, indent: usize) {
-        for _ in 0..indent {
-            out.push_str("    ");
-        }
+        text::indent(out, indent);
     }
 
     /// The line `{before}{e}{after}`, `e` written straight into `out`.
@@ -932,14 +923,7 @@ impl<'k> Writer<'k> {
 
     /// `(a, b, ...)`.
     fn put_args(&mut self, out: &mut String, args: &[Expr]) {
-        out.push('(');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            self.put(out, a);
-        }
-        out.push(')');
+        text::put_list(self, out, args, Self::put);
     }
 
     /// `sarek_h_{h}(a, b, ...)`, the helper `h` recorded as needed.
@@ -1073,23 +1057,16 @@ impl<'k> Writer<'k> {
     }
 
     fn call(&mut self, out: &mut String, func: FuncId, args: &[Expr]) {
-        let at = out.len();
-        out.push('(');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            match (&a.kind, &a.ty) {
+        let arguments = |w: &mut Self, out: &mut String| {
+            text::put_list(w, out, args, |w, out, a| match (&a.kind, &a.ty) {
                 // Specialisation left only per-thread arrays as arguments.
                 (ExprKind::Var(v), Ty::Vector(_) | Ty::Array { .. }) => {
-                    out.push_str(&self.array_name(*v))
+                    out.push_str(&w.array_name(*v))
                 }
-                _ => self.put(out, a),
-            }
-        }
-        out.push(')');
-        let name = self.instance(func);
-        out.insert_str(at, &name);
+                _ => w.put(out, a),
+            })
+        };
+        text::name_before(self, out, arguments, |w| w.instance(func));
     }
 
     fn intrinsic(&mut self, out: &mut String, op: Intrinsic, args: &[Expr], ty: &Ty) {

@@ -1,7 +1,7 @@
 //! GLSL 4.50 compute generator (for Vulkan through SPIR-V).
 //!
 //! Design, in the order the module is emitted:
-//! - names: [`legalize`] runs first (kernel parameters are module-scope names: a binder that is
+//! - names: legalize ([`crate::passes::legalize`]) runs first (kernel parameters are module-scope names: a binder that is
 //!   not an identifier, is reserved or redeclares a visible name becomes `<name>_<k>`), then
 //!   every user name is spelled once by the namer ([`crate::back::names::Namer::segment`]:
 //!   escaped into the `sarek_` namespace when reserved, shortened past glslang's 1,024
@@ -49,10 +49,8 @@ pub mod keywords;
 use crate::abi::{self, Abi, AbiParam, AbiParamKind, ArgSlot, LayoutRules};
 use crate::diag::Diagnostic;
 use crate::ir::{Kernel, Ty, VarId};
-use crate::passes::constfold::fold_constants;
-use crate::passes::legalize::{Params, legalize_cow};
+use crate::passes::legalize::renames_in;
 use crate::target::{Generated, TargetOptions};
-use std::borrow::Cow;
 
 /// Generate a GLSL 4.50 compute shader and its ABI descriptor for `kernel`.
 /// Warp operations use native subgroups (`GL_KHR_shader_subgroup_*`): the device's subgroup
@@ -87,18 +85,13 @@ pub fn generate_prepared(
     options: &TargetOptions,
     warps: Warps,
 ) -> Result<Generated, Vec<Diagnostic>> {
-    let kernel = &*prepared.kernel;
     crate::ir::analysis::accept(&prepared.needs, &super::support::glsl(options, warps))?;
     // glslang folds constant float32 expressions in double: fold them first, exactly.
-    let folded = fold_constants(kernel);
-    let kernel = legalize_cow(Cow::Owned(folded), &keywords::KEYWORDS, Params::ModuleScope);
-    debug_assert_eq!(
-        crate::ir::validate::validate(&kernel),
-        Ok(()),
-        "legalize produced invalid IR"
-    );
-    // GLSL functions cannot take buffers or shared arrays: one copy per call shape.
-    let spec = crate::passes::specialize_helpers::specialize_helpers(&kernel);
+    let kernel = prepared.folded();
+    let renames = renames_in(kernel, prepared.module_scoping(), &keywords::KEYWORDS);
+    // GLSL functions cannot take buffers or shared arrays: one copy per call shape, made with
+    // legalize's names.
+    let spec = crate::passes::specialize_helpers::specialize_renamed(kernel, renames);
     debug_assert_eq!(
         crate::ir::validate::validate(&spec.kernel),
         Ok(()),

@@ -46,6 +46,6 @@ pub fn generate_prepared(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     crate::ir::analysis::accept(&prepared.needs, &super::support::ptx())?;
-    let kernel = crate::passes::opt::optimize(&prepared.kernel);
+    let kernel = crate::passes::opt::optimize_folded(prepared.folded().clone());
     writer::Writer::new(&kernel, options).finish()
 }

@@ -276,6 +276,11 @@ impl<'k> Writer<'k> {
         self.reg(Class::of(s))
     }
 
+    /// `N` new registers of one class, numbered in order.
+    fn regs<const N: usize>(&mut self, class: Class) -> [Reg; N] {
+        std::array::from_fn(|_| self.reg(class))
+    }
+
     fn label(&mut self) -> u32 {
         self.labels += 1;
         self.labels
@@ -1519,11 +1524,7 @@ impl<'k> Writer<'k> {
                 self.emit_fmt(format_args!("mov.u32 {d}, {};", sreg("nctaid", a)))
             }
             Geometry::GlobalIdx(a) => {
-                let (t, b, n) = (
-                    self.reg(Class::B32),
-                    self.reg(Class::B32),
-                    self.reg(Class::B32),
-                );
+                let [t, b, n] = self.regs(Class::B32);
                 self.emit_fmt(format_args!("mov.u32 {t}, {};", sreg("tid", a)));
                 self.emit_fmt(format_args!("mov.u32 {b}, {};", sreg("ctaid", a)));
                 self.emit_fmt(format_args!("mov.u32 {n}, {};", sreg("ntid", a)));
@@ -1674,11 +1675,7 @@ impl<'k> Writer<'k> {
                 // sqrt((1 - x)(1 + x)) keeps precision near |x| = 1; then
                 // asin x = atan(x / s) and acos x = atan2(s, x).
                 let one = self.f32_const(1.0);
-                let (a, b, sq) = (
-                    self.reg(Class::F32),
-                    self.reg(Class::F32),
-                    self.reg(Class::F32),
-                );
+                let [a, b, sq] = self.regs(Class::F32);
                 self.emit_fmt(format_args!("sub.rn.f32 {a}, {one}, {};", v[0]));
                 self.emit_fmt(format_args!("add.rn.f32 {b}, {one}, {};", v[0]));
                 self.emit_fmt(format_args!("mul.rn.f32 {sq}, {a}, {b};"));
@@ -1749,11 +1746,7 @@ impl<'k> Writer<'k> {
         );
         self.emit_fmt(format_args!("setp.ge.f32 {lo}, {x}, {mhalf};"));
         self.emit_fmt(format_args!("setp.le.and.f32 {inr}, {x}, {one}, {lo};"));
-        let (den, sr, z) = (
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-        );
+        let [den, sr, z] = self.regs(Class::F32);
         self.emit_fmt(format_args!("add.rn.f32 {den}, {x}, {two};"));
         self.emit_fmt(format_args!("div.rn.f32 {sr}, {x}, {den};"));
         self.emit_fmt(format_args!("mul.rn.f32 {z}, {sr}, {sr};"));
@@ -1835,11 +1828,7 @@ impl<'k> Writer<'k> {
     /// C's pow on float32: 2^(y log2 |x|), negated for a negative base and an odd integral
     /// exponent, NaN for a negative base and a non-integral one, and 1 for y = 0.
     fn pow_f32(&mut self, x: Reg, y: Reg) -> Reg {
-        let (ax, l, r) = (
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-        );
+        let [ax, l, r] = self.regs(Class::F32);
         self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
         self.emit_fmt(format_args!("lg2.approx.f32 {l}, {ax};"));
         self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {y};"));
@@ -1902,11 +1891,7 @@ impl<'k> Writer<'k> {
         let d = self.sreg(s);
         let t = arith(s);
         if s == Scalar::F32 {
-            let (xd, yd, sq) = (
-                self.reg(Class::F64),
-                self.reg(Class::F64),
-                self.reg(Class::F64),
-            );
+            let [xd, yd, sq] = self.regs(Class::F64);
             self.emit_fmt(format_args!("cvt.f64.f32 {xd}, {x};"));
             self.emit_fmt(format_args!("cvt.f64.f32 {yd}, {y};"));
             self.emit_fmt(format_args!("mul.rn.f64 {sq}, {xd}, {xd};"));
@@ -1914,13 +1899,7 @@ impl<'k> Writer<'k> {
             self.emit_fmt(format_args!("sqrt.rn.f64 {sq}, {sq};"));
             self.emit_fmt(format_args!("cvt.rn.f32.f64 {d}, {sq};"));
         } else {
-            let (ax, ay, m, n, q) = (
-                self.sreg(s),
-                self.sreg(s),
-                self.sreg(s),
-                self.sreg(s),
-                self.sreg(s),
-            );
+            let [ax, ay, m, n, q] = self.regs(Class::of(s));
             self.emit_fmt(format_args!("abs.f64 {ax}, {x};"));
             self.emit_fmt(format_args!("abs.f64 {ay}, {y};"));
             self.emit_fmt(format_args!("max.f64 {m}, {ax}, {ay};"));
@@ -1969,12 +1948,7 @@ impl<'k> Writer<'k> {
         self.emit_fmt(format_args!("setp.gt.f32 {mid}, {ax}, {tanpi8};"));
         let one = self.f32_const(1.0);
         let mone = self.f32_const(-1.0);
-        let (rbig, num, den, rmid) = (
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-            self.reg(Class::F32),
-        );
+        let [rbig, num, den, rmid] = self.regs(Class::F32);
         self.emit_fmt(format_args!("div.rn.f32 {rbig}, {mone}, {ax};"));
         self.emit_fmt(format_args!("sub.rn.f32 {num}, {ax}, {one};"));
         self.emit_fmt(format_args!("add.rn.f32 {den}, {ax}, {one};"));

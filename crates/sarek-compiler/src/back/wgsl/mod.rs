@@ -6,10 +6,10 @@
 //!
 //! 0. [`crate::ir::analysis::check`] against [`super::support::wgsl`]: the refusals (64-bit
 //!    scalars, aggregate equality, warp operations without subgroups, nesting past naga's
-//!    limits); then [`crate::passes::legalize::legalize`] (seed 000; kernel parameters are
-//!    module-scope names);
+//!    limits); then legalize's renames ([`crate::passes::legalize::renames_in`], seed 000;
+//!    kernel parameters are module-scope names);
 //! 2. [`crate::passes::specialize_helpers`] (storage buffers cannot be passed to WGSL
-//!    functions), then `usage`: atomic arrays, shared arrays, helpers in the order called;
+//!    functions), which sets the renamed names in its copy of the kernel, then `usage`: atomic arrays, shared arrays, helpers in the order called;
 //! 3. `names`: every WGSL name, from the one namer ([`crate::back::names::Namer`]);
 //! 4. `abi`: bindings and `Params` uniform fields, from which both the declarations and the
 //!    ABI descriptor are built;
@@ -45,7 +45,7 @@ mod writer;
 use crate::diag::Diagnostic;
 use crate::ir::Kernel;
 use crate::ir::analysis::{self, Feature};
-use crate::passes::legalize::{Params, legalize};
+use crate::passes::legalize::renames_in;
 use crate::target::{Generated, TargetOptions};
 
 /// Generate a WGSL compute module and its ABI descriptor for `kernel`.
@@ -65,9 +65,10 @@ pub fn generate_prepared(
     // Seed 000: kernel parameters are module-scope names (buffers, `params` members) that keep
     // their names; other binders that are not identifiers, are reserved or redeclare a visible
     // name are renamed. The names that stay are escaped by `names`.
-    let kernel = &legalize(kernel, &keywords::KEYWORDS, Params::ModuleScope);
-    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`).
-    let kernel = &crate::passes::specialize_helpers::specialize_helpers(kernel).kernel;
+    let renames = renames_in(kernel, prepared.module_scoping(), &keywords::KEYWORDS);
+    // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`),
+    // made with legalize's names.
+    let kernel = &crate::passes::specialize_helpers::specialize_renamed(kernel, renames).kernel;
     debug_assert_eq!(
         crate::ir::validate::validate(kernel),
         Ok(()),

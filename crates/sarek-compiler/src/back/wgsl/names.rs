@@ -18,7 +18,7 @@ use crate::types::Scalar;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) struct Names {
-    namer: Namer,
+    namer: Namer<'static>,
     pub entry: String,
     pub records: Vec<String>,
     pub variants: Vec<String>,

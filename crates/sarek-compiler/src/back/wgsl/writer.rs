@@ -9,6 +9,7 @@
 use super::abi::{Bindings, GROUP, ParamBinding};
 use super::names::{MirrorKey, Names};
 use super::usage::{Root, Spec, Usage, own_root};
+use crate::back::text::{self, INDENT};
 use crate::diag::{Diagnostic, Span};
 use crate::intrinsics::{AtomicOp, Geometry, Intrinsic, MathFn, WarpOp};
 use crate::ir::{Block, Expr, ExprKind, Function, Kernel, LValue, Stmt, StmtKind, Ty, VarId};
@@ -57,8 +58,6 @@ pub(super) struct Writer<'a> {
     span: Span,
     diags: Vec<Diagnostic>,
 }
-
-const INDENT: &str = "    ";
 
 fn put_lit(out: &mut String, l: Literal) {
     let _ = match l {
@@ -409,28 +408,18 @@ impl<'a> Writer<'a> {
     // ---- functions ---------------------------------------------------------------------
 
     fn line(&mut self, s: impl AsRef<str>) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        self.out.push_str(s.as_ref());
-        self.out.push('\n');
+        text::line(&mut self.out, self.indent, s.as_ref());
     }
 
     /// [`Self::line`] of formatted text, written straight into the output.
     fn line_fmt(&mut self, s: std::fmt::Arguments<'_>) {
-        for _ in 0..self.indent {
-            self.out.push_str(INDENT);
-        }
-        let _ = self.out.write_fmt(s);
-        self.out.push('\n');
+        text::line_fmt(&mut self.out, self.indent, s);
     }
 
     /// The line `{before}{e}{after}`, `e` written straight into the output.
     fn expr_line(&mut self, before: std::fmt::Arguments<'_>, e: &Expr, after: &str) {
         let mut out = std::mem::take(&mut self.out);
-        for _ in 0..self.indent {
-            out.push_str(INDENT);
-        }
+        text::indent(&mut out, self.indent);
         let _ = out.write_fmt(before);
         self.put(&mut out, e);
         out.push_str(after);
@@ -1246,14 +1235,7 @@ impl<'a> Writer<'a> {
 
     /// `(a, b, ...)`.
     fn put_args(&mut self, out: &mut String, args: &[Expr]) {
-        out.push('(');
-        for (i, a) in args.iter().enumerate() {
-            if i > 0 {
-                out.push_str(", ");
-            }
-            self.put(out, a);
-        }
-        out.push(')');
+        text::put_list(self, out, args, Self::put);
     }
 
     fn binary(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr) {

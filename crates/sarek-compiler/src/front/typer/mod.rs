@@ -41,6 +41,7 @@ mod env;
 mod expr;
 pub mod messages;
 mod patterns;
+mod scope;
 mod unify;
 pub(crate) mod visit;
 
@@ -161,7 +162,7 @@ pub(super) struct Checker {
     funs: Vec<FunSlot>,
     kernels: Vec<tast::Kernel>,
     next_var: u32,
-    scope: Vec<Local>,
+    scope: scope::Scope,
     frames: Vec<CaptureFrame>,
     opens: Vec<String>,
     item: ItemCtx,

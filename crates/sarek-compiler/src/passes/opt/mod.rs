@@ -44,7 +44,12 @@ const MAX_PROPAGATION_ROUNDS: usize = 8;
 
 /// Every optimisation pass, in order, on a copy of `kernel`.
 pub fn optimize(kernel: &Kernel) -> Kernel {
-    let mut k = fold_constants(kernel);
+    optimize_folded(fold_constants(kernel))
+}
+
+/// [`optimize`] of a kernel whose constants are already folded
+/// ([`crate::passes::constfold::fold_constants`]).
+pub fn optimize_folded(mut k: Kernel) -> Kernel {
     for _ in 0..MAX_PROPAGATION_ROUNDS {
         if !propagate_constants(&mut k) {
             break;

@@ -16,7 +16,7 @@ use crate::types::{Literal, MemSpace};
 impl Checker {
     /// Scope index of the innermost local called `name`.
     pub(super) fn find_local(&self, name: &str) -> Option<usize> {
-        self.scope.iter().rposition(|l| l.name == name)
+        self.scope.find(name)
     }
 
     /// The id and type under which local `idx` is visible here: inside local helpers a
@@ -412,7 +412,7 @@ impl Checker {
             let _ = value;
             return mk(T::Unit, Ty::Unit, span);
         };
-        if !self.assignable(idx, target.span, false) {
+        if !self.assignable(idx, target.span, false, false) {
             self.infer(value, None);
             return mk(T::Unit, Ty::Unit, span);
         }
@@ -429,7 +429,15 @@ impl Checker {
     }
 
     /// Whether local `idx` may be assigned (or, `field`, have a field written); reports why not.
-    pub(super) fn assignable(&mut self, idx: usize, span: Span, field: bool) -> bool {
+    /// Whether the local at `idx` may be assigned (`field`: one of its fields is stored;
+    /// `mutable_field`: that field is declared `mutable`, which OCaml lets any `let` store).
+    pub(super) fn assignable(
+        &mut self,
+        idx: usize,
+        span: Span,
+        field: bool,
+        mutable_field: bool,
+    ) -> bool {
         let local = self.scope[idx].clone();
         let what = if field {
             format!("a field of `{}`", local.name)
@@ -470,7 +478,7 @@ impl Checker {
                 )
                 .with_label("not a variable"),
             ),
-            LocalKind::Let if !local.mutable => Some(
+            LocalKind::Let if !local.mutable && !mutable_field => Some(
                 Diagnostic::error(
                     span,
                     format!("cannot assign to {what}: `{}` is immutable", local.name),

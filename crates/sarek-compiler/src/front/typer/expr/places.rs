@@ -106,15 +106,11 @@ impl Checker {
             A::Var { path, name } if path.is_empty() => {
                 if let Some(idx) = self.find_local(&name.name) {
                     let local = &self.scope[idx];
-                    if mutable_field && matches!(local.kind, LocalKind::Let) && !local.mutable {
-                        // Only this store is allowed: the other fields stay read-only.
-                        self.scope[idx].mutable = true;
-                        if self.assignable(idx, base.span, true) {
-                            self.field_stored.insert(self.scope[idx].id);
-                        }
-                        self.scope[idx].mutable = false;
-                    } else {
-                        self.assignable(idx, base.span, true);
+                    let through_field =
+                        mutable_field && matches!(local.kind, LocalKind::Let) && !local.mutable;
+                    // Only this store is allowed: the other fields stay read-only.
+                    if self.assignable(idx, base.span, true, through_field) && through_field {
+                        self.field_stored.insert(self.scope[idx].id);
                     }
                 }
             }
