@@ -239,12 +239,22 @@ fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cr::Diagnostic<usize> {
         .with_notes(notes)
 }
 
+/// Names longer than this get no "did you mean" help: the edit distance costs the product of
+/// the two lengths, and a megabyte-long unbound name took minutes against the built-ins.
+pub const MAX_SUGGESTED_NAME: usize = 256;
+
 /// The closest candidate by edit distance, for "did you mean" help.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let max = (name.chars().count() / 3).max(1);
+    let len = name.chars().count();
+    if len > MAX_SUGGESTED_NAME {
+        return None;
+    }
+    let max = (len / 3).max(1);
     candidates
         .into_iter()
         .filter(|c| *c != name)
+        // The distance is at least the difference of the lengths: skip the far ones unmeasured.
+        .filter(|c| c.chars().count().abs_diff(len) <= max)
         .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= max)
         .min_by_key(|(d, c)| (*d, *c))
@@ -287,5 +297,19 @@ mod tests {
         assert_eq!(edit_distance("clmap", "clamp"), 1);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(closest("clmap", ["clamp", "clz"]), Some("clamp"));
+    }
+
+    #[test]
+    fn long_names_are_suggested_only_when_cheap() {
+        // A candidate far shorter or longer is not measured; within the limit it still is.
+        let long = "x".repeat(MAX_SUGGESTED_NAME);
+        let near = "x".repeat(MAX_SUGGESTED_NAME - 1);
+        assert_eq!(
+            closest(&long, [near.as_str(), "clamp"]),
+            Some(near.as_str())
+        );
+        // A megabyte-long name (minutes against the built-ins before) gets no suggestion.
+        let huge = "x".repeat(1 << 20);
+        assert_eq!(closest(&huge, [&huge[1..], "clamp"]), None);
     }
 }

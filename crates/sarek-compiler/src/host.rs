@@ -29,8 +29,10 @@ impl LaunchConfig {
             block: [b, 1, 1],
         }
     }
+    /// Threads of one block, saturating at `u32::MAX` (a block of 65536 x 65536 must not wrap
+    /// to 0 and pass a limit check).
     pub fn threads_per_block(&self) -> u32 {
-        self.block.iter().product()
+        self.block.iter().fold(1u32, |n, &b| n.saturating_mul(b))
     }
 }
 

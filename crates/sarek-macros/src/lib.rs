@@ -26,7 +26,10 @@
 //!   `&mut sarek::HostVector`, records/tuples/variants by value their leaves as
 //!   `Vec<sarek::Literal>`, see `sarek::Kernel::value`); it returns the `sarek::Launch` to
 //!   configure (`.config`) and `.run(&*device)`. A kernel named `program`, `SOURCE`,
-//!   `PATH` or `MODULES` is refused (its launcher would clash with the module's items).
+//!   `PATH` or `MODULES` is refused (its launcher would clash with the module's items), and
+//!   so are two kernels with one Rust name (`f'` and `f_prime`); parameters that share a Rust
+//!   name get `_` appended, Rust keywords are raw (`r#fn`, `r#gen`) or get `_` (`self_`).
+//!   Files are read up to 64 MiB.
 //!
 //! - `skeleton!(reduce, "kernels/ops.sarek", plus, "0")`: a skeleton (`map`, `zip`,
 //!   `reduce`, `scan`, `exclusive_scan`; the last three take the neutral element) around a
@@ -233,11 +236,24 @@ fn read_and_check(
     front(rel, &text).map(|program| (path, program))
 }
 
+/// The most bytes a kernel file may have, as for `sarek check` (a device such as `/dev/zero`
+/// would otherwise be read until rustc runs out of memory).
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// The full path of `root/rel` and its text, or the message of the `compile_error!`.
 fn read(root: &std::path::Path, rel: &str) -> Result<(std::path::PathBuf, String), String> {
+    use std::io::Read;
     let path = root.join(rel);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read Sarek kernel `{}`: {e}", path.display()))?;
+    let cannot =
+        |e: &dyn std::fmt::Display| format!("cannot read Sarek kernel `{}`: {e}", path.display());
+    let file = std::fs::File::open(&path).map_err(|e| cannot(&e))?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| cannot(&e))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(cannot(&"larger than the 64 MiB a kernel file may have"));
+    }
     Ok((path, text))
 }
 
@@ -291,14 +307,14 @@ pub fn kernel_module(input: TokenStream) -> TokenStream {
         let mut params = Vec::new();
         let mut pushes = Vec::new();
         let mut doc = format!("Launch kernel `{kname}`:");
+        let ids = param_idents(k.params.iter().map(|p| p.name.as_str()));
         // The launcher's own first parameter, renamed past any kernel parameter `kernel`.
         let mut kid = String::from("kernel");
-        while k.params.iter().any(|p| rust_ident(&p.name) == kid) {
+        while ids.iter().any(|id| bare(id) == kid) {
             kid.push('_');
         }
         let kid = format_ident!("{}", kid);
-        for p in &k.params {
-            let id = rust_ident(&p.name);
+        for (p, id) in k.params.iter().zip(ids) {
             let (ty, push) = match &p.ty {
                 Ty::Scalar(s) => {
                     let t = rust_scalar(*s);
@@ -466,17 +482,51 @@ fn expand_skeleton(
     }})
 }
 
-/// A launcher is a function named after its kernel, next to the module's own items: a
-/// kernel whose name would clash with one of them is refused with this message.
+/// A launcher is a function named after its kernel, next to the module's own items and the
+/// other launchers: a kernel whose launcher name would clash with one of them (`program`; or
+/// `f'` and `f_prime`, both `f_prime` in Rust) is refused with this message.
 fn launcher_clash(program: &sarek_compiler::front::tast::Program, rel: &str) -> Option<String> {
-    let k = program.kernels.iter().find(|k| {
-        ["program", "SOURCE", "PATH", "MODULES"].contains(&rust_ident(&k.name).to_string().as_str())
-    })?;
-    Some(format!(
-        "kernel `{}` in {rel} would clash with the module's own `{}`: rename the kernel, or \
-         use `include_kernel!` and `sarek::Program::compile`",
-        k.name, k.name
-    ))
+    let mut taken: Vec<(String, String)> = ["program", "SOURCE", "PATH", "MODULES"]
+        .iter()
+        .map(|n| (n.to_string(), format!("the module's own `{n}`")))
+        .collect();
+    for k in &program.kernels {
+        let bare = bare(&rust_ident(&k.name));
+        if let Some((_, other)) = taken.iter().find(|(t, _)| *t == bare) {
+            // Between two kernels, the Rust name they share says why they clash.
+            let launcher = if other.starts_with("kernel") {
+                format!(" (launcher `{bare}`)")
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "kernel `{}` in {rel} would clash with {other}{launcher}: rename the kernel, or \
+                 use `include_kernel!` and `sarek::Program::compile`",
+                k.name
+            ));
+        }
+        taken.push((bare, format!("kernel `{}`", k.name)));
+    }
+    None
+}
+
+/// The Rust names of a launcher's parameters: [`rust_ident`] of each, with `_` appended
+/// until it differs from the ones before (`x'` and `x_prime` are both `x_prime` in Rust).
+fn param_idents<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Ident> {
+    let mut ids: Vec<Ident> = Vec::new();
+    for name in names {
+        let mut id = rust_ident(name);
+        while ids.iter().any(|other| bare(other) == bare(&id)) {
+            id = rust_ident(&format!("{}_", bare(&id)));
+        }
+        ids.push(id);
+    }
+    ids
+}
+
+/// An identifier without its `r#`: `r#gen` and `gen` are one name to Rust.
+fn bare(id: &Ident) -> String {
+    id.to_string().trim_start_matches("r#").to_string()
 }
 
 fn rust_scalar(s: Scalar) -> proc_macro2::TokenStream {
@@ -490,11 +540,13 @@ fn rust_scalar(s: Scalar) -> proc_macro2::TokenStream {
 }
 
 /// A Sarek identifier as a Rust one: `'` becomes `_prime`, Rust keywords get `r#` (or a
-/// trailing `_` for those that cannot be raw).
+/// trailing `_` for those that cannot be raw). `gen`, reserved by the 2024 edition, is a
+/// keyword syn does not know.
 fn rust_ident(name: &str) -> Ident {
     let name = name.replace('\'', "_prime");
     match name.as_str() {
         "self" | "Self" | "super" | "crate" | "_" => format_ident!("{}_", name),
+        "gen" => Ident::new_raw(&name, proc_macro2::Span::call_site()),
         _ if syn::parse_str::<Ident>(&name).is_ok() => format_ident!("{}", name),
         _ => Ident::new_raw(&name, proc_macro2::Span::call_site()),
     }
@@ -589,6 +641,50 @@ mod tests {
         };
         assert!(msg.starts_with("cannot read Sarek kernel `"), "{msg}");
         assert!(msg.contains("no/such.sarek"), "{msg}");
+    }
+
+    #[test]
+    fn launcher_names_never_clash_in_rust() {
+        let ids: Vec<String> =
+            super::param_idents(["x'", "x_prime", "kernel", "gen", "self", "self_", "fn"])
+                .iter()
+                .map(|i| i.to_string())
+                .collect();
+        assert_eq!(
+            ids,
+            [
+                "x_prime", "x_prime_", "kernel", "r#gen", "self_", "self__", "r#fn"
+            ]
+        );
+        // Two kernels with one launcher name: refused, naming both.
+        let clash = super::front(
+            "p.sarek",
+            "let%kernel f' (v : int32 vector) = v.(0) <- 1\n\
+             let%kernel f_prime (v : int32 vector) = v.(0) <- 2",
+        )
+        .unwrap();
+        assert_eq!(
+            super::launcher_clash(&clash, "p.sarek").as_deref(),
+            Some(
+                "kernel `f_prime` in p.sarek would clash with kernel `f'` (launcher `f_prime`): \
+                 rename the kernel, or use `include_kernel!` and `sarek::Program::compile`"
+            )
+        );
+        let fine = super::front(
+            "p.sarek",
+            "let%kernel gen (v : int32 vector) = v.(0) <- 1\n\
+             let%kernel self (v : int32 vector) = v.(0) <- 2",
+        )
+        .unwrap();
+        assert_eq!(super::launcher_clash(&fine, "p.sarek"), None);
+    }
+
+    #[test]
+    fn a_device_is_read_only_up_to_the_limit() {
+        let Err(msg) = super::read(std::path::Path::new("/"), "dev/zero") else {
+            panic!("/dev/zero is not a kernel");
+        };
+        assert!(msg.contains("larger than the 64 MiB"), "{msg}");
     }
 
     /// A program of files under `crates/sarek-macros/target-test-modules/<case>`: `main.sarek`

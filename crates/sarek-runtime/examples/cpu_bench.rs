@@ -139,9 +139,28 @@ fn jit_wall(kernel: &Kernel, config: LaunchConfig, args: &[ArgValue], runs: usiz
     })
 }
 
+/// CPU time of the process so far, every thread (`/proc/self/task/*/schedstat`, in ns;
+/// zero where it cannot be read). The rayon pool's threads live for the whole run, so a
+/// difference of two readings is the CPU time in between.
+fn process_cpu() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let ns: u64 = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    Duration::from_nanos(ns)
+}
+
+/// CPU time per run of the last [`host_time`] (all threads, rayon's idle spinning included).
+static LAST_CPU: std::sync::Mutex<Duration> = std::sync::Mutex::new(Duration::ZERO);
+
 fn host_time(runs: usize, mut f: impl FnMut()) -> Duration {
     f();
-    median(
+    let c0 = process_cpu();
+    let wall = median(
         (0..runs)
             .map(|_| {
                 let s = Instant::now();
@@ -149,7 +168,13 @@ fn host_time(runs: usize, mut f: impl FnMut()) -> Duration {
                 s.elapsed()
             })
             .collect(),
-    )
+    );
+    *LAST_CPU.lock().unwrap() = (process_cpu() - c0) / runs.max(1) as u32;
+    wall
+}
+
+fn last_cpu() -> Duration {
+    *LAST_CPU.lock().unwrap()
 }
 
 fn f32_col(a: &ArgValue) -> &[f32] {
@@ -207,6 +232,9 @@ struct Row {
     cpu_wall: Duration,
     /// `cpu` without lane groups (every segment thread by thread).
     scalar: Duration,
+    /// CPU time per run (all threads) of `hand` and of `cpu_wall`.
+    hand_cpu: Duration,
+    cpu_wall_cpu: Duration,
     opencl: Option<Result<Duration, String>>,
     /// PoCL with its optimiser on ([`pocl_optimised`]): time and result check.
     optimised: Option<Result<(Duration, String), String>>,
@@ -317,6 +345,7 @@ fn main() {
                 .zip(x.par_iter())
                 .for_each(|(y, x)| *y += a * *x);
         });
+        let hand_cpu = last_cpu();
         let mut want = y0.clone();
         want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * *x);
         let args = vec![
@@ -343,9 +372,12 @@ fn main() {
         });
         let scalar = scalar_time(&k, config, &args, runs);
         let cpu_wall = jit_wall(&k, config, &args, runs);
+        let cpu_wall_cpu = last_cpu();
         rows.push(Row {
             name: "saxpy 2^24 float32",
             cpu_wall,
+            hand_cpu,
+            cpu_wall_cpu,
             optimised,
             hand,
             cpu: cpu_t,
@@ -369,6 +401,7 @@ fn main() {
                     }
                 })
         });
+        let hand_cpu = last_cpu();
         let args = vec![
             vi32(vec![0; (w * h) as usize]),
             ArgValue::Scalar(Literal::I32(w)),
@@ -396,9 +429,12 @@ fn main() {
         });
         let scalar = scalar_time(&k, config, &args, runs);
         let cpu_wall = jit_wall(&k, config, &args, runs);
+        let cpu_wall_cpu = last_cpu();
         rows.push(Row {
             name: "mandelbrot 1024^2 x256",
             cpu_wall,
+            hand_cpu,
+            cpu_wall_cpu,
             optimised,
             hand,
             cpu: cpu_t,
@@ -430,6 +466,7 @@ fn main() {
                 }
             })
         });
+        let hand_cpu = last_cpu();
         let args = vec![
             vf32(a.clone()),
             vf32(b.clone()),
@@ -455,9 +492,12 @@ fn main() {
         });
         let scalar = scalar_time(&k, config, &args, runs);
         let cpu_wall = jit_wall(&k, config, &args, runs);
+        let cpu_wall_cpu = last_cpu();
         rows.push(Row {
             name: "matmul 512 tiled 16x16",
             cpu_wall,
+            hand_cpu,
+            cpu_wall_cpu,
             optimised,
             hand,
             cpu: cpu_t,
@@ -493,6 +533,18 @@ fn main() {
             ocl,
             optimised,
             r.check
+        );
+    }
+    println!(
+        "\nCPU time per launch, every thread (hand Rust and `cpu` wall runs; /proc/self/task/*/schedstat):"
+    );
+    for r in &rows {
+        println!(
+            "  {:<24} hand {}, cpu {}, cpu / hand speed {:.2}x",
+            r.name,
+            ms(r.hand_cpu),
+            ms(r.cpu_wall_cpu),
+            r.hand_cpu.as_secs_f64() / r.cpu_wall_cpu.as_secs_f64().max(1e-12),
         );
     }
     if optimised_pocl.is_some() {

@@ -64,13 +64,16 @@ pub struct DeviceVector {
 }
 
 impl DeviceVector {
-    /// Allocate `len` elements laid out as `layout` (contents unspecified).
+    /// Allocate `len` elements laid out as `layout` (contents unspecified). More than
+    /// [`crate::limits::MAX_VECTOR_LEN`] elements is refused before allocating: no kernel
+    /// could index them (lengths and indices are int32).
     pub fn alloc<D: Device + ?Sized>(
         device: &D,
         scalars: Vec<Scalar>,
         layout: ElemLayout,
         len: usize,
     ) -> Result<DeviceVector, RuntimeError> {
+        check_vector_len(len)?;
         let bytes =
             (layout.stride as usize)
                 .checked_mul(len)
@@ -276,6 +279,17 @@ impl DeviceVector {
         self.download(device, &mut host)?;
         Ok(host)
     }
+}
+
+/// A vector length a kernel can index: at most [`crate::limits::MAX_VECTOR_LEN`] elements.
+pub fn check_vector_len(len: usize) -> Result<(), RuntimeError> {
+    if len as u64 > crate::limits::MAX_VECTOR_LEN {
+        return Err(RuntimeError::Arguments(format!(
+            "a vector of {len} elements: vectors have at most {} (lengths and indices are int32)",
+            crate::limits::MAX_VECTOR_LEN
+        )));
+    }
+    Ok(())
 }
 
 fn scalar_names(scalars: &[Scalar]) -> String {

@@ -290,6 +290,18 @@ pub trait Device: Send + Sync {
         self.download(src, &mut staging)?;
         self.upload(dst, &staging)
     }
+    /// Shared memory one block may declare on this device, in bytes (`None`: no limit). The
+    /// default is the backend's documented figure ([`crate::limits::max_shared_bytes`]);
+    /// backends that can ask their device (wgpu, Vulkan) return its own limit.
+    fn max_shared_bytes(&self) -> Option<u64> {
+        crate::limits::max_shared_bytes(self.info().backend)
+    }
+    /// Whether every launch on this device checks its accesses and divisors itself (`interp`
+    /// and `cpu`; devices whose memory is the host's, see
+    /// [`crate::limits::check_on_host`]), so that checked mode adds nothing.
+    fn always_checked(&self) -> bool {
+        false
+    }
     /// Enqueue one launch of `built` as `plan` says.
     fn dispatch(&self, built: &Built, plan: &LaunchPlan) -> Result<(), RuntimeError>;
     /// Wait for every dispatch; the device-timed kernel time of the timed ones.

@@ -229,6 +229,10 @@ impl Device for HostDevice {
         HOST_LAYOUT
     }
 
+    fn always_checked(&self) -> bool {
+        true
+    }
+
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
         // The host's resource limits, refused located like a GPU target's.
         let support = crate::limits::host_support(self.info.backend, &self.info.name);

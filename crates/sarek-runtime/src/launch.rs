@@ -9,16 +9,14 @@
 //!   since its last synchronisation (a trap a device reported, an interpreter fault) comes
 //!   back here, located. The wait is device-wide, as in CUDA, but a fault is reported to the
 //!   thread that enqueued the faulting launch, never to another thread sharing the device.
-//! - [`run_checked`]: [`Device::launch`] with the launch limits checked first, in checked
-//!   mode when asked (issue 17);
+//! - [`run_checked`]: [`Device::launch`] in checked mode when asked (issue 17); the launch
+//!   limits ([`crate::limits::check_launch`]) are checked by [`build_for`], for every launch;
 //! - [`run_host`]: one launch with host values, uploaded and downloaded around it (tests,
 //!   `sarek run`); [`check_config`] and [`check_args`] word mistakes in host values.
 
 use crate::bind::{BindArg, bind};
 use crate::buffer::DeviceVector;
-use crate::device::{
-    Backend, Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault,
-};
+use crate::device::{Device, DeviceInfo, LaunchConfig, LaunchStats, RuntimeError, trap_fault};
 use crate::kernel::{BuildKey, Built, KernelHandle};
 use crate::memory::{InFlight, Mem, lock};
 use crate::signature::{ParamKind, signature};
@@ -41,12 +39,27 @@ pub fn build<D: Device + ?Sized>(
 /// The build of `kernel` for a launch over `config`. A kernel with a shared array sized by the
 /// block (`= ()`) is specialised to this launch's block x size first (one build per block
 /// size, interned by IR); every other kernel builds once.
+///
+/// Every launch comes through here, so the launch limits that need only the kernel, the
+/// configuration and the backend ([`crate::limits::check_launch`]: shared memory, grid
+/// sizes) are checked here, before anything is built or dispatched: past them a driver
+/// asserts or dies (PoCL) rather than returning an error.
 pub fn build_for<D: Device + ?Sized>(
     device: &D,
     kernel: &KernelHandle,
     config: LaunchConfig,
 ) -> Result<Arc<Built>, RuntimeError> {
     use sarek_compiler::ir::specialize;
+    let info = device.info();
+    // The block against the device first: the most direct reason when both fail.
+    check_config(&info, config)?;
+    crate::limits::check_launch_with(
+        kernel.ir(),
+        &config,
+        info.backend,
+        &info.name,
+        device.max_shared_bytes(),
+    )?;
     if specialize::needs_block_size(kernel.ir()) {
         let sized = specialize::block_size(kernel.ir(), config.block[0]);
         return build(device, &device.core().intern(&sized));
@@ -216,8 +229,9 @@ pub fn run_host<D: Device + ?Sized>(
 
 /// [`Device::launch`] in checked mode when `checked` (issue 17): on a GPU backend the kernel launches
 /// with bounds and divisor checks ([`sarek_compiler::passes::checked`]), and a failed check
-/// is a located [`RuntimeError::Fault`] after the launch. `interp` and `cpu` always check
-/// (with the index and thread in the message), so they run the kernel as it is.
+/// is a located [`RuntimeError::Fault`] after the launch. A device that always checks
+/// ([`Device::always_checked`]: `interp` and `cpu`, with the index and thread in the
+/// message; devices on host memory) runs the kernel as it is.
 pub fn run_checked(
     device: &dyn Device,
     kernel: &Kernel,
@@ -225,10 +239,8 @@ pub fn run_checked(
     args: &mut [ArgValue],
     checked: bool,
 ) -> Result<LaunchStats, RuntimeError> {
-    let info = device.info();
-    crate::limits::check_launch(kernel, &config, info.backend, &info.name)?;
-    let host_checks = matches!(info.backend, Backend::Interp | Backend::Cpu);
-    if checked && !host_checks {
+    // The launch limits are checked by `build_for`, on the way of every launch.
+    if checked && !device.always_checked() {
         let kernel = sarek_compiler::passes::checked::insert_checks(kernel);
         device.launch(&kernel, config, args)
     } else {
@@ -245,7 +257,11 @@ pub fn check_config(info: &DeviceInfo, config: LaunchConfig) -> Result<(), Runti
             dims(config.block)
         )));
     }
-    let threads = config.block.iter().map(|&d| u64::from(d)).product::<u64>();
+    // Three u32 factors can overflow u64: saturate (the check only needs "too many").
+    let threads = config
+        .block
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
     if threads > u64::from(info.max_threads_per_block) {
         return Err(RuntimeError::Arguments(format!(
             "block {} has {threads} threads, more than the {} allowed per block on {} ({})",

@@ -50,7 +50,13 @@ pub const HOST_MAX_BLOCK_LOCAL_BYTES: u64 = 256 << 20;
 /// one axis (grid x block): global thread indices are int32, and a launch past 2^32 threads
 /// would run for hours (`--grid 65536,65536,65536` ran without end).
 pub const HOST_MAX_THREADS: u64 = u32::MAX as u64;
-pub const HOST_MAX_THREADS_PER_AXIS: u64 = i32::MAX as u64;
+pub const HOST_MAX_THREADS_PER_AXIS: u64 = MAX_THREADS_PER_AXIS;
+
+/// Threads along one axis of a launch (grid x block) on every backend: global thread indices
+/// are int32, so 2^31 threads (indices 0 to `i32::MAX`, the default launch over a vector of
+/// `i32::MAX` elements) and no more; past it a GPU's indices wrap to negative values that
+/// pass an `if i < length v` guard.
+pub const MAX_THREADS_PER_AXIS: u64 = 1 << 31;
 
 /// What `interp` and `cpu` support: every feature, and the resource limits above, checked
 /// when a kernel is built so that a refusal is located like a GPU target's.
@@ -83,7 +89,7 @@ pub fn check_host_launch(
     config: &LaunchConfig,
     backend: Backend,
 ) -> Result<(), RuntimeError> {
-    let threads_per_block: u64 = config.block.iter().map(|&b| u64::from(b)).product();
+    let threads_per_block = volume(config.block);
     for (axis, name) in ["x", "y", "z"].iter().enumerate() {
         let along = u64::from(config.grid[axis]) * u64::from(config.block[axis]);
         if along > HOST_MAX_THREADS_PER_AXIS {
@@ -93,8 +99,7 @@ pub fn check_host_launch(
             )));
         }
     }
-    let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
-    let threads = blocks.saturating_mul(threads_per_block);
+    let threads = volume(config.grid).saturating_mul(threads_per_block);
     if threads > HOST_MAX_THREADS {
         return Err(RuntimeError::Launch(format!(
             "grid {} x block {} = {threads} threads: {backend} runs at most {HOST_MAX_THREADS} threads per launch",
@@ -110,6 +115,12 @@ pub fn check_host_launch(
         )));
     }
     Ok(())
+}
+
+/// The product of three sizes, saturating (three u32 factors can overflow u64: a grid of
+/// `u32::MAX` on every axis must be refused, not panic).
+fn volume(d: [u32; 3]) -> u64 {
+    d.iter().fold(1u64, |n, &x| n.saturating_mul(u64::from(x)))
 }
 
 fn dims(d: [u32; 3]) -> String {
@@ -185,12 +196,25 @@ fn elem_bytes(kernel: &Kernel, ty: &Ty) -> u64 {
         .sum::<u64>()
 }
 
-/// Every check that needs only the kernel, the launch and the backend.
+/// Every check that needs only the kernel, the launch and the backend, with the backend's
+/// documented shared-memory figure ([`max_shared_bytes`]).
 pub fn check_launch(
     kernel: &Kernel,
     config: &LaunchConfig,
     backend: Backend,
     device: &str,
+) -> Result<(), RuntimeError> {
+    check_launch_with(kernel, config, backend, device, max_shared_bytes(backend))
+}
+
+/// [`check_launch`] against `max_shared` bytes of shared memory per block (a device's own
+/// limit, [`crate::Device::max_shared_bytes`]).
+pub fn check_launch_with(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    backend: Backend,
+    device: &str,
+    max_shared: Option<u64>,
 ) -> Result<(), RuntimeError> {
     // A block-sized shared array (`let%shared (t : T) = ()`) has the launch's block x size.
     let shared = if sarek_compiler::ir::specialize::needs_block_size(kernel) {
@@ -201,13 +225,22 @@ pub fn check_launch(
     } else {
         shared_bytes(kernel)?
     };
-    if let Some(max) = max_shared_bytes(backend)
+    if let Some(max) = max_shared
         && shared > max
     {
         return Err(RuntimeError::Launch(format!(
             "kernel `{}` declares {shared} bytes of shared memory per block; the {backend} device ({device}) allows {max}",
             kernel.name
         )));
+    }
+    for (axis, name) in ["x", "y", "z"].iter().enumerate() {
+        let along = u64::from(config.grid[axis]) * u64::from(config.block[axis]);
+        if along > MAX_THREADS_PER_AXIS {
+            return Err(RuntimeError::Launch(format!(
+                "grid {} x block {} = {along} threads along {name}: global thread indices are int32, so at most {MAX_THREADS_PER_AXIS} threads along an axis ({backend}, {device})",
+                config.grid[axis], config.block[axis]
+            )));
+        }
     }
     let max = max_grid(backend);
     for (axis, name) in ["x", "y", "z"].iter().enumerate() {
@@ -222,8 +255,7 @@ pub fn check_launch(
     // OpenCL counts work-items and work-groups of the whole launch in 32 bits on PoCL (a
     // `--grid 65536,65536` launch died with SIGILL); CUDA allows far more.
     if backend == Backend::OpenCl {
-        let blocks: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
-        let threads = blocks * config.block.iter().map(|&b| u64::from(b)).product::<u64>();
+        let threads = volume(config.grid).saturating_mul(volume(config.block));
         if threads > u64::from(u32::MAX) {
             return Err(RuntimeError::Launch(format!(
                 "grid {:?} x block {:?} = {threads} threads: the {backend} device ({device}) allows at most {} per launch",
@@ -275,6 +307,23 @@ fn available_memory() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+/// The build of `kernel` on a device whose memory is the host process's own (`on_host`:
+/// PoCL and other CPU OpenCL devices, llvmpipe under Vulkan): the kernel in checked mode
+/// ([`sarek_compiler::passes::checked`]), interned so that a fault finds its trap site. There
+/// an out-of-bounds access of a kernel writes the process's heap (PoCL died of it from a safe
+/// launch), so no launch runs unchecked; elsewhere the kernel is unchanged.
+pub fn check_on_host(
+    core: &crate::memory::DeviceCore,
+    on_host: bool,
+    kernel: &crate::kernel::KernelHandle,
+) -> crate::kernel::KernelHandle {
+    if on_host {
+        core.intern(&sarek_compiler::passes::checked::insert_checks(kernel.ir()))
+    } else {
+        kernel.clone()
+    }
 }
 
 /// The loop iterations a thread may run on a device that stops its loops silently past a
@@ -346,6 +395,28 @@ mod tests {
         assert!(e.to_string().contains("1099511627776 threads"), "{e}");
         let e = check_launch(&k, &config, Backend::Cuda, "H200").unwrap_err();
         assert!(e.to_string().contains("along y"), "{e}");
+    }
+
+    #[test]
+    fn threads_along_an_axis_fit_int32_indices_on_every_backend() {
+        let k = shared_kernel(1);
+        // The default launch over i32::MAX elements: 2^31 threads, indices up to i32::MAX.
+        let at_most = LaunchConfig::linear(i32::MAX as u32);
+        assert_eq!(u64::from(at_most.grid[0]) * 256, 1 << 31);
+        let past = LaunchConfig {
+            grid: [at_most.grid[0] + 1, 1, 1],
+            block: [256, 1, 1],
+        };
+        for backend in [
+            Backend::Cuda,
+            Backend::OpenCl,
+            Backend::Wgpu,
+            Backend::Interp,
+        ] {
+            check_launch(&k, &at_most, backend, "d").unwrap();
+            let e = check_launch(&k, &past, backend, "d").unwrap_err();
+            assert!(e.to_string().contains("threads along x"), "{e}");
+        }
     }
 
     #[test]

@@ -158,8 +158,6 @@ struct Module {
 
 struct State {
     owner: Arc<Owner>,
-    // Kept alive for the instance's function pointers and the loader library.
-    _entry: ash::Entry,
     device: ash::Device,
     queue: vk::Queue,
     command_pool: vk::CommandPool,
@@ -207,7 +205,9 @@ impl State {
         // SAFETY: valid create info.
         let instance = unsafe { entry.create_instance(&create, None) }
             .map_err(|e| unavailable(format!("no Vulkan instance: {e}")))?;
-        match Self::with_instance(entry, instance.clone(), mask_64bit) {
+        // `entry` is cloned: the loader library must stay loaded until the instance is
+        // destroyed below.
+        match Self::with_instance(entry.clone(), instance.clone(), mask_64bit) {
             Ok(s) => Ok(s),
             Err(e) => {
                 // SAFETY: nothing else uses the instance.
@@ -280,9 +280,12 @@ impl State {
             && atomic64.shader_buffer_int64_atomics == vk::TRUE
             && atomic64.shader_shared_int64_atomics == vk::TRUE;
 
+        // Robust buffer access (a Vulkan 1.0 feature every device supports): a storage
+        // access past the end of its buffer stays inside it instead of reaching other memory.
         let enabled = vk::PhysicalDeviceFeatures::default()
             .shader_float64(float64)
-            .shader_int64(int64);
+            .shader_int64(int64)
+            .robust_buffer_access(features.robust_buffer_access == vk::TRUE);
         let mut enable_atomic64 = vk::PhysicalDeviceShaderAtomicInt64Features::default()
             .shader_buffer_int64_atomics(int64_atomics)
             .shader_shared_int64_atomics(int64_atomics);
@@ -326,8 +329,8 @@ impl State {
             owner: Arc::new(Owner {
                 instance: instance.clone(),
                 device: device.clone(),
+                _entry: entry,
             }),
-            _entry: entry,
             device,
             queue,
             command_pool,
@@ -862,11 +865,20 @@ impl Drop for State {
     }
 }
 
+/// Whether the device named `name` runs on the host CPU (Mesa's llvmpipe, lavapipe).
+fn on_host(name: &str) -> bool {
+    name.contains("llvmpipe")
+}
+
 /// The Vulkan device and instance, destroyed when the device state and every buffer made
-/// from it are gone (a buffer may outlive the [`VulkanDevice`] that made it).
+/// from it are gone (a buffer may outlive the [`VulkanDevice`] that made it). The loader
+/// library goes with them: its functions destroy them, so it is unloaded last (a buffer
+/// dropped after its device used to call into the unloaded library).
 struct Owner {
     instance: ash::Instance,
     device: ash::Device,
+    /// Dropped after `drop` has destroyed the device and the instance.
+    _entry: ash::Entry,
 }
 
 impl Drop for Owner {
@@ -892,7 +904,20 @@ impl Device for VulkanDevice {
         LayoutRules::Std430
     }
 
+    fn always_checked(&self) -> bool {
+        on_host(&self.info.name)
+    }
+
+    fn max_shared_bytes(&self) -> Option<u64> {
+        Some(u64::from(
+            self.state().limits.max_compute_shared_memory_size,
+        ))
+    }
+
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        // llvmpipe runs on the host's memory: every kernel in checked mode (shared and local
+        // arrays are outside robust buffer access's reach).
+        let kernel = &crate::limits::check_on_host(&self.core, on_host(&self.info.name), kernel);
         // Issue 17: llvmpipe's loop budget is a located fault, not a shortened loop.
         let kernel = &crate::limits::guard_loops(&self.core, &self.info().name, kernel);
         let (exe, abi) = self.state().build(kernel)?;

@@ -344,6 +344,10 @@ impl Device for WgpuDevice {
         LayoutRules::Std430
     }
 
+    fn max_shared_bytes(&self) -> Option<u64> {
+        Some(u64::from(self.limits.max_compute_workgroup_storage_size))
+    }
+
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
         // Issue 17: llvmpipe's loop budget is a located fault, not a shortened loop.
         let kernel = &crate::limits::guard_loops(&self.core, &self.info.name, kernel);

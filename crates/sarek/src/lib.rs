@@ -390,7 +390,9 @@ impl Kernel {
     /// scalar leaf of its element type (a record's fields in order; a tuple's components; a
     /// variant's tag then every constructor's payload), as the `.npy` mapping lays them out.
     pub fn vector(&self, param: &str, len: usize) -> Result<HostVector, Error> {
-        match self.param(param)? {
+        let p = self.param(param)?;
+        sarek_runtime::buffer::check_vector_len(len).map_err(Error::Runtime)?;
+        match p {
             Param {
                 kind: ParamKind::Vector { leaves, .. },
                 ..

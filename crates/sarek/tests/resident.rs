@@ -268,13 +268,22 @@ fn out_of_device_memory_is_an_error() {
         let Some(device) = device(backend) else {
             continue;
         };
-        // More than any of these devices has (the host: an exabyte).
-        let e = Buffer::<f64>::alloc(device.as_ref(), 1 << 57).unwrap_err();
+        // More than any of these devices has (the host: an exabyte): elements of 1 GiB
+        // each, since more than int32's count of elements is refused before allocating.
+        let layout = sarek_compiler::abi::ElemLayout {
+            stride: 1 << 30,
+            leaves: vec![(0, sarek_compiler::abi::Stored::Native(sarek::Scalar::F64))],
+        };
+        let e =
+            sarek::DeviceVector::alloc(device.as_ref(), vec![sarek::Scalar::F64], layout, 1 << 27)
+                .unwrap_err();
         assert!(
             matches!(e, RuntimeError::OutOfMemory { .. }),
             "{backend}: {e}"
         );
         assert!(e.to_string().contains("out of device memory"), "{e}");
+        let e = Buffer::<f64>::alloc(device.as_ref(), 1 << 57).unwrap_err();
+        assert!(matches!(e, RuntimeError::Arguments(_)), "{backend}: {e}");
     }
 }
 

@@ -35,7 +35,7 @@ __device__ int fib__depth5(int* sarek_trap, int n) {
     }
 }
 
-__device__ int fib__depth4(int* sarek_trap, int n) {
+__device__ __noinline__ int fib__depth4(int* sarek_trap, int n) {
     if (n < 2) {
         return n;
     } else {
@@ -43,7 +43,7 @@ __device__ int fib__depth4(int* sarek_trap, int n) {
     }
 }
 
-__device__ int fib__depth3(int* sarek_trap, int n) {
+__device__ __noinline__ int fib__depth3(int* sarek_trap, int n) {
     if (n < 2) {
         return n;
     } else {
@@ -51,7 +51,7 @@ __device__ int fib__depth3(int* sarek_trap, int n) {
     }
 }
 
-__device__ int fib__depth2(int* sarek_trap, int n) {
+__device__ __noinline__ int fib__depth2(int* sarek_trap, int n) {
     if (n < 2) {
         return n;
     } else {
@@ -59,7 +59,7 @@ __device__ int fib__depth2(int* sarek_trap, int n) {
     }
 }
 
-__device__ int fib__depth1(int* sarek_trap, int n) {
+__device__ __noinline__ int fib__depth1(int* sarek_trap, int n) {
     if (n < 2) {
         return n;
     } else {

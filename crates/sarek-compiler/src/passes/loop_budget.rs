@@ -59,7 +59,47 @@ pub fn guard_loops(kernel: &Kernel, budget: u32) -> Kernel {
     };
     k.body = g.block(std::mem::take(&mut k.body));
     k.vars = g.vars;
+    unknown_true_conditions(&mut k.body);
+    for f in &mut k.functions {
+        unknown_true_conditions(&mut f.body);
+    }
     k
+}
+
+/// Every `while true` of `block` gets a condition the device compiler cannot prove true
+/// (`block_idx_x <> -1`): after a `while true` without a `break` it removes the rest as
+/// unreachable, canary included, so when llvmpipe's limiter ended the loop the kernel
+/// finished silently (`while true do x := x + 1 done` returned on lavapipe).
+fn unknown_true_conditions(block: &mut Block) {
+    for s in block {
+        match &mut s.kind {
+            StmtKind::While { cond, body, .. } => {
+                if matches!(cond.kind, ExprKind::Lit(crate::types::Literal::Bool(true))) {
+                    *cond = build::bin(
+                        BinOp::Ne,
+                        geometry(Geometry::BlockIdx(Axis::X)),
+                        lit_i32(-1),
+                    );
+                }
+                unknown_true_conditions(body);
+            }
+            StmtKind::For { body, .. } | StmtKind::Block(body) => unknown_true_conditions(body),
+            StmtKind::If {
+                then_block,
+                else_block,
+                ..
+            } => {
+                unknown_true_conditions(then_block);
+                unknown_true_conditions(else_block);
+            }
+            StmtKind::Match { arms, .. } => {
+                for arm in arms {
+                    unknown_true_conditions(&mut arm.body);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 struct Guard {

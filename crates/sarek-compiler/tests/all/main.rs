@@ -25,6 +25,7 @@ mod parse_exprs;
 mod parse_items;
 mod parse_layout;
 mod parse_robustness;
+mod pathological;
 mod ptx_ptxas;
 mod recursion_interp;
 mod reliability;

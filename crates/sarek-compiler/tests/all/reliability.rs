@@ -76,7 +76,7 @@ fn naga_accepts(src: &str) -> Result<(), String> {
         .map_err(|e| format!("SPIR-V out: {e}"))
 }
 
-struct Tools {
+pub(crate) struct Tools {
     glslang: bool,
     clang: bool,
     ptxas: Option<PathBuf>,
@@ -90,7 +90,7 @@ impl Drop for Tools {
 }
 
 impl Tools {
-    fn find() -> Tools {
+    pub(crate) fn find() -> Tools {
         // One folder per test (tests run on threads of one process and remove theirs).
         let dir = std::env::temp_dir().join(format!(
             "sarek-reliability-{}-{:?}",
@@ -117,7 +117,7 @@ impl Tools {
     }
 
     /// `Ok(false)` when the target's tool is absent.
-    fn validate(&self, target: Target, src: &str) -> Result<bool, String> {
+    pub(crate) fn validate(&self, target: Target, src: &str) -> Result<bool, String> {
         match target {
             Target::Wgsl => naga_accepts(src).map(|_| true),
             Target::Glsl if self.glslang => {

@@ -113,6 +113,9 @@ struct OpenClDevice {
     build_options: String,
     /// PoCL: programs with barriers build unoptimised ([`OpenClDevice::options_for`]).
     pocl: bool,
+    /// A CPU device (PoCL): its memory is the process's heap, so every kernel is built in
+    /// checked mode ([`crate::limits::check_on_host`]).
+    on_host: bool,
     core: DeviceCore,
     /// Events of the timed launches since the last sync.
     timed: Mutex<Vec<Timed>>,
@@ -142,6 +145,10 @@ impl OpenClDevice {
             build_options.push_str(" -cl-fp32-correctly-rounded-divide-sqrt");
         }
         let pocl = is_pocl(&device);
+        let on_host = pocl
+            || device
+                .dev_type()
+                .is_ok_and(|t| t & opencl3::device::CL_DEVICE_TYPE_CPU != 0);
         let unavailable =
             |what: &str, e: opencl3::error_codes::ClError| RuntimeError::Unavailable {
                 backend: Backend::OpenCl,
@@ -170,6 +177,7 @@ impl OpenClDevice {
             options,
             build_options,
             pocl,
+            on_host,
             timed: Mutex::new(Vec::new()),
         })
     }
@@ -222,33 +230,39 @@ impl OpenClDevice {
     /// is left out; a joined program that fails to build leaves its kernels to be built
     /// alone, so a build error is always the kernel's own.
     fn prebuild_joined(&self, kernels: &[KernelHandle]) {
-        let mut members: Vec<(&KernelHandle, sarek_compiler::target::Generated)> = Vec::new();
+        let mut members: Vec<(
+            &KernelHandle,
+            KernelHandle,
+            sarek_compiler::target::Generated,
+        )> = Vec::new();
         for k in kernels {
             let key = crate::kernel::BuildKey::new(k);
             if self.core.is_built(&key) || sarek_compiler::ir::specialize::needs_block_size(k.ir())
             {
                 continue;
             }
-            if let Ok(g) = self.generate(k.ir()) {
-                members.push((k, g));
+            // Built as `build` would: in checked mode on a CPU device.
+            let checked = crate::limits::check_on_host(&self.core, self.on_host, k);
+            if let Ok(g) = self.generate(checked.ir()) {
+                members.push((k, checked, g));
             }
         }
         // One program per set of build options (OpenCL C version, PoCL's barrier rule).
         let mut option_sets: Vec<String> = members
             .iter()
-            .map(|(_, g)| self.options_for(&g.source))
+            .map(|(_, _, g)| self.options_for(&g.source))
             .collect();
         option_sets.sort();
         option_sets.dedup();
         for options in option_sets {
             let group: Vec<_> = members
                 .iter()
-                .filter(|(_, g)| self.options_for(&g.source) == options)
+                .filter(|(_, _, g)| self.options_for(&g.source) == options)
                 .collect();
             if group.len() < 2 {
                 continue;
             }
-            let sources: Vec<&str> = group.iter().map(|(_, g)| g.source.as_str()).collect();
+            let sources: Vec<&str> = group.iter().map(|(_, _, g)| g.source.as_str()).collect();
             let Some(joined) = batch::join(&sources) else {
                 continue;
             };
@@ -258,11 +272,11 @@ impl OpenClDevice {
                 continue;
             };
             let program = Arc::new(program);
-            for (j, (handle, g)) in group.iter().enumerate() {
+            for (j, (handle, built_from, g)) in group.iter().enumerate() {
                 let entry = batch::renamed(&g.abi.entry_point, j);
                 if let Ok(compiled) = Compiled::new(program.clone(), &entry) {
                     let built = Built {
-                        kernel: (*handle).clone(),
+                        kernel: built_from.clone(),
                         abi: g.abi.clone(),
                         exe: Box::new(compiled),
                     };
@@ -340,7 +354,12 @@ impl Device for OpenClDevice {
         self.prebuild_joined(kernels);
     }
 
+    fn always_checked(&self) -> bool {
+        self.on_host
+    }
+
     fn build(&self, kernel: &KernelHandle) -> Result<Built, RuntimeError> {
+        let kernel = &crate::limits::check_on_host(&self.core, self.on_host, kernel);
         let (compiled, abi) = self.compile(kernel.ir())?;
         Ok(Built {
             kernel: kernel.clone(),

@@ -603,6 +603,19 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
     acc := acc + s.(k * 16 + t + off) * (k - 3)
   done;
   out.(t) <- acc
+
+let%kernel rows (a : int32 vector) (out : int32 vector) (off : int32) =
+  let%shared (s : int32) = 256 in
+  let t = thread_idx_x in
+  for j = 0 to 15 do
+    s.(t * 16 + j) <- a.(t * 16 + j)
+  done;
+  block_barrier ();
+  let mut acc = 0 in
+  for k = 15 downto 0 do
+    acc := acc * 3 + s.(k * 16 + off) - s.(t + k * 16)
+  done;
+  out.(t) <- acc
 ";
     let program = Program::compile("test.sarek", src);
     // Counted once per generated copy. sum: the thread loop (`out.(global_thread_id)`) and
@@ -736,7 +749,7 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
         grid: [1, 1, 1],
         block: [16, 1, 1],
     };
-    for off in [0, 1] {
+    for off in [-1, 0, 1] {
         let k = program.kernel("tile");
         let args = vec![ivec(a.clone()), ivec(vec![0; 16]), scalar(off)];
         let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, block16, args);
@@ -751,7 +764,40 @@ let%kernel tile (a : int32 vector) (out : int32 vector) (off : int32) =
                 panic!("tile: both fault: {interp:?} / {native:?}");
             };
             assert_eq!(e1, e2, "tile: the same fault");
-            assert!(e2.to_string().contains("(index 256, length 256)"), "{e2}");
+            let want = if off < 0 {
+                "(index -1,"
+            } else {
+                "(index 256, length 256)"
+            };
+            assert!(e2.to_string().contains(want), "{e2}");
+        }
+    }
+
+    // A constant-trip `downto` loop with a group-uniform access (`k * 16 + off`, checked as
+    // one range for the whole loop) next to a consecutive one: in bounds exactly for
+    // `0 <= off <= 15`, at both edges of the shared array.
+    let jit = sarek_jit::compile(&program.kernel("rows"), &sarek_jit::JitOptions::default());
+    assert!(jit.unwrap().hoisted_loops() > 0, "rows: versioned loops");
+    for off in [-1, 0, 7, 15, 16, 241, -240, i32::MIN, i32::MAX] {
+        let k = program.kernel("rows");
+        let args = vec![ivec(a.clone()), ivec(vec![0; 16]), scalar(off)];
+        let (_, interp, native) = run_both(Program::compile("test.sarek", src), &k, block16, args);
+        if (0..=15).contains(&off) {
+            let want: Vec<i32> = (0..16)
+                .map(|t| {
+                    (0..16).rev().fold(0i32, |acc, k| {
+                        acc.wrapping_mul(3)
+                            .wrapping_add(a[k * 16 + off as usize] - a[t + k * 16])
+                    })
+                })
+                .collect();
+            assert_eq!(ints(&interp.unwrap()[1]), want, "rows {off}: interp");
+            assert_eq!(ints(&native.unwrap()[1]), want, "rows {off}: cpu");
+        } else {
+            let (Err(e1), Err(e2)) = (&interp, &native) else {
+                panic!("rows {off}: both fault: {interp:?} / {native:?}");
+            };
+            assert_eq!(e1, e2, "rows {off}: the same fault");
         }
     }
 }

@@ -43,7 +43,13 @@ pub fn run() -> CmdResult {
                 })
         });
     match (discover::env_backend(), best) {
-        (Ok(Some(b)), _) => println!("default: {b} (from SAREK_BACKEND)"),
+        // The variable is obeyed, but a backend it names may not be available here.
+        (Ok(Some(b)), _) => match all.iter().find(|(x, _)| *x == b) {
+            Some((_, Err(reason))) => {
+                println!("default: {b} (from SAREK_BACKEND), unavailable: {reason}")
+            }
+            _ => println!("default: {b} (from SAREK_BACKEND)"),
+        },
         (Ok(None), Some(info)) => println!("default: {} ({})", info.backend, info.name),
         (Ok(None), None) => println!("default: none (no backend is available)"),
         (Err(e), _) => println!("default: none ({e})"),

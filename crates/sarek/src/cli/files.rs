@@ -154,6 +154,11 @@ pub fn read_npy(
 
 /// Write `contents` to `path` through a temporary file in the same folder, renamed over
 /// `path` once complete and flushed; the temporary file is removed on any failure.
+///
+/// Only a regular file is replaced that way: an existing device, pipe or socket (`-o
+/// /dev/null`, `-o /dev/stdout`, a FIFO) is written in place, since renaming over it would
+/// replace the device node itself (run as root, `-o /dev/null` left a regular file there);
+/// a symbolic link is followed, and the file it names is replaced.
 pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     let cannot = |e: &std::io::Error| {
         Failure::io(format!(
@@ -162,6 +167,21 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), Failure> {
             io_reason(e)
         ))
     };
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+        && !meta.is_dir()
+    {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(contents))
+            .map_err(|e| cannot(&e));
+    }
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+        && let Ok(target) = std::fs::canonicalize(path)
+    {
+        return write_atomically(&target, contents);
+    }
     let name = path.file_name().ok_or_else(|| {
         Failure::io(format!(
             "cannot write `{}`: not a file name",

@@ -492,3 +492,171 @@ fn compile_refuses_blocks_no_target_runs() {
     let r = sarek(&["compile", &file, "--target", "cuda", "--block", "32,32"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// `-o` onto something that is not a regular file: a FIFO is written in place (renaming a
+/// temporary file over it would replace the node itself; as root, `-o /dev/null` left a
+/// regular file in /dev), and a symbolic link keeps pointing at the file it names, which gets
+/// the output.
+#[cfg(unix)]
+#[test]
+fn output_onto_a_pipe_or_a_link_writes_through_it() {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let d = scratch("special-out");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let fifo = d.join("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        // The reader opens first, without blocking, so that the writer never waits.
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let out = sarek(&[
+            "compile",
+            &file,
+            "--target",
+            "wgsl",
+            "-o",
+            &fifo.display().to_string(),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let mut text = String::new();
+        reader.read_to_string(&mut text).unwrap();
+        assert!(text.contains("@compute"), "{text}");
+        let kind = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(kind.is_fifo(), "the FIFO was replaced: {kind:?}");
+    } else {
+        eprintln!("skipping the FIFO: no mkfifo");
+    }
+    let real = d.join("real.wgsl");
+    std::fs::write(&real, "old").unwrap();
+    let link = d.join("link.wgsl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = sarek(&[
+        "compile",
+        &file,
+        "--target",
+        "wgsl",
+        "-o",
+        &link.display().to_string(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(std::fs::read_to_string(&real).unwrap().contains("@compute"));
+    let leftovers: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// `bench` and `devices` with hostile arguments and unavailable devices: the contract's exit
+/// codes (2 for usage errors, 1 for the rest), one clear message each.
+#[test]
+fn bench_and_devices_refuse_hostile_arguments() {
+    let d = scratch("bench-args");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let spin = write(
+        &d,
+        "spin.sarek",
+        "let%kernel spin (v : int32 vector) =\n  let mut x = 0 in\n  while true do x := x + 1 done;\n  v.(0) <- x\n",
+    );
+    sarek(&["devices", "extra"]).fails(2, &["unexpected argument 'extra'"]);
+    sarek(&["devices", "--backend", "cpu"]).fails(2, &["unexpected argument '--backend'"]);
+    let bench = |extra: &[&str]| {
+        let mut args = vec![
+            "bench", &file, "--kernel", "saxpy", "--arg", "a=2", "--arg", "n=16", "--size", "16",
+        ];
+        args.extend_from_slice(extra);
+        sarek(&args)
+    };
+    bench(&["--reps", "0"]).fails(1, &["--reps must be at least 1"]);
+    bench(&["--reps", "99999999999"]).fails(2, &["--reps"]);
+    bench(&["--warmup", "-1"]).fails(2, &["-1"]);
+    bench(&["--timeout", "nan"]).fails(2, &["not a positive number of seconds"]);
+    bench(&["--backend", "bogus"]).fails(1, &["unknown backend `bogus`"]);
+    bench(&["--backend", "hip"]).fails(1, &["backend `hip` is not available"]);
+    bench(&[
+        "--block",
+        "4294967295,4294967295,4294967295",
+        "--backend",
+        "cpu",
+    ])
+    .fails(1, &["more than the 1024 allowed per block"]);
+    bench(&[
+        "--grid",
+        "4294967295,4294967295,4294967295",
+        "--backend",
+        "interp",
+    ])
+    .fails(1, &["threads along x: global thread indices are int32"]);
+    bench(&["--grid", "65536,65536", "--backend", "opencl"]).fails(1, &[]);
+    sarek(&[
+        "bench",
+        &file,
+        "--kernel",
+        "saxpy",
+        "--arg",
+        "a=2",
+        "--arg",
+        "n=16",
+        "--size",
+        "99999999999",
+    ])
+    .fails(1, &["vectors have at most 2147483647"]);
+    // An unavailable CUDA (no driver here) is exit 1 with the reason; on an NVIDIA machine
+    // the same command benches.
+    let cuda = bench(&["--backend", "cuda", "--reps", "1"]);
+    if cuda.code != 0 {
+        cuda.fails(1, &["backend `cuda` is unavailable"]);
+    }
+    // A kernel that never ends, stopped by --timeout.
+    sarek(&[
+        "bench",
+        &spin,
+        "--kernel",
+        "spin",
+        "--backend",
+        "cpu",
+        "--size",
+        "1",
+        "--timeout",
+        "1",
+    ])
+    .fails(1, &["did not finish within --timeout 1 s"]);
+    // `devices` names a SAREK_BACKEND it cannot open, and still lists everything.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_sarek"))
+        .arg("devices")
+        .env("SAREK_BACKEND", "nope")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("default: none (SAREK_BACKEND: unknown backend `nope`"),
+        "{stdout}"
+    );
+    if !stdout
+        .lines()
+        .any(|l| l.starts_with("cuda ") && l.contains(" available "))
+    {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_sarek"))
+            .arg("devices")
+            .env("SAREK_BACKEND", "cuda")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            stdout.contains("default: cuda (from SAREK_BACKEND), unavailable: "),
+            "{stdout}"
+        );
+    }
+}

@@ -222,3 +222,39 @@ fn long_loops_are_right_or_a_located_fault_on_every_backend() {
         assert!(budget_faults > 0, "no loop ran into llvmpipe's budget");
     }
 }
+
+/// A loop that never ends (`while true`, which Sarek cannot leave) on a device with a loop
+/// budget: a located fault. On lavapipe the GLSL `while (true)` let the driver drop the code
+/// after it as unreachable, canary included, and the launch finished silently.
+#[test]
+fn an_endless_loop_on_a_budgeted_device_is_a_located_fault() {
+    let source = "let%kernel spin (v : int32 vector) =\n  let mut x = 0 in\n  while true do x := x + 1 done;\n  v.(0) <- x\n";
+    let program = Program::compile("spin.sarek", source).unwrap();
+    let kernel = program.kernel("spin").unwrap();
+    for backend in [Backend::Wgpu, Backend::Vulkan] {
+        let device = match sarek::open(backend) {
+            Ok(d) if limits::loop_budget(&d.info().name).is_some() => d,
+            Ok(d) => {
+                eprintln!("skipping {backend}: {} has no loop budget", d.info().name);
+                continue;
+            }
+            Err(e) => {
+                assert!(!required(backend), "{} is required: {e}", backend.name());
+                eprintln!("skipping {backend}: {e}");
+                continue;
+            }
+        };
+        let mut v = sarek::Vector::filled(0i32, 4);
+        let e = kernel
+            .launch()
+            .config(LaunchConfig::linear(4))
+            .arg(&mut v)
+            .run(&*device)
+            .expect_err("an endless loop cannot finish");
+        let text = e.to_string();
+        assert!(
+            text.contains("limit of 65535 loop iterations") && text.contains("spin.sarek:3:3"),
+            "{backend}: {text}"
+        );
+    }
+}

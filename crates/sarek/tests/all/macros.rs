@@ -177,3 +177,35 @@ fn module_files_are_checked_and_compiled_with_the_program() {
         .collect();
     assert_eq!(out.to_vec(), expected);
 }
+
+sarek::kernel_module!(mod names = "tests/kernels/hostile_names.sarek");
+
+#[test]
+fn launchers_of_kernels_named_like_rust_keywords_take_every_parameter() {
+    let program = names::program().unwrap();
+    let device = sarek::open(sarek::Backend::Interp).unwrap();
+    type Launcher = dyn for<'a> Fn(&'a sarek::Kernel, &'a mut Vector<i32>) -> sarek::Launch<'a>;
+    let run = |kernel: &str, launch: &Launcher| {
+        let k = program.kernel(kernel).unwrap();
+        let mut v = Vector::filled(0i32, 2);
+        launch(&k, &mut v).run(&*device).unwrap();
+        v.to_vec()
+    };
+    // Parameters `x'`, `x_prime`, `kernel`, `kernel_`: each its own Rust parameter, in order.
+    assert_eq!(
+        run("gen", &|k, v| names::r#gen(k, v, 1, 2, 3, 4)),
+        [4321; 2]
+    );
+    assert_eq!(
+        run("fn", &|k, v| names::r#fn(k, v, 1, 2, 3, 4, 5)),
+        [54321; 2]
+    );
+    assert_eq!(
+        run("async", &|k, v| names::r#async(
+            k, v, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
+        )),
+        [55; 2]
+    );
+    assert_eq!(run("k'", &|k, v| names::k_prime(k, v)), [1, 0]);
+    assert_eq!(run("k_prime'", &|k, v| names::k_prime_prime(k, v)), [2, 0]);
+}

@@ -4,6 +4,7 @@
 //! `checked_faults` live here since each launch owns its trap status.
 
 mod api;
+mod api_hostile;
 mod checked_faults;
 mod cli;
 mod cli_args;

@@ -423,8 +423,11 @@ pub const OPENCL_BUILTINS: &[&str] = &[
 ];
 
 /// OpenCL built-in families (§6.12): `get_global_id` and friends, `half_*`/`native_*` math,
-/// `atomic_*`/`atom_*`, `convert_*`, `as_*`, `vload*`/`vstore*`, `async_*`, subgroups.
+/// `atomic_*`/`atom_*`, `convert_*`, `as_*`, `vload*`/`vstore*`, `async_*`, subgroups; and
+/// C's names reserved to the implementation, `__*` (clang's `__restrict`, `__builtin_*`: a
+/// local named `__restrict` did not compile).
 pub const OPENCL_PREFIXES: &[&str] = &[
+    "__",
     "get_",
     "half_",
     "native_",

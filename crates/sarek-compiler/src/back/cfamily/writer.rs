@@ -431,8 +431,15 @@ impl<'a> Writer<'a> {
     pub fn finish(mut self, original: &Kernel) -> Result<Generated, Vec<Diagnostic>> {
         let types = self.write_types();
         let mut functions = String::new();
+        // Helpers a dialect keeps out of line (CUDA: NVRTC inlined a chain of helpers that
+        // call the next twice, bounded recursion, into minutes of compilation).
+        let outlined = match self.d.outlined_helper_qualifier() {
+            "" => Vec::new(),
+            _ => crate::ir::analysis::outlined_helpers(self.k),
+        };
         for i in 0..self.k.functions.len() {
-            self.write_function(FuncId(i as u32), &mut functions);
+            let out_of_line = outlined.get(i).copied().unwrap_or(false);
+            self.write_function(FuncId(i as u32), out_of_line, &mut functions);
         }
         let mut kernel = String::new();
         let abi = self.write_kernel(original, &mut kernel);
@@ -498,8 +505,8 @@ impl<'a> Writer<'a> {
     }
 
     /// Helper `id`, appended to `dest` (its body is written first: the parameters depend on
-    /// what it reads).
-    fn write_function(&mut self, id: FuncId, dest: &mut String) {
+    /// what it reads); `out_of_line`: with the dialect's qualifier that keeps it so.
+    fn write_function(&mut self, id: FuncId, out_of_line: bool, dest: &mut String) {
         let f = self.k.function(id);
         self.span = f.span;
         self.in_kernel = false;
@@ -522,8 +529,13 @@ impl<'a> Writer<'a> {
         }
         let _ = writeln!(
             dest,
-            "{}{} {}({}) {{",
+            "{}{}{} {}({}) {{",
             self.d.helper_qualifier(),
+            if out_of_line {
+                self.d.outlined_helper_qualifier()
+            } else {
+                ""
+            },
             ret,
             self.func_names[id.0 as usize],
             params.join(", "),

@@ -85,6 +85,13 @@ impl Rules for Cuda {
         "__device__ "
     }
 
+    /// NVRTC inlines a chain of small helpers each calling the next twice (bounded
+    /// recursion, `fib [@sarek.inline 24]`) all the way down: minutes of compilation, where
+    /// the PTX generator writes those helpers once as `.func`.
+    fn outlined_helper_qualifier(&self) -> &'static str {
+        "__noinline__ "
+    }
+
     fn shared_decl(&self) -> &'static str {
         "__shared__ "
     }

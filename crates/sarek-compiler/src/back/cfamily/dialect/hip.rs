@@ -80,6 +80,10 @@ impl Rules for Hip {
         Cuda.helper_qualifier()
     }
 
+    fn outlined_helper_qualifier(&self) -> &'static str {
+        Cuda.outlined_helper_qualifier()
+    }
+
     fn shared_decl(&self) -> &'static str {
         Cuda.shared_decl()
     }

@@ -143,6 +143,13 @@ pub(super) trait Rules: Sync {
     fn kernel_qualifier(&self) -> &'static str;
     /// Prefix of a helper function's declaration (and of generated helpers).
     fn helper_qualifier(&self) -> &'static str;
+    /// Written after [`Rules::helper_qualifier`] for the helpers
+    /// [`crate::ir::analysis::outlined_helpers`] keeps out of line (called more than once,
+    /// large together), where the dialect's compiler would otherwise inline them all; empty
+    /// where it does not.
+    fn outlined_helper_qualifier(&self) -> &'static str {
+        ""
+    }
     /// Qualifier of a shared-array declaration.
     fn shared_decl(&self) -> &'static str;
     /// Whether a helper may declare a shared array (else block-local memory must be declared at
