@@ -121,6 +121,40 @@ fn scalar_parsing() {
     assert!(parse_scalar("yes", Scalar::Bool).is_err());
 }
 
+/// Hexadecimal, octal and binary integers spell the bits of the parameter's type, as OCaml's
+/// literals and `Int32.of_string` do (conformance session 6, N12).
+#[test]
+fn non_decimal_integers_spell_bits() {
+    let i32_of = |t: &str| parse_scalar(t, Scalar::I32);
+    assert_eq!(i32_of("0xffffffff"), Ok(Literal::I32(-1)));
+    assert_eq!(i32_of("0x80000000"), Ok(Literal::I32(i32::MIN)));
+    assert_eq!(i32_of("-0x80000000"), Ok(Literal::I32(i32::MIN)));
+    assert_eq!(i32_of("-0xffffffff"), Ok(Literal::I32(1)));
+    assert_eq!(i32_of("0o17"), Ok(Literal::I32(15)));
+    assert_eq!(i32_of("0b1010_1010"), Ok(Literal::I32(170)));
+    assert_eq!(i32_of("0x7fffffffl"), Ok(Literal::I32(i32::MAX)));
+    assert!(
+        i32_of("0x100000000")
+            .unwrap_err()
+            .contains("does not fit in int32")
+    );
+    assert!(
+        i32_of("2147483648")
+            .unwrap_err()
+            .contains("does not fit in int32")
+    );
+    assert!(i32_of("0b102").unwrap_err().contains("is not an int32"));
+    let i64_of = |t: &str| parse_scalar(t, Scalar::I64);
+    assert_eq!(i64_of("0xffffffffffffffffL"), Ok(Literal::I64(-1)));
+    assert_eq!(i64_of("0xffffffff"), Ok(Literal::I64(4294967295)));
+    assert_eq!(i64_of("-9223372036854775808"), Ok(Literal::I64(i64::MIN)));
+    assert!(
+        i64_of("9223372036854775808")
+            .unwrap_err()
+            .contains("does not fit in int64")
+    );
+}
+
 /// The values issue 19's random kernels needed and could not pass: infinities, NaN, and the
 /// most negative int64 (its magnitude does not fit in an int64).
 #[test]

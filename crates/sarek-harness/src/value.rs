@@ -9,8 +9,9 @@ use sarek_compiler::ir::{Kernel, Ty};
 use sarek_compiler::types::{Literal, Scalar};
 
 /// Parse a scalar value written on a command line or in a directive: `true`/`false` for bool,
-/// decimal or `0x` hex integers (an OCaml suffix `l`/`L` is accepted; the whole range, down
-/// to `-9223372036854775808`), floats in Rust/OCaml syntax (`2`, `2.0`, `1e-3`, `1.5d`,
+/// decimal integers (the whole range, down to `-9223372036854775808`) or `0x`/`0o`/`0b`
+/// ones spelling the type's bits as OCaml does (`0xffffffff` is -1 for an int32); an OCaml
+/// suffix `l`/`L` is accepted, floats in Rust/OCaml syntax (`2`, `2.0`, `1e-3`, `1.5d`,
 /// `inf`, `-inf`, `nan`, `infinity`, `neg_infinity`), read straight to the parameter's
 /// precision (a float32 is rounded once, not through a float64).
 pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
@@ -22,7 +23,13 @@ pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
             scalar.name()
         )
     };
-    // The value with its sign applied, wide enough for int64's most negative magnitude.
+    // The value with its sign applied, wide enough for int64's most negative magnitude. As in
+    // OCaml (literals and `Int32.of_string`), a hexadecimal, octal or binary number spells
+    // the bits of the parameter's type: `0xffffffff` is -1 for an int32, and `-0xffffffff` 1.
+    let bits = match scalar {
+        Scalar::I32 => 32,
+        _ => 64,
+    };
     let int = |t: &str| -> Option<i128> {
         let t = t.strip_suffix(['l', 'L']).unwrap_or(t);
         let (neg, body) = t.strip_prefix('-').map_or((false, t), |b| (true, b));
@@ -30,12 +37,28 @@ pub fn parse_scalar(text: &str, scalar: Scalar) -> Result<Literal, String> {
             return None;
         }
         let body = body.replace('_', "");
-        let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-            u64::from_str_radix(h, 16).ok()?
-        } else {
-            body.parse::<u64>().ok()?
+        let radix = match body.get(..2) {
+            Some("0x" | "0X") => 16,
+            Some("0o" | "0O") => 8,
+            Some("0b" | "0B") => 2,
+            _ => 10,
         };
-        Some(if neg { -i128::from(v) } else { i128::from(v) })
+        if radix == 10 {
+            let v = i128::from(body.parse::<u64>().ok()?);
+            return Some(if neg { -v } else { v });
+        }
+        let m = u64::from_str_radix(&body[2..], radix).ok()?;
+        if bits == 32 && m > u64::from(u32::MAX) {
+            return Some(i128::from(m)); // reported as out of range below
+        }
+        // The bits of the type, negated with wrap-around as OCaml's `-0x...l` is.
+        Some(if bits == 32 {
+            let b = m as u32 as i32;
+            i128::from(if neg { b.wrapping_neg() } else { b })
+        } else {
+            let b = m as i64;
+            i128::from(if neg { b.wrapping_neg() } else { b })
+        })
     };
     let fits =
         |v: i128, name: &str| format!("`{text}` does not fit in {name} ({v} is out of range)");

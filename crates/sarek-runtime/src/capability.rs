@@ -11,16 +11,34 @@ use crate::device::RuntimeError;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::ir::analysis::{self, Limit, Needs, Support};
 
-/// The kernel's needs when `support` covers them, else the located refusal.
+/// The kernel's needs when `support` (with [`every_device`]'s limits) covers them, else the
+/// located refusal.
 pub fn check(kernel: &Kernel, support: &Support) -> Result<Needs, RuntimeError> {
-    analysis::check(kernel, support)
+    let support = every_device(support.clone());
+    analysis::check(kernel, &support)
         .map_err(|d| RuntimeError::refused(support.target, &kernel.name, d))
+}
+
+/// The largest per-thread (`Local`) array any device takes, in bytes: CUDA's local memory per
+/// thread, as on `interp` and `cpu` ([`crate::limits::HOST_MAX_LOCAL_ARRAY_BYTES`]).
+pub const DEVICE_MAX_LOCAL_ARRAY_BYTES: u64 = 512 << 10;
+
+/// Limits every device has whatever its target declares. lavapipe, wgpu on it and PoCL
+/// allocate a per-thread array for every thread of a launch at once: a kernel with a 400 MB
+/// `create_array` used 23 GB before the kernel was killed (wgpu), hung (vulkan) or crashed
+/// PoCL, where it must be refused like any other resource past a device's limit.
+fn every_device(support: Support) -> Support {
+    support.limit(
+        Limit::LocalArrayBytes,
+        DEVICE_MAX_LOCAL_ARRAY_BYTES,
+        "a device gives a thread at most 512 KiB per array, as CUDA does",
+    )
 }
 
 /// [`check`] for needs already computed (a backend that learnt more after generating, such as
 /// a parameter buffer bound besides the vectors).
 pub fn check_needs(needs: &Needs, support: &Support) -> Result<(), RuntimeError> {
-    let refused = analysis::refusals(needs, support);
+    let refused = analysis::refusals(needs, &every_device(support.clone()));
     if refused.is_empty() {
         Ok(())
     } else {
@@ -113,6 +131,30 @@ mod tests {
         assert_eq!(shown.matches("error:").count(), 1, "{shown}");
         assert!(shown.contains("k.sarek:3:"), "{shown}");
         assert!(shown.contains("it lacks shaderInt64"), "{shown}");
+    }
+
+    #[test]
+    fn a_per_thread_array_past_512_kib_is_refused_on_every_device() {
+        let src = |n: u32| {
+            format!(
+                "let%kernel k (o : int32 vector) =\n\
+                 \x20 let a = create_array {n} Local in\n\
+                 \x20 a.(0) <- 1; o.(0) <- a.(0)\n"
+            )
+        };
+        let target = Support::all(Target::Glsl).on_device("dev");
+        let (_, fits) = lower(&src(131_072));
+        assert!(check(&fits, &target).is_ok());
+        let (sources, kernel) = lower(&src(131_073));
+        let Err(RuntimeError::Refused { diagnostics, .. }) = check(&kernel, &target) else {
+            panic!("a 512 KiB + 4 bytes array was not refused")
+        };
+        let shown = sarek_compiler::diag::render_all(&diagnostics, &sources, false);
+        assert!(shown.contains("k.sarek:2:"), "{shown}");
+        assert!(
+            shown.contains("524292 bytes") && shown.contains("524288"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -52,7 +52,7 @@ fn poly_records(@builtin(global_invocation_id) sarek_in_gid: vec3<u32>) {
     if ((i < params.n)) {
         out[i] = weighted(i);
         flags[i] = select(0u, 1u, pick__bool((weighted(i) > 0.0f), true, false));
-        let d: sample = sample(0.0f, 0.0f);
+        var d: sample = sample(0.0f, 0.0f);
         let r: sample = get_or__vec_sample((i + params.n), d);
         out[i] = (out[i] + r.value);
     }

@@ -543,7 +543,7 @@ impl<'p> Analyzer<'p> {
                 let name = self.program.functions.iter().find(|f| f.id == fid);
                 format!(
                     "`{}` returns a thread-dependent value here",
-                    source_name(name.map_or("a helper", |f| f.name.as_str()))
+                    name.map_or("a helper", |f| f.source_name.as_str())
                 )
             }
         }
@@ -601,7 +601,7 @@ impl<'p> Analyzer<'p> {
             return arg_vs.into_iter().fold(None, join);
         };
         if let (Some(cond), Some((sync_span, what))) = (&ctx.divergent, self.sync_point(f)) {
-            let name = source_name(&f.name);
+            let name = &f.source_name;
             let d = Diagnostic::error(
                 span,
                 format!(
@@ -724,14 +724,6 @@ impl<'p> Analyzer<'p> {
             _ => {}
         }
         e.children().find_map(|c| self.find_sync(c))
-    }
-}
-
-/// The name the user wrote: a monomorphised instance `pick__f32` is shown as `pick`.
-fn source_name(name: &str) -> &str {
-    match name.find("__") {
-        Some(i) if i > 0 => &name[..i],
-        _ => name,
     }
 }
 

@@ -652,6 +652,27 @@ impl<'a> Lexer<'a> {
             while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
                 self.pos += 1;
             }
+            // OCaml's hexadecimal floats: `0x1.8p3`, `0x1p-149`, `0xA.` (a `.` or an
+            // exponent `p`/`P`, in powers of two, makes the literal a float).
+            if radix == 16 {
+                if self.peek(0) == b'.' && self.peek(1) != b'(' {
+                    is_float = true;
+                    self.pos += 1;
+                    while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
+                        self.pos += 1;
+                    }
+                }
+                if matches!(self.peek(0), b'p' | b'P') {
+                    let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
+                    if self.peek(1 + sign).is_ascii_digit() {
+                        is_float = true;
+                        self.pos += 1 + sign;
+                        while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                            self.pos += 1;
+                        }
+                    }
+                }
+            }
         } else {
             while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
                 self.pos += 1;
@@ -708,9 +729,14 @@ impl<'a> Lexer<'a> {
                     );
                 }
             };
-            match body.parse::<f64>() {
-                Ok(value) => self.push(Tok::Float { value, float64 }, start),
-                Err(_) => bad(self, "malformed float literal".to_string(), "here"),
+            let value = if radix == 16 {
+                hex_float(&body[2..])
+            } else {
+                body.parse::<f64>().ok()
+            };
+            match value {
+                Some(value) => self.push(Tok::Float { value, float64 }, start),
+                None => bad(self, "malformed float literal".to_string(), "here"),
             }
             return;
         }
@@ -971,9 +997,103 @@ impl<'a> Lexer<'a> {
     }
 }
 
+/// The value of a hexadecimal float's digits after `0x` (`1.8p3`, `1p-149`, `A.`), correctly
+/// rounded to float64 (round to nearest, ties to even, subnormals included); `None` if it has
+/// no digit. The significand is kept in 128 bits; further digits only decide rounding.
+fn hex_float(text: &str) -> Option<f64> {
+    let (digits, exp) = match text.find(['p', 'P']) {
+        Some(i) => (&text[..i], text[i + 1..].parse::<i64>().ok()?),
+        None => (text, 0),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let mut m: u128 = 0;
+    let mut e2: i64 = exp.clamp(-1 << 40, 1 << 40);
+    let mut sticky = false;
+    let mut any = false;
+    for (i, c) in int.chars().chain(frac.chars()).enumerate() {
+        let d = u128::from(c.to_digit(16)?);
+        any = true;
+        if m >> 120 == 0 {
+            m = m << 4 | d;
+            if i >= int.len() {
+                e2 -= 4;
+            }
+        } else {
+            sticky |= d != 0;
+            if i < int.len() {
+                e2 += 4;
+            }
+        }
+    }
+    if !any {
+        return None;
+    }
+    if m == 0 {
+        return Some(0.0);
+    }
+    // A dropped non-zero digit can only break a tie: make it a bit below every kept one.
+    if sticky {
+        m = m << 1 | 1;
+        e2 -= 1;
+    }
+    let top = e2 + i64::from(127 - m.leading_zeros() as i32);
+    if top > 1023 {
+        return Some(f64::INFINITY);
+    }
+    if top < -1022 {
+        // Subnormal (or zero): round m * 2^e2 to a multiple of 2^-1074 once.
+        let shift = -1074 - e2;
+        if shift > 127 {
+            return Some(0.0);
+        }
+        if shift > 0 {
+            let kept = m >> shift;
+            let rest = m & ((1u128 << shift) - 1);
+            let half = 1u128 << (shift - 1);
+            m = if rest > half || rest == half && kept & 1 == 1 {
+                kept + 1
+            } else {
+                kept
+            };
+            e2 = -1074;
+        }
+    }
+    // `as` rounds to nearest even; scaling by powers of two is then exact.
+    let mut v = m as f64;
+    let mut e = e2;
+    while e != 0 {
+        let step = e.clamp(-1000, 1000);
+        v *= 2f64.powi(step as i32);
+        e -= step;
+    }
+    Some(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_floats_are_correctly_rounded() {
+        // Against Python's float.fromhex.
+        assert_eq!(hex_float("1.8p3"), Some(12.0));
+        assert_eq!(hex_float("1p-1074"), Some(f64::from_bits(1)));
+        assert_eq!(hex_float("1p-1075"), Some(0.0)); // a tie, to even (zero)
+        assert_eq!(hex_float("3p-1076"), Some(f64::from_bits(1))); // 0.75 ulp rounds up
+        assert_eq!(hex_float("1.00000000000008p0"), Some(1.0)); // tie, to even
+        assert_eq!(
+            hex_float("1.00000000000018p0"),
+            Some(1.0 + 2.0 * f64::EPSILON)
+        );
+        assert_eq!(
+            hex_float("1.00000000000008000000000000000001p0"),
+            Some(1.0 + f64::EPSILON)
+        );
+        assert_eq!(hex_float("1p1024"), Some(f64::INFINITY));
+        assert_eq!(hex_float("A."), Some(10.0));
+        assert_eq!(hex_float(".8"), Some(0.5));
+        assert_eq!(hex_float("p3"), None);
+    }
 
     fn toks(s: &str) -> Vec<Tok> {
         let (t, d) = lex(FileId(0), s);

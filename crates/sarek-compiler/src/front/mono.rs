@@ -20,7 +20,7 @@
 
 use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{Expr, ExprKind, FunId, Function, Program, Ty, VarDecl, VarId};
 use crate::front::typer::messages::{aggregate_equality_help, aggregate_equality_message};
 use crate::front::typer::visit::{self, VisitMut};
@@ -52,7 +52,7 @@ pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         diags: Vec::new(),
     };
     for f in monomorphic {
-        m.instance(f, &[]);
+        m.instance(f, &[], Span::DUMMY);
     }
     let mut kernels = std::mem::take(&mut program.kernels);
     for k in &mut kernels {
@@ -102,8 +102,9 @@ struct Mono {
 }
 
 impl Mono {
-    /// The slot of `func` instantiated at `args`, creating (and emitting) it on first use.
-    fn instance(&mut self, func: FunId, args: &[Ty]) -> usize {
+    /// The slot of `func` instantiated at `args`, creating (and emitting) it on first use
+    /// (at the call `site`, which messages about the instance point to).
+    fn instance(&mut self, func: FunId, args: &[Ty], site: Span) -> usize {
         let key = (func, args.to_vec());
         if let Some(slot) = self.instances.get(&key) {
             return *slot;
@@ -140,7 +141,9 @@ impl Mono {
         // a chain of helpers nests here once per helper.
         crate::stack::grow(|| self.resolve_calls(&mut f.body));
         if !args.is_empty() {
-            self.check_instance(&f.body, Some(&f.name));
+            let at: Vec<String> = args.iter().map(|t| self.show(t)).collect();
+            let what = format!("`{}` used at `{}`", f.source_name, at.join("`, `"));
+            self.check_instance(&f.body, Some((&what, site)));
         }
         self.slots[slot] = Some(f);
         self.order.push(slot);
@@ -216,7 +219,7 @@ impl Mono {
                     func, type_args, ..
                 } = &mut e.kind
                 {
-                    let slot = self.0.instance(*func, type_args);
+                    let slot = self.0.instance(*func, type_args, e.span);
                     *func = FunId(slot as u32);
                     type_args.clear();
                 }
@@ -226,10 +229,30 @@ impl Mono {
     }
 
     /// What only the type arguments can break (see the module docs).
-    fn check_instance(&mut self, body: &Expr, instance: Option<&str>) {
+    /// A type as the user writes it (for messages).
+    fn show(&self, t: &Ty) -> String {
+        let atom = |t: &Ty| match t {
+            Ty::Tuple(_) => format!("({})", self.show(t)),
+            _ => self.show(t),
+        };
+        match t {
+            Ty::Unit => "unit".into(),
+            Ty::Scalar(s) => s.name().into(),
+            Ty::Record(r) => self.records[r.0 as usize].clone(),
+            Ty::Variant(v) => self.variants[v.0 as usize].clone(),
+            Ty::Tuple(ts) => ts.iter().map(atom).collect::<Vec<_>>().join(" * "),
+            Ty::Vector(e) => format!("{} vector", atom(e)),
+            Ty::Array { elem, .. } => format!("{} array", atom(elem)),
+            Ty::Param(i) => format!("'{i}"),
+        }
+    }
+
+    /// What only the type arguments can break (see the module docs). `instance` describes
+    /// the instance (`` `dup` used at `point` ``) and where it was first called.
+    fn check_instance(&mut self, body: &Expr, instance: Option<(&str, Span)>) {
         struct C<'a> {
             diags: &'a mut Vec<Diagnostic>,
-            instance: Option<&'a str>,
+            instance: Option<(&'a str, Span)>,
             records: &'a [String],
             variants: &'a [String],
         }
@@ -253,9 +276,12 @@ impl Mono {
             }
             fn note(&self, d: Diagnostic) -> Diagnostic {
                 match self.instance {
-                    Some(i) => d.with_note(format!(
-                        "refused after monomorphisation, in the instance `{i}`"
-                    )),
+                    Some((what, site)) if site != Span::DUMMY => d
+                        .with_secondary(site, "the helper is used at these types here")
+                        .with_note(format!("refused after monomorphisation: {what}")),
+                    Some((what, _)) => {
+                        d.with_note(format!("refused after monomorphisation: {what}"))
+                    }
                     None => d,
                 }
             }
@@ -439,11 +465,13 @@ mod tests {
                 name: "x".into(),
                 ty: Ty::F32,
                 span: Span::DUMMY,
+                mutable: false,
             }],
         };
         let same = Function {
             id: FunId(0),
             name: "same".into(),
+            source_name: "same".into(),
             span: Span::DUMMY,
             type_params: 1,
             params: vec![decl(0, "a", Ty::Param(0)), decl(1, "b", Ty::Param(0))],
@@ -498,6 +526,11 @@ mod tests {
         let err = monomorphise(program(rec)).expect_err("record instance refused");
         assert_eq!(err.len(), 1);
         assert_eq!(err[0].message, aggregate_equality_message("point"));
-        assert!(err[0].notes.iter().any(|n| n.contains("same__point")));
+        assert!(
+            err[0]
+                .notes
+                .iter()
+                .any(|n| n.contains("`same` used at `point`"))
+        );
     }
 }

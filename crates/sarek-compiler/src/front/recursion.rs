@@ -155,13 +155,13 @@ fn not_tail_recursive(f: &Function, call: Span, pos: Position) -> Diagnostic {
         Position::Argument => "this recursive call is an argument of another call",
         _ => "this recursive call is not in tail position: its result is used afterwards",
     };
-    Diagnostic::error(call, format!("`{}` is recursive but not tail-recursive", f.name))
+    Diagnostic::error(call, format!("`{}` is recursive but not tail-recursive", f.source_name))
         .with_label(why)
-        .with_secondary(f.span, format!("`{}` is defined here", f.name))
+        .with_secondary(f.span, format!("`{}` is defined here", f.source_name))
         .with_note("GPU code has no call stack: recursion must become a loop (tail calls) or be inlined to a fixed depth")
         .with_help(format!(
             "make every recursive call a tail call, or bound the recursion: `let rec {} ... : t [@sarek.inline N] = ...` inlines it N levels",
-            f.name
+            f.source_name
         ))
 }
 
@@ -421,7 +421,7 @@ fn no_zero(f: &Function) -> Diagnostic {
         f.span,
         format!(
             "recursive helper `{}` returns a value with no zero value",
-            f.name
+            f.source_name
         ),
     )
     .with_label("return type is a vector or array")
@@ -472,7 +472,7 @@ fn to_loop(program: &Program, f: &Function, fresh: &mut Fresh) -> Result<Expr, B
         for (p, a) in f.params.iter().zip(args) {
             if by_name(p) && !matches!(a.kind, ExprKind::Var(id) if id == p.id) {
                 return Err(Box::new(
-                    Diagnostic::error(a.span, format!("this tail call of `{}` passes another array as `{}`", f.name, p.name))
+                    Diagnostic::error(a.span, format!("this tail call of `{}` passes another array as `{}`", f.source_name, p.name))
                         .with_label(format!("expected `{}` itself", p.name))
                         .with_secondary(call_span, "tail call")
                         .with_note("a tail-recursive helper becomes a loop, and a loop cannot rebind a vector or array parameter")
@@ -667,7 +667,7 @@ fn unroll(
     let size = n.saturating_mul(u64::from(depth) + 1);
     if size > NODE_LIMIT {
         return Err(Box::new(
-            Diagnostic::error(f.span, format!("inlining `{}` {depth} levels deep is too large", f.name))
+            Diagnostic::error(f.span, format!("inlining `{}` {depth} levels deep is too large", f.source_name))
                 .with_label(format!("`[@sarek.inline {depth}]` unrolls to more than {NODE_LIMIT} nodes"))
                 .with_note(format!(
                     "each level is one copy of the body ({n} nodes here)"
@@ -740,7 +740,7 @@ fn retarget(program: &Program, f: &Function, e: &mut Expr, next: Option<FunId>, 
     });
     let message = format!(
         "`{}` recursed deeper than the {limit} levels its `[@sarek.inline {limit}]` mark allows",
-        f.name
+        f.source_name
     );
     let mut r = mk(
         ExprKind::Trap {
@@ -807,7 +807,7 @@ fn mutual_recursion(program: &Program) -> Vec<Diagnostic> {
                 let from = stack.iter().position(|&s| s == j).unwrap_or(0);
                 let names: Vec<String> = stack[from..]
                     .iter()
-                    .map(|&s| format!("`{}`", program.functions[s].name))
+                    .map(|&s| format!("`{}`", program.functions[s].source_name))
                     .collect();
                 diags.push(
                     Diagnostic::error(

@@ -66,6 +66,8 @@ pub struct FieldDef {
     pub name: String,
     pub ty: Ty,
     pub span: Span,
+    /// Declared `mutable`: as in OCaml, it may be stored through an immutable `let`.
+    pub mutable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -137,8 +139,12 @@ impl Drop for Program {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Function {
     pub id: FunId,
-    /// Source name; instances made by mono get a mangled name (`pick__f32`).
+    /// Unique in the program: a lifted local helper is `kernel__f`, a later helper shadowing
+    /// an earlier one of its name gets `_2`, instances made by mono a mangled name
+    /// (`pick__f32`).
     pub name: String,
+    /// The name as the user wrote it (`f`, `pick`), for messages.
+    pub source_name: String,
     pub span: Span,
     /// Number of type parameters (`Ty::Param(0..n)`); 0 after mono.
     pub type_params: u32,

@@ -216,7 +216,7 @@ impl<'p> Lowerer<'p> {
         }
         if matches!(f.ret, tast::Ty::Vector(_) | tast::Ty::Array { .. }) {
             return self.error(
-                Diagnostic::error(f.span, format!("helper `{}` returns a vector or array", f.name))
+                Diagnostic::error(f.span, format!("helper `{}` returns a vector or array", f.source_name))
                     .with_label("its result is a buffer chosen at run time")
                     .with_note("a vector or array is a fixed buffer: it can be passed to a helper, not returned")
                     .with_help("return the element (or index) you need instead"),

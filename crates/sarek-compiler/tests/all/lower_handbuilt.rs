@@ -500,6 +500,7 @@ fn gcd_program(b: &mut B) -> Program {
     let f = Function {
         id: FunId(0),
         name: "gcd".into(),
+        source_name: "gcd".into(),
         span: Span::DUMMY,
         type_params: 0,
         params: vec![a, bb],
@@ -569,6 +570,7 @@ fn non_tail_recursion_needs_the_inline_mark() {
     let f = Function {
         id: FunId(0),
         name: "fib".into(),
+        source_name: "fib".into(),
         span: Span::DUMMY,
         type_params: 0,
         params: vec![n],
@@ -637,6 +639,7 @@ fn aggregate_equality_backstop_uses_the_typer_text_and_says_it_fired() {
             name: "x".into(),
             ty: Ty::F32,
             span: Span::DUMMY,
+            mutable: false,
         }],
     });
     let err = sarek_compiler::lower::lower_kernel(&p, "k").unwrap_err();
@@ -671,6 +674,7 @@ fn mutual_recursion_is_refused() {
     let fun = |id: u32, name: &str, p: &VarDecl, body: Expr| Function {
         id: FunId(id),
         name: name.into(),
+        source_name: name.into(),
         span: Span::DUMMY,
         type_params: 0,
         params: vec![p.clone()],

@@ -25,10 +25,7 @@ use std::time::Duration;
 /// (finding, file stem, what) for failures that are open in FINDINGS.md. `what` is a target
 /// name for generator failures, a backend name for execution failures, or `expect` for a
 /// negative kernel.
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("F6", "e28_unknown_helper_suggestion", "expect"),
-    ("F7", "c39_type_names", "wgpu"),
-];
+const KNOWN: &[(&str, &str, &str)] = &[("F6", "e28_unknown_helper_suggestion", "expect")];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -820,7 +820,18 @@ impl<'a> Writer<'a> {
                 }
                 match init {
                     Some(e) => {
-                        let kw = if info.mutable { "var" } else { "let" };
+                        // A `let` of a constant record or variant (`let p: pt = pt(0i, 0.5f);`)
+                        // is a `var`: naga 30 evaluates it as a constant, and once the module
+                        // has an `override` (the block size) its SPIR-V writer panicked on a
+                        // field read of it ("Expression [25] is not cached!").
+                        let constant_aggregate =
+                            matches!(e.kind, ExprKind::Record { .. } | ExprKind::Ctor { .. })
+                                && self.is_const(e);
+                        let kw = if info.mutable || constant_aggregate {
+                            "var"
+                        } else {
+                            "let"
+                        };
                         self.expr_line(format_args!("{kw} {name}: {t} = "), e, ";");
                     }
                     None => self.line_fmt(format_args!("var {name}: {t};")),
@@ -942,8 +953,10 @@ impl<'a> Writer<'a> {
                             if let Some(b) = b {
                                 let field = self.payload_field(variant.0, c, fi);
                                 let bt = self.ty(&self.k.var(*b).ty);
+                                // A binder stored through (a `mutable` field) is a `var`.
+                                let kw = if self.k.var(*b).mutable { "var" } else { "let" };
                                 let line =
-                                    format!("let {}: {bt} = {m}.{field};", self.names.local(*b));
+                                    format!("{kw} {}: {bt} = {m}.{field};", self.names.local(*b));
                                 self.line(line);
                             }
                         }

@@ -1477,7 +1477,7 @@ impl Parser {
 
     /// A full pattern: `p1 | p2 | ...` over tuples.
     pub(super) fn pattern(&mut self) -> PResult<Pattern> {
-        self.nested(|p| {
+        let pattern = self.nested(|p| {
             let first = p.tuple_pattern()?;
             if !p.at(&Tok::Bar)
                 || !starts_simple_pattern(p.peek_at(1)) && *p.peek_at(1) != Tok::Minus
@@ -1491,7 +1491,15 @@ impl Parser {
             }
             let span = alts[0].span().to(alts[alts.len() - 1].span());
             Ok(Pattern::Or(alts, span))
-        })
+        })?;
+        if matches!(self.peek(), Tok::Ident(w) if w == "as") {
+            let d = Diagnostic::error(self.span(), "`as` patterns are not supported")
+                .with_label("an alias of the matched value")
+                .with_note("a pattern binds names with variables and constructor payloads only")
+                .with_help("name the value before matching it: `let q = e in match q with C _ -> ... q ...`");
+            return Err(self.report(d));
+        }
+        Ok(pattern)
     }
 
     fn tuple_pattern(&mut self) -> PResult<Pattern> {

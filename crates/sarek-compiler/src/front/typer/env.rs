@@ -187,6 +187,7 @@ impl Checker {
                             name: f.name.name.clone(),
                             ty,
                             span: f.name.span,
+                            mutable: f.mutable,
                         });
                     }
                     self.env.records[id.0 as usize].fields = defs;

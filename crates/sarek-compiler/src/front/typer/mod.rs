@@ -176,6 +176,10 @@ pub(super) struct Checker {
     modules: crate::hash::FxHashSet<String>,
     /// Modules opened by a top-level `open M` in the current module (full names).
     top_opens: Vec<String>,
+    /// Immutable `let` locals written through a `mutable` field (`let e = v.(i) in e.p <- x`,
+    /// as OCaml allows): their binders are made mutable when the item is finished, so the
+    /// local is a copy of its own and the store never reaches what it was read from.
+    field_stored: crate::hash::FxHashSet<VarId>,
 }
 
 impl Checker {
@@ -452,6 +456,7 @@ impl Checker {
         tast::Function {
             id,
             name: decl.name.name.clone(),
+            source_name: decl.name.name.clone(),
             span: decl.name.span,
             type_params: 0,
             params,
@@ -828,6 +833,13 @@ impl Zonker<'_> {
 impl VisitMut for Zonker<'_> {
     fn ty(&mut self, t: &mut Ty) {
         *t = self.final_ty(t);
+    }
+
+    fn decl(&mut self, d: &mut VarDecl) {
+        self.ty(&mut d.ty);
+        if self.c.field_stored.contains(&d.id) {
+            d.mutable = true;
+        }
     }
 
     fn expr(&mut self, e: &mut tast::Expr) {

@@ -172,6 +172,11 @@ impl Checker {
                     "move `{}` above this use; helpers that call each other are mutual recursion, which GPU code cannot run",
                     name.name
                 ));
+        } else if let Some(k) = self.kernels.iter().find(|k| k.name == name.name) {
+            d = d
+                .with_secondary(k.span, "a kernel of this name is defined here")
+                .with_note("a kernel is launched from the host; kernels cannot call each other")
+                .with_help("move the code they share into a helper (`let f ... = ...`) and call it from both");
         } else if let Some(h) = did_you_mean(closest(&name.name, cands)) {
             d = d.with_help(h);
         }
@@ -407,7 +412,7 @@ impl Checker {
             let _ = value;
             return mk(T::Unit, Ty::Unit, span);
         };
-        if !self.assignable(idx, target.span, false) {
+        if !self.assignable(idx, target.span, false, false) {
             self.infer(value, None);
             return mk(T::Unit, Ty::Unit, span);
         }
@@ -424,7 +429,15 @@ impl Checker {
     }
 
     /// Whether local `idx` may be assigned (or, `field`, have a field written); reports why not.
-    pub(super) fn assignable(&mut self, idx: usize, span: Span, field: bool) -> bool {
+    /// Whether the local at `idx` may be assigned (`field`: one of its fields is stored;
+    /// `mutable_field`: that field is declared `mutable`, which OCaml lets any `let` store).
+    pub(super) fn assignable(
+        &mut self,
+        idx: usize,
+        span: Span,
+        field: bool,
+        mutable_field: bool,
+    ) -> bool {
         let local = self.scope[idx].clone();
         let what = if field {
             format!("a field of `{}`", local.name)
@@ -465,17 +478,21 @@ impl Checker {
                 )
                 .with_label("not a variable"),
             ),
-            LocalKind::Let if !local.mutable => Some(
+            LocalKind::Let if !local.mutable && !mutable_field => Some(
                 Diagnostic::error(
                     span,
                     format!("cannot assign to {what}: `{}` is immutable", local.name),
                 )
                 .with_label("assignment to an immutable variable")
                 .with_secondary(local.span, "declared here without `mut`")
-                .with_help(format!(
-                    "declare it mutable: `let mut {} = ...`",
-                    local.name
-                )),
+                .with_help(if field {
+                    format!(
+                        "declare it mutable: `let mut {} = ...`, or declare the field `mutable` in its record type",
+                        local.name
+                    )
+                } else {
+                    format!("declare it mutable: `let mut {} = ...`", local.name)
+                }),
             ),
             LocalKind::Let => None,
         };

@@ -4,9 +4,9 @@ use super::{err_expr, mk};
 use crate::diag::{Diagnostic, closest};
 use crate::front::ast::{self, ExprKind as A};
 use crate::front::tast::{Expr, ExprKind as T, RecordId, Ty};
-use crate::front::typer::Checker;
 use crate::front::typer::messages::did_you_mean;
 use crate::front::typer::unify::{Constraint, error_ty, is_error};
+use crate::front::typer::{Checker, LocalKind};
 
 impl Checker {
     #[inline(never)]
@@ -76,10 +76,12 @@ impl Checker {
         let A::FieldSet { base, field, value } = &e.kind else {
             unreachable!("dispatched on the kind")
         };
-        self.check_place(base);
         let base_t = self.infer(base, None);
         match self.resolve_field(&base_t, field) {
             Some((record, idx, fty)) => {
+                let mutable_field =
+                    self.env.records[record.0 as usize].fields[idx as usize].mutable;
+                self.check_place(base, mutable_field);
                 let value = self.check(value, &fty);
                 let kind = T::FieldSet {
                     base: Box::new(base_t),
@@ -90,22 +92,30 @@ impl Checker {
                 mk(kind, Ty::Unit, span)
             }
             None => {
+                self.check_place(base, false);
                 self.infer(value, None);
                 mk(T::Unit, Ty::Unit, span)
             }
         }
     }
 
-    /// The target of `e.f <- v` must be a writable place.
-    pub(super) fn check_place(&mut self, base: &ast::Expr) {
+    /// The target of `e.f <- v` must be a writable place: an element, a mutable local, or
+    /// (OCaml's rule) any `let` local when the stored field `f` is declared `mutable`.
+    pub(super) fn check_place(&mut self, base: &ast::Expr, mutable_field: bool) {
         match &base.kind {
             A::Var { path, name } if path.is_empty() => {
                 if let Some(idx) = self.find_local(&name.name) {
-                    self.assignable(idx, base.span, true);
+                    let local = &self.scope[idx];
+                    let through_field =
+                        mutable_field && matches!(local.kind, LocalKind::Let) && !local.mutable;
+                    // Only this store is allowed: the other fields stay read-only.
+                    if self.assignable(idx, base.span, true, through_field) && through_field {
+                        self.field_stored.insert(self.scope[idx].id);
+                    }
                 }
             }
             A::Index { .. } => {}
-            A::Field { base, .. } => self.check_place(base),
+            A::Field { base, .. } => self.check_place(base, mutable_field),
             _ => self.diags.push(
                 Diagnostic::error(base.span, "cannot assign to a field of this expression")
                     .with_label("not a place")
