@@ -1172,6 +1172,15 @@ impl<'a> Writer<'a> {
     }
 
     fn binary(&mut self, out: &mut String, op: BinOp, lhs: &Expr, rhs: &Expr, nowrap: bool) {
+        if let (ExprKind::Lit(a), ExprKind::Lit(b)) = (&lhs.kind, &rhs.kind)
+            && let Some(folded) = non_finite_constant(op, *a, *b)
+        {
+            // A constant float operation without a finite result (`0.0f / 0.0f`) is
+            // undefined in a C constant expression: NVRTC and NVIDIA's OpenCL compiler fold
+            // `(0.0f / 0.0f) == (0.0f / 0.0f)` to true. Its IEEE value is written instead.
+            self.literal(out, folded);
+            return;
+        }
         let operand = lhs.ty.scalar().unwrap_or(Scalar::I32);
         // Signed overflow is undefined in C; the language wraps, so go through unsigned,
         // unless the operation is proven not to overflow (`passes::loop_step`): then plain
@@ -1682,4 +1691,38 @@ fn strip_from(out: &mut String, start: usize) {
 
 fn strip_semicolon(s: &str) -> &str {
     s.trim_end_matches(';')
+}
+
+/// `a op b` for float literals whose IEEE result is NaN or infinite, computed in the
+/// literals' own precision; `None` for every other operation.
+fn non_finite_constant(op: BinOp, a: Literal, b: Literal) -> Option<Literal> {
+    fn apply<
+        T: std::ops::Add<Output = T>
+            + std::ops::Sub<Output = T>
+            + std::ops::Mul<Output = T>
+            + std::ops::Div<Output = T>,
+    >(
+        op: BinOp,
+        a: T,
+        b: T,
+    ) -> Option<T> {
+        Some(match op {
+            BinOp::Add => a + b,
+            BinOp::Sub => a - b,
+            BinOp::Mul => a * b,
+            BinOp::Div => a / b,
+            _ => return None,
+        })
+    }
+    let folded = match (a, b) {
+        (Literal::F32(a), Literal::F32(b)) => Literal::F32(apply(op, a, b)?),
+        (Literal::F64(a), Literal::F64(b)) => Literal::F64(apply(op, a, b)?),
+        _ => return None,
+    };
+    let finite = match folded {
+        Literal::F32(v) => v.is_finite(),
+        Literal::F64(v) => v.is_finite(),
+        _ => true,
+    };
+    (!finite).then_some(folded)
 }
