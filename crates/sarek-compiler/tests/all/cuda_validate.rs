@@ -81,3 +81,50 @@ fn compile(source: &str) -> Result<(), String> {
     unsafe { result::destroy_program(prog) }.ok();
     res.map_err(|e| format!("{e:?}\n{log}"))
 }
+
+/// A constant float operation without a finite result is written as its IEEE value in every
+/// C dialect: NVRTC and NVIDIA's OpenCL compiler folded `(0.0f / 0.0f) == (0.0f / 0.0f)` to
+/// true (the conformance oracle's `const_edges` on the H200), since the division is undefined
+/// in a C constant expression.
+#[test]
+fn constant_non_finite_operations_are_written_as_values() {
+    let src = "let%kernel k (o : bool vector) (f : float32 vector) =\n  \
+               if global_thread_id = 0 then begin\n    \
+               o.(0) <- (0.0 /. 0.0) = (0.0 /. 0.0);\n    \
+               f.(0) <- 1.0 /. 0.0;\n    \
+               f.(1) <- (-1.0) /. 0.0;\n    \
+               f.(2) <- 3.0 /. 2.0\n  end\n";
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("nan.sarek", src.to_string());
+    let program = sarek_compiler::check(&sources, file).expect("checks");
+    let k = sarek_compiler::lower_kernel(&program, "k").expect("lowers");
+    for dialect in [Dialect::Cuda, Dialect::OpenCl, Dialect::Metal] {
+        let c = generate(&k, dialect, &TargetOptions::default())
+            .expect("generates")
+            .source;
+        assert!(
+            !c.contains("0.0f / 0.0f") && !c.contains("1.0f / 0.0f"),
+            "{dialect:?} left a constant non-finite division:\n{c}"
+        );
+        // A finite constant quotient stays as written.
+        assert!(
+            c.contains("1.5f") || c.contains("3.0f / 2.0f"),
+            "{dialect:?}:\n{c}"
+        );
+    }
+    let cuda = generate(&k, Dialect::Cuda, &TargetOptions::default())
+        .unwrap()
+        .source;
+    assert!(
+        cuda.contains("__int_as_float(0x7fc00000) == __int_as_float(0x7fc00000)"),
+        "{cuda}"
+    );
+    assert!(
+        cuda.contains("f[0] = __int_as_float(0x7f800000);")
+            && cuda.contains("f[1] = -__int_as_float(0x7f800000);"),
+        "{cuda}"
+    );
+    if load_nvrtc().is_ok() {
+        compile(&cuda).unwrap_or_else(|e| panic!("NVRTC rejected it: {e}"));
+    }
+}
