@@ -60,6 +60,9 @@ pub fn build_for<D: Device + ?Sized>(
         &info.name,
         device.max_shared_bytes(),
     )?;
+    if info.backend == crate::device::Backend::OpenCl && device.always_checked() {
+        crate::limits::check_cpu_opencl_launch(kernel.ir(), &config, &info.name)?;
+    }
     if specialize::needs_block_size(kernel.ir()) {
         let sized = specialize::block_size(kernel.ir(), config.block[0]);
         return build(device, &device.core().intern(&sized));

@@ -46,6 +46,11 @@ pub const HOST_MAX_LOCAL_ARRAY_BYTES: u64 = 512 << 10;
 /// `cpu`: each worker holds one block's worth at a time.
 pub const HOST_MAX_BLOCK_LOCAL_BYTES: u64 = 256 << 20;
 
+/// Per-thread arrays of one block together on an OpenCL device whose memory is the host's
+/// (PoCL, other CPU OpenCL drivers): PoCL runs a work-group on one thread's stack, every
+/// work-item's arrays at once, and 8 MiB of them crashed the process (SIGSEGV); 4 MiB ran.
+pub const CPU_OPENCL_MAX_BLOCK_LOCAL_BYTES: u64 = 4 << 20;
+
 /// Threads of one launch on `interp` and `cpu` (grid x block over all axes), and threads along
 /// one axis (grid x block): global thread indices are int32, and a launch past 2^32 threads
 /// would run for hours (`--grid 65536,65536,65536` ran without end).
@@ -111,6 +116,26 @@ pub fn check_host_launch(
     if block_local > HOST_MAX_BLOCK_LOCAL_BYTES {
         return Err(RuntimeError::Launch(format!(
             "kernel `{}` declares {local} bytes of per-thread arrays; a block of {threads_per_block} threads needs {block_local} bytes, {backend} allows at most {HOST_MAX_BLOCK_LOCAL_BYTES} per block (use a smaller block or smaller arrays)",
+            kernel.name
+        )));
+    }
+    Ok(())
+}
+
+/// The launch limit of a CPU OpenCL device ([`crate::Device::always_checked`] on the
+/// `opencl` backend): the per-thread arrays of a block together, at most
+/// [`CPU_OPENCL_MAX_BLOCK_LOCAL_BYTES`].
+pub fn check_cpu_opencl_launch(
+    kernel: &Kernel,
+    config: &LaunchConfig,
+    device: &str,
+) -> Result<(), RuntimeError> {
+    let local = local_bytes(kernel)?;
+    let threads_per_block = volume(config.block);
+    let block_local = local.saturating_mul(threads_per_block);
+    if block_local > CPU_OPENCL_MAX_BLOCK_LOCAL_BYTES {
+        return Err(RuntimeError::Launch(format!(
+            "kernel `{}` declares {local} bytes of per-thread arrays; a block of {threads_per_block} threads needs {block_local} bytes, the opencl device ({device}) runs a block on one CPU thread's stack and allows at most {CPU_OPENCL_MAX_BLOCK_LOCAL_BYTES} (use a smaller block or smaller arrays)",
             kernel.name
         )));
     }
@@ -365,6 +390,29 @@ mod tests {
             kind: StmtKind::Array { var: s },
             span: Default::default(),
         }])
+    }
+
+    #[test]
+    fn a_cpu_opencl_block_of_per_thread_arrays_is_refused_past_4_mib() {
+        // 8192 int32 per thread: 32 KiB; a block of 128 threads is 4 MiB (ran on PoCL), one
+        // of 256 is 8 MiB (PoCL crashed with SIGSEGV).
+        let mut kb = KernelBuilder::new("k");
+        let a = kb.array("a", Ty::Scalar(Scalar::I32), MemSpace::Local, 8192);
+        let k = kb.finish(vec![Stmt {
+            kind: StmtKind::Array { var: a },
+            span: Default::default(),
+        }]);
+        let block = |n: u32| LaunchConfig {
+            grid: [1, 1, 1],
+            block: [n, 1, 1],
+        };
+        check_cpu_opencl_launch(&k, &block(128), "PoCL").unwrap();
+        let e = check_cpu_opencl_launch(&k, &block(256), "PoCL").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("8388608 bytes") && text.contains("4194304"),
+            "{text}"
+        );
     }
 
     #[test]
