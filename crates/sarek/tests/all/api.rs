@@ -5,34 +5,11 @@
 //! Backends without their runtime are skipped with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
-use sarek::{Backend, Column, Device, Error, HostVector, Literal, Program, RuntimeError, Vector};
-use std::sync::Arc;
+use crate::{BACKENDS, device};
+use sarek::{Backend, Column, Error, HostVector, Literal, Program, RuntimeError, Vector};
 
 sarek::kernel_module!(mod mix = "tests/kernels/api.sarek");
 sarek::kernel_module!(mod traps = "../../tests/traps/inline_depth.sarek");
-
-/// Interp, cpu and the GPU backends testable without a GPU.
-const BACKENDS: [Backend; 5] = [
-    Backend::Interp,
-    Backend::Cpu,
-    Backend::Wgpu,
-    Backend::Vulkan,
-    Backend::OpenCl,
-];
-
-fn device(backend: Backend) -> Option<Arc<dyn Device>> {
-    match sarek::open(backend) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(
-                !sarek_testkit::backends::required(backend.name()),
-                "{backend} is required but unavailable: {e}"
-            );
-            eprintln!("skipping {backend}: {e}");
-            None
-        }
-    }
-}
 
 fn column_f32(c: &Column) -> &[f32] {
     match c {

@@ -4,33 +4,10 @@
 //! Every misuse must come back as a typed error (never a panic, an abort or a hang), and
 //! correct launches made alongside must still compute the right values.
 
+use crate::{BACKENDS, device};
 use sarek::{
-    Backend, Buffer, Device, Error, HostVector, LaunchConfig, Literal, Program, RuntimeError,
-    Vector,
+    Backend, Buffer, Error, HostVector, LaunchConfig, Literal, Program, RuntimeError, Vector,
 };
-use std::sync::Arc;
-
-const BACKENDS: [Backend; 5] = [
-    Backend::Interp,
-    Backend::Cpu,
-    Backend::Wgpu,
-    Backend::Vulkan,
-    Backend::OpenCl,
-];
-
-fn device(backend: Backend) -> Option<Arc<dyn Device>> {
-    match sarek::open(backend) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(
-                !sarek_testkit::backends::required(backend.name()),
-                "{backend} is required but unavailable: {e}"
-            );
-            eprintln!("skipping {backend}: {e}");
-            None
-        }
-    }
-}
 
 const SCALE: &str = "
 let%kernel scale (x : float32 vector) (y : float32 vector) (a : float32) =

@@ -6,6 +6,7 @@
 //! Backends without their runtime are skipped with a printed reason, unless
 //! `SAREK_REQUIRE_BACKENDS` names them.
 
+use crate::device;
 use proptest::prelude::*;
 use sarek::{Backend, Column, Device, HostVector, Kernel, ParamKind, Program};
 use sarek_harness as harness;
@@ -18,20 +19,6 @@ const GPU_LIKE: [Backend; 4] = [
     Backend::Vulkan,
     Backend::OpenCl,
 ];
-
-fn device(backend: Backend) -> Option<Arc<dyn Device>> {
-    match sarek::open(backend) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(
-                !sarek_testkit::backends::required(backend.name()),
-                "{backend} is required but unavailable: {e}"
-            );
-            eprintln!("skipping {backend}: {e}");
-            None
-        }
-    }
-}
 
 fn interp() -> Arc<dyn Device> {
     sarek::open(Backend::Interp).expect("interp")

@@ -20,3 +20,31 @@ mod npy_numpy;
 mod partial_warps;
 mod traps;
 mod upstream;
+
+use sarek::{Backend, Device};
+use std::sync::Arc;
+
+/// Interp, cpu and the GPU backends testable without a GPU.
+const BACKENDS: [Backend; 5] = [
+    Backend::Interp,
+    Backend::Cpu,
+    Backend::Wgpu,
+    Backend::Vulkan,
+    Backend::OpenCl,
+];
+
+/// The device of `backend`, or `None` (skipped, said on stderr) where it is unavailable and
+/// not required (`SAREK_REQUIRE_BACKENDS`).
+fn device(backend: Backend) -> Option<Arc<dyn Device>> {
+    match sarek::open(backend) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            assert!(
+                !sarek_testkit::backends::required(backend.name()),
+                "{backend} is required but unavailable: {e}"
+            );
+            eprintln!("skipping {backend}: {e}");
+            None
+        }
+    }
+}

@@ -8,37 +8,15 @@
 //! - the other tests check results against values computed here in Rust, on every backend,
 //!   and the multi-file program through the library and the command line.
 
-use sarek::{Backend, Device, Program, Vector};
+use crate::{BACKENDS, device};
+use sarek::{Backend, Program, Vector};
 use sarek_harness::{self as harness, Outcome};
 use sarek_runtime::device::LaunchConfig;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
-
-const BACKENDS: [Backend; 5] = [
-    Backend::Interp,
-    Backend::Cpu,
-    Backend::Wgpu,
-    Backend::Vulkan,
-    Backend::OpenCl,
-];
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/upstream")
-}
-
-fn device(backend: Backend) -> Option<Arc<dyn Device>> {
-    match sarek::open(backend) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            assert!(
-                !sarek_testkit::backends::required(backend.name()),
-                "{backend} is required but unavailable: {e}"
-            );
-            eprintln!("skipping {backend}: {e}");
-            None
-        }
-    }
 }
 
 fn program(file: &str) -> Program {
