@@ -228,23 +228,9 @@ impl Mono {
         R(self).expr(e);
     }
 
-    /// What only the type arguments can break (see the module docs).
     /// A type as the user writes it (for messages).
     fn show(&self, t: &Ty) -> String {
-        let atom = |t: &Ty| match t {
-            Ty::Tuple(_) => format!("({})", self.show(t)),
-            _ => self.show(t),
-        };
-        match t {
-            Ty::Unit => "unit".into(),
-            Ty::Scalar(s) => s.name().into(),
-            Ty::Record(r) => self.records[r.0 as usize].clone(),
-            Ty::Variant(v) => self.variants[v.0 as usize].clone(),
-            Ty::Tuple(ts) => ts.iter().map(atom).collect::<Vec<_>>().join(" * "),
-            Ty::Vector(e) => format!("{} vector", atom(e)),
-            Ty::Array { elem, .. } => format!("{} array", atom(elem)),
-            Ty::Param(i) => format!("'{i}"),
-        }
+        show_ty(t, &self.records, &self.variants)
     }
 
     /// What only the type arguments can break (see the module docs). `instance` describes
@@ -258,21 +244,7 @@ impl Mono {
         }
         impl C<'_> {
             fn show(&self, t: &Ty) -> String {
-                // A tuple inside a tuple or a container keeps its parentheses.
-                let atom = |t: &Ty| match t {
-                    Ty::Tuple(_) => format!("({})", self.show(t)),
-                    _ => self.show(t),
-                };
-                match t {
-                    Ty::Unit => "unit".into(),
-                    Ty::Scalar(s) => s.name().into(),
-                    Ty::Record(r) => self.records[r.0 as usize].clone(),
-                    Ty::Variant(v) => self.variants[v.0 as usize].clone(),
-                    Ty::Tuple(ts) => ts.iter().map(atom).collect::<Vec<_>>().join(" * "),
-                    Ty::Vector(e) => format!("{} vector", atom(e)),
-                    Ty::Array { elem, .. } => format!("{} array", atom(elem)),
-                    Ty::Param(i) => format!("'{i}"),
-                }
+                show_ty(t, self.records, self.variants)
             }
             fn note(&self, d: Diagnostic) -> Diagnostic {
                 match self.instance {
@@ -427,6 +399,25 @@ fn max_var(p: &mut Program) -> u32 {
         m.expr(&mut k.body);
     }
     m.0
+}
+
+/// A type as the user writes it (for messages), with the program's record and variant names;
+/// a tuple inside a tuple or a container keeps its parentheses.
+fn show_ty(t: &Ty, records: &[String], variants: &[String]) -> String {
+    let atom = |t: &Ty| match t {
+        Ty::Tuple(_) => format!("({})", show_ty(t, records, variants)),
+        _ => show_ty(t, records, variants),
+    };
+    match t {
+        Ty::Unit => "unit".into(),
+        Ty::Scalar(s) => s.name().into(),
+        Ty::Record(r) => records[r.0 as usize].clone(),
+        Ty::Variant(v) => variants[v.0 as usize].clone(),
+        Ty::Tuple(ts) => ts.iter().map(atom).collect::<Vec<_>>().join(" * "),
+        Ty::Vector(e) => format!("{} vector", atom(e)),
+        Ty::Array { elem, .. } => format!("{} array", atom(elem)),
+        Ty::Param(i) => format!("'{i}"),
+    }
 }
 
 #[cfg(test)]
