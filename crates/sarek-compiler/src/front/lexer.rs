@@ -373,6 +373,32 @@ impl<'a> Lexer<'a> {
         Span::new(self.file, start, end)
     }
 
+    /// The fraction (`.` then `digit`s) and the exponent (one of `exponent`, a sign, decimal
+    /// digits) after a number's integer digits, consumed; true when either is there, which
+    /// makes the literal a float. `1.` and `1.5` are floats; `.(` after a literal never occurs
+    /// in valid code. Hexadecimal floats (`0x1.8p3`) count the exponent in powers of two.
+    fn float_tail(&mut self, digit: fn(&u8) -> bool, exponent: [u8; 2]) -> bool {
+        let mut is_float = false;
+        if self.peek(0) == b'.' && self.peek(1) != b'(' {
+            is_float = true;
+            self.pos += 1;
+            while digit(&self.peek(0)) || self.peek(0) == b'_' {
+                self.pos += 1;
+            }
+        }
+        if exponent.contains(&self.peek(0)) {
+            let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
+            if self.peek(1 + sign).is_ascii_digit() {
+                is_float = true;
+                self.pos += 1 + sign;
+                while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
+                    self.pos += 1;
+                }
+            }
+        }
+        is_float
+    }
+
     fn peek(&self, k: usize) -> u8 {
         self.src.get(self.pos + k).copied().unwrap_or(0)
     }
@@ -655,46 +681,13 @@ impl<'a> Lexer<'a> {
             // OCaml's hexadecimal floats: `0x1.8p3`, `0x1p-149`, `0xA.` (a `.` or an
             // exponent `p`/`P`, in powers of two, makes the literal a float).
             if radix == 16 {
-                if self.peek(0) == b'.' && self.peek(1) != b'(' {
-                    is_float = true;
-                    self.pos += 1;
-                    while self.peek(0).is_ascii_hexdigit() || self.peek(0) == b'_' {
-                        self.pos += 1;
-                    }
-                }
-                if matches!(self.peek(0), b'p' | b'P') {
-                    let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
-                    if self.peek(1 + sign).is_ascii_digit() {
-                        is_float = true;
-                        self.pos += 1 + sign;
-                        while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
-                            self.pos += 1;
-                        }
-                    }
-                }
+                is_float = self.float_tail(u8::is_ascii_hexdigit, [b'p', b'P']);
             }
         } else {
             while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
                 self.pos += 1;
             }
-            // `1.` and `1.5` are floats; `.(` after a literal never occurs in valid code.
-            if self.peek(0) == b'.' && self.peek(1) != b'(' {
-                is_float = true;
-                self.pos += 1;
-                while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
-                    self.pos += 1;
-                }
-            }
-            if matches!(self.peek(0), b'e' | b'E') {
-                let sign = usize::from(matches!(self.peek(1), b'+' | b'-'));
-                if self.peek(1 + sign).is_ascii_digit() {
-                    is_float = true;
-                    self.pos += 1 + sign;
-                    while self.peek(0).is_ascii_digit() || self.peek(0) == b'_' {
-                        self.pos += 1;
-                    }
-                }
-            }
+            is_float = self.float_tail(u8::is_ascii_digit, [b'e', b'E']);
         }
         let body_end = self.pos;
         // Suffix: any identifier characters glued to the literal.
