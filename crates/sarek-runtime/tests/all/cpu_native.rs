@@ -299,9 +299,6 @@ fn divergent_barrier_falls_back_to_the_interpreter_diagnosis() {
     // The checker refuses a barrier under a thread-dependent condition, so the condition is
     // made thread-dependent in the IR (what a buggy front end or a Rust-built kernel could
     // hand the runtime).
-    use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
-    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
-    use sarek_compiler::types::BinOp;
     let src = "let%kernel bad (a : int32 vector) (n : int32) =
   let%shared (s : int32) = 64 in
   let t = thread_idx_x in
@@ -311,32 +308,7 @@ fn divergent_barrier_falls_back_to_the_interpreter_diagnosis() {
     a.(t) <- s.(0)
   end
 ";
-    let program = Program::compile("test.sarek", src);
-    let mut k = program.kernel("bad");
-    let cond = k
-        .body
-        .iter_mut()
-        .find_map(|s| match &mut s.kind {
-            StmtKind::If { cond, .. } => Some(cond),
-            _ => None,
-        })
-        .expect("the kernel has an if");
-    let tid = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
-            args: vec![],
-        },
-        Ty::I32,
-    );
-    *cond = Expr::new(
-        ExprKind::Binary {
-            op: BinOp::Lt,
-            lhs: Box::new(tid),
-            rhs: Box::new(Expr::i32(5)),
-            nowrap: false,
-        },
-        Ty::BOOL,
-    );
+    let (program, k) = with_thread_dependent_if(src);
     let args = vec![ivec(vec![0; 64]), scalar(9)];
     let (_, interp, native) = run_both(program, &k, LaunchConfig::linear(64), args.clone());
     let Err(RuntimeError::Launch(why)) = &native else {
@@ -1384,9 +1356,6 @@ fn a_launch_rerun_on_the_interpreter_after_native_stores_starts_from_the_origina
     // The native run stores into `a` and then finds a barrier reached by part of the block;
     // the interpreter core reruns the launch and must see `a` as it was before the native
     // run (then reports the divergence, leaving `a` untouched).
-    use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
-    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
-    use sarek_compiler::types::BinOp;
     let src = "let%kernel bad (a : int32 vector) (n : int32) =
   let%shared (s : int32) = 64 in
   let t = thread_idx_x in
@@ -1397,32 +1366,7 @@ fn a_launch_rerun_on_the_interpreter_after_native_stores_starts_from_the_origina
     a.(t) <- s.(0)
   end
 ";
-    let program = Program::compile("test.sarek", src);
-    let mut k = program.kernel("bad");
-    let cond = k
-        .body
-        .iter_mut()
-        .find_map(|s| match &mut s.kind {
-            StmtKind::If { cond, .. } => Some(cond),
-            _ => None,
-        })
-        .expect("the kernel has an if");
-    let tid = Expr::new(
-        ExprKind::Intrinsic {
-            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
-            args: vec![],
-        },
-        Ty::I32,
-    );
-    *cond = Expr::new(
-        ExprKind::Binary {
-            op: BinOp::Lt,
-            lhs: Box::new(tid),
-            rhs: Box::new(Expr::i32(5)),
-            nowrap: false,
-        },
-        Ty::BOOL,
-    );
+    let (_program, k) = with_thread_dependent_if(src);
     let native = sarek_jit::compile(&k, &sarek_jit::JitOptions::default()).unwrap();
     assert!(
         native.may_defer(),
@@ -1598,4 +1542,40 @@ fn a_warp_operation_in_the_right_operand_of_a_short_circuit_runs_natively() {
         assert_eq!(ints(&interp.unwrap()[1]), want, "interp, n = {n}");
         assert_eq!(ints(&native.unwrap()[1]), want, "cpu, n = {n}");
     }
+}
+
+/// Kernel `bad` of `src` with its first `if` condition replaced by `thread_idx_x < 5`: a
+/// barrier under a thread-dependent branch, which the front end would refuse, built in the
+/// IR (what a buggy front end or a Rust-built kernel could hand the runtime).
+fn with_thread_dependent_if(src: &str) -> (Program, Kernel) {
+    use sarek_compiler::intrinsics::{Axis, Geometry, Intrinsic};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    use sarek_compiler::types::BinOp;
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("bad");
+    let cond = k
+        .body
+        .iter_mut()
+        .find_map(|s| match &mut s.kind {
+            StmtKind::If { cond, .. } => Some(cond),
+            _ => None,
+        })
+        .expect("the kernel has an if");
+    let tid = Expr::new(
+        ExprKind::Intrinsic {
+            op: Intrinsic::Geometry(Geometry::ThreadIdx(Axis::X)),
+            args: vec![],
+        },
+        Ty::I32,
+    );
+    *cond = Expr::new(
+        ExprKind::Binary {
+            op: BinOp::Lt,
+            lhs: Box::new(tid),
+            rhs: Box::new(Expr::i32(5)),
+            nowrap: false,
+        },
+        Ty::BOOL,
+    );
+    (program, k)
 }
