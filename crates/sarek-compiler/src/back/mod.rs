@@ -14,10 +14,11 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 
 use crate::diag::Diagnostic;
-use crate::ir::Kernel;
 use crate::ir::analysis::Needs;
+use crate::ir::{Expr, ExprKind, Kernel, VarId};
 use crate::passes::legalize::{Params, Scoping};
 use crate::target::{Generated, Target, TargetOptions};
+use crate::types::{BinOp, Literal};
 
 /// What every target's generation of one kernel starts from: the kernel after the
 /// target-independent passes the options ask for ([`crate::passes::for_target`]) and what
@@ -151,5 +152,44 @@ fn generate_prepared(
         Target::Cuda => cfamily::generate_prepared(p, cfamily::Dialect::Cuda, options),
         Target::Metal => cfamily::generate_prepared(p, cfamily::Dialect::Metal, options),
         Target::Ptx => ptx::generate_prepared(p, options),
+    }
+}
+
+/// Float divisions by a zero a shader writes as products with an infinity: `x / 0.0` is
+/// `x * inf` and `x / -0.0` is `x * -inf` for every `x` (IEEE 754: a signed infinity, NaN
+/// for a zero or NaN `x`). Mesa's lavapipe compiles a division by a constant zero as
+/// undefined (fast-math without infinities), so `o.(i) <- x.(i) /. 0.0` stored nothing on
+/// `vulkan` and `wgpu`; a product with an infinity it computes. The divisor is a literal or
+/// an immutable local bound to one (the writer reports its `let`s in order, [`Self::note_let`]).
+#[derive(Default)]
+pub struct ZeroDivisors {
+    zero_lets: crate::hash::FxHashMap<VarId, Literal>,
+}
+
+impl ZeroDivisors {
+    /// Records `let var = init` (`mutable`: assigned later, so never a known zero).
+    pub fn note_let(&mut self, var: VarId, mutable: bool, init: Option<&Expr>) {
+        if let (false, Some(z)) = (mutable, init.and_then(|e| self.zero(e))) {
+            self.zero_lets.insert(var, z);
+        }
+    }
+
+    /// The infinity to multiply by instead of `op` with divisor `rhs`, if that is a float
+    /// division by a known zero.
+    pub fn infinity(&self, op: BinOp, rhs: &Expr) -> Option<Literal> {
+        match (op, self.zero(rhs)?) {
+            (BinOp::Div, Literal::F32(z)) => Some(Literal::F32(f32::INFINITY.copysign(z))),
+            (BinOp::Div, Literal::F64(z)) => Some(Literal::F64(f64::INFINITY.copysign(z))),
+            _ => None,
+        }
+    }
+
+    fn zero(&self, e: &Expr) -> Option<Literal> {
+        match &e.kind {
+            ExprKind::Lit(z @ Literal::F32(v)) if *v == 0.0 => Some(*z),
+            ExprKind::Lit(z @ Literal::F64(v)) if *v == 0.0 => Some(*z),
+            ExprKind::Var(v) => self.zero_lets.get(v).copied(),
+            _ => None,
+        }
     }
 }

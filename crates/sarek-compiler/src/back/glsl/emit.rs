@@ -41,6 +41,7 @@ pub(super) struct Writer<'k> {
     float_atomics: BTreeSet<VarId>,
     /// Built-in helper functions needed, by key.
     helpers: BTreeSet<String>,
+    zero_divisors: crate::back::ZeroDivisors,
     /// Per helper of the specialised kernel: whether it copies one with array parameters.
     has_arrays: &'k [bool],
     /// Helpers written so far: GLSL name; texts in emission order (callees first).
@@ -130,6 +131,7 @@ impl<'k> Writer<'k> {
             shared_as_uint: BTreeSet::new(),
             float_atomics: BTreeSet::new(),
             helpers: BTreeSet::new(),
+            zero_divisors: Default::default(),
             has_arrays: &spec.has_arrays,
             instances: HashMap::default(),
             instance_text: Vec::new(),
@@ -580,6 +582,8 @@ impl<'k> Writer<'k> {
     fn stmt(&mut self, s: &StmtKind, ind: usize, out: &mut String) {
         match s {
             StmtKind::Let { var, init } => {
+                let mutable = self.k.var(*var).mutable;
+                self.zero_divisors.note_let(*var, mutable, init.as_ref());
                 let decl = self.var_decl(*var);
                 match init {
                     Some(e) => self.expr_line(out, ind, format_args!("{decl} = "), e, ";"),
@@ -992,6 +996,13 @@ impl<'k> Writer<'k> {
                     "div_i64"
                 };
                 self.put_helper_call2(out, h, lhs, rhs);
+            }
+            BinOp::Div if let Some(inf) = self.zero_divisors.infinity(op, rhs) => {
+                out.push('(');
+                self.put(out, lhs);
+                out.push_str(" * ");
+                self.literal(out, &inf);
+                out.push(')');
             }
             BinOp::Rem => {
                 // GLSL `%` on negative ints is undefined (glslang emits OpSMod, the sign of the

@@ -55,6 +55,7 @@ pub(super) struct Writer<'a> {
     /// Immutable locals bound to a constant expression: naga evaluates operations on them
     /// at compile or pipeline-creation time (see [`Writer::is_const`]).
     const_lets: BTreeSet<VarId>,
+    zero_divisors: crate::back::ZeroDivisors,
     span: Span,
     diags: Vec<Diagnostic>,
 }
@@ -112,6 +113,7 @@ impl<'a> Writer<'a> {
             exited_divergently: false,
             uniform_vars: BTreeSet::new(),
             const_lets: BTreeSet::new(),
+            zero_divisors: Default::default(),
             span: k.span,
             diags: Vec::new(),
         }
@@ -818,6 +820,8 @@ impl<'a> Writer<'a> {
                 if !info.mutable && init.as_ref().is_some_and(|e| self.is_const(e)) {
                     self.const_lets.insert(*var);
                 }
+                self.zero_divisors
+                    .note_let(*var, info.mutable, init.as_ref());
                 match init {
                     Some(e) => {
                         // A `let` of a constant record or variant (`let p: pt = pt(0i, 0.5f);`)
@@ -1261,6 +1265,14 @@ impl<'a> Writer<'a> {
             BinOp::LShr => ("bitcast<i32>(bitcast<u32>(", ") >> (u32(", ") & 31u))"),
             // `x <> nan` is true (OCaml, C); lavapipe's WGSL `!=` is false with a NaN.
             BinOp::Ne if float => ("(!(", " == ", "))"),
+            BinOp::Div if let Some(inf) = self.zero_divisors.infinity(op, rhs) => {
+                out.push('(');
+                self.operand(out, lhs, opaque);
+                out.push_str(" * ");
+                put_lit(out, inf);
+                out.push(')');
+                return;
+            }
             // Integer `/` and `mod` through functions: naga rejects a constant zero divisor,
             // and the language's results are spelled out (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `min_int / -1 = min_int`, `min_int mod -1 = 0`).
