@@ -837,7 +837,8 @@ impl Walker<'_> {
         if wide {
             for s in [Scalar::F64, Scalar::I64] {
                 if self.wide.contains(&e.ty, s) {
-                    let label = format!("this statement computes a {} value", s.name());
+                    let article = if s == Scalar::I64 { "an" } else { "a" };
+                    let label = format!("this statement computes {article} {} value", s.name());
                     self.add(wide_feature(s), span, label);
                 }
             }
