@@ -510,14 +510,23 @@ impl<'a> Lexer<'a> {
     /// strings, as OCaml does, so `(* "*)" *)` is one comment.
     fn skip_comment(&mut self) -> bool {
         let mut opens = vec![self.pos];
+        // Where a string inside the comment opened and never closed, if one did.
+        let mut open_string = None;
         self.pos += 2;
         while let Some(&open) = opens.last() {
             if self.pos >= self.src.len() {
-                self.diags.push(
-                    Diagnostic::error(self.span(open, open + 2), "unterminated comment")
-                        .with_label("this comment is never closed")
-                        .with_note("comments `(* ... *)` nest: every `(*` needs its own `*)`"),
-                );
+                let mut d = Diagnostic::error(self.span(open, open + 2), "unterminated comment")
+                    .with_label("this comment is never closed")
+                    .with_note("comments `(* ... *)` nest: every `(*` needs its own `*)`");
+                if let Some(quote) = open_string {
+                    d = d
+                        .with_secondary(
+                            self.span(quote, quote + 1),
+                            "this `\"` starts a string inside the comment, which is never closed",
+                        )
+                        .with_note("as in OCaml, a comment skips strings whole, so its `*)` must not be inside one");
+                }
+                self.diags.push(d);
                 self.push_error(open);
                 return false;
             }
@@ -531,17 +540,20 @@ impl<'a> Lexer<'a> {
                     self.pos += 2;
                 }
                 (b'"', _) => {
+                    let quote = self.pos;
                     if self.scan_string().is_none() {
                         // Unterminated string inside a comment: report the comment.
+                        open_string = Some(quote);
                         self.pos = self.src.len();
                     }
                 }
+                (b'\'', _) => self.pos += char_literal_len(&self.src[self.pos..]).unwrap_or(1),
                 // Comment text: on to the next byte that can open, close or quote.
                 _ => {
                     self.pos += 1;
                     self.pos += self.src[self.pos..]
                         .iter()
-                        .position(|&b| matches!(b, b'(' | b'*' | b'"'))
+                        .position(|&b| matches!(b, b'(' | b'*' | b'"' | b'\''))
                         .unwrap_or(self.src.len() - self.pos);
                 }
             }
@@ -1062,6 +1074,26 @@ fn hex_float(text: &str) -> Option<f64> {
     Some(v)
 }
 
+/// The length of the OCaml character literal at the start of `s` (`'"'`, `'\n'`,
+/// `'\065'`, `'\x41'`, `'\o101'`), if it is one. Inside a comment OCaml skips a
+/// character literal as a whole, so `(* the '"' character *)` is one comment; Sarek has no
+/// character literals anywhere else.
+fn char_literal_len(s: &[u8]) -> Option<usize> {
+    let at = |i: usize| s.get(i).copied();
+    let closes = |len: usize| (at(len - 1) == Some(b'\'')).then_some(len);
+    match at(1)? {
+        b'\\' => match at(2)? {
+            b'\\' | b'"' | b'\'' | b'n' | b't' | b'b' | b'r' | b' ' => closes(4),
+            b'x' if s.get(3..5)?.iter().all(u8::is_ascii_hexdigit) => closes(6),
+            b'o' if s.get(3..6)?.iter().all(|b| (b'0'..=b'7').contains(b)) => closes(7),
+            b'0'..=b'9' if s.get(3..5)?.iter().all(u8::is_ascii_digit) => closes(6),
+            _ => None,
+        },
+        b'\'' | b'\n' | b'\r' => None,
+        _ => closes(3),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1140,6 +1172,25 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn character_literals_in_comments_are_skipped_whole() {
+        // OCaml lexes a character literal inside a comment, so its quote opens no string.
+        for src in [
+            "(* '\"' *) x",
+            "(* '\\\"' and '\\n' *) x",
+            "(* '\\x22' '\\034' '\\o042' *) x",
+            "(* don't *) x",
+            "(* 'a' \"'\" *) x",
+        ] {
+            let (t, d) = lex(FileId(0), src);
+            assert!(d.is_empty(), "{src}: {:?}", d[0].message);
+            assert_eq!(t.len(), 2, "{src}");
+        }
+        // A quote that is not a character literal still opens a string, as in OCaml.
+        let (_, d) = lex(FileId(0), "(* don't \" *) x");
+        assert_eq!(d[0].message, "unterminated comment");
     }
 
     #[test]
