@@ -445,18 +445,29 @@ impl Checker {
             format!("`{}`", local.name)
         };
         let d = match &local.kind {
-            LocalKind::Param => Some(
-                Diagnostic::error(
+            LocalKind::Param => {
+                let d = Diagnostic::error(
                     span,
                     format!("cannot assign to {what}: `{}` is a parameter", local.name),
                 )
                 .with_label("assignment to a parameter")
-                .with_secondary(local.span, "parameter declared here")
-                .with_help(format!(
-                    "copy it into a mutable local first: `let mut {0} = {0} in`",
-                    local.name
-                )),
-            ),
+                .with_secondary(local.span, "parameter declared here");
+                // Even a `mutable` field: in OCaml the store would reach the caller's record,
+                // and a record parameter here is the helper's own copy.
+                let d = if field {
+                    d.with_note("records are passed by value: a store through a parameter would change the helper's copy, never the caller's record (as it would in OCaml)")
+                        .with_help(format!(
+                            "return the changed record, or copy it into a mutable local first: `let mut {0} = {0} in`",
+                            local.name
+                        ))
+                } else {
+                    d.with_help(format!(
+                        "copy it into a mutable local first: `let mut {0} = {0} in`",
+                        local.name
+                    ))
+                };
+                Some(d)
+            }
             LocalKind::LoopIndex => Some(
                 Diagnostic::error(
                     span,
