@@ -157,38 +157,49 @@ fn generate_prepared(
 
 /// Float divisions by a zero a shader writes as products with an infinity: `x / 0.0` is
 /// `x * inf` and `x / -0.0` is `x * -inf` for every `x` (IEEE 754: a signed infinity, NaN
-/// for a zero or NaN `x`). Mesa's lavapipe compiles a division by a constant zero as
-/// undefined (fast-math without infinities), so `o.(i) <- x.(i) /. 0.0` stored nothing on
-/// `vulkan` and `wgpu`; a product with an infinity it computes. The divisor is a literal or
-/// an immutable local bound to one (the writer reports its `let`s in order, [`Self::note_let`]).
+/// for a zero or NaN `x`). Mesa's lavapipe compiles a division of a run-time value by a
+/// constant zero as undefined (fast-math without infinities), so `o.(i) <- x.(i) /. 0.0`
+/// stored nothing on `vulkan` and `wgpu`; a product with an infinity it computes. The divisor
+/// is a literal or an immutable local bound to one (the writer reports its `let`s in order,
+/// [`Self::note_let`]). A constant dividend keeps the division, which the driver folds
+/// (into the product, lavapipe would fold `0.0 * inf` to 0 rather than NaN).
 #[derive(Default)]
 pub struct ZeroDivisors {
-    zero_lets: crate::hash::FxHashMap<VarId, Literal>,
+    literal_lets: crate::hash::FxHashMap<VarId, Literal>,
 }
 
 impl ZeroDivisors {
-    /// Records `let var = init` (`mutable`: assigned later, so never a known zero).
+    /// Records `let var = init` (`mutable`: assigned later, so never a known constant).
     pub fn note_let(&mut self, var: VarId, mutable: bool, init: Option<&Expr>) {
-        if let (false, Some(z)) = (mutable, init.and_then(|e| self.zero(e))) {
-            self.zero_lets.insert(var, z);
+        if let (false, Some(l)) = (mutable, init.and_then(|e| self.literal(e))) {
+            self.literal_lets.insert(var, l);
         }
     }
 
-    /// The infinity to multiply by instead of `op` with divisor `rhs`, if that is a float
-    /// division by a known zero.
-    pub fn infinity(&self, op: BinOp, rhs: &Expr) -> Option<Literal> {
-        match (op, self.zero(rhs)?) {
-            (BinOp::Div, Literal::F32(z)) => Some(Literal::F32(f32::INFINITY.copysign(z))),
-            (BinOp::Div, Literal::F64(z)) => Some(Literal::F64(f64::INFINITY.copysign(z))),
+    /// The infinity to multiply `lhs` by instead of `op` with divisor `rhs`, if that is a
+    /// float division of a run-time value by a known zero (`lhs_constant`: the writer knows
+    /// `lhs` is a constant expression).
+    pub fn infinity(
+        &self,
+        op: BinOp,
+        lhs: &Expr,
+        lhs_constant: bool,
+        rhs: &Expr,
+    ) -> Option<Literal> {
+        if op != BinOp::Div || lhs_constant || self.literal(lhs).is_some() {
+            return None;
+        }
+        match self.literal(rhs)? {
+            Literal::F32(z) if z == 0.0 => Some(Literal::F32(f32::INFINITY.copysign(z))),
+            Literal::F64(z) if z == 0.0 => Some(Literal::F64(f64::INFINITY.copysign(z))),
             _ => None,
         }
     }
 
-    fn zero(&self, e: &Expr) -> Option<Literal> {
+    fn literal(&self, e: &Expr) -> Option<Literal> {
         match &e.kind {
-            ExprKind::Lit(z @ Literal::F32(v)) if *v == 0.0 => Some(*z),
-            ExprKind::Lit(z @ Literal::F64(v)) if *v == 0.0 => Some(*z),
-            ExprKind::Var(v) => self.zero_lets.get(v).copied(),
+            ExprKind::Lit(l) => Some(*l),
+            ExprKind::Var(v) => self.literal_lets.get(v).copied(),
             _ => None,
         }
     }

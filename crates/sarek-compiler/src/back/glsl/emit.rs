@@ -997,7 +997,7 @@ impl<'k> Writer<'k> {
                 };
                 self.put_helper_call2(out, h, lhs, rhs);
             }
-            BinOp::Div if let Some(inf) = self.zero_divisors.infinity(op, rhs) => {
+            BinOp::Div if let Some(inf) = self.zero_divisors.infinity(op, lhs, false, rhs) => {
                 out.push('(');
                 self.put(out, lhs);
                 out.push_str(" * ");

@@ -1265,7 +1265,11 @@ impl<'a> Writer<'a> {
             BinOp::LShr => ("bitcast<i32>(bitcast<u32>(", ") >> (u32(", ") & 31u))"),
             // `x <> nan` is true (OCaml, C); lavapipe's WGSL `!=` is false with a NaN.
             BinOp::Ne if float => ("(!(", " == ", "))"),
-            BinOp::Div if let Some(inf) = self.zero_divisors.infinity(op, rhs) => {
+            BinOp::Div
+                if let Some(inf) =
+                    self.zero_divisors
+                        .infinity(op, lhs, self.is_const(lhs), rhs) =>
+            {
                 out.push('(');
                 self.operand(out, lhs, opaque);
                 out.push_str(" * ");
