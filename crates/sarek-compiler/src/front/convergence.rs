@@ -18,6 +18,10 @@
 //! `&&`/`||` whose left one is varying). A plain superstep's own body (not the helpers it
 //! calls) may not branch on a varying condition at all; `[@divergent]` lifts that.
 //!
+//! A local bound to a tuple or record has a variance per component (`let t = (thread_idx_x,
+//! 1) in let (a, b) = t in` leaves `b` uniform), followed through `let`s, destructuring and
+//! field reads; a value that leaves the local whole (an argument, a store) has the join.
+//!
 //! A call's analysis depends only on its [`CallKey`] (which arguments vary, which arrays the
 //! array parameters name, whether the caller diverges, the state of memory); a call whose key
 //! was analysed before reuses that result, so a chain of helpers that each call the previous
@@ -40,6 +44,8 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
     let mut a = Analyzer {
         program,
         vars: HashMap::default(),
+        parts: HashMap::default(),
+        varying_parts: 0,
         memory: HashMap::default(),
         alias: HashMap::default(),
         report: false,
@@ -52,6 +58,7 @@ pub fn check(program: &Program) -> Result<(), Vec<Diagnostic>> {
     };
     for k in &program.kernels {
         a.vars.clear();
+        a.parts.clear();
         a.memory.clear();
         a.alias.clear();
         a.calls.clear();
@@ -138,6 +145,11 @@ fn join(a: Variance, b: Variance) -> Variance {
     a.or(b)
 }
 
+/// The variance of a whole value from its components'.
+fn joined(parts: &[Variance]) -> Variance {
+    parts.iter().fold(None, |a, p| join(a, *p))
+}
+
 /// A thread-dependent condition some code runs under.
 #[derive(Clone, Debug)]
 struct Cond {
@@ -186,6 +198,10 @@ struct Analyzer<'p> {
     program: &'p Program,
     /// Varying variables of the current frame (kernel or helper call).
     vars: HashMap<VarId, Origin>,
+    /// The variance of each component of the frame's immutable locals bound to a tuple or
+    /// record, and how many components have become varying (the fixpoint watches it).
+    parts: HashMap<VarId, Vec<Variance>>,
+    varying_parts: usize,
     /// Arrays and vectors (by the kernel-level variable) whose contents vary.
     memory: HashMap<VarId, Origin>,
     /// Helper array parameters and vector aliases -> the array they name.
@@ -206,9 +222,9 @@ impl<'p> Analyzer<'p> {
     /// Analyse `body` until variance stops growing.
     fn fixpoint(&mut self, body: &Expr, ctx: &Ctx) -> Variance {
         loop {
-            let before = (self.vars.len(), self.memory.len());
+            let before = (self.vars.len(), self.varying_parts, self.memory.len());
             let r = self.expr(body, ctx);
-            if (self.vars.len(), self.memory.len()) == before {
+            if (self.vars.len(), self.varying_parts, self.memory.len()) == before {
                 return r;
             }
         }
@@ -261,6 +277,37 @@ impl<'p> Analyzer<'p> {
                 }
             }
             Pattern::Wildcard | Pattern::Lit(_) => {}
+        }
+    }
+
+    /// The variance of `e` and, when `e` is a tuple or record whose components are known
+    /// apart (a literal, or a local bound to one), that of each component.
+    fn expr_parts(&mut self, e: &Expr, ctx: &Ctx) -> (Variance, Option<Vec<Variance>>) {
+        match &e.kind {
+            ExprKind::Tuple(items) | ExprKind::Record { fields: items, .. } => {
+                let parts: Vec<Variance> = items.iter().map(|i| self.expr(i, ctx)).collect();
+                (joined(&parts), Some(parts))
+            }
+            ExprKind::Var(id) if self.parts.contains_key(id) && !self.vars.contains_key(id) => {
+                let parts = self.parts[id].clone();
+                (joined(&parts), Some(parts))
+            }
+            _ => (self.expr(e, ctx), None),
+        }
+    }
+
+    /// Binds `id` to components of `parts`' variances; a component stays varying once it
+    /// was (a loop's later iterations see the earlier ones).
+    fn bind_parts(&mut self, id: VarId, parts: Vec<Variance>) {
+        let old = self
+            .parts
+            .entry(id)
+            .or_insert_with(|| vec![None; parts.len()]);
+        for (o, p) in old.iter_mut().zip(parts) {
+            if o.is_none() && p.is_some() {
+                *o = p;
+                self.varying_parts += 1;
+            }
         }
     }
 
@@ -323,20 +370,31 @@ impl<'p> Analyzer<'p> {
     fn expr(&mut self, e: &Expr, ctx: &Ctx) -> Variance {
         match &e.kind {
             ExprKind::Unit | ExprKind::Lit(_) => None,
-            ExprKind::Var(id) => self.vars.get(id).cloned(),
+            ExprKind::Var(id) => {
+                let whole = self.parts.get(id).and_then(|ps| joined(ps));
+                join(self.vars.get(id).cloned(), whole)
+            }
             ExprKind::Let {
                 pattern,
                 value,
                 body,
             } => {
-                let v = self.expr(value, ctx);
+                let (v, parts) = self.expr_parts(value, ctx);
                 if let (Pattern::Bind(d), ExprKind::Var(src)) = (pattern, &value.kind)
                     && matches!(d.ty, Ty::Vector(_) | Ty::Array { .. })
                 {
                     let r = self.root(*src);
                     self.alias.insert(d.id, r);
                 }
-                self.bind_pattern(pattern, &v);
+                match (pattern, parts) {
+                    (Pattern::Tuple(ps), Some(parts)) if ps.len() == parts.len() => {
+                        for (p, v) in ps.iter().zip(&parts) {
+                            self.bind_pattern(p, v);
+                        }
+                    }
+                    (Pattern::Bind(d), Some(parts)) if !d.mutable => self.bind_parts(d.id, parts),
+                    _ => self.bind_pattern(pattern, &v),
+                }
                 self.expr(body, ctx)
             }
             ExprKind::Assign { var, value } => {
@@ -416,7 +474,14 @@ impl<'p> Analyzer<'p> {
                 self.write_memory(base, join(i, v), e.span, ctx);
                 None
             }
-            ExprKind::Field { base, .. } => self.expr(base, ctx),
+            ExprKind::Field { base, field, .. } => {
+                if let ExprKind::Var(id) = &base.kind
+                    && let Some(p) = self.parts.get(id).and_then(|ps| ps.get(*field as usize))
+                {
+                    return join(self.vars.get(id).cloned(), *p);
+                }
+                self.expr(base, ctx)
+            }
             ExprKind::FieldSet { base, value, .. } => {
                 let v = self.expr(value, ctx);
                 self.write_place(base, v, e.span, ctx);
@@ -664,6 +729,7 @@ impl<'p> Analyzer<'p> {
         let fid = f.id;
         self.call_stack.push(fid);
         let saved = std::mem::take(&mut self.vars);
+        let saved_parts = std::mem::take(&mut self.parts);
         for (p, (a, v)) in f.params.iter().zip(args.iter().zip(arg_vs)) {
             if let Some(o) = v {
                 self.vars.insert(p.id, *o);
@@ -680,6 +746,7 @@ impl<'p> Analyzer<'p> {
         };
         let r = self.fixpoint(&f.body, &callee_ctx);
         self.vars = saved;
+        self.parts = saved_parts;
         self.call_stack.pop();
         r.is_some()
     }

@@ -257,3 +257,66 @@ let%kernel k (out : int32 vector) (n : int32) =
         "`s` is written per thread here",
     );
 }
+
+#[test]
+fn tuple_and_record_components_have_their_own_variance() {
+    // FINDINGS N13: a uniform component of a local tuple or record may guard a barrier while
+    // another component holds a thread index.
+    accepts(
+        "components",
+        "type span = { lo : int32; hi : int32 }
+         let%kernel k (o : int32 vector) (n : int32) =
+           let t = (thread_idx_x, n) in
+           let (a, b) = t in
+           let r = { lo = thread_idx_x; hi = n } in
+           let u = r in
+           if b > 0 then block_barrier ();
+           if snd t > 0 then block_barrier ();
+           for i = 0 to u.hi do block_barrier () done;
+           let (c, d) = (thread_idx_x, 3) in
+           if d > 0 then block_barrier ();
+           o.(a) <- r.lo + c",
+    );
+    // The varying component, the whole value, a component that becomes varying in a later
+    // iteration of a loop, and a record whose `mutable` field a thread stores: refused.
+    let not_reached = "is not reached by every thread";
+    refuses(
+        "varying_component",
+        "let%kernel k (o : int32 vector) (n : int32) =
+           let (a, b) = (thread_idx_x, n) in
+           if a > 0 then block_barrier ();
+           o.(0) <- b",
+        not_reached,
+    );
+    refuses(
+        "whole_tuple",
+        "let pick (p : int32 * int32) : int32 = snd p
+         let%kernel k (o : int32 vector) (n : int32) =
+           let t = (n, thread_idx_x) in
+           if pick t > 0 then block_barrier ();
+           o.(0) <- n",
+        not_reached,
+    );
+    refuses(
+        "grows_in_loop",
+        "let%kernel k (o : int32 vector) (n : int32) =
+           let mut x = 0 in
+           for i = 0 to n do
+             let t = (n, x) in
+             if snd t > 0 then block_barrier ();
+             x := thread_idx_x
+           done;
+           o.(0) <- x",
+        not_reached,
+    );
+    refuses(
+        "mutable_field",
+        "type cell = { mutable v : int32; w : int32 }
+         let%kernel k (o : int32 vector) (n : int32) =
+           let c = { v = n; w = n } in
+           c.v <- thread_idx_x;
+           if c.v > 0 then block_barrier ();
+           o.(0) <- c.w",
+        not_reached,
+    );
+}
