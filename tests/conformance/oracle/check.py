@@ -1230,6 +1230,149 @@ def upstream_helper_scoping(b):
     check(f"upstream_helper_scoping static_const_kernel[{b}].out", o["out"][0], F32(2.5))
 
 
+
+@case
+def zero_divisors(b):
+    # IEEE 754: x / +0 is +inf for x > 0, -inf for x < 0, NaN for x = 0 or NaN; x / -0 the
+    # opposite infinities. The integer conversion saturates (docs/backends.md).
+    n = 64
+    x = rng.uniform(-4, 4, n).astype(F32)
+    x[:4] = [0.0, -0.0, np.nan, np.inf]
+    o, err = run("r09_zero_divisors.sarek", "zero_divisors", b, n, (), {"x": x})
+    if err: return failures.append(f"zero_divisors[{b}]: {err}")
+    pos = np.where(np.isnan(x) | (x == 0), np.nan, np.where(x > 0, np.inf, -np.inf)).astype(F32)
+    for name, want in [("a", pos), ("b", -pos), ("c", pos), ("e", np.full(n, np.nan, F32))]:
+        got = o[name]
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        if not same.all():
+            k = int(np.argmin(same))
+            failures.append(f"zero_divisors[{b}].{name}: {(~same).sum()} differ, first at {k}: got {got[k]!r} want {want[k]!r}")
+    sat = np.where(np.isnan(pos), 0, np.where(pos > 0, 2**31 - 1, -2**31)).astype(np.int32)
+    check(f"zero_divisors[{b}].d", o["d"], sat)
+
+
+@case
+def zero_divisors64(b):
+    n = 64
+    x = rng.uniform(-4, 4, n)
+    x[:3] = [0.0, -0.0, np.nan]
+    o, err = run("r09_zero_divisors.sarek", "zero_divisors64", b, n, (), {"x": x})
+    if err: return failures.append(f"zero_divisors64[{b}]: {err}")
+    pos = np.where(np.isnan(x) | (x == 0), np.nan, np.where(x > 0, np.inf, -np.inf))
+    for name, want in [("a", pos), ("b", -pos)]:
+        got = o[name]
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        if not same.all():
+            k = int(np.argmin(same))
+            failures.append(f"zero_divisors64[{b}].{name}: {(~same).sum()} differ, first at {k}: got {got[k]!r} want {want[k]!r}")
+    sat = np.where(np.isnan(pos), 0, np.where(pos > 0, 2**63 - 1, -2**63)).astype(np.int64)
+    check(f"zero_divisors64[{b}].d", o["d"], sat)
+
+
+@case
+def component_variance(b):
+    # Each thread adds, for k = 1..n, the value k * ((tid + 1) mod 64) its neighbour stored.
+    n, k = 128, 3
+    o, err = run("r10_component_variance.sarek", "component_variance", b, n, [f"n={k}"], extra=["--block", "64"])
+    if err: return failures.append(f"component_variance[{b}]: {err}")
+    tid = np.arange(n) % 64
+    check(f"component_variance[{b}].o", o["o"], (((tid + 1) % 64) * (k * (k + 1) // 2)).astype(np.int32))
+
+
+def same_bits(tag, got, want, skip=()):
+    """Equal floats with the sign of zero, NaN equal to NaN; `skip`: slots not compared."""
+    got = np.asarray(got)[:len(want)]; want = np.asarray(want, got.dtype)
+    for k in range(len(want)):
+        if k in skip: continue
+        g, w = got[k], want[k]
+        if not ((np.isnan(g) and np.isnan(w)) or (g == w and np.signbit(g) == np.signbit(w))):
+            failures.append(f"{tag}[{k}]: got {g!r} want {w!r}")
+
+
+I32MAX, I32MIN, I64MAX, I64MIN = 2**31 - 1, -2**31, 2**63 - 1, -2**63
+INF, NAN = np.inf, np.nan
+# r11_runtime_edges, slot by slot (LANGUAGE.md, docs/backends.md "Operations with one meaning
+# everywhere", IEEE 754 and two's complement):
+RT_I32 = [
+    0, I32MAX, I32MIN,      # int32 of NaN, +inf, -inf: NaN -> 0, saturating
+    I32MAX, I32MIN, 0,      # 3e9, -3e9 saturate; -0.99 truncates toward zero
+    I32MIN, 0,              # min_int / -1 wraps, min_int mod -1 = 0
+    I32MIN, I32MIN,         # abs and negation of min_int wrap
+    1, I32MIN, 1, -4,       # 1 lsl 32 = 1 lsl 0; 1 lsl 31; -1 lsr 31 = 1; -8 asr 33 = -8 asr 1
+    I32MIN,                 # 1 lsl -1 = 1 lsl 31 (count land 31)
+    32 + 0 * 100 + 32 * 10000,   # clz 0 = 32, clz -1 = 0, popcount -1 = 32
+    I32MAX,                 # 2147483647.0 is 2^31 as a float32: saturates
+    I32MAX,                 # 2147483647.0d is exact: fits
+    2147483520,             # the largest float32 below 2^31
+    I32MIN, I32MAX,         # -2147483648.9d, 2147483647.9d truncate into range
+    16777216,               # float32 16777217 rounds to even: 2^24
+    0, I32MAX,              # int32 of a float64 NaN, of 1e300
+    31 + 16 * 100,          # clz 1 = 31, popcount 0x55555555 = 16
+    I32MIN, 1, I32MIN,      # max_int + 1 wraps; (-1) * (-1); min min_int max_int + max 0 (-1)
+    5,                      # int32 (0x1_0000_0005L) keeps the low 32 bits
+    -3 * 10 - 1,            # -7 / 2 = -3 (truncating), -7 mod 2 = -1 (sign of the dividend)
+]
+RT_I64 = [0, I64MAX, I64MIN, I64MIN, 0, 1, I64MIN, 1, I64MAX, I64MIN, I64MIN,
+          64 + 64 * 1000,   # clz 0L = 64, popcount -1L = 64
+          -4,               # -8L asr 65 = -8L asr 1
+          0, 2**62]         # int64 of a NaN; (-2^31)^2
+RT_F32 = [
+    0.0, 8388609.0, -0.0, 3.0, -3.0,   # round: 0.49999997 -> 0, 2^23 + 1 exact, -0.49999997 -> -0, halves away from 0
+    -2.0**-46,              # fma (1 + 2^-23) (1 - 2^-23) (-1) = -2^-46 exactly (one rounding)
+    2.0**62 + 2.0**39,      # 2^62 + 2^38 + 1 rounds up once (through float64 it would tie to 2^62)
+    1.0, 1.0, 1.0, 1.0,     # fmin/fmax/min/max ignore the NaN operand
+    -INF, -INF, -INF,       # 1 / round (-0.4), 1 / trunc (-0.5), 1 / ceil (-0.5): results are -0
+    -INF, INF, -1.0,        # sqrt (-0) = -0; abs_float (-0) = +0; copysign 1 (-0) = -1
+    1.5, -1.5,              # fmod: the sign of the dividend
+    1.0 + 2.0**-23,         # float32 (1 + 2^-24 + 1e-15): above the tie, rounds up
+    2.0**31,                # float32 max_int
+    INF, INF, -INF, -INF,   # 1 / abs (-0); rsqrt 0; log 0; 1 / floor (-0)
+    16777216.0, 2.0**63,    # float32 16777217; float32 max_int64
+    3.5,                    # fabs (-3.5)
+    None,                   # hypot 1e30 1e30 (compared with a tolerance below)
+    -INF,                   # 1 / (0 * -1)
+]
+RT_F64 = [0.0, 4503599627370497.0,   # round 0.49999999999999994 = 0, 2^52 + 1 exact
+          -2.0**-104,              # fma (1 + 2^-52) (1 - 2^-52) (-1)
+          2.0**62 + 2.0**10,       # 2^62 + 2^9 + 1 rounds up
+          1.0, 1.0, -INF,          # fmin, max with a NaN; 1 / round (-0.4)
+          float(F32(3.4028235e38)), 2.0**-149]   # float32 max and its smallest subnormal, widened exactly
+RT_BOOL = [False, True, False, False, True,   # NaN: =, <>, <, >=, not >
+           True, True, False,                 # -0 = 0; NaN != NaN (float64); NaN <= NaN
+           False]                             # true < false
+# `fma` on vulkan and wgpu (lavapipe) rounds the product first: FINDINGS F37 (open).
+FMA_UNFUSED = {"vulkan", "wgpu"}
+
+
+def runtime_edges_check(b, o, tag, wide):
+    i32 = [k for k in range(len(RT_I32)) if wide or k not in (17, 19, 20, 22, 23, 28)]
+    check(f"{tag}.oi", o["oi"][i32], np.array([RT_I32[k] for k in i32], np.int32))
+    f32 = RT_F32[:]
+    f32[28] = float(F32(np.sqrt(2.0) * float(F32(1e30))))
+    skip = {28} | ({5} if b in FMA_UNFUSED else set()) | (set() if wide else {6, 19, 26})
+    same_bits(f"{tag}.of_", o["of_"].astype(F32), np.array(f32, F32), skip)
+    check(f"{tag}.of_[28] hypot", o["of_"][28:29], np.array(f32[28:29], F32), rtol=2e-7)
+    bools = [k for k in range(len(RT_BOOL)) if wide or k != 6]
+    check(f"{tag}.ob", o["ob"][bools], np.array([RT_BOOL[k] for k in bools]))
+    if wide:
+        check(f"{tag}.ol", o["ol"][:len(RT_I64)], np.array(RT_I64, np.int64))
+        same_bits(f"{tag}.od", o["od"], np.array(RT_F64), {2} if b in FMA_UNFUSED else ())
+
+
+@case
+def runtime_edges(b):
+    o, err = run("r11_runtime_edges.sarek", "runtime_edges", b, 32,
+                 ["o1=1", "l1=1", "f1=1.0", "d1=1.0", "f0=0.0", "d0=0.0"])
+    if err: return failures.append(f"runtime_edges[{b}]: {err}")
+    runtime_edges_check(b, o, f"runtime_edges[{b}]", True)
+
+
+@case
+def runtime_edges32(b):
+    o, err = run("r11_runtime_edges.sarek", "runtime_edges32", b, 32, ["o1=1", "f1=1.0", "f0=0.0"])
+    if err: return failures.append(f"runtime_edges32[{b}]: {err}")
+    runtime_edges_check(b, o, f"runtime_edges32[{b}]", False)
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]
