@@ -18,9 +18,10 @@
 //! `&&`/`||` whose left one is varying). A plain superstep's own body (not the helpers it
 //! calls) may not branch on a varying condition at all; `[@divergent]` lifts that.
 //!
-//! A local bound to a tuple or record has a variance per component (`let t = (thread_idx_x,
-//! 1) in let (a, b) = t in` leaves `b` uniform), followed through `let`s, destructuring and
-//! field reads; a value that leaves the local whole (an argument, a store) has the join.
+//! A local bound to a tuple or record has a variance per component (with
+//! `let t = (thread_idx_x, n) in let (a, b) = t in`, `b` is uniform), followed through
+//! `let`s, destructuring and field reads; a value that leaves the local whole (an argument,
+//! a store) has the join.
 //!
 //! A call's analysis depends only on its [`CallKey`] (which arguments vary, which arrays the
 //! array parameters name, whether the caller diverges, the state of memory); a call whose key
