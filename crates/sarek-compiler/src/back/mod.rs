@@ -54,6 +54,14 @@ impl<'k> Prepared<'k> {
             .get_or_init(|| crate::passes::constfold::fold_constants(&self.kernel))
     }
 
+    /// [`Self::folded`], moved out (folded now if no target asked for it yet): for the last
+    /// target to use it, which rewrites it (PTX's optimiser).
+    pub fn take_folded(&mut self) -> Kernel {
+        self.folded
+            .take()
+            .unwrap_or_else(|| crate::passes::constfold::fold_constants(&self.kernel))
+    }
+
     /// [`Scoping::of`] the kernel with module-scope parameters (the shaders').
     pub fn module_scoping(&self) -> &Scoping {
         self.module_scoping
@@ -111,7 +119,8 @@ pub fn generate_many(
     let mut prepared = None;
     targets
         .iter()
-        .map(|&target| {
+        .enumerate()
+        .map(|(i, &target)| {
             if target == Target::Ir {
                 return generate_prepared(kernel, None, target, options);
             }
@@ -119,6 +128,15 @@ pub fn generate_many(
                 return Err(vec![d]);
             }
             let p = prepared.get_or_insert_with(|| Prepared::new(kernel, options));
+            // PTX optimises the folded kernel in place when no later target reads it.
+            let folded_later = || {
+                targets[i + 1..]
+                    .iter()
+                    .any(|t| matches!(t, Target::Glsl | Target::Ptx))
+            };
+            if target == Target::Ptx && !folded_later() {
+                return ptx::generate_taking_folded(p, options);
+            }
             generate_prepared(kernel, Some(p), target, options)
         })
         .collect()

@@ -176,12 +176,19 @@ fn renames_with(kernel: &Kernel, scoping: &Scoping, mut namer: Namer<'_>) -> Ren
             continue;
         }
         let originals = originals.get_or_insert_with(|| {
-            kernel
-                .vars
-                .iter()
-                .map(|v| v.name.as_str())
-                .chain(kernel.functions.iter().map(|f| f.name.as_str()))
-                .collect()
+            // Sized once: growing the set rehashes it several times on every target.
+            let mut names = HashSet::with_capacity_and_hasher(
+                kernel.vars.len() + kernel.functions.len(),
+                Default::default(),
+            );
+            names.extend(
+                kernel
+                    .vars
+                    .iter()
+                    .map(|v| v.name.as_str())
+                    .chain(kernel.functions.iter().map(|f| f.name.as_str())),
+            );
+            names
         });
         let new = namer.fresh_avoiding(name, originals.len(), |c| originals.contains(c));
         match d.binder {
@@ -229,13 +236,16 @@ impl Scoping {
     /// The scoping decision for `kernel` on a target declaring its parameters as `params`
     /// says. A kernel with a [`StmtKind::Native`] statement renames nothing.
     pub fn of(kernel: &Kernel, params: Params) -> Scoping {
+        // Every binder is declared once: sized up front, the tables never grow (growing the
+        // map of visible names rehashed it several times per kernel).
+        let binders = kernel.vars.len() + kernel.functions.len();
         let mut s = Scoper {
             k: kernel,
             params,
-            decls: Vec::new(),
-            declared: Vec::new(),
+            decls: Vec::with_capacity(binders),
+            declared: Vec::with_capacity(binders),
             scope_starts: Vec::new(),
-            visible: HashMap::default(),
+            visible: HashMap::with_capacity_and_hasher(binders, Default::default()),
         };
         if !(has_native(&kernel.body) || kernel.functions.iter().any(|f| has_native(&f.body))) {
             s.kernel();

@@ -37,7 +37,7 @@ pub use writer::PTX_LAYOUT;
 /// Generate a PTX module with one `.entry` for `kernel`, after the IR optimisation stage
 /// ([`crate::passes::opt`]: ptxas does not strength-reduce or propagate for us).
 pub fn generate(kernel: &Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
-    generate_prepared(&super::Prepared::new(kernel, options), options)
+    generate_taking_folded(&mut super::Prepared::new(kernel, options), options)
 }
 
 /// [`generate`] from the target-independent preparation several targets share.
@@ -46,6 +46,20 @@ pub fn generate_prepared(
     options: &TargetOptions,
 ) -> Result<Generated, Vec<Diagnostic>> {
     crate::ir::analysis::accept(&prepared.needs, &super::support::ptx())?;
-    let kernel = crate::passes::opt::optimize_folded(prepared.folded().clone());
+    write_optimized(prepared.folded().clone(), options)
+}
+
+/// [`generate_prepared`] by the last target to use `prepared`'s folded kernel: the optimiser
+/// rewrites it in place instead of a copy.
+pub fn generate_taking_folded(
+    prepared: &mut super::Prepared<'_>,
+    options: &TargetOptions,
+) -> Result<Generated, Vec<Diagnostic>> {
+    crate::ir::analysis::accept(&prepared.needs, &super::support::ptx())?;
+    write_optimized(prepared.take_folded(), options)
+}
+
+fn write_optimized(folded: Kernel, options: &TargetOptions) -> Result<Generated, Vec<Diagnostic>> {
+    let kernel = crate::passes::opt::optimize_folded(folded);
     writer::Writer::new(&kernel, options).finish()
 }

@@ -24,8 +24,8 @@
 use std::collections::HashSet;
 
 use super::walk::{
-    assigns_any, is_computation, is_pure_value, place_mut, replace_in, same_expr, stmt_exprs_mut,
-    vars_read,
+    assigns_any, insert_before_each, is_computation, is_pure_value, place_mut, replace_in,
+    same_expr, stmt_exprs_mut, vars_read,
 };
 use crate::diag::Span;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, VarId, VarInfo};
@@ -43,17 +43,16 @@ pub fn reuse_loop_conditions(kernel: &mut Kernel) -> bool {
 
 fn rewrite_block(block: &mut Block, vars: &mut Vec<VarInfo>) -> bool {
     let mut changed = false;
-    let mut out = Vec::with_capacity(block.len());
-    for mut s in std::mem::take(block) {
-        changed |= rewrite_nested(&mut s, vars);
-        if let StmtKind::While { cond, body, .. } = &mut s.kind {
-            let lets = carry_condition(cond, body, vars, s.span);
-            changed |= !lets.is_empty();
-            out.extend(lets);
-        }
-        out.push(s);
-    }
-    *block = out;
+    insert_before_each(block, |s| {
+        changed |= rewrite_nested(s, vars);
+        let span = s.span;
+        let StmtKind::While { cond, body, .. } = &mut s.kind else {
+            return Vec::new();
+        };
+        let lets = carry_condition(cond, body, vars, span);
+        changed |= !lets.is_empty();
+        lets
+    });
     changed
 }
 

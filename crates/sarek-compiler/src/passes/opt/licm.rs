@@ -19,7 +19,9 @@
 
 use std::collections::HashSet;
 
-use super::walk::{changed_in, is_computation, is_pure_value, same_expr, vars_read};
+use super::walk::{
+    changed_in, insert_before_each, is_computation, is_pure_value, same_expr, vars_read,
+};
 use crate::diag::Span;
 use crate::ir::{Block, Expr, ExprKind, Kernel, LValue, Stmt, StmtKind, Ty, VarId, VarInfo};
 use crate::types::{BinOp, Literal, Scalar};
@@ -36,27 +38,25 @@ pub fn hoist_invariants(kernel: &mut Kernel) -> bool {
 
 fn rewrite_block(block: &mut Block, vars: &mut Vec<VarInfo>) -> bool {
     let mut changed = false;
-    let mut out = Vec::with_capacity(block.len());
-    for mut s in std::mem::take(block) {
-        changed |= rewrite_nested(&mut s, vars);
+    insert_before_each(block, |s| {
+        changed |= rewrite_nested(s, vars);
+        let span = s.span;
         let hoisted = match &mut s.kind {
             StmtKind::For { var, body, .. } => {
                 let mut variant = HashSet::from([*var]);
                 changed_in(body, &mut variant);
-                hoist(None, body, &mut variant, vars, s.span)
+                hoist(None, body, &mut variant, vars, span)
             }
             StmtKind::While { cond, body, .. } => {
                 let mut variant = HashSet::new();
                 changed_in(body, &mut variant);
-                hoist(Some(cond), body, &mut variant, vars, s.span)
+                hoist(Some(cond), body, &mut variant, vars, span)
             }
             _ => Vec::new(),
         };
         changed |= !hoisted.is_empty();
-        out.extend(hoisted);
-        out.push(s);
-    }
-    *block = out;
+        hoisted
+    });
     changed
 }
 

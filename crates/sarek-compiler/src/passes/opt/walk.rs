@@ -14,6 +14,21 @@ pub fn bodies(kernel: &Kernel) -> impl Iterator<Item = &Block> {
     std::iter::once(&kernel.body).chain(kernel.functions.iter().map(|f| &f.body))
 }
 
+/// Call `f` on each statement of `block` in order and place the statements it returns right
+/// before that statement (the loop motions' hoisted `let`s). In place: a block is not
+/// rebuilt, every statement moved, where nothing is inserted (most blocks).
+pub fn insert_before_each(block: &mut Block, mut f: impl FnMut(&mut Stmt) -> Vec<Stmt>) {
+    let mut i = 0;
+    while i < block.len() {
+        let before = f(&mut block[i]);
+        let inserted = before.len();
+        if inserted > 0 {
+            block.splice(i..i, before);
+        }
+        i += inserted + 1;
+    }
+}
+
 /// Every variable some assignment targets (the root variable of each assigned place).
 pub fn assigned_vars(kernel: &Kernel) -> HashSet<VarId> {
     let mut out = HashSet::new();
