@@ -14,11 +14,10 @@ use std::ops::Range;
 pub const MAX_SHOWN_LINE: usize = 160;
 /// Bytes shown before the first labelled position of a cut line.
 const LEAD: usize = 40;
-/// A multi-line label shows its first lines and its last ones (`codespan`'s default context
-/// is 3 lines after the start and 1 before the end; one more each way covers the single
-/// line it prints instead of a `·` between two shown lines).
-const AFTER_START: usize = 4;
-const BEFORE_END: usize = 2;
+/// A multi-line label shows its first lines and its last ones (`codespan`'s default context:
+/// 3 lines after the start, 1 before the end).
+const AFTER_START: usize = 3;
+const BEFORE_END: usize = 1;
 
 const CUT: &str = "…";
 
@@ -87,8 +86,14 @@ impl<'a> Excerpt<'a> {
                 for l in (first + 1).max(last.saturating_sub(BEFORE_END))..last {
                     want(l, None);
                 }
-                if last + 1 < starts.len() {
-                    want(last + 1, None);
+            }
+        }
+        // Between two shown lines, `codespan` prints a single line it skips instead of `·`.
+        let labelled: Vec<usize> = wanted.iter().map(|(l, _)| *l).collect();
+        for l in labelled {
+            for near in [l.wrapping_sub(1), l + 1] {
+                if near < starts.len() && !wanted.iter().any(|(w, _)| *w == near) {
+                    wanted.push((near, Vec::new()));
                 }
             }
         }
