@@ -266,6 +266,19 @@ fn to_codespan(
         .with_notes(notes)
 }
 
+/// Messages listing names (a file's kernels) show at most this many, then count the rest:
+/// a file of 20,000 kernels gave a 200 KB "choose one with --kernel" message.
+pub const MAX_LISTED_NAMES: usize = 12;
+
+/// `a, b, c`, or the first [`MAX_LISTED_NAMES`] and `and N more`.
+pub fn name_list(names: &[&str]) -> String {
+    let shown = names[..names.len().min(MAX_LISTED_NAMES)].join(", ");
+    match names.len().saturating_sub(MAX_LISTED_NAMES) {
+        0 => shown,
+        rest => format!("{shown} and {rest} more"),
+    }
+}
+
 /// Names longer than this get no "did you mean" help: the edit distance costs the product of
 /// the two lengths, and a megabyte-long unbound name took minutes against the built-ins.
 pub const MAX_SUGGESTED_NAME: usize = 256;

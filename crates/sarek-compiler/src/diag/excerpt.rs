@@ -62,11 +62,17 @@ impl<'a> Excerpt<'a> {
     ) -> Excerpt<'a> {
         let (name, original) = &sources.files[file];
         let line_of = |byte: usize| starts.partition_point(|&s| s <= byte) - 1;
+        // Where line `i`'s text ends, before its `\n` or `\r\n`.
         let line_end = |i: usize| {
-            starts
+            let end = starts
                 .get(i + 1)
                 .map_or(original.len(), |&next| next - 1)
-                .max(starts[i])
+                .max(starts[i]);
+            if end > starts[i] && original.as_bytes()[end - 1] == b'\r' {
+                end - 1
+            } else {
+                end
+            }
         };
         // Each shown line with the labelled positions on it.
         let mut wanted: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -120,7 +126,16 @@ impl<'a> Excerpt<'a> {
             } else {
                 0
             };
-            text.push_str(&original[window.clone()]);
+            // Control characters would reach the terminal as they are (an escape sequence in a
+            // source could rewrite the screen): each is shown as one `?` per byte, so offsets
+            // and columns stay.
+            for c in original[window.clone()].chars() {
+                if c.is_control() && c != '\t' {
+                    text.extend(std::iter::repeat_n('?', c.len_utf8()));
+                } else {
+                    text.push(c);
+                }
+            }
             if window.end < end {
                 text.push_str(CUT);
             }
