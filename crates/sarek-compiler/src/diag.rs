@@ -4,8 +4,11 @@
 //! rendering (rustc style, through `codespan-reporting`) happens once, at the edge (CLI,
 //! proc-macro, tests). Passes never print.
 
+mod excerpt;
+
+pub use excerpt::{MAX_MESSAGE_CHARS, MAX_SHOWN_LINE};
+
 use codespan_reporting::diagnostic as cr;
-use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term;
 
 /// Index of a file in a [`SourceMap`].
@@ -184,16 +187,26 @@ impl std::fmt::Display for Diagnostic {
     }
 }
 
-/// Render several diagnostics into one string.
+/// Render several diagnostics into one string. Each shows only the lines its labels touch,
+/// a long one as a window around them ([`excerpt`]), and long texts elided in the middle.
 pub fn render_all(diags: &[Diagnostic], sources: &SourceMap, color: bool) -> String {
-    let mut files = SimpleFiles::new();
-    for (name, text) in &sources.files {
-        files.add(name.clone(), text.clone());
-    }
     let config = term::Config::default();
+    // Each file's line starts, found once for all the diagnostics.
+    let mut starts: Vec<Option<Vec<usize>>> = vec![None; sources.files.len()];
     let mut out: Vec<u8> = Vec::new();
     for d in diags {
-        let cd = to_codespan(d, sources);
+        let mut files = Vec::new();
+        for file in 0..sources.files.len() {
+            let ranges = excerpt::label_ranges(d, sources, file);
+            if ranges.is_empty() {
+                continue;
+            }
+            let starts =
+                starts[file].get_or_insert_with(|| excerpt::line_starts(&sources.files[file].1));
+            files.push((file, excerpt::Excerpt::new(sources, file, starts, &ranges)));
+        }
+        let files = excerpt::Excerpts(files);
+        let cd = to_codespan(d, sources, &files);
         if color {
             let mut w = term::termcolor::Ansi::new(&mut out);
             let _ = term::emit_to_write_style(&mut w, &config, &files, &cd);
@@ -205,38 +218,65 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap, color: bool) -> Str
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn to_codespan(d: &Diagnostic, sources: &SourceMap) -> cr::Diagnostic<usize> {
+fn to_codespan(
+    d: &Diagnostic,
+    sources: &SourceMap,
+    files: &excerpt::Excerpts<'_>,
+) -> cr::Diagnostic<usize> {
     let valid = |s: &Span| !s.is_dummy() && (s.file.0 as usize) < sources.files.len();
+    let shown = |s: &Span| {
+        let file = s.file.0 as usize;
+        let e = files.0.iter().find(|(f, _)| *f == file).map(|(_, e)| e);
+        let len = sources.files[file].1.len();
+        let start = (s.start as usize).min(len);
+        let end = (s.end as usize).clamp(start, len);
+        e.map_or(0..0, |e| e.map(start)..e.map(end))
+    };
     let mut labels = Vec::new();
     if valid(&d.span) {
         labels.push(
-            cr::Label::primary(
-                d.span.file.0 as usize,
-                d.span.start as usize..d.span.end as usize,
-            )
-            .with_message(d.label.clone()),
+            cr::Label::primary(d.span.file.0 as usize, shown(&d.span))
+                .with_message(excerpt::elide(&d.label)),
         );
     }
     for l in &d.secondary {
         if valid(&l.span) {
             labels.push(
-                cr::Label::secondary(
-                    l.span.file.0 as usize,
-                    l.span.start as usize..l.span.end as usize,
-                )
-                .with_message(l.message.clone()),
+                cr::Label::secondary(l.span.file.0 as usize, shown(&l.span))
+                    .with_message(excerpt::elide(&l.message)),
             );
         }
     }
-    let mut notes: Vec<String> = d.notes.iter().map(|n| format!("note: {n}")).collect();
-    notes.extend(d.help.iter().map(|h| format!("help: {h}")));
+    let mut notes: Vec<String> = d
+        .notes
+        .iter()
+        .map(|n| format!("note: {}", excerpt::elide(n)))
+        .collect();
+    notes.extend(
+        d.help
+            .iter()
+            .map(|h| format!("help: {}", excerpt::elide(h))),
+    );
     let base = match d.severity {
         Severity::Error => cr::Diagnostic::error(),
         Severity::Warning => cr::Diagnostic::warning(),
     };
-    base.with_message(d.message.clone())
+    base.with_message(excerpt::elide(&d.message))
         .with_labels(labels)
         .with_notes(notes)
+}
+
+/// Messages listing names (a file's kernels) show at most this many, then count the rest:
+/// a file of 20,000 kernels gave a 200 KB "choose one with --kernel" message.
+pub const MAX_LISTED_NAMES: usize = 12;
+
+/// `a, b, c`, or the first [`MAX_LISTED_NAMES`] and `and N more`.
+pub fn name_list(names: &[&str]) -> String {
+    let shown = names[..names.len().min(MAX_LISTED_NAMES)].join(", ");
+    match names.len().saturating_sub(MAX_LISTED_NAMES) {
+        0 => shown,
+        rest => format!("{shown} and {rest} more"),
+    }
 }
 
 /// Names longer than this get no "did you mean" help: the edit distance costs the product of
@@ -297,6 +337,75 @@ mod tests {
         assert_eq!(edit_distance("clmap", "clamp"), 1);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(closest("clmap", ["clamp", "clz"]), Some("clamp"));
+    }
+
+    /// A file of one long line with `needle` at `at`, and the diagnostic rendered at it.
+    fn render_on_long_line(at: usize, needle: &str) -> (String, usize) {
+        let mut line = "x".repeat(100_000);
+        line.replace_range(at..at + needle.len(), needle);
+        let mut sources = SourceMap::new();
+        let file = sources.add("long.sarek", format!("first\n{line}\nlast\n"));
+        let start = 6 + at;
+        let d = Diagnostic::error(Span::new(file, start, start + needle.len()), "bad")
+            .with_label("here");
+        (d.render(&sources, false), at + 1)
+    }
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_label() {
+        for at in [0, 30, 50_000, 100_000 - 5] {
+            let (shown, col) = render_on_long_line(at, "OOPS!");
+            // 100,000 characters rendered whole before; now the window and the frame.
+            assert!(shown.len() < 1_000, "{} bytes:\n{shown}", shown.len());
+            assert!(shown.contains(&format!("long.sarek:2:{col}")), "{shown}");
+            let source = shown.lines().find(|l| l.contains("OOPS!")).unwrap();
+            let carets = shown.lines().find(|l| l.contains("^^^^^")).unwrap();
+            // The carets sit under the label, counted in characters (`…` is one).
+            let column = |l: &str, pat: &str| l[..l.find(pat).unwrap()].chars().count();
+            assert_eq!(column(source, "OOPS!"), column(carets, "^^^^^"), "{shown}");
+            assert_eq!(source.starts_with("2 │ …"), at > 40, "{shown}");
+            assert!(source.ends_with('…') == (at < 100_000 - 5), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_label_over_many_long_lines_shows_its_ends_cut() {
+        let long = "y".repeat(50_000);
+        let text: String = (0..1_000).map(|_| format!("{long}\n")).collect();
+        let mut sources = SourceMap::new();
+        let file = sources.add("many.sarek", text.as_str());
+        let span = Span::new(file, 10, text.len() - 10);
+        let inner = Span::new(file, 50_001 * 500 + 7, 50_001 * 500 + 9);
+        let d = Diagnostic::error(span, "all of it")
+            .with_label("the whole file")
+            .with_secondary(inner, "and a middle line");
+        let shown = d.render(&sources, false);
+        assert!(shown.len() < 4_000, "{} bytes:\n{shown}", shown.len());
+        for line in ["1 ", "501 ", "1000 "] {
+            assert!(
+                shown.lines().any(|l| l.trim_start().starts_with(line)),
+                "{shown}"
+            );
+        }
+        assert!(shown.contains("many.sarek:1:11"), "{shown}");
+    }
+
+    #[test]
+    fn short_lines_render_as_before_and_long_texts_are_elided() {
+        let mut sources = SourceMap::new();
+        let file = sources.add("s.sarek", "let x = 1\nlet y = z\n");
+        let name = "n".repeat(100_000);
+        let d = Diagnostic::error(Span::new(file, 18, 19), format!("unbound `{name}`"))
+            .with_label("not found")
+            .with_note(name.clone());
+        let shown = d.render(&sources, false);
+        assert!(shown.len() < 2 * MAX_MESSAGE_CHARS + 400, "{shown}");
+        assert!(
+            shown.contains("2 │ let y = z\n  │         ^ not found"),
+            "{shown}"
+        );
+        assert!(shown.contains("s.sarek:2:9"), "{shown}");
+        assert!(shown.contains("n…n"), "{shown}");
     }
 
     #[test]

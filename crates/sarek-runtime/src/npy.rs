@@ -505,10 +505,16 @@ mod pylit {
                 Some(b'{') => {
                     self.i += 1;
                     let mut items = Vec::new();
+                    let mut keys = std::collections::HashSet::new();
                     while !self.eat(b'}') {
                         let Value::Str(k) = self.value()? else {
                             return Err("dict key is not a string".into());
                         };
+                        // Python keeps the last of a repeated key and this reader the first:
+                        // NumPy would read such a file with another dtype or shape.
+                        if !keys.insert(k.clone()) {
+                            return Err(format!("key '{k}' appears twice"));
+                        }
                         if !self.eat(b':') {
                             return Err("expected ':' in dict".into());
                         }

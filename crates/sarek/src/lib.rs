@@ -275,7 +275,7 @@ impl Program {
         } else if names.is_empty() {
             msg.push_str(" (it defines no kernel)");
         } else {
-            msg.push_str(&format!(" (kernels: {})", names.join(", ")));
+            msg.push_str(&format!(" (kernels: {})", diag::name_list(&names)));
         }
         msg
     }

@@ -96,6 +96,13 @@ pub fn wgsl(options: &TargetOptions) -> Support {
         )
         .limit_if(
             options.portable,
+            Limit::StorageBuffers,
+            WGSL_PORTABLE_STORAGE_BUFFERS,
+            "portable WGSL (`compile --target wgsl`): WebGPU guarantees 8 storage buffers per \
+             shader stage (`maxStorageBuffersPerShaderStage`); on a device, its own limit applies",
+        )
+        .limit_if(
+            options.portable,
             Limit::ArrayElements,
             WGSL_PORTABLE_ARRAY_ELEMENTS,
             "portable WGSL (`compile --target wgsl`): Chrome's compiler (Tint) refuses arrays \
@@ -107,6 +114,8 @@ pub fn wgsl(options: &TargetOptions) -> Support {
 pub const WGSL_PORTABLE_FUNCTION_VAR_BYTES: u64 = 8192;
 /// WebGPU's default `maxComputeWorkgroupStorageSize`.
 pub const WGSL_PORTABLE_WORKGROUP_BYTES: u64 = 16384;
+/// WebGPU's default `maxStorageBuffersPerShaderStage`.
+pub const WGSL_PORTABLE_STORAGE_BUFFERS: u64 = 8;
 /// Tint (Chrome, Edge) refuses arrays of 65,536 elements or more.
 pub const WGSL_PORTABLE_ARRAY_ELEMENTS: u64 = 65535;
 
@@ -116,6 +125,10 @@ pub const SHADER_MAX_TYPE_BYTES: u64 = i32::MAX as u64;
 /// calls ([`crate::ir::analysis::inlined_size`]: helpers taking vectors or arrays are inlined
 /// at every call, so a chain of them that each call the previous one twice doubles per helper).
 pub const PTX_INLINE_LIMIT: u64 = 500_000;
+/// Most helpers the PTX writer emits as `.func`s ([`crate::ir::analysis::outlined_helpers`]):
+/// ptxas's time grows about five-fold each time their number doubles (0.5 s for 100, 16 s for
+/// 400 on one core), so past this a kernel is refused rather than left compiling for minutes.
+pub const PTX_MAX_FUNCTIONS: u64 = 256;
 /// CUDA's local memory per thread (compute capability 2.0 and later).
 pub const CUDA_MAX_LOCAL_BYTES: u64 = 512 * 1024;
 
@@ -277,6 +290,12 @@ pub fn ptx() -> Support {
                 cuda_supports_it!(),
                 ", writing each helper once"
             ),
+        )
+        .limit(
+            Limit::OutlinedFunctions,
+            PTX_MAX_FUNCTIONS,
+            "ptxas (and the driver's JIT) take time growing faster than the number of `.func`s: \
+             3 s for 200, 16 s for 400, a minute for 800",
         );
     for m in PTX_MISSING_FLOAT64_MATH {
         s = s.without(

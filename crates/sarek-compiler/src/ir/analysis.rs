@@ -79,7 +79,8 @@ pub enum Limit {
     /// Bytes of kernel parameters in the C/PTX parameter space (each parameter at its
     /// alignment; a vector is a 64-bit pointer and a 32-bit length).
     ParamBytes,
-    /// Storage buffers bound at once: one per vector parameter (plus [`Needs::extra_buffers`]).
+    /// Storage buffers bound at once: one per vector parameter, the trap status word when the
+    /// kernel has traps, and [`Needs::extra_buffers`].
     StorageBuffers,
     /// Nesting depth of brace-enclosed blocks in the generated function: one per block, a
     /// flat `else if` chain once, a `match` two levels (a scope and its chain), a `for` four.
@@ -92,6 +93,8 @@ pub enum Limit {
     /// Statements and calls of the kernel with every helper call inlined ([`inlined_size`]),
     /// for writers that inline every call.
     InlinedStatements,
+    /// Helpers written once as a function of their own ([`outlined_helpers`]).
+    OutlinedFunctions,
     /// Bytes of function-scope variables of one function (the kernel or a helper): its
     /// per-thread arrays, mutable variables and loop counters (C layout).
     FunctionVarBytes,
@@ -132,6 +135,8 @@ pub struct Needs {
     pub local_array_bytes: Amount,
     /// [`inlined_size`], at the kernel.
     pub inlined_statements: Amount,
+    /// How many helpers [`outlined_helpers`] writes once, at the kernel.
+    pub outlined_functions: Amount,
     /// The function with the most bytes of function-scope variables, at its largest one.
     pub function_var_bytes: Amount,
     /// The array with the most elements.
@@ -185,6 +190,12 @@ impl Needs {
             value: inlined_size(kernel),
             span: kernel.span,
         };
+        if !kernel.functions.is_empty() {
+            w.needs.outlined_functions = Amount {
+                value: outlined_helpers(kernel).iter().filter(|&&o| o).count() as u64,
+                span: kernel.span,
+            };
+        }
         for (_, uses) in &mut w.needs.features {
             uses.sort_by_key(|u| (u.span.file, u.span.start, u.span.end));
         }
@@ -197,6 +208,12 @@ impl Needs {
             .map(|&p| kernel.var(p).span)
             .collect();
         needs
+    }
+
+    /// Storage buffers bound besides the vectors: the trap status word (a storage buffer on
+    /// the shader targets, where a kernel in checked mode has traps) and the runtime's own.
+    pub fn buffers_besides_vectors(&self) -> u64 {
+        self.extra_buffers + u64::from(!self.traps.is_empty())
     }
 
     /// The places that need `feature` (empty when it is not needed).
@@ -213,13 +230,14 @@ impl Needs {
             Limit::SharedBytes => self.shared_bytes,
             Limit::ParamBytes => self.param_bytes,
             Limit::StorageBuffers => Amount {
-                value: self.vectors.len() as u64 + self.extra_buffers,
+                value: self.vectors.len() as u64 + self.buffers_besides_vectors(),
                 span: self.span,
             },
             Limit::BlockNesting => self.block_nesting,
             Limit::ParserNesting => self.parser_nesting,
             Limit::LocalArrayBytes => self.local_array_bytes,
             Limit::InlinedStatements => self.inlined_statements,
+            Limit::OutlinedFunctions => self.outlined_functions,
             Limit::FunctionVarBytes => self.function_var_bytes,
             Limit::ArrayElements => self.array_elements,
         }
@@ -403,7 +421,7 @@ fn limit_refusal(
             "pass fewer parameters (pack scalars into a vector, or records into a vector of records)",
         ),
         Limit::StorageBuffers => {
-            let first_over = max.saturating_sub(needs.extra_buffers) as usize;
+            let first_over = max.saturating_sub(needs.buffers_besides_vectors()) as usize;
             (
                 format!(
                     "kernel `{k}` needs {n} storage buffers, {who} binds at most {max} per shader stage"
@@ -424,6 +442,14 @@ fn limit_refusal(
             amount.span,
             "helper calls of this kernel are inlined (those taking vectors or arrays at every call)".to_string(),
             "call helpers fewer times over (each helper calling the previous one twice doubles the size)",
+        ),
+        Limit::OutlinedFunctions => (
+            format!(
+                "kernel `{k}` writes {n} helpers as functions of their own, {who} allows at most {max}"
+            ),
+            amount.span,
+            "helpers this kernel's calls reach more than once are written once each".to_string(),
+            "call fewer distinct helpers more than once (a chain of helpers each calling the previous one twice writes every one of them)",
         ),
         Limit::LocalArrayBytes => (
             format!(

@@ -287,3 +287,93 @@ fn unicode_identifiers_are_refused_located() {
     refused("unicode.sarek", &kernel_of("let λ = 1 in λ"), "λ");
     refused("unicode_ctor.sarek", "type t = Ä of int32\n", "Ä");
 }
+
+/// The located refusal of `text`'s kernel `k` by `target` under `options`, rendered.
+fn target_refusal(name: &str, text: &str, target: Target, options: &TargetOptions) -> String {
+    let mut sources = SourceMap::new();
+    let file = sources.add(name, text);
+    let program = sarek_compiler::check(&sources, file)
+        .unwrap_or_else(|d| panic!("{name}: {}", render_all(&d, &sources, false)));
+    let ir = sarek_compiler::lower_kernel(&program, "k").unwrap();
+    let Err(diags) = sarek_compiler::generate(&ir, target, options) else {
+        panic!("{name}: {target} accepted it");
+    };
+    assert!(diags.iter().all(|d| !d.span.is_dummy()), "{diags:?}");
+    render_all(&diags, &sources, false)
+}
+
+/// ptxas's time grows about five-fold per doubling of `.func`s (3 s for 200, 16 s for 400,
+/// a minute for 800): past `PTX_MAX_FUNCTIONS` the PTX target refuses, located, where it
+/// compiled for minutes. (200 helpers validate in `many_and_doubling_helpers_...`.)
+#[test]
+fn ptx_refuses_more_outlined_helpers_than_ptxas_compiles_quickly() {
+    let text = doubling_helpers(400);
+    let shown = target_refusal("funcs.sarek", &text, Target::Ptx, &TargetOptions::default());
+    // The PTX the generator wrote before: one `.func` per outlined helper.
+    let mut sources = SourceMap::new();
+    let file = sources.add("funcs.sarek", text.as_str());
+    let program = sarek_compiler::check(&sources, file).unwrap();
+    let ir = sarek_compiler::lower_kernel(&program, "k").unwrap();
+    let funcs = sarek_compiler::ir::analysis::outlined_helpers(&ir)
+        .iter()
+        .filter(|&&o| o)
+        .count();
+    assert!(funcs > 256, "{funcs}");
+    assert!(
+        shown.contains(&format!("writes {funcs} helpers as functions of their own"))
+            && shown.contains("PTX allows at most 256")
+            && shown.contains("funcs.sarek:401:"),
+        "{shown}"
+    );
+}
+
+/// `n` vectors, each read into the first.
+fn many_vectors(n: usize) -> String {
+    let params: Vec<String> = (0..n).map(|j| format!("(v{j} : int32 vector)")).collect();
+    let reads: Vec<String> = (1..n).map(|j| format!("v{j}.(0)")).collect();
+    format!(
+        "let%kernel k {} =\n  v0.(0) <- {}\n",
+        params.join(" "),
+        reads.join(" + ")
+    )
+}
+
+/// Portable WGSL binds at most WebGPU's default 8 storage buffers per shader stage, the trap
+/// status word of a checked kernel included: naga accepted 9, a browser refuses the pipeline.
+#[test]
+fn portable_wgsl_binds_at_most_eight_storage_buffers() {
+    let tools = Tools::find();
+    compiles_and_validates("eight.sarek", &many_vectors(8), &tools);
+    let shown = target_refusal(
+        "nine.sarek",
+        &many_vectors(9),
+        Target::Wgsl,
+        &TargetOptions::default(),
+    );
+    // The ninth vector (`v8`) is the one over the limit.
+    let col = many_vectors(9).find("(v8 :").unwrap() + 2;
+    assert!(
+        shown.contains("needs 9 storage buffers, WGSL binds at most 8")
+            && shown.contains(&format!("nine.sarek:1:{col}"))
+            && shown.contains("maxStorageBuffersPerShaderStage"),
+        "{shown}"
+    );
+    let checked = TargetOptions {
+        checked: true,
+        ..TargetOptions::default()
+    };
+    let shown = target_refusal("eight.sarek", &many_vectors(8), Target::Wgsl, &checked);
+    assert!(shown.contains("needs 9 storage buffers"), "{shown}");
+    // On a device its own limit applies (`portable: false`, as the wgpu backend generates).
+    let device = TargetOptions {
+        portable: false,
+        ..TargetOptions::default()
+    };
+    let ir = {
+        let mut sources = SourceMap::new();
+        let file = sources.add("nine.sarek", many_vectors(9));
+        let program = sarek_compiler::check(&sources, file).unwrap();
+        sarek_compiler::lower_kernel(&program, "k").unwrap()
+    };
+    assert!(sarek_compiler::generate(&ir, Target::Wgsl, &device).is_ok());
+}

@@ -68,7 +68,7 @@ pub fn run(
             "`{}` has {} kernels ({}) and a {} file holds one module: give `--kernel K`, or `-o DIR/` to write one file per kernel (`{}` is not a directory)",
             file.display(),
             names.len(),
-            names.join(", "),
+            sarek_compiler::diag::name_list(&names.iter().map(String::as_str).collect::<Vec<_>>()),
             target.display_name(),
             path.display()
         )));

@@ -134,6 +134,16 @@ fn parse_timeout(s: &str) -> Result<std::time::Duration, String> {
         .ok_or_else(|| format!("`{s}` is not a positive number of seconds"))
 }
 
+/// `--atol X`: a non-negative number. NaN compares false with everything, so `--atol nan`
+/// (or a negative bound) silently left only `--ulps` to decide.
+fn parse_atol(s: &str) -> Result<f64, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|x| *x >= 0.0)
+        .ok_or_else(|| format!("`{s}` is not a non-negative number"))
+}
+
 /// Arm `--timeout`: after `limit`, if the command is still running, print why and end the
 /// process with exit 1. `_exit` skips the exit handlers: a driver thread may be busy in the
 /// runaway kernel, and its libraries' teardown would wait for it.
@@ -198,7 +208,7 @@ struct VerifyArgs {
     input: InputArgs,
     /// Floats agree within this absolute difference (default 1e-5 for float32, 1e-12 for
     /// float64).
-    #[arg(long, value_name = "X")]
+    #[arg(long, value_name = "X", value_parser = parse_atol)]
     atol: Option<f64>,
     /// Floats agree within this many units in the last place (default 256 for float32, 4096
     /// for float64).

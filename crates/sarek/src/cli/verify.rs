@@ -62,7 +62,7 @@ pub fn run(a: VerifyArgs) -> CmdResult {
                 return Err(Failure::user(format!(
                     "`{}` has several kernels ({}); choose one with --kernel",
                     a.file.display(),
-                    names.join(", ")
+                    sarek_compiler::diag::name_list(&names)
                 )));
             }
         }

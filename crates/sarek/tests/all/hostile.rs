@@ -660,3 +660,166 @@ fn bench_and_devices_refuse_hostile_arguments() {
         );
     }
 }
+
+/// A 100,000-character source line is shown as a window around the error (a 200 KB message
+/// before), and control characters in a source never reach the terminal.
+#[test]
+fn long_lines_and_control_characters_show_briefly_and_inert() {
+    let d = scratch("long-line");
+    let name = "x".repeat(100_000);
+    let long = write(
+        &d,
+        "long.sarek",
+        &format!("let%kernel k (o : int32 vector) =\n  o.(0) <- {name}zz + 1\n"),
+    );
+    let r = sarek(&["check", &long]);
+    r.fails(1, &["long.sarek:2:12", "…", "not found in this scope"]);
+    assert!(r.stderr.len() < 2_000, "{} bytes", r.stderr.len());
+    let esc = write(
+        &d,
+        "esc.sarek",
+        "let%kernel k (v : int32 vector) =\r\n  v.(0) <- \x1b[2J\x07 1\r\n",
+    );
+    let r = sarek(&["check", &esc]);
+    r.fails(1, &["esc.sarek:2:12", "? 1"]);
+    assert!(
+        !r.stderr.chars().any(|c| c.is_control() && c != '\n'),
+        "{:?}",
+        r.stderr
+    );
+}
+
+/// A file of 20,000 kernels: messages listing them name a few and count the rest.
+#[test]
+fn messages_listing_kernels_stay_short() {
+    let d = scratch("many-kernels");
+    let text: String = (0..20_000)
+        .map(|i| format!("let%kernel k{i} (v : int32 vector) = v.(0) <- {i}\n"))
+        .collect();
+    let file = write(&d, "many.sarek", &text);
+    for (args, needle) in [
+        (
+            vec!["verify", &file, "--backends", "interp"],
+            "choose one with --kernel",
+        ),
+        (vec!["run", &file, "--kernel", "zz"], "no kernel `zz`"),
+        (
+            vec![
+                "compile",
+                &file,
+                "--target",
+                "ir",
+                "-o",
+                "/tmp/sarek-not-a-dir.ir",
+            ],
+            "give `--kernel K`",
+        ),
+    ] {
+        let r = sarek(&args);
+        r.fails(1, &[needle, "k11 and 19988 more"]);
+        assert!(r.stderr.len() < 1_000, "{}", r.stderr);
+    }
+}
+
+/// A `.npy` header naming a key twice: Python keeps the last, so NumPy reads another dtype or
+/// shape than the first one this reader used to take (a float32 file read as int32 data).
+#[test]
+fn npy_headers_repeating_a_key_are_refused() {
+    let d = scratch("npy-dup");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    let data = [0u8; 16];
+    for (label, dict, key) in [
+        (
+            "descr",
+            "{'descr': '<f4', 'descr': '<i4', 'fortran_order': False, 'shape': (4,), }",
+            "descr",
+        ),
+        (
+            "shape",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'shape': (400,), }",
+            "shape",
+        ),
+    ] {
+        let path = d.join(format!("{label}.npy"));
+        std::fs::write(&path, npy_file(dict, &data)).unwrap();
+        let input = format!("x={}", path.display());
+        sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "saxpy",
+            "--backend",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=4",
+            "--size",
+            "4",
+            "--input",
+            &input,
+        ])
+        .fails(1, &[&format!("key '{key}' appears twice"), "parameter `x`"]);
+    }
+}
+
+/// `--atol nan` compared false everywhere and a negative one never held, silently leaving
+/// `--ulps` alone to decide: both are usage errors.
+#[test]
+fn verify_refuses_a_nan_or_negative_atol() {
+    let d = scratch("atol");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    for atol in ["--atol=nan", "--atol=-1", "--atol=x"] {
+        sarek(&[
+            "verify",
+            &file,
+            "--backends",
+            "interp",
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=4",
+            atol,
+        ])
+        .fails(2, &["is not a non-negative number"]);
+    }
+}
+
+/// The trap status word of a checked launch is a storage buffer too: a kernel with as many
+/// vectors as the device binds ran into a pipeline validation error ("wgpu rejected the
+/// generated WGSL", a Sarek bug) where it must be refused, located. Whatever the device's
+/// limit, each vector count either runs or is refused naming the storage buffers.
+#[test]
+fn vectors_up_to_the_devices_storage_buffer_limit_run_or_are_refused() {
+    let d = scratch("buffers");
+    for n in [8usize, 16, 31, 32, 64] {
+        let params: Vec<String> = (0..n).map(|j| format!("(v{j} : int32 vector)")).collect();
+        let reads: Vec<String> = (1..n).map(|j| format!("v{j}.(0)")).collect();
+        let file = write(
+            &d,
+            &format!("v{n}.sarek"),
+            &format!(
+                "let%kernel k {} =\n  v0.(0) <- {}\n",
+                params.join(" "),
+                reads.join(" + ")
+            ),
+        );
+        for backend in ["wgpu", "vulkan"] {
+            let r = sarek(&[
+                "run",
+                &file,
+                "--kernel",
+                "k",
+                "--backend",
+                backend,
+                "--size",
+                "4",
+            ]);
+            if r.code == 0 || r.stderr.contains("is unavailable") {
+                continue;
+            }
+            r.fails(1, &["storage buffers", "this vector is over the limit"]);
+            assert!(!r.stderr.contains("rejected"), "{}", r.stderr);
+        }
+    }
+}
