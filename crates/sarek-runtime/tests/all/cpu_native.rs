@@ -1233,13 +1233,10 @@ let%kernel after_a_faulting_read (a : int32 vector) =
             LaunchConfig::linear(64),
             vec![ivec(a.clone())],
         );
-        let want: Vec<i32> = (0..64)
-            .map(|t| {
-                let t = t as i32;
-                match name {
-                    "after_a_read" => a[t as usize] + (t + 1) % 64,
-                    _ => (t + 5) + 100 / (t + 1) + (t + 1) % 64 * 2,
-                }
+        let want: Vec<i32> = (0..64i32)
+            .map(|t| match name {
+                "after_a_read" => a[t as usize] + (t + 1) % 64,
+                _ => (t + 5) + 100 / (t + 1) + (t + 1) % 64 * 2,
             })
             .collect();
         assert_eq!(ints(&interp.unwrap()[0]), want, "interp, {name}");
