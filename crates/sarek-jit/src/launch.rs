@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) const STATUS_FAULT: i64 = 1;
+/// A launch of at least this many block-function calls per pool worker wakes the whole pool
+/// before its first block (smaller ones would pay the extra round trip for little work).
+const WAKE_CALLS_PER_WORKER: u64 = 4;
 pub(crate) const STATUS_DIVERGENT: i64 = 2;
 
 /// What the block function reads at entry.
@@ -448,17 +451,26 @@ impl Compiled {
         let [gx, gy, gz] = grid.map(|g| g as u64);
         let first = AtomicU64::new(u64::MAX);
         let found: Mutex<Option<(u64, FaultRecord, i32)>> = Mutex::new(None);
-        // The device interval: from the first block's start to the last block's end, in
-        // nanoseconds after `epoch` (what a GPU's or PoCL's profiling interval measures: the
-        // pool waking up and the caller noticing the end are not part of it).
-        let epoch = Instant::now();
-        let (started, ended) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
         let func = self.func[usize::from(block[1] == 1 && block[2] == 1)];
         // One call runs a few consecutive blocks of a row (about 4096 threads), so small
         // blocks do not pay a call and a task each.
         let per_call = (4096 / n as u64).clamp(1, gx);
         let calls_x = gx.div_ceil(per_call);
-        (0..calls_x * gy * gz).into_par_iter().for_each_init(
+        let calls = calls_x * gy * gz;
+        // A launch with work for every worker wakes them all at once first: left asleep, the
+        // first worker to wake starts alone and wakes the next only when it splits its work,
+        // so on a virtual machine (an idle vCPU halts) the second worker joined a 4 ms saxpy
+        // after milliseconds, while one core alone nearly saturates the memory bandwidth.
+        let workers = rayon::current_num_threads() as u64;
+        if workers > 1 && calls >= WAKE_CALLS_PER_WORKER * workers {
+            rayon::broadcast(|_| ());
+        }
+        // The device interval: from the first block's start to the last block's end, in
+        // nanoseconds after `epoch` (what a GPU's or PoCL's profiling interval measures: the
+        // pool waking up and the caller noticing the end are not part of it).
+        let epoch = Instant::now();
+        let (started, ended) = (AtomicU64::new(u64::MAX), AtomicU64::new(0));
+        (0..calls).into_par_iter().for_each_init(
             || {
                 started.fetch_min(epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 (

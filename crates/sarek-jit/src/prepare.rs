@@ -14,17 +14,18 @@
 //!   its arguments in fresh variables, its body copied with fresh binders, its final
 //!   `return e` assigning the result, an earlier `return` setting the result and a `done`
 //!   flag that guards what follows; such a call inside a larger expression first moves into
-//!   a `let` of its own when what is evaluated before it is inert (no memory reads, calls,
-//!   faulting divisions or mutable variables);
+//!   a `let` of its own, what is evaluated before it that is not inert (memory reads, calls,
+//!   faulting divisions, mutable variables) into `let`s before that, in order;
 //! - `c && w` (`c || w`) with a warp operation in `w` becomes `if c then t := w` (its else
-//!   branch), a block-uniform `if` around the warp operation;
+//!   branch), and `if c then a else b` with one in an arm `if c then t := a else t := b`: a
+//!   block-uniform `if` around the warp operation;
 //! - a `match` with a synchronisation point in an arm becomes a chain of `if`s on the tag
 //!   (payload bindings as `let`s; no default arm: a `match` without arms, which faults).
 //!
 //! What the block-level scheduling cannot express is refused here ([`JitError::Unsupported`]):
-//! a synchronising helper called after a non-inert operand or returning from inside a loop,
-//! warp operations in a conditional expression, `break`/`continue` that leave a
-//! synchronising loop, opaque native code.
+//! a synchronising helper called under the lazy operand of `&&`/`||` or in an arm of a
+//! conditional expression, or returning from inside a loop; `break`/`continue` that leave a
+//! synchronising loop; opaque native code.
 
 use crate::JitError;
 use sarek_compiler::Span;
@@ -405,9 +406,11 @@ impl Prep<'_> {
                 }
                 continue;
             }
-            // A call inside a larger expression: when everything evaluated before it reads no
-            // memory, calls nothing and cannot fault, it runs first in a `let` of its own
-            // (`x + f s v` becomes `let t = f s v in x + t`), then is inlined as above.
+            // A call inside a larger expression runs first in a `let` of its own (`x + f s v`
+            // becomes `let t = f s v in x + t`), then is inlined as above; what is evaluated
+            // before it and is not inert moves into `let`s before it, in order (`a.(i) + f s
+            // v` becomes `let r = a.(i) in let t = f s v in r + t`).
+            self.spill_before_sync_call(&mut s, sync, &mut out);
             if let Some((tmp, call)) = self.take_sync_call(&mut s, sync) {
                 let made = self.fresh(call.ty.clone(), false);
                 debug_assert_eq!(made, tmp, "the variable the statement now reads");
@@ -447,6 +450,83 @@ impl Prep<'_> {
         Ok(out)
     }
 
+    /// The expression of `s` that [`Prep::take_sync_call`] takes a call from, if any.
+    fn call_site<'s>(&self, s: &'s mut Stmt) -> Option<&'s mut Expr> {
+        match &mut s.kind {
+            StmtKind::Expr(e)
+            | StmtKind::Let { init: Some(e), .. }
+            | StmtKind::If { cond: e, .. }
+            | StmtKind::Assign {
+                place: LValue::Var(_),
+                value: e,
+            } => Some(e),
+            StmtKind::Assign { place, value } if self.inert_place(place) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The operands of `s`'s expression evaluated before its first call of a synchronising
+    /// helper that are not inert, each bound to a fresh `let` in `pre` (in evaluation order)
+    /// and read from it: the call can then move before the statement with nothing it could
+    /// change or fault on moving past it.
+    fn spill_before_sync_call(&mut self, s: &mut Stmt, sync: &HashSet<FuncId>, pre: &mut Block) {
+        let span = s.span;
+        if let Some(e) = self.call_site(s) {
+            let mut e = std::mem::replace(e, Expr::i32(0));
+            self.spill_before(&mut e, sync, span, pre);
+            *self.call_site(s).expect("the same statement") = e;
+        }
+    }
+
+    /// [`Prep::spill_before_sync_call`] in `e`; whether `e` holds a synchronising call (the
+    /// walk ends there). A call under the lazy operand of `&&`/`||` or an arm of a
+    /// conditional expression ends it too: [`Prep::take_call`] refuses those.
+    fn spill_before(
+        &mut self,
+        e: &mut Expr,
+        sync: &HashSet<FuncId>,
+        span: Span,
+        pre: &mut Block,
+    ) -> bool {
+        if !calls_any(e, sync) {
+            return false;
+        }
+        let is_sync_call = matches!(&e.kind, ExprKind::Call { func, .. } if sync.contains(func));
+        match &mut e.kind {
+            ExprKind::Binary {
+                op: BinOp::And | BinOp::Or,
+                lhs,
+                ..
+            } => {
+                self.spill_before(lhs, sync, span, pre);
+                return true;
+            }
+            ExprKind::Select { cond, .. } => {
+                self.spill_before(cond, sync, span, pre);
+                return true;
+            }
+            _ => {}
+        }
+        let children = children_mut(e);
+        // A synchronising call's own arguments go with it (unless a later one holds a call).
+        if is_sync_call && !children.iter().any(|c| calls_any(c, sync)) {
+            return true;
+        }
+        for child in children {
+            if self.spill_before(child, sync, span, pre) {
+                return true;
+            }
+            if !self.inert(child) {
+                // Every one, mutable variables included (`bind_temp` keeps variables).
+                let c = std::mem::replace(child, Expr::i32(0));
+                let v = self.fresh(c.ty.clone(), false);
+                pre.push(self.let_(v, c, span));
+                *child = self.var_expr(v);
+            }
+        }
+        true
+    }
+
     /// The first call of a synchronising helper in the expression of `s` (the whole
     /// expression statement, `let` initialiser, `if` condition, or value assigned to an
     /// inert place), replaced by a read of the variable [`Prep::fresh`] creates next (returned with the call), when
@@ -454,17 +534,7 @@ impl Prep<'_> {
     /// short-circuit operand or a conditional expression.
     fn take_sync_call(&self, s: &mut Stmt, sync: &HashSet<FuncId>) -> Option<(VarId, Expr)> {
         let tmp = VarId(self.k.vars.len() as u32);
-        let e = match &mut s.kind {
-            StmtKind::Expr(e)
-            | StmtKind::Let { init: Some(e), .. }
-            | StmtKind::If { cond: e, .. }
-            | StmtKind::Assign {
-                place: LValue::Var(_),
-                value: e,
-            } => e,
-            StmtKind::Assign { place, value } if self.inert_place(place) => value,
-            _ => return None,
-        };
+        let e = self.call_site(s)?;
         let call = self.take_call(e, sync, tmp, &mut true)?.ok()?;
         Some((tmp, call))
     }
@@ -990,9 +1060,50 @@ impl Prep<'_> {
                     nowrap,
                 }
             }
-            ExprKind::Select { .. } => {
-                return Err(self.unsupported("a warp operation in a conditional expression", span));
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } if has_warp(&then_value) || has_warp(&else_value) => {
+                // `if c then a else b` as `let c' = c in let mut t in if c' then t := a else
+                // t := b`: only the chosen arm is evaluated, as in the expression, and its
+                // warp operations run under a block-uniform `if` (a block whose threads
+                // disagree on `c` goes to the interpreter, as around a barrier).
+                let c = self.hoist(*cond, span, pre)?;
+                let cv = self.fresh(Ty::BOOL, false);
+                pre.push(self.let_(cv, c, span));
+                let t = self.fresh(ty.clone(), true);
+                pre.push(Stmt {
+                    kind: StmtKind::Let { var: t, init: None },
+                    span,
+                });
+                let arm = |me: &mut Self, value: Expr| -> R<Block> {
+                    let mut inner = Vec::new();
+                    let v = me.hoist(value, span, &mut inner)?;
+                    inner.push(me.assign(t, v, span));
+                    Ok(inner)
+                };
+                let then_block = arm(self, *then_value)?;
+                let else_block = arm(self, *else_value)?;
+                pre.push(Stmt {
+                    kind: StmtKind::If {
+                        cond: self.var_expr(cv),
+                        then_block,
+                        else_block,
+                    },
+                    span,
+                });
+                return Ok(self.var_expr(t));
             }
+            ExprKind::Select {
+                cond,
+                then_value,
+                else_value,
+            } => ExprKind::Select {
+                cond: Box::new(self.hoist(*cond, span, pre)?),
+                then_value,
+                else_value,
+            },
             ExprKind::Unary { op, operand } => ExprKind::Unary {
                 op,
                 operand: Box::new(self.hoist(*operand, span, pre)?),

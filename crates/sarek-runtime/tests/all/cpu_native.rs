@@ -1149,12 +1149,11 @@ let%kernel store_call (a : int32 vector) (out : int32 vector) =
 }
 
 #[test]
-fn a_synchronising_helper_inside_an_expression_runs_natively_after_inert_operands() {
+fn a_synchronising_helper_inside_an_expression_runs_natively() {
     // A call inside a larger expression is taken out into a `let` before its statement and
-    // inlined when everything evaluated before it is inert (no memory reads, calls or
-    // faulting divisions; immutable variables): its arguments go with it, and nested calls
-    // come out innermost first. After a memory read it stays on the interpreter core, with a
-    // note (the read would move past the helper's stores).
+    // inlined: its arguments go with it, nested calls come out innermost first, and what is
+    // evaluated before it that is not inert (memory reads, calls, faulting divisions, mutable
+    // variables) moves into `let`s before it, in order.
     let src = "let rotate (s : int32 array) (v : int32) (t : int32) : int32 =
   s.(t) <- v;
   block_barrier ();
@@ -1175,6 +1174,18 @@ let%kernel after_a_read (a : int32 vector) =
   let%shared (s : int32) = 64 in
   let t = thread_idx_x in
   a.(t) <- a.(t) + rotate s t t
+
+let%kernel after_a_mutable_and_a_division (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let mut m = t + 5 in
+  a.(t) <- m + 100 / (t + 1) + rotate s t t * 2;
+  m := 0
+
+let%kernel after_a_faulting_read (a : int32 vector) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  a.(t) <- a.(t + 1) + rotate s t t
 ";
     let program = Program::compile("test.sarek", src);
     let a: Vec<i32> = (0..64).collect();
@@ -1210,16 +1221,43 @@ let%kernel after_a_read (a : int32 vector) =
         .collect();
     assert_eq!(ints(&interp.unwrap()[0]), want);
     assert_eq!(ints(&native.unwrap()[0]), want);
-    let k = program.kernel("after_a_read");
-    let note = JitCache::default().note(&k).expect("falls back");
-    assert!(note.contains("inside an expression"), "{note}");
-    let mut args = vec![ivec(a.clone())];
-    sarek_runtime::cpu::open()
-        .unwrap()
-        .launch(&k, LaunchConfig::linear(64), &mut args)
-        .unwrap();
-    let want: Vec<i32> = (0..64).map(|t| a[t] + ((t as i32 + 1) % 64)).collect();
-    assert_eq!(ints(&args[0]), want);
+    // After a memory read, a mutable variable and a division: each moves into a `let` of its
+    // own before the call, in order, so the read sees the vector before the helper's
+    // barrier and stores, as the interpreter does.
+    for name in ["after_a_read", "after_a_mutable_and_a_division"] {
+        let k = program.kernel(name);
+        assert_eq!(JitCache::default().note(&k), None, "{name} runs natively");
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec(a.clone())],
+        );
+        let want: Vec<i32> = (0..64i32)
+            .map(|t| match name {
+                "after_a_read" => a[t as usize] + (t + 1) % 64,
+                _ => (t + 5) + 100 / (t + 1) + (t + 1) % 64 * 2,
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[0]), want, "interp, {name}");
+        assert_eq!(ints(&native.unwrap()[0]), want, "cpu, {name}");
+    }
+    // A fault in an operand before the call is reported where it was, before the helper's
+    // barrier, on both.
+    let k = program.kernel("after_a_faulting_read");
+    let (_, interp, native) = run_both(
+        Program::compile("test.sarek", src),
+        &k,
+        LaunchConfig::linear(64),
+        vec![ivec(a.clone())],
+    );
+    let (Err(RuntimeError::Fault { message: want, .. }), Err(RuntimeError::Fault { message, .. })) =
+        (interp, native)
+    else {
+        panic!("both fault");
+    };
+    assert_eq!(message, want);
+    assert!(message.contains("index 64"), "{message}");
 }
 
 #[test]
@@ -1537,6 +1575,78 @@ fn a_warp_operation_in_the_right_operand_of_a_short_circuit_runs_natively() {
                 let any = n > 0 && t >= 32;
                 let all = n > 3 || t >= 32;
                 i32::from(any) + 2 * i32::from(all)
+            })
+            .collect();
+        assert_eq!(ints(&interp.unwrap()[1]), want, "interp, n = {n}");
+        assert_eq!(ints(&native.unwrap()[1]), want, "cpu, n = {n}");
+    }
+}
+
+#[test]
+fn a_warp_operation_in_an_arm_of_a_conditional_expression_runs_natively() {
+    // As for short circuits: IR built otherwise may keep a warp operation in an arm of a
+    // conditional expression. The code generator runs `if c then a else b` as `let mut t in
+    // if c then t := a else t := b`, evaluating only the chosen arm, its warp operation under
+    // a block-uniform `if`.
+    use sarek_compiler::intrinsics::{Intrinsic, WarpOp};
+    use sarek_compiler::ir::{Expr, ExprKind, StmtKind, Ty};
+    let src = "let%kernel picks (a : int32 vector) (out : int32 vector) (n : int32) =
+  let t = thread_idx_x in
+  let v = a.(t) in
+  let p = if n > 2 then v > 40 else v > 60 in
+  let q = if n > 4 then v > 70 else v > 10 in
+  out.(t) <- (if p then 1 else 0) + (if q then 2 else 0)
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("picks");
+    let mut edited = 0;
+    for s in &mut k.body {
+        if let StmtKind::Let {
+            init:
+                Some(Expr {
+                    kind:
+                        ExprKind::Select {
+                            then_value,
+                            else_value,
+                            ..
+                        },
+                    ..
+                }),
+            ..
+        } = &mut s.kind
+        {
+            // `p`: a vote in the `then` arm; `q`: in the `else` arm.
+            let (arm, vote) = if edited == 0 {
+                (then_value, WarpOp::VoteAny)
+            } else {
+                (else_value, WarpOp::VoteAll)
+            };
+            let operand = std::mem::replace(&mut **arm, Expr::i32(0));
+            **arm = Expr::new(
+                ExprKind::Intrinsic {
+                    op: Intrinsic::Warp(vote),
+                    args: vec![operand],
+                },
+                Ty::BOOL,
+            );
+            edited += 1;
+        }
+    }
+    assert_eq!(edited, 2, "both conditionals are expressions");
+    assert_eq!(JitCache::default().note(&k), None, "runs natively");
+    for n in [5, 3, 1] {
+        let (_, interp, native) = run_both(
+            Program::compile("test.sarek", src),
+            &k,
+            LaunchConfig::linear(64),
+            vec![ivec((0..64).collect()), ivec(vec![0; 64]), scalar(n)],
+        );
+        // Warp 0 holds 0..31 (none above 40, not all above 10), warp 1 holds 32..63.
+        let want: Vec<i32> = (0..64)
+            .map(|t| {
+                let p = if n > 2 { t >= 32 } else { t > 60 };
+                let q = if n > 4 { t > 70 } else { t >= 32 };
+                i32::from(p) + 2 * i32::from(q)
             })
             .collect();
         assert_eq!(ints(&interp.unwrap()[1]), want, "interp, n = {n}");
