@@ -174,10 +174,12 @@ fn renames_with(kernel: &Kernel, scoping: &Scoping, mut namer: Namer<'_>) -> Ren
             continue;
         }
         if out.is_empty() {
-            // At most the binders left are renamed: sized once, not grown per rename.
-            let left = scoping.decls.len() - i;
-            namer.reserve_fresh(left);
-            out.vars.reserve(left);
+            // Sized once for a few renames, not grown from empty per rename; no more than
+            // eight, as a table of 1 KiB or more makes glibc consolidate its free lists
+            // (sizing for every binder left was 1% of `ray_sphere`, which renames one).
+            let few = (scoping.decls.len() - i).min(8);
+            namer.reserve_fresh(few);
+            out.vars.reserve(few);
         }
         let originals = scoping.originals.get_or_init(|| original_hashes(kernel));
         let new = namer.fresh_avoiding(name, originals.len(), |c| {
