@@ -150,6 +150,13 @@ impl<'a> Namer<'a> {
         self.taken.reserve(additional);
     }
 
+    /// Room for up to `count` [`Namer::fresh`] names of distinct bases (a caller about to
+    /// rename that many binders): both tables grew from empty, rehashing, on every target.
+    pub fn reserve_fresh(&mut self, count: usize) {
+        self.taken.reserve(count);
+        self.next_suffix.reserve(count);
+    }
+
     /// Mark `name` as taken: fresh and claimed names avoid it from now on.
     pub fn avoid(&mut self, name: &str) {
         if !self.taken.contains(name) {
@@ -208,26 +215,43 @@ impl<'a> Namer<'a> {
         // At most `taken.len() + count` candidates of one base are taken: past that bound,
         // every candidate was refused as reserved, so the base is in a reserved family.
         let bound = self.taken.len() + count + 64;
-        let mut candidate = String::new();
+        // One buffer for every candidate (`v_<base>_<k>` at most): no `String` per family.
+        let mut candidate = String::with_capacity(base.len() + 24);
         for family in 0..3 {
-            let b: Cow<str> = match family {
-                0 => Cow::Borrowed(base.as_ref()),
-                1 => Cow::Owned(format!("v_{base}")),
-                _ => Cow::Borrowed("v"),
-            };
-            let start = self.next_suffix.get(b.as_ref()).copied().unwrap_or(1);
             candidate.clear();
-            candidate.push_str(&b);
+            match family {
+                0 => candidate.push_str(&base),
+                1 => {
+                    candidate.push_str("v_");
+                    candidate.push_str(&base);
+                }
+                _ => candidate.push('v'),
+            }
+            let base_len = candidate.len();
+            let start = self.next_suffix.get(candidate.as_str()).copied();
             candidate.push('_');
+            // A family whose every candidate is reserved (`sampler_` in GLSL's `sampler*`) is
+            // skipped at once: probing it to the bound cost about a hundred lookups.
+            if self
+                .keywords
+                .prefixes
+                .iter()
+                .any(|p| candidate.starts_with(p))
+                || self.keywords.infixes.iter().any(|i| candidate.contains(i))
+            {
+                continue;
+            }
             let stem_len = candidate.len();
-            for k in start..=start + bound {
+            let first = start.unwrap_or(1);
+            for k in first..=first + bound {
                 candidate.truncate(stem_len);
                 push_decimal(&mut candidate, k);
                 if self.is_free(&candidate) && !also_taken(&candidate) {
-                    match self.next_suffix.get_mut(b.as_ref()) {
+                    let b = &candidate[..base_len];
+                    match self.next_suffix.get_mut(b) {
                         Some(next) => *next = k + 1,
                         None => {
-                            self.next_suffix.insert(b.into_owned(), k + 1);
+                            self.next_suffix.insert(b.to_string(), k + 1);
                         }
                     }
                     self.taken.insert(Cow::Owned(candidate.clone()));

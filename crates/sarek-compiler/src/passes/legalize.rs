@@ -26,10 +26,11 @@
 //! is returned unchanged: the opaque text may name any binder.
 
 use crate::back::names::{Keywords, NO_KEYWORDS, Namer, is_identifier};
-use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::hash::{FxHashMap as HashMap, FxHashSet as HashSet, FxHasher};
 use crate::ir::{Block, Kernel, StmtKind, Ty, VarId};
 use std::borrow::Cow;
 use std::cell::OnceCell;
+use std::hash::{BuildHasher, BuildHasherDefault};
 
 /// Where a target declares the kernel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,11 +164,8 @@ pub fn renames_in(kernel: &Kernel, scoping: &Scoping, keywords: &'static Keyword
 
 /// [`renames_in`] with `namer`'s reserved words.
 fn renames_with(kernel: &Kernel, scoping: &Scoping, mut namer: Namer<'_>) -> Renames {
-    // Every original name of the kernel, which fresh names avoid; gathered at the first
-    // rename (most kernels have none).
-    let mut originals: Option<HashSet<&str>> = None;
     let mut out = Renames::default();
-    for d in &scoping.decls {
+    for (i, d) in scoping.decls.iter().enumerate() {
         let name = match d.binder {
             Binder::Var(v) => &kernel.var(v).name,
             Binder::Function(f) => &kernel.functions[f].name,
@@ -175,28 +173,51 @@ fn renames_with(kernel: &Kernel, scoping: &Scoping, mut namer: Namer<'_>) -> Ren
         if !(d.conflicts || namer.is_reserved(name)) {
             continue;
         }
-        let originals = originals.get_or_insert_with(|| {
-            // Sized once: growing the set rehashes it several times on every target.
-            let mut names = HashSet::with_capacity_and_hasher(
-                kernel.vars.len() + kernel.functions.len(),
-                Default::default(),
-            );
-            names.extend(
-                kernel
-                    .vars
-                    .iter()
-                    .map(|v| v.name.as_str())
-                    .chain(kernel.functions.iter().map(|f| f.name.as_str())),
-            );
-            names
+        if out.is_empty() {
+            // Sized once for a few renames, not grown from empty per rename; no more than
+            // eight, as a table of 1 KiB or more makes glibc consolidate its free lists
+            // (sizing for every binder left was 1% of `ray_sphere`, which renames one).
+            let few = (scoping.decls.len() - i).min(8);
+            namer.reserve_fresh(few);
+            out.vars.reserve(few);
+        }
+        let originals = scoping.originals.get_or_init(|| original_hashes(kernel));
+        let new = namer.fresh_avoiding(name, originals.len(), |c| {
+            originals.contains(&hash_name(c)) && is_original(kernel, c)
         });
-        let new = namer.fresh_avoiding(name, originals.len(), |c| originals.contains(c));
         match d.binder {
             Binder::Var(v) => out.vars.push((v, new)),
             Binder::Function(f) => out.functions.push((f, new)),
         }
     }
     out
+}
+
+/// The hashes of every original name of `kernel`, which fresh names avoid: computed once
+/// per [`Scoping`] (building a set of the names themselves on every target was about 1.5% of
+/// a kernel renaming on all six); a hit is confirmed on the names ([`is_original`]).
+fn original_hashes(kernel: &Kernel) -> HashSet<u64> {
+    let mut hashes = HashSet::with_capacity_and_hasher(
+        kernel.vars.len() + kernel.functions.len(),
+        Default::default(),
+    );
+    hashes.extend(
+        kernel
+            .vars
+            .iter()
+            .map(|v| hash_name(&v.name))
+            .chain(kernel.functions.iter().map(|f| hash_name(&f.name))),
+    );
+    hashes
+}
+
+fn hash_name(name: &str) -> u64 {
+    BuildHasherDefault::<FxHasher>::default().hash_one(name)
+}
+
+/// Whether `name` is the original name of a variable or helper of `kernel`.
+fn is_original(kernel: &Kernel, name: &str) -> bool {
+    kernel.vars.iter().any(|v| v.name == name) || kernel.functions.iter().any(|f| f.name == name)
 }
 
 /// Legalize's scoping decision, which does not depend on the target's reserved words: the
@@ -216,6 +237,9 @@ pub struct Scoping {
     decls: Vec<Decl>,
     /// [`renames_in`] on a target that reserves nothing, computed on first use.
     unreserved: OnceCell<Renames>,
+    /// [`original_hashes`] of the kernel, computed at the first rename (most kernels have
+    /// none); the names are the same in every kernel this scoping is for.
+    originals: OnceCell<HashSet<u64>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,6 +278,7 @@ impl Scoping {
             params,
             decls: s.decls,
             unreserved: OnceCell::new(),
+            originals: OnceCell::new(),
         }
     }
 }
