@@ -1044,10 +1044,10 @@ fn fma_flag_contracts_multiply_adds() {
 }
 
 #[test]
-fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
-    // A call of a helper with a barrier after a memory read (`a.(t) + synced t`) is not
-    // compiled to native code: `sarek run` on cpu says so and still gives the result; a
-    // compiled kernel gets no note.
+fn cpu_run_compiles_synchronising_helper_calls_natively() {
+    // Calls of a helper with a barrier inside expressions (after a memory read, in an arm of a
+    // conditional, under `&&`) once ran on the interpreter core with a note; they are now
+    // native code: `sarek run` on cpu prints no note and the values interp prints.
     let dir = scratch("cpu_note");
     let file = write(
         &dir,
@@ -1056,27 +1056,39 @@ fn cpu_run_notes_a_kernel_on_the_interpreter_core() {
   block_barrier ();
   t + 1
 
-let%kernel k (a : int32 vector) =
+let%kernel k (a : int32 vector) (n : int32) =
   let t = thread_idx_x in
-  a.(t) <- a.(t) + synced t
+  let c = if n > 0 then synced t else 0 in
+  let d = n > 1 && synced c > 2 in
+  a.(t) <- a.(t) + synced t + c + (if d then 10 else 0)
 ",
     );
-    let o = sarek(&[
-        "run",
-        &file,
-        "--kernel",
-        "k",
-        "--backend",
-        "cpu",
-        "--size",
-        "64",
-    ]);
-    o.ok();
-    assert!(
-        o.stdout
-            .contains("note:    ran on the interpreter core: the cpu code generator does not handle a call of a helper with barriers inside an expression"),
-        "{}",
-        o.stdout
+    let run_on = |backend: &str| {
+        let out = dir.join(backend);
+        let o = sarek(&[
+            "run",
+            &file,
+            "--kernel",
+            "k",
+            "--backend",
+            backend,
+            "--size",
+            "64",
+            "--arg",
+            "n=3",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        o.ok();
+        let values = std::fs::read(out.join("a.npy")).expect("a.npy written");
+        (o.stdout, values)
+    };
+    let (native_stdout, native) = run_on("cpu");
+    assert!(!native_stdout.contains("note:"), "{native_stdout}");
+    assert_eq!(
+        native,
+        run_on("interp").1,
+        "cpu and interp write the same a.npy"
     );
     let plain = write(&dir, "saxpy.sarek", SAXPY);
     let o = sarek(&[
