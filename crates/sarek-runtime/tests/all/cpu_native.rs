@@ -1654,6 +1654,69 @@ fn a_warp_operation_in_an_arm_of_a_conditional_expression_runs_natively() {
     }
 }
 
+#[test]
+fn a_kernel_the_code_generator_refuses_runs_on_the_interpreter_core_with_a_note() {
+    // The surface language cannot write `break` (the remaining refusals arise from IR built
+    // through the Rust API), so one is appended to a loop with barriers: the generator refuses
+    // it, `note` says why, `run_native` reports it, and the device runs the launch on the
+    // interpreter core with the interpreter's result.
+    use sarek_compiler::ir::{Stmt, StmtKind};
+    let src = "let%kernel k (a : int32 vector) (n : int32) =
+  let%shared (s : int32) = 64 in
+  let t = thread_idx_x in
+  let mut i = 0 in
+  while i < n do
+    s.(t) <- t + i * 100;
+    block_barrier ();
+    a.(t) <- a.(t) + s.((t + 1) mod 64);
+    block_barrier ();
+    i := i + 1
+  done
+";
+    let program = Program::compile("test.sarek", src);
+    let mut k = program.kernel("k");
+    let body = k
+        .body
+        .iter_mut()
+        .find_map(|s| match &mut s.kind {
+            StmtKind::While { body, .. } => Some(body),
+            _ => None,
+        })
+        .expect("the kernel has a while loop");
+    let span = body[0].span;
+    body.push(Stmt {
+        kind: StmtKind::Break,
+        span,
+    });
+    let cache = JitCache::default();
+    let why = cache
+        .note(&k)
+        .expect("a break in a loop with barriers is refused");
+    assert!(why.contains("`break`"), "{why}");
+    let a: Vec<i32> = (0..64).map(|t| t * 3).collect();
+    let args = vec![ivec(a.clone()), scalar(5)];
+    let mut native = args.clone();
+    let Err(RuntimeError::Launch(e)) = cache.run_native(&k, LaunchConfig::linear(64), &mut native)
+    else {
+        panic!("run_native refuses the kernel");
+    };
+    assert!(e.contains("`break`"), "{e}");
+    // One iteration (the break ends the loop after it): a(t) + s((t + 1) mod 64), s(u) = u.
+    let want: Vec<i32> = (0..64).map(|t| a[t] + ((t as i32 + 1) % 64)).collect();
+    let mut expected = args.clone();
+    interp::run(&k, LaunchConfig::linear(64), &mut expected).unwrap();
+    assert_eq!(ints(&expected[0]), want, "interp");
+    let mut got = args.clone();
+    cache.run(&k, LaunchConfig::linear(64), &mut got).unwrap();
+    assert_eq!(ints(&got[0]), want, "JitCache::run on the interpreter core");
+    let mut on_device = args;
+    sarek_runtime::cpu::open()
+        .unwrap()
+        .launch(&k, LaunchConfig::linear(64), &mut on_device)
+        .unwrap();
+    assert_eq!(ints(&on_device[0]), want, "the default cpu device");
+}
+
 /// Kernel `bad` of `src` with its first `if` condition replaced by `thread_idx_x < 5`: a
 /// barrier under a thread-dependent branch, which the front end would refuse, built in the
 /// IR (what a buggy front end or a Rust-built kernel could hand the runtime).
