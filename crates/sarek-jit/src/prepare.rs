@@ -772,11 +772,16 @@ impl Prep<'_> {
 
     /// `if flag then () else body`.
     fn unless(&self, flag: VarId, body: Block, span: Span) -> Stmt {
+        self.if_var(flag, Vec::new(), body, span)
+    }
+
+    /// `if cond then then_block else else_block` on a boolean variable.
+    fn if_var(&self, cond: VarId, then_block: Block, else_block: Block, span: Span) -> Stmt {
         Stmt {
             kind: StmtKind::If {
-                cond: self.var_expr(flag),
-                then_block: Vec::new(),
-                else_block: body,
+                cond: self.var_expr(cond),
+                then_block,
+                else_block,
             },
             span,
         }
@@ -1043,14 +1048,7 @@ impl Prep<'_> {
                     } else {
                         (Vec::new(), inner)
                     };
-                    pre.push(Stmt {
-                        kind: StmtKind::If {
-                            cond: self.var_expr(cv),
-                            then_block,
-                            else_block,
-                        },
-                        span,
-                    });
+                    pre.push(self.if_var(cv, then_block, else_block, span));
                     return Ok(self.var_expr(t));
                 }
                 ExprKind::Binary {
@@ -1085,14 +1083,7 @@ impl Prep<'_> {
                 };
                 let then_block = arm(self, *then_value)?;
                 let else_block = arm(self, *else_value)?;
-                pre.push(Stmt {
-                    kind: StmtKind::If {
-                        cond: self.var_expr(cv),
-                        then_block,
-                        else_block,
-                    },
-                    span,
-                });
+                pre.push(self.if_var(cv, then_block, else_block, span));
                 return Ok(self.var_expr(t));
             }
             ExprKind::Select {
