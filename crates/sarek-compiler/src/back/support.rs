@@ -257,13 +257,6 @@ const PTX_MISSING_FLOAT64_MATH: [MathFn; 19] = [
 
 pub fn ptx() -> Support {
     let mut s = Support::all(Target::Ptx)
-        .without(
-            Feature::FloatMod,
-            concat!(
-                "PTX has no float remainder instruction; ",
-                cuda_supports_it!()
-            ),
-        )
         .limit(
             Limit::SharedBytes,
             CUDA_MAX_STATIC_SHARED,

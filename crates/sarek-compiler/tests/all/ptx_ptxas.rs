@@ -176,6 +176,40 @@ fn float64_sine_is_refused_naming_ptx() {
     );
 }
 
+/// Float `mod` on both widths, used more than once: each software routine is written once
+/// as a `.func` (`back/ptx/softmath.rs`, whose tests check the routines' results on the
+/// host) and the module assembles.
+#[test]
+fn software_routines_are_written_once_and_assemble() {
+    let mut b = KernelBuilder::new("soft");
+    let x = b.param("x", Ty::F32);
+    let y = b.param("y", Ty::F64);
+    let o32 = b.vector("o32", Ty::F32);
+    let o64 = b.vector("o64", Ty::F64);
+    let rem32 = |e: Expr, d: f32| bin(BinOp::Rem, e, lit_f32(d));
+    let rem64 = |e: Expr, d: f64| bin(BinOp::Rem, e, lit_f64(d));
+    let body = vec![
+        store(o32, lit_i32(0), rem32(b.read(x), 0.75)),
+        store(o32, lit_i32(1), rem32(rem32(b.read(x), 3.5), 0.25)),
+        store(o64, lit_i32(0), rem64(b.read(y), 0.1)),
+    ];
+    let k = b.finish(body);
+    let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
+        .expect("float mod is written in software")
+        .source;
+    for symbol in ["sarek_fmod_f32", "sarek_fmod_f64"] {
+        let definitions = ptx.matches(&format!(" {symbol}(\n")).count();
+        assert_eq!(
+            definitions, 1,
+            "{symbol} defined {definitions} times:\n{ptx}"
+        );
+    }
+    assert_eq!(ptx.matches("call (sarek_ret), sarek_fmod_f32,").count(), 3);
+    if let Some(result) = assemble(&ptx) {
+        result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+    }
+}
+
 /// Every PTX file under `tests/out/ptx` (the corpus and the hand-built kernels, as generated:
 /// the `outputs` test keeps them equal) assembles with ptxas.
 #[test]

@@ -1,0 +1,423 @@
+//! The software routines run on the host: [`Host`] computes each [`Ops`] operation with the
+//! semantics of the PTX instruction the writer emits for it, so the routines below are the
+//! very sequences the GPU runs. They are compared with Rust's std (what `interp` computes):
+//! bit for bit for `fmod`, within an ulp bound for the transcendentals. The PTX text itself
+//! is checked by ptxas in `tests/all/ptx_ptxas.rs`.
+
+use super::*;
+
+#[derive(Clone, Copy, Debug)]
+enum F {
+    S(f32),
+    D(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum I {
+    S(u32),
+    D(u64),
+}
+
+impl I {
+    fn width(self) -> Width {
+        match self {
+            I::S(_) => Width::W32,
+            I::D(_) => Width::W64,
+        }
+    }
+    fn raw(self) -> u64 {
+        match self {
+            I::S(v) => u64::from(v),
+            I::D(v) => v,
+        }
+    }
+    /// The value as a signed integer of its width.
+    fn signed(self) -> i64 {
+        match self {
+            I::S(v) => i64::from(v as i32),
+            I::D(v) => v as i64,
+        }
+    }
+    fn of(w: Width, v: u64) -> I {
+        match w {
+            Width::W32 => I::S(v as u32),
+            Width::W64 => I::D(v),
+        }
+    }
+}
+
+/// PTX semantics on the host.
+struct Host;
+
+fn cmp<T: PartialOrd>(c: Cmp, a: T, b: T) -> bool {
+    match c {
+        Cmp::Eq => a == b,
+        // Ordered: PTX `setp.ne` on floats is false when an operand is NaN.
+        Cmp::Ne => a < b || a > b,
+        Cmp::Lt => a < b,
+        Cmp::Le => a <= b,
+        Cmp::Gt => a > b,
+        Cmp::Ge => a >= b,
+    }
+}
+
+impl Ops for Host {
+    type F = F;
+    type I = I;
+    type P = bool;
+
+    fn f_const(&mut self, w: Width, v: f64) -> F {
+        match w {
+            Width::W32 => {
+                assert_eq!(f64::from(v as f32), v, "float32 constant {v}");
+                F::S(v as f32)
+            }
+            Width::W64 => F::D(v),
+        }
+    }
+    fn i_const(&mut self, w: Width, v: u64) -> I {
+        I::of(w, v)
+    }
+    fn f_bin(&mut self, op: FBin, a: F, b: F) -> F {
+        macro_rules! go {
+            ($a:expr, $b:expr) => {
+                match op {
+                    FBin::Add => $a + $b,
+                    FBin::Sub => $a - $b,
+                    FBin::Mul => $a * $b,
+                    FBin::Div => $a / $b,
+                    // Rust's min/max ignore a NaN operand, as PTX's do.
+                    FBin::Min => $a.min($b),
+                    FBin::Max => $a.max($b),
+                }
+            };
+        }
+        match (a, b) {
+            (F::S(a), F::S(b)) => F::S(go!(a, b)),
+            (F::D(a), F::D(b)) => F::D(go!(a, b)),
+            _ => panic!("mixed widths"),
+        }
+    }
+    fn fma(&mut self, a: F, b: F, c: F) -> F {
+        match (a, b, c) {
+            (F::S(a), F::S(b), F::S(c)) => F::S(a.mul_add(b, c)),
+            (F::D(a), F::D(b), F::D(c)) => F::D(a.mul_add(b, c)),
+            _ => panic!("mixed widths"),
+        }
+    }
+    fn f_cmp(&mut self, c: Cmp, a: F, b: F) -> bool {
+        match (a, b) {
+            (F::S(a), F::S(b)) => cmp(c, a, b),
+            (F::D(a), F::D(b)) => cmp(c, a, b),
+            _ => panic!("mixed widths"),
+        }
+    }
+    fn is_nan(&mut self, a: F) -> bool {
+        match a {
+            F::S(a) => a.is_nan(),
+            F::D(a) => a.is_nan(),
+        }
+    }
+    fn f_to_i(&mut self, a: F) -> I {
+        // `cvt.rni.s*`: ties to even, saturating, NaN to 0 (Rust's `as` saturates the same).
+        match a {
+            F::S(a) => I::S(a.round_ties_even() as i32 as u32),
+            F::D(a) => I::D(a.round_ties_even() as i64 as u64),
+        }
+    }
+    fn i_to_f(&mut self, a: I) -> F {
+        match a {
+            I::S(v) => F::S(v as i32 as f32),
+            I::D(v) => F::D(v as i64 as f64),
+        }
+    }
+    fn to_bits(&mut self, a: F) -> I {
+        match a {
+            F::S(a) => I::S(a.to_bits()),
+            F::D(a) => I::D(a.to_bits()),
+        }
+    }
+    fn from_bits(&mut self, a: I) -> F {
+        match a {
+            I::S(v) => F::S(f32::from_bits(v)),
+            I::D(v) => F::D(f64::from_bits(v)),
+        }
+    }
+    fn i_bin(&mut self, op: IBin, a: I, b: I) -> I {
+        assert_eq!(a.width(), b.width(), "mixed widths");
+        let (x, y) = (a.raw(), b.raw());
+        let r = match op {
+            IBin::Add => x.wrapping_add(y),
+            IBin::Sub => x.wrapping_sub(y),
+            IBin::And => x & y,
+            IBin::Or => x | y,
+        };
+        I::of(a.width(), r)
+    }
+    fn shift(&mut self, op: Shift, a: I, n: I) -> I {
+        let I::S(n) = n else {
+            panic!("a shift count is 32-bit")
+        };
+        let bits = a.width().bits();
+        // PTX clamps the count to the width: everything shifted out.
+        let r = if n >= bits {
+            0
+        } else {
+            match op {
+                Shift::Shl => a.raw() << n,
+                Shift::Shr => a.raw() >> n,
+            }
+        };
+        I::of(a.width(), r)
+    }
+    fn clz(&mut self, a: I) -> I {
+        I::S(match a {
+            I::S(v) => v.leading_zeros(),
+            I::D(v) => v.leading_zeros(),
+        })
+    }
+    fn resize(&mut self, a: I, w: Width) -> I {
+        match (a, w) {
+            (I::D(v), Width::W32) => I::S(v as u32),
+            (I::S(v), Width::W64) => I::D(v as i32 as i64 as u64),
+            _ => a,
+        }
+    }
+    fn i_cmp(&mut self, c: Cmp, signed: bool, a: I, b: I) -> bool {
+        assert_eq!(a.width(), b.width(), "mixed widths");
+        if signed {
+            cmp(c, a.signed(), b.signed())
+        } else {
+            cmp(c, a.raw(), b.raw())
+        }
+    }
+    fn p_or(&mut self, a: bool, b: bool) -> bool {
+        a || b
+    }
+    fn sel_f(&mut self, p: bool, a: F, b: F) -> F {
+        if p { a } else { b }
+    }
+    fn sel_i(&mut self, p: bool, a: I, b: I) -> I {
+        if p { a } else { b }
+    }
+    fn repeat_while(
+        &mut self,
+        init: &[I],
+        cond: &mut dyn FnMut(&mut Self, &[I]) -> bool,
+        body: &mut dyn FnMut(&mut Self, &[I]) -> Vec<I>,
+    ) -> Vec<I> {
+        let mut state = init.to_vec();
+        while cond(self, &state) {
+            state = body(self, &state);
+        }
+        state
+    }
+}
+
+fn run32(r: Routine, args: &[f32]) -> f32 {
+    let args: Vec<F> = args.iter().map(|&a| F::S(a)).collect();
+    match r.build(&mut Host, &args) {
+        F::S(v) => v,
+        F::D(_) => panic!("float64 result"),
+    }
+}
+
+fn run64(r: Routine, args: &[f64]) -> f64 {
+    let args: Vec<F> = args.iter().map(|&a| F::D(a)).collect();
+    match r.build(&mut Host, &args) {
+        F::D(v) => v,
+        F::S(_) => panic!("float32 result"),
+    }
+}
+
+/// A deterministic generator (splitmix64): the inputs are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Edge values of a format: zeros, the smallest and largest subnormals and normals, one and
+/// its neighbours, infinities and NaN, both signs.
+fn edges64() -> Vec<f64> {
+    let pos = [
+        0.0,
+        f64::from_bits(1),
+        f64::from_bits(2),
+        f64::from_bits(0x000F_FFFF_FFFF_FFFF),
+        f64::MIN_POSITIVE,
+        f64::from_bits(0x0010_0000_0000_0001),
+        0.5,
+        1.0,
+        f64::from_bits(1.0f64.to_bits() - 1),
+        f64::from_bits(1.0f64.to_bits() + 1),
+        1.5,
+        2.0,
+        3.0,
+        0.1,
+        1e-300,
+        1e300,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NAN,
+    ];
+    pos.iter().flat_map(|&v| [v, -v]).collect()
+}
+
+fn edges32() -> Vec<f32> {
+    let pos = [
+        0.0,
+        f32::from_bits(1),
+        f32::from_bits(2),
+        f32::from_bits(0x007F_FFFF),
+        f32::MIN_POSITIVE,
+        f32::from_bits(0x0080_0001),
+        0.5,
+        1.0,
+        f32::from_bits(1.0f32.to_bits() - 1),
+        f32::from_bits(1.0f32.to_bits() + 1),
+        1.5,
+        2.0,
+        3.0,
+        0.1,
+        1e-30,
+        1e30,
+        f32::MAX,
+        f32::INFINITY,
+        f32::NAN,
+    ];
+    pos.iter().flat_map(|&v| [v, -v]).collect()
+}
+
+/// A random float64 with exponent within `spread` binades of 2^`center` (the full range
+/// when `spread` is large), a random significand and sign; now and then a subnormal.
+fn random64(rng: &mut Rng, center: i64, spread: u64) -> f64 {
+    let bits = rng.next();
+    if bits % 64 == 0 {
+        // A subnormal: exponent field 0.
+        return f64::from_bits(bits & 0x800F_FFFF_FFFF_FFFF);
+    }
+    let e = (center + 1023 + rng.below(2 * spread + 1) as i64 - spread as i64).clamp(1, 2046);
+    f64::from_bits((bits & 0x800F_FFFF_FFFF_FFFF) | (e as u64) << 52)
+}
+
+fn random32(rng: &mut Rng, center: i32, spread: u32) -> f32 {
+    let bits = rng.next() as u32;
+    if bits % 64 == 0 {
+        return f32::from_bits(bits & 0x807F_FFFF);
+    }
+    let e =
+        (center + 127 + rng.below(u64::from(2 * spread + 1)) as i32 - spread as i32).clamp(1, 254);
+    f32::from_bits((bits & 0x807F_FFFF) | (e as u32) << 23)
+}
+
+fn same64(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn same32(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+#[test]
+fn fmod_f64_is_exact() {
+    let r = Routine::Fmod(Width::W64);
+    let mut checked = 0;
+    let mut check = |x: f64, y: f64| {
+        let (got, want) = (run64(r, &[x, y]), x % y);
+        assert!(
+            same64(got, want),
+            "fmod({x:e}, {y:e}) = {got:e}, want {want:e}"
+        );
+        checked += 1;
+    };
+    let edges = edges64();
+    for &x in &edges {
+        for &y in &edges {
+            check(x, y);
+        }
+    }
+    let mut rng = Rng(1);
+    // Exact multiples and their neighbours: the remainder is 0, tiny, or y less a tiny one.
+    for _ in 0..20_000 {
+        let y = random64(&mut rng, 0, 40);
+        let n = (rng.below(1 << 20) + 1) as f64;
+        let x = y * n;
+        check(x, y);
+        check(f64::from_bits(x.to_bits() + 1), y);
+        check(f64::from_bits(x.to_bits() - 1), y);
+        check(-x, y);
+    }
+    // Exponent differences up to 60 (most kernels), then over the whole range (up to 2098
+    // steps: fewer of them).
+    for _ in 0..150_000 {
+        let x = random64(&mut rng, 0, 30);
+        let y = random64(&mut rng, 0, 30);
+        check(x, y);
+    }
+    for _ in 0..3_000 {
+        let x = random64(&mut rng, 0, 1100);
+        let y = random64(&mut rng, 0, 1100);
+        check(x, y);
+    }
+    // Subnormal divisors and results.
+    for _ in 0..20_000 {
+        let x = random64(&mut rng, -1000, 30);
+        let y = f64::from_bits(rng.below(1 << 52) + 1);
+        check(x, y);
+        check(y, x);
+    }
+    assert!(checked > 270_000);
+}
+
+#[test]
+fn fmod_f32_is_exact() {
+    let r = Routine::Fmod(Width::W32);
+    let mut check = |x: f32, y: f32| {
+        let (got, want) = (run32(r, &[x, y]), x % y);
+        assert!(
+            same32(got, want),
+            "fmod({x:e}, {y:e}) = {got:e}, want {want:e}"
+        );
+    };
+    let edges = edges32();
+    for &x in &edges {
+        for &y in &edges {
+            check(x, y);
+        }
+    }
+    let mut rng = Rng(2);
+    for _ in 0..20_000 {
+        let y = random32(&mut rng, 0, 20);
+        let n = (rng.below(1 << 12) + 1) as f32;
+        let x = y * n;
+        check(x, y);
+        check(f32::from_bits(x.to_bits() + 1), y);
+        check(f32::from_bits(x.to_bits() - 1), y);
+    }
+    for _ in 0..200_000 {
+        let x = random32(&mut rng, 0, 20);
+        let y = random32(&mut rng, 0, 20);
+        check(x, y);
+    }
+    for _ in 0..20_000 {
+        let x = random32(&mut rng, 0, 140);
+        let y = random32(&mut rng, 0, 140);
+        check(x, y);
+    }
+    for _ in 0..20_000 {
+        let x = random32(&mut rng, -120, 10);
+        let y = f32::from_bits(rng.below(1 << 23) as u32 + 1);
+        check(x, y);
+        check(y, x);
+    }
+}
