@@ -231,26 +231,16 @@ pub fn metal() -> Support {
         )
 }
 
-/// Float64 math PTX has no instruction (nor exact sequence) for; the rest (`sqrt`, `fabs`,
-/// rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`) it writes directly.
-const PTX_MISSING_FLOAT64_MATH: [MathFn; 19] = [
-    MathFn::Rsqrt,
-    MathFn::Exp,
-    MathFn::Exp2,
-    MathFn::Expm1,
-    MathFn::Log,
-    MathFn::Log2,
-    MathFn::Log10,
-    MathFn::Log1p,
+/// Float64 math PTX has neither an instruction nor a software routine for
+/// (`back/ptx/softmath.rs` writes `exp`, `log` and their relatives; the rest, `sqrt`, `rsqrt`,
+/// `fabs`, rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`, are instructions).
+const PTX_MISSING_FLOAT64_MATH: [MathFn; 8] = [
     MathFn::Sin,
     MathFn::Cos,
     MathFn::Tan,
     MathFn::Asin,
     MathFn::Acos,
     MathFn::Atan,
-    MathFn::Sinh,
-    MathFn::Cosh,
-    MathFn::Tanh,
     MathFn::Pow,
     MathFn::Atan2,
 ];

@@ -176,9 +176,23 @@ fn float64_sine_is_refused_naming_ptx() {
     );
 }
 
-/// Float `mod` on both widths, used more than once: each software routine is written once
-/// as a `.func` (`back/ptx/softmath.rs`, whose tests check the routines' results on the
-/// host) and the module assembles.
+/// The float64 functions PTX computes in software (`back/ptx/softmath.rs`, whose tests check
+/// the routines' results on the host).
+const SOFTWARE_FLOAT64: [MathFn; 10] = [
+    MathFn::Exp,
+    MathFn::Exp2,
+    MathFn::Expm1,
+    MathFn::Log,
+    MathFn::Log2,
+    MathFn::Log10,
+    MathFn::Log1p,
+    MathFn::Sinh,
+    MathFn::Cosh,
+    MathFn::Tanh,
+];
+
+/// Float `mod` on both widths and every float64 software function, each used twice: each
+/// routine is written once as a `.func`, and the module assembles.
 #[test]
 fn software_routines_are_written_once_and_assemble() {
     let mut b = KernelBuilder::new("soft");
@@ -188,16 +202,30 @@ fn software_routines_are_written_once_and_assemble() {
     let o64 = b.vector("o64", Ty::F64);
     let rem32 = |e: Expr, d: f32| bin(BinOp::Rem, e, lit_f32(d));
     let rem64 = |e: Expr, d: f64| bin(BinOp::Rem, e, lit_f64(d));
-    let body = vec![
+    let mut body = vec![
         store(o32, lit_i32(0), rem32(b.read(x), 0.75)),
         store(o32, lit_i32(1), rem32(rem32(b.read(x), 3.5), 0.25)),
         store(o64, lit_i32(0), rem64(b.read(y), 0.1)),
     ];
+    let mut slot = 1;
+    for m in SOFTWARE_FLOAT64.iter().chain(&[MathFn::Rsqrt]) {
+        for _ in 0..2 {
+            let v = intrinsic(Intrinsic::Math(*m), vec![b.read(y)], Ty::F64);
+            body.push(store(o64, lit_i32(slot), v));
+            slot += 1;
+        }
+    }
     let k = b.finish(body);
     let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
-        .expect("float mod is written in software")
+        .expect("float mod and these float64 functions are written in software")
         .source;
-    for symbol in ["sarek_fmod_f32", "sarek_fmod_f64"] {
+    let symbols = ["sarek_fmod_f32".to_string(), "sarek_fmod_f64".to_string()];
+    let symbols = symbols.into_iter().chain(
+        SOFTWARE_FLOAT64
+            .iter()
+            .map(|m| format!("sarek_{}_f64", m.c_name())),
+    );
+    for symbol in symbols {
         let definitions = ptx.matches(&format!(" {symbol}(\n")).count();
         assert_eq!(
             definitions, 1,
@@ -205,6 +233,7 @@ fn software_routines_are_written_once_and_assemble() {
         );
     }
     assert_eq!(ptx.matches("call (sarek_ret), sarek_fmod_f32,").count(), 3);
+    assert_eq!(ptx.matches("call (sarek_ret), sarek_exp_f64,").count(), 2);
     if let Some(result) = assemble(&ptx) {
         result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
     }

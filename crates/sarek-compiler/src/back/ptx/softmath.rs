@@ -16,6 +16,8 @@
 //!   sqrt(2)) and evaluate log m = 2 atanh(f / (2 + f)) by its series to s^23. Both are within
 //!   a few ulps of the correctly rounded result over the whole range (the tests' bounds).
 
+use crate::intrinsics::MathFn;
+
 /// The precision of a float operand, and the width of the integers of its bit pattern.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Width {
@@ -63,6 +65,8 @@ pub enum FBin {
     /// PTX `min`/`max`: a NaN operand is ignored.
     Min,
     Max,
+    /// The magnitude of the first operand with the sign of the second.
+    CopySign,
 }
 
 /// Integer operations taking two operands of one width.
@@ -86,9 +90,7 @@ pub enum Shift {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cmp {
     Eq,
-    Ne,
     Lt,
-    Le,
     Gt,
     Ge,
 }
@@ -139,14 +141,27 @@ pub trait Ops {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Routine {
     Fmod(Width),
+    /// A float64 math function ([`Routine::for_float64`] says which have one).
+    Math64(MathFn),
 }
 
 impl Routine {
+    /// The routine computing float64 `m`, if there is one.
+    pub fn for_float64(m: MathFn) -> Option<Routine> {
+        use MathFn::*;
+        matches!(
+            m,
+            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Sinh | Cosh | Tanh
+        )
+        .then_some(Routine::Math64(m))
+    }
+
     /// The `.func` symbol (in the `sarek_` namespace, which user names never reach).
-    pub fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> String {
         match self {
-            Routine::Fmod(Width::W32) => "sarek_fmod_f32",
-            Routine::Fmod(Width::W64) => "sarek_fmod_f64",
+            Routine::Fmod(Width::W32) => "sarek_fmod_f32".into(),
+            Routine::Fmod(Width::W64) => "sarek_fmod_f64".into(),
+            Routine::Math64(m) => format!("sarek_{}_f64", m.c_name()),
         }
     }
 
@@ -154,13 +169,29 @@ impl Routine {
     pub fn signature(self) -> (Width, usize) {
         match self {
             Routine::Fmod(w) => (w, 2),
+            Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2),
+            Routine::Math64(_) => (Width::W64, 1),
         }
     }
 
     /// The routine's result from its arguments.
     pub fn build<O: Ops>(self, o: &mut O, args: &[O::F]) -> O::F {
+        let x = args[0];
         match self {
-            Routine::Fmod(w) => fmod(o, w, args[0], args[1]),
+            Routine::Fmod(w) => fmod(o, w, x, args[1]),
+            Routine::Math64(m) => match m {
+                MathFn::Exp => exp(o, x),
+                MathFn::Exp2 => exp2(o, x),
+                MathFn::Expm1 => expm1(o, x),
+                MathFn::Log => log(o, x, LogBase::E),
+                MathFn::Log2 => log(o, x, LogBase::Two),
+                MathFn::Log10 => log(o, x, LogBase::Ten),
+                MathFn::Log1p => log1p(o, x),
+                MathFn::Sinh => sinh(o, x),
+                MathFn::Cosh => cosh(o, x),
+                MathFn::Tanh => tanh(o, x),
+                _ => unreachable!("no float64 routine for `{}`", m.c_name()),
+            },
         }
     }
 }
@@ -265,6 +296,374 @@ fn normalize<O: Ops>(o: &mut O, w: Width, a: O::I, mb_count: O::I) -> (O::I, O::
     let e = o.sel_i(is_sub, e_sub, e);
     let m = o.sel_i(is_sub, m_sub, m_normal);
     (e, m)
+}
+
+// ----- float64 exponentials and logarithms -----
+
+use Width::W64;
+
+/// ln 2 split for Cody-Waite reduction: `LN2_HI` is ln 2 rounded, `LN2_LO` the rest.
+const LN2_HI: f64 = std::f64::consts::LN_2;
+const LN2_LO: f64 = 2.319_046_813_846_299_6e-17;
+const LOG10_2_HI: f64 = std::f64::consts::LOG10_2;
+const LOG10_2_LO: f64 = -2.803_728_127_785_170_4e-18;
+
+/// 1 / (n + 1)! for n = 1..=12: e^r - 1 = r (1 + r/2! + ... + r^12/13!), the terms past
+/// r^13 under 2^-60 of the sum for |r| <= ln2 / 2.
+const EXPM1_TAYLOR: [f64; 12] = [
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362_880.0,
+    1.0 / 3_628_800.0,
+    1.0 / 39_916_800.0,
+    1.0 / 479_001_600.0,
+    1.0 / 6_227_020_800.0,
+];
+
+/// 2 / (2n + 1) for n = 1..=10: log(1 + f) = 2 atanh s = 2s + s T for s = f / (2 + f),
+/// T = 2s^2/3 + 2s^4/5 + ... + 2s^20/21, the terms past under 2^-60 of the sum for
+/// |s| <= 3 - 2 sqrt 2 (1 + f in [sqrt(1/2), sqrt 2)).
+const ATANH_SERIES: [f64; 10] = [
+    2.0 / 3.0,
+    2.0 / 5.0,
+    2.0 / 7.0,
+    2.0 / 9.0,
+    2.0 / 11.0,
+    2.0 / 13.0,
+    2.0 / 15.0,
+    2.0 / 17.0,
+    2.0 / 19.0,
+    2.0 / 21.0,
+];
+
+/// log2 e and log10 e split like ln 2.
+const LOG2E_LO: f64 = 2.035_527_374_093_103_3e-17;
+const LOG10E_LO: f64 = 1.098_319_650_216_765e-17;
+
+fn c64<O: Ops>(o: &mut O, v: f64) -> O::F {
+    o.f_const(W64, v)
+}
+
+/// `c[0] + z (c[1] + z (...))` by fused multiply-adds.
+fn horner<O: Ops>(o: &mut O, z: O::F, c: &[f64]) -> O::F {
+    let mut p = c64(o, c[c.len() - 1]);
+    for &k in c[..c.len() - 1].iter().rev() {
+        let k = c64(o, k);
+        p = o.fma(p, z, k);
+    }
+    p
+}
+
+/// e^r - 1 for |r| <= ln2 / 2 (a little more after rounding k), by its Taylor series.
+fn expm1_series<O: Ops>(o: &mut O, r: O::F) -> O::F {
+    let p = horner(o, r, &EXPM1_TAYLOR);
+    let one = c64(o, 1.0);
+    let p = o.fma(p, r, one);
+    o.f_bin(FBin::Mul, r, p)
+}
+
+/// e^x = 2^k (1 + q): k = rint(x / ln 2) (as an integer and a float, +0 for 0, so that a zero
+/// x passes through as itself), q = e^r - 1 for r = x - k ln 2, reduced in two fused steps.
+fn exp_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::I, O::F, O::F) {
+    let log2e = c64(o, std::f64::consts::LOG2_E);
+    let t = o.f_bin(FBin::Mul, x, log2e);
+    let k = o.f_to_i(t);
+    let kf = o.i_to_f(k);
+    let minus_hi = c64(o, -LN2_HI);
+    let minus_lo = c64(o, -LN2_LO);
+    let r = o.fma(kf, minus_hi, x);
+    let r = o.fma(kf, minus_lo, r);
+    let q = expm1_series(o, r);
+    (k, kf, q)
+}
+
+/// 2^k as a float64 for k in [-1022, 1023] (an integer register).
+fn pow2<O: Ops>(o: &mut O, k: O::I) -> O::F {
+    let bias = o.i_const(W64, 1023);
+    let field = o.i_bin(IBin::Add, k, bias);
+    let count = o.i_const(Width::W32, 52);
+    let bits = o.shift(Shift::Shl, field, count);
+    o.from_bits(bits)
+}
+
+/// p 2^k for k in [-1078, 1026] with one rounding: by 2^k1 (exact: p is near 1) and then
+/// 2^(k - k1), k1 = rint(k / 2).
+fn scale<O: Ops>(o: &mut O, p: O::F, k: O::I, kf: O::F) -> O::F {
+    let half = c64(o, 0.5);
+    let k1f = o.f_bin(FBin::Mul, kf, half);
+    let k1 = o.f_to_i(k1f);
+    let k2 = o.i_bin(IBin::Sub, k, k1);
+    let s1 = pow2(o, k1);
+    let s2 = pow2(o, k2);
+    let p = o.f_bin(FBin::Mul, p, s1);
+    o.f_bin(FBin::Mul, p, s2)
+}
+
+/// x clamped to [lo, hi]; a NaN becomes `lo` (PTX `max` ignores it): callers select NaN
+/// themselves.
+fn clamp<O: Ops>(o: &mut O, x: O::F, lo: f64, hi: f64) -> O::F {
+    let lo = c64(o, lo);
+    let hi = c64(o, hi);
+    let x = o.f_bin(FBin::Max, x, lo);
+    o.f_bin(FBin::Min, x, hi)
+}
+
+/// `r`, or `x` itself when x is NaN.
+fn nan_through<O: Ops>(o: &mut O, x: O::F, r: O::F) -> O::F {
+    let nan = o.is_nan(x);
+    o.sel_f(nan, x, r)
+}
+
+/// e^x / 2^shift for x clamped to [-746, 711] (past those the result is 0 or infinite).
+fn exp_shifted<O: Ops>(o: &mut O, x: O::F, shift: u64) -> O::F {
+    let xc = clamp(o, x, -746.0, 711.0);
+    let (k, kf, q) = exp_reduce(o, xc);
+    let one = c64(o, 1.0);
+    let p = o.f_bin(FBin::Add, one, q);
+    let (k, kf) = if shift == 0 {
+        (k, kf)
+    } else {
+        let s = o.i_const(W64, shift);
+        let sf = c64(o, shift as f64);
+        (o.i_bin(IBin::Sub, k, s), o.f_bin(FBin::Sub, kf, sf))
+    };
+    let r = scale(o, p, k, kf);
+    nan_through(o, x, r)
+}
+
+/// float64 e^x.
+pub fn exp<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    exp_shifted(o, x, 0)
+}
+
+/// float64 2^x: k = rint(x) and r = (x - k) ln 2 (x - k is exact).
+pub fn exp2<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let xc = clamp(o, x, -1080.0, 1026.0);
+    let k = o.f_to_i(xc);
+    let kf = o.i_to_f(k);
+    let frac = o.f_bin(FBin::Sub, xc, kf);
+    let ln2 = c64(o, LN2_HI);
+    let r = o.f_bin(FBin::Mul, frac, ln2);
+    let q = expm1_series(o, r);
+    let one = c64(o, 1.0);
+    let p = o.f_bin(FBin::Add, one, q);
+    let r = scale(o, p, k, kf);
+    nan_through(o, x, r)
+}
+
+/// float64 e^x - 1: 2^k (1 + q) - 1 as one fused `2^k q + (2^k - 1)` (2^k - 1 is exact for
+/// the k where it matters), q itself for k = 0 (no cancellation near 0, -0 kept), and
+/// [`exp`] where 2^k would overflow.
+pub fn expm1<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let xc = clamp(o, x, -60.0, 711.0);
+    let (k, kf, q) = exp_reduce(o, xc);
+    let s = pow2(o, k);
+    let one = c64(o, 1.0);
+    let s1 = o.f_bin(FBin::Sub, s, one);
+    let near = o.fma(s, q, s1);
+    let p = o.f_bin(FBin::Add, one, q);
+    let far = scale(o, p, k, kf);
+    let limit = o.i_const(W64, 1000);
+    let big = o.i_cmp(Cmp::Gt, true, k, limit);
+    let r = o.sel_f(big, far, near);
+    let zero = o.i_const(W64, 0);
+    let k0 = o.i_cmp(Cmp::Eq, false, k, zero);
+    let r = o.sel_f(k0, q, r);
+    nan_through(o, x, r)
+}
+
+/// The base of a logarithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogBase {
+    E,
+    Two,
+    Ten,
+}
+
+/// x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt 2), for a positive x (subnormals scaled
+/// by 2^54 first): e as a float, f (exact), and c with log(1 + f) = f + c. With
+/// s = f / (2 + f) and 2s = f - s f, log(1 + f) = 2s + s T = f - (f^2/2 - s (f^2/2 + T)):
+/// s's rounding only reaches the small correction c.
+fn log_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
+    let min_normal = c64(o, f64::MIN_POSITIVE);
+    let sub = o.f_cmp(Cmp::Lt, x, min_normal);
+    let two54 = c64(o, 18_014_398_509_481_984.0);
+    let scaled = o.f_bin(FBin::Mul, x, two54);
+    let xs = o.sel_f(sub, scaled, x);
+    let u = o.to_bits(xs);
+    let count = o.i_const(Width::W32, 52);
+    let field = o.shift(Shift::Shr, u, count);
+    let bias = o.i_const(W64, 1023);
+    let e = o.i_bin(IBin::Sub, field, bias);
+    let mant_mask = o.i_const(W64, (1 << 52) - 1);
+    let frac = o.i_bin(IBin::And, u, mant_mask);
+    let one_bits = o.i_const(W64, 1023 << 52);
+    let m_bits = o.i_bin(IBin::Or, frac, one_bits);
+    let m = o.from_bits(m_bits);
+    let sqrt2 = c64(o, std::f64::consts::SQRT_2);
+    let big = o.f_cmp(Cmp::Gt, m, sqrt2);
+    let half = c64(o, 0.5);
+    let m_half = o.f_bin(FBin::Mul, m, half);
+    let m = o.sel_f(big, m_half, m);
+    let one = o.i_const(W64, 1);
+    let e_up = o.i_bin(IBin::Add, e, one);
+    let e = o.sel_i(big, e_up, e);
+    let k54 = o.i_const(W64, 54);
+    let e_sub = o.i_bin(IBin::Sub, e, k54);
+    let e = o.sel_i(sub, e_sub, e);
+    let ef = o.i_to_f(e);
+    let one = c64(o, 1.0);
+    let two = c64(o, 2.0);
+    let f = o.f_bin(FBin::Sub, m, one);
+    let den = o.f_bin(FBin::Add, two, f);
+    let s = o.f_bin(FBin::Div, f, den);
+    let z = o.f_bin(FBin::Mul, s, s);
+    let p = horner(o, z, &ATANH_SERIES);
+    let t = o.f_bin(FBin::Mul, z, p);
+    let hf = o.f_bin(FBin::Mul, half, f);
+    let hfsq = o.f_bin(FBin::Mul, hf, f);
+    let inner = o.f_bin(FBin::Add, hfsq, t);
+    let zero = c64(o, 0.0);
+    let minus_hfsq = o.f_bin(FBin::Sub, zero, hfsq);
+    let c = o.fma(s, inner, minus_hfsq);
+    (ef, f, c)
+}
+
+/// e log 2 + f + c in `base`: the large terms (e log 2 and f times the base's constant) are
+/// added last, each constant split in a rounded part and the rest.
+fn log_combine<O: Ops>(o: &mut O, ef: O::F, f: O::F, c: O::F, base: LogBase) -> O::F {
+    match base {
+        LogBase::E => {
+            let lo = c64(o, LN2_LO);
+            let hi = c64(o, LN2_HI);
+            let t = o.fma(ef, lo, c);
+            let t = o.f_bin(FBin::Add, t, f);
+            o.fma(ef, hi, t)
+        }
+        // e exactly, so powers of two are exact.
+        LogBase::Two => {
+            let hi = c64(o, std::f64::consts::LOG2_E);
+            let lo = c64(o, LOG2E_LO);
+            let t = o.f_bin(FBin::Mul, f, lo);
+            let t = o.fma(c, hi, t);
+            let t = o.fma(f, hi, t);
+            o.f_bin(FBin::Add, ef, t)
+        }
+        LogBase::Ten => {
+            let hi = c64(o, std::f64::consts::LOG10_E);
+            let lo = c64(o, LOG10E_LO);
+            let t = o.f_bin(FBin::Mul, f, lo);
+            let t = o.fma(c, hi, t);
+            let t = o.fma(f, hi, t);
+            let lo2 = c64(o, LOG10_2_LO);
+            let hi2 = c64(o, LOG10_2_HI);
+            let t = o.fma(ef, lo2, t);
+            o.fma(ef, hi2, t)
+        }
+    }
+}
+
+/// C's special values of a logarithm of `x`: -inf at ±0, NaN below 0, +inf at +inf, a NaN
+/// through.
+fn log_specials<O: Ops>(o: &mut O, x: O::F, r: O::F) -> O::F {
+    let zero = c64(o, 0.0);
+    let inf = c64(o, f64::INFINITY);
+    let is_inf = o.f_cmp(Cmp::Eq, x, inf);
+    let r = o.sel_f(is_inf, x, r);
+    let is_zero = o.f_cmp(Cmp::Eq, x, zero);
+    let minus_inf = c64(o, f64::NEG_INFINITY);
+    let r = o.sel_f(is_zero, minus_inf, r);
+    let negative = o.f_cmp(Cmp::Lt, x, zero);
+    let nan = c64(o, f64::NAN);
+    let r = o.sel_f(negative, nan, r);
+    nan_through(o, x, r)
+}
+
+/// float64 log, log2 or log10 of x.
+pub fn log<O: Ops>(o: &mut O, x: O::F, base: LogBase) -> O::F {
+    let (ef, f, c) = log_reduce(o, x);
+    let r = log_combine(o, ef, f, c, base);
+    log_specials(o, x, r)
+}
+
+/// float64 log(1 + x): log u for u = 1 + x rounded, plus (1 + x - u) / u, the rounding error
+/// u made (exact: u - 1 and x - (u - 1) are); x itself at ±0.
+pub fn log1p<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let one = c64(o, 1.0);
+    let u = o.f_bin(FBin::Add, one, x);
+    let u1 = o.f_bin(FBin::Sub, u, one);
+    let err = o.f_bin(FBin::Sub, x, u1);
+    let c = o.f_bin(FBin::Div, err, u);
+    // u = 0 or infinite: no correction (0/0, inf - inf).
+    let bad = o.is_nan(c);
+    let zero = c64(o, 0.0);
+    let c = o.sel_f(bad, zero, c);
+    let (ef, f, c_u) = log_reduce(o, u);
+    let c = o.f_bin(FBin::Add, c_u, c);
+    let r = log_combine(o, ef, f, c, LogBase::E);
+    let r = log_specials(o, u, r);
+    let is_zero = o.f_cmp(Cmp::Eq, x, zero);
+    let r = o.sel_f(is_zero, x, r);
+    nan_through(o, x, r)
+}
+
+/// Past this |x|, e^-|x| is below 2^-63 of e^|x|: sinh and cosh are e^|x| / 2, tanh is 1.
+const HYPERBOLIC_FAR: f64 = 22.0;
+
+/// float64 sinh: near 0 from E = expm1 |x| as (E + E / (E + 1)) / 2 (no cancellation), far
+/// as e^|x| / 2 (no overflow before sinh's own), with the sign of x.
+pub fn sinh<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let a = abs(o, x);
+    let e = expm1(o, a);
+    let one = c64(o, 1.0);
+    let e1 = o.f_bin(FBin::Add, e, one);
+    let t = o.f_bin(FBin::Div, e, e1);
+    let t = o.f_bin(FBin::Add, e, t);
+    let half = c64(o, 0.5);
+    let near = o.f_bin(FBin::Mul, t, half);
+    let far = exp_shifted(o, a, 1);
+    let limit = c64(o, HYPERBOLIC_FAR);
+    let is_far = o.f_cmp(Cmp::Ge, a, limit);
+    let r = o.sel_f(is_far, far, near);
+    let r = o.f_bin(FBin::CopySign, r, x);
+    nan_through(o, x, r)
+}
+
+/// float64 cosh: h + 1 / (4 h) for h = e^|x| / 2.
+pub fn cosh<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let a = abs(o, x);
+    let h = exp_shifted(o, a, 1);
+    let quarter = c64(o, 0.25);
+    let t = o.f_bin(FBin::Div, quarter, h);
+    let r = o.f_bin(FBin::Add, h, t);
+    nan_through(o, x, r)
+}
+
+/// float64 tanh: E / (E + 2) for E = expm1(2 |x|), 1 far from 0, with the sign of x.
+pub fn tanh<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let a = abs(o, x);
+    let a2 = o.f_bin(FBin::Add, a, a);
+    let e = expm1(o, a2);
+    let two = c64(o, 2.0);
+    let den = o.f_bin(FBin::Add, e, two);
+    let t = o.f_bin(FBin::Div, e, den);
+    let limit = c64(o, HYPERBOLIC_FAR);
+    let is_far = o.f_cmp(Cmp::Ge, a, limit);
+    let one = c64(o, 1.0);
+    let r = o.sel_f(is_far, one, t);
+    let r = o.f_bin(FBin::CopySign, r, x);
+    nan_through(o, x, r)
+}
+
+/// |x| as the magnitude of x with a positive sign.
+fn abs<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let one = c64(o, 1.0);
+    o.f_bin(FBin::CopySign, x, one)
 }
 
 #[cfg(test)]

@@ -1536,6 +1536,7 @@ impl<'k> Writer<'k> {
     /// A call of a software routine ([`softmath`]), writing its `.func` at the first call.
     fn soft_call(&mut self, routine: Routine, args: &[Reg]) -> Reg {
         let symbol = routine.symbol();
+        let symbol = symbol.as_str();
         let (width, arity) = routine.signature();
         let class = match width {
             Width::W32 => Class::F32,
@@ -1779,9 +1780,19 @@ impl<'k> Writer<'k> {
                 let r = self.hypot(v[0], v[1], s);
                 self.emit_fmt(format_args!("mov.{t} {d}, {r};"));
             }
-            _ if s == Scalar::F64 => {
-                self.internal(format!("float64 `{}` has no PTX instruction", m.c_name()));
+            // As the interpreter: 1 / sqrt x, both correctly rounded.
+            MathFn::Rsqrt if s == Scalar::F64 => {
+                let (root, one) = (self.reg(Class::F64), self.literal(Literal::F64(1.0)));
+                self.emit_fmt(format_args!("sqrt.rn.f64 {root}, {};", v[0]));
+                self.emit_fmt(format_args!("div.rn.f64 {d}, {one}, {root};"));
             }
+            _ if s == Scalar::F64 => match Routine::for_float64(m) {
+                Some(routine) => {
+                    let r = self.soft_call(routine, v);
+                    self.mov(d, r);
+                }
+                None => self.internal(format!("float64 `{}` has no PTX instruction", m.c_name())),
+            },
             MathFn::Rsqrt => self.emit(simple("rsqrt.approx.ftz")),
             MathFn::Sin => self.emit(simple("sin.approx")),
             MathFn::Cos => self.emit(simple("cos.approx")),
@@ -2531,9 +2542,7 @@ impl Emit<'_, '_> {
 fn cmp_name(c: Cmp) -> &'static str {
     match c {
         Cmp::Eq => "eq",
-        Cmp::Ne => "ne",
         Cmp::Lt => "lt",
-        Cmp::Le => "le",
         Cmp::Gt => "gt",
         Cmp::Ge => "ge",
     }
@@ -2557,6 +2566,13 @@ impl softmath::Ops for Emit<'_, '_> {
     }
     fn f_bin(&mut self, op: FBin, a: Reg, b: Reg) -> Reg {
         let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        if op == FBin::CopySign {
+            // PTX's operand order: the sign's source first.
+            self.0
+                .emit_fmt(format_args!("copysign.f{n} {d}, {b}, {a};"));
+            return d;
+        }
         let name = match op {
             FBin::Add => "add.rn",
             FBin::Sub => "sub.rn",
@@ -2564,8 +2580,8 @@ impl softmath::Ops for Emit<'_, '_> {
             FBin::Div => "div.rn",
             FBin::Min => "min",
             FBin::Max => "max",
+            FBin::CopySign => unreachable!("written above"),
         };
-        let n = Self::n(a);
         self.0.emit_fmt(format_args!("{name}.f{n} {d}, {a}, {b};"));
         d
     }

@@ -52,10 +52,7 @@ struct Host;
 fn cmp<T: PartialOrd>(c: Cmp, a: T, b: T) -> bool {
     match c {
         Cmp::Eq => a == b,
-        // Ordered: PTX `setp.ne` on floats is false when an operand is NaN.
-        Cmp::Ne => a < b || a > b,
         Cmp::Lt => a < b,
-        Cmp::Le => a <= b,
         Cmp::Gt => a > b,
         Cmp::Ge => a >= b,
     }
@@ -89,6 +86,7 @@ impl Ops for Host {
                     // Rust's min/max ignore a NaN operand, as PTX's do.
                     FBin::Min => $a.min($b),
                     FBin::Max => $a.max($b),
+                    FBin::CopySign => $a.copysign($b),
                 }
             };
         }
@@ -419,5 +417,168 @@ fn fmod_f32_is_exact() {
         let y = f32::from_bits(rng.below(1 << 23) as u32 + 1);
         check(x, y);
         check(y, x);
+    }
+}
+
+/// Distance in representable float64 values (0 for two NaNs, `u64::MAX` for a NaN and a number).
+fn ulps64(a: f64, b: f64) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    let key = |v: f64| {
+        let bits = v.to_bits() as i64;
+        if bits < 0 { -(bits & i64::MAX) } else { bits }
+    };
+    key(a).abs_diff(key(b))
+}
+
+/// A float64 whose magnitude is log-uniform in [2^lo, 2^hi], with a random sign when `signed`.
+fn log_uniform(rng: &mut Rng, lo: i64, hi: i64, signed: bool) -> f64 {
+    let e = lo + rng.below((hi - lo) as u64) as i64;
+    let m = 1.0 + (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let v = m * 2f64.powi(e as i32);
+    if signed && rng.next() & 1 == 1 { -v } else { v }
+}
+
+fn uniform(rng: &mut Rng, lo: f64, hi: f64) -> f64 {
+    lo + (hi - lo) * ((rng.next() >> 11) as f64 / (1u64 << 53) as f64)
+}
+
+/// Run float64 `m`'s routine on the edge values and `inputs`, against Rust's std (what the
+/// interpreter computes, [`crate::scalar::math64`]); assert at most `bound` ulps apart
+/// (special values exactly) and return the largest distance seen.
+fn check_math64(m: MathFn, inputs: impl Iterator<Item = f64>, bound: u64) -> u64 {
+    let routine = Routine::for_float64(m).expect("a float64 routine");
+    let mut worst = (0, 0.0);
+    for x in edges64().into_iter().chain(inputs) {
+        let got = run64(routine, &[x]);
+        let want = crate::scalar::math64(m, x, 0.0, 0.0);
+        let d = ulps64(got, want);
+        let special = !want.is_finite() || want == 0.0 || !x.is_finite();
+        if special {
+            assert!(
+                same64(got, want),
+                "{}({x:e}) = {got:e}, want {want:e} (exactly)",
+                m.c_name()
+            );
+        }
+        assert!(
+            d <= bound,
+            "{}({x:e}) = {got:e}, want {want:e}: {d} ulps",
+            m.c_name()
+        );
+        if d > worst.0 {
+            worst = (d, x);
+        }
+    }
+    eprintln!(
+        "{}: at most {} ulps (at {:e})",
+        m.c_name(),
+        worst.0,
+        worst.1
+    );
+    worst.0
+}
+
+/// 2^k, subnormal ones included (`powi` loses them).
+fn pow2_exact(k: i32) -> f64 {
+    if k >= -1022 {
+        f64::from_bits(((k + 1023) as u64) << 52)
+    } else {
+        f64::from_bits(1 << (k + 1074))
+    }
+}
+
+const SAMPLES: usize = 100_000;
+
+#[test]
+fn exp_f64_within_2_ulps() {
+    let mut rng = Rng(10);
+    let wide = (0..SAMPLES).map(|_| uniform(&mut rng, -750.0, 712.0));
+    check_math64(MathFn::Exp, wide, 2);
+    let mut rng = Rng(11);
+    let small = (0..SAMPLES).map(|_| log_uniform(&mut rng, -80, 3, true));
+    check_math64(MathFn::Exp, small, 2);
+    // Around overflow and into the subnormal results.
+    let mut rng = Rng(12);
+    let ends = (0..SAMPLES / 4).map(|k| {
+        if k % 2 == 0 {
+            uniform(&mut rng, 709.0, 710.0)
+        } else {
+            uniform(&mut rng, -746.0, -707.0)
+        }
+    });
+    check_math64(MathFn::Exp, ends, 2);
+}
+
+#[test]
+fn exp2_f64_within_2_ulps() {
+    let mut rng = Rng(13);
+    let wide = (0..SAMPLES).map(|_| uniform(&mut rng, -1080.0, 1025.0));
+    check_math64(MathFn::Exp2, wide, 2);
+    let mut rng = Rng(14);
+    let small = (0..SAMPLES).map(|_| log_uniform(&mut rng, -80, 3, true));
+    check_math64(MathFn::Exp2, small, 2);
+    for k in -1074..=1023 {
+        let want = pow2_exact(k);
+        assert_eq!(run64(Routine::Math64(MathFn::Exp2), &[f64::from(k)]), want);
+    }
+}
+
+#[test]
+fn expm1_f64_within_2_ulps() {
+    let mut rng = Rng(15);
+    let wide = (0..SAMPLES).map(|_| uniform(&mut rng, -50.0, 712.0));
+    check_math64(MathFn::Expm1, wide, 2);
+    let mut rng = Rng(16);
+    let small = (0..SAMPLES).map(|_| log_uniform(&mut rng, -1074, 3, true));
+    check_math64(MathFn::Expm1, small, 2);
+}
+
+#[test]
+fn log_family_f64_within_2_ulps() {
+    for m in [MathFn::Log, MathFn::Log2, MathFn::Log10] {
+        let mut rng = Rng(17);
+        let wide = (0..SAMPLES).map(|_| {
+            let bits = rng.next() >> 1;
+            f64::from_bits(bits % f64::INFINITY.to_bits())
+        });
+        check_math64(m, wide, 2);
+        let mut rng = Rng(18);
+        let near_one = (0..SAMPLES).map(|_| 1.0 + log_uniform(&mut rng, -60, -1, true));
+        check_math64(m, near_one, 2);
+    }
+    for k in -1074..=1023 {
+        let got = run64(Routine::Math64(MathFn::Log2), &[pow2_exact(k)]);
+        assert_eq!(got, f64::from(k));
+    }
+}
+
+#[test]
+fn log1p_f64_within_2_ulps() {
+    let mut rng = Rng(19);
+    let small = (0..SAMPLES).map(|_| log_uniform(&mut rng, -1074, 0, true));
+    check_math64(MathFn::Log1p, small, 2);
+    let mut rng = Rng(20);
+    let wide = (0..SAMPLES).map(|_| log_uniform(&mut rng, -10, 1023, false));
+    check_math64(MathFn::Log1p, wide, 2);
+    let mut rng = Rng(21);
+    let near_minus_one = (0..SAMPLES / 4).map(|_| -1.0 + log_uniform(&mut rng, -53, -1, false));
+    check_math64(MathFn::Log1p, near_minus_one, 2);
+}
+
+#[test]
+fn hyperbolic_f64_within_3_ulps() {
+    for m in [MathFn::Sinh, MathFn::Cosh, MathFn::Tanh] {
+        let mut rng = Rng(22);
+        let wide = (0..SAMPLES).map(|_| uniform(&mut rng, -712.0, 712.0));
+        check_math64(m, wide, 3);
+        let mut rng = Rng(23);
+        let small = (0..SAMPLES).map(|_| log_uniform(&mut rng, -1074, 5, true));
+        check_math64(m, small, 3);
     }
 }
