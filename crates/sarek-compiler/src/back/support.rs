@@ -232,12 +232,9 @@ pub fn metal() -> Support {
 }
 
 /// Float64 math PTX has neither an instruction nor a software routine for
-/// (`back/ptx/softmath.rs` writes `exp`, `log` and their relatives; the rest, `sqrt`, `rsqrt`,
+/// (`back/ptx/softmath.rs` writes `exp`, `log`, `sin` and their relatives; the rest, `sqrt`, `rsqrt`,
 /// `fabs`, rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`, are instructions).
-const PTX_MISSING_FLOAT64_MATH: [MathFn; 8] = [
-    MathFn::Sin,
-    MathFn::Cos,
-    MathFn::Tan,
+const PTX_MISSING_FLOAT64_MATH: [MathFn; 5] = [
     MathFn::Asin,
     MathFn::Acos,
     MathFn::Atan,

@@ -111,6 +111,8 @@ pub trait Ops {
     fn f_cmp(&mut self, c: Cmp, a: Self::F, b: Self::F) -> Self::P;
     /// Whether `a` is a NaN.
     fn is_nan(&mut self, a: Self::F) -> Self::P;
+    /// The nearest integer (ties to even) as a float (`cvt.rni` float to float).
+    fn f_round(&mut self, a: Self::F) -> Self::F;
     /// The nearest integer (ties to even) as a signed integer of the same width (`cvt.rni`).
     fn f_to_i(&mut self, a: Self::F) -> Self::I;
     /// A signed integer to the float of the same width, rounded to nearest.
@@ -151,7 +153,7 @@ impl Routine {
         use MathFn::*;
         matches!(
             m,
-            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Sinh | Cosh | Tanh
+            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Sinh | Cosh | Tanh | Sin | Cos | Tan
         )
         .then_some(Routine::Math64(m))
     }
@@ -190,6 +192,9 @@ impl Routine {
                 MathFn::Sinh => sinh(o, x),
                 MathFn::Cosh => cosh(o, x),
                 MathFn::Tanh => tanh(o, x),
+                MathFn::Sin => sin_cos_tan(o, x, Trig::Sin),
+                MathFn::Cos => sin_cos_tan(o, x, Trig::Cos),
+                MathFn::Tan => sin_cos_tan(o, x, Trig::Tan),
                 _ => unreachable!("no float64 routine for `{}`", m.c_name()),
             },
         }
@@ -664,6 +669,204 @@ pub fn tanh<O: Ops>(o: &mut O, x: O::F) -> O::F {
 fn abs<O: Ops>(o: &mut O, x: O::F) -> O::F {
     let one = c64(o, 1.0);
     o.f_bin(FBin::CopySign, x, one)
+}
+
+// ----- float64 sine, cosine, tangent -----
+
+/// pi/2 as the sum of three float64s (the rest is under 6e-50) and 2/pi rounded.
+const PIO2_1: f64 = std::f64::consts::FRAC_PI_2;
+const PIO2_2: f64 = 6.123_233_995_736_766e-17;
+const PIO2_3: f64 = -1.497_384_904_859_169_8e-33;
+const INV_PIO2: f64 = std::f64::consts::FRAC_2_PI;
+
+/// Past this |x| the reduction's pi/2 (three float64s) is too coarse: k (pi/2 - its sum)
+/// exceeds 1e-22, and the functions give NaN rather than a wrong number.
+pub const TRIG_LIMIT: f64 = 1_237_940_039_285_380_274_899_124_224.0; // 2^90
+
+/// fdlibm's minimax polynomials for sin and cos on [-pi/4, pi/4] (errors under 2^-58).
+const SIN: [f64; 6] = [
+    -1.666_666_666_666_663_243_48e-1,
+    8.333_333_333_322_489_461_24e-3,
+    -1.984_126_982_985_794_931_34e-4,
+    2.755_731_370_707_006_767_89e-6,
+    -2.505_076_025_340_686_341_95e-8,
+    1.589_690_995_211_550_102_21e-10,
+];
+const COS: [f64; 6] = [
+    4.166_666_666_666_660_190_37e-2,
+    -1.388_888_888_887_410_957_49e-3,
+    2.480_158_728_947_672_941_78e-5,
+    -2.755_731_435_139_066_330_35e-7,
+    2.087_572_321_298_174_827_90e-9,
+    -1.135_964_755_778_819_482_65e-11,
+];
+
+/// Which of the three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trig {
+    Sin,
+    Cos,
+    Tan,
+}
+
+/// a + b as the rounded sum and its exact error (Knuth's two-sum: no ordering needed).
+fn two_sum<O: Ops>(o: &mut O, a: O::F, b: O::F) -> (O::F, O::F) {
+    let s = o.f_bin(FBin::Add, a, b);
+    let bb = o.f_bin(FBin::Sub, s, a);
+    let ab = o.f_bin(FBin::Sub, s, bb);
+    let ea = o.f_bin(FBin::Sub, a, ab);
+    let eb = o.f_bin(FBin::Sub, b, bb);
+    let e = o.f_bin(FBin::Add, ea, eb);
+    (s, e)
+}
+
+fn neg<O: Ops>(o: &mut O, a: O::F) -> O::F {
+    let m1 = c64(o, -1.0);
+    o.f_bin(FBin::Mul, a, m1)
+}
+
+/// One Cody-Waite step: hi + lo = k pi/2 + (r_hi + r_lo) for k = rint(hi 2/pi) (a float).
+/// k times each part of pi/2 is split exactly (fused), hi - k PIO2_1 is exact (Sterbenz),
+/// and the large terms are added by two-sums: only terms of the order of 2^-106 |x| round.
+fn reduce_pio2<O: Ops>(o: &mut O, hi: O::F, lo: O::F) -> (O::F, O::F, O::F) {
+    let inv = c64(o, INV_PIO2);
+    let t = o.f_bin(FBin::Mul, hi, inv);
+    let k = o.f_round(t);
+    let p1 = c64(o, PIO2_1);
+    let p2 = c64(o, PIO2_2);
+    let p3 = c64(o, PIO2_3);
+    let th = o.f_bin(FBin::Mul, k, p1);
+    let nth = neg(o, th);
+    let tl = o.fma(k, p1, nth);
+    let rh = o.f_bin(FBin::Sub, hi, th);
+    let ph = o.f_bin(FBin::Mul, k, p2);
+    let nph = neg(o, ph);
+    let pl = o.fma(k, p2, nph);
+    let ntl = neg(o, tl);
+    let (a, ea) = two_sum(o, rh, ntl);
+    let (b, eb) = two_sum(o, a, nph);
+    let rest = o.f_bin(FBin::Add, ea, eb);
+    let rest = o.f_bin(FBin::Sub, rest, pl);
+    let nk = neg(o, k);
+    let rest = o.fma(nk, p3, rest);
+    let rest = o.f_bin(FBin::Add, rest, lo);
+    let (r_hi, r_lo) = two_sum(o, b, rest);
+    (k, r_hi, r_lo)
+}
+
+/// sin(x + y) for |x + y| <= pi/4 (y the tail), fdlibm's `__kernel_sin`.
+fn kernel_sin<O: Ops>(o: &mut O, x: O::F, y: O::F) -> O::F {
+    let z = o.f_bin(FBin::Mul, x, x);
+    let w = o.f_bin(FBin::Mul, z, z);
+    let s = SIN.map(|c| c64(o, c));
+    let a = o.f_bin(FBin::Mul, z, s[3]);
+    let a = o.f_bin(FBin::Add, s[2], a);
+    let a = o.f_bin(FBin::Mul, z, a);
+    let a = o.f_bin(FBin::Add, s[1], a);
+    let b = o.f_bin(FBin::Mul, z, s[5]);
+    let b = o.f_bin(FBin::Add, s[4], b);
+    let zw = o.f_bin(FBin::Mul, z, w);
+    let b = o.f_bin(FBin::Mul, zw, b);
+    let r = o.f_bin(FBin::Add, a, b);
+    let v = o.f_bin(FBin::Mul, z, x);
+    // x - ((z (y/2 - v r) - y) - v S1)
+    let half = c64(o, 0.5);
+    let hy = o.f_bin(FBin::Mul, half, y);
+    let vr = o.f_bin(FBin::Mul, v, r);
+    let t = o.f_bin(FBin::Sub, hy, vr);
+    let t = o.f_bin(FBin::Mul, z, t);
+    let t = o.f_bin(FBin::Sub, t, y);
+    let vs1 = o.f_bin(FBin::Mul, v, s[0]);
+    let t = o.f_bin(FBin::Sub, t, vs1);
+    o.f_bin(FBin::Sub, x, t)
+}
+
+/// cos(x + y) for |x + y| <= pi/4, fdlibm's `__kernel_cos` (musl's arrangement).
+fn kernel_cos<O: Ops>(o: &mut O, x: O::F, y: O::F) -> O::F {
+    let z = o.f_bin(FBin::Mul, x, x);
+    let w = o.f_bin(FBin::Mul, z, z);
+    let c = COS.map(|k| c64(o, k));
+    let a = o.f_bin(FBin::Mul, z, c[2]);
+    let a = o.f_bin(FBin::Add, c[1], a);
+    let a = o.f_bin(FBin::Mul, z, a);
+    let a = o.f_bin(FBin::Add, c[0], a);
+    let a = o.f_bin(FBin::Mul, z, a);
+    let b = o.f_bin(FBin::Mul, z, c[5]);
+    let b = o.f_bin(FBin::Add, c[4], b);
+    let b = o.f_bin(FBin::Mul, z, b);
+    let b = o.f_bin(FBin::Add, c[3], b);
+    let ww = o.f_bin(FBin::Mul, w, w);
+    let b = o.f_bin(FBin::Mul, ww, b);
+    let r = o.f_bin(FBin::Add, a, b);
+    // (1 - z/2) + (((1 - (1 - z/2)) - z/2) + (z r - x y))
+    let half = c64(o, 0.5);
+    let one = c64(o, 1.0);
+    let hz = o.f_bin(FBin::Mul, half, z);
+    let w = o.f_bin(FBin::Sub, one, hz);
+    let lost = o.f_bin(FBin::Sub, one, w);
+    let lost = o.f_bin(FBin::Sub, lost, hz);
+    let zr = o.f_bin(FBin::Mul, z, r);
+    let xy = o.f_bin(FBin::Mul, x, y);
+    let t = o.f_bin(FBin::Sub, zr, xy);
+    let t = o.f_bin(FBin::Add, lost, t);
+    o.f_bin(FBin::Add, w, t)
+}
+
+/// float64 sin, cos or tan: x = k pi/2 + r by two reduction steps (the second catches the
+/// k the first rounded from an inexact x 2/pi), then the kernels on r and the quadrant
+/// k mod 4 (taken from the floats: k - 4 rint(k / 4) is exact at any size). x itself below
+/// 2^-27 for sin and tan (-0 kept); NaN for an infinite or NaN x and past [`TRIG_LIMIT`].
+pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
+    let zero = c64(o, 0.0);
+    let (k1, h, l) = reduce_pio2(o, x, zero);
+    let (k2, h, l) = reduce_pio2(o, h, l);
+    let quarter = c64(o, 0.25);
+    let four = c64(o, 4.0);
+    let k1q = o.f_bin(FBin::Mul, k1, quarter);
+    let k1q = o.f_round(k1q);
+    let k1q = o.f_bin(FBin::Mul, k1q, four);
+    let k1m = o.f_bin(FBin::Sub, k1, k1q);
+    let q = o.f_bin(FBin::Add, k1m, k2);
+    let q = o.f_to_i(q);
+    let s = kernel_sin(o, h, l);
+    let c = kernel_cos(o, h, l);
+    let one = o.i_const(W64, 1);
+    let two = o.i_const(W64, 2);
+    let odd = o.i_bin(IBin::And, q, one);
+    let odd = o.i_cmp(Cmp::Eq, false, odd, one);
+    let r = match f {
+        Trig::Sin | Trig::Cos => {
+            // sin: s, c, -s, -c by quadrant; cos: c, -s, -c, s (the quadrant one further).
+            let (even_v, odd_v, q) = match f {
+                Trig::Sin => (s, c, q),
+                _ => (c, s, o.i_bin(IBin::Add, q, one)),
+            };
+            let v = o.sel_f(odd, odd_v, even_v);
+            let half_turn = o.i_bin(IBin::And, q, two);
+            let negate = o.i_cmp(Cmp::Eq, false, half_turn, two);
+            let nv = neg(o, v);
+            o.sel_f(negate, nv, v)
+        }
+        Trig::Tan => {
+            let t = o.f_bin(FBin::Div, s, c);
+            let cot = o.f_bin(FBin::Div, c, s);
+            let ncot = neg(o, cot);
+            o.sel_f(odd, ncot, t)
+        }
+    };
+    let a = abs(o, x);
+    let r = if f == Trig::Cos {
+        r
+    } else {
+        let tiny = c64(o, 7.450_580_596_923_828e-9); // 2^-27
+        let is_tiny = o.f_cmp(Cmp::Lt, a, tiny);
+        o.sel_f(is_tiny, x, r)
+    };
+    let limit = c64(o, TRIG_LIMIT);
+    let finite = o.f_cmp(Cmp::Lt, a, limit);
+    let nan = c64(o, f64::NAN);
+    let r = o.sel_f(finite, r, nan);
+    nan_through(o, x, r)
 }
 
 #[cfg(test)]

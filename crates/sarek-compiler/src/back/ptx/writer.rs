@@ -2606,6 +2606,12 @@ impl softmath::Ops for Emit<'_, '_> {
             .emit_fmt(format_args!("testp.notanumber.f{n} {d}, {a};"));
         d
     }
+    fn f_round(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0.emit_fmt(format_args!("cvt.rni.f{n}.f{n} {d}, {a};"));
+        d
+    }
     fn f_to_i(&mut self, a: Reg) -> Reg {
         let w = Self::width(a);
         let d = self.0.reg(Self::int_class(w));
