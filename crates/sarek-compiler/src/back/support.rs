@@ -232,15 +232,9 @@ pub fn metal() -> Support {
 }
 
 /// Float64 math PTX has neither an instruction nor a software routine for
-/// (`back/ptx/softmath.rs` writes `exp`, `log`, `sin` and their relatives; the rest, `sqrt`, `rsqrt`,
+/// (`back/ptx/softmath.rs` writes `exp`, `log`, `sin`, `atan` and their relatives; the rest, `sqrt`, `rsqrt`,
 /// `fabs`, rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`, are instructions).
-const PTX_MISSING_FLOAT64_MATH: [MathFn; 5] = [
-    MathFn::Asin,
-    MathFn::Acos,
-    MathFn::Atan,
-    MathFn::Pow,
-    MathFn::Atan2,
-];
+const PTX_MISSING_FLOAT64_MATH: [MathFn; 1] = [MathFn::Pow];
 
 pub fn ptx() -> Support {
     let mut s = Support::all(Target::Ptx)

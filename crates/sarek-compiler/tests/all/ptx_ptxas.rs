@@ -162,15 +162,19 @@ fn kitchen_sink_assembles() {
 }
 
 #[test]
-fn float64_arctangent_is_refused_naming_ptx() {
-    let mut b = KernelBuilder::new("f64atan");
+fn float64_pow_is_refused_naming_ptx() {
+    let mut b = KernelBuilder::new("f64pow");
     let x = b.param("x", Ty::F64);
     let o = b.vector("o", Ty::F64);
-    let sin = intrinsic(Intrinsic::Math(MathFn::Atan), vec![b.read(x)], Ty::F64);
-    let k = b.finish(vec![store(o, lit_i32(0), sin)]);
+    let pow = intrinsic(
+        Intrinsic::Math(MathFn::Pow),
+        vec![b.read(x), b.read(x)],
+        Ty::F64,
+    );
+    let k = b.finish(vec![store(o, lit_i32(0), pow)]);
     let err = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).unwrap_err();
     assert!(
-        err[0].message.contains("PTX") && err[0].message.contains("atan"),
+        err[0].message.contains("PTX") && err[0].message.contains("pow"),
         "{:?}",
         err
     );
@@ -178,7 +182,7 @@ fn float64_arctangent_is_refused_naming_ptx() {
 
 /// The float64 functions PTX computes in software (`back/ptx/softmath.rs`, whose tests check
 /// the routines' results on the host).
-const SOFTWARE_FLOAT64: [MathFn; 13] = [
+const SOFTWARE_FLOAT64: [MathFn; 17] = [
     MathFn::Exp,
     MathFn::Exp2,
     MathFn::Expm1,
@@ -192,6 +196,10 @@ const SOFTWARE_FLOAT64: [MathFn; 13] = [
     MathFn::Sin,
     MathFn::Cos,
     MathFn::Tan,
+    MathFn::Atan,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Atan2,
 ];
 
 /// Float `mod` on both widths and every float64 software function, each used twice: each
@@ -213,7 +221,8 @@ fn software_routines_are_written_once_and_assemble() {
     let mut slot = 1;
     for m in SOFTWARE_FLOAT64.iter().chain(&[MathFn::Rsqrt]) {
         for _ in 0..2 {
-            let v = intrinsic(Intrinsic::Math(*m), vec![b.read(y)], Ty::F64);
+            let args = vec![b.read(y); m.arity()];
+            let v = intrinsic(Intrinsic::Math(*m), args, Ty::F64);
             body.push(store(o64, lit_i32(slot), v));
             slot += 1;
         }

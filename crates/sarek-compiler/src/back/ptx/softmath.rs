@@ -111,6 +111,8 @@ pub trait Ops {
     fn f_cmp(&mut self, c: Cmp, a: Self::F, b: Self::F) -> Self::P;
     /// Whether `a` is a NaN.
     fn is_nan(&mut self, a: Self::F) -> Self::P;
+    /// The square root, correctly rounded (`sqrt.rn`).
+    fn f_sqrt(&mut self, a: Self::F) -> Self::F;
     /// The nearest integer (ties to even) as a float (`cvt.rni` float to float).
     fn f_round(&mut self, a: Self::F) -> Self::F;
     /// The nearest integer (ties to even) as a signed integer of the same width (`cvt.rni`).
@@ -128,6 +130,7 @@ pub trait Ops {
     fn resize(&mut self, a: Self::I, w: Width) -> Self::I;
     fn i_cmp(&mut self, c: Cmp, signed: bool, a: Self::I, b: Self::I) -> Self::P;
     fn p_or(&mut self, a: Self::P, b: Self::P) -> Self::P;
+    fn p_and(&mut self, a: Self::P, b: Self::P) -> Self::P;
     fn sel_f(&mut self, p: Self::P, a: Self::F, b: Self::F) -> Self::F;
     fn sel_i(&mut self, p: Self::P, a: Self::I, b: Self::I) -> Self::I;
     /// `while cond(state) { state = body(state) }`, returning the final state.
@@ -153,7 +156,22 @@ impl Routine {
         use MathFn::*;
         matches!(
             m,
-            Exp | Exp2 | Expm1 | Log | Log2 | Log10 | Log1p | Sinh | Cosh | Tanh | Sin | Cos | Tan
+            Exp | Exp2
+                | Expm1
+                | Log
+                | Log2
+                | Log10
+                | Log1p
+                | Sinh
+                | Cosh
+                | Tanh
+                | Sin
+                | Cos
+                | Tan
+                | Asin
+                | Acos
+                | Atan
+                | Atan2
         )
         .then_some(Routine::Math64(m))
     }
@@ -195,6 +213,10 @@ impl Routine {
                 MathFn::Sin => sin_cos_tan(o, x, Trig::Sin),
                 MathFn::Cos => sin_cos_tan(o, x, Trig::Cos),
                 MathFn::Tan => sin_cos_tan(o, x, Trig::Tan),
+                MathFn::Atan => atan(o, x),
+                MathFn::Atan2 => atan2(o, x, args[1]),
+                MathFn::Asin => asin_acos(o, x, true),
+                MathFn::Acos => asin_acos(o, x, false),
                 _ => unreachable!("no float64 routine for `{}`", m.c_name()),
             },
         }
@@ -867,6 +889,163 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
     let nan = c64(o, f64::NAN);
     let r = o.sel_f(finite, r, nan);
     nan_through(o, x, r)
+}
+
+// ----- float64 arctangents -----
+
+/// fdlibm's `atan`: atan of 0.5, 1, 1.5 and infinity (rounded, and the rest), and the
+/// polynomial on the reduced argument |t| < 7/16, split in odd and even coefficients.
+const ATAN_HI: [f64; 4] = [
+    4.636_476_090_008_060_935_15e-1,
+    7.853_981_633_974_482_789_99e-1,
+    9.827_937_232_473_290_540_82e-1,
+    1.570_796_326_794_896_558_00,
+];
+const ATAN_LO: [f64; 4] = [
+    2.269_877_745_296_168_709_24e-17,
+    3.061_616_997_868_383_017_93e-17,
+    1.390_331_103_123_099_845_16e-17,
+    6.123_233_995_736_766_035_87e-17,
+];
+const ATAN_EVEN: [f64; 6] = [
+    3.333_333_333_333_293_180_27e-1,
+    1.428_571_427_250_346_637_11e-1,
+    9.090_887_133_436_506_561_96e-2,
+    6.661_073_137_387_531_206_69e-2,
+    4.976_877_994_615_932_360_17e-2,
+    1.628_582_011_536_578_236_23e-2,
+];
+const ATAN_ODD: [f64; 5] = [
+    -1.999_999_999_987_648_324_76e-1,
+    -1.111_111_040_546_235_578_80e-1,
+    -7.691_876_205_044_829_994_95e-2,
+    -5.833_570_133_790_573_486_45e-2,
+    -3.653_157_274_421_691_552_70e-2,
+];
+/// pi rounded, and the rest.
+const PI: f64 = std::f64::consts::PI;
+const PI_LO: f64 = 1.224_646_799_147_353_177_2e-16;
+
+/// float64 arctangent, fdlibm's `atan` without branches: |x| is reduced to t by one division
+/// whose numerator and denominator are selected by interval (7/16, 11/16, 19/16, 39/16),
+/// then atan|x| = hi - ((t s - lo) - t) with s the polynomial, and the sign of x.
+pub fn atan<O: Ops>(o: &mut O, x: O::F) -> O::F {
+    let a = abs(o, x);
+    let one = c64(o, 1.0);
+    let two = c64(o, 2.0);
+    let three_halves = c64(o, 1.5);
+    let zero = c64(o, 0.0);
+    // Interval 0 (2a - 1) / (2 + a), 1 (a - 1) / (a + 1), 2 (a - 1.5) / (1 + 1.5 a),
+    // 3 -1 / a; below 7/16 a itself.
+    let a2 = o.f_bin(FBin::Mul, two, a);
+    let n0 = o.f_bin(FBin::Sub, a2, one);
+    let d0 = o.f_bin(FBin::Add, two, a);
+    let n1 = o.f_bin(FBin::Sub, a, one);
+    let d1 = o.f_bin(FBin::Add, a, one);
+    let n2 = o.f_bin(FBin::Sub, a, three_halves);
+    let a15 = o.f_bin(FBin::Mul, three_halves, a);
+    let d2 = o.f_bin(FBin::Add, one, a15);
+    let n3 = c64(o, -1.0);
+    let bounds = [7.0 / 16.0, 11.0 / 16.0, 19.0 / 16.0, 39.0 / 16.0].map(|b| c64(o, b));
+    let at_least = bounds.map(|b| o.f_cmp(Cmp::Ge, a, b));
+    let mut num = a;
+    let mut den = one;
+    let mut hi = zero;
+    let mut lo = zero;
+    for (k, (n, d)) in [(n0, d0), (n1, d1), (n2, d2), (n3, a)]
+        .into_iter()
+        .enumerate()
+    {
+        num = o.sel_f(at_least[k], n, num);
+        den = o.sel_f(at_least[k], d, den);
+        let h = c64(o, ATAN_HI[k]);
+        let l = c64(o, ATAN_LO[k]);
+        hi = o.sel_f(at_least[k], h, hi);
+        lo = o.sel_f(at_least[k], l, lo);
+    }
+    let t = o.f_bin(FBin::Div, num, den);
+    let z = o.f_bin(FBin::Mul, t, t);
+    let w = o.f_bin(FBin::Mul, z, z);
+    let even = horner_plain(o, w, &ATAN_EVEN);
+    let s1 = o.f_bin(FBin::Mul, z, even);
+    let odd = horner_plain(o, w, &ATAN_ODD);
+    let s2 = o.f_bin(FBin::Mul, w, odd);
+    let s = o.f_bin(FBin::Add, s1, s2);
+    let ts = o.f_bin(FBin::Mul, t, s);
+    // Below 7/16 hi = lo = 0: t - t s as fdlibm.
+    let r = o.f_bin(FBin::Sub, ts, lo);
+    let r = o.f_bin(FBin::Sub, r, t);
+    let r = o.f_bin(FBin::Sub, hi, r);
+    let r = o.f_bin(FBin::CopySign, r, x);
+    nan_through(o, x, r)
+}
+
+/// `c[0] + w (c[1] + w (...))`, multiplications and additions rounded apart (fdlibm's
+/// coefficients were fitted for that evaluation).
+fn horner_plain<O: Ops>(o: &mut O, w: O::F, c: &[f64]) -> O::F {
+    let mut p = c64(o, c[c.len() - 1]);
+    for &k in c[..c.len() - 1].iter().rev() {
+        let k = c64(o, k);
+        p = o.f_bin(FBin::Mul, w, p);
+        p = o.f_bin(FBin::Add, k, p);
+    }
+    p
+}
+
+/// float64 `atan2 y x`: atan |y / x| placed in the quadrant of (x, y) as fdlibm's `atan2`
+/// (pi - (z - pi_lo) left of the axis), with C's values where y / x is 0/0, inf/inf or
+/// loses the quadrant: y = ±0 gives ±0 or ±pi by the sign of x, x = ±0 or an infinite y
+/// gives ±pi/2, both infinite ±pi/4 or ±3pi/4.
+pub fn atan2<O: Ops>(o: &mut O, y: O::F, x: O::F) -> O::F {
+    let ay = abs(o, y);
+    let ax = abs(o, x);
+    let q = o.f_bin(FBin::Div, ay, ax);
+    let z = atan(o, q);
+    let inf = c64(o, f64::INFINITY);
+    let x_inf = o.f_cmp(Cmp::Eq, ax, inf);
+    let y_inf = o.f_cmp(Cmp::Eq, ay, inf);
+    let both_inf = o.p_and(x_inf, y_inf);
+    let pio4 = c64(o, std::f64::consts::FRAC_PI_4);
+    let z = o.sel_f(both_inf, pio4, z);
+    // The sign of x from its sign bit (-0 is left of the axis).
+    let xb = o.to_bits(x);
+    let zero_i = o.i_const(W64, 0);
+    let left = o.i_cmp(Cmp::Lt, true, xb, zero_i);
+    let pi = c64(o, PI);
+    let pi_lo = c64(o, PI_LO);
+    let zl = o.f_bin(FBin::Sub, z, pi_lo);
+    let zl = o.f_bin(FBin::Sub, pi, zl);
+    let r = o.sel_f(left, zl, z);
+    // Vertical: x = ±0 (y not 0) or y infinite (x finite).
+    let zero = c64(o, 0.0);
+    let x_zero = o.f_cmp(Cmp::Eq, x, zero);
+    let x_finite = o.f_cmp(Cmp::Lt, ax, inf);
+    let y_inf_only = o.p_and(y_inf, x_finite);
+    let vertical = o.p_or(x_zero, y_inf_only);
+    let pio2 = c64(o, std::f64::consts::FRAC_PI_2);
+    let r = o.sel_f(vertical, pio2, r);
+    // y = ±0: 0 right of the axis (x = +0 included), pi left of it.
+    let y_zero = o.f_cmp(Cmp::Eq, y, zero);
+    let flat = o.sel_f(left, pi, zero);
+    let r = o.sel_f(y_zero, flat, r);
+    let r = o.f_bin(FBin::CopySign, r, y);
+    let r = nan_through(o, x, r);
+    nan_through(o, y, r)
+}
+
+/// float64 `asin x` = atan2(x, sqrt((1 - x)(1 + x))) and `acos x` = atan2(sqrt(...), x)
+/// (1 - x is exact near 1, where the root matters); NaN past |x| = 1 from the root.
+pub fn asin_acos<O: Ops>(o: &mut O, x: O::F, asin: bool) -> O::F {
+    let one = c64(o, 1.0);
+    let a = o.f_bin(FBin::Sub, one, x);
+    let b = o.f_bin(FBin::Add, one, x);
+    let p = o.f_bin(FBin::Mul, a, b);
+    let root = o.f_sqrt(p);
+    if asin {
+        atan2(o, x, root)
+    } else {
+        atan2(o, root, x)
+    }
 }
 
 #[cfg(test)]

@@ -2606,6 +2606,12 @@ impl softmath::Ops for Emit<'_, '_> {
             .emit_fmt(format_args!("testp.notanumber.f{n} {d}, {a};"));
         d
     }
+    fn f_sqrt(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0.emit_fmt(format_args!("sqrt.rn.f{n} {d}, {a};"));
+        d
+    }
     fn f_round(&mut self, a: Reg) -> Reg {
         let d = self.0.reg(a.class);
         let n = Self::n(a);
@@ -2687,6 +2693,11 @@ impl softmath::Ops for Emit<'_, '_> {
     fn p_or(&mut self, a: Reg, b: Reg) -> Reg {
         let d = self.0.reg(Class::Pred);
         self.0.emit_fmt(format_args!("or.pred {d}, {a}, {b};"));
+        d
+    }
+    fn p_and(&mut self, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        self.0.emit_fmt(format_args!("and.pred {d}, {a}, {b};"));
         d
     }
     fn sel_f(&mut self, p: Reg, a: Reg, b: Reg) -> Reg {

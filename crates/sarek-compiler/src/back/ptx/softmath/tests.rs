@@ -116,6 +116,12 @@ impl Ops for Host {
             F::D(a) => a.is_nan(),
         }
     }
+    fn f_sqrt(&mut self, a: F) -> F {
+        match a {
+            F::S(a) => F::S(a.sqrt()),
+            F::D(a) => F::D(a.sqrt()),
+        }
+    }
     fn f_round(&mut self, a: F) -> F {
         match a {
             F::S(a) => F::S(a.round_ties_even()),
@@ -197,6 +203,9 @@ impl Ops for Host {
     }
     fn p_or(&mut self, a: bool, b: bool) -> bool {
         a || b
+    }
+    fn p_and(&mut self, a: bool, b: bool) -> bool {
+        a && b
     }
     fn sel_f(&mut self, p: bool, a: F, b: F) -> F {
         if p { a } else { b }
@@ -617,4 +626,62 @@ fn sin_cos_tan_f64_within_2_ulps() {
     let far = Routine::Math64(MathFn::Sin);
     assert!(run64(far, &[TRIG_LIMIT * 2.0]).is_nan());
     assert!(run64(far, &[-1e300]).is_nan());
+}
+
+#[test]
+fn arctangents_f64_within_2_ulps() {
+    for m in [MathFn::Atan, MathFn::Asin, MathFn::Acos] {
+        let mut rng = Rng(27);
+        let unit = (0..SAMPLES).map(|_| uniform(&mut rng, -1.0, 1.0));
+        check_math64(m, unit, 2);
+        let mut rng = Rng(28);
+        let wide = (0..SAMPLES).map(|_| log_uniform(&mut rng, -1074, 80, true));
+        check_math64(m, wide, 2);
+        // Next to ±1, where asin and acos are steep.
+        let mut rng = Rng(29);
+        let near = (0..SAMPLES / 4).map(|_| {
+            let v = 1.0 - log_uniform(&mut rng, -53, -2, false);
+            if rng.next() & 1 == 1 { -v } else { v }
+        });
+        check_math64(m, near, 2);
+    }
+}
+
+#[test]
+fn atan2_f64_within_2_ulps() {
+    let routine = Routine::Math64(MathFn::Atan2);
+    let mut worst = 0;
+    let mut check = |y: f64, x: f64| {
+        let (got, want) = (run64(routine, &[y, x]), y.atan2(x));
+        let d = ulps64(got, want);
+        if !want.is_finite() || want == 0.0 || !x.is_finite() || !y.is_finite() || x == 0.0 {
+            assert!(
+                same64(got, want),
+                "atan2({y:e}, {x:e}) = {got:e}, want {want:e}"
+            );
+        }
+        assert!(
+            d <= 2,
+            "atan2({y:e}, {x:e}) = {got:e}, want {want:e}: {d} ulps"
+        );
+        worst = worst.max(d);
+    };
+    let edges = edges64();
+    for &y in &edges {
+        for &x in &edges {
+            check(y, x);
+        }
+    }
+    let mut rng = Rng(30);
+    for _ in 0..SAMPLES {
+        let y = uniform(&mut rng, -10.0, 10.0);
+        let x = uniform(&mut rng, -10.0, 10.0);
+        check(y, x);
+    }
+    for _ in 0..SAMPLES {
+        let y = log_uniform(&mut rng, -1074, 1023, true);
+        let x = log_uniform(&mut rng, -1074, 1023, true);
+        check(y, x);
+    }
+    eprintln!("atan2: at most {worst} ulps");
 }
