@@ -161,28 +161,9 @@ fn kitchen_sink_assembles() {
     }
 }
 
-#[test]
-fn float64_pow_is_refused_naming_ptx() {
-    let mut b = KernelBuilder::new("f64pow");
-    let x = b.param("x", Ty::F64);
-    let o = b.vector("o", Ty::F64);
-    let pow = intrinsic(
-        Intrinsic::Math(MathFn::Pow),
-        vec![b.read(x), b.read(x)],
-        Ty::F64,
-    );
-    let k = b.finish(vec![store(o, lit_i32(0), pow)]);
-    let err = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).unwrap_err();
-    assert!(
-        err[0].message.contains("PTX") && err[0].message.contains("pow"),
-        "{:?}",
-        err
-    );
-}
-
 /// The float64 functions PTX computes in software (`back/ptx/softmath.rs`, whose tests check
 /// the routines' results on the host).
-const SOFTWARE_FLOAT64: [MathFn; 17] = [
+const SOFTWARE_FLOAT64: [MathFn; 18] = [
     MathFn::Exp,
     MathFn::Exp2,
     MathFn::Expm1,
@@ -200,6 +181,7 @@ const SOFTWARE_FLOAT64: [MathFn; 17] = [
     MathFn::Asin,
     MathFn::Acos,
     MathFn::Atan2,
+    MathFn::Pow,
 ];
 
 /// Float `mod` on both widths and every float64 software function, each used twice: each
@@ -246,6 +228,36 @@ fn software_routines_are_written_once_and_assemble() {
     }
     assert_eq!(ptx.matches("call (sarek_ret), sarek_fmod_f32,").count(), 3);
     assert_eq!(ptx.matches("call (sarek_ret), sarek_exp_f64,").count(), 2);
+    if let Some(result) = assemble(&ptx) {
+        result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+    }
+}
+
+/// Every math function on both widths generates PTX that assembles: none is refused.
+#[test]
+fn every_math_function_is_written_on_both_widths() {
+    use MathFn::*;
+    let all = [
+        Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan,
+        Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Fabs, Pow, Atan2, Hypot, Copysign, Fmin, Fmax,
+        Fma,
+    ];
+    let mut b = KernelBuilder::new("all_math");
+    let x = b.param("x", Ty::F32);
+    let y = b.param("y", Ty::F64);
+    let o32 = b.vector("o32", Ty::F32);
+    let o64 = b.vector("o64", Ty::F64);
+    let mut body = Vec::new();
+    for (k, m) in all.iter().enumerate() {
+        let v32 = intrinsic(Intrinsic::Math(*m), vec![b.read(x); m.arity()], Ty::F32);
+        let v64 = intrinsic(Intrinsic::Math(*m), vec![b.read(y); m.arity()], Ty::F64);
+        body.push(store(o32, lit_i32(k as i32), v32));
+        body.push(store(o64, lit_i32(k as i32), v64));
+    }
+    let k = b.finish(body);
+    let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
+        .unwrap_or_else(|e| panic!("refused: {e:?}"))
+        .source;
     if let Some(result) = assemble(&ptx) {
         result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
     }

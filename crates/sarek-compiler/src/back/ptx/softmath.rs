@@ -131,6 +131,7 @@ pub trait Ops {
     fn i_cmp(&mut self, c: Cmp, signed: bool, a: Self::I, b: Self::I) -> Self::P;
     fn p_or(&mut self, a: Self::P, b: Self::P) -> Self::P;
     fn p_and(&mut self, a: Self::P, b: Self::P) -> Self::P;
+    fn p_not(&mut self, a: Self::P) -> Self::P;
     fn sel_f(&mut self, p: Self::P, a: Self::F, b: Self::F) -> Self::F;
     fn sel_i(&mut self, p: Self::P, a: Self::I, b: Self::I) -> Self::I;
     /// `while cond(state) { state = body(state) }`, returning the final state.
@@ -154,26 +155,11 @@ impl Routine {
     /// The routine computing float64 `m`, if there is one.
     pub fn for_float64(m: MathFn) -> Option<Routine> {
         use MathFn::*;
-        matches!(
-            m,
-            Exp | Exp2
-                | Expm1
-                | Log
-                | Log2
-                | Log10
-                | Log1p
-                | Sinh
-                | Cosh
-                | Tanh
-                | Sin
-                | Cos
-                | Tan
-                | Asin
-                | Acos
-                | Atan
-                | Atan2
-        )
-        .then_some(Routine::Math64(m))
+        let software = [
+            Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan, Atan2,
+            Sinh, Cosh, Tanh, Pow,
+        ];
+        software.contains(&m).then_some(Routine::Math64(m))
     }
 
     /// The `.func` symbol (in the `sarek_` namespace, which user names never reach).
@@ -217,6 +203,7 @@ impl Routine {
                 MathFn::Atan2 => atan2(o, x, args[1]),
                 MathFn::Asin => asin_acos(o, x, true),
                 MathFn::Acos => asin_acos(o, x, false),
+                MathFn::Pow => pow(o, x, args[1]),
                 _ => unreachable!("no float64 routine for `{}`", m.c_name()),
             },
         }
@@ -1046,6 +1033,195 @@ pub fn asin_acos<O: Ops>(o: &mut O, x: O::F, asin: bool) -> O::F {
     } else {
         atan2(o, root, x)
     }
+}
+
+// ----- float64 pow -----
+
+/// 2/3 and 2/5 rounded, and the rest.
+const TWO_THIRDS: (f64, f64) = (2.0 / 3.0, 3.700_743_415_417_188e-17);
+const TWO_FIFTHS: (f64, f64) = (0.4, -2.220_446_049_250_313_2e-17);
+/// 1 / (2n + 1) for n = 3..=13: log(1 + f) = 2s + 2s^3/3 + 2s^5/5 + 2s^7 (1/7 + s^2/9 + ...),
+/// the terms past under 2^-72 of the sum.
+const LOG_TAIL: [f64; 11] = [
+    1.0 / 7.0,
+    1.0 / 9.0,
+    1.0 / 11.0,
+    1.0 / 13.0,
+    1.0 / 15.0,
+    1.0 / 17.0,
+    1.0 / 19.0,
+    1.0 / 21.0,
+    1.0 / 23.0,
+    1.0 / 25.0,
+    1.0 / 27.0,
+];
+
+/// a b as the rounded product and its exact error (fused).
+fn two_prod<O: Ops>(o: &mut O, a: O::F, b: O::F) -> (O::F, O::F) {
+    let p = o.f_bin(FBin::Mul, a, b);
+    let np = neg(o, p);
+    let e = o.fma(a, b, np);
+    (p, e)
+}
+
+/// (ah + al)(bh + bl) as a double-double (the al bl term dropped).
+fn dd_mul<O: Ops>(o: &mut O, ah: O::F, al: O::F, bh: O::F, bl: O::F) -> (O::F, O::F) {
+    let (p, e) = two_prod(o, ah, bh);
+    let cross = o.f_bin(FBin::Mul, ah, bl);
+    let cross = o.fma(al, bh, cross);
+    let e = o.f_bin(FBin::Add, e, cross);
+    (p, e)
+}
+
+/// log|x| as a double-double hi + lo, within about 2^-70 relative: x = 2^e (1 + f) as in
+/// [`log_reduce`], s = f / (2 + f) to double-double precision (2 + f and the quotient's
+/// residual exact by fma), log(1 + f) = 2s + 2s^3/3 + 2s^5/5 with the first three terms in
+/// double-double and the rest (under 2^-17 of the sum) in float64, then e ln 2 (ln 2 split)
+/// added by two-sums.
+fn log_dd<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F) {
+    let a = abs(o, x);
+    let min_normal = c64(o, f64::MIN_POSITIVE);
+    let sub = o.f_cmp(Cmp::Lt, a, min_normal);
+    let two54 = c64(o, 18_014_398_509_481_984.0);
+    let scaled = o.f_bin(FBin::Mul, a, two54);
+    let xs = o.sel_f(sub, scaled, a);
+    let u = o.to_bits(xs);
+    let count = o.i_const(Width::W32, 52);
+    let field = o.shift(Shift::Shr, u, count);
+    let bias = o.i_const(W64, 1023);
+    let e = o.i_bin(IBin::Sub, field, bias);
+    let mant_mask = o.i_const(W64, (1 << 52) - 1);
+    let frac = o.i_bin(IBin::And, u, mant_mask);
+    let one_bits = o.i_const(W64, 1023 << 52);
+    let m_bits = o.i_bin(IBin::Or, frac, one_bits);
+    let m = o.from_bits(m_bits);
+    let sqrt2 = c64(o, std::f64::consts::SQRT_2);
+    let big = o.f_cmp(Cmp::Gt, m, sqrt2);
+    let half = c64(o, 0.5);
+    let m_half = o.f_bin(FBin::Mul, m, half);
+    let m = o.sel_f(big, m_half, m);
+    let one_i = o.i_const(W64, 1);
+    let e_up = o.i_bin(IBin::Add, e, one_i);
+    let e = o.sel_i(big, e_up, e);
+    let k54 = o.i_const(W64, 54);
+    let e_sub = o.i_bin(IBin::Sub, e, k54);
+    let e = o.sel_i(sub, e_sub, e);
+    let ef = o.i_to_f(e);
+    let one = c64(o, 1.0);
+    let two = c64(o, 2.0);
+    let f = o.f_bin(FBin::Sub, m, one);
+    // 2 + f = dh + dl exactly (|f| < 2), s = sh + sl.
+    let dh = o.f_bin(FBin::Add, two, f);
+    let dh2 = o.f_bin(FBin::Sub, dh, two);
+    let dl = o.f_bin(FBin::Sub, f, dh2);
+    let sh = o.f_bin(FBin::Div, f, dh);
+    let nsh = neg(o, sh);
+    let res = o.fma(nsh, dh, f);
+    let res = o.fma(nsh, dl, res);
+    let sl = o.f_bin(FBin::Div, res, dh);
+    // s^2, s^3, s^5 as double-doubles, then the terms.
+    let (qh, ql) = dd_mul(o, sh, sl, sh, sl);
+    let (ch, cl) = dd_mul(o, sh, sl, qh, ql);
+    let (fh, fl) = dd_mul(o, ch, cl, qh, ql);
+    let tt = (c64(o, TWO_THIRDS.0), c64(o, TWO_THIRDS.1));
+    let (bh, bl) = dd_mul(o, tt.0, tt.1, ch, cl);
+    let tf = (c64(o, TWO_FIFTHS.0), c64(o, TWO_FIFTHS.1));
+    let (dh5, dl5) = dd_mul(o, tf.0, tf.1, fh, fl);
+    let p = horner_plain(o, qh, &LOG_TAIL);
+    let f2 = o.f_bin(FBin::Add, fh, fh);
+    let f2q = o.f_bin(FBin::Mul, f2, qh);
+    let tail = o.f_bin(FBin::Mul, f2q, p);
+    let ah = o.f_bin(FBin::Add, sh, sh);
+    let al = o.f_bin(FBin::Add, sl, sl);
+    let (h1, e1) = two_sum(o, ah, bh);
+    let (h2, e2) = two_sum(o, h1, dh5);
+    let low = o.f_bin(FBin::Add, tail, dl5);
+    let low = o.f_bin(FBin::Add, low, bl);
+    let low = o.f_bin(FBin::Add, low, al);
+    let low = o.f_bin(FBin::Add, low, e1);
+    let low = o.f_bin(FBin::Add, low, e2);
+    // + e ln 2.
+    let ln2_hi = c64(o, LN2_HI);
+    let ln2_lo = c64(o, LN2_LO);
+    let (gh, gl) = two_prod(o, ef, ln2_hi);
+    let (h3, e3) = two_sum(o, gh, h2);
+    let low = o.f_bin(FBin::Add, low, e3);
+    let low = o.f_bin(FBin::Add, low, gl);
+    let low = o.fma(ef, ln2_lo, low);
+    two_sum(o, h3, low)
+}
+
+/// C's `pow x y` on float64: e^(y log|x|) with log|x| and its product by y in double-double
+/// (the exponent's absolute error stays near 2^-60 up to overflow), negated for a negative
+/// x and an odd integral y; NaN for a finite negative x and a non-integral y; C's values for
+/// zeros, infinities, x = 1 and y = 0 (1 even with a NaN), |x| = 1 with an infinite y (1).
+pub fn pow<O: Ops>(o: &mut O, x: O::F, y: O::F) -> O::F {
+    let (lh, ll) = log_dd(o, x);
+    let (ph, pl) = two_prod(o, y, lh);
+    let pl = o.fma(y, ll, pl);
+    // Past [-746, 711] the result is 0 or infinite: clamp, dropping the low part.
+    let t = clamp(o, ph, -746.0, 711.0);
+    let kept = o.f_cmp(Cmp::Eq, t, ph);
+    let zero = c64(o, 0.0);
+    let pl = o.sel_f(kept, pl, zero);
+    let log2e = c64(o, std::f64::consts::LOG2_E);
+    let tk = o.f_bin(FBin::Mul, t, log2e);
+    let k = o.f_to_i(tk);
+    let kf = o.i_to_f(k);
+    let minus_hi = c64(o, -LN2_HI);
+    let minus_lo = c64(o, -LN2_LO);
+    let rh = o.fma(kf, minus_hi, t);
+    let rl = o.fma(kf, minus_lo, pl);
+    let r = o.f_bin(FBin::Add, rh, rl);
+    let q = expm1_series(o, r);
+    let one = c64(o, 1.0);
+    let p1 = o.f_bin(FBin::Add, one, q);
+    let magnitude = scale(o, p1, k, kf);
+    // y integral, odd; x's sign bit.
+    let yr = o.f_round(y);
+    let y_int = o.f_cmp(Cmp::Eq, yr, y);
+    let half = c64(o, 0.5);
+    let yh = o.f_bin(FBin::Mul, y, half);
+    let yhr = o.f_round(yh);
+    let y_even = o.f_cmp(Cmp::Eq, yhr, yh);
+    let y_not_even = o.p_not(y_even);
+    let y_odd = o.p_and(y_int, y_not_even);
+    let xb = o.to_bits(x);
+    let zero_i = o.i_const(W64, 0);
+    let x_signed = o.i_cmp(Cmp::Lt, true, xb, zero_i);
+    // x = ±0 or ±inf: 0 or inf by whether |x| < 1 and the sign of y.
+    let a = abs(o, x);
+    let inf = c64(o, f64::INFINITY);
+    let a_zero = o.f_cmp(Cmp::Eq, a, zero);
+    let a_inf = o.f_cmp(Cmp::Eq, a, inf);
+    let y_neg = o.f_cmp(Cmp::Lt, y, zero);
+    let at_zero = o.sel_f(y_neg, inf, zero);
+    let at_inf = o.sel_f(y_neg, zero, inf);
+    let m = o.sel_f(a_zero, at_zero, magnitude);
+    let m = o.sel_f(a_inf, at_inf, m);
+    let negate = o.p_and(x_signed, y_odd);
+    let nm = neg(o, m);
+    let r = o.sel_f(negate, nm, m);
+    // A finite negative x and a non-integral y: NaN.
+    let x_neg = o.f_cmp(Cmp::Lt, x, zero);
+    let x_finite = o.f_cmp(Cmp::Lt, a, inf);
+    let bad = o.p_and(x_neg, x_finite);
+    let non_int = o.p_not(y_int);
+    let bad = o.p_and(bad, non_int);
+    let nan = c64(o, f64::NAN);
+    let r = o.sel_f(bad, nan, r);
+    let r = nan_through(o, x, r);
+    let r = nan_through(o, y, r);
+    // 1: y = 0, x = 1, |x| = 1 with an infinite y.
+    let y_zero = o.f_cmp(Cmp::Eq, y, zero);
+    let x_one = o.f_cmp(Cmp::Eq, x, one);
+    let a_one = o.f_cmp(Cmp::Eq, a, one);
+    let ay = abs(o, y);
+    let y_inf = o.f_cmp(Cmp::Eq, ay, inf);
+    let unit = o.p_and(a_one, y_inf);
+    let is_one = o.p_or(y_zero, x_one);
+    let is_one = o.p_or(is_one, unit);
+    o.sel_f(is_one, one, r)
 }
 
 #[cfg(test)]

@@ -2700,6 +2700,11 @@ impl softmath::Ops for Emit<'_, '_> {
         self.0.emit_fmt(format_args!("and.pred {d}, {a}, {b};"));
         d
     }
+    fn p_not(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        self.0.emit_fmt(format_args!("not.pred {d}, {a};"));
+        d
+    }
     fn sel_f(&mut self, p: Reg, a: Reg, b: Reg) -> Reg {
         let d = self.0.reg(a.class);
         let n = Self::n(a);

@@ -207,6 +207,9 @@ impl Ops for Host {
     fn p_and(&mut self, a: bool, b: bool) -> bool {
         a && b
     }
+    fn p_not(&mut self, a: bool) -> bool {
+        !a
+    }
     fn sel_f(&mut self, p: bool, a: F, b: F) -> F {
         if p { a } else { b }
     }
@@ -684,4 +687,65 @@ fn atan2_f64_within_2_ulps() {
         check(y, x);
     }
     eprintln!("atan2: at most {worst} ulps");
+}
+
+#[test]
+fn pow_f64_within_2_ulps() {
+    let routine = Routine::Math64(MathFn::Pow);
+    let mut worst = (0, 0.0, 0.0);
+    let mut check = |x: f64, y: f64| {
+        let (got, want) = (run64(routine, &[x, y]), x.powf(y));
+        let d = ulps64(got, want);
+        if !want.is_finite() || want == 0.0 || !x.is_finite() || !y.is_finite() || x == 0.0 {
+            assert!(
+                same64(got, want),
+                "pow({x:e}, {y:e}) = {got:e}, want {want:e}"
+            );
+        }
+        assert!(
+            d <= 2,
+            "pow({x:e}, {y:e}) = {got:e}, want {want:e}: {d} ulps"
+        );
+        if d > worst.0 {
+            worst = (d, x, y);
+        }
+    };
+    let mut edges = edges64();
+    edges.extend(
+        [0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 1e-20, 1e20]
+            .iter()
+            .copied(),
+    );
+    for &x in &edges {
+        for &y in &edges {
+            check(x, y);
+        }
+    }
+    let mut rng = Rng(31);
+    for _ in 0..SAMPLES {
+        let x = log_uniform(&mut rng, -30, 30, false);
+        let y = uniform(&mut rng, -40.0, 40.0);
+        check(x, y);
+    }
+    // Results near overflow and underflow, x near 1 with large y, integral y and negative x.
+    for _ in 0..SAMPLES / 2 {
+        let x = log_uniform(&mut rng, -1074, 1023, false);
+        let target = uniform(&mut rng, -745.0, 709.7);
+        let y = target / x.ln();
+        check(x, y);
+    }
+    for _ in 0..SAMPLES / 4 {
+        let x = 1.0 + log_uniform(&mut rng, -50, -4, true);
+        let y = log_uniform(&mut rng, 0, 50, true);
+        check(x, y);
+    }
+    for _ in 0..SAMPLES / 4 {
+        let x = -log_uniform(&mut rng, -20, 20, false);
+        let y = (rng.below(200) as f64) - 100.0;
+        check(x, y);
+    }
+    eprintln!(
+        "pow: at most {} ulps (at {:e}, {:e})",
+        worst.0, worst.1, worst.2
+    );
 }
