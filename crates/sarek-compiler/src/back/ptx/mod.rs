@@ -23,9 +23,8 @@
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); float `mod` (exact) and the float64 functions PTX has no instruction for are
-//!   software routines ([`softmath`]), each written once per kernel as a `.func`; the float64
-//!   functions not written yet are refused before writing ([`super::support::ptx`]), and the
-//!   `cuda` target remains available for them.
+//!   software routines ([`softmath`]), each written once per kernel as a `.func`, so no math
+//!   function is refused.
 
 pub mod keywords;
 mod softmath;
