@@ -120,7 +120,7 @@ pub trait Ops {
     /// A signed integer to the float of the same width, rounded to nearest.
     fn i_to_f(&mut self, a: Self::I) -> Self::F;
     fn to_bits(&mut self, a: Self::F) -> Self::I;
-    fn from_bits(&mut self, a: Self::I) -> Self::F;
+    fn f_of_bits(&mut self, a: Self::I) -> Self::F;
     fn i_bin(&mut self, op: IBin, a: Self::I, b: Self::I) -> Self::I;
     /// Shift `a` by the 32-bit count `n`.
     fn shift(&mut self, op: Shift, a: Self::I, n: Self::I) -> Self::I;
@@ -138,10 +138,15 @@ pub trait Ops {
     fn repeat_while(
         &mut self,
         init: &[Self::I],
-        cond: &mut dyn FnMut(&mut Self, &[Self::I]) -> Self::P,
-        body: &mut dyn FnMut(&mut Self, &[Self::I]) -> Vec<Self::I>,
+        cond: LoopCond<'_, Self>,
+        body: LoopBody<'_, Self>,
     ) -> Vec<Self::I>;
 }
+
+/// The condition of [`Ops::repeat_while`], from the loop state.
+pub type LoopCond<'a, O> = &'a mut dyn FnMut(&mut O, &[<O as Ops>::I]) -> <O as Ops>::P;
+/// The body of [`Ops::repeat_while`]: the next loop state.
+pub type LoopBody<'a, O> = &'a mut dyn FnMut(&mut O, &[<O as Ops>::I]) -> Vec<<O as Ops>::I>;
 
 /// A software routine: what the writer emits once per kernel as a `.func`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -286,7 +291,7 @@ pub fn fmod<O: Ops>(o: &mut O, w: Width, x: O::F, y: O::F) -> O::F {
     let r = o.sel_i(smaller, ux, r);
     let nan = o.i_const(w, w.inf_bits() | 1 << (mb - 1));
     let r = o.sel_i(special, nan, r);
-    o.from_bits(r)
+    o.f_of_bits(r)
 }
 
 /// The 32-bit exponent field and the significand with its leading bit at `mant_bits` of the
@@ -402,7 +407,7 @@ fn pow2<O: Ops>(o: &mut O, k: O::I) -> O::F {
     let field = o.i_bin(IBin::Add, k, bias);
     let count = o.i_const(Width::W32, 52);
     let bits = o.shift(Shift::Shl, field, count);
-    o.from_bits(bits)
+    o.f_of_bits(bits)
 }
 
 /// p 2^k for k in [-1078, 1026] with one rounding: by 2^k1 (exact: p is near 1) and then
@@ -518,7 +523,7 @@ fn log_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
     let frac = o.i_bin(IBin::And, u, mant_mask);
     let one_bits = o.i_const(W64, 1023 << 52);
     let m_bits = o.i_bin(IBin::Or, frac, one_bits);
-    let m = o.from_bits(m_bits);
+    let m = o.f_of_bits(m_bits);
     let sqrt2 = c64(o, std::f64::consts::SQRT_2);
     let big = o.f_cmp(Cmp::Gt, m, sqrt2);
     let half = c64(o, 0.5);
@@ -694,20 +699,20 @@ pub const TRIG_LIMIT: f64 = 1_237_940_039_285_380_274_899_124_224.0; // 2^90
 
 /// fdlibm's minimax polynomials for sin and cos on [-pi/4, pi/4] (errors under 2^-58).
 const SIN: [f64; 6] = [
-    -1.666_666_666_666_663_243_48e-1,
-    8.333_333_333_322_489_461_24e-3,
-    -1.984_126_982_985_794_931_34e-4,
-    2.755_731_370_707_006_767_89e-6,
-    -2.505_076_025_340_686_341_95e-8,
-    1.589_690_995_211_550_102_21e-10,
+    -0.16666666666666632,
+    0.00833333333332249,
+    -0.0001984126982985795,
+    2.7557313707070068e-06,
+    -2.5050760253406863e-08,
+    1.58969099521155e-10,
 ];
 const COS: [f64; 6] = [
-    4.166_666_666_666_660_190_37e-2,
-    -1.388_888_888_887_410_957_49e-3,
-    2.480_158_728_947_672_941_78e-5,
-    -2.755_731_435_139_066_330_35e-7,
-    2.087_572_321_298_174_827_90e-9,
-    -1.135_964_755_778_819_482_65e-11,
+    0.0416666666666666,
+    -0.001388888888887411,
+    2.480158728947673e-05,
+    -2.7557314351390663e-07,
+    2.087572321298175e-09,
+    -1.1359647557788195e-11,
 ];
 
 /// Which of the three.
@@ -883,35 +888,35 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
 /// fdlibm's `atan`: atan of 0.5, 1, 1.5 and infinity (rounded, and the rest), and the
 /// polynomial on the reduced argument |t| < 7/16, split in odd and even coefficients.
 const ATAN_HI: [f64; 4] = [
-    4.636_476_090_008_060_935_15e-1,
-    7.853_981_633_974_482_789_99e-1,
-    9.827_937_232_473_290_540_82e-1,
-    1.570_796_326_794_896_558_00,
+    0.4636476090008061,
+    std::f64::consts::FRAC_PI_4,
+    0.982793723247329,
+    std::f64::consts::FRAC_PI_2,
 ];
 const ATAN_LO: [f64; 4] = [
-    2.269_877_745_296_168_709_24e-17,
-    3.061_616_997_868_383_017_93e-17,
-    1.390_331_103_123_099_845_16e-17,
-    6.123_233_995_736_766_035_87e-17,
+    2.2698777452961687e-17,
+    3.061616997868383e-17,
+    1.3903311031230998e-17,
+    6.123233995736766e-17,
 ];
 const ATAN_EVEN: [f64; 6] = [
-    3.333_333_333_333_293_180_27e-1,
-    1.428_571_427_250_346_637_11e-1,
-    9.090_887_133_436_506_561_96e-2,
-    6.661_073_137_387_531_206_69e-2,
-    4.976_877_994_615_932_360_17e-2,
-    1.628_582_011_536_578_236_23e-2,
+    0.3333333333333293,
+    0.14285714272503466,
+    0.09090887133436507,
+    0.06661073137387531,
+    0.049768779946159324,
+    0.016285820115365782,
 ];
 const ATAN_ODD: [f64; 5] = [
-    -1.999_999_999_987_648_324_76e-1,
-    -1.111_111_040_546_235_578_80e-1,
-    -7.691_876_205_044_829_994_95e-2,
-    -5.833_570_133_790_573_486_45e-2,
-    -3.653_157_274_421_691_552_70e-2,
+    -0.19999999999876483,
+    -0.11111110405462356,
+    -0.0769187620504483,
+    -0.058335701337905735,
+    -0.036531572744216916,
 ];
 /// pi rounded, and the rest.
 const PI: f64 = std::f64::consts::PI;
-const PI_LO: f64 = 1.224_646_799_147_353_177_2e-16;
+const PI_LO: f64 = 1.2246467991473532e-16;
 
 /// float64 arctangent, fdlibm's `atan` without branches: |x| is reduced to t by one division
 /// whose numerator and denominator are selected by interval (7/16, 11/16, 19/16, 39/16),
@@ -1094,7 +1099,7 @@ fn log_dd<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F) {
     let frac = o.i_bin(IBin::And, u, mant_mask);
     let one_bits = o.i_const(W64, 1023 << 52);
     let m_bits = o.i_bin(IBin::Or, frac, one_bits);
-    let m = o.from_bits(m_bits);
+    let m = o.f_of_bits(m_bits);
     let sqrt2 = c64(o, std::f64::consts::SQRT_2);
     let big = o.f_cmp(Cmp::Gt, m, sqrt2);
     let half = c64(o, 0.5);

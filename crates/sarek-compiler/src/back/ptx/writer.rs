@@ -2638,7 +2638,7 @@ impl softmath::Ops for Emit<'_, '_> {
         self.0.emit_fmt(format_args!("mov.b{} {d}, {a};", w.bits()));
         d
     }
-    fn from_bits(&mut self, a: Reg) -> Reg {
+    fn f_of_bits(&mut self, a: Reg) -> Reg {
         let w = Self::width(a);
         let d = self.0.reg(Self::float_class(w));
         self.0.emit_fmt(format_args!("mov.b{} {d}, {a};", w.bits()));
@@ -2722,8 +2722,8 @@ impl softmath::Ops for Emit<'_, '_> {
     fn repeat_while(
         &mut self,
         init: &[Reg],
-        cond: &mut dyn FnMut(&mut Self, &[Reg]) -> Reg,
-        body: &mut dyn FnMut(&mut Self, &[Reg]) -> Vec<Reg>,
+        cond: softmath::LoopCond<'_, Self>,
+        body: softmath::LoopBody<'_, Self>,
     ) -> Vec<Reg> {
         // The state lives in registers of its own, reassigned at the end of each iteration.
         let state: Vec<Reg> = init

@@ -147,7 +147,7 @@ impl Ops for Host {
             F::D(a) => I::D(a.to_bits()),
         }
     }
-    fn from_bits(&mut self, a: I) -> F {
+    fn f_of_bits(&mut self, a: I) -> F {
         match a {
             I::S(v) => F::S(f32::from_bits(v)),
             I::D(v) => F::D(f64::from_bits(v)),
@@ -219,8 +219,8 @@ impl Ops for Host {
     fn repeat_while(
         &mut self,
         init: &[I],
-        cond: &mut dyn FnMut(&mut Self, &[I]) -> bool,
-        body: &mut dyn FnMut(&mut Self, &[I]) -> Vec<I>,
+        cond: LoopCond<'_, Self>,
+        body: LoopBody<'_, Self>,
     ) -> Vec<I> {
         let mut state = init.to_vec();
         while cond(self, &state) {
@@ -318,7 +318,7 @@ fn edges32() -> Vec<f32> {
 /// when `spread` is large), a random significand and sign; now and then a subnormal.
 fn random64(rng: &mut Rng, center: i64, spread: u64) -> f64 {
     let bits = rng.next();
-    if bits % 64 == 0 {
+    if bits.is_multiple_of(64) {
         // A subnormal: exponent field 0.
         return f64::from_bits(bits & 0x800F_FFFF_FFFF_FFFF);
     }
@@ -328,7 +328,7 @@ fn random64(rng: &mut Rng, center: i64, spread: u64) -> f64 {
 
 fn random32(rng: &mut Rng, center: i32, spread: u32) -> f32 {
     let bits = rng.next() as u32;
-    if bits % 64 == 0 {
+    if bits.is_multiple_of(64) {
         return f32::from_bits(bits & 0x807F_FFFF);
     }
     let e =
