@@ -11,10 +11,17 @@
 //! - float `mod` (C's `fmod`) is exact: the significands' integer remainder by shift and
 //!   subtract over the exponent difference, as musl's `fmod` does.
 //! - float64 `exp`/`exp2`/`expm1` reduce to e^r, |r| <= ln2/2, by a Cody-Waite split of ln2
-//!   (fused, so the product is exact), and evaluate e^r - 1 by its Taylor series to r^13
-//!   (truncation under 2^-58); `log`/`log2`/`log10`/`log1p` reduce to m in [sqrt(1/2),
-//!   sqrt(2)) and evaluate log m = 2 atanh(f / (2 + f)) by its series to s^23. Both are within
-//!   a few ulps of the correctly rounded result over the whole range (the tests' bounds).
+//!   (fused, so the product is exact), and evaluate e^r - 1 by its Taylor series to r^13;
+//!   `log`/`log2`/`log10`/`log1p` reduce to 1 + f in [sqrt(1/2), sqrt(2)) and evaluate
+//!   log(1 + f) = 2 atanh(f / (2 + f)) in fdlibm's arrangement; `sinh`/`cosh`/`tanh` come
+//!   from them.
+//! - `sin`/`cos`/`tan` reduce by pi/2 in double-double (pi/2 as three float64s, accurate to
+//!   |x| = 2^90, NaN past it) and use fdlibm's kernels; `atan`/`atan2`/`asin`/`acos` are
+//!   fdlibm's `atan` without branches; `pow` is e^(y log|x|) with the logarithm and the
+//!   product in double-double.
+//!
+//! Every function is within 1-3 ulps of the correctly rounded result over its whole range
+//! (the tests' bounds), special values (NaN, infinities, signed zeros) as C's.
 
 use crate::intrinsics::MathFn;
 
