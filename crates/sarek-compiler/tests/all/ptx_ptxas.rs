@@ -335,7 +335,7 @@ fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
 #[test]
 fn outlined_helpers_assemble() {
     let mut src = String::from(
-        "let h0 (x : float32) (up : bool) : float32 * bool = if up then (x +. 1.0, false) else (x, true)\n",
+        "let h0 (x : float32) (up : bool) : float32 * bool = if up then (x mod 3.0 +. 1.0, false) else (x, true)\n",
     );
     for i in 1..=8 {
         let p = i - 1;
@@ -362,6 +362,10 @@ fn outlined_helpers_assemble() {
     ] {
         assert!(out.source.contains(expected), "{expected}:\n{}", out.source);
     }
+    // A software routine called from an outlined helper is defined before it.
+    let routine = out.source.find(" sarek_fmod_f32(\n").expect("fmod routine");
+    let helper = out.source.find("\n.func (.param .align 8").expect("helper");
+    assert!(routine < helper, "{}", out.source);
     if let Some(result) = assemble(&out.source) {
         result.unwrap_or_else(|e| panic!("ptxas rejected:\n{e}\n{}", out.source));
     }
