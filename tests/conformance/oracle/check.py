@@ -1398,8 +1398,8 @@ def soft_fmod(b):
 
 # Operands of the float64 math functions (the second one for pow, atan2, mod): zeros,
 # subnormals, ±1, the overflow and underflow edges of exp, multiples of pi/2, |x| near 1
-# for asin/acos, infinities and NaN, then random magnitudes up to 2^80 (sin/cos/tan are NaN
-# on PTX past 2^90 by design, FINDINGS F40: not compared there).
+# for asin/acos, infinities and NaN, then random magnitudes up to 2^80 (1e22, 1e300 for the
+# far reduction of sin/cos/tan past 2^90).
 MATH64_X = [0.0, -0.0, 5e-324, -5e-324, 1e-300, 1e-8, -1e-8, 0.5, -0.5, 1.0, -1.0, 2.0, 3.0,
             -3.0, 10.0, 100.0, 700.0, 709.5, 709.8, 710.0, -700.0, -745.0, -746.0, 1e10,
             1e22, 2.0 ** 60, np.pi / 2, np.pi, 3 * np.pi / 2, 1e6 * np.pi, 0.9999999999,
@@ -1415,7 +1415,7 @@ def soft_math64(b):
             [(x, y) for x in [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, INF, -INF, NAN, -8.0]
              for y in MATH64_Y]
     fixed = fixed[:n - 56]
-    rx = 2.0 ** rng.uniform(-30, 80, 28) * np.where(rng.integers(0, 2, 28) == 1, -1.0, 1.0)
+    rx = 2.0 ** rng.uniform(-30, 1000, 28) * np.where(rng.integers(0, 2, 28) == 1, -1.0, 1.0)
     ux = rng.uniform(-20, 20, 28)
     x = np.concatenate([[p[0] for p in fixed], rx, ux])
     y = np.concatenate([[p[1] for p in fixed], rng.uniform(-4, 4, 56)])
@@ -1431,11 +1431,8 @@ def soft_math64(b):
                 np.arctan2(x, y), 1.0 / np.sqrt(x), np.fmod(x, y)]
     names = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
              "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2", "rsqrt", "mod"]
-    trig_far = np.isfinite(x) & (np.abs(x) >= 2.0 ** 90)
     for k, (name, w) in enumerate(zip(names, want)):
-        g, w = got[:, k], w.copy()
-        if name in ("sin", "cos", "tan"):
-            g, w = g[~trig_far], w[~trig_far]
+        g = got[:, k]
         special = ~np.isfinite(w) | (w == 0)
         same_bits(f"soft_math64[{b}].{name} special", g[special], w[special])
         exact = k >= 18  # rsqrt (two correctly rounded steps) and mod are exact

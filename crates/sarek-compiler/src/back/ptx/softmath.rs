@@ -15,10 +15,10 @@
 //!   `log`/`log2`/`log10`/`log1p` reduce to 1 + f in [sqrt(1/2), sqrt(2)) and evaluate
 //!   log(1 + f) = 2 atanh(f / (2 + f)) in fdlibm's arrangement; `sinh`/`cosh`/`tanh` come
 //!   from them.
-//! - `sin`/`cos`/`tan` reduce by pi/2 in double-double (pi/2 as three float64s, accurate to
-//!   |x| = 2^90, NaN past it) and use fdlibm's kernels; `atan`/`atan2`/`asin`/`acos` are
-//!   fdlibm's `atan` without branches; `pow` is e^(y log|x|) with the logarithm and the
-//!   product in double-double.
+//! - `sin`/`cos`/`tan` reduce by pi/2 in double-double (pi/2 as three float64s up to
+//!   |x| = 2^90, x 2/pi modulo 4 from 1166 bits of 2/pi past it) and use fdlibm's kernels;
+//!   `atan`/`atan2`/`asin`/`acos` are fdlibm's `atan` without branches; `pow` is
+//!   e^(y log|x|) with the logarithm and the product in double-double.
 //!
 //! Every function is within 1-3 ulps of the correctly rounded result over its whole range
 //! (the tests' bounds), special values (NaN, infinities, signed zeros) as C's.
@@ -141,6 +141,9 @@ pub trait Ops {
     fn p_not(&mut self, a: Self::P) -> Self::P;
     fn sel_f(&mut self, p: Self::P, a: Self::F, b: Self::F) -> Self::F;
     fn sel_i(&mut self, p: Self::P, a: Self::I, b: Self::I) -> Self::I;
+    /// `if p { state = body(state) }` on float state, returning the final state (the body is
+    /// skipped, not just discarded, when `p` is false).
+    fn when(&mut self, p: Self::P, init: &[Self::F], body: FloatBlock<'_, Self>) -> Vec<Self::F>;
     /// `while cond(state) { state = body(state) }`, returning the final state.
     fn repeat_while(
         &mut self,
@@ -150,6 +153,8 @@ pub trait Ops {
     ) -> Vec<Self::I>;
 }
 
+/// The body of [`Ops::when`]: the new float state.
+pub type FloatBlock<'a, O> = &'a mut dyn FnMut(&mut O, &[<O as Ops>::F]) -> Vec<<O as Ops>::F>;
 /// The condition of [`Ops::repeat_while`], from the loop state.
 pub type LoopCond<'a, O> = &'a mut dyn FnMut(&mut O, &[<O as Ops>::I]) -> <O as Ops>::P;
 /// The body of [`Ops::repeat_while`]: the next loop state.
@@ -700,9 +705,38 @@ const PIO2_2: f64 = 6.123_233_995_736_766e-17;
 const PIO2_3: f64 = -1.497_384_904_859_169_8e-33;
 const INV_PIO2: f64 = std::f64::consts::FRAC_2_PI;
 
-/// Past this |x| the reduction's pi/2 (three float64s) is too coarse: k (pi/2 - its sum)
-/// exceeds 1e-22, and the functions give NaN rather than a wrong number.
+/// Past this |x| the Cody-Waite reduction's pi/2 (three float64s) is too coarse (k times
+/// what it misses exceeds 1e-22): [`reduce_far`] takes over.
 pub const TRIG_LIMIT: f64 = 1_237_940_039_285_380_274_899_124_224.0; // 2^90
+
+/// 2/pi in 53-bit pieces, scaled by 2^600 (so that every piece is a normal float64): the
+/// sum is 2/pi 2^600 truncated after 1166 bits.
+const TWO_OVER_PI_PIECES: [f64; 22] = [
+    2.6416636568967522e180,
+    2.973748220839333e164,
+    4.22489748930512e148,
+    3.5075815447473265e132,
+    1.446592407759871e116,
+    1.9920701192579333e100,
+    4.7700657019866515e82,
+    4.883323217918467e68,
+    1.5584351101403046e52,
+    6.888783873662554e36,
+    8.882326746031724e20,
+    102870.22466011204,
+    4.1940391885270785e-12,
+    5.077860613334272e-28,
+    9.066295846605709e-44,
+    7.064193689775152e-60,
+    1.0951456336959488e-75,
+    2.231920853623373e-91,
+    1.935567947935429e-107,
+    2.939670482329695e-123,
+    2.167051268884857e-139,
+    1.4311638366190685e-155,
+];
+/// 2^-600 (x is scaled by it as the pieces are scaled up).
+const TWO_M600: f64 = f64::from_bits((1023 - 600) << 52);
 
 /// fdlibm's minimax polynomials for sin and cos on [-pi/4, pi/4] (errors under 2^-58).
 const SIN: [f64; 6] = [
@@ -721,6 +755,49 @@ const COS: [f64; 6] = [
     2.087572321298175e-09,
     -1.1359647557788195e-11,
 ];
+
+/// v - 4 rint(v / 4), exactly: v modulo 4 in [-2, 2] (0 for any v >= 2^55).
+fn mod4<O: Ops>(o: &mut O, v: O::F) -> O::F {
+    let quarter = c64(o, 0.25);
+    let four = c64(o, 4.0);
+    let q = o.f_bin(FBin::Mul, v, quarter);
+    let q = o.f_round(q);
+    let q = o.f_bin(FBin::Mul, q, four);
+    o.f_bin(FBin::Sub, v, q)
+}
+
+/// The reduction for |x| >= [`TRIG_LIMIT`] (Payne and Hanek's idea in floating point): x 2/pi
+/// modulo 4 as the sum of x times each 53-bit piece of 2/pi, each product split exactly
+/// (fused) and taken modulo 4 exactly; the products x never reaches past bit 2 are
+/// multiples of 4 and vanish by themselves. Returns k (0..3 as a float) and the reduced
+/// argument (x 2/pi - k) pi/2 as a double-double.
+fn reduce_far<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
+    let scale = c64(o, TWO_M600);
+    let xs = o.f_bin(FBin::Mul, x, scale);
+    let mut s = c64(o, 0.0);
+    let mut e = c64(o, 0.0);
+    for piece in TWO_OVER_PI_PIECES {
+        let g = c64(o, piece);
+        let (ph, pl) = two_prod(o, xs, g);
+        for part in [ph, pl] {
+            let t = mod4(o, part);
+            let (sum, err) = two_sum(o, s, t);
+            s = sum;
+            e = o.f_bin(FBin::Add, e, err);
+        }
+    }
+    // t = s + e, |t| small: k = rint(s), the fraction (s - k) + e in [-1/2, 1/2] give or
+    // take e, then k modulo 4.
+    let k = o.f_round(s);
+    let f = o.f_bin(FBin::Sub, s, k);
+    let (fh, fl) = two_sum(o, f, e);
+    let k = mod4(o, k);
+    let p1 = c64(o, PIO2_1);
+    let p2 = c64(o, PIO2_2);
+    let (rh, rl) = dd_mul(o, fh, fl, p1, p2);
+    let (rh, rl) = two_sum(o, rh, rl);
+    (k, rh, rl)
+}
 
 /// Which of the three.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -834,20 +911,28 @@ fn kernel_cos<O: Ops>(o: &mut O, x: O::F, y: O::F) -> O::F {
 }
 
 /// float64 sin, cos or tan: x = k pi/2 + r by two reduction steps (the second catches the
-/// k the first rounded from an inexact x 2/pi), then the kernels on r and the quadrant
-/// k mod 4 (taken from the floats: k - 4 rint(k / 4) is exact at any size). x itself below
-/// 2^-27 for sin and tan (-0 kept); NaN for an infinite or NaN x and past [`TRIG_LIMIT`].
+/// k the first rounded from an inexact x 2/pi), or by [`reduce_far`] past [`TRIG_LIMIT`],
+/// then the kernels on r and the quadrant k mod 4 (taken from the floats: k - 4 rint(k / 4)
+/// is exact at any size). x itself below 2^-27 for sin and tan (-0 kept); NaN for an
+/// infinite or NaN x.
 pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
     let zero = c64(o, 0.0);
     let (k1, h, l) = reduce_pio2(o, x, zero);
     let (k2, h, l) = reduce_pio2(o, h, l);
-    let quarter = c64(o, 0.25);
-    let four = c64(o, 4.0);
-    let k1q = o.f_bin(FBin::Mul, k1, quarter);
-    let k1q = o.f_round(k1q);
-    let k1q = o.f_bin(FBin::Mul, k1q, four);
-    let k1m = o.f_bin(FBin::Sub, k1, k1q);
+    let k1m = mod4(o, k1);
     let q = o.f_bin(FBin::Add, k1m, k2);
+    // Past TRIG_LIMIT (finite): the far reduction, on those threads only.
+    let a = abs(o, x);
+    let limit = c64(o, TRIG_LIMIT);
+    let inf = c64(o, f64::INFINITY);
+    let far = o.f_cmp(Cmp::Ge, a, limit);
+    let finite = o.f_cmp(Cmp::Lt, a, inf);
+    let far = o.p_and(far, finite);
+    let reduced = o.when(far, &[q, h, l], &mut |o, _| {
+        let (k, h, l) = reduce_far(o, x);
+        vec![k, h, l]
+    });
+    let (q, h, l) = (reduced[0], reduced[1], reduced[2]);
     let q = o.f_to_i(q);
     let s = kernel_sin(o, h, l);
     let c = kernel_cos(o, h, l);
@@ -875,7 +960,6 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
             o.sel_f(odd, ncot, t)
         }
     };
-    let a = abs(o, x);
     let r = if f == Trig::Cos {
         r
     } else {
@@ -883,8 +967,6 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
         let is_tiny = o.f_cmp(Cmp::Lt, a, tiny);
         o.sel_f(is_tiny, x, r)
     };
-    let limit = c64(o, TRIG_LIMIT);
-    let finite = o.f_cmp(Cmp::Lt, a, limit);
     let nan = c64(o, f64::NAN);
     let r = o.sel_f(finite, r, nan);
     nan_through(o, x, r)

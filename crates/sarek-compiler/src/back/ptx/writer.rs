@@ -2719,6 +2719,24 @@ impl softmath::Ops for Emit<'_, '_> {
             .emit_fmt(format_args!("selp.b{n} {d}, {a}, {b}, {p};"));
         d
     }
+    fn when(&mut self, p: Reg, init: &[Reg], body: softmath::FloatBlock<'_, Self>) -> Vec<Reg> {
+        let state: Vec<Reg> = init
+            .iter()
+            .map(|&r| {
+                let s = self.0.reg(r.class);
+                self.0.mov(s, r);
+                s
+            })
+            .collect();
+        let skip = self.0.label();
+        self.0.emit_fmt(format_args!("@!{p} bra $L{skip};"));
+        let next = body(self, &state);
+        for (&s, &n) in state.iter().zip(&next) {
+            self.0.mov(s, n);
+        }
+        self.0.place_label(skip);
+        state
+    }
     fn repeat_while(
         &mut self,
         init: &[Reg],

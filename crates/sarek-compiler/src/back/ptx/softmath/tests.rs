@@ -216,6 +216,9 @@ impl Ops for Host {
     fn sel_i(&mut self, p: bool, a: I, b: I) -> I {
         if p { a } else { b }
     }
+    fn when(&mut self, p: bool, init: &[F], body: FloatBlock<'_, Self>) -> Vec<F> {
+        if p { body(self, init) } else { init.to_vec() }
+    }
     fn repeat_while(
         &mut self,
         init: &[I],
@@ -472,12 +475,7 @@ fn uniform(rng: &mut Rng, lo: f64, hi: f64) -> f64 {
 fn check_math64(m: MathFn, inputs: impl Iterator<Item = f64>, bound: u64) -> u64 {
     let routine = Routine::for_float64(m).expect("a float64 routine");
     let mut worst = (0, 0.0);
-    // sin, cos and tan are NaN past TRIG_LIMIT by design (checked on their own).
-    let trig = matches!(m, MathFn::Sin | MathFn::Cos | MathFn::Tan);
-    let edges = edges64()
-        .into_iter()
-        .filter(|x| !(trig && x.is_finite() && x.abs() >= TRIG_LIMIT));
-    for x in edges.chain(inputs) {
+    for x in edges64().into_iter().chain(inputs) {
         let got = run64(routine, &[x]);
         let want = crate::scalar::math64(m, x, 0.0, 0.0);
         let d = ulps64(got, want);
@@ -625,10 +623,25 @@ fn sin_cos_tan_f64_within_2_ulps() {
         });
         check_math64(m, near, 2);
     }
-    // Past the limit: NaN, not a wrong number.
-    let far = Routine::Math64(MathFn::Sin);
-    assert!(run64(far, &[TRIG_LIMIT * 2.0]).is_nan());
-    assert!(run64(far, &[-1e300]).is_nan());
+}
+
+#[test]
+fn sin_cos_tan_f64_far_arguments_within_2_ulps() {
+    // Past TRIG_LIMIT the reduction is x 2/pi modulo 4 from the pieces of 2/pi: every binade
+    // up to the largest float64, and both sides of the limit.
+    for m in [MathFn::Sin, MathFn::Cos, MathFn::Tan] {
+        let mut rng = Rng(32);
+        let far = (0..SAMPLES / 5).map(|_| log_uniform(&mut rng, 85, 1024, true));
+        check_math64(m, far, 2);
+        let around =
+            (-2000..2000).map(|d| f64::from_bits((TRIG_LIMIT.to_bits() as i64 + d) as u64));
+        check_math64(m, around, 2);
+        check_math64(
+            m,
+            [f64::MAX, -f64::MAX, 1e300, 1e22, 2f64.powi(1000)].into_iter(),
+            2,
+        );
+    }
 }
 
 #[test]
