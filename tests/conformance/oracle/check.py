@@ -683,8 +683,6 @@ def math_edges(b):
         x = np.concatenate([small, -small[:60], np.linspace(0.5, 12, 30),
                             np.linspace(big - 5, big + 0.4, 46)]).astype(dt)
         o, err = run("q23_math_edges.sarek", kernel, b, 256, [], {"x": x})
-        if err and "PTX does not support float64" in err:
-            continue  # float64 transcendentals on PTX: a located refusal (FINDINGS F5)
         if err: return failures.append(f"math_edges {kernel}[{b}]: {err}")
         w = x.astype(np.float64)
         with np.errstate(all="ignore"):
@@ -1366,6 +1364,80 @@ def runtime_edges32(b):
     o, err = run("r11_runtime_edges.sarek", "runtime_edges32", b, 32, ["o1=1", "f1=1.0", "f0=0.0"])
     if err: return failures.append(f"runtime_edges32[{b}]: {err}")
     runtime_edges_check(b, o, f"runtime_edges32[{b}]", False)
+
+def fmod_operands(dt):
+    """Pairs (x, y) for C's fmod at its edges, then random ones (both signs, exponent
+    differences up to the whole range, subnormals)."""
+    info = np.finfo(dt)
+    tiny, big = info.smallest_subnormal, info.max
+    edges = [(5.5, 2.0), (-5.5, 2.0), (5.5, -2.0), (-5.5, -2.0), (6.0, 2.0), (-6.0, 2.0),
+             (0.0, 1.0), (-0.0, 1.0), (1.0, 0.0), (1.0, -0.0), (0.0, 0.0), (INF, 1.0),
+             (-INF, 1.0), (1.0, INF), (-1.0, -INF), (NAN, 1.0), (1.0, NAN), (3.0, 1e30),
+             (1e30, 3.0), (-1e30, 3.0), (big, tiny), (-big, tiny), (big, 3.0), (tiny, big),
+             (tiny * 7, tiny * 2), (0.1, 0.01), (1.0, 0.1), (7.25, 0.25), (-7.3, 0.25),
+             (info.tiny, tiny * 3), (info.tiny * 1.5, info.tiny), (2.0 ** 20 + 0.5, 1.0)]
+    x = np.array([e[0] for e in edges], dt); y = np.array([e[1] for e in edges], dt)
+    n = 256 - len(edges)
+    mags = 2.0 ** rng.uniform(info.minexp, info.maxexp - 1, (2, n))
+    signs = np.where(rng.integers(0, 2, (2, n)) == 1, -1.0, 1.0)
+    rx, ry = (mags * signs).astype(dt)
+    near = rng.integers(0, 2, n) == 1  # half of them with exponents close together
+    ry = np.where(near, (rx / rng.uniform(1.0, 1e4, n)).astype(dt), ry)
+    return np.concatenate([x, rx]), np.concatenate([y, ry])
+
+
+@case
+def soft_fmod(b):
+    for kernel, dt in [("fmod32", F32), ("fmod64", np.float64)]:
+        x, y = fmod_operands(dt)
+        o, err = run("r12_soft_float.sarek", kernel, b, len(x), (), {"x": x, "y": y})
+        if err: return failures.append(f"soft_fmod {kernel}[{b}]: {err}")
+        with np.errstate(all="ignore"):
+            same_bits(f"soft_fmod {kernel}[{b}].r", o["r"], np.fmod(x, y))
+
+
+# Operands of the float64 math functions (the second one for pow, atan2, mod): zeros,
+# subnormals, ±1, the overflow and underflow edges of exp, multiples of pi/2, |x| near 1
+# for asin/acos, infinities and NaN, then random magnitudes up to 2^80 (1e22, 1e300 for the
+# far reduction of sin/cos/tan past 2^90).
+MATH64_X = [0.0, -0.0, 5e-324, -5e-324, 1e-300, 1e-8, -1e-8, 0.5, -0.5, 1.0, -1.0, 2.0, 3.0,
+            -3.0, 10.0, 100.0, 700.0, 709.5, 709.8, 710.0, -700.0, -745.0, -746.0, 1e10,
+            1e22, 2.0 ** 60, np.pi / 2, np.pi, 3 * np.pi / 2, 1e6 * np.pi, 0.9999999999,
+            -0.9999999999, 1.0 - 2.0 ** -53, 1e300, INF, -INF, NAN, 8.0, -8.0, 0.1, 1e-320]
+MATH64_Y = [2.0, 3.0, -1.0, 0.5, 1.0 / 3.0, 0.0, -0.0, INF, -INF, NAN, 10.0, -2.5, 1e-5,
+            1e5, 7.0, -7.0, 1e300, 1.0]
+
+
+@case
+def soft_math64(b):
+    n = 320
+    fixed = [(x, 2.0) for x in MATH64_X] + \
+            [(x, y) for x in [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, INF, -INF, NAN, -8.0]
+             for y in MATH64_Y]
+    fixed = fixed[:n - 56]
+    rx = 2.0 ** rng.uniform(-30, 1000, 28) * np.where(rng.integers(0, 2, 28) == 1, -1.0, 1.0)
+    ux = rng.uniform(-20, 20, 28)
+    x = np.concatenate([[p[0] for p in fixed], rx, ux])
+    y = np.concatenate([[p[1] for p in fixed], rng.uniform(-4, 4, 56)])
+    m = len(x)
+    xs = np.zeros(20 * n); ys = np.zeros(20 * n); xs[:m] = x; ys[:m] = y
+    o, err = run("r12_soft_float.sarek", "math64", b, 20 * n, [f"n={m}"], {"x": xs, "y": ys})
+    if err: return failures.append(f"soft_math64[{b}]: {err}")
+    got = o["o"][:20 * m].reshape(m, 20)
+    with np.errstate(all="ignore"):
+        want = [np.exp(x), np.exp2(x), np.expm1(x), np.log(x), np.log2(x), np.log10(x),
+                np.log1p(x), np.sin(x), np.cos(x), np.tan(x), np.arcsin(x), np.arccos(x),
+                np.arctan(x), np.sinh(x), np.cosh(x), np.tanh(x), np.power(x, y),
+                np.arctan2(x, y), 1.0 / np.sqrt(x), np.fmod(x, y)]
+    names = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+             "asin", "acos", "atan", "sinh", "cosh", "tanh", "pow", "atan2", "rsqrt", "mod"]
+    for k, (name, w) in enumerate(zip(names, want)):
+        g = got[:, k]
+        special = ~np.isfinite(w) | (w == 0)
+        same_bits(f"soft_math64[{b}].{name} special", g[special], w[special])
+        exact = k >= 18  # rsqrt (two correctly rounded steps) and mod are exact
+        check(f"soft_math64[{b}].{name}", g[~special], w[~special], rtol=0.0 if exact else 1e-14)
+
 
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]

@@ -4,7 +4,6 @@
 //! ([`TargetOptions`]) are such a refinement, made here.
 
 use super::glsl::Warps;
-use crate::intrinsics::MathFn;
 use crate::ir::analysis::{Feature, Limit, Support};
 use crate::target::{Target, TargetOptions};
 
@@ -231,39 +230,11 @@ pub fn metal() -> Support {
         )
 }
 
-/// Float64 math PTX has no instruction (nor exact sequence) for; the rest (`sqrt`, `fabs`,
-/// rounding, `fmin`/`fmax`, `fma`, `copysign`, `hypot`) it writes directly.
-const PTX_MISSING_FLOAT64_MATH: [MathFn; 19] = [
-    MathFn::Rsqrt,
-    MathFn::Exp,
-    MathFn::Exp2,
-    MathFn::Expm1,
-    MathFn::Log,
-    MathFn::Log2,
-    MathFn::Log10,
-    MathFn::Log1p,
-    MathFn::Sin,
-    MathFn::Cos,
-    MathFn::Tan,
-    MathFn::Asin,
-    MathFn::Acos,
-    MathFn::Atan,
-    MathFn::Sinh,
-    MathFn::Cosh,
-    MathFn::Tanh,
-    MathFn::Pow,
-    MathFn::Atan2,
-];
-
+/// PTX supports every math function on both widths: float64 `exp`, `log`, `sin`, `atan`,
+/// `pow` and their relatives are software routines (`back/ptx/softmath.rs`), as is float
+/// `mod`; the rest are instructions.
 pub fn ptx() -> Support {
-    let mut s = Support::all(Target::Ptx)
-        .without(
-            Feature::FloatMod,
-            concat!(
-                "PTX has no float remainder instruction; ",
-                cuda_supports_it!()
-            ),
-        )
+    Support::all(Target::Ptx)
         .limit(
             Limit::SharedBytes,
             CUDA_MAX_STATIC_SHARED,
@@ -296,15 +267,5 @@ pub fn ptx() -> Support {
             PTX_MAX_FUNCTIONS,
             "ptxas (and the driver's JIT) take time growing faster than the number of `.func`s: \
              3 s for 200, 16 s for 400, a minute for 800",
-        );
-    for m in PTX_MISSING_FLOAT64_MATH {
-        s = s.without(
-            Feature::Float64Math(m),
-            concat!(
-                "PTX has no float64 instruction for it; ",
-                cuda_supports_it!()
-            ),
-        );
-    }
-    s
+        )
 }

@@ -161,19 +161,106 @@ fn kitchen_sink_assembles() {
     }
 }
 
+/// The float64 functions PTX computes in software (`back/ptx/softmath.rs`, whose tests check
+/// the routines' results on the host).
+const SOFTWARE_FLOAT64: [MathFn; 18] = [
+    MathFn::Exp,
+    MathFn::Exp2,
+    MathFn::Expm1,
+    MathFn::Log,
+    MathFn::Log2,
+    MathFn::Log10,
+    MathFn::Log1p,
+    MathFn::Sinh,
+    MathFn::Cosh,
+    MathFn::Tanh,
+    MathFn::Sin,
+    MathFn::Cos,
+    MathFn::Tan,
+    MathFn::Atan,
+    MathFn::Asin,
+    MathFn::Acos,
+    MathFn::Atan2,
+    MathFn::Pow,
+];
+
+/// Float `mod` on both widths and every float64 software function, each used twice: each
+/// routine is written once as a `.func`, and the module assembles.
 #[test]
-fn float64_sine_is_refused_naming_ptx() {
-    let mut b = KernelBuilder::new("f64sin");
-    let x = b.param("x", Ty::F64);
-    let o = b.vector("o", Ty::F64);
-    let sin = intrinsic(Intrinsic::Math(MathFn::Sin), vec![b.read(x)], Ty::F64);
-    let k = b.finish(vec![store(o, lit_i32(0), sin)]);
-    let err = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default()).unwrap_err();
-    assert!(
-        err[0].message.contains("PTX") && err[0].message.contains("sin"),
-        "{:?}",
-        err
+fn software_routines_are_written_once_and_assemble() {
+    let mut b = KernelBuilder::new("soft");
+    let x = b.param("x", Ty::F32);
+    let y = b.param("y", Ty::F64);
+    let o32 = b.vector("o32", Ty::F32);
+    let o64 = b.vector("o64", Ty::F64);
+    let rem32 = |e: Expr, d: f32| bin(BinOp::Rem, e, lit_f32(d));
+    let rem64 = |e: Expr, d: f64| bin(BinOp::Rem, e, lit_f64(d));
+    let mut body = vec![
+        store(o32, lit_i32(0), rem32(b.read(x), 0.75)),
+        store(o32, lit_i32(1), rem32(rem32(b.read(x), 3.5), 0.25)),
+        store(o64, lit_i32(0), rem64(b.read(y), 0.1)),
+    ];
+    let mut slot = 1;
+    for m in SOFTWARE_FLOAT64.iter().chain(&[MathFn::Rsqrt]) {
+        for _ in 0..2 {
+            let args = vec![b.read(y); m.arity()];
+            let v = intrinsic(Intrinsic::Math(*m), args, Ty::F64);
+            body.push(store(o64, lit_i32(slot), v));
+            slot += 1;
+        }
+    }
+    let k = b.finish(body);
+    let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
+        .expect("float mod and these float64 functions are written in software")
+        .source;
+    let symbols = ["sarek_fmod_f32".to_string(), "sarek_fmod_f64".to_string()];
+    let symbols = symbols.into_iter().chain(
+        SOFTWARE_FLOAT64
+            .iter()
+            .map(|m| format!("sarek_{}_f64", m.c_name())),
     );
+    for symbol in symbols {
+        let definitions = ptx.matches(&format!(" {symbol}(\n")).count();
+        assert_eq!(
+            definitions, 1,
+            "{symbol} defined {definitions} times:\n{ptx}"
+        );
+    }
+    assert_eq!(ptx.matches("call (sarek_ret), sarek_fmod_f32,").count(), 3);
+    assert_eq!(ptx.matches("call (sarek_ret), sarek_exp_f64,").count(), 2);
+    if let Some(result) = assemble(&ptx) {
+        result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+    }
+}
+
+/// Every math function on both widths generates PTX that assembles: none is refused.
+#[test]
+fn every_math_function_is_written_on_both_widths() {
+    use MathFn::*;
+    let all = [
+        Sqrt, Rsqrt, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Asin, Acos, Atan,
+        Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Fabs, Pow, Atan2, Hypot, Copysign, Fmin, Fmax,
+        Fma,
+    ];
+    let mut b = KernelBuilder::new("all_math");
+    let x = b.param("x", Ty::F32);
+    let y = b.param("y", Ty::F64);
+    let o32 = b.vector("o32", Ty::F32);
+    let o64 = b.vector("o64", Ty::F64);
+    let mut body = Vec::new();
+    for (k, m) in all.iter().enumerate() {
+        let v32 = intrinsic(Intrinsic::Math(*m), vec![b.read(x); m.arity()], Ty::F32);
+        let v64 = intrinsic(Intrinsic::Math(*m), vec![b.read(y); m.arity()], Ty::F64);
+        body.push(store(o32, lit_i32(k as i32), v32));
+        body.push(store(o64, lit_i32(k as i32), v64));
+    }
+    let k = b.finish(body);
+    let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
+        .unwrap_or_else(|e| panic!("refused: {e:?}"))
+        .source;
+    if let Some(result) = assemble(&ptx) {
+        result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+    }
 }
 
 /// Every PTX file under `tests/out/ptx` (the corpus and the hand-built kernels, as generated:
@@ -248,7 +335,7 @@ fn parameter_space_is_refused_past_4_kib_and_assembles_up_to_it() {
 #[test]
 fn outlined_helpers_assemble() {
     let mut src = String::from(
-        "let h0 (x : float32) (up : bool) : float32 * bool = if up then (x +. 1.0, false) else (x, true)\n",
+        "let h0 (x : float32) (up : bool) : float32 * bool = if up then (x mod 3.0 +. 1.0, false) else (x, true)\n",
     );
     for i in 1..=8 {
         let p = i - 1;
@@ -275,6 +362,10 @@ fn outlined_helpers_assemble() {
     ] {
         assert!(out.source.contains(expected), "{expected}:\n{}", out.source);
     }
+    // A software routine called from an outlined helper is defined before it.
+    let routine = out.source.find(" sarek_fmod_f32(\n").expect("fmod routine");
+    let helper = out.source.find("\n.func (.param .align 8").expect("helper");
+    assert!(routine < helper, "{}", out.source);
     if let Some(result) = assemble(&out.source) {
         result.unwrap_or_else(|e| panic!("ptxas rejected:\n{e}\n{}", out.source));
     }

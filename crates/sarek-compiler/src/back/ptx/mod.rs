@@ -22,10 +22,12 @@
 //!   (`for`: after the step, against `end + step`).
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
-//!   tolerance); those PTX has no instruction for (float64 `sin`, `atan2`, ...) are refused
-//!   before writing ([`super::support::ptx`]), and the `cuda` target remains available for them.
+//!   tolerance); float `mod` (exact) and the float64 functions PTX has no instruction for are
+//!   software routines ([`softmath`]), each written once per kernel as a `.func`, so no math
+//!   function is refused.
 
 pub mod keywords;
+mod softmath;
 mod writer;
 
 use crate::diag::Diagnostic;

@@ -11,6 +11,8 @@ use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, T
 use crate::target::{Generated, TargetOptions};
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 
+use super::softmath::{self, Cmp, FBin, IBin, Routine, Shift, Width};
+
 /// Element layout of PTX memory: C rules, bool as one byte.
 pub const PTX_LAYOUT: LayoutRules = LayoutRules::C {
     bool_repr: Stored::BoolAsU8,
@@ -206,6 +208,8 @@ pub(super) struct Writer<'k> {
     func_symbols: HashMap<FuncId, String>,
     /// The `.func` definitions, each after the functions it calls.
     funcs: String,
+    /// The software routines written as `.func`s so far.
+    soft_routines: Vec<Routine>,
 }
 
 /// The state a `.func` body is written in, saved while another function is written.
@@ -243,6 +247,7 @@ impl<'k> Writer<'k> {
             outlined: crate::ir::analysis::outlined_helpers(kernel),
             func_symbols: HashMap::default(),
             funcs: String::new(),
+            soft_routines: Vec::new(),
         }
     }
 
@@ -1251,7 +1256,15 @@ impl<'k> Writer<'k> {
             BinOp::Add => self.emit_fmt(format_args!("add.{t} {d}, {a}, {b};")),
             BinOp::Sub => self.emit_fmt(format_args!("sub.{t} {d}, {a}, {b};")),
             BinOp::Mul => self.emit_fmt(format_args!("mul.lo.{t} {d}, {a}, {b};")),
-            BinOp::Rem if f => self.internal("float `mod` (fmod) has no PTX instruction"),
+            BinOp::Rem if f => {
+                let w = if rs == Scalar::F64 {
+                    Width::W64
+                } else {
+                    Width::W32
+                };
+                let r = self.soft_call(Routine::Fmod(w), &[a, b.reg()]);
+                self.mov(d, r);
+            }
             // `div`/`rem` by 0 and `min_int / -1` are machine-specific in PTX: divide by 1
             // instead and select the language's results (`x / 0 = 0`, `x mod 0 = x`, as on
             // every target; `x / -1 = -x` wrapping, `x mod -1 = x rem 1 = 0`).
@@ -1389,6 +1402,13 @@ impl<'k> Writer<'k> {
         }
         values.extend(self.trap);
         let result = self.fresh_value(&self.kernel.function(func).ret);
+        self.call_symbol(&symbol, &values, &result);
+        result
+    }
+
+    /// `call` of a `.func` named `symbol` with the registers `values` as arguments, its result
+    /// into `result`.
+    fn call_symbol(&mut self, symbol: &str, values: &[Reg], result: &[Reg]) {
         self.emit("{");
         let mut names = Vec::with_capacity(values.len());
         for (k, &v) in values.iter().enumerate() {
@@ -1398,7 +1418,7 @@ impl<'k> Writer<'k> {
             names.push(name);
         }
         let list = names.join(", ");
-        match result.as_slice() {
+        match result {
             [] => self.emit_fmt(format_args!("call {symbol}, ({list});")),
             regs => {
                 self.emit_fmt(format_args!("{};", ret_param("sarek_ret", regs)));
@@ -1409,7 +1429,6 @@ impl<'k> Writer<'k> {
             }
         }
         self.emit("}");
-        result
     }
 
     /// The `.func` symbol of an outlined helper, writing its definition at the first call.
@@ -1420,16 +1439,7 @@ impl<'k> Writer<'k> {
         let symbol = format!("sarek_func_{}", func.0);
         let kernel = self.kernel;
         let f = kernel.function(func);
-        let saved = FunctionState {
-            body: std::mem::take(&mut self.body),
-            local_decls: std::mem::take(&mut self.local_decls),
-            counts: std::mem::take(&mut self.counts),
-            env: std::mem::take(&mut self.env),
-            loops: std::mem::take(&mut self.loops),
-            frames: std::mem::take(&mut self.frames),
-            span: self.span,
-            trap: self.trap,
-        };
+        let saved = self.enter_function();
         let mut params = Vec::new();
         for &p in &f.params {
             let regs = self.fresh_value(&kernel.var(p).ty);
@@ -1463,10 +1473,40 @@ impl<'k> Writer<'k> {
             self.store_param(&param_at(&ret, &result, k), r);
         }
         self.emit("ret;");
+        self.leave_function(saved, &symbol, &params, &ret, &result);
+        self.func_symbols.insert(func, symbol.clone());
+        symbol
+    }
+
+    /// Start writing a `.func` body: the caller's state is set aside, to be restored by
+    /// [`Self::leave_function`].
+    fn enter_function(&mut self) -> FunctionState {
+        FunctionState {
+            body: std::mem::take(&mut self.body),
+            local_decls: std::mem::take(&mut self.local_decls),
+            counts: std::mem::take(&mut self.counts),
+            env: std::mem::take(&mut self.env),
+            loops: std::mem::take(&mut self.loops),
+            frames: std::mem::take(&mut self.frames),
+            span: self.span,
+            trap: self.trap,
+        }
+    }
+
+    /// Finish the `.func` written since [`Self::enter_function`] (its body ends in `ret`):
+    /// its definition goes to the module's functions and the caller's state comes back.
+    fn leave_function(
+        &mut self,
+        saved: FunctionState,
+        symbol: &str,
+        params: &[String],
+        ret: &str,
+        result: &[Reg],
+    ) {
         let mut text = String::with_capacity(self.body.len() + 256);
         text.push_str(".func ");
         if !result.is_empty() {
-            let _ = write!(text, "({}) ", ret_param(&ret, &result));
+            let _ = write!(text, "({}) ", ret_param(ret, result));
         }
         let _ = writeln!(text, "{symbol}(");
         text.push_str(&params.join(",\n"));
@@ -1491,8 +1531,38 @@ impl<'k> Writer<'k> {
         self.frames = saved.frames;
         self.span = saved.span;
         self.trap = saved.trap;
-        self.func_symbols.insert(func, symbol.clone());
-        symbol
+    }
+
+    /// A call of a software routine ([`softmath`]), writing its `.func` at the first call.
+    fn soft_call(&mut self, routine: Routine, args: &[Reg]) -> Reg {
+        let symbol = routine.symbol();
+        let symbol = symbol.as_str();
+        let (width, arity) = routine.signature();
+        let class = match width {
+            Width::W32 => Class::F32,
+            Width::W64 => Class::F64,
+        };
+        if !self.soft_routines.contains(&routine) {
+            self.soft_routines.push(routine);
+            let saved = self.enter_function();
+            let mut params = Vec::with_capacity(arity);
+            let mut values = Vec::with_capacity(arity);
+            for k in 0..arity {
+                let name = format!("{symbol}_param_{k}");
+                params.push(format!("    .param .{} {name}", param_type(class)));
+                let r = self.reg(class);
+                self.load_param(r, &name);
+                values.push(r);
+            }
+            let r = routine.build(&mut Emit(self), &values);
+            let ret = format!("{symbol}_ret");
+            self.store_param(&ret, r);
+            self.emit("ret;");
+            self.leave_function(saved, symbol, &params, &ret, &[r]);
+        }
+        let d = self.reg(class);
+        self.call_symbol(symbol, args, &[d]);
+        d
     }
 
     /// `st.param` of one register (a predicate as 0 or 1).
@@ -1710,9 +1780,19 @@ impl<'k> Writer<'k> {
                 let r = self.hypot(v[0], v[1], s);
                 self.emit_fmt(format_args!("mov.{t} {d}, {r};"));
             }
-            _ if s == Scalar::F64 => {
-                self.internal(format!("float64 `{}` has no PTX instruction", m.c_name()));
+            // As the interpreter: 1 / sqrt x, both correctly rounded.
+            MathFn::Rsqrt if s == Scalar::F64 => {
+                let (root, one) = (self.reg(Class::F64), self.literal(Literal::F64(1.0)));
+                self.emit_fmt(format_args!("sqrt.rn.f64 {root}, {};", v[0]));
+                self.emit_fmt(format_args!("div.rn.f64 {d}, {one}, {root};"));
             }
+            _ if s == Scalar::F64 => match Routine::for_float64(m) {
+                Some(routine) => {
+                    let r = self.soft_call(routine, v);
+                    self.mov(d, r);
+                }
+                None => self.internal(format!("float64 `{}` has no PTX instruction", m.c_name())),
+            },
             MathFn::Rsqrt => self.emit(simple("rsqrt.approx.ftz")),
             MathFn::Sin => self.emit(simple("sin.approx")),
             MathFn::Cos => self.emit(simple("cos.approx")),
@@ -2430,3 +2510,258 @@ const SINH_SERIES: [f32; 5] = [
     0.000_198_412_7,
     2.755_731_9e-6,
 ];
+
+/// [`softmath::Ops`] by writing each operation as its PTX instruction into the body.
+struct Emit<'w, 'k>(&'w mut Writer<'k>);
+
+impl Emit<'_, '_> {
+    /// The float width of a register (its bit pattern's width for integers).
+    fn width(r: Reg) -> Width {
+        match r.class {
+            Class::F64 | Class::B64 => Width::W64,
+            _ => Width::W32,
+        }
+    }
+    fn float_class(w: Width) -> Class {
+        match w {
+            Width::W32 => Class::F32,
+            Width::W64 => Class::F64,
+        }
+    }
+    fn int_class(w: Width) -> Class {
+        match w {
+            Width::W32 => Class::B32,
+            Width::W64 => Class::B64,
+        }
+    }
+    fn n(r: Reg) -> u32 {
+        Self::width(r).bits()
+    }
+}
+
+fn cmp_name(c: Cmp) -> &'static str {
+    match c {
+        Cmp::Eq => "eq",
+        Cmp::Lt => "lt",
+        Cmp::Gt => "gt",
+        Cmp::Ge => "ge",
+    }
+}
+
+impl softmath::Ops for Emit<'_, '_> {
+    type F = Reg;
+    type I = Reg;
+    type P = Reg;
+
+    fn f_const(&mut self, w: Width, v: f64) -> Reg {
+        match w {
+            Width::W32 => self.0.literal(Literal::F32(v as f32)),
+            Width::W64 => self.0.literal(Literal::F64(v)),
+        }
+    }
+    fn i_const(&mut self, w: Width, v: u64) -> Reg {
+        let d = self.0.reg(Self::int_class(w));
+        self.0.emit_fmt(format_args!("mov.b{} {d}, {v};", w.bits()));
+        d
+    }
+    fn f_bin(&mut self, op: FBin, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        if op == FBin::CopySign {
+            // PTX's operand order: the sign's source first.
+            self.0
+                .emit_fmt(format_args!("copysign.f{n} {d}, {b}, {a};"));
+            return d;
+        }
+        let name = match op {
+            FBin::Add => "add.rn",
+            FBin::Sub => "sub.rn",
+            FBin::Mul => "mul.rn",
+            FBin::Div => "div.rn",
+            FBin::Min => "min",
+            FBin::Max => "max",
+            FBin::CopySign => unreachable!("written above"),
+        };
+        self.0.emit_fmt(format_args!("{name}.f{n} {d}, {a}, {b};"));
+        d
+    }
+    fn fma(&mut self, a: Reg, b: Reg, c: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0
+            .emit_fmt(format_args!("fma.rn.f{n} {d}, {a}, {b}, {c};"));
+        d
+    }
+    fn f_cmp(&mut self, c: Cmp, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        let (name, n) = (cmp_name(c), Self::n(a));
+        self.0
+            .emit_fmt(format_args!("setp.{name}.f{n} {d}, {a}, {b};"));
+        d
+    }
+    fn is_nan(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        let n = Self::n(a);
+        self.0
+            .emit_fmt(format_args!("testp.notanumber.f{n} {d}, {a};"));
+        d
+    }
+    fn f_sqrt(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0.emit_fmt(format_args!("sqrt.rn.f{n} {d}, {a};"));
+        d
+    }
+    fn f_round(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0.emit_fmt(format_args!("cvt.rni.f{n}.f{n} {d}, {a};"));
+        d
+    }
+    fn f_to_i(&mut self, a: Reg) -> Reg {
+        let w = Self::width(a);
+        let d = self.0.reg(Self::int_class(w));
+        let n = w.bits();
+        self.0.emit_fmt(format_args!("cvt.rni.s{n}.f{n} {d}, {a};"));
+        d
+    }
+    fn i_to_f(&mut self, a: Reg) -> Reg {
+        let w = Self::width(a);
+        let d = self.0.reg(Self::float_class(w));
+        let n = w.bits();
+        self.0.emit_fmt(format_args!("cvt.rn.f{n}.s{n} {d}, {a};"));
+        d
+    }
+    fn to_bits(&mut self, a: Reg) -> Reg {
+        let w = Self::width(a);
+        let d = self.0.reg(Self::int_class(w));
+        self.0.emit_fmt(format_args!("mov.b{} {d}, {a};", w.bits()));
+        d
+    }
+    fn f_of_bits(&mut self, a: Reg) -> Reg {
+        let w = Self::width(a);
+        let d = self.0.reg(Self::float_class(w));
+        self.0.emit_fmt(format_args!("mov.b{} {d}, {a};", w.bits()));
+        d
+    }
+    fn i_bin(&mut self, op: IBin, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        let name = match op {
+            IBin::Add => "add.u",
+            IBin::Sub => "sub.u",
+            IBin::And => "and.b",
+            IBin::Or => "or.b",
+        };
+        self.0.emit_fmt(format_args!("{name}{n} {d}, {a}, {b};"));
+        d
+    }
+    fn shift(&mut self, op: Shift, a: Reg, count: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        let name = match op {
+            Shift::Shl => "shl.b",
+            Shift::Shr => "shr.u",
+        };
+        self.0
+            .emit_fmt(format_args!("{name}{n} {d}, {a}, {count};"));
+        d
+    }
+    fn clz(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(Class::B32);
+        let n = Self::n(a);
+        self.0.emit_fmt(format_args!("clz.b{n} {d}, {a};"));
+        d
+    }
+    fn resize(&mut self, a: Reg, w: Width) -> Reg {
+        let d = self.0.reg(Self::int_class(w));
+        match (Self::width(a), w) {
+            (Width::W64, Width::W32) => self.0.emit_fmt(format_args!("cvt.u32.u64 {d}, {a};")),
+            (Width::W32, Width::W64) => self.0.emit_fmt(format_args!("cvt.s64.s32 {d}, {a};")),
+            _ => self.0.mov(d, a),
+        }
+        d
+    }
+    fn i_cmp(&mut self, c: Cmp, signed: bool, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        let (name, n) = (cmp_name(c), Self::n(a));
+        let t = if signed { 's' } else { 'u' };
+        self.0
+            .emit_fmt(format_args!("setp.{name}.{t}{n} {d}, {a}, {b};"));
+        d
+    }
+    fn p_or(&mut self, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        self.0.emit_fmt(format_args!("or.pred {d}, {a}, {b};"));
+        d
+    }
+    fn p_and(&mut self, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        self.0.emit_fmt(format_args!("and.pred {d}, {a}, {b};"));
+        d
+    }
+    fn p_not(&mut self, a: Reg) -> Reg {
+        let d = self.0.reg(Class::Pred);
+        self.0.emit_fmt(format_args!("not.pred {d}, {a};"));
+        d
+    }
+    fn sel_f(&mut self, p: Reg, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0
+            .emit_fmt(format_args!("selp.f{n} {d}, {a}, {b}, {p};"));
+        d
+    }
+    fn sel_i(&mut self, p: Reg, a: Reg, b: Reg) -> Reg {
+        let d = self.0.reg(a.class);
+        let n = Self::n(a);
+        self.0
+            .emit_fmt(format_args!("selp.b{n} {d}, {a}, {b}, {p};"));
+        d
+    }
+    fn when(&mut self, p: Reg, init: &[Reg], body: softmath::FloatBlock<'_, Self>) -> Vec<Reg> {
+        let state: Vec<Reg> = init
+            .iter()
+            .map(|&r| {
+                let s = self.0.reg(r.class);
+                self.0.mov(s, r);
+                s
+            })
+            .collect();
+        let skip = self.0.label();
+        self.0.emit_fmt(format_args!("@!{p} bra $L{skip};"));
+        let next = body(self, &state);
+        for (&s, &n) in state.iter().zip(&next) {
+            self.0.mov(s, n);
+        }
+        self.0.place_label(skip);
+        state
+    }
+    fn repeat_while(
+        &mut self,
+        init: &[Reg],
+        cond: softmath::LoopCond<'_, Self>,
+        body: softmath::LoopBody<'_, Self>,
+    ) -> Vec<Reg> {
+        // The state lives in registers of its own, reassigned at the end of each iteration.
+        let state: Vec<Reg> = init
+            .iter()
+            .map(|&r| {
+                let s = self.0.reg(r.class);
+                self.0.mov(s, r);
+                s
+            })
+            .collect();
+        let (top, end) = (self.0.label(), self.0.label());
+        self.0.place_label(top);
+        let go = cond(self, &state);
+        self.0.emit_fmt(format_args!("@!{go} bra $L{end};"));
+        let next = body(self, &state);
+        for (&s, &n) in state.iter().zip(&next) {
+            self.0.mov(s, n);
+        }
+        self.0.emit_fmt(format_args!("bra $L{top};"));
+        self.0.place_label(end);
+        state
+    }
+}
