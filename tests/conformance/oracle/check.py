@@ -1413,6 +1413,107 @@ def compensated_sums64(b):
     same_bits(f"compensated_sums64[{b}].quick", o["quick"], y - ((x + y) - x))
 
 
+def fma32(a, b, c):
+    """float32 fma rounded once (ties to even): the product of two float32 is exact in
+    float64, the sum is made exact with fractions."""
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:
+        return F32(0.0) if not (np.signbit(F32(a) * F32(b)) and np.signbit(c)) else F32(-0.0)
+    near = F32(float(exact))
+    cands = [near, np.nextafter(near, F32(np.inf)), np.nextafter(near, F32(-np.inf))]
+    return min(cands, key=lambda x: (abs(Fraction(float(x)) - exact), int(F32(x).view(np.uint32)) & 1))
+
+
+class Df64Model:
+    """Upstream's Sarek_df64 op for op (its Host module's mirror of the device code), every
+    float32 operation rounded, `fma` rounded once."""
+    def two_sum(self, a, b):
+        s = a + b; bb = s - a
+        return (s, (a - (s - bb)) + (b - bb))
+    def quick_two_sum(self, a, b):
+        s = a + b
+        return (s, b - (s - a))
+    def two_prod(self, a, b):
+        p = fma32(a, b, F32(0.0))
+        return (p, fma32(a, b, F32(0.0) - p))
+    def neg(self, a): return (F32(0.0) - a[0], F32(0.0) - a[1])
+    def add(self, a, b):
+        s = self.two_sum(a[0], b[0]); t = self.two_sum(a[1], b[1])
+        r = self.quick_two_sum(s[0], s[1] + t[0])
+        return self.quick_two_sum(r[0], r[1] + t[1])
+    def sub(self, a, b): return self.add(a, self.neg(b))
+    def add_f32(self, a, b):
+        s = self.two_sum(a[0], b)
+        return self.quick_two_sum(s[0], s[1] + a[1])
+    def mul(self, a, b):
+        p = self.two_prod(a[0], b[0])
+        return self.quick_two_sum(p[0], fma32(a[0], b[1], fma32(a[1], b[0], p[1])))
+    def mul_f32(self, a, b):
+        p = self.two_prod(a[0], b)
+        return self.quick_two_sum(p[0], fma32(a[1], b, p[1]))
+    def div(self, a, b):
+        q1 = a[0] / b[0]; r1 = self.sub(a, self.mul_f32(b, q1))
+        q2 = r1[0] / b[0]; r2 = self.sub(r1, self.mul_f32(b, q2))
+        q3 = r2[0] / b[0]
+        return self.add_f32(self.quick_two_sum(q1, q2), q3)
+    def sqrt(self, a):
+        if a[0] <= 0: return (F32(0.0), F32(0.0))
+        y = F32(np.sqrt(a[0])); s = self.two_prod(y, y)
+        e = a[0] - s[0] - s[1] + a[1]
+        return self.quick_two_sum(y, e / (y + y))
+    def abs(self, a): return self.neg(a) if a[0] < 0 else a
+
+
+@case
+def upstream_df64(b):
+    # test_df64.ml's elementwise test: log-uniform operands (decimal exponents -8..8 and
+    # -4..4) split into hi + lo as its Host.encode does.
+    n = 256
+    def logu(emin, emax):
+        e = rng.uniform(emin, emax, n); m = rng.uniform(1, 10, n)
+        return np.where(rng.integers(0, 2, n) == 1, 1.0, -1.0) * m * 10.0 ** e
+    xa, xb = logu(-8, 8), logu(-4, 4)
+    def encode(x):
+        hi = x.astype(F32)
+        return np.array(list(zip(hi, (x - hi).astype(F32))), [("hi", F32), ("lo", F32)])
+    a, bv = encode(xa), encode(xb)
+    o, err = run("../upstream/modules/df64.sarek", "ops_kernel", b, n, [f"n={n}"], {"a": a, "b": bv},
+                 modules=["../upstream/modules/sarek_df64.sarek"])
+    if err: return failures.append(f"upstream_df64[{b}]: {err}")
+    m = Df64Model()
+    with np.errstate(all="ignore"):
+        pairs = [((a["hi"][i], a["lo"][i]), (bv["hi"][i], bv["lo"][i])) for i in range(n)]
+        want = {"add_out": [m.add(x, y) for x, y in pairs], "sub_out": [m.sub(x, y) for x, y in pairs],
+                "mul_out": [m.mul(x, y) for x, y in pairs], "div_out": [m.div(x, y) for x, y in pairs],
+                "sqrt_out": [m.sqrt(m.abs(x)) for x, _ in pairs]}
+    dec = lambda v: v["hi"].astype(np.float64) + v["lo"].astype(np.float64)
+    ref = {"add_out": dec(a) + dec(bv), "sub_out": dec(a) - dec(bv), "mul_out": dec(a) * dec(bv),
+           "div_out": dec(a) / dec(bv), "sqrt_out": np.sqrt(np.abs(dec(a)))}
+    # upstream's contract: 2^-47 relative for add/sub, 2^-46 for mul/div/sqrt
+    tol = {"add_out": 2.0**-47, "sub_out": 2.0**-47, "mul_out": 2.0**-46, "div_out": 2.0**-46,
+           "sqrt_out": 2.0**-46}
+    for name, w in want.items():
+        if b in REASSOCIATES or (b in FMA_UNFUSED and name not in ("add_out", "sub_out")):
+            continue
+        got = o[name]
+        same_bits(f"upstream_df64[{b}].{name}.hi", got["hi"], np.array([p[0] for p in w], F32))
+        same_bits(f"upstream_df64[{b}].{name}.lo", got["lo"], np.array([p[1] for p in w], F32))
+        check(f"upstream_df64[{b}].{name} contract", np.abs(dec(got) - ref[name]) / np.abs(ref[name]),
+              np.zeros(n), atol=tol[name])
+    check(f"upstream_df64[{b}].lt_out", o["lt_out"], (dec(a) < dec(bv)).astype(np.int32))
+    check(f"upstream_df64[{b}].conv_out", o["conv_out"], np.arange(n, dtype=F32))
+    # f64_poly_kernel: acc <- acc * x + x, `iters` times, in float64 (no contraction)
+    x = rng.uniform(0.5, 0.501, 64)
+    o, err = run("../upstream/modules/df64.sarek", "f64_poly_kernel", b, 64, ["n=64", "iters=16"], {"x": x},
+                 modules=["../upstream/modules/sarek_df64.sarek"])
+    if err: return failures.append(f"upstream_df64 f64_poly[{b}]: {err}")
+    acc = np.zeros(64)
+    for _ in range(16):
+        acc = acc * x + x
+    same_bits(f"upstream_df64[{b}].f64_poly", o["out"], acc)
+
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]

@@ -72,11 +72,17 @@ fn every_upstream_kernel_generates_for_every_target() {
         generate_all(&sources);
     }
     let dir = files::tests_dir("upstream").join("modules");
-    let mut sources = SourceMap::new();
-    for f in ["uses_geometry.sarek", "geometry_lib.sarek"] {
-        sources.add(f, std::fs::read_to_string(dir.join(f)).unwrap());
+    for program in [
+        ["uses_geometry.sarek", "geometry_lib.sarek"],
+        ["worklist.sarek", "sarek_worklist.sarek"],
+        ["df64.sarek", "sarek_df64.sarek"],
+    ] {
+        let mut sources = SourceMap::new();
+        for f in program {
+            sources.add(f, std::fs::read_to_string(dir.join(f)).unwrap());
+        }
+        generate_all(&sources);
     }
-    generate_all(&sources);
 }
 
 #[test]
