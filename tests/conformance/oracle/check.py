@@ -1396,6 +1396,7 @@ def compensated_sums(b):
         total = s2
     same_bits(f"compensated_sums[{b}].kahan", o["kahan"], total)
     same_bits(f"compensated_sums[{b}].comp", o["comp"], c)
+    same_bits(f"compensated_sums[{b}].assoc", o["assoc"], (x + F32(0.33333334)) + F32(0.000000013))
     # the error terms are not all 0 (the rewrite F40 made them so)
     if not (two_sum_err(x, y) != 0).any() or not (c != 0).any():
         failures.append(f"compensated_sums[{b}]: inputs with no rounding error test nothing")
