@@ -1515,6 +1515,31 @@ def upstream_df64(b):
     same_bits(f"upstream_df64[{b}].f64_poly", o["out"], acc)
 
 
+@case
+def upstream_spoc_mandelbrot(b):
+    # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
+    # 40 x 40 image (a 48 x 48 launch) write nothing.
+    w = h = 40; max_iter = 200; sx, sy = -8, -4; zoom = F32(1.5)
+    o, err = run("../upstream/spoc_samples.sarek", "make_mandelbrot", b, w * h,
+                 [f"width={w}", f"height={h}", f"max_iter={max_iter}", f"shiftx={sx}",
+                  f"shifty={sy}", f"zoom={zoom}"], {"img": np.full(w * h, -7, np.int32)},
+                 ["--grid", "3,3", "--block", "16,16"])
+    if err: return failures.append(f"upstream_spoc_mandelbrot[{b}]: {err}")
+    y, x = np.mgrid[0:h, 0:w]
+    a = (F32(4.0) * ((x + sx).astype(F32) / F32(w)) / zoom) - F32(2.0)
+    bb = (F32(4.0) * ((y + sy).astype(F32) / F32(h)) / zoom) - F32(2.0)
+    cpt = np.zeros((h, w), np.int32); x1 = np.zeros((h, w), F32); y1 = np.zeros((h, w), F32)
+    norm = np.zeros((h, w), F32)
+    for _ in range(max_iter):
+        live = norm <= F32(4.0)
+        cpt = np.where(live, cpt + 1, cpt)
+        x2 = (x1 * x1) - (y1 * y1) + a
+        y2 = (F32(2.0) * x1 * y1) + bb
+        x1 = np.where(live, x2, x1); y1 = np.where(live, y2, y1)
+        norm = np.where(live, (x1 * x1) + (y1 * y1), norm)
+    check(f"upstream_spoc_mandelbrot[{b}]", o["img"], cpt.reshape(-1))
+
+
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]
 failures = [f for f in failures if f not in refusals]

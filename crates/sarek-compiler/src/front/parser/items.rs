@@ -18,8 +18,9 @@ pub(super) const BUILTIN_OPENS: [&str; 7] = [
 
 /// Upstream's packages: a host alias of one of their modules (`module Std =
 /// Sarek_stdlib.Std`) is skipped.
-const HOST_PACKAGES: [&str; 8] = [
+const HOST_PACKAGES: [&str; 9] = [
     "Sarek",
+    "Sarek_core",
     "Sarek_stdlib",
     "Sarek_stdlib_meta",
     "Sarek_float64",
@@ -732,6 +733,19 @@ impl Parser {
         }
         let name = self.lident("a name after `let`")?;
         attrs.extend(self.inner_attributes());
+        // `let make_k () = [%kernel ...]`: upstream's samples build a kernel in a host function
+        // of unit; the function is the kernel, under its name.
+        if !recursive
+            && self.at(&Tok::LParen)
+            && *self.peek_at(1) == Tok::RParen
+            && *self.peek_at(2) == Tok::Eq
+            && matches!(self.peek_at(3), Tok::ExtOpen(_))
+        {
+            for _ in 0..3 {
+                self.bump();
+            }
+            return self.kernel_extension(start, name, attrs);
+        }
         let (mut params, destructured) = self.params()?;
         let fun_value = self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::Fun | Tok::Function);
         if params.is_empty() && !recursive && !fun_value {
