@@ -793,6 +793,31 @@ impl Parser {
                 }
                 return Err(self.needs_annotation(&name));
             }
+            // `let k = [%kernel.real64 fun ...]` and other extension nodes: not a constant
+            // missing its type, an upstream form Sarek does not have.
+            if self.at(&Tok::Eq)
+                && let Tok::Extension { name: ext, .. } = self.peek_at(1).clone()
+            {
+                self.bump();
+                let mut d = Diagnostic::error(
+                    self.span(),
+                    format!("`[%{ext} ...]` is not a Sarek kernel form"),
+                )
+                .with_label("unsupported extension node")
+                .with_help(format!(
+                    "write the kernel as `let {} = [%kernel fun (p : t) ... -> ...]`",
+                    name.name
+                ));
+                if ext == "kernel.real64" {
+                    d = d.with_note(
+                        "upstream's `[%kernel.real64]` expands one body over an abstract \
+                         `real64` into a float64 kernel and a double-float (Sarek_df64) one; \
+                         Sarek has no `real64` type: write the float64 kernel, or the \
+                         Sarek_df64 one",
+                    );
+                }
+                return Err(self.report(d));
+            }
             if self.at(&Tok::Eq) {
                 return Err(self.needs_annotation(&name));
             }
