@@ -1516,6 +1516,53 @@ def upstream_df64(b):
 
 
 @case
+def upstream_real64(b):
+    # test_real64.ml: one algorithm at float64 (IEEE, bit for bit) and over double-floats
+    # (op for op as Df64Model, and upstream's contract), on its log-uniform operands.
+    n = 128
+    def logu(emin, emax):
+        e = rng.uniform(emin, emax, n); m = rng.uniform(1, 10, n)
+        return np.where(rng.integers(0, 2, n) == 1, 1.0, -1.0) * m * 10.0 ** e
+    xa, xb = logu(-6, 6), logu(-3, 3)
+    xc = np.abs(xa)
+    lib = ["../upstream/modules/sarek_df64.sarek"]
+    o, err = run("../upstream/modules/real64.sarek", "f64_ops_kernel", b, n, [f"nn={n}"],
+                 {"a": xa, "b": xb, "c": xc}, modules=lib)
+    if err: failures.append(f"upstream_real64 f64[{b}]: {err}")
+    else:
+        for name, want in [("add_o", xa + xb), ("sub_o", xa - xb), ("mul_o", xa * xb),
+                           ("div_o", xa / xb), ("sqrt_o", np.sqrt(xc))]:
+            same_bits(f"upstream_real64[{b}].f64.{name}", o[name], want)
+    def encode(x):
+        hi = x.astype(F32)
+        return np.array(list(zip(hi, (x - hi).astype(F32))), [("hi", F32), ("lo", F32)])
+    a, bv, c = encode(xa), encode(xb), encode(xc)
+    o, err = run("../upstream/modules/real64.sarek", "df64_ops_kernel", b, n, [f"nn={n}"],
+                 {"a": a, "b": bv, "c": c}, modules=lib)
+    if err: return failures.append(f"upstream_real64 df64[{b}]: {err}")
+    m = Df64Model()
+    pair = lambda v, i: (v["hi"][i], v["lo"][i])
+    with np.errstate(all="ignore"):
+        want = {"add_o": [m.add(pair(a, i), pair(bv, i)) for i in range(n)],
+                "sub_o": [m.sub(pair(a, i), pair(bv, i)) for i in range(n)],
+                "mul_o": [m.mul(pair(a, i), pair(bv, i)) for i in range(n)],
+                "div_o": [m.div(pair(a, i), pair(bv, i)) for i in range(n)],
+                "sqrt_o": [m.sqrt(pair(c, i)) for i in range(n)]}
+    dec = lambda v: v["hi"].astype(np.float64) + v["lo"].astype(np.float64)
+    ref = {"add_o": dec(a) + dec(bv), "sub_o": dec(a) - dec(bv), "mul_o": dec(a) * dec(bv),
+           "div_o": dec(a) / dec(bv), "sqrt_o": np.sqrt(dec(c))}
+    for name, w in want.items():
+        if b in REASSOCIATES or (b in FMA_UNFUSED and name not in ("add_o", "sub_o")):
+            continue
+        got = o[name]
+        same_bits(f"upstream_real64[{b}].df64.{name}.hi", got["hi"], np.array([p[0] for p in w], F32))
+        same_bits(f"upstream_real64[{b}].df64.{name}.lo", got["lo"], np.array([p[1] for p in w], F32))
+        tol = 2.0**-47 if name in ("add_o", "sub_o") else 2.0**-46
+        check(f"upstream_real64[{b}].df64.{name} contract",
+              np.abs(dec(got) - ref[name]) / np.abs(ref[name]), np.zeros(n), atol=tol)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.

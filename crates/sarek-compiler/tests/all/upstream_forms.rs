@@ -76,6 +76,7 @@ fn every_upstream_kernel_generates_for_every_target() {
         ["uses_geometry.sarek", "geometry_lib.sarek"],
         ["worklist.sarek", "sarek_worklist.sarek"],
         ["df64.sarek", "sarek_df64.sarek"],
+        ["real64.sarek", "sarek_df64.sarek"],
     ] {
         let mut sources = SourceMap::new();
         for f in program {
