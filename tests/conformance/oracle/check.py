@@ -1563,6 +1563,20 @@ def upstream_real64(b):
 
 
 @case
+def upstream_spoc_scan(b):
+    # SPOC's test_scan.ml: an inclusive prefix sum of one block of 256 (n = 200: the rest
+    # of the block scans zeros and writes nothing); wrapping int32 sums.
+    n = 200
+    x = rng.integers(-2**31, 2**31 - 1, 256, dtype=np.int64).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "inclusive_scan_kernel", b, 256, [f"n={n}"],
+                 {"input": x, "output": np.full(256, 9, np.int32)}, ["--grid", "1", "--block", "256"])
+    if err: return failures.append(f"upstream_spoc_scan[{b}]: {err}")
+    want = np.full(256, 9, np.int32)
+    want[:n] = wrap32(np.cumsum(x[:n].astype(np.int64)))
+    check(f"upstream_spoc_scan[{b}]", o["output"], want)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
