@@ -1577,6 +1577,21 @@ def upstream_spoc_scan(b):
 
 
 @case
+def upstream_spoc_recursion(b):
+    # SPOC's test_bounded_recursion.ml, values by hand: 10! = 3628800 (upstream's), 13! =
+    # 6227020800 wraps to 6227020800 - 2^32 = 1932053504; 2^10 = 1024 (upstream's), 3^20 =
+    # 3486784401 wraps to -808182895; gcd 48 18 = 6 (upstream's), gcd 1071 462 = 21.
+    cases = [("factorial_kernel", ["n=10"], 3628800), ("factorial_kernel", ["n=13"], 1932053504),
+             ("power_kernel", ["base=2", "exp=10"], 1024),
+             ("power_kernel", ["base=3", "exp=20"], -808182895),
+             ("gcd_kernel", ["a=48", "b=18"], 6), ("gcd_kernel", ["a=1071", "b=462"], 21)]
+    for kernel, args, want in cases:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, args, None, ["--grid", "1", "--block", "1"])
+        if err: failures.append(f"upstream_spoc_recursion {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_recursion {kernel} {args}[{b}]", o["output"], np.array([want], np.int32))
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
