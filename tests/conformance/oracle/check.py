@@ -1592,6 +1592,27 @@ def upstream_spoc_recursion(b):
 
 
 @case
+def upstream_spoc_supersteps(b):
+    # SPOC's test_superstep.ml, read from its kernels: a copy through the shared tile, + 1.0
+    # in a second superstep, only thread 0 writing element 0, block 0 storing 0.0, and
+    # tile1 + tile2 = 2 x + 1 (float32, each sum rounded once).
+    n = 256
+    x = rng.uniform(-100, 100, n).astype(F32)
+    cases = [("kernel_shared_basic", 64, x), ("kernel_shared_sized", 64, x),
+             ("kernel_superstep_basic", 64, x), ("kernel_superstep_chain", 64, x + F32(1.0)),
+             # one block's worth is compared: thread 0 of every block stores `output.(0)`
+             ("kernel_superstep_divergent", 64, np.concatenate([x[:1], np.full(n - 1, 5.0, F32)])),
+             ("kernel_superstep_uniform_condition", 64, np.concatenate([np.zeros(64, F32), x[64:]])),
+             ("kernel_multi_shared", 32, x + (x + F32(1.0)))]
+    for kernel, block, want in cases:
+        grid = ["--grid", "1"] if kernel == "kernel_superstep_divergent" else []
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, (),
+                     {"input": x, "output": np.full(n, 5.0, F32)}, ["--block", str(block)] + grid)
+        if err: failures.append(f"upstream_spoc_supersteps {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_supersteps {kernel}[{b}]", o["output"], want)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
