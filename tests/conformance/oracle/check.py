@@ -1613,6 +1613,23 @@ def upstream_spoc_supersteps(b):
 
 
 @case
+def upstream_spoc_polymorphism(b):
+    # SPOC's test_polymorphism.ml: x + 1, x + x (wrapping int32), identity at int32 and float32.
+    n = 1024
+    x = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    f = rng.uniform(-1e6, 1e6, n).astype(F32)
+    for kernel, want in [("basic_kernel", wrap32(x.astype(np.int64) + 1)),
+                         ("times_two_kernel", wrap32(2 * x.astype(np.int64)))]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, (), {"src": x})
+        if err: failures.append(f"upstream_spoc_polymorphism {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_polymorphism {kernel}[{b}]", o["dst"], want)
+    o, err = run("../upstream/spoc_samples.sarek", "identity_kernel", b, n, (), {"src_i": x, "src_f": f})
+    if err: return failures.append(f"upstream_spoc_polymorphism identity[{b}]: {err}")
+    check(f"upstream_spoc_polymorphism identity_i[{b}]", o["dst_i"], x)
+    same_bits(f"upstream_spoc_polymorphism identity_f[{b}]", o["dst_f"], f)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
