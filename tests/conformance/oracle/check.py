@@ -1630,6 +1630,37 @@ def upstream_spoc_polymorphism(b):
 
 
 @case
+def upstream_spoc_bitwise(b):
+    # SPOC's test_bitwise_ops.ml on random int32 (negatives included): land/lor/lxor, shifts
+    # by 0..31 (lsr zero-filling), popcount by a lsr loop, binary to Gray code and back.
+    n = 1000
+    u32 = lambda v: v.astype(np.int64) & 0xFFFFFFFF
+    x = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    y = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "bitwise_basic_kernel", b, n, [f"n={n}"], {"a": x, "b": y})
+    if err: failures.append(f"upstream_spoc_bitwise basic[{b}]: {err}")
+    else:
+        for name, want in [("and_out", x & y), ("or_out", x | y), ("xor_out", x ^ y)]:
+            check(f"upstream_spoc_bitwise {name}[{b}]", o[name], want)
+    s = (np.arange(n) % 32).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "shift_kernel", b, n, [f"n={n}"], {"input": x, "shift_amt": s})
+    if err: failures.append(f"upstream_spoc_bitwise shift[{b}]: {err}")
+    else:
+        check(f"upstream_spoc_bitwise left[{b}]", o["left_out"], wrap32((u32(x) << s) & 0xFFFFFFFF))
+        check(f"upstream_spoc_bitwise right[{b}]", o["right_out"], wrap32(u32(x) >> s))
+    o, err = run("../upstream/spoc_samples.sarek", "popcount_kernel", b, n, [f"n={n}"], {"input": x})
+    if err: failures.append(f"upstream_spoc_bitwise popcount[{b}]: {err}")
+    else:
+        check(f"upstream_spoc_bitwise popcount[{b}]", o["output"],
+              np.array([bin(int(v)).count("1") for v in u32(x)], np.int32))
+    o, err = run("../upstream/spoc_samples.sarek", "gray_code_kernel", b, n, [f"n={n}"], {"input": x})
+    if err: return failures.append(f"upstream_spoc_bitwise gray[{b}]: {err}")
+    gray = u32(x) ^ (u32(x) >> 1)
+    check(f"upstream_spoc_bitwise to_gray[{b}]", o["to_gray"], wrap32(gray))
+    check(f"upstream_spoc_bitwise from_gray[{b}]", o["from_gray"], x)  # Gray decoding inverts
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
