@@ -1661,6 +1661,21 @@ def upstream_spoc_bitwise(b):
 
 
 @case
+def upstream_spoc_inline(b):
+    # SPOC's test_inline_pragma.ml: upstream's values pow2 5 = 32, fib 0 1 5 7 = 0 1 5 13, and
+    # by hand pow2 6 = 64; pow2 7 and fib 8 recurse past the 6 inlined levels: a located error.
+    for kernel, n, want in [("pow2_kernel", 5, 32), ("pow2_kernel", 6, 64), ("fib_kernel", 0, 0),
+                            ("fib_kernel", 1, 1), ("fib_kernel", 5, 5), ("fib_kernel", 7, 13)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, [f"n={n}"], None, ["--grid", "1", "--block", "1"])
+        if err: failures.append(f"upstream_spoc_inline {kernel} {n}[{b}]: {err}"); continue
+        check(f"upstream_spoc_inline {kernel} {n}[{b}]", o["output"], np.array([want], np.int32))
+    for kernel, n in [("pow2_kernel", 7), ("fib_kernel", 8)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, [f"n={n}"], None, ["--grid", "1", "--block", "1"])
+        if not err or "recursed deeper than the 6 levels" not in err or "spoc_samples.sarek:" not in err:
+            failures.append(f"upstream_spoc_inline {kernel} {n}[{b}]: expected the located depth error, got {err!r}")
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
