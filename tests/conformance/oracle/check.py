@@ -1676,6 +1676,27 @@ def upstream_spoc_inline(b):
 
 
 @case
+def upstream_spoc_stencils(b):
+    # SPOC's test_stencil.ml and test_convolution.ml, every float32 operation rounded as
+    # written; 1000 elements launched as 1024 threads (the guards), elements they skip keep 7.
+    n = 1000
+    x = rng.uniform(-10, 10, n).astype(F32)
+    o, err = run("../upstream/spoc_samples.sarek", "stencil_1d_kernel", b, n, [f"n={n}"],
+                 {"input": x, "output": np.full(n, 7.0, F32)})
+    if err: failures.append(f"upstream_spoc_stencils stencil[{b}]: {err}")
+    else:
+        want = np.full(n, 7.0, F32)
+        want[1:-1] = (x[:-2] + x[1:-1] + x[2:]) / F32(3.0)
+        same_bits(f"upstream_spoc_stencils stencil[{b}]", o["output"], want)
+    o, err = run("../upstream/spoc_samples.sarek", "conv1d_3point_kernel", b, n, [f"n={n}"],
+                 {"input": x, "output": np.full(n, 7.0, F32)})
+    if err: return failures.append(f"upstream_spoc_stencils conv[{b}]: {err}")
+    want = x.copy()
+    want[1:-1] = (F32(0.25) * x[:-2]) + (F32(0.5) * x[1:-1]) + (F32(0.25) * x[2:])
+    same_bits(f"upstream_spoc_stencils conv[{b}]", o["output"], want)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
