@@ -1697,6 +1697,21 @@ def upstream_spoc_stencils(b):
 
 
 @case
+def upstream_spoc_histogram(b):
+    # SPOC's test_histogram.ml: 5000 values in [0, 256) (as upstream's Random.int bins), 256
+    # bins; the strided kernel runs 4 blocks of 256 over all of them.
+    n, bins = 5000, 256
+    x = rng.integers(0, bins, n).astype(np.int32)
+    want = np.bincount(x, minlength=bins).astype(np.int32)
+    for kernel, grid in [("histogram_kernel", (n + 255) // 256), ("histogram_strided_kernel", 4)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, [f"n={n}", f"num_bins={bins}"],
+                     {"input": x, "histogram": np.zeros(bins, np.int32)},
+                     ["--grid", str(grid), "--block", "256", "--len", f"histogram={bins}"])
+        if err: failures.append(f"upstream_spoc_histogram {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_histogram {kernel}[{b}]", o["histogram"], want)
+
+
+@case
 def upstream_spoc_mandelbrot(b):
     # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
     # 40 x 40 image (a 48 x 48 launch) write nothing.
