@@ -115,6 +115,34 @@ fn different_prelude_types_of_one_name_are_refused() {
 }
 
 #[test]
+fn two_files_of_one_module_name_are_refused() {
+    // H10: the last file silently won (`Lib.helper` was `x + 2` or `x + 1` by argument order).
+    let mut sources = SourceMap::new();
+    sources.add(
+        "main.sarek",
+        "let%kernel k (v : int32 vector) = v.(0) <- Lib.helper v.(1)\n",
+    );
+    sources.add("a/lib.sarek", "let helper (x : int32) : int32 = x + 1\n");
+    sources.add("b/lib.sarek", "let helper (x : int32) : int32 = x + 2\n");
+    let e = check(&sources).unwrap_err();
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(
+        e.contains("module `Lib` is given twice: `a/lib.sarek` and `b/lib.sarek`")
+            && e.contains("b/lib.sarek:1:1"),
+        "{e}"
+    );
+    // A module name the program does not use may be given twice.
+    let mut sources = SourceMap::new();
+    sources.add(
+        "main.sarek",
+        "let%kernel k (v : int32 vector) = v.(0) <- 1\n",
+    );
+    sources.add("a/lib.sarek", "let helper (x : int32) : int32 = x + 1\n");
+    sources.add("b/lib.sarek", "let helper (x : int32) : int32 = x + 2\n");
+    check(&sources).unwrap();
+}
+
+#[test]
 fn module_names_resolve_inside_out() {
     let mut sources = SourceMap::new();
     sources.add(
