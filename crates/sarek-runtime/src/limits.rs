@@ -293,33 +293,44 @@ pub fn check_launch_with(
     Ok(())
 }
 
-/// `--size` before any vector is allocated: at most [`MAX_VECTOR_LEN`] elements, and the
-/// vectors of `kernel` together within the memory this machine has available.
-pub fn check_size(kernel: &Kernel, size: u64) -> Result<(), String> {
+/// `--size` and `--len NAME=N` before any vector is allocated: every vector at most
+/// [`MAX_VECTOR_LEN`] elements, and the vectors of `kernel` together within the memory this
+/// machine has available. A vector named in `lengths` has that length, the others `size`.
+pub fn check_size(kernel: &Kernel, size: u64, lengths: &[(&str, u64)]) -> Result<(), String> {
     if size > MAX_VECTOR_LEN {
         return Err(format!(
             "--size {size}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)"
         ));
     }
-    let per_element: u64 = kernel
-        .params
-        .iter()
-        .filter_map(|p| match &kernel.var(*p).ty {
-            Ty::Vector(elem) => Some(
-                sarek_compiler::abi::leaves(kernel, elem)
-                    .iter()
-                    .map(|l| u64::from(l.scalar.size()))
-                    .sum::<u64>(),
-            ),
-            _ => None,
-        })
-        .sum();
-    let bytes = per_element.saturating_mul(size);
+    let mut bytes = 0u64;
+    for p in &kernel.params {
+        let var = kernel.var(*p);
+        let Ty::Vector(elem) = &var.ty else {
+            continue;
+        };
+        let given = lengths.iter().find(|(name, _)| *name == var.name);
+        let len = given.map_or(size, |(_, len)| *len);
+        if len > MAX_VECTOR_LEN {
+            return Err(format!(
+                "--len {}={len}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)",
+                var.name
+            ));
+        }
+        let per_element: u64 = sarek_compiler::abi::leaves(kernel, elem)
+            .iter()
+            .map(|l| u64::from(l.scalar.size()))
+            .sum();
+        bytes = bytes.saturating_add(per_element.saturating_mul(len));
+    }
     if let Some(available) = available_memory()
         && bytes > available
     {
+        let lens: String = lengths
+            .iter()
+            .map(|(name, len)| format!(", --len {name}={len}"))
+            .collect();
         return Err(format!(
-            "--size {size}: the vectors of kernel `{}` need {bytes} bytes, more than the {available} bytes of memory available",
+            "--size {size}{lens}: the vectors of kernel `{}` need {bytes} bytes, more than the {available} bytes of memory available",
             kernel.name
         ));
     }
@@ -472,10 +483,28 @@ mod tests {
         let mut kb = KernelBuilder::new("k");
         kb.vector("v", Ty::Scalar(Scalar::F64));
         let k = kb.finish(Vec::new());
-        let e = check_size(&k, 1 << 31).unwrap_err();
+        let e = check_size(&k, 1 << 31, &[]).unwrap_err();
         assert!(e.contains("int32"), "{e}");
-        let e = check_size(&k, 1_000_000_000_000).unwrap_err();
+        let e = check_size(&k, 1_000_000_000_000, &[]).unwrap_err();
         assert!(e.contains("int32"), "{e}");
-        check_size(&k, 1024).unwrap();
+        check_size(&k, 1024, &[]).unwrap();
+        // `--len v=N` overrides --size for `v`, under the same limits.
+        let e = check_size(&k, 1024, &[("v", 3_000_000_000)]).unwrap_err();
+        assert!(
+            e.starts_with("--len v=3000000000: vectors have at most"),
+            "{e}"
+        );
+        check_size(&k, 1 << 40, &[]).unwrap_err();
+        check_size(&k, 4, &[("v", 1024), ("other", 1 << 40)]).unwrap();
+        if let Some(available) = available_memory() {
+            let past = available / 8 + 1;
+            if past <= MAX_VECTOR_LEN {
+                let e = check_size(&k, 4, &[("v", past)]).unwrap_err();
+                assert!(
+                    e.contains("--len v=") && e.contains("memory available"),
+                    "{e}"
+                );
+            }
+        }
     }
 }

@@ -1444,6 +1444,373 @@ def soft_math64(b):
             rtol = 4.5e-16 if name == "rsqrt" else 1e-14
             check(f"soft_math64[{b}].{name}", g[~special], w[~special], rtol=rtol,
                   atol=np.finfo(np.float64).tiny)
+# lavapipe's `wgpu` path still rewrites `(a + b) - a` to `b`: FINDINGS F40 (open there).
+REASSOCIATES = {"wgpu"}
+
+
+def two_sum_err(a, b):
+    # every operation rounded to the operands' type, as IEEE 754 evaluates it
+    s = a + b
+    bb = s - a
+    return (a - (s - bb)) + (b - bb)
+
+
+@case
+def compensated_sums(b):
+    if b in REASSOCIATES: return
+    n = 64
+    x = np.concatenate([np.ones(32, F32), rng.uniform(-1, 1, 32).astype(F32)])
+    y = (rng.uniform(-1, 1, n) * 1e-7).astype(F32)
+    o, err = run("r12_compensated_sums.sarek", "compensated_sums", b, n, (), {"x": x, "y": y})
+    if err: return failures.append(f"compensated_sums[{b}]: {err}")
+    same_bits(f"compensated_sums[{b}].err", o["err"], two_sum_err(x, y))
+    same_bits(f"compensated_sums[{b}].quick", o["quick"], y - ((x + y) - x))
+    total, c = x.copy(), np.zeros(n, F32)
+    for k in range(n):
+        t = y[k] - c
+        s2 = total + t
+        c = (s2 - total) - t
+        total = s2
+    same_bits(f"compensated_sums[{b}].kahan", o["kahan"], total)
+    same_bits(f"compensated_sums[{b}].comp", o["comp"], c)
+    same_bits(f"compensated_sums[{b}].assoc", o["assoc"], (x + F32(0.33333334)) + F32(0.000000013))
+    # the error terms are not all 0 (the rewrite F40 made them so)
+    if not (two_sum_err(x, y) != 0).any() or not (c != 0).any():
+        failures.append(f"compensated_sums[{b}]: inputs with no rounding error test nothing")
+
+
+@case
+def compensated_sums64(b):
+    if b in REASSOCIATES: return
+    n = 64
+    x = np.concatenate([np.ones(32), rng.uniform(-1, 1, 32)])
+    y = rng.uniform(-1, 1, n) * 1e-16
+    o, err = run("r12_compensated_sums.sarek", "compensated_sums64", b, n, (), {"x": x, "y": y})
+    if err: return failures.append(f"compensated_sums64[{b}]: {err}")
+    same_bits(f"compensated_sums64[{b}].err", o["err"], two_sum_err(x, y))
+    same_bits(f"compensated_sums64[{b}].quick", o["quick"], y - ((x + y) - x))
+
+
+def fma32(a, b, c):
+    """float32 fma rounded once (ties to even): the product of two float32 is exact in
+    float64, the sum is made exact with fractions."""
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:
+        return F32(0.0) if not (np.signbit(F32(a) * F32(b)) and np.signbit(c)) else F32(-0.0)
+    near = F32(float(exact))
+    cands = [near, np.nextafter(near, F32(np.inf)), np.nextafter(near, F32(-np.inf))]
+    return min(cands, key=lambda x: (abs(Fraction(float(x)) - exact), int(F32(x).view(np.uint32)) & 1))
+
+
+class Df64Model:
+    """Upstream's Sarek_df64 op for op (its Host module's mirror of the device code), every
+    float32 operation rounded, `fma` rounded once."""
+    def two_sum(self, a, b):
+        s = a + b; bb = s - a
+        return (s, (a - (s - bb)) + (b - bb))
+    def quick_two_sum(self, a, b):
+        s = a + b
+        return (s, b - (s - a))
+    def two_prod(self, a, b):
+        p = fma32(a, b, F32(0.0))
+        return (p, fma32(a, b, F32(0.0) - p))
+    def neg(self, a): return (F32(0.0) - a[0], F32(0.0) - a[1])
+    def add(self, a, b):
+        s = self.two_sum(a[0], b[0]); t = self.two_sum(a[1], b[1])
+        r = self.quick_two_sum(s[0], s[1] + t[0])
+        return self.quick_two_sum(r[0], r[1] + t[1])
+    def sub(self, a, b): return self.add(a, self.neg(b))
+    def add_f32(self, a, b):
+        s = self.two_sum(a[0], b)
+        return self.quick_two_sum(s[0], s[1] + a[1])
+    def mul(self, a, b):
+        p = self.two_prod(a[0], b[0])
+        return self.quick_two_sum(p[0], fma32(a[0], b[1], fma32(a[1], b[0], p[1])))
+    def mul_f32(self, a, b):
+        p = self.two_prod(a[0], b)
+        return self.quick_two_sum(p[0], fma32(a[1], b, p[1]))
+    def div(self, a, b):
+        q1 = a[0] / b[0]; r1 = self.sub(a, self.mul_f32(b, q1))
+        q2 = r1[0] / b[0]; r2 = self.sub(r1, self.mul_f32(b, q2))
+        q3 = r2[0] / b[0]
+        return self.add_f32(self.quick_two_sum(q1, q2), q3)
+    def sqrt(self, a):
+        if a[0] <= 0: return (F32(0.0), F32(0.0))
+        y = F32(np.sqrt(a[0])); s = self.two_prod(y, y)
+        e = a[0] - s[0] - s[1] + a[1]
+        return self.quick_two_sum(y, e / (y + y))
+    def abs(self, a): return self.neg(a) if a[0] < 0 else a
+
+
+@case
+def upstream_df64(b):
+    # test_df64.ml's elementwise test: log-uniform operands (decimal exponents -8..8 and
+    # -4..4) split into hi + lo as its Host.encode does.
+    n = 256
+    def logu(emin, emax):
+        e = rng.uniform(emin, emax, n); m = rng.uniform(1, 10, n)
+        return np.where(rng.integers(0, 2, n) == 1, 1.0, -1.0) * m * 10.0 ** e
+    xa, xb = logu(-8, 8), logu(-4, 4)
+    def encode(x):
+        hi = x.astype(F32)
+        return np.array(list(zip(hi, (x - hi).astype(F32))), [("hi", F32), ("lo", F32)])
+    a, bv = encode(xa), encode(xb)
+    o, err = run("../upstream/modules/df64.sarek", "ops_kernel", b, n, [f"n={n}"], {"a": a, "b": bv},
+                 modules=["../upstream/modules/sarek_df64.sarek"])
+    if err: return failures.append(f"upstream_df64[{b}]: {err}")
+    m = Df64Model()
+    with np.errstate(all="ignore"):
+        pairs = [((a["hi"][i], a["lo"][i]), (bv["hi"][i], bv["lo"][i])) for i in range(n)]
+        want = {"add_out": [m.add(x, y) for x, y in pairs], "sub_out": [m.sub(x, y) for x, y in pairs],
+                "mul_out": [m.mul(x, y) for x, y in pairs], "div_out": [m.div(x, y) for x, y in pairs],
+                "sqrt_out": [m.sqrt(m.abs(x)) for x, _ in pairs]}
+    dec = lambda v: v["hi"].astype(np.float64) + v["lo"].astype(np.float64)
+    ref = {"add_out": dec(a) + dec(bv), "sub_out": dec(a) - dec(bv), "mul_out": dec(a) * dec(bv),
+           "div_out": dec(a) / dec(bv), "sqrt_out": np.sqrt(np.abs(dec(a)))}
+    # upstream's contract: 2^-47 relative for add/sub, 2^-46 for mul/div/sqrt
+    tol = {"add_out": 2.0**-47, "sub_out": 2.0**-47, "mul_out": 2.0**-46, "div_out": 2.0**-46,
+           "sqrt_out": 2.0**-46}
+    for name, w in want.items():
+        if b in REASSOCIATES or (b in FMA_UNFUSED and name not in ("add_out", "sub_out")):
+            continue
+        got = o[name]
+        same_bits(f"upstream_df64[{b}].{name}.hi", got["hi"], np.array([p[0] for p in w], F32))
+        same_bits(f"upstream_df64[{b}].{name}.lo", got["lo"], np.array([p[1] for p in w], F32))
+        check(f"upstream_df64[{b}].{name} contract", np.abs(dec(got) - ref[name]) / np.abs(ref[name]),
+              np.zeros(n), atol=tol[name])
+    check(f"upstream_df64[{b}].lt_out", o["lt_out"], (dec(a) < dec(bv)).astype(np.int32))
+    check(f"upstream_df64[{b}].conv_out", o["conv_out"], np.arange(n, dtype=F32))
+    # f64_poly_kernel: acc <- acc * x + x, `iters` times, in float64 (no contraction)
+    x = rng.uniform(0.5, 0.501, 64)
+    o, err = run("../upstream/modules/df64.sarek", "f64_poly_kernel", b, 64, ["n=64", "iters=16"], {"x": x},
+                 modules=["../upstream/modules/sarek_df64.sarek"])
+    if err: return failures.append(f"upstream_df64 f64_poly[{b}]: {err}")
+    acc = np.zeros(64)
+    for _ in range(16):
+        acc = acc * x + x
+    same_bits(f"upstream_df64[{b}].f64_poly", o["out"], acc)
+
+
+@case
+def upstream_real64(b):
+    # test_real64.ml: one algorithm at float64 (IEEE, bit for bit) and over double-floats
+    # (op for op as Df64Model, and upstream's contract), on its log-uniform operands.
+    n = 128
+    def logu(emin, emax):
+        e = rng.uniform(emin, emax, n); m = rng.uniform(1, 10, n)
+        return np.where(rng.integers(0, 2, n) == 1, 1.0, -1.0) * m * 10.0 ** e
+    xa, xb = logu(-6, 6), logu(-3, 3)
+    xc = np.abs(xa)
+    lib = ["../upstream/modules/sarek_df64.sarek"]
+    o, err = run("../upstream/modules/real64.sarek", "f64_ops_kernel", b, n, [f"nn={n}"],
+                 {"a": xa, "b": xb, "c": xc}, modules=lib)
+    if err: failures.append(f"upstream_real64 f64[{b}]: {err}")
+    else:
+        for name, want in [("add_o", xa + xb), ("sub_o", xa - xb), ("mul_o", xa * xb),
+                           ("div_o", xa / xb), ("sqrt_o", np.sqrt(xc))]:
+            same_bits(f"upstream_real64[{b}].f64.{name}", o[name], want)
+    def encode(x):
+        hi = x.astype(F32)
+        return np.array(list(zip(hi, (x - hi).astype(F32))), [("hi", F32), ("lo", F32)])
+    a, bv, c = encode(xa), encode(xb), encode(xc)
+    o, err = run("../upstream/modules/real64.sarek", "df64_ops_kernel", b, n, [f"nn={n}"],
+                 {"a": a, "b": bv, "c": c}, modules=lib)
+    if err: return failures.append(f"upstream_real64 df64[{b}]: {err}")
+    m = Df64Model()
+    pair = lambda v, i: (v["hi"][i], v["lo"][i])
+    with np.errstate(all="ignore"):
+        want = {"add_o": [m.add(pair(a, i), pair(bv, i)) for i in range(n)],
+                "sub_o": [m.sub(pair(a, i), pair(bv, i)) for i in range(n)],
+                "mul_o": [m.mul(pair(a, i), pair(bv, i)) for i in range(n)],
+                "div_o": [m.div(pair(a, i), pair(bv, i)) for i in range(n)],
+                "sqrt_o": [m.sqrt(pair(c, i)) for i in range(n)]}
+    dec = lambda v: v["hi"].astype(np.float64) + v["lo"].astype(np.float64)
+    ref = {"add_o": dec(a) + dec(bv), "sub_o": dec(a) - dec(bv), "mul_o": dec(a) * dec(bv),
+           "div_o": dec(a) / dec(bv), "sqrt_o": np.sqrt(dec(c))}
+    for name, w in want.items():
+        if b in REASSOCIATES or (b in FMA_UNFUSED and name not in ("add_o", "sub_o")):
+            continue
+        got = o[name]
+        same_bits(f"upstream_real64[{b}].df64.{name}.hi", got["hi"], np.array([p[0] for p in w], F32))
+        same_bits(f"upstream_real64[{b}].df64.{name}.lo", got["lo"], np.array([p[1] for p in w], F32))
+        tol = 2.0**-47 if name in ("add_o", "sub_o") else 2.0**-46
+        check(f"upstream_real64[{b}].df64.{name} contract",
+              np.abs(dec(got) - ref[name]) / np.abs(ref[name]), np.zeros(n), atol=tol)
+
+
+@case
+def upstream_spoc_scan(b):
+    # SPOC's test_scan.ml: an inclusive prefix sum of one block of 256 (n = 200: the rest
+    # of the block scans zeros and writes nothing); wrapping int32 sums.
+    n = 200
+    x = rng.integers(-2**31, 2**31 - 1, 256, dtype=np.int64).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "inclusive_scan_kernel", b, 256, [f"n={n}"],
+                 {"input": x, "output": np.full(256, 9, np.int32)}, ["--grid", "1", "--block", "256"])
+    if err: return failures.append(f"upstream_spoc_scan[{b}]: {err}")
+    want = np.full(256, 9, np.int32)
+    want[:n] = wrap32(np.cumsum(x[:n].astype(np.int64)))
+    check(f"upstream_spoc_scan[{b}]", o["output"], want)
+
+
+@case
+def upstream_spoc_recursion(b):
+    # SPOC's test_bounded_recursion.ml, values by hand: 10! = 3628800 (upstream's), 13! =
+    # 6227020800 wraps to 6227020800 - 2^32 = 1932053504; 2^10 = 1024 (upstream's), 3^20 =
+    # 3486784401 wraps to -808182895; gcd 48 18 = 6 (upstream's), gcd 1071 462 = 21.
+    cases = [("factorial_kernel", ["n=10"], 3628800), ("factorial_kernel", ["n=13"], 1932053504),
+             ("power_kernel", ["base=2", "exp=10"], 1024),
+             ("power_kernel", ["base=3", "exp=20"], -808182895),
+             ("gcd_kernel", ["a=48", "b=18"], 6), ("gcd_kernel", ["a=1071", "b=462"], 21)]
+    for kernel, args, want in cases:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, args, None, ["--grid", "1", "--block", "1"])
+        if err: failures.append(f"upstream_spoc_recursion {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_recursion {kernel} {args}[{b}]", o["output"], np.array([want], np.int32))
+
+
+@case
+def upstream_spoc_supersteps(b):
+    # SPOC's test_superstep.ml, read from its kernels: a copy through the shared tile, + 1.0
+    # in a second superstep, only thread 0 writing element 0, block 0 storing 0.0, and
+    # tile1 + tile2 = 2 x + 1 (float32, each sum rounded once).
+    n = 256
+    x = rng.uniform(-100, 100, n).astype(F32)
+    cases = [("kernel_shared_basic", 64, x), ("kernel_shared_sized", 64, x),
+             ("kernel_superstep_basic", 64, x), ("kernel_superstep_chain", 64, x + F32(1.0)),
+             # one block's worth is compared: thread 0 of every block stores `output.(0)`
+             ("kernel_superstep_divergent", 64, np.concatenate([x[:1], np.full(n - 1, 5.0, F32)])),
+             ("kernel_superstep_uniform_condition", 64, np.concatenate([np.zeros(64, F32), x[64:]])),
+             ("kernel_multi_shared", 32, x + (x + F32(1.0)))]
+    for kernel, block, want in cases:
+        grid = ["--grid", "1"] if kernel == "kernel_superstep_divergent" else []
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, (),
+                     {"input": x, "output": np.full(n, 5.0, F32)}, ["--block", str(block)] + grid)
+        if err: failures.append(f"upstream_spoc_supersteps {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_supersteps {kernel}[{b}]", o["output"], want)
+
+
+@case
+def upstream_spoc_polymorphism(b):
+    # SPOC's test_polymorphism.ml: x + 1, x + x (wrapping int32), identity at int32 and float32.
+    n = 1024
+    x = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    f = rng.uniform(-1e6, 1e6, n).astype(F32)
+    for kernel, want in [("basic_kernel", wrap32(x.astype(np.int64) + 1)),
+                         ("times_two_kernel", wrap32(2 * x.astype(np.int64)))]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, (), {"src": x})
+        if err: failures.append(f"upstream_spoc_polymorphism {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_polymorphism {kernel}[{b}]", o["dst"], want)
+    o, err = run("../upstream/spoc_samples.sarek", "identity_kernel", b, n, (), {"src_i": x, "src_f": f})
+    if err: return failures.append(f"upstream_spoc_polymorphism identity[{b}]: {err}")
+    check(f"upstream_spoc_polymorphism identity_i[{b}]", o["dst_i"], x)
+    same_bits(f"upstream_spoc_polymorphism identity_f[{b}]", o["dst_f"], f)
+
+
+@case
+def upstream_spoc_bitwise(b):
+    # SPOC's test_bitwise_ops.ml on random int32 (negatives included): land/lor/lxor, shifts
+    # by 0..31 (lsr zero-filling), popcount by a lsr loop, binary to Gray code and back.
+    n = 1000
+    u32 = lambda v: v.astype(np.int64) & 0xFFFFFFFF
+    x = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    y = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "bitwise_basic_kernel", b, n, [f"n={n}"], {"a": x, "b": y})
+    if err: failures.append(f"upstream_spoc_bitwise basic[{b}]: {err}")
+    else:
+        for name, want in [("and_out", x & y), ("or_out", x | y), ("xor_out", x ^ y)]:
+            check(f"upstream_spoc_bitwise {name}[{b}]", o[name], want)
+    s = (np.arange(n) % 32).astype(np.int32)
+    o, err = run("../upstream/spoc_samples.sarek", "shift_kernel", b, n, [f"n={n}"], {"input": x, "shift_amt": s})
+    if err: failures.append(f"upstream_spoc_bitwise shift[{b}]: {err}")
+    else:
+        check(f"upstream_spoc_bitwise left[{b}]", o["left_out"], wrap32((u32(x) << s) & 0xFFFFFFFF))
+        check(f"upstream_spoc_bitwise right[{b}]", o["right_out"], wrap32(u32(x) >> s))
+    o, err = run("../upstream/spoc_samples.sarek", "popcount_kernel", b, n, [f"n={n}"], {"input": x})
+    if err: failures.append(f"upstream_spoc_bitwise popcount[{b}]: {err}")
+    else:
+        check(f"upstream_spoc_bitwise popcount[{b}]", o["output"],
+              np.array([bin(int(v)).count("1") for v in u32(x)], np.int32))
+    o, err = run("../upstream/spoc_samples.sarek", "gray_code_kernel", b, n, [f"n={n}"], {"input": x})
+    if err: return failures.append(f"upstream_spoc_bitwise gray[{b}]: {err}")
+    gray = u32(x) ^ (u32(x) >> 1)
+    check(f"upstream_spoc_bitwise to_gray[{b}]", o["to_gray"], wrap32(gray))
+    check(f"upstream_spoc_bitwise from_gray[{b}]", o["from_gray"], x)  # Gray decoding inverts
+
+
+@case
+def upstream_spoc_inline(b):
+    # SPOC's test_inline_pragma.ml: upstream's values pow2 5 = 32, fib 0 1 5 7 = 0 1 5 13, and
+    # by hand pow2 6 = 64; pow2 7 and fib 8 recurse past the 6 inlined levels: a located error.
+    for kernel, n, want in [("pow2_kernel", 5, 32), ("pow2_kernel", 6, 64), ("fib_kernel", 0, 0),
+                            ("fib_kernel", 1, 1), ("fib_kernel", 5, 5), ("fib_kernel", 7, 13)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, [f"n={n}"], None, ["--grid", "1", "--block", "1"])
+        if err: failures.append(f"upstream_spoc_inline {kernel} {n}[{b}]: {err}"); continue
+        check(f"upstream_spoc_inline {kernel} {n}[{b}]", o["output"], np.array([want], np.int32))
+    for kernel, n in [("pow2_kernel", 7), ("fib_kernel", 8)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, 1, [f"n={n}"], None, ["--grid", "1", "--block", "1"])
+        if not err or "recursed deeper than the 6 levels" not in err or "spoc_samples.sarek:" not in err:
+            failures.append(f"upstream_spoc_inline {kernel} {n}[{b}]: expected the located depth error, got {err!r}")
+
+
+@case
+def upstream_spoc_stencils(b):
+    # SPOC's test_stencil.ml and test_convolution.ml, every float32 operation rounded as
+    # written; 1000 elements launched as 1024 threads (the guards), elements they skip keep 7.
+    n = 1000
+    x = rng.uniform(-10, 10, n).astype(F32)
+    o, err = run("../upstream/spoc_samples.sarek", "stencil_1d_kernel", b, n, [f"n={n}"],
+                 {"input": x, "output": np.full(n, 7.0, F32)})
+    if err: failures.append(f"upstream_spoc_stencils stencil[{b}]: {err}")
+    else:
+        want = np.full(n, 7.0, F32)
+        want[1:-1] = (x[:-2] + x[1:-1] + x[2:]) / F32(3.0)
+        same_bits(f"upstream_spoc_stencils stencil[{b}]", o["output"], want)
+    o, err = run("../upstream/spoc_samples.sarek", "conv1d_3point_kernel", b, n, [f"n={n}"],
+                 {"input": x, "output": np.full(n, 7.0, F32)})
+    if err: return failures.append(f"upstream_spoc_stencils conv[{b}]: {err}")
+    want = x.copy()
+    want[1:-1] = (F32(0.25) * x[:-2]) + (F32(0.5) * x[1:-1]) + (F32(0.25) * x[2:])
+    same_bits(f"upstream_spoc_stencils conv[{b}]", o["output"], want)
+
+
+@case
+def upstream_spoc_histogram(b):
+    # SPOC's test_histogram.ml: 5000 values in [0, 256) (as upstream's Random.int bins), 256
+    # bins; the strided kernel runs 4 blocks of 256 over all of them.
+    n, bins = 5000, 256
+    x = rng.integers(0, bins, n).astype(np.int32)
+    want = np.bincount(x, minlength=bins).astype(np.int32)
+    for kernel, grid in [("histogram_kernel", (n + 255) // 256), ("histogram_strided_kernel", 4)]:
+        o, err = run("../upstream/spoc_samples.sarek", kernel, b, n, [f"n={n}", f"num_bins={bins}"],
+                     {"input": x, "histogram": np.zeros(bins, np.int32)},
+                     ["--grid", str(grid), "--block", "256", "--len", f"histogram={bins}"])
+        if err: failures.append(f"upstream_spoc_histogram {kernel}[{b}]: {err}"); continue
+        check(f"upstream_spoc_histogram {kernel}[{b}]", o["histogram"], want)
+
+
+@case
+def upstream_spoc_mandelbrot(b):
+    # SPOC's Mandelbrot_ppx.ml: every float32 operation rounded as written; threads past the
+    # 40 x 40 image (a 48 x 48 launch) write nothing.
+    w = h = 40; max_iter = 200; sx, sy = -8, -4; zoom = F32(1.5)
+    o, err = run("../upstream/spoc_samples.sarek", "make_mandelbrot", b, w * h,
+                 [f"width={w}", f"height={h}", f"max_iter={max_iter}", f"shiftx={sx}",
+                  f"shifty={sy}", f"zoom={zoom}"], {"img": np.full(w * h, -7, np.int32)},
+                 ["--grid", "3,3", "--block", "16,16"])
+    if err: return failures.append(f"upstream_spoc_mandelbrot[{b}]: {err}")
+    y, x = np.mgrid[0:h, 0:w]
+    a = (F32(4.0) * ((x + sx).astype(F32) / F32(w)) / zoom) - F32(2.0)
+    bb = (F32(4.0) * ((y + sy).astype(F32) / F32(h)) / zoom) - F32(2.0)
+    cpt = np.zeros((h, w), np.int32); x1 = np.zeros((h, w), F32); y1 = np.zeros((h, w), F32)
+    norm = np.zeros((h, w), F32)
+    for _ in range(max_iter):
+        live = norm <= F32(4.0)
+        cpt = np.where(live, cpt + 1, cpt)
+        x2 = (x1 * x1) - (y1 * y1) + a
+        y2 = (F32(2.0) * x1 * y1) + bb
+        x1 = np.where(live, x2, x1); y1 = np.where(live, y2, y1)
+        norm = np.where(live, (x1 * x1) + (y1 * y1), norm)
+    check(f"upstream_spoc_mandelbrot[{b}]", o["img"], cpt.reshape(-1))
 
 
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.

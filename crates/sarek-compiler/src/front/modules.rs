@@ -10,7 +10,8 @@
 //!
 //! A file named like a built-in module (`Std`, `Float32`, ...) is never a module. Files the
 //! main file does not use are not parsed, so `sarek check a.sarek b.sarek` still
-//! checks two independent programs independently.
+//! checks two independent programs independently. Two files of a module name the program
+//! uses (`a/lib.sarek`, `b/lib.sarek`) are refused, as OCaml refuses them.
 
 use crate::diag::{Diagnostic, FileId, SourceMap, Span};
 use crate::front::ast::{Ident, Item, ItemKind, Program};
@@ -83,6 +84,39 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
     }
 
     let mut diags = Vec::new();
+    // Two files of one module name (`a/lib.sarek`, `b/lib.sarek`): OCaml refuses two
+    // compilation units of one name; taking either would silently pick one `Lib.helper`.
+    let mut reported: Vec<String> = Vec::new();
+    for &f in &order {
+        let name = module_name(sources.name(f)).expect("filtered above");
+        if reported.contains(&name) {
+            continue;
+        }
+        let twins: Vec<FileId> = (others.iter())
+            .filter(|(g, m)| *g != f && *m == name)
+            .map(|(g, _)| *g)
+            .collect();
+        if let Some(&twin) = twins.first() {
+            reported.push(name.clone());
+            diags.push(
+                Diagnostic::error(
+                    Span::new(twin, 0, 0),
+                    format!(
+                        "module `{name}` is given twice: `{}` and `{}`",
+                        sources.name(f),
+                        sources.name(twin)
+                    ),
+                )
+                .with_label("a second file of this module name")
+                .with_secondary(Span::new(f, 0, 0), "the first")
+                .with_note(format!(
+                    "`{}` uses `{name}`, and each file is the module its name says; rename one \
+                     of them or leave one out",
+                    sources.name(main)
+                )),
+            );
+        }
+    }
     let mut items: Vec<Item> = Vec::new();
     let mut tall = false;
     for f in order {

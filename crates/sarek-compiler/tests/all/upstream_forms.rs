@@ -72,11 +72,18 @@ fn every_upstream_kernel_generates_for_every_target() {
         generate_all(&sources);
     }
     let dir = files::tests_dir("upstream").join("modules");
-    let mut sources = SourceMap::new();
-    for f in ["uses_geometry.sarek", "geometry_lib.sarek"] {
-        sources.add(f, std::fs::read_to_string(dir.join(f)).unwrap());
+    for program in [
+        ["uses_geometry.sarek", "geometry_lib.sarek"],
+        ["worklist.sarek", "sarek_worklist.sarek"],
+        ["df64.sarek", "sarek_df64.sarek"],
+        ["real64.sarek", "sarek_df64.sarek"],
+    ] {
+        let mut sources = SourceMap::new();
+        for f in program {
+            sources.add(f, std::fs::read_to_string(dir.join(f)).unwrap());
+        }
+        generate_all(&sources);
     }
-    generate_all(&sources);
 }
 
 #[test]
@@ -105,6 +112,34 @@ fn different_prelude_types_of_one_name_are_refused() {
          let b = [%kernel let module T = struct type p = { y : int32 } end in fun (v : p vector) -> ()]\n",
     );
     assert!(e.contains("the type `p` is defined more than once"), "{e}");
+}
+
+#[test]
+fn two_files_of_one_module_name_are_refused() {
+    // H10: the last file silently won (`Lib.helper` was `x + 2` or `x + 1` by argument order).
+    let mut sources = SourceMap::new();
+    sources.add(
+        "main.sarek",
+        "let%kernel k (v : int32 vector) = v.(0) <- Lib.helper v.(1)\n",
+    );
+    sources.add("a/lib.sarek", "let helper (x : int32) : int32 = x + 1\n");
+    sources.add("b/lib.sarek", "let helper (x : int32) : int32 = x + 2\n");
+    let e = check(&sources).unwrap_err();
+    assert_eq!(e.matches("error:").count(), 1, "{e}");
+    assert!(
+        e.contains("module `Lib` is given twice: `a/lib.sarek` and `b/lib.sarek`")
+            && e.contains("b/lib.sarek:1:1"),
+        "{e}"
+    );
+    // A module name the program does not use may be given twice.
+    let mut sources = SourceMap::new();
+    sources.add(
+        "main.sarek",
+        "let%kernel k (v : int32 vector) = v.(0) <- 1\n",
+    );
+    sources.add("a/lib.sarek", "let helper (x : int32) : int32 = x + 1\n");
+    sources.add("b/lib.sarek", "let helper (x : int32) : int32 = x + 2\n");
+    check(&sources).unwrap();
 }
 
 #[test]

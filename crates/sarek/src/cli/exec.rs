@@ -100,8 +100,11 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
         vectors.push((name.to_string(), v));
     }
     let size = size.unwrap_or(harness::DEFAULT_SIZE);
-    // Issue 17: refuse a --size past int32 or past memory before allocating anything.
-    sarek_runtime::limits::check_size(kernel, size as u64).map_err(Failure::user)?;
+    // Issue 17: refuse a --size or --len past int32 or past memory before allocating anything.
+    let given: Vec<(&str, u64)> = (lengths.iter())
+        .map(|(name, len)| (name.as_str(), *len as u64))
+        .collect();
+    sarek_runtime::limits::check_size(kernel, size as u64, &given).map_err(Failure::user)?;
     let dims = |flag: &str, s: &Option<String>| {
         s.as_deref()
             .map(harness::parse_dims)

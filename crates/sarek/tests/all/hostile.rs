@@ -414,6 +414,13 @@ fn hostile_npy_inputs_are_clear_errors() {
     };
     with(&["--input", &input, "--input", &input]).fails(1, &["parameter `x` is given twice"]);
     with(&["--len", "x=3", "--len", "x=4"]).fails(1, &["the length of `x` is given twice"]);
+    // H9: `--len` is held to --size's limits before anything is allocated (it tried to
+    // allocate 12 GB here, and aborted).
+    with(&["--len", "x=3000000000"]).fails(
+        1,
+        &["--len x=3000000000: vectors have at most 2147483647 elements"],
+    );
+    with(&["--len", "x=99999999999999999999"]).fails(1, &["is not a length"]);
     with(&["--input", &input, "--size", "8"])
         .fails(1, &["length 16 does not fit the expected length 8"]);
 }

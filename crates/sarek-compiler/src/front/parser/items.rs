@@ -18,8 +18,9 @@ pub(super) const BUILTIN_OPENS: [&str; 7] = [
 
 /// Upstream's packages: a host alias of one of their modules (`module Std =
 /// Sarek_stdlib.Std`) is skipped.
-const HOST_PACKAGES: [&str; 8] = [
+const HOST_PACKAGES: [&str; 9] = [
     "Sarek",
+    "Sarek_core",
     "Sarek_stdlib",
     "Sarek_stdlib_meta",
     "Sarek_float64",
@@ -429,11 +430,16 @@ impl Parser {
     /// `let ( mod ) = Int32.rem` (after `let`): upstream's shims that give an operator, for the
     /// OCaml type checker, the meaning it already has in Sarek. Skipped; any other operator
     /// definition is refused, since Sarek's operators are built in.
-    fn operator_alias(&mut self, start: Span) -> PResult<Vec<Item>> {
+    fn operator_alias(&mut self, start: Span, col: u32) -> PResult<Vec<Item>> {
         self.bump();
         let op = self.peek().text();
         let op_span = self.bump();
         self.bump();
+        if let (Tok::Ident(_), Tok::Ident(_), Tok::Eq) =
+            (self.peek(), self.peek_at(1), self.peek_at(2))
+        {
+            return self.operator_function(start, col, op.to_string(), op_span);
+        }
         self.expect_eq_after("the operator")?;
         let mut path = Vec::new();
         let mut end = self.span();
@@ -468,6 +474,61 @@ impl Parser {
         .with_secondary(op_span, "this operator")
         .with_note(format!(
             "a shim giving `{op}` the meaning it already has (`let ( mod ) = Int32.rem`) is accepted and skipped"
+        ));
+        Err(self.report(d))
+    }
+
+    /// `let ( / ) a b = Int32.div a (Int32.of_int b)` (after the operator): the shim with
+    /// parameters, skipped when its body applies the operator's own library function to the
+    /// parameters in order, each perhaps through `Int32.of_int` (the identity in Sarek, where
+    /// `int` is int32: OCaml needs it for the int literals of `i / 65536`).
+    fn operator_function(
+        &mut self,
+        start: Span,
+        col: u32,
+        op: String,
+        op_span: Span,
+    ) -> PResult<Vec<Item>> {
+        let params = [self.lident("a parameter")?, self.lident("a parameter")?];
+        self.bump();
+        let body = self.with_offside(Some(col), Self::seq_expr)?;
+        let is_param = |e: &Expr, p: &Ident| matches!(&e.kind, ExprKind::Var { path, name } if path.is_empty() && name.name == p.name);
+        let same = match &body.kind {
+            ExprKind::App { func, args } => match (&func.kind, args.as_slice()) {
+                (ExprKind::Var { path, name }, [x, y]) if path.len() == 1 => {
+                    let module = &path[0].name;
+                    let target = format!("{module}.{}", name.name);
+                    let operand = |e: &Expr, p: &Ident| {
+                        is_param(e, p)
+                            || matches!(&e.kind, ExprKind::App { func, args }
+                                if module == "Int32"
+                                    && matches!(&func.kind, ExprKind::Var { path, name }
+                                        if path.len() == 1 && path[0].name == "Int32"
+                                            && name.name == "of_int")
+                                    && matches!(args.as_slice(), [a] if is_param(a, p)))
+                    };
+                    OPERATOR_ALIASES
+                        .iter()
+                        .any(|(o, names)| *o == op && names.contains(&target.as_str()))
+                        && operand(x, &params[0])
+                        && operand(y, &params[1])
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if same {
+            return Ok(Vec::new());
+        }
+        let d = Diagnostic::error(
+            start.to(body.span),
+            format!("`let ( {op} ) ... = ...` redefines an operator"),
+        )
+        .with_label("Sarek's operators are built in and cannot be redefined")
+        .with_secondary(op_span, "this operator")
+        .with_note(format!(
+            "a shim giving `{op}` the meaning it already has (`let ( mod ) = Int32.rem`, \
+             `let ( / ) a b = Int32.div a (Int32.of_int b)`) is accepted and skipped"
         ));
         Err(self.report(d))
     }
@@ -613,6 +674,20 @@ impl Parser {
         Err(self.fail(SyntaxError::Expected(format!("`=` after {after}").into())))
     }
 
+    /// "top-level constant `x` needs a type annotation", reported.
+    fn needs_annotation(&mut self, name: &Ident) -> Fail {
+        let d = Diagnostic::error(
+            name.span,
+            format!("top-level constant `{}` needs a type annotation", name.name),
+        )
+        .with_label("type annotation missing")
+        .with_help(format!(
+            "write `let {} : int32 = ...` (or the constant's type)",
+            name.name
+        ));
+        self.report(d)
+    }
+
     /// `let [rec] name ...` at top level: a constant, a helper or the `[%kernel fun]` form.
     fn let_item(&mut self) -> PResult<Vec<Item>> {
         let col = self.toks[self.pos].col;
@@ -643,7 +718,7 @@ impl Parser {
                 .iter()
                 .any(|(op, _)| *op == self.peek_at(1).text())
         {
-            return self.operator_alias(start);
+            return self.operator_alias(start, col);
         }
         let recursive = self.eat(&Tok::Rec);
         let mut attrs = self.inner_attributes();
@@ -658,6 +733,19 @@ impl Parser {
         }
         let name = self.lident("a name after `let`")?;
         attrs.extend(self.inner_attributes());
+        // `let make_k () = [%kernel ...]`: upstream's samples build a kernel in a host function
+        // of unit; the function is the kernel, under its name.
+        if !recursive
+            && self.at(&Tok::LParen)
+            && *self.peek_at(1) == Tok::RParen
+            && *self.peek_at(2) == Tok::Eq
+            && matches!(self.peek_at(3), Tok::ExtOpen(_))
+        {
+            for _ in 0..3 {
+                self.bump();
+            }
+            return self.kernel_extension(start, name, attrs);
+        }
         let (mut params, destructured) = self.params()?;
         let fun_value = self.at(&Tok::Eq) && matches!(self.peek_at(1), Tok::Fun | Tok::Function);
         if params.is_empty() && !recursive && !fun_value {
@@ -687,17 +775,51 @@ impl Parser {
                 self.bump();
                 return self.kernel_extension(start, name, attrs);
             }
-            if self.at(&Tok::Eq) {
-                let d = Diagnostic::error(
-                    name.span,
-                    format!("top-level constant `{}` needs a type annotation", name.name),
+            // `let fma = Float.fma`: upstream's helper libraries bind the intrinsics their
+            // helpers use for OCaml's type checker; such a host alias restates a name Sarek
+            // already has and is skipped (upstream's PPX ignores it too).
+            if self.at(&Tok::Eq)
+                && matches!(self.peek_at(1), Tok::UIdent(_))
+                && *self.peek_at(2) == Tok::Dot
+                && matches!(self.peek_at(3), Tok::Ident(n) if *n == name.name)
+            {
+                self.bump();
+                let value = self.with_offside(Some(col), Self::seq_expr)?;
+                if let ExprKind::Var { path, name: n } = &value.kind
+                    && let [module] = path.as_slice()
+                    && crate::front::typer::restates_intrinsic(&module.name, &n.name)
+                {
+                    return Ok(Vec::new());
+                }
+                return Err(self.needs_annotation(&name));
+            }
+            // `let k = [%kernel.real64 fun ...]` and other extension nodes: not a constant
+            // missing its type, an upstream form Sarek does not have.
+            if self.at(&Tok::Eq)
+                && let Tok::Extension { name: ext, .. } = self.peek_at(1).clone()
+            {
+                self.bump();
+                let mut d = Diagnostic::error(
+                    self.span(),
+                    format!("`[%{ext} ...]` is not a Sarek kernel form"),
                 )
-                .with_label("type annotation missing")
+                .with_label("unsupported extension node")
                 .with_help(format!(
-                    "write `let {} : int32 = ...` (or the constant's type)",
+                    "write the kernel as `let {} = [%kernel fun (p : t) ... -> ...]`",
                     name.name
                 ));
+                if ext == "kernel.real64" {
+                    d = d.with_note(
+                        "upstream's `[%kernel.real64]` expands one body over an abstract \
+                         `real64` into a float64 kernel and a double-float (Sarek_df64) one; \
+                         Sarek has no `real64` type: write the float64 kernel, or the \
+                         Sarek_df64 one",
+                    );
+                }
                 return Err(self.report(d));
+            }
+            if self.at(&Tok::Eq) {
+                return Err(self.needs_annotation(&name));
             }
             return Err(self.expected("a parameter, `:` or `=`"));
         }

@@ -494,6 +494,22 @@ pub(super) fn lookup(module: Option<&str>, name: &str) -> Option<Builtin> {
     }
 }
 
+/// Whether `module.name` and the unqualified `name` are one intrinsic (the module may fix
+/// its type: `Float.fma` is `fma` at float32).
+pub(super) fn restates(module: &str, name: &str) -> bool {
+    let (Some(qualified), Some(plain)) = (lookup(Some(module), name), lookup(None, name)) else {
+        return false;
+    };
+    match (qualified, plain) {
+        (Builtin::Math { f, .. }, Builtin::Math { f: g, .. }) => f == g,
+        (Builtin::Numeric { op, .. }, Builtin::Numeric { op: o, .. })
+        | (Builtin::Bits { op, .. }, Builtin::Bits { op: o, .. }) => op == o,
+        (Builtin::Convert { to, .. }, Builtin::Convert { to: t, .. }) => to == t,
+        (Builtin::Atomic { op, .. }, Builtin::Atomic { op: o, .. }) => op == o,
+        (q, p) => q == p,
+    }
+}
+
 fn scalar_of_module(m: &str) -> Option<Scalar> {
     match m {
         // `float` is float32 in Sarek, so OCaml's `Float` module is `Float32`.

@@ -57,6 +57,12 @@ pub use messages::{aggregate_equality_help, aggregate_equality_message};
 /// The built-in modules (`Std`, `Float32`, ...): a program's own module cannot take these names.
 pub const BUILTIN_MODULES: [&str; 14] = builtins::MODULES;
 
+/// Whether `module.name` is the intrinsic `name` already is (`Float.fma` and `fma`), perhaps
+/// at a fixed type: a host alias `let fma = Float.fma` restates it.
+pub fn restates_intrinsic(module: &str, name: &str) -> bool {
+    builtins::restates(module, name)
+}
+
 use env::{TyMode, TypeEnv};
 use unify::{Constraint, Subst, as_var, error_ty};
 use visit::VisitMut;

@@ -277,12 +277,20 @@ impl Checker {
         match &args[1].kind {
             A::Ctor { name, args } if name.name == "Local" && args.is_empty() => {}
             A::Var { name, path } if name.name == "Local" && path.is_empty() => {}
-            A::Ctor { name, .. } if name.name == "Shared" => {
+            A::Ctor { name: ctor, .. } if ctor.name == "Shared" => {
+                // The help declares the array under its own name and element type.
+                let elem = match ann.map(|t| &t.kind) {
+                    Some(ast::TypeExprKind::App(elem, _)) => match &elem.kind {
+                        ast::TypeExprKind::Named(t) => t.name.clone(),
+                        _ => "ELEM".to_string(),
+                    },
+                    _ => "ELEM".to_string(),
+                };
                 self.diags.push(
                     Diagnostic::error(args[1].span, "shared arrays are declared with `let%shared`")
                         .with_label("`create_array` makes per-thread arrays only")
                         .with_help(format!(
-                            "write `let%shared ({} : float32) = SIZE in ...`",
+                            "write `let%shared ({} : {elem}) = SIZE in ...`",
                             name.name
                         )),
                 );
