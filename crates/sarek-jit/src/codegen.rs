@@ -36,13 +36,14 @@ mod lanes;
 
 type R<T> = Result<T, JitError>;
 
-/// A hoisted thread loop runs [`UNROLLED_GROUPS`] lane groups per iteration when its segment
+/// A hoisted thread loop runs [`UNROLLED_THREADS`] threads per iteration when its segment
 /// has at most this many statements and expression nodes.
 const PAIRED_GROUP_SIZE: usize = 40;
-/// Lane groups per iteration of a small straight-line segment's hoisted thread loop (16
-/// threads: one iteration streams a 64-byte line of each float32 vector, as a 16-lane
-/// AVX-512 loop does); a small segment with a loop runs two (each copy repeats the loop).
-const UNROLLED_GROUPS: i64 = 4;
+/// Threads per iteration of a small straight-line segment's hoisted thread loop (two lane
+/// groups: one iteration streams a 64-byte line of each float32 vector, as a 16-lane
+/// AVX-512 loop does). A segment with a loop runs one group per iteration: each copy would
+/// repeat the loop, and a group already holds two independent vector chains.
+const UNROLLED_THREADS: usize = 16;
 
 pub(crate) fn cty(s: Scalar) -> Type {
     match s {
@@ -832,18 +833,18 @@ impl<'a, 'f> Gen<'a, 'f> {
                     let (fhdr, fbody) = (self.b.create_block(), self.b.create_block());
                     self.versioned += 1;
                     let ok = self.b.ins().band(ok, shape_ok);
-                    // A small body runs several groups per iteration while they fit (a
-                    // fraction of the loop's overhead: saxpy's body is five instructions).
-                    let first = if hoist::size(&seg.stmts) <= PAIRED_GROUP_SIZE {
+                    // A small straight-line body runs several groups per iteration while
+                    // they fit (a fraction of the loop's overhead: saxpy's body is five
+                    // instructions).
+                    let groups = (UNROLLED_THREADS / lanes::LANES) as i64;
+                    let paired = hoist::size(&seg.stmts) <= PAIRED_GROUP_SIZE
+                        && !has_loop(&seg.stmts)
+                        && groups > 1;
+                    let first = if paired {
                         let (phdr, pbody) = (self.b.create_block(), self.b.create_block());
                         self.b.ins().brif(ok, phdr, &[], ghdr, &[]);
                         self.b.switch_to_block(phdr);
                         let t = self.b.use_var(tid);
-                        let groups = if has_loop(&seg.stmts) {
-                            2
-                        } else {
-                            UNROLLED_GROUPS
-                        };
                         let t_end = self.b.ins().iadd_imm_s(t, groups * lanes::LANES as i64);
                         let fits =
                             self.b
