@@ -36,13 +36,21 @@ mod lanes;
 
 type R<T> = Result<T, JitError>;
 
-/// A hoisted thread loop runs [`UNROLLED_GROUPS`] lane groups per iteration when its segment
+/// A hoisted thread loop runs [`UNROLLED_THREADS`] threads per iteration when its segment
 /// has at most this many statements and expression nodes.
 const PAIRED_GROUP_SIZE: usize = 40;
-/// Lane groups per iteration of a small straight-line segment's hoisted thread loop (16
-/// threads: one iteration streams a 64-byte line of each float32 vector, as a 16-lane
-/// AVX-512 loop does); a small segment with a loop runs two (each copy repeats the loop).
-const UNROLLED_GROUPS: i64 = 4;
+/// Threads per iteration of a small straight-line segment's hoisted thread loop (two lane
+/// groups: one iteration streams a 64-byte line of each float32 vector, as a 16-lane
+/// AVX-512 loop does). A segment with a loop runs one group per iteration: each copy would
+/// repeat the loop, and a group already holds two independent vector chains.
+const UNROLLED_THREADS: usize = 16;
+/// A block function of more Cranelift instructions than this (before optimisation) is not
+/// compiled a second time specialised for 1-D blocks: 1-D launches run the general one.
+/// Compile time grows with size (register allocation most), and such a function is a long
+/// inlined body (`fib_kernel`'s recursion inlined 8 deep: about 26,000 instructions), not a
+/// thread loop whose x/y/z bookkeeping the specialisation saves. The next largest corpus
+/// kernel has about 4,300 (`warp_neighbours`), the tiled matmul about 3,000.
+const SPECIALISE_1D_MAX_INSTS: usize = 6000;
 
 pub(crate) fn cty(s: Scalar) -> Type {
     match s {
@@ -89,6 +97,17 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         "opt_level",
         if opts.optimize { "speed" } else { "none" },
     )?;
+    // The IR verifier checks our code generator, not the kernel: debug builds (the tests)
+    // run it on every function; release builds skip it (up to a tenth of compile time).
+    set(
+        &mut flags,
+        "enable_verifier",
+        if cfg!(debug_assertions) {
+            "true"
+        } else {
+            "false"
+        },
+    )?;
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     let isa = cranelift_native::builder()
@@ -132,6 +151,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
     let mut listing = String::new();
     // Two block functions: any block shape, and 1-D blocks (thread index = x; y = z = 0).
     for one_d in [false, true] {
+        if one_d && ids.len() == 2 {
+            break;
+        }
         let mut ctx = module.make_context();
         ctx.set_disasm(opts.keep_listing);
         ctx.func.signature = sig.clone();
@@ -166,6 +188,12 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
             g.b.seal_all_blocks();
             g.b.finalize(frontend);
         }
+        let insts: usize = ctx
+            .func
+            .layout
+            .blocks()
+            .map(|b| ctx.func.layout.block_insts(b).count())
+            .sum();
         let name = format!("sarek_block{}_{}", if one_d { "1d" } else { "" }, k.name);
         let id = module
             .declare_function(&name, Linkage::Export, &sig)
@@ -181,6 +209,9 @@ pub(crate) fn compile(k: Kernel, tree: Tree, opts: &JitOptions) -> R<Compiled> {
         }
         module.clear_context(&mut ctx);
         ids.push(id);
+        if !one_d && insts > SPECIALISE_1D_MAX_INSTS {
+            ids.push(id);
+        }
     }
     module
         .finalize_definitions()
@@ -832,18 +863,18 @@ impl<'a, 'f> Gen<'a, 'f> {
                     let (fhdr, fbody) = (self.b.create_block(), self.b.create_block());
                     self.versioned += 1;
                     let ok = self.b.ins().band(ok, shape_ok);
-                    // A small body runs several groups per iteration while they fit (a
-                    // fraction of the loop's overhead: saxpy's body is five instructions).
-                    let first = if hoist::size(&seg.stmts) <= PAIRED_GROUP_SIZE {
+                    // A small straight-line body runs several groups per iteration while
+                    // they fit (a fraction of the loop's overhead: saxpy's body is five
+                    // instructions).
+                    let groups = (UNROLLED_THREADS / lanes::LANES) as i64;
+                    let paired = hoist::size(&seg.stmts) <= PAIRED_GROUP_SIZE
+                        && !has_loop(&seg.stmts)
+                        && groups > 1;
+                    let first = if paired {
                         let (phdr, pbody) = (self.b.create_block(), self.b.create_block());
                         self.b.ins().brif(ok, phdr, &[], ghdr, &[]);
                         self.b.switch_to_block(phdr);
                         let t = self.b.use_var(tid);
-                        let groups = if has_loop(&seg.stmts) {
-                            2
-                        } else {
-                            UNROLLED_GROUPS
-                        };
                         let t_end = self.b.ins().iadd_imm_s(t, groups * lanes::LANES as i64);
                         let fits =
                             self.b

@@ -20,11 +20,14 @@
 //! the group's first and last lane. Bounds checks and such conditions are hoisted out of
 //! innermost `for` loops and out of the thread loop itself ([`hoist`], [`Gen::thread_plan`]).
 //!
-//! Lanes are scalar Cranelift values, except float32 arithmetic: a load of consecutive
-//! elements is one `f32x4` load, `+.`, `-.`, `*.` and `/.` with such an operand are one
-//! vector instruction (IEEE-exact like the scalar ones), a mutable float32 variable is one
-//! vector register, and a store of consecutive elements is one vector store. Anything else
-//! takes the four lanes apart (masked loops keep int32 values as `i32x4` too).
+//! Lanes are scalar Cranelift values, except float32 arithmetic: a group of [`LANES`] = 8
+//! threads holds a float32 value as two `f32x4` vectors (Cranelift's widest), so a load of
+//! consecutive elements is two vector loads, `+.`, `-.`, `*.` and `/.` with such an operand
+//! are two vector instructions (IEEE-exact like the scalar ones), a mutable float32 variable
+//! is two vector registers, and a store of consecutive elements is two vector stores. The
+//! two halves are independent chains emitted side by side, so a per-thread accumulation
+//! (the tiled matmul's `acc`) overlaps twice as deep as one vector's chain would. Anything
+//! else takes the lanes apart (masked loops keep int32 values as two `i32x4` too).
 
 use super::{Gen, R, cty, hoist, pure};
 use crate::launch::{STATUS_DIVERGENT, SiteKind};
@@ -39,13 +42,27 @@ use std::collections::{HashMap, HashSet};
 
 mod masked;
 
-/// Threads per lane group.
-pub(super) const LANES: usize = 4;
+/// Threads per lane group: two vectors of [`VLANES`], so a float32 chain (an accumulation)
+/// runs as two independent chains the core overlaps, interleaved instruction by instruction.
+pub(super) const LANES: usize = 8;
+/// Lanes per 128-bit vector (`f32x4`, `i32x4`).
+pub(super) const VLANES: usize = 4;
+/// Vectors per group value.
+pub(super) const HALVES: usize = LANES / VLANES;
+
+/// A float32 (or masked int32/bool) value of the group as its vectors, lanes `4h..4h + 4` in
+/// vector `h`.
+pub(super) type Vectors = [Value; HALVES];
 
 /// A versioned loop with a constant trip count up to this is unrolled ...
 const UNROLL_TRIPS: i64 = 16;
-/// ... when its copies hold at most this many statements and expression nodes.
+/// ... when its copies hold at most this many statements and expression nodes; one of more
+/// than [`UNROLL_CHUNK`] trips (a multiple of it) is a loop over chunks of that many copies.
+/// Cranelift places a pure instruction where its value is first needed, so a fully unrolled
+/// accumulation would run each half's whole chain after the other's (the store at the end
+/// needs them one by one); a loop's back edge needs both halves' values at every chunk.
 const UNROLL_SIZE: usize = 400;
+const UNROLL_CHUNK: i64 = 4;
 
 /// How the lanes of a value relate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,13 +314,13 @@ fn geometry_shape(g: Geometry) -> Shape {
 
 // ---- code generation ----
 
-/// A value in every lane of the group: one value per lane, or (`vec`) one `f32x4` holding
-/// the four (then `v` is meaningless: see [`Gen::split`]).
+/// A value in every lane of the group: one value per lane, or (`vec`) `f32x4` vectors
+/// holding them (then `v` is meaningless: see [`Gen::split`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lanes {
     v: [Value; LANES],
     shape: Shape,
-    vec: Option<Value>,
+    vec: Option<Vectors>,
 }
 
 impl Lanes {
@@ -323,20 +340,20 @@ impl Lanes {
         }
     }
 
-    fn f32x4(x: Value) -> Lanes {
+    fn f32x4(x: Vectors) -> Lanes {
         Lanes {
-            v: [x; LANES],
+            v: [x[0]; LANES],
             shape: Shape::Varying,
             vec: Some(x),
         }
     }
 }
 
-/// A variable with a value per lane: four scalars, or one `f32x4` (float32).
+/// A variable with a value per lane: a scalar each, or `f32x4` vectors (float32).
 #[derive(Clone, Copy)]
 enum LaneVar {
     Scalars([Variable; LANES]),
-    F32x4(Variable),
+    F32x4([Variable; HALVES]),
 }
 
 /// The state of one group's code: where a disagreeing or failing group goes, and the
@@ -401,8 +418,8 @@ impl Gen<'_, '_> {
             known_true: hoisted.map(|h| h.known_true.clone()).unwrap_or_default(),
         };
         let f = Self::trusted();
-        // The frame keeps a row per leaf (`Gen::slot_addr`): the group's four cells of a
-        // float32 leaf are one (unaligned) vector.
+        // The frame keeps a row per leaf (`Gen::slot_addr`): the group's cells of a float32
+        // leaf are (unaligned) vectors.
         let vf = MemFlags::new().with_notrap();
         let frames: Vec<Value> = if seg.loads.is_empty() && seg.stores.is_empty() {
             Vec::new()
@@ -418,7 +435,7 @@ impl Gen<'_, '_> {
             let s = self.scalar_of(v)?;
             if s == Scalar::F32 {
                 let a = self.slot_addr(frames[0], v, 0)?;
-                let x = self.b.ins().load(types::F32X4, vf, a, 0);
+                let x = [0, 1].map(|h| self.b.ins().load(types::F32X4, vf, a, 16 * h));
                 self.g_assign(&mut g, v, Lanes::f32x4(x))?;
                 continue;
             }
@@ -437,7 +454,9 @@ impl Gen<'_, '_> {
             if self.scalar_of(v)? == Scalar::F32 {
                 let x = self.vector(vals);
                 let a = self.slot_addr(frames[0], v, 0)?;
-                self.b.ins().store(vf, x, a, 0);
+                for (h, x) in x.into_iter().enumerate() {
+                    self.b.ins().store(vf, x, a, 16 * h as i32);
+                }
                 continue;
             }
             let vals = self.split(vals);
@@ -463,7 +482,7 @@ impl Gen<'_, '_> {
         }
         let s = self.scalar_of(v)?;
         let lv = if s == Scalar::F32 {
-            LaneVar::F32x4(self.b.declare_var(types::F32X4))
+            LaneVar::F32x4([(); HALVES].map(|_| self.b.declare_var(types::F32X4)))
         } else {
             LaneVar::Scalars([(); LANES].map(|_| self.b.declare_var(cty(s))))
         };
@@ -477,9 +496,10 @@ impl Gen<'_, '_> {
             // One lane's arm: the other lanes keep their values.
             let value = self.split(value);
             match self.lane_var(g, v)? {
-                LaneVar::F32x4(x) => {
+                LaneVar::F32x4(xs) => {
+                    let x = xs[l / VLANES];
                     let old = self.b.use_var(x);
-                    let new = self.b.ins().insertlane(old, value.v[l], l as u8);
+                    let new = self.b.ins().insertlane(old, value.v[l], (l % VLANES) as u8);
                     self.b.def_var(x, new);
                 }
                 LaneVar::Scalars(xs) => self.b.def_var(xs[l], value.v[l]),
@@ -487,9 +507,11 @@ impl Gen<'_, '_> {
             return Ok(());
         }
         match self.lane_var(g, v)? {
-            LaneVar::F32x4(x) => {
+            LaneVar::F32x4(xs) => {
                 let vec = self.vector(value);
-                self.b.def_var(x, vec);
+                for (x, v) in xs.iter().zip(vec) {
+                    self.b.def_var(*x, v);
+                }
             }
             LaneVar::Scalars(xs) => {
                 let value = self.split(value);
@@ -505,23 +527,29 @@ impl Gen<'_, '_> {
     fn split(&mut self, l: Lanes) -> Lanes {
         match l.vec {
             None => l,
-            Some(x) => Lanes::varying([0u8, 1, 2, 3].map(|i| self.b.ins().extractlane(x, i))),
+            Some(x) => Lanes::varying(std::array::from_fn(|i| {
+                self.b.ins().extractlane(x[i / VLANES], (i % VLANES) as u8)
+            })),
         }
     }
 
-    /// The lanes of a float32 value as one `f32x4`.
-    fn vector(&mut self, l: Lanes) -> Value {
+    /// The lanes of a float32 value as `f32x4` vectors.
+    fn vector(&mut self, l: Lanes) -> Vectors {
         if let Some(x) = l.vec {
             return x;
         }
         if l.shape == Shape::Uniform {
-            return self.b.ins().splat(types::F32X4, l.v[0]);
+            let x = self.b.ins().splat(types::F32X4, l.v[0]);
+            return [x; HALVES];
         }
-        let mut x = self.b.ins().scalar_to_vector(types::F32X4, l.v[0]);
-        for i in 1..LANES {
-            x = self.b.ins().insertlane(x, l.v[i], i as u8);
-        }
-        x
+        std::array::from_fn(|h| {
+            let lanes = &l.v[h * VLANES..(h + 1) * VLANES];
+            let mut x = self.b.ins().scalar_to_vector(types::F32X4, lanes[0]);
+            for (i, v) in lanes.iter().enumerate().skip(1) {
+                x = self.b.ins().insertlane(x, *v, i as u8);
+            }
+            x
+        })
     }
 
     fn g_read(&mut self, g: &mut Group, v: VarId) -> R<Lanes> {
@@ -530,7 +558,7 @@ impl Gen<'_, '_> {
         }
         if let Some(lv) = g.vars.get(&v) {
             return Ok(match *lv {
-                LaneVar::F32x4(x) => Lanes::f32x4(self.b.use_var(x)),
+                LaneVar::F32x4(xs) => Lanes::f32x4(xs.map(|x| self.b.use_var(x))),
                 LaneVar::Scalars(xs) => Lanes::varying(xs.map(|x| self.b.use_var(x))),
             });
         }
@@ -582,7 +610,9 @@ impl Gen<'_, '_> {
                             // Elements are only 4-byte aligned: an `aligned` vector
                             // access could become a faulting SSE memory operand.
                             let unaligned = MemFlags::new().with_notrap();
-                            self.b.ins().store(unaligned, x, addrs[0], 0);
+                            for (h, x) in x.into_iter().enumerate() {
+                                self.b.ins().store(unaligned, x, addrs[h * VLANES], 0);
+                            }
                             return Ok(());
                         }
                         let val = self.split(val);
@@ -705,6 +735,14 @@ impl Gen<'_, '_> {
         };
         match trips {
             Some((first, n))
+                if n <= UNROLL_TRIPS
+                    && n > UNROLL_CHUNK
+                    && n % UNROLL_CHUNK == 0
+                    && n as usize * hoist::size(body) <= UNROLL_SIZE =>
+            {
+                self.g_chunked_loop(g, var, cnt, first, n, downto, body)?;
+            }
+            Some((first, n))
                 if n <= UNROLL_TRIPS && n as usize * hoist::size(body) <= UNROLL_SIZE =>
             {
                 // Constant counters: every hoisted address is a constant offset.
@@ -730,6 +768,52 @@ impl Gen<'_, '_> {
         let cnt = self.b.declare_var(types::I64);
         self.g_loop(g, var, cnt, s0, e0, downto, body)?;
         self.b.ins().jump(exit, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// A constant-trip loop (`n` trips from `first`, `n` a multiple of [`UNROLL_CHUNK`]) as a
+    /// loop over chunks of [`UNROLL_CHUNK`] copies of its body.
+    #[allow(clippy::too_many_arguments)]
+    fn g_chunked_loop(
+        &mut self,
+        g: &mut Group,
+        var: VarId,
+        cnt: Variable,
+        first: i64,
+        n: i64,
+        downto: bool,
+        body: &[Stmt],
+    ) -> R<()> {
+        let dir = if downto { -1 } else { 1 };
+        let chunk = self.b.declare_var(types::I64);
+        let zero = self.iconst(types::I64, 0);
+        self.b.def_var(chunk, zero);
+        let (hdr, bodyb, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(hdr, &[]);
+        self.b.switch_to_block(hdr);
+        let c = self.b.use_var(chunk);
+        let go = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, c, n);
+        self.b.ins().brif(go, bodyb, &[], exit, &[]);
+        self.b.switch_to_block(bodyb);
+        let k0 = self.b.ins().imul_imm_s(c, dir);
+        let k0 = self.b.ins().iadd_imm_s(k0, first);
+        for i in 0..UNROLL_CHUNK {
+            let k64 = self.b.ins().iadd_imm_s(k0, i * dir);
+            self.b.def_var(cnt, k64);
+            let k32 = self.b.ins().ireduce(types::I32, k64);
+            g.lets.insert(var, Lanes::uniform(k32));
+            for s in body {
+                self.g_stmt(g, s)?;
+            }
+        }
+        let c = self.b.ins().iadd_imm_s(c, UNROLL_CHUNK);
+        self.b.def_var(chunk, c);
+        self.b.ins().jump(hdr, &[]);
         self.b.switch_to_block(exit);
         Ok(())
     }
@@ -1125,13 +1209,7 @@ impl Gen<'_, '_> {
             self.b.create_block(),
         );
         let vector = s == Scalar::F32;
-        let params: Vec<Value> = if vector {
-            vec![self.b.append_block_param(m, types::F32X4)]
-        } else {
-            (0..LANES)
-                .map(|_| self.b.append_block_param(m, cty(s)))
-                .collect()
-        };
+        let params = self.lane_params(m, s);
         self.b.set_cold_block(mixed);
         self.b.ins().brif(split, mixed, &[], agree, &[]);
         self.b.switch_to_block(agree);
@@ -1164,9 +1242,9 @@ impl Gen<'_, '_> {
         self.b.ins().jump(m, &args);
         self.b.switch_to_block(m);
         Ok(if vector {
-            Lanes::f32x4(params[0])
+            Lanes::f32x4(std::array::from_fn(|h| params[h]))
         } else {
-            Lanes::varying([params[0], params[1], params[2], params[3]])
+            Lanes::varying(std::array::from_fn(|l| params[l]))
         })
     }
 
@@ -1207,18 +1285,31 @@ impl Gen<'_, '_> {
         })
     }
 
-    /// A group value as block arguments: one `f32x4`, or one value per lane.
+    /// Block parameters of `m` for a group value of type `s` (see [`Gen::lane_args`]).
+    fn lane_params(&mut self, m: Block, s: Scalar) -> Vec<Value> {
+        if s == Scalar::F32 {
+            (0..HALVES)
+                .map(|_| self.b.append_block_param(m, types::F32X4))
+                .collect()
+        } else {
+            (0..LANES)
+                .map(|_| self.b.append_block_param(m, cty(s)))
+                .collect()
+        }
+    }
+
+    /// A group value as block arguments: `f32x4` vectors, or one value per lane.
     fn lane_args(&mut self, x: Lanes, vector: bool) -> Vec<cranelift_codegen::ir::BlockArg> {
         let vals: Vec<Value> = if vector {
-            vec![self.vector(x)]
+            self.vector(x).to_vec()
         } else {
             self.split(x).v.to_vec()
         };
         vals.into_iter().map(Into::into).collect()
     }
 
-    /// `if c then a else b` for the whole group, as control flow (float32 results as one
-    /// `f32x4`, others lane by lane).
+    /// `if c then a else b` for the whole group, as control flow (float32 results as
+    /// `f32x4` vectors, others lane by lane).
     fn g_branch(&mut self, g: &mut Group, c: Value, s: Scalar, a: &Expr, b: &Expr) -> R<Lanes> {
         let (tb, eb, m) = (
             self.b.create_block(),
@@ -1226,13 +1317,7 @@ impl Gen<'_, '_> {
             self.b.create_block(),
         );
         let vector = s == Scalar::F32;
-        let params: Vec<Value> = if vector {
-            vec![self.b.append_block_param(m, types::F32X4)]
-        } else {
-            (0..LANES)
-                .map(|_| self.b.append_block_param(m, cty(s)))
-                .collect()
-        };
+        let params = self.lane_params(m, s);
         self.b.ins().brif(c, tb, &[], eb, &[]);
         for (blk, e) in [(tb, a), (eb, b)] {
             self.b.switch_to_block(blk);
@@ -1242,9 +1327,9 @@ impl Gen<'_, '_> {
         }
         self.b.switch_to_block(m);
         Ok(if vector {
-            Lanes::f32x4(params[0])
+            Lanes::f32x4(std::array::from_fn(|h| params[h]))
         } else {
-            Lanes::varying([params[0], params[1], params[2], params[3]])
+            Lanes::varying(std::array::from_fn(|l| params[l]))
         })
     }
 
@@ -1375,7 +1460,7 @@ impl Gen<'_, '_> {
             v.push(f(self, &xs)?);
         }
         Ok(Lanes {
-            v: [v[0], v[1], v[2], v[3]],
+            v: std::array::from_fn(|l| v[l]),
             shape,
             vec: None,
         })
@@ -1393,13 +1478,15 @@ impl Gen<'_, '_> {
                 let arith = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
                 if ty == Scalar::F32 && arith && (a.vec.is_some() || b.vec.is_some()) {
                     let (x, y) = (self.vector(a), self.vector(b));
-                    let i = self.b.ins();
-                    return Ok(Lanes::f32x4(match op {
-                        BinOp::Add => i.fadd(x, y),
-                        BinOp::Sub => i.fsub(x, y),
-                        BinOp::Mul => i.fmul(x, y),
-                        _ => i.fdiv(x, y),
-                    }));
+                    return Ok(Lanes::f32x4(std::array::from_fn(|h| {
+                        let i = self.b.ins();
+                        match op {
+                            BinOp::Add => i.fadd(x[h], y[h]),
+                            BinOp::Sub => i.fsub(x[h], y[h]),
+                            BinOp::Mul => i.fmul(x[h], y[h]),
+                            _ => i.fdiv(x[h], y[h]),
+                        }
+                    })));
                 }
                 if matches!(op, BinOp::Div | BinOp::Rem) && ty.is_int() && !safe_divisor(rhs) {
                     return self.g_divide(g, *op, a, b);
@@ -1422,7 +1509,11 @@ impl Gen<'_, '_> {
                 if s == Scalar::F32 && i.shape == Shape::Consecutive {
                     // Only 4-byte aligned: see the consecutive store.
                     let unaligned = MemFlags::new().with_notrap();
-                    let x = self.b.ins().load(types::F32X4, unaligned, addrs[0], 0);
+                    let x = std::array::from_fn(|h| {
+                        self.b
+                            .ins()
+                            .load(types::F32X4, unaligned, addrs[h * VLANES], 0)
+                    });
                     return Ok(Lanes::f32x4(x));
                 }
                 let ty = cty(s);
@@ -1433,7 +1524,7 @@ impl Gen<'_, '_> {
                 if vals.len() == 1 {
                     Lanes::uniform(vals[0])
                 } else {
-                    Lanes::varying([vals[0], vals[1], vals[2], vals[3]])
+                    Lanes::varying(std::array::from_fn(|l| vals[l]))
                 }
             }
             ExprKind::Select {
@@ -1481,7 +1572,7 @@ impl Gen<'_, '_> {
 
     fn g_geometry(&mut self, g: &Group, geo: Geometry) -> R<Lanes> {
         let x_lanes = |me: &mut Self, x0: Value| Lanes {
-            v: [0, 1, 2, 3].map(|l| me.b.ins().iadd_imm_s(x0, l)),
+            v: std::array::from_fn(|l| me.b.ins().iadd_imm_s(x0, l as i64)),
             shape: Shape::Consecutive,
             vec: None,
         };

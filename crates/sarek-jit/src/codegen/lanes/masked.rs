@@ -7,11 +7,12 @@
 //! Only what cannot fault and has no effect is masked: int32, float32 and bool arithmetic,
 //! comparisons, conversions from int32 to float32, `let`s, assignments to variables and
 //! `if`s; no memory access, integer division, call or nested loop ([`Analysis`] checks it).
-//! Values are vectors of the four lanes: `i32x4`, `f32x4`, and bools as `i32x4` masks
-//! (all ones or zero), so each operation is one vector instruction for the group.
+//! Values are vectors of the lanes ([`Vectors`]: two of four lanes each): `i32x4`, `f32x4`,
+//! and bools as `i32x4` masks (all ones or zero), so each operation is one vector
+//! instruction per half of the group.
 
 use super::super::{Gen, R, hoist, pure};
-use super::{Analysis, Group, LANES, Lanes, Shape};
+use super::{Analysis, Group, HALVES, Lanes, Shape, VLANES, Vectors};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     InstBuilder, MemFlagsData as MemFlags, StackSlot, StackSlotData, StackSlotKind, Type, Value,
@@ -158,8 +159,8 @@ fn vector_type(s: Scalar) -> Type {
 /// The values of a masked region: variables it assigns, `let`s it binds, and varying values
 /// from before the loop, kept in stack slots (see [`Gen::g_while`]).
 struct Region {
-    vars: HashMap<VarId, Variable>,
-    lets: HashMap<VarId, Value>,
+    vars: HashMap<VarId, [Variable; HALVES]>,
+    lets: HashMap<VarId, Vectors>,
     kept: HashMap<VarId, (StackSlot, Type)>,
 }
 
@@ -186,10 +187,9 @@ impl Gen<'_, '_> {
         };
         for &v in &assigned {
             let s = self.scalar_of(v)?;
-            let var = self.b.declare_var(vector_type(s));
             let now = self.g_read(g, v)?;
             let now = self.lanes_to_vector(s, now);
-            self.b.def_var(var, now);
+            let var = self.m_var(s, now);
             r.vars.insert(v, var);
         }
         // Values from before the loop, as vectors once (not at every iteration).
@@ -217,16 +217,17 @@ impl Gen<'_, '_> {
             let x = self.lanes_to_vector(s, now);
             let slot = self.b.create_sized_stack_slot(StackSlotData::new(
                 StackSlotKind::ExplicitSlot,
-                16,
+                16 * HALVES as u32,
                 4,
             ));
-            self.b.ins().stack_store(self.ptr, x, slot, 0);
+            for (h, x) in x.into_iter().enumerate() {
+                self.b.ins().stack_store(self.ptr, x, slot, 16 * h as i32);
+            }
             r.kept.insert(v, (slot, vector_type(s)));
         }
-        let mask = self.b.declare_var(types::I32X4);
         let all = self.iconst(types::I32, -1);
         let all = self.b.ins().splat(types::I32X4, all);
-        self.b.def_var(mask, all);
+        let mask = self.m_var(Scalar::Bool, [all; HALVES]);
         let (hdr, bodyb, exit) = (
             self.b.create_block(),
             self.b.create_block(),
@@ -235,10 +236,16 @@ impl Gen<'_, '_> {
         self.b.ins().jump(hdr, &[]);
         self.b.switch_to_block(hdr);
         let c = self.m_expr(g, &mut r, cond)?;
-        let running = self.b.use_var(mask);
-        let running = self.b.ins().band(running, c);
-        self.b.def_var(mask, running);
-        let any = self.b.ins().vany_true(running);
+        let running: Vectors = std::array::from_fn(|h| {
+            let m = self.b.use_var(mask[h]);
+            let m = self.b.ins().band(m, c[h]);
+            self.b.def_var(mask[h], m);
+            m
+        });
+        let either = running[1..]
+            .iter()
+            .fold(running[0], |a, m| self.b.ins().bor(a, *m));
+        let any = self.b.ins().vany_true(either);
         self.b.ins().brif(any, bodyb, &[], exit, &[]);
         self.b.switch_to_block(bodyb);
         self.m_block(g, &mut r, body, running)?;
@@ -246,14 +253,23 @@ impl Gen<'_, '_> {
         self.b.switch_to_block(exit);
         for &v in &assigned {
             let s = self.scalar_of(v)?;
-            let x = self.b.use_var(r.vars[&v]);
+            let x = r.vars[&v].map(|x| self.b.use_var(x));
             let lanes = self.vector_to_lanes(s, x);
             self.g_assign(g, v, lanes)?;
         }
         Ok(())
     }
 
-    fn m_block(&mut self, g: &mut Group, r: &mut Region, b: &[Stmt], mask: Value) -> R<()> {
+    /// A variable per half of a vector value of type `s`, set to `x`.
+    fn m_var(&mut self, s: Scalar, x: Vectors) -> [Variable; HALVES] {
+        x.map(|x| {
+            let v = self.b.declare_var(vector_type(s));
+            self.b.def_var(v, x);
+            v
+        })
+    }
+
+    fn m_block(&mut self, g: &mut Group, r: &mut Region, b: &[Stmt], mask: Vectors) -> R<()> {
         for s in b {
             self.span = s.span;
             match &s.kind {
@@ -264,12 +280,11 @@ impl Gen<'_, '_> {
                         None => {
                             let z = self.iconst(types::I32, 0);
                             let z = self.b.ins().splat(types::I32X4, z);
-                            self.m_cast(sc, z)
+                            self.m_cast(sc, [z; HALVES])
                         }
                     };
                     if self.k.var(*var).mutable || init.is_none() {
-                        let v = self.b.declare_var(vector_type(sc));
-                        self.b.def_var(v, x);
+                        let v = self.m_var(sc, x);
                         r.vars.insert(*var, v);
                     } else {
                         r.lets.insert(*var, x);
@@ -285,10 +300,12 @@ impl Gen<'_, '_> {
                         .vars
                         .get(v)
                         .ok_or_else(|| self.unsupported("an assignment in a masked loop"))?;
-                    let old = self.b.use_var(var);
                     let m = self.m_cast(sc, mask);
-                    let new = self.b.ins().bitselect(m, x, old);
-                    self.b.def_var(var, new);
+                    for h in 0..HALVES {
+                        let old = self.b.use_var(var[h]);
+                        let new = self.b.ins().bitselect(m[h], x[h], old);
+                        self.b.def_var(var[h], new);
+                    }
                 }
                 StmtKind::If {
                     cond,
@@ -296,8 +313,8 @@ impl Gen<'_, '_> {
                     else_block,
                 } => {
                     let c = self.m_expr(g, r, cond)?;
-                    let then_mask = self.b.ins().band(mask, c);
-                    let else_mask = self.b.ins().band_not(mask, c);
+                    let then_mask = std::array::from_fn(|h| self.b.ins().band(mask[h], c[h]));
+                    let else_mask = std::array::from_fn(|h| self.b.ins().band_not(mask[h], c[h]));
                     self.m_block(g, r, then_block, then_mask)?;
                     self.m_block(g, r, else_block, else_mask)?;
                 }
@@ -308,10 +325,10 @@ impl Gen<'_, '_> {
         Ok(())
     }
 
-    /// An `i32x4` mask as the vector type of `s` (float32 lanes keep their bits).
-    fn m_cast(&mut self, s: Scalar, mask: Value) -> Value {
+    /// `i32x4` masks as the vector type of `s` (float32 lanes keep their bits).
+    fn m_cast(&mut self, s: Scalar, mask: Vectors) -> Vectors {
         if s == Scalar::F32 {
-            self.b.ins().bitcast(types::F32X4, MemFlags::new(), mask)
+            mask.map(|m| self.b.ins().bitcast(types::F32X4, MemFlags::new(), m))
         } else {
             mask
         }
@@ -323,10 +340,10 @@ impl Gen<'_, '_> {
             return Ok(self.iconst(types::I32, c as i64));
         }
         let x = self.m_expr(g, r, e)?;
-        Ok(self.b.ins().extractlane(x, 0))
+        Ok(self.b.ins().extractlane(x[0], 0))
     }
 
-    fn m_expr(&mut self, g: &mut Group, r: &mut Region, e: &Expr) -> R<Value> {
+    fn m_expr(&mut self, g: &mut Group, r: &mut Region, e: &Expr) -> R<Vectors> {
         let s = super::super::scalar(e)?;
         Ok(match &e.kind {
             ExprKind::Lit(l) => {
@@ -336,15 +353,17 @@ impl Gen<'_, '_> {
                     Literal::F32(x) => self.b.ins().f32const(x),
                     _ => return Err(self.unsupported("a 64-bit value in a masked loop")),
                 };
-                self.b.ins().splat(vector_type(s), x)
+                [self.b.ins().splat(vector_type(s), x); HALVES]
             }
             ExprKind::Var(v) => {
                 if let Some(var) = r.vars.get(v) {
-                    self.b.use_var(*var)
+                    var.map(|x| self.b.use_var(x))
                 } else if let Some(x) = r.lets.get(v) {
                     *x
                 } else if let Some(&(slot, ty)) = r.kept.get(v) {
-                    self.b.ins().stack_load(self.ptr, ty, slot, 0)
+                    std::array::from_fn(|h| {
+                        self.b.ins().stack_load(self.ptr, ty, slot, 16 * h as i32)
+                    })
                 } else {
                     let l = self.g_read(g, *v)?;
                     self.lanes_to_vector(s, l)
@@ -362,30 +381,36 @@ impl Gen<'_, '_> {
                 args,
             } if s == Scalar::F32 && args.len() == 1 => {
                 let x = self.m_expr(g, r, &args[0])?;
-                self.b.ins().fcvt_from_sint(types::F32X4, x)
+                x.map(|x| self.b.ins().fcvt_from_sint(types::F32X4, x))
             }
             ExprKind::Binary { op, lhs, rhs, .. } => {
                 let ty = super::super::scalar(lhs)?;
                 let a = self.m_expr(g, r, lhs)?;
                 if ty == Scalar::I32 && matches!(op, BinOp::Shl | BinOp::LShr | BinOp::AShr) {
                     let n = self.m_uniform(g, r, rhs)?;
-                    let i = self.b.ins();
-                    return Ok(match op {
-                        BinOp::Shl => i.ishl(a, n),
-                        BinOp::LShr => i.ushr(a, n),
-                        _ => i.sshr(a, n),
-                    });
+                    return Ok(a.map(|a| {
+                        let i = self.b.ins();
+                        match op {
+                            BinOp::Shl => i.ishl(a, n),
+                            BinOp::LShr => i.ushr(a, n),
+                            _ => i.sshr(a, n),
+                        }
+                    }));
                 }
                 let b = self.m_expr(g, r, rhs)?;
-                self.m_binary(*op, ty, a, b)?
+                let mut out = a;
+                for h in 0..HALVES {
+                    out[h] = self.m_binary(*op, ty, a[h], b[h])?;
+                }
+                out
             }
             ExprKind::Unary { op, operand } => {
                 let a = self.m_expr(g, r, operand)?;
-                match (op, s) {
+                a.map(|a| match (op, s) {
                     (UnOp::Neg, Scalar::F32) => self.b.ins().fneg(a),
                     (UnOp::Neg, _) => self.b.ins().ineg(a),
                     _ => self.b.ins().bnot(a),
-                }
+                })
             }
             ExprKind::Select {
                 cond,
@@ -396,12 +421,13 @@ impl Gen<'_, '_> {
                 let a = self.m_expr(g, r, then_value)?;
                 let b = self.m_expr(g, r, else_value)?;
                 let c = self.m_cast(s, c);
-                self.b.ins().bitselect(c, a, b)
+                std::array::from_fn(|h| self.b.ins().bitselect(c[h], a[h], b[h]))
             }
             _ => return Err(self.unsupported("this expression in a masked loop")),
         })
     }
 
+    /// One half of a binary operation.
     fn m_binary(&mut self, op: BinOp, ty: Scalar, a: Value, b: Value) -> R<Value> {
         let i = self.b.ins();
         let icmp = |cc| (cc, true);
@@ -447,8 +473,8 @@ impl Gen<'_, '_> {
         })
     }
 
-    /// Four lanes of a value of type `s` as one vector (bools as masks).
-    fn lanes_to_vector(&mut self, s: Scalar, l: Lanes) -> Value {
+    /// The lanes of a value of type `s` as vectors (bools as masks).
+    fn lanes_to_vector(&mut self, s: Scalar, l: Lanes) -> Vectors {
         if s == Scalar::F32 {
             return self.vector(l);
         }
@@ -463,24 +489,26 @@ impl Gen<'_, '_> {
         };
         if l.shape == Shape::Uniform {
             let x = lane(self, l.v[0]);
-            return self.b.ins().splat(types::I32X4, x);
+            return [self.b.ins().splat(types::I32X4, x); HALVES];
         }
-        let x0 = lane(self, l.v[0]);
-        let mut x = self.b.ins().scalar_to_vector(types::I32X4, x0);
-        for i in 1..LANES {
-            let xi = lane(self, l.v[i]);
-            x = self.b.ins().insertlane(x, xi, i as u8);
-        }
-        x
+        std::array::from_fn(|h| {
+            let x0 = lane(self, l.v[h * VLANES]);
+            let mut x = self.b.ins().scalar_to_vector(types::I32X4, x0);
+            for i in 1..VLANES {
+                let xi = lane(self, l.v[h * VLANES + i]);
+                x = self.b.ins().insertlane(x, xi, i as u8);
+            }
+            x
+        })
     }
 
-    /// A vector back as four lanes (masks as bools 0/1).
-    fn vector_to_lanes(&mut self, s: Scalar, x: Value) -> Lanes {
+    /// Vectors back as lanes (masks as bools 0/1).
+    fn vector_to_lanes(&mut self, s: Scalar, x: Vectors) -> Lanes {
         if s == Scalar::F32 {
             return Lanes::f32x4(x);
         }
-        let v = [0u8, 1, 2, 3].map(|i| {
-            let e = self.b.ins().extractlane(x, i);
+        let v = std::array::from_fn(|i| {
+            let e = self.b.ins().extractlane(x[i / VLANES], (i % VLANES) as u8);
             if s == Scalar::Bool {
                 self.b.ins().icmp_imm_s(IntCC::NotEqual, e, 0)
             } else {
