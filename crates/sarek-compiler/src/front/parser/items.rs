@@ -207,7 +207,7 @@ fn wrap_prelude_helper(decl: &mut FunDecl, wraps: &[PreludeWrap]) {
 /// Pattern parameters and the hidden names standing for them.
 pub(super) type Destructured = Vec<(ParamPattern, Ident)>;
 
-impl Parser {
+impl<'src> Parser<'src> {
     pub(super) fn program(&mut self) -> Program {
         let items = self.items_until(None);
         Program { items, tall: false }
@@ -260,7 +260,7 @@ impl Parser {
                         | Tok::ItemExtOpen(_)
                         | Tok::Type
                         | Tok::Open => {}
-                        Tok::Ident(m) if m == "module" => {}
+                        Tok::Ident(m) if *m == "module" => {}
                         Tok::Attr { outer: true, .. } => {}
                         t if closing == Some(t) => {}
                         Tok::And => {
@@ -356,7 +356,10 @@ impl Parser {
                 break;
             }
         }
-        Ok(Ident { name, span })
+        Ok(Ident {
+            name: name.to_string(),
+            span,
+        })
     }
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
@@ -365,8 +368,8 @@ impl Parser {
         let span = self.bump();
         match tok {
             Tok::Attr { name, payload, .. } => Attribute {
-                name,
-                payload,
+                name: name.to_string(),
+                payload: payload.to_string(),
                 span,
             },
             _ => Attribute {
@@ -515,7 +518,7 @@ impl Parser {
             }
             if !self.at(&Tok::Let) {
                 if let Tok::Ident(e) = self.peek()
-                    && e == "external"
+                    && *e == "external"
                 {
                     let d = Diagnostic::error(self.span(), "external kernels are not supported")
                         .with_label("`external` names a kernel written in another language")
@@ -543,7 +546,7 @@ impl Parser {
         let start = self.bump();
         let name = match self.peek().clone() {
             Tok::UIdent(name) => Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             },
             _ => return Err(self.expected("a module name after `module`")),
@@ -552,7 +555,7 @@ impl Parser {
         if let Tok::UIdent(package) = self.peek().clone() {
             let target_start = self.span();
             let target = self.module_path("a module path")?;
-            if HOST_PACKAGES.contains(&package.as_str()) {
+            if HOST_PACKAGES.contains(&package) {
                 return Ok(None);
             }
             let d = Diagnostic::error(
@@ -581,7 +584,7 @@ impl Parser {
     /// `struct items end`; returns the items and the span of `end`.
     fn struct_body(&mut self) -> PResult<(Vec<Item>, Span)> {
         let open = match self.peek() {
-            Tok::Ident(s) if s == "struct" => self.bump(),
+            Tok::Ident(s) if *s == "struct" => self.bump(),
             _ => return Err(self.expected("`struct` (a module body)")),
         };
         let items = self.items_until(Some(&Tok::End));
@@ -680,7 +683,7 @@ impl Parser {
             // `let k = snd [%kernel ...]`: upstream's pair (host closure, kernel) reduced to
             // its kernel, which is what a Sarek kernel item is.
             if self.at(&Tok::Eq)
-                && matches!(self.peek_at(1), Tok::Ident(f) if f == "snd")
+                && matches!(self.peek_at(1), Tok::Ident(f) if *f == "snd")
                 && matches!(self.peek_at(2), Tok::ExtOpen(_))
             {
                 self.bump();
@@ -762,7 +765,7 @@ impl Parser {
                 }
                 continue;
             }
-            if matches!(self.peek_at(1), Tok::Ident(m) if m == "module") {
+            if matches!(self.peek_at(1), Tok::Ident(m) if *m == "module") {
                 self.bump();
                 let module_start = self.bump();
                 if !matches!(self.peek(), Tok::UIdent(_)) {
@@ -913,7 +916,7 @@ impl Parser {
         self.toks[from..to]
             .iter()
             .filter_map(|t| match &t.tok {
-                Tok::Ident(name) => Some(name.clone()),
+                Tok::Ident(name) => Some(name.to_string()),
                 _ => None,
             })
             .collect()
@@ -931,7 +934,7 @@ impl Parser {
     pub(super) fn lident(&mut self, what: &'static str) -> PResult<Ident> {
         match self.peek().clone() {
             Tok::Ident(name) => Ok(Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             }),
             Tok::Underscore => Ok(Ident {
@@ -1164,7 +1167,7 @@ impl Parser {
                 {
                     return;
                 }
-                Tok::Ident(m) if depth == 0 && m == "module" => return,
+                Tok::Ident(m) if depth == 0 && *m == "module" => return,
                 _ => {}
             }
             self.bump();
@@ -1225,7 +1228,10 @@ impl Parser {
             }
             let span = span.to(self.prev_span());
             ctors.push(CtorDecl {
-                name: Ident { name, span },
+                name: Ident {
+                    name: name.to_string(),
+                    span,
+                },
                 args,
                 span,
             });
@@ -1276,7 +1282,7 @@ impl Parser {
                 Tok::Ident(name) => (
                     Vec::new(),
                     Ident {
-                        name,
+                        name: name.to_string(),
                         span: self.bump(),
                     },
                 ),
@@ -1315,7 +1321,7 @@ impl Parser {
             if *self.peek_at(1) != Tok::Dot {
                 break;
             }
-            modules.push(m);
+            modules.push(m.to_string());
             self.bump();
             self.bump();
         }
@@ -1323,7 +1329,7 @@ impl Parser {
             Tok::Ident(name) => Ok((
                 modules,
                 Ident {
-                    name,
+                    name: name.to_string(),
                     span: self.bump(),
                 },
             )),
@@ -1336,14 +1342,20 @@ impl Parser {
             Tok::Ident(name) => {
                 let span = self.bump();
                 Ok(TypeExpr {
-                    kind: TypeExprKind::Named(Ident { name, span }),
+                    kind: TypeExprKind::Named(Ident {
+                        name: name.to_string(),
+                        span,
+                    }),
                     span,
                 })
             }
             Tok::TyVar(name) => {
                 let span = self.bump();
                 Ok(TypeExpr {
-                    kind: TypeExprKind::Var(Ident { name, span }),
+                    kind: TypeExprKind::Var(Ident {
+                        name: name.to_string(),
+                        span,
+                    }),
                     span,
                 })
             }
@@ -1363,7 +1375,9 @@ impl Parser {
                     kind: TypeExprKind::Named(id),
                 })
             }
-            Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor { name })),
+            Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor {
+                name: name.to_string(),
+            })),
             _ => Err(self.expected("a type")),
         }
     }
