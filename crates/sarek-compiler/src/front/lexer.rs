@@ -1130,7 +1130,7 @@ mod tests {
         assert_eq!(hex_float("p3"), None);
     }
 
-    fn toks(s: &str) -> Vec<Tok> {
+    fn toks(s: &str) -> Vec<Tok<'_>> {
         let (t, d) = lex(FileId(0), s);
         assert!(d.is_empty(), "{d:?}");
         t.into_iter()
@@ -1208,12 +1208,12 @@ mod tests {
         assert_eq!(
             toks("x' _tmp (* a (* nested *) \"*)\" *) Std.x 'a _"),
             vec![
-                Tok::Ident("x'".into()),
-                Tok::Ident("_tmp".into()),
-                Tok::UIdent("Std".into()),
+                Tok::Ident("x'"),
+                Tok::Ident("_tmp"),
+                Tok::UIdent("Std"),
                 Tok::Dot,
-                Tok::Ident("x".into()),
-                Tok::TyVar("a".into()),
+                Tok::Ident("x"),
+                Tok::TyVar("a"),
                 Tok::Underscore,
             ]
         );
@@ -1226,27 +1226,27 @@ mod tests {
                 "let%superstep[@divergent] [@@sarek.type] [@sarek.inline 10] [%native \"x[1]\"] [%kernel"
             ),
             vec![
-                Tok::LetExt("superstep".into()),
+                Tok::LetExt("superstep"),
                 Tok::Attr {
-                    name: "divergent".into(),
+                    name: "divergent",
                     payload: "",
                     outer: false
                 },
                 Tok::Attr {
-                    name: "sarek.type".into(),
+                    name: "sarek.type",
                     payload: "",
                     outer: true
                 },
                 Tok::Attr {
-                    name: "sarek.inline".into(),
-                    payload: "10".into(),
+                    name: "sarek.inline",
+                    payload: "10",
                     outer: false
                 },
                 Tok::Extension {
-                    name: "native".into(),
-                    payload: "\"x[1]\"".into()
+                    name: "native",
+                    payload: "\"x[1]\""
                 },
-                Tok::ExtOpen("kernel".into()),
+                Tok::ExtOpen("kernel"),
             ]
         );
     }

@@ -393,9 +393,9 @@ impl<'src> Parser<'src> {
         match self.peek().clone() {
             Tok::Type => self.type_decls(),
             Tok::Let => self.let_item(),
-            Tok::LetExt(name) if name == "kernel" => self.kernel_item().map(|i| vec![i]),
-            Tok::ItemExtOpen(name) if name == "kernel" => self.structure_kernels(),
-            Tok::Ident(m) if m == "module" => self.module_item().map(|i| i.into_iter().collect()),
+            Tok::LetExt("kernel") => self.kernel_item().map(|i| vec![i]),
+            Tok::ItemExtOpen("kernel") => self.structure_kernels(),
+            Tok::Ident("module") => self.module_item().map(|i| i.into_iter().collect()),
             Tok::ItemExtOpen(name) => {
                 let d = Diagnostic::error(self.span(), format!("`[%%{name}` is not a Sarek item"))
                     .with_label("unknown structure extension")
