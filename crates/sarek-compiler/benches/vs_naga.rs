@@ -14,7 +14,8 @@
 //! affects both sides alike; the table
 //! gives the ratios sarek / naga (below 1.0: sarek is faster). Run with
 //! `cargo bench -p sarek-compiler --bench vs_naga` (release profile). With
-//! `SAREK_BENCH_PROFILE=1` set it runs only sarek's side, untimed, for a profiler.
+//! `SAREK_BENCH_PROFILE=1` set it runs only sarek's side, untimed, for a profiler
+//! (`SAREK_BENCH_PROFILE=front`: only its front end).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -187,13 +188,17 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
     let (cases, skipped) = load();
-    if std::env::var_os("SAREK_BENCH_PROFILE").is_some() {
-        // Only sarek's side, for a profiler: `perf record` sees no naga frames.
+    if let Some(profile) = std::env::var_os("SAREK_BENCH_PROFILE") {
+        // Only sarek's side, for a profiler: `perf record` sees no naga frames. `front` runs
+        // the front end alone.
+        let front_only = profile == "front";
         for c in &cases {
             if filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())) {
                 for _ in 0..iters {
                     sarek_front(&c.source);
-                    sarek_all(&c.source, &c.kernels);
+                    if !front_only {
+                        sarek_all(&c.source, &c.kernels);
+                    }
                 }
             }
         }

@@ -11,17 +11,20 @@
 //! text, since their contents need not be Sarek syntax. `[%kernel` opens a node whose
 //! contents are parsed, so it is a token of its own (`Tok::ExtOpen`) closed by `]`.
 
+use std::borrow::Cow;
+
 use crate::diag::{Diagnostic, FileId, Span};
 
-/// A token kind. Keywords are separate variants; identifiers carry their text.
+/// A token kind. Keywords are separate variants; identifiers carry their text, borrowed from
+/// the source: lexing allocates nothing per token, only the parser's tree owns names.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Tok {
+pub enum Tok<'src> {
     /// Lowercase or `_`-led identifier (`x`, `x'`, `_tmp`).
-    Ident(String),
+    Ident(&'src str),
     /// Capitalised identifier: a constructor or a module name.
-    UIdent(String),
+    UIdent(&'src str),
     /// Type variable `'a`.
-    TyVar(String),
+    TyVar(&'src str),
     /// Integer literal; `int64` for the `L` suffix.
     Int {
         value: i128,
@@ -32,8 +35,8 @@ pub enum Tok {
         value: f64,
         float64: bool,
     },
-    /// String literal (pragma payloads).
-    Str(String),
+    /// String literal (pragma payloads); owned only when it has escapes.
+    Str(Cow<'src, str>),
     True,
     False,
     Let,
@@ -70,21 +73,21 @@ pub enum Tok {
     Lsr,
     Asr,
     /// `let%name` (`let%kernel`, `let%shared`, `let%superstep`).
-    LetExt(String),
+    LetExt(&'src str),
     /// `[%kernel`: an extension node whose payload is parsed; closed by `]`.
-    ExtOpen(String),
+    ExtOpen(&'src str),
     /// `[%%name`: a structure-item extension (upstream's `[%%kernel let k ... ]`), whose
     /// payload is parsed; closed by `]`.
-    ItemExtOpen(String),
+    ItemExtOpen(&'src str),
     /// `[%name payload]` for any other name, payload kept raw.
     Extension {
-        name: String,
-        payload: String,
+        name: &'src str,
+        payload: &'src str,
     },
     /// `[@name payload]` (`outer: false`) or `[@@name payload]` (`outer: true`).
     Attr {
-        name: String,
-        payload: String,
+        name: &'src str,
+        payload: &'src str,
         outer: bool,
     },
     LParen,
@@ -135,7 +138,7 @@ pub enum Tok {
     Eof,
 }
 
-impl Tok {
+impl Tok<'_> {
     /// How the token is named in "expected X, found Y" messages.
     pub fn describe(&self) -> String {
         match self {
@@ -245,8 +248,8 @@ impl Tok {
 /// program; the parser uses it for error recovery (`let`/`type` in column 1 start an item)
 /// and to point at a forgotten `in` (see `Parser::offside`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Token {
-    pub tok: Tok,
+pub struct Token<'src> {
+    pub tok: Tok<'src>,
     pub span: Span,
     /// No other token precedes this one on its line.
     pub first_on_line: bool,
@@ -255,14 +258,14 @@ pub struct Token {
     pub col: u32,
 }
 
-impl Token {
+impl Token<'_> {
     /// First on its line and in column 1.
     pub fn line_start(&self) -> bool {
         self.first_on_line && self.col == 0
     }
 }
 
-fn keyword(s: &str) -> Option<Tok> {
+fn keyword(s: &str) -> Option<Tok<'static>> {
     Some(match s {
         "true" => Tok::True,
         "false" => Tok::False,
@@ -330,7 +333,7 @@ struct Lexer<'a> {
     text: &'a str,
     pos: usize,
     file: FileId,
-    tokens: Vec<Token>,
+    tokens: Vec<Token<'a>>,
     diags: Vec<Diagnostic>,
     /// Offset of the first byte of the line of the last token pushed.
     line_begin: usize,
@@ -342,7 +345,7 @@ struct Lexer<'a> {
 }
 
 /// Tokenize one file. Always ends with an `Eof` token; errors are reported alongside.
-pub fn lex(file: FileId, source: &str) -> (Vec<Token>, Vec<Diagnostic>) {
+pub fn lex(file: FileId, source: &str) -> (Vec<Token<'_>>, Vec<Diagnostic>) {
     // A byte order mark (editors on Windows write one) is not part of the program; spans stay
     // offsets into the whole text.
     let start = if source.starts_with('\u{feff}') {
@@ -403,7 +406,7 @@ impl<'a> Lexer<'a> {
         self.src.get(self.pos + k).copied().unwrap_or(0)
     }
 
-    fn push(&mut self, tok: Tok, start: usize) {
+    fn push(&mut self, tok: Tok<'a>, start: usize) {
         // Advance the line tracking over the text since the last token (amortised linear).
         if start < self.scanned {
             // Only after an error that backs up (rare): recompute from scratch.
@@ -563,16 +566,23 @@ impl<'a> Lexer<'a> {
 
     /// Scan a string literal at `pos` (which is `"`); returns its contents, or `None` when it
     /// is not closed (with `pos` at end of input).
-    fn scan_string(&mut self) -> Option<String> {
+    fn scan_string(&mut self) -> Option<Cow<'a, str>> {
         self.pos += 1;
+        let begin = self.pos;
         let mut out = String::new();
         let mut chunk_start = self.pos;
         while self.pos < self.src.len() {
             match self.src[self.pos] {
                 b'"' => {
-                    out.push_str(&self.text[chunk_start..self.pos]);
+                    let text = if chunk_start == begin {
+                        // No escape: the contents as written.
+                        Cow::Borrowed(&self.text[begin..self.pos])
+                    } else {
+                        out.push_str(&self.text[chunk_start..self.pos]);
+                        Cow::Owned(out)
+                    };
                     self.pos += 1;
-                    return Some(out);
+                    return Some(text);
                 }
                 b'\\' => {
                     out.push_str(&self.text[chunk_start..self.pos]);
@@ -611,7 +621,7 @@ impl<'a> Lexer<'a> {
                 while is_ident_char(self.peek(0)) {
                     self.pos += 1;
                 }
-                let s = self.text[start..self.pos].to_string();
+                let s = &self.text[start..self.pos];
                 self.push(Tok::UIdent(s), start);
             }
             b'0'..=b'9' => self.number(start),
@@ -621,7 +631,7 @@ impl<'a> Lexer<'a> {
                     while is_ident_char(self.peek(0)) {
                         self.pos += 1;
                     }
-                    let s = self.text[start + 1..self.pos].to_string();
+                    let s = &self.text[start + 1..self.pos];
                     self.push(Tok::TyVar(s), start);
                 } else {
                     self.pos += 1;
@@ -669,11 +679,11 @@ impl<'a> Lexer<'a> {
             while is_attr_name_char(self.peek(0)) {
                 self.pos += 1;
             }
-            let name = self.text[name_start..self.pos].to_string();
+            let name = &self.text[name_start..self.pos];
             self.push(Tok::LetExt(name), start);
             return;
         }
-        let tok = keyword(s).unwrap_or_else(|| Tok::Ident(s.to_string()));
+        let tok = keyword(s).unwrap_or(Tok::Ident(s));
         self.push(tok, start);
     }
 
@@ -822,7 +832,7 @@ impl<'a> Lexer<'a> {
                 while is_attr_name_char(self.peek(0)) {
                     self.pos += 1;
                 }
-                let name = self.text[name_start..self.pos].to_string();
+                let name = &self.text[name_start..self.pos];
                 self.push(Tok::ItemExtOpen(name), start);
                 return true;
             }
@@ -841,7 +851,7 @@ impl<'a> Lexer<'a> {
         while is_attr_name_char(self.peek(0)) {
             self.pos += 1;
         }
-        let name = self.text[name_start..self.pos].to_string();
+        let name = &self.text[name_start..self.pos];
         if name.is_empty() {
             let what = if kind.is_some() {
                 "attribute"
@@ -901,7 +911,7 @@ impl<'a> Lexer<'a> {
                 _ => self.pos += 1,
             }
         }
-        let payload = self.text[payload_start..self.pos].trim().to_string();
+        let payload = self.text[payload_start..self.pos].trim();
         self.pos += 1;
         if floating {
             return true;
@@ -1120,7 +1130,7 @@ mod tests {
         assert_eq!(hex_float("p3"), None);
     }
 
-    fn toks(s: &str) -> Vec<Tok> {
+    fn toks(s: &str) -> Vec<Tok<'_>> {
         let (t, d) = lex(FileId(0), s);
         assert!(d.is_empty(), "{d:?}");
         t.into_iter()
@@ -1198,12 +1208,12 @@ mod tests {
         assert_eq!(
             toks("x' _tmp (* a (* nested *) \"*)\" *) Std.x 'a _"),
             vec![
-                Tok::Ident("x'".into()),
-                Tok::Ident("_tmp".into()),
-                Tok::UIdent("Std".into()),
+                Tok::Ident("x'"),
+                Tok::Ident("_tmp"),
+                Tok::UIdent("Std"),
                 Tok::Dot,
-                Tok::Ident("x".into()),
-                Tok::TyVar("a".into()),
+                Tok::Ident("x"),
+                Tok::TyVar("a"),
                 Tok::Underscore,
             ]
         );
@@ -1216,27 +1226,27 @@ mod tests {
                 "let%superstep[@divergent] [@@sarek.type] [@sarek.inline 10] [%native \"x[1]\"] [%kernel"
             ),
             vec![
-                Tok::LetExt("superstep".into()),
+                Tok::LetExt("superstep"),
                 Tok::Attr {
-                    name: "divergent".into(),
-                    payload: String::new(),
+                    name: "divergent",
+                    payload: "",
                     outer: false
                 },
                 Tok::Attr {
-                    name: "sarek.type".into(),
-                    payload: String::new(),
+                    name: "sarek.type",
+                    payload: "",
                     outer: true
                 },
                 Tok::Attr {
-                    name: "sarek.inline".into(),
-                    payload: "10".into(),
+                    name: "sarek.inline",
+                    payload: "10",
                     outer: false
                 },
                 Tok::Extension {
-                    name: "native".into(),
-                    payload: "\"x[1]\"".into()
+                    name: "native",
+                    payload: "\"x[1]\""
                 },
-                Tok::ExtOpen("kernel".into()),
+                Tok::ExtOpen("kernel"),
             ]
         );
     }

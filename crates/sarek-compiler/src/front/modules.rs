@@ -41,7 +41,7 @@ fn uppercase_names(sources: &SourceMap, file: FileId) -> Vec<String> {
     let mut names: Vec<String> = tokens
         .into_iter()
         .filter_map(|t| match t.tok {
-            Tok::UIdent(n) => Some(n),
+            Tok::UIdent(n) => Some(n.to_string()),
             _ => None,
         })
         .collect();

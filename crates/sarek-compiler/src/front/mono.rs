@@ -27,12 +27,21 @@ use crate::front::typer::visit::{self, VisitMut};
 use crate::types::{BinOp, MemSpace};
 
 pub fn monomorphise(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
-    let next_var = max_var(&mut program) + 1;
+    // Fresh variables and instance names serve only the instances of polymorphic helpers:
+    // without one, the walk for the largest variable and the set of names are not built.
+    let polymorphic = program.functions.iter().any(|f| f.type_params > 0);
+    let next_var = if polymorphic {
+        max_var(&mut program) + 1
+    } else {
+        0
+    };
     let mut names: HashSet<String> = HashSet::default();
-    names.extend(program.functions.iter().map(|f| f.name.clone()));
-    names.extend(program.kernels.iter().map(|k| k.name.clone()));
-    names.extend(program.records.iter().map(|r| r.name.clone()));
-    names.extend(program.variants.iter().map(|v| v.name.clone()));
+    if polymorphic {
+        names.extend(program.functions.iter().map(|f| f.name.clone()));
+        names.extend(program.kernels.iter().map(|k| k.name.clone()));
+        names.extend(program.records.iter().map(|r| r.name.clone()));
+        names.extend(program.variants.iter().map(|v| v.name.clone()));
+    }
     let monomorphic: Vec<FunId> = (program.functions.iter())
         .filter(|f| f.type_params == 0)
         .map(|f| f.id)
@@ -124,6 +133,7 @@ impl Mono {
         }
         .expect("calls name existing helpers");
         if !args.is_empty() {
+            debug_assert!(self.next_var > 0, "an instance of a polymorphic helper");
             f.name = self.instance_name(&f, args);
             let mut inst = Instantiate {
                 args,

@@ -138,10 +138,10 @@ fn parse_here(file: FileId, source: &str) -> Result<Program, Vec<Diagnostic>> {
 
 /// The parse of `toks`, and the tokens back (a failed parse is retried with hints).
 fn parse_tokens(
-    toks: Vec<Token>,
+    toks: Vec<Token<'_>>,
     diags: Vec<Diagnostic>,
     layout_hints: bool,
-) -> (Result<Program, Vec<Diagnostic>>, Vec<Token>) {
+) -> (Result<Program, Vec<Diagnostic>>, Vec<Token<'_>>) {
     let mut p = Parser {
         toks,
         pos: 0,
@@ -180,8 +180,8 @@ pub(crate) struct Fail;
 
 pub(crate) type PResult<T> = Result<T, Fail>;
 
-pub(crate) struct Parser {
-    toks: Vec<Token>,
+pub(crate) struct Parser<'src> {
+    toks: Vec<Token<'src>>,
     pos: usize,
     diags: Vec<Diagnostic>,
     depth: usize,
@@ -207,14 +207,14 @@ pub(crate) struct Parser {
     type_nodes: usize,
 }
 
-impl Parser {
+impl<'src> Parser<'src> {
     // ---- token access -------------------------------------------------------------
 
-    fn peek(&self) -> &Tok {
+    fn peek(&self) -> &Tok<'src> {
         &self.toks[self.pos].tok
     }
 
-    fn peek_at(&self, k: usize) -> &Tok {
+    fn peek_at(&self, k: usize) -> &Tok<'src> {
         let i = (self.pos + k).min(self.toks.len() - 1);
         &self.toks[i].tok
     }

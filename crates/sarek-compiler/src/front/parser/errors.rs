@@ -86,7 +86,7 @@ pub(crate) enum SyntaxError {
     ChainTooLong,
 }
 
-impl Parser {
+impl<'src> Parser<'src> {
     /// Record the diagnostic for `e` (unless the current token is a lexer error, which was
     /// reported already) and return the failure marker.
     #[cold]

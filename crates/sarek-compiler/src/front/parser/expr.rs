@@ -58,7 +58,7 @@ fn binop(t: &Tok) -> Option<(BinaryOp, u8, bool)> {
 
 /// Can this token start an application argument (a "simple expression")?
 fn starts_arg(t: &Tok) -> bool {
-    if matches!(t, Tok::Ident(m) if m == "module") {
+    if matches!(t, Tok::Ident(m) if *m == "module") {
         // OCaml's keyword, which starts an item (`module M = struct ... end`).
         return false;
     }
@@ -120,7 +120,7 @@ fn mk(kind: ExprKind, span: Span) -> Expr {
     Expr { kind, span }
 }
 
-impl Parser {
+impl<'src> Parser<'src> {
     // The functions on the recursive path (`seq_expr` down to `primary`) keep their frames
     // small: anything that builds a message goes through `fail`, and rarely taken branches
     // live in their own functions. Measured in debug builds by `parse_robustness`.
@@ -189,8 +189,8 @@ impl Parser {
             Tok::If => self.if_expr(),
             Tok::Match => self.match_expr(),
             Tok::Fun | Tok::Function => Err(self.fail(SyntaxError::AnonymousFunction)),
-            Tok::Ident(n) if n == "try" => Err(self.fail(SyntaxError::TryWith)),
-            Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
+            Tok::Ident(n) if *n == "try" => Err(self.fail(SyntaxError::TryWith)),
+            Tok::Ident(n) if *n == "pragma" && *self.peek_at(1) == Tok::LBracket => {
                 self.pragma_expr()
             }
             _ => self.assign_expr(),
@@ -337,7 +337,7 @@ impl Parser {
             Tok::Let | Tok::LetExt(_) | Tok::If | Tok::Match | Tok::Fun | Tok::Function => {
                 self.expr()
             }
-            Tok::Ident(n) if n == "pragma" && *self.peek_at(1) == Tok::LBracket => self.expr(),
+            Tok::Ident(n) if *n == "pragma" && *self.peek_at(1) == Tok::LBracket => self.expr(),
             _ => self.app(),
         }
     }
@@ -490,7 +490,7 @@ impl Parser {
             Tok::Ident(name) => {
                 self.bump();
                 let field = Ident {
-                    name,
+                    name: name.to_string(),
                     span: self.bump(),
                 };
                 let span = e.span.to(field.span);
@@ -598,7 +598,7 @@ impl Parser {
 
     fn variable(&mut self) -> Expr {
         let name = match self.peek() {
-            Tok::Ident(n) => n.clone(),
+            Tok::Ident(n) => n.to_string(),
             _ => String::new(),
         };
         let span = self.bump();
@@ -614,7 +614,7 @@ impl Parser {
     /// `[%native ...]`: kept as a node so the typer can refuse it with a clear message.
     fn extension(&mut self) -> Expr {
         let name = match self.peek() {
-            Tok::Extension { name, .. } => name.clone(),
+            Tok::Extension { name, .. } => name.to_string(),
             _ => String::new(),
         };
         let span = self.bump();
@@ -625,7 +625,9 @@ impl Parser {
     #[cold]
     fn primary_error(&mut self) -> Fail {
         match self.peek().clone() {
-            Tok::ExtOpen(name) => self.fail(SyntaxError::KernelExtensionInExpression { name }),
+            Tok::ExtOpen(name) => self.fail(SyntaxError::KernelExtensionInExpression {
+                name: name.to_string(),
+            }),
             Tok::Str(_) => self.fail(SyntaxError::StringExpression),
             _ => self.expected("an expression"),
         }
@@ -681,7 +683,7 @@ impl Parser {
                 return Err(self.expected("a module or constructor name"));
             };
             let id = Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             };
             if !self.at(&Tok::Dot) {
@@ -701,7 +703,7 @@ impl Parser {
                     let start = path.first().map_or(id.span, |p| p.span);
                     path.push(id);
                     let name = Ident {
-                        name,
+                        name: name.to_string(),
                         span: self.bump(),
                     };
                     let span = start.to(name.span);
@@ -925,7 +927,7 @@ impl Parser {
         let mut arms = Vec::new();
         loop {
             let pattern = self.pattern()?;
-            let guard = if matches!(self.peek(), Tok::Ident(w) if w == "when") {
+            let guard = if matches!(self.peek(), Tok::Ident(w) if *w == "when") {
                 self.bump();
                 let g = self.seq_expr()?;
                 h = h.max(self.h);
@@ -1007,7 +1009,7 @@ impl Parser {
         loop {
             match self.peek() {
                 Tok::Str(s) => {
-                    args.push(s.clone());
+                    args.push(s.to_string());
                     self.bump();
                 }
                 Tok::RBracket => break,
@@ -1392,12 +1394,12 @@ impl Parser {
         };
         let let_col = self.toks[self.pos].col;
         let start = self.bump();
-        match ext.as_str() {
+        match ext {
             "shared" => self.let_shared(start, let_col),
             "superstep" => self.let_superstep(start, let_col),
             "kernel" => Err(self.fail(SyntaxError::KernelInExpression { span: start })),
             _ => Err(self.fail(SyntaxError::UnknownLetExtension {
-                name: ext,
+                name: ext.to_string(),
                 span: start,
             })),
         }
@@ -1492,7 +1494,7 @@ impl Parser {
             let span = alts[0].span().to(alts[alts.len() - 1].span());
             Ok(Pattern::Or(alts, span))
         })?;
-        if matches!(self.peek(), Tok::Ident(w) if w == "as") {
+        if matches!(self.peek(), Tok::Ident(w) if *w == "as") {
             let d = Diagnostic::error(self.span(), "`as` patterns are not supported")
                 .with_label("an alias of the matched value")
                 .with_note("a pattern binds names with variables and constructor payloads only")
@@ -1518,7 +1520,7 @@ impl Parser {
     fn ctor_pattern(&mut self) -> PResult<Pattern> {
         if let Tok::UIdent(name) = self.peek().clone() {
             let mut id = Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             };
             // `M.C` qualification is dropped.
@@ -1526,7 +1528,7 @@ impl Parser {
                 if let Tok::UIdent(name) = self.peek_at(1).clone() {
                     self.bump();
                     id = Ident {
-                        name,
+                        name: name.to_string(),
                         span: self.bump(),
                     };
                 } else {
@@ -1578,12 +1580,18 @@ impl Parser {
             }
             Tok::Ident(name) => {
                 self.bump();
-                Ok(Pattern::Var(Ident { name, span }))
+                Ok(Pattern::Var(Ident {
+                    name: name.to_string(),
+                    span,
+                }))
             }
             Tok::UIdent(name) => {
                 self.bump();
                 Ok(Pattern::Ctor {
-                    name: Ident { name, span },
+                    name: Ident {
+                        name: name.to_string(),
+                        span,
+                    },
                     args: Vec::new(),
                     span,
                 })

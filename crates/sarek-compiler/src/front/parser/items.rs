@@ -208,7 +208,7 @@ fn wrap_prelude_helper(decl: &mut FunDecl, wraps: &[PreludeWrap]) {
 /// Pattern parameters and the hidden names standing for them.
 pub(super) type Destructured = Vec<(ParamPattern, Ident)>;
 
-impl Parser {
+impl<'src> Parser<'src> {
     pub(super) fn program(&mut self) -> Program {
         let items = self.items_until(None);
         Program { items, tall: false }
@@ -261,7 +261,7 @@ impl Parser {
                         | Tok::ItemExtOpen(_)
                         | Tok::Type
                         | Tok::Open => {}
-                        Tok::Ident(m) if m == "module" => {}
+                        Tok::Ident(m) if *m == "module" => {}
                         Tok::Attr { outer: true, .. } => {}
                         t if closing == Some(t) => {}
                         Tok::And => {
@@ -357,7 +357,10 @@ impl Parser {
                 break;
             }
         }
-        Ok(Ident { name, span })
+        Ok(Ident {
+            name: name.to_string(),
+            span,
+        })
     }
 
     /// Converts the current `Attr` token into an [`Attribute`] (caller checked the token).
@@ -366,8 +369,8 @@ impl Parser {
         let span = self.bump();
         match tok {
             Tok::Attr { name, payload, .. } => Attribute {
-                name,
-                payload,
+                name: name.to_string(),
+                payload: payload.to_string(),
                 span,
             },
             _ => Attribute {
@@ -391,9 +394,9 @@ impl Parser {
         match self.peek().clone() {
             Tok::Type => self.type_decls(),
             Tok::Let => self.let_item(),
-            Tok::LetExt(name) if name == "kernel" => self.kernel_item().map(|i| vec![i]),
-            Tok::ItemExtOpen(name) if name == "kernel" => self.structure_kernels(),
-            Tok::Ident(m) if m == "module" => self.module_item().map(|i| i.into_iter().collect()),
+            Tok::LetExt("kernel") => self.kernel_item().map(|i| vec![i]),
+            Tok::ItemExtOpen("kernel") => self.structure_kernels(),
+            Tok::Ident("module") => self.module_item().map(|i| i.into_iter().collect()),
             Tok::ItemExtOpen(name) => {
                 let d = Diagnostic::error(self.span(), format!("`[%%{name}` is not a Sarek item"))
                     .with_label("unknown structure extension")
@@ -576,7 +579,7 @@ impl Parser {
             }
             if !self.at(&Tok::Let) {
                 if let Tok::Ident(e) = self.peek()
-                    && e == "external"
+                    && *e == "external"
                 {
                     let d = Diagnostic::error(self.span(), "external kernels are not supported")
                         .with_label("`external` names a kernel written in another language")
@@ -604,7 +607,7 @@ impl Parser {
         let start = self.bump();
         let name = match self.peek().clone() {
             Tok::UIdent(name) => Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             },
             _ => return Err(self.expected("a module name after `module`")),
@@ -613,7 +616,7 @@ impl Parser {
         if let Tok::UIdent(package) = self.peek().clone() {
             let target_start = self.span();
             let target = self.module_path("a module path")?;
-            if HOST_PACKAGES.contains(&package.as_str()) {
+            if HOST_PACKAGES.contains(&package) {
                 return Ok(None);
             }
             let d = Diagnostic::error(
@@ -642,7 +645,7 @@ impl Parser {
     /// `struct items end`; returns the items and the span of `end`.
     fn struct_body(&mut self) -> PResult<(Vec<Item>, Span)> {
         let open = match self.peek() {
-            Tok::Ident(s) if s == "struct" => self.bump(),
+            Tok::Ident(s) if *s == "struct" => self.bump(),
             _ => return Err(self.expected("`struct` (a module body)")),
         };
         let items = self.items_until(Some(&Tok::End));
@@ -768,7 +771,7 @@ impl Parser {
             // `let k = snd [%kernel ...]`: upstream's pair (host closure, kernel) reduced to
             // its kernel, which is what a Sarek kernel item is.
             if self.at(&Tok::Eq)
-                && matches!(self.peek_at(1), Tok::Ident(f) if f == "snd")
+                && matches!(self.peek_at(1), Tok::Ident(f) if *f == "snd")
                 && matches!(self.peek_at(2), Tok::ExtOpen(_))
             {
                 self.bump();
@@ -884,7 +887,7 @@ impl Parser {
                 }
                 continue;
             }
-            if matches!(self.peek_at(1), Tok::Ident(m) if m == "module") {
+            if matches!(self.peek_at(1), Tok::Ident(m) if *m == "module") {
                 self.bump();
                 let module_start = self.bump();
                 if !matches!(self.peek(), Tok::UIdent(_)) {
@@ -1035,7 +1038,7 @@ impl Parser {
         self.toks[from..to]
             .iter()
             .filter_map(|t| match &t.tok {
-                Tok::Ident(name) => Some(name.clone()),
+                Tok::Ident(name) => Some(name.to_string()),
                 _ => None,
             })
             .collect()
@@ -1053,7 +1056,7 @@ impl Parser {
     pub(super) fn lident(&mut self, what: &'static str) -> PResult<Ident> {
         match self.peek().clone() {
             Tok::Ident(name) => Ok(Ident {
-                name,
+                name: name.to_string(),
                 span: self.bump(),
             }),
             Tok::Underscore => Ok(Ident {
@@ -1286,7 +1289,7 @@ impl Parser {
                 {
                     return;
                 }
-                Tok::Ident(m) if depth == 0 && m == "module" => return,
+                Tok::Ident(m) if depth == 0 && *m == "module" => return,
                 _ => {}
             }
             self.bump();
@@ -1347,7 +1350,10 @@ impl Parser {
             }
             let span = span.to(self.prev_span());
             ctors.push(CtorDecl {
-                name: Ident { name, span },
+                name: Ident {
+                    name: name.to_string(),
+                    span,
+                },
                 args,
                 span,
             });
@@ -1398,7 +1404,7 @@ impl Parser {
                 Tok::Ident(name) => (
                     Vec::new(),
                     Ident {
-                        name,
+                        name: name.to_string(),
                         span: self.bump(),
                     },
                 ),
@@ -1437,7 +1443,7 @@ impl Parser {
             if *self.peek_at(1) != Tok::Dot {
                 break;
             }
-            modules.push(m);
+            modules.push(m.to_string());
             self.bump();
             self.bump();
         }
@@ -1445,7 +1451,7 @@ impl Parser {
             Tok::Ident(name) => Ok((
                 modules,
                 Ident {
-                    name,
+                    name: name.to_string(),
                     span: self.bump(),
                 },
             )),
@@ -1458,14 +1464,20 @@ impl Parser {
             Tok::Ident(name) => {
                 let span = self.bump();
                 Ok(TypeExpr {
-                    kind: TypeExprKind::Named(Ident { name, span }),
+                    kind: TypeExprKind::Named(Ident {
+                        name: name.to_string(),
+                        span,
+                    }),
                     span,
                 })
             }
             Tok::TyVar(name) => {
                 let span = self.bump();
                 Ok(TypeExpr {
-                    kind: TypeExprKind::Var(Ident { name, span }),
+                    kind: TypeExprKind::Var(Ident {
+                        name: name.to_string(),
+                        span,
+                    }),
                     span,
                 })
             }
@@ -1485,7 +1497,9 @@ impl Parser {
                     kind: TypeExprKind::Named(id),
                 })
             }
-            Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor { name })),
+            Tok::UIdent(name) => Err(self.fail(SyntaxError::TypeExpectedFoundConstructor {
+                name: name.to_string(),
+            })),
             _ => Err(self.expected("a type")),
         }
     }
