@@ -340,10 +340,11 @@ pub fn metal_batch(sources: &[&str]) -> Option<String> {
 }
 
 /// Several generated PTX modules as one: the first module's `.version`, `.target` and
-/// `.address_size`, then every module's body with its entry and its module-scope shared
-/// arrays (`sarek_shared_<n>`) suffixed `_batch<j>`. `None` when a module declares anything
-/// else at module scope (a `.global`, `.const` or `.func` whose name could collide), has
-/// not exactly one entry, or its header differs from the first one.
+/// `.address_size`, then every module's body with its entry, its functions (outlined helpers,
+/// software math routines) and its module-scope shared arrays (`sarek_shared_<n>`) suffixed
+/// `_batch<j>`. `None` when a module declares anything else at module scope (a `.global` or
+/// `.const` whose name could collide), has not exactly one entry, or its header differs from
+/// the first one.
 pub fn ptx_batch(sources: &[&str]) -> Option<String> {
     const HEADER: [&str; 3] = [".version", ".target", ".address_size"];
     let mut header: Option<Vec<&str>> = None;
@@ -366,25 +367,41 @@ pub fn ptx_batch(sources: &[&str]) -> Option<String> {
         if source.matches(".entry ").count() != 1 {
             return None;
         }
+        let functions: Vec<&str> = source.lines().filter_map(ptx_function_name).collect();
         for line in source.lines() {
             let t = line.trim_start();
             if HEADER.iter().any(|h| line.starts_with(h)) {
                 continue;
             }
-            if [".global", ".const", ".func", ".extern", ".weak"]
+            if [".global", ".const", ".extern", ".weak"]
                 .iter()
                 .any(|d| t.starts_with(d) || t.starts_with(&format!(".visible {d}")))
             {
                 return None;
             }
-            let _ = writeln!(program, "{}", rename_ptx_line(line, j));
+            let _ = writeln!(program, "{}", rename_ptx_line(line, j, &functions));
         }
     }
     Some(program)
 }
 
-/// `line` with the entry's name and every `sarek_shared_<n>` suffixed `_batch<j>`.
-fn rename_ptx_line(line: &str, j: usize) -> String {
+/// The name a `.func` line defines or declares: the identifier after `.func` and its optional
+/// parenthesised return parameter.
+fn ptx_function_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix(".func")?.trim_start();
+    let rest = match rest.strip_prefix('(') {
+        Some(ret) => ret.split_once(')')?.1.trim_start(),
+        None => rest,
+    };
+    let end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// `line` with the entry's name, every function of `functions` and every `sarek_shared_<n>`
+/// suffixed `_batch<j>`.
+fn rename_ptx_line(line: &str, j: usize, functions: &[&str]) -> String {
     let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
     let bytes = line.as_bytes();
     let entry = line.find(".entry ").map(|at| at + ".entry ".len());
@@ -400,7 +417,7 @@ fn rename_ptx_line(line: &str, j: usize) -> String {
             let shared = word
                 .strip_prefix("sarek_shared_")
                 .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-            if shared || entry == Some(i) {
+            if shared || entry == Some(i) || functions.contains(&word) {
                 let _ = write!(out, "_batch{j}");
             }
             i = end;

@@ -86,10 +86,27 @@ fn ptx_modules_join_with_their_names_made_distinct() {
     assert!(joined.contains("mov.u64 %rd0, sarek_shared_1_batch1;"));
     assert!(joined.contains("mov.u64 %rd1, sarek_shared_10_batch0;"));
     assert!(joined.contains(".b8 sarek_shared_1_batch0[64];"));
-    // A module-scope function could collide: such modules are checked alone.
-    let with_func = a.replace(
-        ".visible .entry",
-        ".func helper()\n{\n    ret;\n}\n.visible .entry",
-    );
-    assert!(ptx_batch(&[&with_func, &b]).is_none());
+    // Module-scope functions (outlined helpers, software math routines) are renamed with
+    // their calls, so two modules defining one routine join.
+    let with_func = |m: &str| {
+        m.replace(
+            ".visible .entry",
+            ".func (.param .f32 r) sarek_fmod_f32(.param .f32 a)\n{\n    ret;\n}\n\
+             .func helper()\n{\n    ret;\n}\n.visible .entry",
+        )
+        .replace(
+            "sarek_shared_10;\n",
+            "sarek_shared_10;\n    call (r), sarek_fmod_f32, (a);\n    call helper, ();\n",
+        )
+    };
+    let joined = ptx_batch(&[&with_func(&a), &with_func(&b)]).expect("modules with functions join");
+    for j in 0..2 {
+        assert!(joined.contains(&format!(".func (.param .f32 r) sarek_fmod_f32_batch{j}(")));
+        assert!(joined.contains(&format!(".func helper_batch{j}()")));
+        assert!(joined.contains(&format!("call (r), sarek_fmod_f32_batch{j}, (a);")));
+        assert!(joined.contains(&format!("call helper_batch{j}, ();")));
+    }
+    // A module-scope variable could collide: such modules are checked alone.
+    let with_global = a.replace(".visible .entry", ".global .u32 g;\n.visible .entry");
+    assert!(ptx_batch(&[&with_global, &b]).is_none());
 }
