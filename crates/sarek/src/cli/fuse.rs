@@ -24,11 +24,14 @@ pub fn run(
 ) -> CmdResult {
     let target: Target = target.parse().map_err(Failure::io)?;
     let program = load(file, modules)?;
-    let names: Vec<&str> = kernels
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let names: Vec<&str> = kernels.split(',').map(str::trim).collect();
+    if names.len() > 1 && names.iter().any(|n| n.is_empty()) {
+        // `p,,c` is a typo more often than a two-stage pipeline: never guess which stage.
+        return Err(Failure::user(format!(
+            "`--kernels` has an empty entry (got `{kernels}`): name each kernel of the pipeline, \
+             separated by single commas"
+        )));
+    }
     if names.len() < 2 {
         return Err(Failure::user(format!(
             "`--kernels` needs at least two kernels to fuse, in pipeline order (got `{kernels}`)"

@@ -505,6 +505,12 @@ let%kernel sync (a : float32 vector) (t : float32 vector) (n : int32) =
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "k1"]);
         assert_eq!(code, 1);
         assert!(err.contains("at least two kernels"), "{err}");
+        for kernels in ["k1,,k2", "k1,k2,", ",k1,k2"] {
+            let (code, out, err) = sarek(&["fuse", &f, "--kernels", kernels]);
+            assert_eq!(code, 1, "{kernels}: {err}");
+            assert!(out.is_empty(), "{kernels}: {out}");
+            assert!(err.contains("`--kernels` has an empty entry"), "{err}");
+        }
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "k1,k2,k3", "--via", "t"]);
         assert_eq!(code, 1, "{err}");
         let (code, _, err) = sarek(&["fuse", &f, "--kernels", "k1,k2", "--target", "spirv"]);
