@@ -516,11 +516,9 @@ pub enum LogBase {
     Ten,
 }
 
-/// x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt 2), for a positive x (subnormals scaled
-/// by 2^54 first): e as a float, f (exact), and c with log(1 + f) = f + c. With
-/// s = f / (2 + f) and 2s = f - s f, log(1 + f) = 2s + s T = f - (f^2/2 - s (f^2/2 + T)):
-/// s's rounding only reaches the small correction c.
-fn log_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
+/// x = 2^e m with m in [sqrt(2)/2, sqrt(2)] for a positive float64 x (subnormals scaled by
+/// 2^54 first): e as a float, m, and the constant 0.5 the split made (callers reuse it).
+fn split_exponent<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
     let min_normal = c64(o, f64::MIN_POSITIVE);
     let sub = o.f_cmp(Cmp::Lt, x, min_normal);
     let two54 = c64(o, 18_014_398_509_481_984.0);
@@ -548,6 +546,15 @@ fn log_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
     let e_sub = o.i_bin(IBin::Sub, e, k54);
     let e = o.sel_i(sub, e_sub, e);
     let ef = o.i_to_f(e);
+    (ef, m, half)
+}
+
+/// x = 2^e (1 + f) with 1 + f in [sqrt(1/2), sqrt 2), for a positive x (subnormals scaled
+/// by 2^54 first): e as a float, f (exact), and c with log(1 + f) = f + c. With
+/// s = f / (2 + f) and 2s = f - s f, log(1 + f) = 2s + s T = f - (f^2/2 - s (f^2/2 + T)):
+/// s's rounding only reaches the small correction c.
+fn log_reduce<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F, O::F) {
+    let (ef, m, half) = split_exponent(o, x);
     let one = c64(o, 1.0);
     let two = c64(o, 2.0);
     let f = o.f_bin(FBin::Sub, m, one);
@@ -1174,33 +1181,7 @@ fn dd_mul<O: Ops>(o: &mut O, ah: O::F, al: O::F, bh: O::F, bl: O::F) -> (O::F, O
 /// added by two-sums.
 fn log_dd<O: Ops>(o: &mut O, x: O::F) -> (O::F, O::F) {
     let a = abs(o, x);
-    let min_normal = c64(o, f64::MIN_POSITIVE);
-    let sub = o.f_cmp(Cmp::Lt, a, min_normal);
-    let two54 = c64(o, 18_014_398_509_481_984.0);
-    let scaled = o.f_bin(FBin::Mul, a, two54);
-    let xs = o.sel_f(sub, scaled, a);
-    let u = o.to_bits(xs);
-    let count = o.i_const(Width::W32, 52);
-    let field = o.shift(Shift::Shr, u, count);
-    let bias = o.i_const(W64, 1023);
-    let e = o.i_bin(IBin::Sub, field, bias);
-    let mant_mask = o.i_const(W64, (1 << 52) - 1);
-    let frac = o.i_bin(IBin::And, u, mant_mask);
-    let one_bits = o.i_const(W64, 1023 << 52);
-    let m_bits = o.i_bin(IBin::Or, frac, one_bits);
-    let m = o.f_of_bits(m_bits);
-    let sqrt2 = c64(o, std::f64::consts::SQRT_2);
-    let big = o.f_cmp(Cmp::Gt, m, sqrt2);
-    let half = c64(o, 0.5);
-    let m_half = o.f_bin(FBin::Mul, m, half);
-    let m = o.sel_f(big, m_half, m);
-    let one_i = o.i_const(W64, 1);
-    let e_up = o.i_bin(IBin::Add, e, one_i);
-    let e = o.sel_i(big, e_up, e);
-    let k54 = o.i_const(W64, 54);
-    let e_sub = o.i_bin(IBin::Sub, e, k54);
-    let e = o.sel_i(sub, e_sub, e);
-    let ef = o.i_to_f(e);
+    let (ef, m, _) = split_exponent(o, a);
     let one = c64(o, 1.0);
     let two = c64(o, 2.0);
     let f = o.f_bin(FBin::Sub, m, one);
