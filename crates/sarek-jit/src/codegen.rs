@@ -391,13 +391,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         let bx = self.b.declare_var(types::I32);
         self.b.def_var(bx, self.first_block_x);
         let end = self.b.ins().iadd(self.first_block_x, self.block_count);
-        let (hdr, body, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, body, exit) = self.enter_loop_header();
         let x = self.b.use_var(bx);
         let go = self.b.ins().icmp(IntCC::SignedLessThan, x, end);
         self.b.ins().brif(go, body, &[], exit, &[]);
@@ -425,18 +419,25 @@ impl<'a, 'f> Gen<'a, 'f> {
         Ok(())
     }
 
+    /// A loop's header, body and exit blocks, with the current block jumping to the header
+    /// and the builder positioned in it (the header tests the condition and branches).
+    fn enter_loop_header(&mut self) -> (Block, Block, Block) {
+        let blocks = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(blocks.0, &[]);
+        self.b.switch_to_block(blocks.0);
+        blocks
+    }
+
     /// Store zero to `words` 8-byte words from `at`.
     fn zero_words(&mut self, at: Value, words: Value) {
         let i = self.b.declare_var(types::I64);
         let zero = self.iconst(types::I64, 0);
         self.b.def_var(i, zero);
-        let (hdr, body, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, body, exit) = self.enter_loop_header();
         let iv = self.b.use_var(i);
         let go = self.b.ins().icmp(IntCC::UnsignedLessThan, iv, words);
         self.b.ins().brif(go, body, &[], exit, &[]);
@@ -681,13 +682,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                 );
                 let cnt = self.b.declare_var(types::I64);
                 self.b.def_var(cnt, s);
-                let (hdr, bodyb, exit) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().jump(hdr, &[]);
-                self.b.switch_to_block(hdr);
+                let (hdr, bodyb, exit) = self.enter_loop_header();
                 let c = self.b.use_var(cnt);
                 let cc = if *downto {
                     IntCC::SignedGreaterThanOrEqual
@@ -708,13 +703,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                 Ok(())
             }
             Node::While { cond, body, span } => {
-                let (hdr, bodyb, exit) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().jump(hdr, &[]);
-                self.b.switch_to_block(hdr);
+                let (hdr, bodyb, exit) = self.enter_loop_header();
                 self.span = *span;
                 let c = self.uniform(*cond)?;
                 self.b.ins().brif(c, bodyb, &[], exit, &[]);
@@ -761,13 +750,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         let t = self.b.declare_var(types::I32);
         let one = self.iconst(types::I32, 1);
         self.b.def_var(t, one);
-        let (hdr, bodyb, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, bodyb, exit) = self.enter_loop_header();
         let tv = self.b.use_var(t);
         let go = self
             .b
@@ -1067,13 +1050,7 @@ impl<'a, 'f> Gen<'a, 'f> {
         let t = self.b.declare_var(types::I32);
         let zero = self.iconst(types::I32, 0);
         self.b.def_var(t, zero);
-        let (hdr, bodyb, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, bodyb, exit) = self.enter_loop_header();
         let tv = self.b.use_var(t);
         let go = self
             .b
@@ -1269,13 +1246,7 @@ impl<'a, 'f> Gen<'a, 'f> {
                 self.b.switch_to_block(exit);
             }
             StmtKind::While { cond, body, .. } => {
-                let (hdr, bodyb, exit) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().jump(hdr, &[]);
-                self.b.switch_to_block(hdr);
+                let (hdr, bodyb, exit) = self.enter_loop_header();
                 self.span = s.span;
                 let c = self.expr1(cond)?;
                 self.b.ins().brif(c, bodyb, &[], exit, &[]);

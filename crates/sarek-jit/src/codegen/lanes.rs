@@ -789,13 +789,7 @@ impl Gen<'_, '_> {
         let chunk = self.b.declare_var(types::I64);
         let zero = self.iconst(types::I64, 0);
         self.b.def_var(chunk, zero);
-        let (hdr, bodyb, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, bodyb, exit) = self.enter_loop_header();
         let c = self.b.use_var(chunk);
         let go = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, c, n);
         self.b.ins().brif(go, bodyb, &[], exit, &[]);
@@ -842,13 +836,7 @@ impl Gen<'_, '_> {
         body: &[Stmt],
     ) -> R<()> {
         self.b.def_var(cnt, s0);
-        let (hdr, bodyb, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, bodyb, exit) = self.enter_loop_header();
         let c = self.b.use_var(cnt);
         let cc = if downto {
             IntCC::SignedGreaterThanOrEqual

@@ -228,13 +228,7 @@ impl Gen<'_, '_> {
         let all = self.iconst(types::I32, -1);
         let all = self.b.ins().splat(types::I32X4, all);
         let mask = self.m_var(Scalar::Bool, [all; HALVES]);
-        let (hdr, bodyb, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
-        self.b.ins().jump(hdr, &[]);
-        self.b.switch_to_block(hdr);
+        let (hdr, bodyb, exit) = self.enter_loop_header();
         let c = self.m_expr(g, &mut r, cond)?;
         let running: Vectors = std::array::from_fn(|h| {
             let m = self.b.use_var(mask[h]);
