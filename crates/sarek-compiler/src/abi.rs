@@ -134,29 +134,10 @@ fn layout_of(
             (st.size(), st.size())
         }
         Ty::Record(_) | Ty::Variant(_) => {
-            let members: Vec<Ty> = match ty {
-                Ty::Record(id) => kernel
-                    .record(*id)
-                    .fields
-                    .iter()
-                    .map(|f| f.ty.clone())
-                    .collect(),
-                Ty::Variant(id) => std::iter::once(Ty::I32)
-                    .chain(
-                        kernel
-                            .variant(*id)
-                            .ctors
-                            .iter()
-                            .flat_map(|c| c.fields.iter().cloned()),
-                    )
-                    .collect(),
-                _ => unreachable!(),
-            };
             let mut offset = 0u32;
             let mut align = 1u32;
-            for m in &members {
-                let mut scratch = Vec::new();
-                let (_, a) = layout_of(kernel, m, rules, 0, &mut scratch);
+            for m in members(kernel, ty) {
+                let a = align_of(kernel, m, rules);
                 offset = round_up(offset, a);
                 let (s, _) = layout_of(kernel, m, rules, base + offset, out);
                 offset += s;
@@ -165,6 +146,36 @@ fn layout_of(
             (round_up(offset.max(1), align), align)
         }
         Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => (0, 1),
+    }
+}
+
+/// The member types of a record, or of a variant's struct (`tag`, then every constructor's
+/// fields), in layout order; empty for any other type.
+fn members<'k>(kernel: &'k Kernel, ty: &Ty) -> impl Iterator<Item = &'k Ty> {
+    const TAG: &Ty = &Ty::I32;
+    let (record, variant) = match ty {
+        Ty::Record(id) => (Some(kernel.record(*id)), None),
+        Ty::Variant(id) => (None, Some(kernel.variant(*id))),
+        _ => (None, None),
+    };
+    let record_fields = record
+        .into_iter()
+        .flat_map(|r| r.fields.iter().map(|f| &f.ty));
+    let variant_fields = variant
+        .into_iter()
+        .flat_map(|v| std::iter::once(TAG).chain(v.ctors.iter().flat_map(|c| c.fields.iter())));
+    record_fields.chain(variant_fields)
+}
+
+/// The alignment [`layout_of`] gives `ty`, without placing its leaves.
+fn align_of(kernel: &Kernel, ty: &Ty, rules: LayoutRules) -> u32 {
+    match ty {
+        Ty::Scalar(s) => stored_of(*s, rules).size(),
+        Ty::Record(_) | Ty::Variant(_) => members(kernel, ty)
+            .map(|m| align_of(kernel, m, rules))
+            .max()
+            .unwrap_or(1),
+        Ty::Unit | Ty::Vector(_) | Ty::Array { .. } => 1,
     }
 }
 

@@ -36,6 +36,28 @@ pub struct Specialized<'k> {
     pub kernel: Cow<'k, Kernel>,
     /// Per helper of `kernel`: whether the helper it copies had array parameters.
     pub has_arrays: Vec<bool>,
+    /// Legalize's new names, when `kernel` is the original (nothing to copy) and so does not
+    /// carry them: names are read through [`Self::var_name`] and [`Self::function_name`].
+    renamed_vars: HashMap<VarId, String>,
+    renamed_functions: HashMap<usize, String>,
+}
+
+impl Specialized<'_> {
+    /// The name of the binder `v`, legalize's new one if it has one.
+    pub fn var_name(&self, v: VarId) -> &str {
+        match self.renamed_vars.get(&v) {
+            Some(name) => name,
+            None => &self.kernel.var(v).name,
+        }
+    }
+
+    /// The name of helper `f`, legalize's new one if it has one.
+    pub fn function_name(&self, f: FuncId) -> &str {
+        match self.renamed_functions.get(&(f.0 as usize)) {
+            Some(name) => name,
+            None => &self.kernel.function(f).name,
+        }
+    }
 }
 
 /// The kernel with its helpers specialised per array argument.
@@ -43,23 +65,17 @@ pub fn specialize_helpers(kernel: &Kernel) -> Specialized<'_> {
     specialize_renamed(kernel, Renames::default())
 }
 
-/// [`specialize_helpers`] of `kernel` with legalize's `renames` applied: the specialisation
-/// copies the kernel anyway, so the renamed names are set in that copy (a copy of a renamed
-/// helper or binder has its new name) instead of in a copy of their own.
+/// [`specialize_helpers`] of `kernel` with legalize's `renames` applied: when the
+/// specialisation copies the kernel, the renamed names are set in that copy (a copy of a
+/// renamed helper or binder has its new name) instead of in a copy of their own; when there
+/// is nothing to copy, they are kept beside the borrowed kernel.
 pub fn specialize_renamed(kernel: &Kernel, renames: Renames) -> Specialized<'_> {
-    if kernel.functions.is_empty() {
-        let kernel = if renames.is_empty() {
-            Cow::Borrowed(kernel)
-        } else {
-            let mut renamed = kernel.clone();
-            for (v, name) in renames.vars {
-                renamed.vars[v.0 as usize].name = name;
-            }
-            Cow::Owned(renamed)
-        };
+    if copies_in_place(kernel) {
         return Specialized {
-            kernel,
-            has_arrays: Vec::new(),
+            kernel: Cow::Borrowed(kernel),
+            has_arrays: vec![false; kernel.functions.len()],
+            renamed_vars: renames.vars.into_iter().collect(),
+            renamed_functions: renames.functions.into_iter().collect(),
         };
     }
     let mut vars = kernel.vars.clone();
@@ -113,7 +129,57 @@ pub fn specialize_renamed(kernel: &Kernel, renames: Renames) -> Specialized<'_> 
             functions,
         }),
         has_arrays,
+        renamed_vars: HashMap::default(),
+        renamed_functions: HashMap::default(),
     }
+}
+
+/// Whether the specialisation of `kernel` would be `kernel` itself, up to fresh variables for
+/// the helpers' binders: no helper takes an array, and the kernel body calls every helper,
+/// finishing them in their IR order (the copies' order). Most kernels' helpers work on
+/// scalars and records: then nothing is copied.
+fn copies_in_place(kernel: &Kernel) -> bool {
+    struct Order<'k> {
+        k: &'k Kernel,
+        reached: Vec<bool>,
+        finished: usize,
+        in_order: bool,
+    }
+    impl Order<'_> {
+        /// Calls in the order the copier meets them: arguments first.
+        fn expr(&mut self, e: &Expr) {
+            for c in e.children() {
+                self.expr(c);
+            }
+            if let ExprKind::Call { func, .. } = e.kind {
+                let i = func.0 as usize;
+                if !std::mem::replace(&mut self.reached[i], true) {
+                    let body = &self.k.function(func).body;
+                    crate::stack::grow(|| crate::ir::visit::walk_block(self, body));
+                    self.in_order &= i == self.finished;
+                    self.finished += 1;
+                }
+            }
+        }
+    }
+    impl crate::ir::visit::StmtVisitor for Order<'_> {
+        fn var(&mut self, _: VarId) {}
+        fn expr(&mut self, _: crate::diag::Span, e: &Expr) {
+            Order::expr(self, e);
+        }
+    }
+    let takes_array = |f: &Function| f.params.iter().any(|p| is_array(&kernel.var(*p).ty));
+    if kernel.functions.iter().any(takes_array) {
+        return false;
+    }
+    let mut order = Order {
+        k: kernel,
+        reached: vec![false; kernel.functions.len()],
+        finished: 0,
+        in_order: true,
+    };
+    crate::ir::visit::walk_block(&mut order, &kernel.body);
+    order.in_order && order.finished == kernel.functions.len()
 }
 
 struct Copy {
@@ -356,6 +422,8 @@ mod tests {
         Specialized {
             kernel: Cow::Owned(s.kernel.into_owned()),
             has_arrays: s.has_arrays,
+            renamed_vars: s.renamed_vars,
+            renamed_functions: s.renamed_functions,
         }
     }
 
@@ -370,6 +438,58 @@ mod tests {
                 (f.name.clone(), params.collect(), *a)
             })
             .collect()
+    }
+
+    #[test]
+    fn helpers_over_scalars_met_in_order_are_not_copied() {
+        let k = kernel(
+            "let sq (x : float32) : float32 = x *. x
+             let norm (x : float32) (y : float32) : float32 = sqrt (sq x +. sq y)
+             let%kernel k (a : float32 vector) = a.(0) <- norm a.(1) a.(2)",
+        );
+        let s = specialize_helpers(&k);
+        assert!(
+            matches!(s.kernel, Cow::Borrowed(_)),
+            "nothing to specialise"
+        );
+        assert_eq!(s.has_arrays, [false, false]);
+        // Legalize's names are kept beside the borrowed kernel.
+        let mut renames = Renames::default();
+        renames.vars.push((k.functions[1].params[0], "x_1".into()));
+        renames.functions.push((0, "sq_1".into()));
+        let s = specialize_renamed(&k, renames);
+        assert!(matches!(s.kernel, Cow::Borrowed(_)));
+        assert_eq!(s.var_name(k.functions[1].params[0]), "x_1");
+        assert_eq!(s.var_name(k.functions[1].params[1]), "y");
+        assert_eq!(s.function_name(FuncId(0)), "sq_1");
+        assert_eq!(s.function_name(FuncId(1)), "norm");
+    }
+
+    /// `k` with its helpers, which must not call one another, in reverse order: valid IR
+    /// that lowering does not produce (it orders helpers as the kernel first finishes them).
+    fn reversed(mut k: Kernel) -> Kernel {
+        let n = k.functions.len();
+        let position: Vec<usize> = (0..n).map(|i| n - 1 - i).collect();
+        renumber_calls(&mut k.body, &position);
+        k.functions.reverse();
+        assert_eq!(crate::ir::validate::validate(&k), Ok(()));
+        k
+    }
+
+    #[test]
+    fn helpers_met_out_of_the_ir_order_are_copied_in_the_order_met() {
+        let k = reversed(kernel(
+            "let a (x : float32) : float32 = x +. 1.0
+             let b (x : float32) : float32 = x *. 2.0
+             let%kernel k (v : float32 vector) = v.(0) <- a v.(1) +. b v.(2)",
+        ));
+        let s = specialize_helpers(&k);
+        assert!(matches!(s.kernel, Cow::Owned(_)));
+        assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
+        let names: Vec<_> = s.kernel.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        let p = s.kernel.functions[0].params[0];
+        assert!(p.0 as usize >= k.vars.len(), "a fresh parameter");
     }
 
     #[test]
@@ -466,7 +586,7 @@ mod tests {
     }
 
     #[test]
-    fn helpers_without_arrays_are_kept_once_with_fresh_binders() {
+    fn helpers_without_arrays_are_kept_once() {
         let original = kernel(
             "let sq (x : int32) : int32 = let y = x * x in y
              let%kernel k (a : int32 vector) = a.(0) <- sq 2 + sq 3",
@@ -474,8 +594,6 @@ mod tests {
         let s = specialize_helpers(&original);
         assert_eq!(crate::ir::validate::validate(&s.kernel), Ok(()));
         assert_eq!(shape(&s), [("sq".into(), vec!["x".into()], false)]);
-        let p = s.kernel.functions[0].params[0];
-        assert!(p.0 as usize >= original.vars.len(), "a fresh parameter");
     }
 
     #[test]

@@ -224,12 +224,12 @@ impl<'a> Writer<'a> {
     }
 
     /// Type of a value held in a variable or passed to a helper.
-    fn value_ty(&mut self, ty: &Ty) -> String {
+    fn value_ty(&mut self, ty: &Ty) -> Cow<'static, str> {
         match ty {
             Ty::Unit => "void".into(),
             Ty::Scalar(s) => self.scalar(*s).into(),
-            Ty::Record(id) => self.record_names[id.0 as usize].clone(),
-            Ty::Variant(id) => self.variant_names[id.0 as usize].clone(),
+            Ty::Record(id) => self.record_names[id.0 as usize].clone().into(),
+            Ty::Variant(id) => self.variant_names[id.0 as usize].clone().into(),
             Ty::Vector(_) | Ty::Array { .. } => {
                 // Lowering binds vectors and arrays only as parameters and array statements.
                 self.error(
@@ -247,7 +247,7 @@ impl<'a> Writer<'a> {
 
     /// Type of a value in memory another party sees: buffers, struct members, kernel
     /// arguments (bool widened to int, see [`LAYOUT`]).
-    fn storage_ty(&mut self, ty: &Ty) -> String {
+    fn storage_ty(&mut self, ty: &Ty) -> Cow<'static, str> {
         match ty {
             Ty::Scalar(Scalar::Bool) => "int".into(),
             _ => self.value_ty(ty),
@@ -294,26 +294,17 @@ impl<'a> Writer<'a> {
                 Ty::Record(id) => {
                     let i = id.0 as usize;
                     let r = &self.k.records[i];
-                    let name = self.record_names[i].clone();
                     let _ = writeln!(out, "typedef struct {{");
-                    for (f, fname) in r.fields.iter().zip(self.record_fields[i].clone()) {
+                    for (j, f) in r.fields.iter().enumerate() {
                         let t = self.storage_ty(&f.ty);
-                        let _ = writeln!(out, "{INDENT}{t} {fname};");
+                        let _ = writeln!(out, "{INDENT}{t} {};", self.record_fields[i][j]);
                     }
+                    let name = &self.record_names[i];
                     let _ = writeln!(out, "}} {name};");
-                    let params: Vec<String> = r
-                        .fields
-                        .iter()
-                        .enumerate()
-                        .map(|(j, f)| format!("{} _{j}", self.value_ty(&f.ty)))
-                        .collect();
-                    let _ = writeln!(
-                        out,
-                        "{q}{name} {}({}) {{",
-                        self.record_makers[i],
-                        params.join(", ")
-                    );
-                    let _ = writeln!(out, "{INDENT}{name} _r;");
+                    let _ = write!(out, "{q}{name} {}(", self.record_makers[i]);
+                    self.maker_params(&mut out, r.fields.iter().map(|f| &f.ty));
+                    let name = &self.record_names[i];
+                    let _ = writeln!(out, ") {{\n{INDENT}{name} _r;");
                     for (j, fname) in self.record_fields[i].iter().enumerate() {
                         let _ = writeln!(out, "{INDENT}_r.{fname} = _{j};");
                     }
@@ -322,26 +313,24 @@ impl<'a> Writer<'a> {
                 Ty::Variant(id) => {
                     let i = id.0 as usize;
                     let v = &self.k.variants[i];
-                    let name = self.variant_names[i].clone();
                     let _ = writeln!(out, "typedef struct {{\n{INDENT}int tag;");
-                    for (c, names) in v.ctors.iter().zip(self.variant_fields[i].clone()) {
-                        for (f, fname) in c.fields.iter().zip(names) {
+                    for (ci, c) in v.ctors.iter().enumerate() {
+                        for (j, f) in c.fields.iter().enumerate() {
                             let t = self.storage_ty(f);
-                            let _ = writeln!(out, "{INDENT}{t} {fname};");
+                            let _ = writeln!(out, "{INDENT}{t} {};", self.variant_fields[i][ci][j]);
                         }
                     }
-                    let _ = writeln!(out, "}} {name};");
+                    let _ = writeln!(out, "}} {};", self.variant_names[i]);
                     for (ci, c) in v.ctors.iter().enumerate() {
-                        let params: Vec<String> = c
-                            .fields
-                            .iter()
-                            .enumerate()
-                            .map(|(j, f)| format!("{} _{j}", self.value_ty(f)))
-                            .collect();
-                        let maker = &self.ctor_makers[i][ci];
-                        let _ = writeln!(out, "{q}{name} {maker}({}) {{", params.join(", "));
+                        let (name, maker) = (&self.variant_names[i], &self.ctor_makers[i][ci]);
+                        let _ = write!(out, "{q}{name} {maker}(");
+                        self.maker_params(&mut out, c.fields.iter());
+                        let name = &self.variant_names[i];
                         // Inactive payload fields are zero so buffers compare equal everywhere.
-                        let _ = writeln!(out, "{INDENT}{name} _r = {{0}};\n{INDENT}_r.tag = {ci};");
+                        let _ = writeln!(
+                            out,
+                            ") {{\n{INDENT}{name} _r = {{0}};\n{INDENT}_r.tag = {ci};"
+                        );
                         for (j, fname) in self.variant_fields[i][ci].iter().enumerate() {
                             let _ = writeln!(out, "{INDENT}_r.{fname} = _{j};");
                         }
@@ -352,6 +341,17 @@ impl<'a> Writer<'a> {
             }
         }
         out
+    }
+
+    /// A record or constructor maker's parameters `T0 _0, T1 _1, ...`.
+    fn maker_params(&mut self, out: &mut String, fields: impl Iterator<Item = &'a Ty>) {
+        for (j, f) in fields.enumerate() {
+            if j > 0 {
+                out.push_str(", ");
+            }
+            let t = self.value_ty(f);
+            let _ = write!(out, "{t} _{j}");
+        }
     }
 
     /// Depth-first order so that a struct is declared before any struct containing it.
@@ -417,8 +417,9 @@ impl<'a> Writer<'a> {
         self.end_line(out);
     }
 
-    fn var(&self, v: VarId) -> String {
-        self.var_names[v.0 as usize].to_string()
+    /// `v`'s name: borrowed from the kernel unless legalize renamed it, so not copied.
+    fn var(&self, v: VarId) -> Cow<'a, str> {
+        self.var_names[v.0 as usize].clone()
     }
 
     fn var_ty(&self, v: VarId) -> &'a Ty {
@@ -583,7 +584,7 @@ impl<'a> Writer<'a> {
             let src_name = original
                 .vars
                 .get(p.0 as usize)
-                .map_or(name.clone(), |v| v.name.clone());
+                .map_or_else(|| name.to_string(), |v| v.name.clone());
             match &info.ty {
                 Ty::Vector(elem) => {
                     let ptr = self.pointer(&info.ty);
@@ -928,7 +929,7 @@ impl<'a> Writer<'a> {
                 self.line("{");
                 self.indent += 1;
                 self.line_fmt(format_args!("{t} {tmp} = {};", strip(&e)));
-                (tmp, true)
+                (tmp.into(), true)
             }
         };
         let mut first = true;

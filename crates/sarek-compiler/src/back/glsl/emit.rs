@@ -93,20 +93,20 @@ impl<'k> Writer<'k> {
                 }
             )
         });
-        let names = k
-            .vars
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
+        let names = (0..k.vars.len())
+            .map(|i| {
+                let name = spec.var_name(VarId(i as u32));
                 if shared.contains(&VarId(i as u32)) {
                     // Module scope: sibling blocks may reuse a name, so the id makes it unique.
-                    format!("sarek_sh{i}_{}", namer.segment(&v.name))
+                    format!("sarek_sh{i}_{}", namer.segment(name))
                 } else {
-                    namer.segment(&v.name)
+                    namer.segment(name)
                 }
             })
             .collect();
-        let fn_names = k.functions.iter().map(|f| namer.segment(&f.name)).collect();
+        let fn_names = (0..k.functions.len())
+            .map(|f| namer.segment(spec.function_name(FuncId(f as u32))))
+            .collect();
         let record_names = k.records.iter().map(|r| namer.segment(&r.name)).collect();
         let field_names = k
             .records

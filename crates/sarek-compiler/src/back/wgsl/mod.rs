@@ -68,14 +68,15 @@ pub fn generate_prepared(
     let renames = renames_in(kernel, prepared.module_scoping(), &keywords::KEYWORDS);
     // Helpers cannot take buffers or workgroup arrays: one copy per call shape (see `usage`),
     // made with legalize's names.
-    let kernel = &crate::passes::specialize_helpers::specialize_renamed(kernel, renames).kernel;
+    let spec = crate::passes::specialize_helpers::specialize_renamed(kernel, renames);
+    let kernel = &*spec.kernel;
     debug_assert_eq!(
         crate::ir::validate::validate(kernel),
         Ok(()),
         "specialisation produced invalid IR"
     );
     let usage = usage::analyse(kernel)?;
-    let names = names::Names::new(kernel, &usage);
+    let names = names::Names::new(&spec, &usage);
     let bindings = abi::Bindings::new(kernel, &names);
     let source = writer::Writer::new(kernel, &names, &usage, &bindings, subgroups).write()?;
     Ok(Generated {

@@ -14,6 +14,7 @@
 use super::usage::{Root, Usage};
 use crate::back::names::{Namer, is_identifier};
 use crate::ir::{Kernel, Ty, VarId};
+use crate::passes::specialize_helpers::Specialized;
 use crate::types::Scalar;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -73,7 +74,8 @@ pub(super) fn has_bool(kernel: &Kernel, ty: &Ty) -> bool {
 }
 
 impl<'k> Names<'k> {
-    pub fn new(kernel: &'k Kernel, usage: &Usage) -> Names<'k> {
+    pub fn new(spec: &'k Specialized<'_>, usage: &Usage) -> Names<'k> {
+        let kernel: &'k Kernel = &spec.kernel;
         let mut n = Names {
             namer: Namer::new(&super::keywords::KEYWORDS),
             entry: String::new(),
@@ -116,7 +118,7 @@ impl<'k> Names<'k> {
         }
         for &p in &kernel.params {
             if matches!(kernel.var(p).ty, Ty::Vector(_)) {
-                let name = n.claim(&kernel.var(p).name);
+                let name = n.claim(spec.var_name(p));
                 n.buffers.insert(p, name);
             }
         }
@@ -154,7 +156,7 @@ impl<'k> Names<'k> {
         }
         let mut shared_seen = BTreeSet::new();
         for &s in &usage.shared {
-            let e = n.escape(&kernel.var(s).name);
+            let e = n.escape(spec.var_name(s));
             let mut name = format!("sarek_wg_{e}");
             let mut k = 1;
             while !shared_seen.insert(name.clone()) {
@@ -163,21 +165,20 @@ impl<'k> Names<'k> {
             }
             n.shared.insert(s, name);
         }
-        for spec in &usage.specs {
-            let name = n.claim(&kernel.function(spec.func).name);
+        for copy in &usage.specs {
+            let name = n.claim(spec.function_name(copy.func));
             n.specs.push(name);
         }
         // A local spelled like a module-scope name would hide it: it gets a spelling of its
         // own, clear of module-scope names and of every other local.
-        let escaped: Vec<Cow<'k, str>> = kernel
-            .vars
-            .iter()
-            .map(|v| {
-                if is_identifier(&v.name) && !n.namer.is_reserved(&v.name) {
+        let escaped: Vec<Cow<'k, str>> = (0..kernel.vars.len())
+            .map(|i| {
+                let name = spec.var_name(VarId(i as u32));
+                if is_identifier(name) && !n.namer.is_reserved(name) {
                     // What `escape` spells it, not copied.
-                    Cow::Borrowed(v.name.as_str())
+                    Cow::Borrowed(name)
                 } else {
-                    Cow::Owned(n.escape(&v.name))
+                    Cow::Owned(n.escape(name))
                 }
             })
             .collect();
