@@ -89,6 +89,103 @@ impl std::fmt::Display for Reg {
     }
 }
 
+/// Text an instruction line is made of, appended as it is: the formatting machinery cost
+/// about a thousand instructions per line, most of the time PTX generation took. Lines
+/// written often are built from pieces with [`ins!`]; the others are formatted.
+trait Piece {
+    fn push_to(&self, out: &mut String);
+}
+
+impl Piece for str {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl Piece for String {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl<T: Piece + ?Sized> Piece for &T {
+    fn push_to(&self, out: &mut String) {
+        (**self).push_to(out);
+    }
+}
+
+impl Piece for Reg {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self.class.prefix());
+        push_decimal(out, u64::from(self.n));
+    }
+}
+
+impl Piece for AddressAt {
+    fn push_to(&self, out: &mut String) {
+        self.reg.push_to(out);
+        if self.offset != 0 {
+            out.push('+');
+            self.offset.push_to(out);
+        }
+    }
+}
+
+impl Piece for i64 {
+    fn push_to(&self, out: &mut String) {
+        if *self < 0 {
+            out.push('-');
+        }
+        push_decimal(out, self.unsigned_abs());
+    }
+}
+
+impl Piece for Operand {
+    fn push_to(&self, out: &mut String) {
+        match self {
+            Operand::Reg(r) => r.push_to(out),
+            Operand::Imm(v) => v.push_to(out),
+        }
+    }
+}
+
+impl Piece for u32 {
+    fn push_to(&self, out: &mut String) {
+        push_decimal(out, u64::from(*self));
+    }
+}
+
+impl Piece for std::fmt::Arguments<'_> {
+    fn push_to(&self, out: &mut String) {
+        let _ = out.write_fmt(*self);
+    }
+}
+
+/// `n` in decimal.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[start..]).expect("ASCII digits"));
+}
+
+/// One indented instruction line of [`Piece`]s appended to the writer's body.
+macro_rules! ins {
+    ($w:expr, $($piece:expr),+ $(,)?) => {{
+        let body = &mut $w.body;
+        body.push_str("    ");
+        $( Piece::push_to(&$piece, body); )+
+        body.push('\n');
+    }};
+}
+
 /// Instruction type suffix of a scalar for arithmetic.
 fn arith(s: Scalar) -> &'static str {
     match s {
@@ -330,7 +427,9 @@ impl<'k> Writer<'k> {
     }
 
     fn place_label(&mut self, l: u32) {
-        let _ = writeln!(self.body, "$L{l}:");
+        self.body.push_str("$L");
+        push_decimal(&mut self.body, u64::from(l));
+        self.body.push_str(":\n");
     }
 
     /// IR this writer cannot express although the analysis let it through: a Sarek bug.
@@ -367,7 +466,7 @@ impl<'k> Writer<'k> {
             Class::F32 => "f32",
             Class::F64 => "f64",
         };
-        self.emit_fmt(format_args!("mov.{ty} {dst}, {src};"));
+        ins!(self, "mov.", ty, " ", dst, ", ", src, ";");
     }
 
     fn mov_all(&mut self, dst: &[Reg], src: &[Reg]) {
@@ -395,9 +494,9 @@ impl<'k> Writer<'k> {
                     let raw = self.reg(Class::B64);
                     let base = self.reg(Class::B64);
                     let len = self.reg(Class::B32);
-                    self.emit_fmt(format_args!("ld.param.u64 {raw}, [param_{p}];"));
-                    self.emit_fmt(format_args!("cvta.to.global.u64 {base}, {raw};"));
-                    self.emit_fmt(format_args!("ld.param.s32 {len}, [param_{l}];"));
+                    ins!(self, "ld.param.u64 ", raw, ", [param_", p, "];");
+                    ins!(self, "cvta.to.global.u64 ", base, ", ", raw, ";");
+                    ins!(self, "ld.param.s32 ", len, ", [param_", l, "];");
                     self.env.insert(
                         pid,
                         Binding::Array(MemArray {
@@ -462,8 +561,8 @@ impl<'k> Writer<'k> {
             decls.push(format!("    .param .u64 param_{slot}"));
             let raw = self.reg(Class::B64);
             let base = self.reg(Class::B64);
-            self.emit_fmt(format_args!("ld.param.u64 {raw}, [param_{slot}];"));
-            self.emit_fmt(format_args!("cvta.to.global.u64 {base}, {raw};"));
+            ins!(self, "ld.param.u64 ", raw, ", [param_", slot, "];");
+            ins!(self, "cvta.to.global.u64 ", base, ", ", raw, ";");
             self.trap = Some(base);
             ArgSlot::Argument(slot)
         });
@@ -471,20 +570,14 @@ impl<'k> Writer<'k> {
     }
 
     /// Load one leaf from `[addr]` in `space`, converting its stored form to a register.
-    fn load_leaf(
-        &mut self,
-        space: &str,
-        addr: impl std::fmt::Display,
-        stored: Stored,
-        s: Scalar,
-    ) -> Reg {
+    fn load_leaf(&mut self, space: &str, addr: impl Piece, stored: Stored, s: Scalar) -> Reg {
         match stored {
             Stored::Native(Scalar::Bool) | Stored::BoolAsU8 | Stored::BoolAsU32 => {
                 let t = self.reg(Class::B32);
                 let w = if stored.size() == 4 { "u32" } else { "u8" };
-                self.emit_fmt(format_args!("ld.{space}.{w} {t}, [{addr}];"));
+                ins!(self, "ld.", space, ".", w, " ", t, ", [", addr, "];");
                 let p = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("setp.ne.u32 {p}, {t}, 0;"));
+                ins!(self, "setp.ne.u32 ", p, ", ", t, ", 0;");
                 p
             }
             Stored::Native(n) => {
@@ -496,25 +589,19 @@ impl<'k> Writer<'k> {
                     Scalar::F64 => "f64",
                     Scalar::Bool => unreachable!(),
                 };
-                self.emit_fmt(format_args!("ld.{space}.{t} {r}, [{addr}];"));
+                ins!(self, "ld.", space, ".", t, " ", r, ", [", addr, "];");
                 r
             }
         }
     }
 
-    fn store_leaf(
-        &mut self,
-        space: &str,
-        addr: impl std::fmt::Display,
-        stored: Stored,
-        value: Reg,
-    ) {
+    fn store_leaf(&mut self, space: &str, addr: impl Piece, stored: Stored, value: Reg) {
         match stored {
             Stored::Native(Scalar::Bool) | Stored::BoolAsU8 | Stored::BoolAsU32 => {
                 let t = self.reg(Class::B32);
-                self.emit_fmt(format_args!("selp.u32 {t}, 1, 0, {value};"));
+                ins!(self, "selp.u32 ", t, ", 1, 0, ", value, ";");
                 let w = if stored.size() == 4 { "u32" } else { "u8" };
-                self.emit_fmt(format_args!("st.{space}.{w} [{addr}], {t};"));
+                ins!(self, "st.", space, ".", w, " [", addr, "], ", t, ";");
             }
             Stored::Native(n) => {
                 let t = match n {
@@ -524,7 +611,7 @@ impl<'k> Writer<'k> {
                     Scalar::F64 => "f64",
                     Scalar::Bool => unreachable!(),
                 };
-                self.emit_fmt(format_args!("st.{space}.{t} [{addr}], {value};"));
+                ins!(self, "st.", space, ".", t, " [", addr, "], ", value, ";");
             }
         }
     }
@@ -599,9 +686,9 @@ impl<'k> Writer<'k> {
             } => {
                 let c = self.expr1(cond);
                 let (l_else, l_end) = (self.label(), self.label());
-                self.emit_fmt(format_args!("@!{c} bra $L{l_else};"));
+                ins!(self, "@!", c, " bra $L", l_else, ";");
                 self.block(then_block);
-                self.emit_fmt(format_args!("bra.uni $L{l_end};"));
+                ins!(self, "bra.uni $L", l_end, ";");
                 self.place_label(l_else);
                 self.block(else_block);
                 self.place_label(l_end);
@@ -633,18 +720,18 @@ impl<'k> Writer<'k> {
                 let (top, cont, done) = (self.label(), self.label(), self.label());
                 let p = self.reg(Class::Pred);
                 let cmp = if *downto { "lt" } else { "gt" };
-                self.emit_fmt(format_args!("setp.{cmp}.s32 {p}, {i}, {end};"));
+                ins!(self, "setp.", cmp, ".s32 ", p, ", ", i, ", ", end, ";");
                 let past = match end {
                     Operand::Imm(v) => {
                         Operand::Imm(i64::from((v as i32).wrapping_add(step as i32)))
                     }
                     Operand::Reg(e) => {
                         let r = self.reg(Class::B32);
-                        self.emit_fmt(format_args!("add.s32 {r}, {e}, {step};"));
+                        ins!(self, "add.s32 ", r, ", ", e, ", ", step, ";");
                         Operand::Reg(r)
                     }
                 };
-                self.emit_fmt(format_args!("@{p} bra $L{done};"));
+                ins!(self, "@", p, " bra $L", done, ";");
                 self.place_label(top);
                 if matches!(unroll, Some(0 | 1)) {
                     // ptxas takes only this hint, in the loop's header block.
@@ -659,9 +746,9 @@ impl<'k> Writer<'k> {
                 self.loops.pop();
                 self.place_label(cont);
                 let more = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("add.s32 {i}, {i}, {step};"));
-                self.emit_fmt(format_args!("setp.ne.s32 {more}, {i}, {past};"));
-                self.emit_fmt(format_args!("@{more} bra $L{top};"));
+                ins!(self, "add.s32 ", i, ", ", i, ", ", step, ";");
+                ins!(self, "setp.ne.s32 ", more, ", ", i, ", ", past, ";");
+                ins!(self, "@", more, " bra $L", top, ";");
                 self.place_label(done);
             }
             StmtKind::While { cond, body, unroll } if !has_call(cond) => {
@@ -670,7 +757,7 @@ impl<'k> Writer<'k> {
                 // goes to the bottom test).
                 let (top, cont, done) = (self.label(), self.label(), self.label());
                 let c = self.expr1(cond);
-                self.emit_fmt(format_args!("@!{c} bra $L{done};"));
+                ins!(self, "@!", c, " bra $L", done, ";");
                 self.place_label(top);
                 if matches!(unroll, Some(0 | 1)) {
                     self.emit(".pragma \"nounroll\";");
@@ -680,7 +767,7 @@ impl<'k> Writer<'k> {
                 self.loops.pop();
                 self.place_label(cont);
                 let c = self.expr1(cond);
-                self.emit_fmt(format_args!("@{c} bra $L{top};"));
+                ins!(self, "@", c, " bra $L", top, ";");
                 self.place_label(done);
             }
             StmtKind::While { cond, body, unroll } => {
@@ -691,11 +778,11 @@ impl<'k> Writer<'k> {
                     self.emit(".pragma \"nounroll\";");
                 }
                 let c = self.expr1(cond);
-                self.emit_fmt(format_args!("@!{c} bra $L{done};"));
+                ins!(self, "@!", c, " bra $L", done, ";");
                 self.loops.push((top, done));
                 self.block(body);
                 self.loops.pop();
-                self.emit_fmt(format_args!("bra.uni $L{top};"));
+                ins!(self, "bra.uni $L", top, ";");
                 self.place_label(done);
             }
             StmtKind::Match {
@@ -711,8 +798,8 @@ impl<'k> Writer<'k> {
                     let next = self.label();
                     if let Some(c) = arm.ctor {
                         let p = self.reg(Class::Pred);
-                        self.emit_fmt(format_args!("setp.ne.s32 {p}, {tag}, {c};"));
-                        self.emit_fmt(format_args!("@{p} bra $L{next};"));
+                        ins!(self, "setp.ne.s32 ", p, ", ", tag, ", ", c, ";");
+                        ins!(self, "@", p, " bra $L", next, ";");
                         let start = offsets[c as usize];
                         let ctor = &self.kernel.variant(*variant).ctors[c as usize];
                         let mut at = start;
@@ -726,7 +813,7 @@ impl<'k> Writer<'k> {
                         }
                     }
                     self.block(&arm.body);
-                    self.emit_fmt(format_args!("bra.uni $L{done};"));
+                    ins!(self, "bra.uni $L", done, ";");
                     self.place_label(next);
                 }
                 self.place_label(done);
@@ -742,17 +829,17 @@ impl<'k> Writer<'k> {
                     Some(f) => {
                         let (result, end) = (f.result.clone(), f.end_label);
                         self.mov_all(&result, &v);
-                        self.emit_fmt(format_args!("bra.uni $L{end};"));
+                        ins!(self, "bra.uni $L", end, ";");
                     }
                     None => self.emit("ret;"),
                 }
             }
             StmtKind::Break => match self.loops.last() {
-                Some(&(_, done)) => self.emit_fmt(format_args!("bra.uni $L{done};")),
+                Some(&(_, done)) => ins!(self, "bra.uni $L", done, ";"),
                 None => self.internal("`break` outside a loop"),
             },
             StmtKind::Continue => match self.loops.last() {
-                Some(&(cont, _)) => self.emit_fmt(format_args!("bra.uni $L{cont};")),
+                Some(&(cont, _)) => ins!(self, "bra.uni $L", cont, ";"),
                 None => self.internal("`continue` outside a loop"),
             },
             StmtKind::Native(text) => {
@@ -799,15 +886,15 @@ impl<'k> Writer<'k> {
         let _ = writeln!(target, "{decl} .align 8 .b8 {sym}[{bytes}];");
         let base = if *space == MemSpace::Shared {
             let base = self.reg(Class::B32);
-            self.emit_fmt(format_args!("mov.u32 {base}, {sym};"));
+            ins!(self, "mov.u32 ", base, ", ", sym, ";");
             base
         } else {
             let base = self.reg(Class::B64);
-            self.emit_fmt(format_args!("mov.u64 {base}, {sym};"));
+            ins!(self, "mov.u64 ", base, ", ", sym, ";");
             base
         };
         let len = self.reg(Class::B32);
-        self.emit_fmt(format_args!("mov.b32 {len}, {n};"));
+        ins!(self, "mov.b32 ", len, ", ", n, ";");
         self.env.insert(
             var,
             Binding::Array(MemArray {
@@ -899,13 +986,24 @@ impl<'k> Writer<'k> {
         let i = self.expr1(e);
         let reg = if base.class == Class::B32 {
             let addr = self.reg(Class::B32);
-            self.emit_fmt(format_args!("mad.lo.s32 {addr}, {i}, {stride}, {base};"));
+            ins!(
+                self,
+                "mad.lo.s32 ",
+                addr,
+                ", ",
+                i,
+                ", ",
+                stride,
+                ", ",
+                base,
+                ";"
+            );
             addr
         } else {
             let off = self.reg(Class::B64);
-            self.emit_fmt(format_args!("mul.wide.s32 {off}, {i}, {stride};"));
+            ins!(self, "mul.wide.s32 ", off, ", ", i, ", ", stride, ";");
             let addr = self.reg(Class::B64);
-            self.emit_fmt(format_args!("add.s64 {addr}, {base}, {off};"));
+            ins!(self, "add.s64 ", addr, ", ", base, ", ", off, ";");
             addr
         };
         Address { reg, offset }
@@ -1011,7 +1109,7 @@ impl<'k> Writer<'k> {
         let d = self.sreg(s);
         match op {
             UnOp::Neg => self.emit_fmt(format_args!("neg.{} {d}, {a};", arith(s))),
-            UnOp::Not => self.emit_fmt(format_args!("not.pred {d}, {a};")),
+            UnOp::Not => ins!(self, "not.pred ", d, ", ", a, ";"),
             UnOp::BitNot => self.emit_fmt(format_args!("not.{} {d}, {a};", bits(s))),
         }
         d
@@ -1100,10 +1198,10 @@ impl<'k> Writer<'k> {
                         // selp has no .pred form: d = (c && x) || (!c && y).
                         let t = self.reg(Class::Pred);
                         let f = self.reg(Class::Pred);
-                        self.emit_fmt(format_args!("and.pred {t}, {c}, {x};"));
-                        self.emit_fmt(format_args!("not.pred {f}, {c};"));
-                        self.emit_fmt(format_args!("and.pred {f}, {f}, {y};"));
-                        self.emit_fmt(format_args!("or.pred {d}, {t}, {f};"));
+                        ins!(self, "and.pred ", t, ", ", c, ", ", x, ";");
+                        ins!(self, "not.pred ", f, ", ", c, ";");
+                        ins!(self, "and.pred ", f, ", ", f, ", ", y, ";");
+                        ins!(self, "or.pred ", d, ", ", t, ", ", f, ";");
                     } else {
                         let ty = match d.class {
                             Class::B32 => "b32",
@@ -1111,7 +1209,7 @@ impl<'k> Writer<'k> {
                             Class::F32 => "f32",
                             _ => "f64",
                         };
-                        self.emit_fmt(format_args!("selp.{ty} {d}, {x}, {y}, {c};"));
+                        ins!(self, "selp.", ty, " ", d, ", ", x, ", ", y, ", ", c, ";");
                     }
                 }
                 out
@@ -1125,13 +1223,13 @@ impl<'k> Writer<'k> {
         match r.class {
             Class::Pred => {
                 let t = self.reg(Class::B32);
-                self.emit_fmt(format_args!("mov.b32 {t}, 0;"));
-                self.emit_fmt(format_args!("setp.ne.u32 {r}, {t}, 0;"));
+                ins!(self, "mov.b32 ", t, ", 0;");
+                ins!(self, "setp.ne.u32 ", r, ", ", t, ", 0;");
             }
-            Class::B32 => self.emit_fmt(format_args!("mov.b32 {r}, 0;")),
-            Class::B64 => self.emit_fmt(format_args!("mov.b64 {r}, 0;")),
-            Class::F32 => self.emit_fmt(format_args!("mov.f32 {r}, 0f00000000;")),
-            Class::F64 => self.emit_fmt(format_args!("mov.f64 {r}, 0d0000000000000000;")),
+            Class::B32 => ins!(self, "mov.b32 ", r, ", 0;"),
+            Class::B64 => ins!(self, "mov.b64 ", r, ", 0;"),
+            Class::F32 => ins!(self, "mov.f32 ", r, ", 0f00000000;"),
+            Class::F64 => ins!(self, "mov.f64 ", r, ", 0d0000000000000000;"),
         }
     }
 
@@ -1139,19 +1237,19 @@ impl<'k> Writer<'k> {
         match l {
             Literal::Bool(b) => {
                 let t = self.reg(Class::B32);
-                self.emit_fmt(format_args!("mov.b32 {t}, {};", u32::from(b)));
+                ins!(self, "mov.b32 ", t, ", ", i64::from(b), ";");
                 let p = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("setp.ne.u32 {p}, {t}, 0;"));
+                ins!(self, "setp.ne.u32 ", p, ", ", t, ", 0;");
                 p
             }
             Literal::I32(v) => {
                 let r = self.reg(Class::B32);
-                self.emit_fmt(format_args!("mov.b32 {r}, {v};"));
+                ins!(self, "mov.b32 ", r, ", ", i64::from(v), ";");
                 r
             }
             Literal::I64(v) => {
                 let r = self.reg(Class::B64);
-                self.emit_fmt(format_args!("mov.b64 {r}, {v};"));
+                ins!(self, "mov.b64 ", r, ", ", v, ";");
                 r
             }
             Literal::F32(v) => {
@@ -1179,7 +1277,7 @@ impl<'k> Writer<'k> {
             let b = self.expr1(rhs);
             let d = self.reg(Class::Pred);
             let name = if op == BinOp::And { "and" } else { "or" };
-            self.emit_fmt(format_args!("{name}.pred {d}, {a}, {b};"));
+            ins!(self, name, ".pred ", d, ", ", a, ", ", b, ";");
             return d;
         }
         if matches!(op, BinOp::And | BinOp::Or) {
@@ -1189,7 +1287,7 @@ impl<'k> Writer<'k> {
             self.mov(d, a);
             let skip = self.label();
             let neg = if op == BinOp::And { "!" } else { "" };
-            self.emit_fmt(format_args!("@{neg}{d} bra $L{skip};"));
+            ins!(self, "@", neg, d, " bra $L", i64::from(skip), ";");
             let b = self.expr1(rhs);
             self.mov(d, b);
             self.place_label(skip);
@@ -1209,9 +1307,9 @@ impl<'k> Writer<'k> {
             if s == Scalar::Bool {
                 let b = b.reg();
                 let x = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("xor.pred {x}, {a}, {b};"));
+                ins!(self, "xor.pred ", x, ", ", a, ", ", b, ";");
                 match op {
-                    BinOp::Eq => self.emit_fmt(format_args!("not.pred {d}, {x};")),
+                    BinOp::Eq => ins!(self, "not.pred ", d, ", ", x, ";"),
                     BinOp::Ne => self.mov(d, x),
                     _ => {
                         // false < true, as in OCaml.
@@ -1221,12 +1319,12 @@ impl<'k> Writer<'k> {
                             (b, a)
                         };
                         let nlo = self.reg(Class::Pred);
-                        self.emit_fmt(format_args!("not.pred {nlo}, {lo};"));
-                        self.emit_fmt(format_args!("and.pred {d}, {nlo}, {hi};"));
+                        ins!(self, "not.pred ", nlo, ", ", lo, ";");
+                        ins!(self, "and.pred ", d, ", ", nlo, ", ", hi, ";");
                         if matches!(op, BinOp::Le | BinOp::Ge) {
                             let eq = self.reg(Class::Pred);
-                            self.emit_fmt(format_args!("not.pred {eq}, {x};"));
-                            self.emit_fmt(format_args!("or.pred {d}, {d}, {eq};"));
+                            ins!(self, "not.pred ", eq, ", ", x, ";");
+                            ins!(self, "or.pred ", d, ", ", d, ", ", eq, ";");
                         }
                     }
                 }
@@ -1241,7 +1339,20 @@ impl<'k> Writer<'k> {
                 (BinOp::Gt, _) => "gt",
                 _ => "ge",
             };
-            self.emit_fmt(format_args!("setp.{cmp}.{} {d}, {a}, {b};", arith(s)));
+            ins!(
+                self,
+                "setp.",
+                cmp,
+                ".",
+                arith(s),
+                " ",
+                d,
+                ", ",
+                a,
+                ", ",
+                b,
+                ";"
+            );
             return d;
         }
         let rs = ty.scalar().unwrap_or(s);
@@ -1249,13 +1360,13 @@ impl<'k> Writer<'k> {
         let t = arith(rs);
         let f = rs.is_float();
         match op {
-            BinOp::Add if f => self.emit_fmt(format_args!("add.rn.{t} {d}, {a}, {b};")),
-            BinOp::Sub if f => self.emit_fmt(format_args!("sub.rn.{t} {d}, {a}, {b};")),
-            BinOp::Mul if f => self.emit_fmt(format_args!("mul.rn.{t} {d}, {a}, {b};")),
-            BinOp::Div if f => self.emit_fmt(format_args!("div.rn.{t} {d}, {a}, {b};")),
-            BinOp::Add => self.emit_fmt(format_args!("add.{t} {d}, {a}, {b};")),
-            BinOp::Sub => self.emit_fmt(format_args!("sub.{t} {d}, {a}, {b};")),
-            BinOp::Mul => self.emit_fmt(format_args!("mul.lo.{t} {d}, {a}, {b};")),
+            BinOp::Add if f => ins!(self, "add.rn.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Sub if f => ins!(self, "sub.rn.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Mul if f => ins!(self, "mul.rn.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Div if f => ins!(self, "div.rn.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Add => ins!(self, "add.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Sub => ins!(self, "sub.", t, " ", d, ", ", a, ", ", b, ";"),
+            BinOp::Mul => ins!(self, "mul.lo.", t, " ", d, ", ", a, ", ", b, ";"),
             BinOp::Rem if f => {
                 let w = if rs == Scalar::F64 {
                     Width::W64
@@ -1273,21 +1384,23 @@ impl<'k> Writer<'k> {
                 let (zero, minus1) = (self.reg(Class::Pred), self.reg(Class::Pred));
                 let special = self.reg(Class::Pred);
                 let safe = self.reg(if b64 { Class::B64 } else { Class::B32 });
-                self.emit_fmt(format_args!("setp.eq.{t} {zero}, {b}, 0;"));
-                self.emit_fmt(format_args!("setp.eq.{t} {minus1}, {b}, -1;"));
-                self.emit_fmt(format_args!("or.pred {special}, {zero}, {minus1};"));
-                self.emit_fmt(format_args!("selp.{t} {safe}, 1, {b}, {special};"));
+                ins!(self, "setp.eq.", t, " ", zero, ", ", b, ", 0;");
+                ins!(self, "setp.eq.", t, " ", minus1, ", ", b, ", -1;");
+                ins!(self, "or.pred ", special, ", ", zero, ", ", minus1, ";");
+                ins!(self, "selp.", t, " ", safe, ", 1, ", b, ", ", special, ";");
                 if op == BinOp::Div {
                     let q = self.reg(safe.class);
                     let n = self.reg(safe.class);
-                    self.emit_fmt(format_args!("div.{t} {q}, {a}, {safe};"));
-                    self.emit_fmt(format_args!("neg.{t} {n}, {q};"));
-                    self.emit_fmt(format_args!("selp.{t} {q}, {n}, {q}, {minus1};"));
-                    self.emit_fmt(format_args!("selp.{t} {d}, 0, {q}, {zero};"));
+                    ins!(self, "div.", t, " ", q, ", ", a, ", ", safe, ";");
+                    ins!(self, "neg.", t, " ", n, ", ", q, ";");
+                    ins!(
+                        self, "selp.", t, " ", q, ", ", n, ", ", q, ", ", minus1, ";"
+                    );
+                    ins!(self, "selp.", t, " ", d, ", 0, ", q, ", ", zero, ";");
                 } else {
                     let r = self.reg(safe.class);
-                    self.emit_fmt(format_args!("rem.{t} {r}, {a}, {safe};"));
-                    self.emit_fmt(format_args!("selp.{t} {d}, {a}, {r}, {zero};"));
+                    ins!(self, "rem.", t, " ", r, ", ", a, ", ", safe, ";");
+                    ins!(self, "selp.", t, " ", d, ", ", a, ", ", r, ", ", zero, ";");
                 }
             }
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
@@ -1297,7 +1410,7 @@ impl<'k> Writer<'k> {
                     _ => "xor",
                 };
                 let ty = if rs == Scalar::Bool { "pred" } else { bits(rs) };
-                self.emit_fmt(format_args!("{name}.{ty} {d}, {a}, {b};"));
+                ins!(self, name, ".", ty, " ", d, ", ", a, ", ", b, ";");
             }
             BinOp::Shl | BinOp::LShr | BinOp::AShr => {
                 // Counts are taken modulo the width, as the interpreter does.
@@ -1307,10 +1420,10 @@ impl<'k> Writer<'k> {
                     Operand::Reg(b) => {
                         let n = self.reg(Class::B32);
                         if rhs.ty.scalar() == Some(Scalar::I64) {
-                            self.emit_fmt(format_args!("cvt.u32.u64 {n}, {b};"));
-                            self.emit_fmt(format_args!("and.b32 {n}, {n}, {width};"));
+                            ins!(self, "cvt.u32.u64 ", n, ", ", b, ";");
+                            ins!(self, "and.b32 ", n, ", ", n, ", ", width, ";");
                         } else {
-                            self.emit_fmt(format_args!("and.b32 {n}, {b}, {width};"));
+                            ins!(self, "and.b32 ", n, ", ", b, ", ", width, ";");
                         }
                         Operand::Reg(n)
                     }
@@ -1320,7 +1433,7 @@ impl<'k> Writer<'k> {
                     BinOp::LShr => ("shr", if rs == Scalar::I64 { "u64" } else { "u32" }),
                     _ => ("shr", t),
                 };
-                self.emit_fmt(format_args!("{name}.{ty} {d}, {a}, {n};"));
+                ins!(self, name, ".", ty, " ", d, ", ", a, ", ", n, ";");
             }
             _ => self.internal(format!("operator `{}` on {}", op.symbol(), rs.name())),
         }
@@ -1419,10 +1532,10 @@ impl<'k> Writer<'k> {
         }
         let list = names.join(", ");
         match result {
-            [] => self.emit_fmt(format_args!("call {symbol}, ({list});")),
+            [] => ins!(self, "call ", symbol, ", (", list, ");"),
             regs => {
                 self.emit_fmt(format_args!("{};", ret_param("sarek_ret", regs)));
-                self.emit_fmt(format_args!("call (sarek_ret), {symbol}, ({list});"));
+                ins!(self, "call (sarek_ret), ", symbol, ", (", list, ");");
                 for (k, &r) in regs.iter().enumerate() {
                     self.load_param(r, &param_at("sarek_ret", regs, k));
                 }
@@ -1569,24 +1682,24 @@ impl<'k> Writer<'k> {
     fn store_param(&mut self, param: &str, value: Reg) {
         let value = if value.class == Class::Pred {
             let r = self.reg(Class::B32);
-            self.emit_fmt(format_args!("selp.u32 {r}, 1, 0, {value};"));
+            ins!(self, "selp.u32 ", r, ", 1, 0, ", value, ";");
             r
         } else {
             value
         };
         let t = param_type(value.class);
-        self.emit_fmt(format_args!("st.param.{t} [{param}], {value};"));
+        ins!(self, "st.param.", t, " [", param, "], ", value, ";");
     }
 
     /// `ld.param` into one register (a predicate from 0 or 1).
     fn load_param(&mut self, dst: Reg, param: &str) {
         if dst.class == Class::Pred {
             let r = self.reg(Class::B32);
-            self.emit_fmt(format_args!("ld.param.b32 {r}, [{param}];"));
-            self.emit_fmt(format_args!("setp.ne.b32 {dst}, {r}, 0;"));
+            ins!(self, "ld.param.b32 ", r, ", [", param, "];");
+            ins!(self, "setp.ne.b32 ", dst, ", ", r, ", 0;");
         } else {
             let t = param_type(dst.class);
-            self.emit_fmt(format_args!("ld.param.{t} {dst}, [{param}];"));
+            ins!(self, "ld.param.", t, " ", dst, ", [", param, "];");
         }
     }
 
@@ -1635,9 +1748,11 @@ impl<'k> Writer<'k> {
                     // `rem` as if the result were non-negative: negate below zero, wrapping.
                     Intrinsic::Abs => {
                         let (x, neg, below) = (vals[0], self.sreg(s), self.reg(Class::Pred));
-                        self.emit_fmt(format_args!("setp.lt.{t} {below}, {x}, 0;"));
-                        self.emit_fmt(format_args!("sub.{t} {neg}, 0, {x};"));
-                        self.emit_fmt(format_args!("selp.{t} {d}, {neg}, {x}, {below};"));
+                        ins!(self, "setp.lt.", t, " ", below, ", ", x, ", 0;");
+                        ins!(self, "sub.", t, " ", neg, ", 0, ", x, ";");
+                        ins!(
+                            self, "selp.", t, " ", d, ", ", neg, ", ", x, ", ", below, ";"
+                        );
                     }
                     Intrinsic::Min => {
                         self.emit_fmt(format_args!("min.{t} {d}, {}, {};", vals[0], vals[1]))
@@ -1667,7 +1782,7 @@ impl<'k> Writer<'k> {
     fn int_result(&mut self, n: Reg, ty: &Ty) -> Reg {
         if ty.scalar() == Some(Scalar::I64) {
             let d = self.reg(Class::B64);
-            self.emit_fmt(format_args!("cvt.s64.s32 {d}, {n};"));
+            ins!(self, "cvt.s64.s32 ", d, ", ", n, ";");
             d
         } else {
             n
@@ -1695,9 +1810,9 @@ impl<'k> Writer<'k> {
                 self.emit_fmt(format_args!("mov.u32 {t}, {};", sreg("tid", a)));
                 self.emit_fmt(format_args!("mov.u32 {b}, {};", sreg("ctaid", a)));
                 self.emit_fmt(format_args!("mov.u32 {n}, {};", sreg("ntid", a)));
-                self.emit_fmt(format_args!("mad.lo.s32 {d}, {b}, {n}, {t};"));
+                ins!(self, "mad.lo.s32 ", d, ", ", b, ", ", n, ", ", t, ";");
             }
-            Geometry::WarpSize => self.emit_fmt(format_args!("mov.u32 {d}, WARP_SZ;")),
+            Geometry::WarpSize => ins!(self, "mov.u32 ", d, ", WARP_SZ;"),
         }
         d
     }
@@ -1716,8 +1831,8 @@ impl<'k> Writer<'k> {
             // float64 and into int64 (`findings/fixed/glsl_float_to_int_saturates.sarek`).
             (true, false) => {
                 let (nan, raw) = (self.reg(Class::Pred), self.sreg(to));
-                self.emit_fmt(format_args!("setp.nan.{f} {nan}, {a}, {a};"));
-                self.emit_fmt(format_args!("cvt.rzi.{t}.{f} {raw}, {a};"));
+                ins!(self, "setp.nan.", f, " ", nan, ", ", a, ", ", a, ";");
+                ins!(self, "cvt.rzi.", t, ".", f, " ", raw, ", ", a, ";");
                 format!("selp.{t} {d}, 0, {raw}, {nan};")
             }
             (true, true) if to == Scalar::F64 => format!("cvt.f64.f32 {d}, {a};"),
@@ -1748,7 +1863,7 @@ impl<'k> Writer<'k> {
                 self.emit_fmt(format_args!("cvt.rzi.{t}.{t} {tr}, {};", v[0]));
                 let frac = self.sreg(s);
                 self.emit_fmt(format_args!("sub.rn.{t} {frac}, {}, {tr};", v[0]));
-                self.emit_fmt(format_args!("abs.{t} {frac}, {frac};"));
+                ins!(self, "abs.", t, " ", frac, ", ", frac, ";");
                 let half = if s == Scalar::F64 {
                     self.literal(Literal::F64(0.5))
                 } else {
@@ -1762,10 +1877,10 @@ impl<'k> Writer<'k> {
                 let sign = self.sreg(s);
                 self.emit_fmt(format_args!("copysign.{t} {sign}, {}, {one};", v[0]));
                 let p = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("setp.ge.{t} {p}, {frac}, {half};"));
+                ins!(self, "setp.ge.", t, " ", p, ", ", frac, ", ", half, ";");
                 let adj = self.sreg(s);
-                self.emit_fmt(format_args!("add.rn.{t} {adj}, {tr}, {sign};"));
-                self.emit_fmt(format_args!("selp.{t} {d}, {adj}, {tr}, {p};"));
+                ins!(self, "add.rn.", t, " ", adj, ", ", tr, ", ", sign, ";");
+                ins!(self, "selp.", t, " ", d, ", ", adj, ", ", tr, ", ", p, ";");
             }
             MathFn::Fmin => self.emit_fmt(format_args!("min.{t} {d}, {}, {};", v[0], v[1])),
             MathFn::Fmax => self.emit_fmt(format_args!("max.{t} {d}, {}, {};", v[0], v[1])),
@@ -1778,13 +1893,13 @@ impl<'k> Writer<'k> {
             }
             MathFn::Hypot => {
                 let r = self.hypot(v[0], v[1], s);
-                self.emit_fmt(format_args!("mov.{t} {d}, {r};"));
+                ins!(self, "mov.", t, " ", d, ", ", r, ";");
             }
             // As the interpreter: 1 / sqrt x, both correctly rounded.
             MathFn::Rsqrt if s == Scalar::F64 => {
                 let (root, one) = (self.reg(Class::F64), self.literal(Literal::F64(1.0)));
                 self.emit_fmt(format_args!("sqrt.rn.f64 {root}, {};", v[0]));
-                self.emit_fmt(format_args!("div.rn.f64 {d}, {one}, {root};"));
+                ins!(self, "div.rn.f64 ", d, ", ", one, ", ", root, ";");
             }
             _ if s == Scalar::F64 => match Routine::for_float64(m) {
                 Some(routine) => {
@@ -1800,53 +1915,53 @@ impl<'k> Writer<'k> {
                 let (sn, cs) = (self.reg(Class::F32), self.reg(Class::F32));
                 self.emit_fmt(format_args!("sin.approx.f32 {sn}, {};", v[0]));
                 self.emit_fmt(format_args!("cos.approx.f32 {cs}, {};", v[0]));
-                self.emit_fmt(format_args!("div.rn.f32 {d}, {sn}, {cs};"));
+                ins!(self, "div.rn.f32 ", d, ", ", sn, ", ", cs, ";");
             }
             MathFn::Exp2 => self.emit(simple("ex2.approx")),
             MathFn::Log2 => self.emit(simple("lg2.approx")),
             MathFn::Exp => {
                 let r = self.exp_f32(v[0]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Expm1 => {
                 let r = self.expm1_f32(v[0]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Log1p => {
                 let r = self.log1p_f32(v[0]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Log | MathFn::Log10 => {
                 let x = v[0];
                 let l = self.reg(Class::F32);
-                self.emit_fmt(format_args!("lg2.approx.f32 {l}, {x};"));
+                ins!(self, "lg2.approx.f32 ", l, ", ", x, ";");
                 let k = if m == MathFn::Log10 {
                     std::f32::consts::LOG10_2
                 } else {
                     std::f32::consts::LN_2
                 };
                 let k = self.f32_const(k);
-                self.emit_fmt(format_args!("mul.rn.f32 {d}, {l}, {k};"));
+                ins!(self, "mul.rn.f32 ", d, ", ", l, ", ", k, ";");
             }
             MathFn::Pow => {
                 let r = self.pow_f32(v[0], v[1]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Tanh => {
                 let r = self.tanh_f32(v[0]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Sinh | MathFn::Cosh => {
                 let r = self.sinh_cosh_f32(v[0], m == MathFn::Sinh);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Atan => {
                 let r = self.atan_f32(v[0]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Atan2 => {
                 let r = self.atan2_f32(v[0], v[1]);
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
             MathFn::Asin | MathFn::Acos => {
                 // sqrt((1 - x)(1 + x)) keeps precision near |x| = 1; then
@@ -1855,8 +1970,8 @@ impl<'k> Writer<'k> {
                 let [a, b, sq] = self.regs(Class::F32);
                 self.emit_fmt(format_args!("sub.rn.f32 {a}, {one}, {};", v[0]));
                 self.emit_fmt(format_args!("add.rn.f32 {b}, {one}, {};", v[0]));
-                self.emit_fmt(format_args!("mul.rn.f32 {sq}, {a}, {b};"));
-                self.emit_fmt(format_args!("sqrt.rn.f32 {sq}, {sq};"));
+                ins!(self, "mul.rn.f32 ", sq, ", ", a, ", ", b, ";");
+                ins!(self, "sqrt.rn.f32 ", sq, ", ", sq, ";");
                 let r = if m == MathFn::Asin {
                     let q = self.reg(Class::F32);
                     self.emit_fmt(format_args!("div.rn.f32 {q}, {}, {sq};", v[0]));
@@ -1864,7 +1979,7 @@ impl<'k> Writer<'k> {
                 } else {
                     self.atan2_f32(sq, v[0])
                 };
-                self.emit_fmt(format_args!("mov.f32 {d}, {r};"));
+                ins!(self, "mov.f32 ", d, ", ", r, ";");
             }
         }
         d
@@ -1877,10 +1992,10 @@ impl<'k> Writer<'k> {
     fn poly_f32(&mut self, x: Reg, c: &[f32]) -> Reg {
         let p = self.reg(Class::F32);
         let last = self.f32_const(c[c.len() - 1]);
-        self.emit_fmt(format_args!("mov.f32 {p}, {last};"));
+        ins!(self, "mov.f32 ", p, ", ", last, ";");
         for &k in c[..c.len() - 1].iter().rev() {
             let k = self.f32_const(k);
-            self.emit_fmt(format_args!("fma.rn.f32 {p}, {p}, {x}, {k};"));
+            ins!(self, "fma.rn.f32 ", p, ", ", p, ", ", x, ", ", k, ";");
         }
         p
     }
@@ -1889,8 +2004,8 @@ impl<'k> Writer<'k> {
     fn exp_f32(&mut self, x: Reg) -> Reg {
         let k = self.f32_const(std::f32::consts::LOG2_E);
         let (y, d) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("mul.rn.f32 {y}, {x}, {k};"));
-        self.emit_fmt(format_args!("ex2.approx.f32 {d}, {y};"));
+        ins!(self, "mul.rn.f32 ", y, ", ", x, ", ", k, ";");
+        ins!(self, "ex2.approx.f32 ", d, ", ", y, ";");
         d
     }
 
@@ -1898,17 +2013,28 @@ impl<'k> Writer<'k> {
     /// loses every digit near 0), truncated under 2^-26.
     fn expm1_f32(&mut self, x: Reg) -> Reg {
         let (ax, small) = (self.reg(Class::F32), self.reg(Class::Pred));
-        self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
+        ins!(self, "abs.f32 ", ax, ", ", x, ";");
         let half = self.f32_const(0.5);
-        self.emit_fmt(format_args!("setp.lt.f32 {small}, {ax}, {half};"));
+        ins!(self, "setp.lt.f32 ", small, ", ", ax, ", ", half, ";");
         let p = self.poly_f32(x, &EXPM1_SERIES);
         let series = self.reg(Class::F32);
-        self.emit_fmt(format_args!("mul.rn.f32 {series}, {x}, {p};"));
+        ins!(self, "mul.rn.f32 ", series, ", ", x, ", ", p, ";");
         let e = self.exp_f32(x);
         let one = self.f32_const(1.0);
         let d = self.reg(Class::F32);
-        self.emit_fmt(format_args!("sub.rn.f32 {e}, {e}, {one};"));
-        self.emit_fmt(format_args!("selp.f32 {d}, {series}, {e}, {small};"));
+        ins!(self, "sub.rn.f32 ", e, ", ", e, ", ", one, ";");
+        ins!(
+            self,
+            "selp.f32 ",
+            d,
+            ", ",
+            series,
+            ", ",
+            e,
+            ", ",
+            small,
+            ";"
+        );
         d
     }
 
@@ -1921,23 +2047,34 @@ impl<'k> Writer<'k> {
             self.f32_const(1.0),
             self.f32_const(2.0),
         );
-        self.emit_fmt(format_args!("setp.ge.f32 {lo}, {x}, {mhalf};"));
-        self.emit_fmt(format_args!("setp.le.and.f32 {inr}, {x}, {one}, {lo};"));
+        ins!(self, "setp.ge.f32 ", lo, ", ", x, ", ", mhalf, ";");
+        ins!(
+            self,
+            "setp.le.and.f32 ",
+            inr,
+            ", ",
+            x,
+            ", ",
+            one,
+            ", ",
+            lo,
+            ";"
+        );
         let [den, sr, z] = self.regs(Class::F32);
-        self.emit_fmt(format_args!("add.rn.f32 {den}, {x}, {two};"));
-        self.emit_fmt(format_args!("div.rn.f32 {sr}, {x}, {den};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {z}, {sr}, {sr};"));
+        ins!(self, "add.rn.f32 ", den, ", ", x, ", ", two, ";");
+        ins!(self, "div.rn.f32 ", sr, ", ", x, ", ", den, ";");
+        ins!(self, "mul.rn.f32 ", z, ", ", sr, ", ", sr, ";");
         let p = self.poly_f32(z, &ATANH_SERIES);
         let series = self.reg(Class::F32);
-        self.emit_fmt(format_args!("mul.rn.f32 {series}, {sr}, {two};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {series}, {series}, {p};"));
+        ins!(self, "mul.rn.f32 ", series, ", ", sr, ", ", two, ";");
+        ins!(self, "mul.rn.f32 ", series, ", ", series, ", ", p, ";");
         let (u, l) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("add.rn.f32 {u}, {x}, {one};"));
-        self.emit_fmt(format_args!("lg2.approx.f32 {l}, {u};"));
+        ins!(self, "add.rn.f32 ", u, ", ", x, ", ", one, ";");
+        ins!(self, "lg2.approx.f32 ", l, ", ", u, ";");
         let ln2 = self.f32_const(std::f32::consts::LN_2);
-        self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {ln2};"));
+        ins!(self, "mul.rn.f32 ", l, ", ", l, ", ", ln2, ";");
         let d = self.reg(Class::F32);
-        self.emit_fmt(format_args!("selp.f32 {d}, {series}, {l}, {inr};"));
+        ins!(self, "selp.f32 ", d, ", ", series, ", ", l, ", ", inr, ";");
         d
     }
 
@@ -1946,35 +2083,46 @@ impl<'k> Writer<'k> {
     /// below 0.5 (the difference loses every digit near 0).
     fn sinh_cosh_f32(&mut self, x: Reg, sinh: bool) -> Reg {
         let a = self.reg(Class::F32);
-        self.emit_fmt(format_args!("abs.f32 {a}, {x};"));
+        ins!(self, "abs.f32 ", a, ", ", x, ";");
         let e = self.exp_f32(a);
         let (one, half) = (self.f32_const(1.0), self.f32_const(0.5));
         let (inv, r) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("div.rn.f32 {inv}, {one}, {e};"));
+        ins!(self, "div.rn.f32 ", inv, ", ", one, ", ", e, ";");
         let op = if sinh { "sub" } else { "add" };
-        self.emit_fmt(format_args!("{op}.rn.f32 {r}, {e}, {inv};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {r}, {r}, {half};"));
+        ins!(self, op, ".rn.f32 ", r, ", ", e, ", ", inv, ";");
+        ins!(self, "mul.rn.f32 ", r, ", ", r, ", ", half, ";");
         let ha = self.reg(Class::F32);
-        self.emit_fmt(format_args!("mul.rn.f32 {ha}, {a}, {half};"));
+        ins!(self, "mul.rn.f32 ", ha, ", ", a, ", ", half, ";");
         let h = self.exp_f32(ha);
         let big = self.reg(Class::F32);
-        self.emit_fmt(format_args!("mul.rn.f32 {big}, {h}, {half};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {big}, {big}, {h};"));
+        ins!(self, "mul.rn.f32 ", big, ", ", h, ", ", half, ";");
+        ins!(self, "mul.rn.f32 ", big, ", ", big, ", ", h, ";");
         let (huge, lim) = (self.reg(Class::Pred), self.f32_const(88.0));
-        self.emit_fmt(format_args!("setp.ge.f32 {huge}, {a}, {lim};"));
+        ins!(self, "setp.ge.f32 ", huge, ", ", a, ", ", lim, ";");
         let d = self.reg(Class::F32);
-        self.emit_fmt(format_args!("selp.f32 {d}, {big}, {r}, {huge};"));
+        ins!(self, "selp.f32 ", d, ", ", big, ", ", r, ", ", huge, ";");
         if sinh {
             // copysign d, a, b: the sign of a, the magnitude of b.
-            self.emit_fmt(format_args!("copysign.f32 {d}, {x}, {d};"));
+            ins!(self, "copysign.f32 ", d, ", ", x, ", ", d, ";");
             let z = self.reg(Class::F32);
-            self.emit_fmt(format_args!("mul.rn.f32 {z}, {x}, {x};"));
+            ins!(self, "mul.rn.f32 ", z, ", ", x, ", ", x, ";");
             let p = self.poly_f32(z, &SINH_SERIES);
             let series = self.reg(Class::F32);
-            self.emit_fmt(format_args!("mul.rn.f32 {series}, {x}, {p};"));
+            ins!(self, "mul.rn.f32 ", series, ", ", x, ", ", p, ";");
             let small = self.reg(Class::Pred);
-            self.emit_fmt(format_args!("setp.lt.f32 {small}, {a}, {half};"));
-            self.emit_fmt(format_args!("selp.f32 {d}, {series}, {d}, {small};"));
+            ins!(self, "setp.lt.f32 ", small, ", ", a, ", ", half, ";");
+            ins!(
+                self,
+                "selp.f32 ",
+                d,
+                ", ",
+                series,
+                ", ",
+                d,
+                ", ",
+                small,
+                ";"
+            );
         }
         d
     }
@@ -1983,22 +2131,22 @@ impl<'k> Writer<'k> {
     /// with the sign of x.
     fn tanh_f32(&mut self, x: Reg) -> Reg {
         let (a, a2) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("abs.f32 {a}, {x};"));
-        self.emit_fmt(format_args!("add.rn.f32 {a2}, {a}, {a};"));
+        ins!(self, "abs.f32 ", a, ", ", x, ";");
+        ins!(self, "add.rn.f32 ", a2, ", ", a, ", ", a, ";");
         let e = self.expm1_f32(a2);
         let two = self.f32_const(2.0);
         let (den, r) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("add.rn.f32 {den}, {e}, {two};"));
-        self.emit_fmt(format_args!("div.rn.f32 {r}, {e}, {den};"));
+        ins!(self, "add.rn.f32 ", den, ", ", e, ", ", two, ";");
+        ins!(self, "div.rn.f32 ", r, ", ", e, ", ", den, ";");
         let (sat, lim, one) = (
             self.reg(Class::Pred),
             self.f32_const(10.0),
             self.f32_const(1.0),
         );
-        self.emit_fmt(format_args!("setp.ge.f32 {sat}, {a}, {lim};"));
-        self.emit_fmt(format_args!("selp.f32 {r}, {one}, {r}, {sat};"));
+        ins!(self, "setp.ge.f32 ", sat, ", ", a, ", ", lim, ";");
+        ins!(self, "selp.f32 ", r, ", ", one, ", ", r, ", ", sat, ";");
         let d = self.reg(Class::F32);
-        self.emit_fmt(format_args!("copysign.f32 {d}, {x}, {r};"));
+        ins!(self, "copysign.f32 ", d, ", ", x, ", ", r, ";");
         d
     }
 
@@ -2006,41 +2154,41 @@ impl<'k> Writer<'k> {
     /// exponent, NaN for a negative base and a non-integral one, and 1 for y = 0.
     fn pow_f32(&mut self, x: Reg, y: Reg) -> Reg {
         let [ax, l, r] = self.regs(Class::F32);
-        self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
-        self.emit_fmt(format_args!("lg2.approx.f32 {l}, {ax};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {l}, {l}, {y};"));
-        self.emit_fmt(format_args!("ex2.approx.f32 {r}, {l};"));
+        ins!(self, "abs.f32 ", ax, ", ", x, ";");
+        ins!(self, "lg2.approx.f32 ", l, ", ", ax, ";");
+        ins!(self, "mul.rn.f32 ", l, ", ", l, ", ", y, ";");
+        ins!(self, "ex2.approx.f32 ", r, ", ", l, ";");
         let (yi, integral) = (self.reg(Class::F32), self.reg(Class::Pred));
-        self.emit_fmt(format_args!("cvt.rzi.f32.f32 {yi}, {y};"));
-        self.emit_fmt(format_args!("setp.eq.f32 {integral}, {y}, {yi};"));
+        ins!(self, "cvt.rzi.f32.f32 ", yi, ", ", y, ";");
+        ins!(self, "setp.eq.f32 ", integral, ", ", y, ", ", yi, ";");
         let half = self.f32_const(0.5);
         let (h, hi, odd) = (
             self.reg(Class::F32),
             self.reg(Class::F32),
             self.reg(Class::Pred),
         );
-        self.emit_fmt(format_args!("mul.rn.f32 {h}, {y}, {half};"));
-        self.emit_fmt(format_args!("cvt.rzi.f32.f32 {hi}, {h};"));
-        self.emit_fmt(format_args!("setp.ne.f32 {odd}, {h}, {hi};"));
+        ins!(self, "mul.rn.f32 ", h, ", ", y, ", ", half, ";");
+        ins!(self, "cvt.rzi.f32.f32 ", hi, ", ", h, ";");
+        ins!(self, "setp.ne.f32 ", odd, ", ", h, ", ", hi, ";");
         // A base with its sign bit set (-0 too) and an odd integral exponent: -r.
-        self.emit_fmt(format_args!("and.pred {odd}, {odd}, {integral};"));
+        ins!(self, "and.pred ", odd, ", ", odd, ", ", integral, ";");
         let (bits, signed) = (self.reg(Class::B32), self.reg(Class::Pred));
-        self.emit_fmt(format_args!("mov.b32 {bits}, {x};"));
-        self.emit_fmt(format_args!("setp.lt.s32 {signed}, {bits}, 0;"));
-        self.emit_fmt(format_args!("and.pred {odd}, {odd}, {signed};"));
+        ins!(self, "mov.b32 ", bits, ", ", x, ";");
+        ins!(self, "setp.lt.s32 ", signed, ", ", bits, ", 0;");
+        ins!(self, "and.pred ", odd, ", ", odd, ", ", signed, ";");
         let (nr, d) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("neg.f32 {nr}, {r};"));
-        self.emit_fmt(format_args!("selp.f32 {d}, {nr}, {r}, {odd};"));
+        ins!(self, "neg.f32 ", nr, ", ", r, ";");
+        ins!(self, "selp.f32 ", d, ", ", nr, ", ", r, ", ", odd, ";");
         // A negative base and a non-integral exponent: NaN.
         let (neg, zero) = (self.reg(Class::Pred), self.f32_const(0.0));
-        self.emit_fmt(format_args!("setp.lt.f32 {neg}, {x}, {zero};"));
+        ins!(self, "setp.lt.f32 ", neg, ", ", x, ", ", zero, ";");
         let nonint = self.reg(Class::Pred);
-        self.emit_fmt(format_args!("not.pred {nonint}, {integral};"));
-        self.emit_fmt(format_args!("and.pred {neg}, {neg}, {nonint};"));
+        ins!(self, "not.pred ", nonint, ", ", integral, ";");
+        ins!(self, "and.pred ", neg, ", ", neg, ", ", nonint, ";");
         let nan = self.f32_const(f32::NAN);
-        self.emit_fmt(format_args!("selp.f32 {d}, {nan}, {d}, {neg};"));
+        ins!(self, "selp.f32 ", d, ", ", nan, ", ", d, ", ", neg, ";");
         let (yz, one) = (self.reg(Class::Pred), self.f32_const(1.0));
-        self.emit_fmt(format_args!("setp.eq.f32 {yz}, {y}, {zero};"));
+        ins!(self, "setp.eq.f32 ", yz, ", ", y, ", ", zero, ";");
         // pow(1, y) = pow(-1, ±inf) = 1 (C), where 2^(y log2 1) is 2^NaN.
         let (base_one, unit, y_inf, ay) = (
             self.reg(Class::Pred),
@@ -2049,14 +2197,14 @@ impl<'k> Writer<'k> {
             self.reg(Class::F32),
         );
         let inf = self.f32_const(f32::INFINITY);
-        self.emit_fmt(format_args!("setp.eq.f32 {base_one}, {x}, {one};"));
-        self.emit_fmt(format_args!("setp.eq.f32 {unit}, {ax}, {one};"));
-        self.emit_fmt(format_args!("abs.f32 {ay}, {y};"));
-        self.emit_fmt(format_args!("setp.eq.f32 {y_inf}, {ay}, {inf};"));
-        self.emit_fmt(format_args!("and.pred {unit}, {unit}, {y_inf};"));
-        self.emit_fmt(format_args!("or.pred {yz}, {yz}, {base_one};"));
-        self.emit_fmt(format_args!("or.pred {yz}, {yz}, {unit};"));
-        self.emit_fmt(format_args!("selp.f32 {d}, {one}, {d}, {yz};"));
+        ins!(self, "setp.eq.f32 ", base_one, ", ", x, ", ", one, ";");
+        ins!(self, "setp.eq.f32 ", unit, ", ", ax, ", ", one, ";");
+        ins!(self, "abs.f32 ", ay, ", ", y, ";");
+        ins!(self, "setp.eq.f32 ", y_inf, ", ", ay, ", ", inf, ";");
+        ins!(self, "and.pred ", unit, ", ", unit, ", ", y_inf, ";");
+        ins!(self, "or.pred ", yz, ", ", yz, ", ", base_one, ";");
+        ins!(self, "or.pred ", yz, ", ", yz, ", ", unit, ";");
+        ins!(self, "selp.f32 ", d, ", ", one, ", ", d, ", ", yz, ";");
         d
     }
 
@@ -2069,32 +2217,32 @@ impl<'k> Writer<'k> {
         let t = arith(s);
         if s == Scalar::F32 {
             let [xd, yd, sq] = self.regs(Class::F64);
-            self.emit_fmt(format_args!("cvt.f64.f32 {xd}, {x};"));
-            self.emit_fmt(format_args!("cvt.f64.f32 {yd}, {y};"));
-            self.emit_fmt(format_args!("mul.rn.f64 {sq}, {xd}, {xd};"));
-            self.emit_fmt(format_args!("fma.rn.f64 {sq}, {yd}, {yd}, {sq};"));
-            self.emit_fmt(format_args!("sqrt.rn.f64 {sq}, {sq};"));
-            self.emit_fmt(format_args!("cvt.rn.f32.f64 {d}, {sq};"));
+            ins!(self, "cvt.f64.f32 ", xd, ", ", x, ";");
+            ins!(self, "cvt.f64.f32 ", yd, ", ", y, ";");
+            ins!(self, "mul.rn.f64 ", sq, ", ", xd, ", ", xd, ";");
+            ins!(self, "fma.rn.f64 ", sq, ", ", yd, ", ", yd, ", ", sq, ";");
+            ins!(self, "sqrt.rn.f64 ", sq, ", ", sq, ";");
+            ins!(self, "cvt.rn.f32.f64 ", d, ", ", sq, ";");
         } else {
             let [ax, ay, m, n, q] = self.regs(Class::of(s));
-            self.emit_fmt(format_args!("abs.f64 {ax}, {x};"));
-            self.emit_fmt(format_args!("abs.f64 {ay}, {y};"));
-            self.emit_fmt(format_args!("max.f64 {m}, {ax}, {ay};"));
-            self.emit_fmt(format_args!("min.f64 {n}, {ax}, {ay};"));
-            self.emit_fmt(format_args!("div.rn.f64 {q}, {n}, {m};"));
+            ins!(self, "abs.f64 ", ax, ", ", x, ";");
+            ins!(self, "abs.f64 ", ay, ", ", y, ";");
+            ins!(self, "max.f64 ", m, ", ", ax, ", ", ay, ";");
+            ins!(self, "min.f64 ", n, ", ", ax, ", ", ay, ";");
+            ins!(self, "div.rn.f64 ", q, ", ", n, ", ", m, ";");
             let one = self.literal(Literal::F64(1.0));
-            self.emit_fmt(format_args!("fma.rn.f64 {q}, {q}, {q}, {one};"));
-            self.emit_fmt(format_args!("sqrt.rn.f64 {q}, {q};"));
-            self.emit_fmt(format_args!("mul.rn.f64 {d}, {m}, {q};"));
+            ins!(self, "fma.rn.f64 ", q, ", ", q, ", ", q, ", ", one, ";");
+            ins!(self, "sqrt.rn.f64 ", q, ", ", q, ";");
+            ins!(self, "mul.rn.f64 ", d, ", ", m, ", ", q, ";");
             let (mz, zero) = (self.reg(Class::Pred), self.literal(Literal::F64(0.0)));
-            self.emit_fmt(format_args!("setp.eq.f64 {mz}, {m}, {zero};"));
-            self.emit_fmt(format_args!("selp.f64 {d}, {zero}, {d}, {mz};"));
+            ins!(self, "setp.eq.f64 ", mz, ", ", m, ", ", zero, ";");
+            ins!(self, "selp.f64 ", d, ", ", zero, ", ", d, ", ", mz, ";");
             let (xn, yn) = (self.reg(Class::Pred), self.reg(Class::Pred));
-            self.emit_fmt(format_args!("testp.notanumber.f64 {xn}, {x};"));
-            self.emit_fmt(format_args!("testp.notanumber.f64 {yn}, {y};"));
-            self.emit_fmt(format_args!("or.pred {xn}, {xn}, {yn};"));
+            ins!(self, "testp.notanumber.f64 ", xn, ", ", x, ";");
+            ins!(self, "testp.notanumber.f64 ", yn, ", ", y, ";");
+            ins!(self, "or.pred ", xn, ", ", xn, ", ", yn, ";");
             let nan = self.literal(Literal::F64(f64::NAN));
-            self.emit_fmt(format_args!("selp.f64 {d}, {nan}, {d}, {xn};"));
+            ins!(self, "selp.f64 ", d, ", ", nan, ", ", d, ", ", xn, ";");
         }
         let (xi, yi) = (self.reg(Class::Pred), self.reg(Class::Pred));
         self.emit_fmt(format_args!(
@@ -2105,54 +2253,54 @@ impl<'k> Writer<'k> {
             "testp.infinite{} {yi}, {y};",
             Class::of(s).decl()
         ));
-        self.emit_fmt(format_args!("or.pred {xi}, {xi}, {yi};"));
+        ins!(self, "or.pred ", xi, ", ", xi, ", ", yi, ";");
         let inf = if s == Scalar::F32 {
             self.f32_const(f32::INFINITY)
         } else {
             self.literal(Literal::F64(f64::INFINITY))
         };
-        self.emit_fmt(format_args!("selp.{t} {d}, {inf}, {d}, {xi};"));
+        ins!(self, "selp.", t, " ", d, ", ", inf, ", ", d, ", ", xi, ";");
         d
     }
 
     fn atan_f32(&mut self, x: Reg) -> Reg {
         let ax = self.reg(Class::F32);
-        self.emit_fmt(format_args!("abs.f32 {ax}, {x};"));
+        ins!(self, "abs.f32 ", ax, ", ", x, ";");
         let (big, mid) = (self.reg(Class::Pred), self.reg(Class::Pred));
         let tan3pi8 = self.f32_const(2.414_213_5);
         let tanpi8 = self.f32_const(0.414_213_57);
-        self.emit_fmt(format_args!("setp.gt.f32 {big}, {ax}, {tan3pi8};"));
-        self.emit_fmt(format_args!("setp.gt.f32 {mid}, {ax}, {tanpi8};"));
+        ins!(self, "setp.gt.f32 ", big, ", ", ax, ", ", tan3pi8, ";");
+        ins!(self, "setp.gt.f32 ", mid, ", ", ax, ", ", tanpi8, ";");
         let one = self.f32_const(1.0);
         let mone = self.f32_const(-1.0);
         let [rbig, num, den, rmid] = self.regs(Class::F32);
-        self.emit_fmt(format_args!("div.rn.f32 {rbig}, {mone}, {ax};"));
-        self.emit_fmt(format_args!("sub.rn.f32 {num}, {ax}, {one};"));
-        self.emit_fmt(format_args!("add.rn.f32 {den}, {ax}, {one};"));
-        self.emit_fmt(format_args!("div.rn.f32 {rmid}, {num}, {den};"));
+        ins!(self, "div.rn.f32 ", rbig, ", ", mone, ", ", ax, ";");
+        ins!(self, "sub.rn.f32 ", num, ", ", ax, ", ", one, ";");
+        ins!(self, "add.rn.f32 ", den, ", ", ax, ", ", one, ";");
+        ins!(self, "div.rn.f32 ", rmid, ", ", num, ", ", den, ";");
         let (xr, y0) = (self.reg(Class::F32), self.reg(Class::F32));
         let zero = self.f32_const(0.0);
         let pi4 = self.f32_const(std::f32::consts::FRAC_PI_4);
         let pi2 = self.f32_const(std::f32::consts::FRAC_PI_2);
-        self.emit_fmt(format_args!("selp.f32 {xr}, {rmid}, {ax}, {mid};"));
-        self.emit_fmt(format_args!("selp.f32 {xr}, {rbig}, {xr}, {big};"));
-        self.emit_fmt(format_args!("selp.f32 {y0}, {pi4}, {zero}, {mid};"));
-        self.emit_fmt(format_args!("selp.f32 {y0}, {pi2}, {y0}, {big};"));
+        ins!(self, "selp.f32 ", xr, ", ", rmid, ", ", ax, ", ", mid, ";");
+        ins!(self, "selp.f32 ", xr, ", ", rbig, ", ", xr, ", ", big, ";");
+        ins!(self, "selp.f32 ", y0, ", ", pi4, ", ", zero, ", ", mid, ";");
+        ins!(self, "selp.f32 ", y0, ", ", pi2, ", ", y0, ", ", big, ";");
         let (z, p) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("mul.rn.f32 {z}, {xr}, {xr};"));
+        ins!(self, "mul.rn.f32 ", z, ", ", xr, ", ", xr, ";");
         let c0 = self.f32_const(8.053_744_5e-2);
         let c1 = self.f32_const(-1.387_768_5e-1);
         let c2 = self.f32_const(1.997_771_1e-1);
         let c3 = self.f32_const(-3.333_295e-1);
-        self.emit_fmt(format_args!("fma.rn.f32 {p}, {c0}, {z}, {c1};"));
-        self.emit_fmt(format_args!("fma.rn.f32 {p}, {p}, {z}, {c2};"));
-        self.emit_fmt(format_args!("fma.rn.f32 {p}, {p}, {z}, {c3};"));
-        self.emit_fmt(format_args!("mul.rn.f32 {p}, {p}, {z};"));
-        self.emit_fmt(format_args!("fma.rn.f32 {p}, {p}, {xr}, {xr};"));
-        self.emit_fmt(format_args!("add.rn.f32 {p}, {p}, {y0};"));
+        ins!(self, "fma.rn.f32 ", p, ", ", c0, ", ", z, ", ", c1, ";");
+        ins!(self, "fma.rn.f32 ", p, ", ", p, ", ", z, ", ", c2, ";");
+        ins!(self, "fma.rn.f32 ", p, ", ", p, ", ", z, ", ", c3, ";");
+        ins!(self, "mul.rn.f32 ", p, ", ", p, ", ", z, ";");
+        ins!(self, "fma.rn.f32 ", p, ", ", p, ", ", xr, ", ", xr, ";");
+        ins!(self, "add.rn.f32 ", p, ", ", p, ", ", y0, ";");
         let d = self.reg(Class::F32);
         // copysign d, a, b: the sign of a, the magnitude of b.
-        self.emit_fmt(format_args!("copysign.f32 {d}, {x}, {p};"));
+        ins!(self, "copysign.f32 ", d, ", ", x, ", ", p, ";");
         d
     }
 
@@ -2161,25 +2309,36 @@ impl<'k> Writer<'k> {
     /// is -inf there) and `atan2 (±0) (-0)` is ±pi, as C's `atan2f`; `atan2 (±0) (+0)` is ±0.
     fn atan2_f32(&mut self, y: Reg, x: Reg) -> Reg {
         let q = self.reg(Class::F32);
-        self.emit_fmt(format_args!("div.rn.f32 {q}, {y}, {x};"));
+        ins!(self, "div.rn.f32 ", q, ", ", y, ", ", x, ";");
         let r = self.atan_f32(q);
         let pi = self.f32_const(std::f32::consts::PI);
         let (spi, adj) = (self.reg(Class::F32), self.reg(Class::F32));
-        self.emit_fmt(format_args!("copysign.f32 {spi}, {y}, {pi};"));
-        self.emit_fmt(format_args!("add.rn.f32 {adj}, {r}, {spi};"));
+        ins!(self, "copysign.f32 ", spi, ", ", y, ", ", pi, ";");
+        ins!(self, "add.rn.f32 ", adj, ", ", r, ", ", spi, ";");
         let zero = self.f32_const(0.0);
         let (bits, neg) = (self.reg(Class::B32), self.reg(Class::Pred));
-        self.emit_fmt(format_args!("mov.b32 {bits}, {x};"));
-        self.emit_fmt(format_args!("setp.lt.s32 {neg}, {bits}, 0;"));
+        ins!(self, "mov.b32 ", bits, ", ", x, ";");
+        ins!(self, "setp.lt.s32 ", neg, ", ", bits, ", 0;");
         let d = self.reg(Class::F32);
-        self.emit_fmt(format_args!("selp.f32 {d}, {adj}, {r}, {neg};"));
+        ins!(self, "selp.f32 ", d, ", ", adj, ", ", r, ", ", neg, ";");
         let (yz, xz) = (self.reg(Class::Pred), self.reg(Class::Pred));
-        self.emit_fmt(format_args!("setp.eq.f32 {yz}, {y}, {zero};"));
-        self.emit_fmt(format_args!("setp.eq.and.f32 {xz}, {x}, {zero}, {yz};"));
+        ins!(self, "setp.eq.f32 ", yz, ", ", y, ", ", zero, ";");
+        ins!(
+            self,
+            "setp.eq.and.f32 ",
+            xz,
+            ", ",
+            x,
+            ", ",
+            zero,
+            ", ",
+            yz,
+            ";"
+        );
         let sz = self.reg(Class::F32);
-        self.emit_fmt(format_args!("copysign.f32 {sz}, {y}, {zero};"));
-        self.emit_fmt(format_args!("selp.f32 {sz}, {spi}, {sz}, {neg};"));
-        self.emit_fmt(format_args!("selp.f32 {d}, {sz}, {d}, {xz};"));
+        ins!(self, "copysign.f32 ", sz, ", ", y, ", ", zero, ";");
+        ins!(self, "selp.f32 ", sz, ", ", spi, ", ", sz, ", ", neg, ";");
+        ins!(self, "selp.f32 ", d, ", ", sz, ", ", d, ", ", xz, ";");
         d
     }
 
@@ -2219,7 +2378,9 @@ impl<'k> Writer<'k> {
                     Scalar::I64 => "u64",
                     _ => "u32",
                 };
-                self.emit_fmt(format_args!("atom.{space}.add.{t} {d}, [{addr}], {x};"));
+                ins!(
+                    self, "atom.", space, ".add.", t, " ", d, ", [", addr, "], ", x, ";"
+                );
             }
             AtomicOp::Min | AtomicOp::Max => {
                 let name = if op == AtomicOp::Min { "min" } else { "max" };
@@ -2258,25 +2419,25 @@ impl<'k> Writer<'k> {
     /// `live = min(32, n - (t & ~31))` threads, and only those may be named by `.sync`.
     fn warp_lanes(&mut self) -> (Reg, Reg, Reg) {
         let [t, n, x, lane, live, mask] = [(); 6].map(|()| self.reg(Class::B32));
-        self.emit_fmt(format_args!("mov.u32 {t}, %tid.z;"));
-        self.emit_fmt(format_args!("mov.u32 {x}, %tid.y;"));
-        self.emit_fmt(format_args!("mov.u32 {n}, %ntid.y;"));
-        self.emit_fmt(format_args!("mad.lo.u32 {t}, {t}, {n}, {x};"));
-        self.emit_fmt(format_args!("mov.u32 {x}, %tid.x;"));
-        self.emit_fmt(format_args!("mov.u32 {n}, %ntid.x;"));
-        self.emit_fmt(format_args!("mad.lo.u32 {t}, {t}, {n}, {x};"));
-        self.emit_fmt(format_args!("mov.u32 {x}, %ntid.y;"));
-        self.emit_fmt(format_args!("mul.lo.u32 {n}, {n}, {x};"));
-        self.emit_fmt(format_args!("mov.u32 {x}, %ntid.z;"));
-        self.emit_fmt(format_args!("mul.lo.u32 {n}, {n}, {x};"));
-        self.emit_fmt(format_args!("and.b32 {lane}, {t}, 31;"));
-        self.emit_fmt(format_args!("and.b32 {x}, {t}, 0xffffffe0;"));
-        self.emit_fmt(format_args!("sub.u32 {live}, {n}, {x};"));
-        self.emit_fmt(format_args!("min.u32 {live}, {live}, 32;"));
+        ins!(self, "mov.u32 ", t, ", %tid.z;");
+        ins!(self, "mov.u32 ", x, ", %tid.y;");
+        ins!(self, "mov.u32 ", n, ", %ntid.y;");
+        ins!(self, "mad.lo.u32 ", t, ", ", t, ", ", n, ", ", x, ";");
+        ins!(self, "mov.u32 ", x, ", %tid.x;");
+        ins!(self, "mov.u32 ", n, ", %ntid.x;");
+        ins!(self, "mad.lo.u32 ", t, ", ", t, ", ", n, ", ", x, ";");
+        ins!(self, "mov.u32 ", x, ", %ntid.y;");
+        ins!(self, "mul.lo.u32 ", n, ", ", n, ", ", x, ";");
+        ins!(self, "mov.u32 ", x, ", %ntid.z;");
+        ins!(self, "mul.lo.u32 ", n, ", ", n, ", ", x, ";");
+        ins!(self, "and.b32 ", lane, ", ", t, ", 31;");
+        ins!(self, "and.b32 ", x, ", ", t, ", 0xffffffe0;");
+        ins!(self, "sub.u32 ", live, ", ", n, ", ", x, ";");
+        ins!(self, "min.u32 ", live, ", ", live, ", 32;");
         // `shl` clamps the count to 32, giving 0: the mask of a full warp is then 0 - 1.
-        self.emit_fmt(format_args!("mov.u32 {x}, 1;"));
-        self.emit_fmt(format_args!("shl.b32 {mask}, {x}, {live};"));
-        self.emit_fmt(format_args!("sub.u32 {mask}, {mask}, 1;"));
+        ins!(self, "mov.u32 ", x, ", 1;");
+        ins!(self, "shl.b32 ", mask, ", ", x, ", ", live, ";");
+        ins!(self, "sub.u32 ", mask, ", ", mask, ", 1;");
         (lane, live, mask)
     }
 
@@ -2306,16 +2467,16 @@ impl<'k> Writer<'k> {
                 let k = vals[1];
                 let src = self.reg(Class::B32);
                 match op {
-                    WarpOp::Shuffle => self.emit_fmt(format_args!("and.b32 {src}, {k}, 31;")),
+                    WarpOp::Shuffle => ins!(self, "and.b32 ", src, ", ", k, ", 31;"),
                     WarpOp::ShuffleDown => {
-                        self.emit_fmt(format_args!("add.s32 {src}, {lane}, {k};"))
+                        ins!(self, "add.s32 ", src, ", ", lane, ", ", k, ";")
                     }
-                    WarpOp::ShuffleUp => self.emit_fmt(format_args!("sub.s32 {src}, {lane}, {k};")),
-                    _ => self.emit_fmt(format_args!("xor.b32 {src}, {lane}, {k};")),
+                    WarpOp::ShuffleUp => ins!(self, "sub.s32 ", src, ", ", lane, ", ", k, ";"),
+                    _ => ins!(self, "xor.b32 ", src, ", ", lane, ", ", k, ";"),
                 }
                 let ok = self.reg(Class::Pred);
-                self.emit_fmt(format_args!("setp.lt.u32 {ok}, {src}, {live};"));
-                self.emit_fmt(format_args!("selp.b32 {src}, {src}, {lane}, {ok};"));
+                ins!(self, "setp.lt.u32 ", ok, ", ", src, ", ", live, ";");
+                ins!(self, "selp.b32 ", src, ", ", src, ", ", lane, ", ", ok, ";");
                 let s = ty.scalar().unwrap_or(Scalar::I32);
                 let shfl = |w: &mut Self, x: Reg| {
                     let d = w.reg(if x.class == Class::F32 {
@@ -2341,7 +2502,7 @@ impl<'k> Writer<'k> {
                         self.emit_fmt(format_args!("selp.u32 {t}, 1, 0, {};", vals[0]));
                         let r = shfl(self, t);
                         let p = self.reg(Class::Pred);
-                        self.emit_fmt(format_args!("setp.ne.u32 {p}, {r}, 0;"));
+                        ins!(self, "setp.ne.u32 ", p, ", ", r, ", 0;");
                         p
                     }
                 }
