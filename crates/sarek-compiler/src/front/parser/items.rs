@@ -368,14 +368,20 @@ impl<'src> Parser<'src> {
         let tok = self.peek().clone();
         let span = self.bump();
         match tok {
-            Tok::Attr { name, payload, .. } => Attribute {
+            Tok::Attr {
+                name,
+                payload,
+                outer,
+            } => Attribute {
                 name: name.to_string(),
                 payload: payload.to_string(),
+                outer,
                 span,
             },
             _ => Attribute {
                 name: String::new(),
                 payload: String::new(),
+                outer: false,
                 span,
             },
         }
@@ -902,6 +908,7 @@ impl<'src> Parser<'src> {
                             item.attrs.push(Attribute {
                                 name: PRELUDE_TYPE.into(),
                                 payload: String::new(),
+                                outer: true,
                                 span: item.span,
                             });
                             items.push(item);
