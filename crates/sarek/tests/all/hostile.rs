@@ -694,6 +694,14 @@ fn long_lines_and_control_characters_show_briefly_and_inert() {
         "{:?}",
         r.stderr
     );
+    // Old Mac line endings: a lone `\r` breaks lines in the location and the snippet.
+    let mac = write(
+        &d,
+        "mac.sarek",
+        "let%kernel k (v : int32 vector) =\r  let a = 1 in\r  v.(0) <- a + zz\r",
+    );
+    let r = sarek(&["check", &mac]);
+    r.fails(1, &["mac.sarek:3:16", "3 │   v.(0) <- a + zz\n"]);
 }
 
 /// A file of 20,000 kernels: messages listing them name a few and count the rest.
