@@ -16,7 +16,8 @@
 //!   log(1 + f) = 2 atanh(f / (2 + f)) in fdlibm's arrangement; `sinh`/`cosh`/`tanh` come
 //!   from them.
 //! - `sin`/`cos`/`tan` reduce by pi/2 in double-double (pi/2 as three float64s up to
-//!   |x| = 2^90, x 2/pi modulo 4 from 1166 bits of 2/pi past it) and use fdlibm's kernels;
+//!   |x| = 2^90, x 2/pi modulo 4 from 1166 bits of 2/pi past it, a `.func` of its own that
+//!   the three call, [`Routine::TrigReduceFar`]) and use fdlibm's kernels;
 //!   `atan`/`atan2`/`asin`/`acos` are fdlibm's `atan` without branches; `pow` is
 //!   e^(y log|x|) with the logarithm and the product in double-double.
 //!
@@ -151,6 +152,10 @@ pub trait Ops {
         cond: LoopCond<'_, Self>,
         body: LoopBody<'_, Self>,
     ) -> Vec<Self::I>;
+    /// The results of `routine` on `args` ([`Routine::build`]'s operations): the writer
+    /// calls its `.func`, written once per module, so that routines sharing a part (the far
+    /// reduction of sin, cos and tan) carry one copy of it.
+    fn call(&mut self, routine: Routine, args: &[Self::F]) -> Vec<Self::F>;
 }
 
 /// The body of [`Ops::when`]: the new float state.
@@ -166,6 +171,9 @@ pub enum Routine {
     Fmod(Width),
     /// A float64 math function ([`Routine::for_float64`] says which have one).
     Math64(MathFn),
+    /// The far reduction of float64 sin, cos and tan ([`reduce_far`]): x to the quadrant k
+    /// and the double-double (x 2/pi - k) pi/2. Called by them, never by a kernel.
+    TrigReduceFar,
 }
 
 impl Routine {
@@ -185,22 +193,29 @@ impl Routine {
             Routine::Fmod(Width::W32) => "sarek_fmod_f32".into(),
             Routine::Fmod(Width::W64) => "sarek_fmod_f64".into(),
             Routine::Math64(m) => format!("sarek_{}_f64", m.c_name()),
+            Routine::TrigReduceFar => "sarek_trig_reduce_far_f64".into(),
         }
     }
 
-    /// The float width of the arguments and result, and the number of arguments.
-    pub fn signature(self) -> (Width, usize) {
+    /// The float width of the arguments and results, the number of arguments and the number
+    /// of results.
+    pub fn signature(self) -> (Width, usize, usize) {
         match self {
-            Routine::Fmod(w) => (w, 2),
-            Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2),
-            Routine::Math64(_) => (Width::W64, 1),
+            Routine::Fmod(w) => (w, 2, 1),
+            Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2, 1),
+            Routine::Math64(_) => (Width::W64, 1, 1),
+            Routine::TrigReduceFar => (Width::W64, 1, 3),
         }
     }
 
-    /// The routine's result from its arguments.
-    pub fn build<O: Ops>(self, o: &mut O, args: &[O::F]) -> O::F {
+    /// The routine's results from its arguments (as many as [`Routine::signature`] says).
+    pub fn build<O: Ops>(self, o: &mut O, args: &[O::F]) -> Vec<O::F> {
         let x = args[0];
-        match self {
+        let one = match self {
+            Routine::TrigReduceFar => {
+                let (k, h, l) = reduce_far(o, x);
+                return vec![k, h, l];
+            }
             Routine::Fmod(w) => fmod(o, w, x, args[1]),
             Routine::Math64(m) => match m {
                 MathFn::Exp => exp(o, x),
@@ -223,7 +238,8 @@ impl Routine {
                 MathFn::Pow => pow(o, x, args[1]),
                 _ => unreachable!("no float64 routine for `{}`", m.c_name()),
             },
-        }
+        };
+        vec![one]
     }
 }
 
@@ -936,8 +952,7 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
     let finite = o.f_cmp(Cmp::Lt, a, inf);
     let far = o.p_and(far, finite);
     let reduced = o.when(far, &[q, h, l], &mut |o, _| {
-        let (k, h, l) = reduce_far(o, x);
-        vec![k, h, l]
+        o.call(Routine::TrigReduceFar, &[x])
     });
     let (q, h, l) = (reduced[0], reduced[1], reduced[2]);
     let q = o.f_to_i(q);
