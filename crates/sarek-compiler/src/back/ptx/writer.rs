@@ -2654,6 +2654,7 @@ impl softmath::Ops for Emit<'_, '_> {
         let name = match op {
             IBin::Add => "add.u",
             IBin::Sub => "sub.u",
+            IBin::Mul => "mul.lo.u",
             IBin::And => "and.b",
             IBin::Or => "or.b",
         };

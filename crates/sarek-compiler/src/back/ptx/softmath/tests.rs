@@ -164,6 +164,7 @@ impl Ops for Host {
         let r = match op {
             IBin::Add => x.wrapping_add(y),
             IBin::Sub => x.wrapping_sub(y),
+            IBin::Mul => x.wrapping_mul(y),
             IBin::And => x & y,
             IBin::Or => x | y,
         };
@@ -410,10 +411,28 @@ fn fmod_f64_is_exact() {
         let y = random64(&mut rng, 0, 30);
         check(x, y);
     }
-    for _ in 0..3_000 {
+    for _ in 0..30_000 {
         let x = random64(&mut rng, 0, 1100);
         let y = random64(&mut rng, 0, 1100);
         check(x, y);
+    }
+    // Divisors whose significands make each step's float64 quotient estimate land next to an
+    // integer (all ones, one past a power of two, a power of two), at every exponent
+    // difference, with random and extreme dividend significands.
+    for y_mant in [
+        (1u64 << 53) - 1,
+        (1 << 52) + 1,
+        1 << 52,
+        (1 << 52) + (1 << 51) + 1,
+    ] {
+        let y = f64::from_bits((1023 << 52) | (y_mant & ((1 << 52) - 1)));
+        for diff in 0..=1100u64 {
+            for x_mant in [rng.next(), u64::MAX, 0, 1] {
+                let x = f64::from_bits(((1023 + diff) << 52) | (x_mant & ((1 << 52) - 1)));
+                check(x, y);
+                check(x, y * 2f64.powi(-1000));
+            }
+        }
     }
     // Subnormal divisors and results.
     for _ in 0..20_000 {
@@ -459,6 +478,25 @@ fn fmod_f32_is_exact() {
         let x = random32(&mut rng, 0, 140);
         let y = random32(&mut rng, 0, 140);
         check(x, y);
+    }
+    // As for float64: divisors next to a power of two, every exponent difference.
+    for y_mant in [
+        (1u32 << 24) - 1,
+        (1 << 23) + 1,
+        1 << 23,
+        (1 << 23) + (1 << 22) + 1,
+    ] {
+        let y = f32::from_bits((1 << 23) | (y_mant & ((1 << 23) - 1)));
+        for diff in 0..=252u32 {
+            for x_mant in [rng.next() as u32, u32::MAX, 0, 1] {
+                let x = f32::from_bits(((1 + diff) << 23) | (x_mant & ((1 << 23) - 1)));
+                check(x, y);
+                check(
+                    x,
+                    f32::from_bits(y_mant & ((1 << 23) - 1)).max(f32::from_bits(1)),
+                );
+            }
+        }
     }
     for _ in 0..20_000 {
         let x = random32(&mut rng, -120, 10);
