@@ -404,14 +404,16 @@ impl Checker {
         }
     }
 
-    fn parse_count(&mut self, payload: &str, span: Span, what: &str) -> Option<u32> {
+    /// The count of a `what` hint; a bad one is an error whose help shows `example`, a good
+    /// count in the form the user wrote.
+    fn parse_count(&mut self, payload: &str, span: Span, what: &str, example: &str) -> Option<u32> {
         match payload.trim().parse::<u32>() {
             Ok(n) => Some(n),
             Err(_) => {
                 self.diags.push(
                     Diagnostic::error(span, format!("`{what}` needs a non-negative integer count"))
                         .with_label(format!("found `{}`", payload.trim()))
-                        .with_help(format!("write e.g. `[@{what} 4]`")),
+                        .with_help(format!("write e.g. `{example}`")),
                 );
                 None
             }
