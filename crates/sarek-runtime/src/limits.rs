@@ -301,9 +301,12 @@ pub enum Residence {
     /// In memory of its own (a GPU): the host packs one vector at a time into a staging copy
     /// when its columns are not already the device's bytes.
     Device(LayoutRules),
-    /// In buffers in this process's memory (PoCL and other CPU OpenCL drivers, llvmpipe;
-    /// `cpu` when its native code runs on them in place), plus the staging copy.
+    /// In buffers in this process's memory (PoCL and other CPU OpenCL drivers, llvmpipe under
+    /// Vulkan; `cpu` when its native code runs on them in place), plus the staging copy.
     HostBuffers(LayoutRules),
+    /// `wgpu` on llvmpipe: buffers in this process's memory, each upload's own copy queued
+    /// until the queue runs it, and a download through a mapped copy read out into another.
+    QueuedHostBuffers(LayoutRules),
     /// `interp`, and `cpu` when a launch of the kernel may run on the interpreter core: a host
     /// buffer per vector ([`crate::host::HOST_LAYOUT`]), the launch's columns unpacked from
     /// it, and the interpreter core's one 8-byte word per leaf element.
@@ -321,6 +324,7 @@ impl Residence {
         match info.backend {
             Backend::Cpu if crate::cpu::runs_in_place(kernel) => Residence::HostBuffers(rules),
             Backend::Interp | Backend::Cpu => Residence::Interpreter,
+            Backend::Wgpu if info.name.contains("llvmpipe") => Residence::QueuedHostBuffers(rules),
             _ if device.always_checked() || info.name.contains("llvmpipe") => {
                 Residence::HostBuffers(rules)
             }
@@ -384,6 +388,14 @@ pub fn peak_bytes(kernel: &Kernel, len: &dyn Fn(&str) -> u64, command: Command<'
     let held = |residence: Residence| match residence {
         Residence::Device(rules) => staging(rules),
         Residence::HostBuffers(rules) => sum(&stride(rules)).saturating_add(staging(rules)),
+        Residence::QueuedHostBuffers(rules) => {
+            let largest = (vectors.iter())
+                .map(|(elem, n)| stride(rules)(elem).saturating_mul(*n))
+                .max()
+                .unwrap_or(0);
+            (sum(&stride(rules)).saturating_mul(2))
+                .saturating_add(staging(rules).max(largest.saturating_mul(2)))
+        }
         Residence::Interpreter => {
             let words = sum(&|elem| 8 * leaves(elem).len() as u64);
             // The staging copy that puts results back is made once the words are freed.
@@ -455,7 +467,7 @@ fn check_size_within(
             .collect();
         let copies = match command {
             Command::Run(Residence::Device(_)) => "the arguments and a staging copy",
-            Command::Run(Residence::HostBuffers(_)) => {
+            Command::Run(Residence::HostBuffers(_) | Residence::QueuedHostBuffers(_)) => {
                 "the arguments and the device's buffers, which are in host memory"
             }
             Command::Run(Residence::Interpreter) => {
@@ -692,6 +704,14 @@ mod tests {
         assert_eq!(
             peak_bytes(&k, &len, Command::Verify(&[])),
             2 * columns + interp_held
+        );
+        // wgpu on llvmpipe: buffers and their queued upload copies, and the largest vector
+        // twice for a download (the mapped copy and its read-out).
+        let wgpu = Residence::QueuedHostBuffers(LayoutRules::Std430);
+        let buffers = 4 * na + 24 * nx;
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Run(wgpu)),
+            columns + 2 * buffers + 2 * (4 * na).max(24 * nx)
         );
         // Only the float32 vector: dense everywhere, so no staging copy.
         let only_a = |name: &str| if name == "a" { na } else { 0 };
