@@ -293,21 +293,33 @@ impl Checker {
     /// A helper or constant named `path.name` seen from here: the current module and its
     /// parents (innermost first), then the opened modules (last opened first).
     fn find_global(&self, path: &[ast::Ident], name: &str) -> Option<Global> {
-        let mut written: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
-        written.push(name);
+        // Every candidate key is built in one buffer (helpers are looked up at each call);
+        // an unqualified name at the root is its own key.
+        let mut key = String::new();
         for depth in (0..=self.module_path.len()).rev() {
-            let mut parts: Vec<&str> = self.module_path[..depth]
-                .iter()
-                .map(String::as_str)
-                .collect();
-            parts.extend(&written);
-            if let Some(g) = self.globals.get(&parts.join(".")) {
+            let found = if depth == 0 && path.is_empty() {
+                self.globals.get(name)
+            } else {
+                key.clear();
+                let modules = self.module_path[..depth].iter().map(String::as_str);
+                for part in modules.chain(path.iter().map(|p| p.name.as_str())) {
+                    key.push_str(part);
+                    key.push('.');
+                }
+                key.push_str(name);
+                self.globals.get(key.as_str())
+            };
+            if let Some(g) = found {
                 return Some(g.clone());
             }
         }
         if path.is_empty() {
             for m in self.opens.iter().rev() {
-                if let Some(g) = self.globals.get(&format!("{m}.{name}")) {
+                key.clear();
+                key.push_str(m);
+                key.push('.');
+                key.push_str(name);
+                if let Some(g) = self.globals.get(key.as_str()) {
                     return Some(g.clone());
                 }
             }
