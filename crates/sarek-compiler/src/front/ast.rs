@@ -4,10 +4,12 @@
 //! ([`crate::front::tast`]).
 
 use crate::diag::Span;
+use crate::front::name::Name;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ident {
-    pub name: String,
+    /// Interned by the parser: clones share the text.
+    pub name: Name,
     pub span: Span,
 }
 

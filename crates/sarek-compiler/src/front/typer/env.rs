@@ -127,7 +127,7 @@ impl Checker {
             {
                 continue;
             }
-            if self.env.names.contains_key(name)
+            if self.env.names.contains_key(name.as_str())
                 || SCALAR_NAMES.iter().any(|(n, _)| n == name)
                 || name == "unit"
             {
@@ -143,7 +143,7 @@ impl Checker {
             let r = match &decl.kind {
                 ast::TypeDeclKind::Record(_) => {
                     self.env.records.push(RecordDef {
-                        name: name.clone(),
+                        name: name.to_string(),
                         span: decl.name.span,
                         fields: vec![],
                     });
@@ -151,14 +151,14 @@ impl Checker {
                 }
                 ast::TypeDeclKind::Variant(_) => {
                     self.env.variants.push(VariantDef {
-                        name: name.clone(),
+                        name: name.to_string(),
                         span: decl.name.span,
                         ctors: vec![],
                     });
                     TypeRef::Variant(VariantId(self.env.variants.len() as u32 - 1))
                 }
             };
-            self.env.names.insert(name.clone(), r);
+            self.env.names.insert(name.to_string(), r);
             decls.push((decl, r));
         }
         for (decl, r) in decls {
@@ -180,11 +180,11 @@ impl Checker {
                         let idx = defs.len() as u32;
                         self.env
                             .fields
-                            .entry(f.name.name.clone())
+                            .entry(f.name.name.to_string())
                             .or_default()
                             .push((id, idx));
                         defs.push(FieldDef {
-                            name: f.name.name.clone(),
+                            name: f.name.name.to_string(),
                             ty,
                             span: f.name.span,
                             mutable: f.mutable,
@@ -209,11 +209,11 @@ impl Checker {
                         let idx = defs.len() as u32;
                         self.env
                             .ctors
-                            .entry(c.name.name.clone())
+                            .entry(c.name.name.to_string())
                             .or_default()
                             .push((id, idx));
                         defs.push(CtorDef {
-                            name: c.name.name.clone(),
+                            name: c.name.name.to_string(),
                             args,
                             span: c.span,
                         });
@@ -334,11 +334,11 @@ impl Checker {
                     );
                     return super::unify::error_ty();
                 }
-                if let Some(v) = self.item.tyvars.get(&id.name) {
+                if let Some(v) = self.item.tyvars.get(id.name.as_str()) {
                     return v.clone();
                 }
                 let v = self.subst.fresh_named(&id.name);
-                self.item.tyvars.insert(id.name.clone(), v.clone());
+                self.item.tyvars.insert(id.name.to_string(), v.clone());
                 v
             }
             ast::TypeExprKind::Tuple(parts) => {
@@ -383,7 +383,7 @@ impl Checker {
         if id.name == "unit" {
             return Ty::Unit;
         }
-        match self.env.names.get(&id.name) {
+        match self.env.names.get(id.name.as_str()) {
             Some(TypeRef::Record(r)) => Ty::Record(*r),
             Some(TypeRef::Variant(v)) => Ty::Variant(*v),
             None => {
