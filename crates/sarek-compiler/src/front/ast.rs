@@ -1,13 +1,15 @@
 //! The surface syntax tree produced by the parser. Every node carries a [`Span`].
 //!
-//! Names are unresolved strings here; the typer resolves them into the typed AST
-//! ([`crate::front::tast`]).
+//! Names are unresolved here ([`Name`]s, interned per parse); the typer resolves them into
+//! the typed AST ([`crate::front::tast`]).
 
 use crate::diag::Span;
+use crate::front::name::Name;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ident {
-    pub name: String,
+    /// Interned by the parser: clones share the text.
+    pub name: Name,
     pub span: Span,
 }
 

@@ -5,6 +5,7 @@ pub mod convergence;
 pub mod lexer;
 pub mod modules;
 pub mod mono;
+pub mod name;
 pub mod parser;
 pub mod recursion;
 pub mod tast;

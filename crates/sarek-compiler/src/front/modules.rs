@@ -131,7 +131,10 @@ pub fn parse_program(sources: &SourceMap, main: FileId) -> Result<Program, Vec<D
                     .collect();
                 items.push(Item {
                     kind: ItemKind::Module {
-                        name: Ident { name, span },
+                        name: Ident {
+                            name: name.into(),
+                            span,
+                        },
                         items: body,
                     },
                     span,

@@ -47,6 +47,7 @@ mod items;
 use crate::diag::{Diagnostic, FileId, Span};
 use crate::front::ast::Program;
 use crate::front::lexer::{self, Tok, Token};
+use crate::front::name::Interner;
 pub(crate) use errors::SyntaxError;
 pub use items::PRELUDE_TYPE;
 
@@ -154,6 +155,7 @@ fn parse_tokens(
         type_nodes: 0,
         chain: 0,
         longest_chain: 0,
+        names: Interner::default(),
     };
     let mut program = p.program();
     // Set before anything can drop the program: a tall tree is freed on the deep stack.
@@ -205,6 +207,8 @@ pub(crate) struct Parser<'src> {
     h: u32,
     /// Nodes built so far in the type expression being parsed.
     type_nodes: usize,
+    /// This file's identifiers, each spelling allocated once.
+    names: Interner<'src>,
 }
 
 impl<'src> Parser<'src> {

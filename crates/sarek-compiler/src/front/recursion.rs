@@ -176,7 +176,7 @@ impl Fresh {
     fn decl(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> VarDecl {
         VarDecl {
             id: self.next(),
-            name: name.to_string(),
+            name: name.into(),
             ty,
             mutable,
             span,

@@ -7,6 +7,7 @@
 //! every [`Function`] is monomorphic.
 
 use crate::diag::Span;
+use crate::front::name::Name;
 use crate::intrinsics::Intrinsic;
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 
@@ -89,8 +90,8 @@ pub struct CtorDef {
 #[derive(Clone, Debug, PartialEq)]
 pub struct VarDecl {
     pub id: VarId,
-    /// Source name (may contain `'`, may shadow).
-    pub name: String,
+    /// Source name (may contain `'`, may shadow), shared with the syntax tree.
+    pub name: Name,
     pub ty: Ty,
     pub mutable: bool,
     pub span: Span,

@@ -391,11 +391,7 @@ impl Lowerer<'_> {
                 if matches!(op, BinOp::And | BinOp::Or) && !selectable(rhs) {
                     return self.short_circuit(*op, lhs, rhs, span, out).map(Some);
                 }
-                let mut vals = self
-                    .operands([&**lhs, &**rhs].into_iter(), out)?
-                    .into_iter();
-                let (l, r) = (vals.next(), vals.next());
-                let (Some(l), Some(r)) = (l, r) else {
+                let (Some(l), Some(r)) = self.operand_pair(lhs, rhs, out)? else {
                     return self.internal(span, "binary operator arity");
                 };
                 let v = ir::Expr::new(
@@ -516,10 +512,7 @@ impl Lowerer<'_> {
                 body,
                 hints,
             } => {
-                let mut bounds = self
-                    .operands([&**start, &**end].into_iter(), out)?
-                    .into_iter();
-                let (Some(s), Some(t)) = (bounds.next(), bounds.next()) else {
+                let (Some(s), Some(t)) = self.operand_pair(start, end, out)? else {
                     return self.internal(span, "for-loop bounds");
                 };
                 let v = self.bind_var(var)?;
@@ -583,10 +576,7 @@ impl Lowerer<'_> {
             }
             ExprKind::IndexSet { base, index, value } => {
                 let b = self.array_var(base)?;
-                let mut vals = self
-                    .operands([&**index, &**value].into_iter(), out)?
-                    .into_iter();
-                let (Some(i), Some(v)) = (vals.next(), vals.next()) else {
+                let (Some(i), Some(v)) = self.operand_pair(index, value, out)? else {
                     return self.internal(span, "element store operands");
                 };
                 out.push(stmt(
@@ -750,23 +740,53 @@ impl Lowerer<'_> {
         // at the operand (a run-time fault in it then points there, not at a later operand).
         let mut vals: Vec<(ir::Expr, Span)> = Vec::new();
         for e in exprs {
-            let mut scratch = Vec::new();
-            let v = self.lower_value(e, &mut scratch)?;
-            if !scratch.is_empty() {
-                // These statements must not run before the operands already computed.
-                for (prev, prev_span) in &mut vals {
-                    if !self.is_stable(prev) {
-                        let t = self.spill(prev.clone(), "arg", *prev_span, out);
-                        *prev = t;
-                    }
-                }
-                out.append(&mut scratch);
-            }
-            if let Some(v) = v {
+            if let Some(v) = self.operand(e, &mut vals, out)? {
                 vals.push((v, e.span));
             }
         }
         Ok(vals.into_iter().map(|(v, _)| v).collect())
+    }
+
+    /// [`Self::operands`] of two expressions, without a vector (binary operators, loop
+    /// bounds and element stores, the most frequent): each value, none for a unit operand.
+    fn operand_pair(
+        &mut self,
+        a: &tast::Expr,
+        b: &tast::Expr,
+        out: &mut Block,
+    ) -> LResult<(Option<ir::Expr>, Option<ir::Expr>)> {
+        match self.operand(a, &mut [], out)? {
+            Some(va) => {
+                let mut done = [(va, a.span)];
+                let vb = self.operand(b, &mut done, out)?;
+                let [(va, _)] = done;
+                Ok((Some(va), vb))
+            }
+            None => Ok((None, self.operand(b, &mut [], out)?)),
+        }
+    }
+
+    /// Lower the operand `e` after those already computed (`done`, with their spans): when
+    /// `e` needs statements first, the unstable values of `done` are spilled before them.
+    fn operand(
+        &mut self,
+        e: &tast::Expr,
+        done: &mut [(ir::Expr, Span)],
+        out: &mut Block,
+    ) -> LResult<Option<ir::Expr>> {
+        let mut scratch = Vec::new();
+        let v = self.lower_value(e, &mut scratch)?;
+        if !scratch.is_empty() {
+            // These statements must not run before the operands already computed.
+            for (prev, prev_span) in done.iter_mut() {
+                if !self.is_stable(prev) {
+                    let t = self.spill(prev.clone(), "arg", *prev_span, out);
+                    *prev = t;
+                }
+            }
+            out.append(&mut scratch);
+        }
+        Ok(v)
     }
 
     /// Arguments of a helper call: unit parameters are dropped (their arguments still run).

@@ -22,6 +22,7 @@ use super::{Fail, MAX_DEPTH, PResult, Parser, SyntaxError};
 use crate::diag::{Diagnostic, Span};
 use crate::front::ast::*;
 use crate::front::lexer::Tok;
+use crate::front::name::Name;
 
 /// Binary operator of a token: (operator, precedence, right-associative).
 fn binop(t: &Tok) -> Option<(BinaryOp, u8, bool)> {
@@ -450,7 +451,9 @@ impl<'src> Parser<'src> {
             _ => vec![arg],
         };
         if self.takes_arg() {
-            return Err(self.fail(SyntaxError::ConstructorArguments { ctor: name.name }));
+            return Err(self.fail(SyntaxError::ConstructorArguments {
+                ctor: name.name.to_string(),
+            }));
         }
         self.node(ExprKind::Ctor { name, args }, span, h)
     }
@@ -490,7 +493,7 @@ impl<'src> Parser<'src> {
             Tok::Ident(name) => {
                 self.bump();
                 let field = Ident {
-                    name: name.to_string(),
+                    name: self.names.intern(name),
                     span: self.bump(),
                 };
                 let span = e.span.to(field.span);
@@ -597,9 +600,9 @@ impl<'src> Parser<'src> {
     }
 
     fn variable(&mut self) -> Expr {
-        let name = match self.peek() {
-            Tok::Ident(n) => n.to_string(),
-            _ => String::new(),
+        let name = match *self.peek() {
+            Tok::Ident(n) => self.names.intern(n),
+            _ => Name::from(""),
         };
         let span = self.bump();
         self.leaf(
@@ -683,7 +686,7 @@ impl<'src> Parser<'src> {
                 return Err(self.expected("a module or constructor name"));
             };
             let id = Ident {
-                name: name.to_string(),
+                name: self.names.intern(name),
                 span: self.bump(),
             };
             if !self.at(&Tok::Dot) {
@@ -703,7 +706,7 @@ impl<'src> Parser<'src> {
                     let start = path.first().map_or(id.span, |p| p.span);
                     path.push(id);
                     let name = Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span: self.bump(),
                     };
                     let span = start.to(name.span);
@@ -974,7 +977,7 @@ impl<'src> Parser<'src> {
         }
         let start = self.bump();
         let name = Ident {
-            name: format!("%fn{}", params.len()),
+            name: format!("%fn{}", params.len()).into(),
             span: start,
         };
         params.push(Param {
@@ -1302,7 +1305,7 @@ impl<'src> Parser<'src> {
             .iter()
             .enumerate()
             .map(|(k, b)| Ident {
-                name: format!("%and{k}"),
+                name: format!("%and{k}").into(),
                 span: b.3.span,
             })
             .collect();
@@ -1520,7 +1523,7 @@ impl<'src> Parser<'src> {
     fn ctor_pattern(&mut self) -> PResult<Pattern> {
         if let Tok::UIdent(name) = self.peek().clone() {
             let mut id = Ident {
-                name: name.to_string(),
+                name: self.names.intern(name),
                 span: self.bump(),
             };
             // `M.C` qualification is dropped.
@@ -1528,7 +1531,7 @@ impl<'src> Parser<'src> {
                 if let Tok::UIdent(name) = self.peek_at(1).clone() {
                     self.bump();
                     id = Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span: self.bump(),
                     };
                 } else {
@@ -1581,7 +1584,7 @@ impl<'src> Parser<'src> {
             Tok::Ident(name) => {
                 self.bump();
                 Ok(Pattern::Var(Ident {
-                    name: name.to_string(),
+                    name: self.names.intern(name),
                     span,
                 }))
             }
@@ -1589,7 +1592,7 @@ impl<'src> Parser<'src> {
                 self.bump();
                 Ok(Pattern::Ctor {
                     name: Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span,
                     },
                     args: Vec::new(),

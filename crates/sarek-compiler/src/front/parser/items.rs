@@ -117,7 +117,7 @@ const OPERATOR_ALIASES: &[(&str, &[&str])] = &[
 /// The names a pattern binds.
 fn pattern_names(p: &Pattern, out: &mut Vec<String>) {
     match p {
-        Pattern::Var(id) => out.push(id.name.clone()),
+        Pattern::Var(id) => out.push(id.name.to_string()),
         Pattern::Ctor { args, .. } | Pattern::Tuple(args, _) | Pattern::Or(args, _) => {
             args.iter().for_each(|a| pattern_names(a, out))
         }
@@ -141,7 +141,7 @@ fn conflicting_params<'p>(params: &'p [Param], wraps: &[PreludeWrap]) -> Vec<&'p
     }
     params
         .iter()
-        .filter(|p| names.contains(&p.name.name))
+        .filter(|p| names.iter().any(|n| *n == p.name.name))
         .collect()
 }
 
@@ -152,7 +152,7 @@ fn alias(name: &Ident, hidden: &str, body: Expr) -> Expr {
         kind: ExprKind::Var {
             path: Vec::new(),
             name: Ident {
-                name: hidden.to_string(),
+                name: hidden.into(),
                 span: name.span,
             },
         },
@@ -182,7 +182,7 @@ fn wrap_prelude_helper(decl: &mut FunDecl, wraps: &[PreludeWrap]) {
         .collect();
     for p in &mut decl.params {
         if renamed.iter().any(|r| r.name == p.name.name) {
-            p.name.name = format!("%prelude.{}", p.name.name);
+            p.name.name = format!("%prelude.{}", p.name.name).into();
         }
     }
     let slot = match &mut decl.body.kind {
@@ -363,7 +363,7 @@ impl<'src> Parser<'src> {
             }
         }
         Ok(Ident {
-            name: name.to_string(),
+            name: self.names.intern(name),
             span,
         })
     }
@@ -618,7 +618,7 @@ impl<'src> Parser<'src> {
         let start = self.bump();
         let name = match self.peek().clone() {
             Tok::UIdent(name) => Ident {
-                name: name.to_string(),
+                name: self.names.intern(name),
                 span: self.bump(),
             },
             _ => return Err(self.expected("a module name after `module`")),
@@ -1004,7 +1004,7 @@ impl<'src> Parser<'src> {
         }
         for p in kept.iter().rev() {
             let hidden = Ident {
-                name: format!("%prelude.{}", p.name.name),
+                name: format!("%prelude.{}", p.name.name).into(),
                 span: p.name.span,
             };
             body = alias(&hidden, &p.name.name, body);
@@ -1068,7 +1068,7 @@ impl<'src> Parser<'src> {
     pub(super) fn lident(&mut self, what: &'static str) -> PResult<Ident> {
         match self.peek().clone() {
             Tok::Ident(name) => Ok(Ident {
-                name: name.to_string(),
+                name: self.names.intern(name),
                 span: self.bump(),
             }),
             Tok::Underscore => Ok(Ident {
@@ -1099,7 +1099,7 @@ impl<'src> Parser<'src> {
                 Tok::LBrace => {
                     let (fields, span) = self.record_pattern()?;
                     let name = Ident {
-                        name: format!("%arg{}", params.len()),
+                        name: format!("%arg{}", params.len()).into(),
                         span,
                     };
                     destructured.push((ParamPattern::Record(fields), name.clone()));
@@ -1149,7 +1149,7 @@ impl<'src> Parser<'src> {
                         };
                         let close = self.expect_closing(&Tok::RParen, "(", open)?;
                         let name = Ident {
-                            name: format!("%arg{}", params.len()),
+                            name: format!("%arg{}", params.len()).into(),
                             span: open.to(close),
                         };
                         destructured.push((pattern, name.clone()));
@@ -1363,7 +1363,7 @@ impl<'src> Parser<'src> {
             let span = span.to(self.prev_span());
             ctors.push(CtorDecl {
                 name: Ident {
-                    name: name.to_string(),
+                    name: self.names.intern(name),
                     span,
                 },
                 args,
@@ -1416,7 +1416,7 @@ impl<'src> Parser<'src> {
                 Tok::Ident(name) => (
                     Vec::new(),
                     Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span: self.bump(),
                     },
                 ),
@@ -1428,16 +1428,18 @@ impl<'src> Parser<'src> {
             // Upstream spellings: `t Vector.t` is `t vector`; the old `t Arr.t Global.t` is a
             // global array, i.e. `t vector` (`Global.t` marks the memory space of `Arr.t`).
             let name = match (modules.last().map(String::as_str), id.name.as_str()) {
-                (Some("Vector"), "t" | "vector") | (Some("Arr"), "t") => "vector",
+                (Some("Vector"), "t" | "vector") | (Some("Arr"), "t") => {
+                    self.names.intern("vector")
+                }
                 (Some("Global"), "t") if matches!(&ty.kind, TypeExprKind::App(_, c) if c.name == "vector") =>
                 {
                     ty.span = span;
                     continue;
                 }
-                (_, n) => n,
+                _ => id.name.clone(),
             };
             let id = Ident {
-                name: name.to_string(),
+                name,
                 span: id.span,
             };
             ty = TypeExpr {
@@ -1463,7 +1465,7 @@ impl<'src> Parser<'src> {
             Tok::Ident(name) => Ok((
                 modules,
                 Ident {
-                    name: name.to_string(),
+                    name: self.names.intern(name),
                     span: self.bump(),
                 },
             )),
@@ -1477,7 +1479,7 @@ impl<'src> Parser<'src> {
                 let span = self.bump();
                 Ok(TypeExpr {
                     kind: TypeExprKind::Named(Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span,
                     }),
                     span,
@@ -1487,7 +1489,7 @@ impl<'src> Parser<'src> {
                 let span = self.bump();
                 Ok(TypeExpr {
                     kind: TypeExprKind::Var(Ident {
-                        name: name.to_string(),
+                        name: self.names.intern(name),
                         span,
                     }),
                     span,

@@ -127,7 +127,7 @@ impl Checker {
             {
                 continue;
             }
-            if self.env.names.contains_key(name)
+            if self.env.names.contains_key(name.as_str())
                 || SCALAR_NAMES.iter().any(|(n, _)| n == name)
                 || name == "unit"
             {
@@ -143,7 +143,7 @@ impl Checker {
             let r = match &decl.kind {
                 ast::TypeDeclKind::Record(_) => {
                     self.env.records.push(RecordDef {
-                        name: name.clone(),
+                        name: name.to_string(),
                         span: decl.name.span,
                         fields: vec![],
                     });
@@ -151,14 +151,14 @@ impl Checker {
                 }
                 ast::TypeDeclKind::Variant(_) => {
                     self.env.variants.push(VariantDef {
-                        name: name.clone(),
+                        name: name.to_string(),
                         span: decl.name.span,
                         ctors: vec![],
                     });
                     TypeRef::Variant(VariantId(self.env.variants.len() as u32 - 1))
                 }
             };
-            self.env.names.insert(name.clone(), r);
+            self.env.names.insert(name.to_string(), r);
             decls.push((decl, r));
         }
         for (decl, r) in decls {
@@ -180,11 +180,11 @@ impl Checker {
                         let idx = defs.len() as u32;
                         self.env
                             .fields
-                            .entry(f.name.name.clone())
+                            .entry(f.name.name.to_string())
                             .or_default()
                             .push((id, idx));
                         defs.push(FieldDef {
-                            name: f.name.name.clone(),
+                            name: f.name.name.to_string(),
                             ty,
                             span: f.name.span,
                             mutable: f.mutable,
@@ -209,11 +209,11 @@ impl Checker {
                         let idx = defs.len() as u32;
                         self.env
                             .ctors
-                            .entry(c.name.name.clone())
+                            .entry(c.name.name.to_string())
                             .or_default()
                             .push((id, idx));
                         defs.push(CtorDef {
-                            name: c.name.name.clone(),
+                            name: c.name.name.to_string(),
                             args,
                             span: c.span,
                         });
@@ -228,13 +228,19 @@ impl Checker {
 
     /// Refuse types that contain themselves (GPU data has a fixed size and layout).
     fn check_recursive_types(&mut self) {
+        /// The member of a type through which it contains another: (type, member index).
+        #[derive(Clone, Copy)]
+        enum Via {
+            Field(usize, usize),
+            Ctor(usize, usize),
+        }
         let n_rec = self.env.records.len();
         let node = |t: TypeRef| match t {
             TypeRef::Record(r) => r.0 as usize,
             TypeRef::Variant(v) => n_rec + v.0 as usize,
         };
         let total = n_rec + self.env.variants.len();
-        let mut edges: Vec<Vec<(usize, String)>> = vec![Vec::new(); total];
+        let mut edges: Vec<Vec<(usize, Via)>> = vec![Vec::new(); total];
         fn contained(t: &Ty, out: &mut Vec<TypeRef>) {
             match t {
                 Ty::Record(r) => out.push(TypeRef::Record(*r)),
@@ -244,24 +250,17 @@ impl Checker {
                 _ => {}
             }
         }
+        let mut out = Vec::new();
         for (i, r) in self.env.records.iter().enumerate() {
-            for f in &r.fields {
-                let mut out = Vec::new();
+            for (j, f) in r.fields.iter().enumerate() {
                 contained(&f.ty, &mut out);
-                edges[i].extend(
-                    out.into_iter()
-                        .map(|t| (node(t), format!("field `{}`", f.name))),
-                );
+                edges[i].extend(out.drain(..).map(|t| (node(t), Via::Field(i, j))));
             }
         }
         for (i, v) in self.env.variants.iter().enumerate() {
-            for c in &v.ctors {
-                let mut out = Vec::new();
+            for (j, c) in v.ctors.iter().enumerate() {
                 c.args.iter().for_each(|a| contained(a, &mut out));
-                edges[n_rec + i].extend(
-                    out.into_iter()
-                        .map(|t| (node(t), format!("constructor `{}`", c.name))),
-                );
+                edges[n_rec + i].extend(out.drain(..).map(|t| (node(t), Via::Ctor(i, j))));
             }
         }
         let name_span = |k: usize| {
@@ -274,37 +273,60 @@ impl Checker {
                 )
             }
         };
-        // A type is recursive when it can reach itself; report each such type once.
+        // Only a recursive type's path is put in words.
+        let step = |from: usize, via: Via| {
+            let member = match via {
+                Via::Field(r, f) => format!("field `{}`", self.env.records[r].fields[f].name),
+                Via::Ctor(v, c) => {
+                    format!("constructor `{}`", self.env.variants[v].ctors[c].name)
+                }
+            };
+            format!("{member} of `{}`", name_span(from).0)
+        };
+        // A type is recursive when it can reach itself; report each such type once. Depth
+        // first; each type is reached along the path that found it first (`parent`).
+        let mut stack = Vec::new();
+        let mut seen = vec![false; total];
+        let mut parent: Vec<Option<(usize, Via)>> = vec![None; total];
+        let mut found = Vec::new();
         for start in 0..total {
-            let mut stack = vec![(start, Vec::<String>::new())];
-            let mut seen = vec![false; total];
-            let mut path_found = None;
-            while let Some((k, path)) = stack.pop() {
-                for (next, via) in &edges[k] {
-                    let mut p = path.clone();
-                    p.push(format!("{} of `{}`", via, name_span(k).0));
-                    if *next == start {
-                        path_found = Some(p);
-                        break;
+            stack.clear();
+            stack.push(start);
+            seen.fill(false);
+            parent.fill(None);
+            let mut closing = None;
+            'search: while let Some(k) = stack.pop() {
+                for &(next, via) in &edges[k] {
+                    if next == start {
+                        closing = Some((k, via));
+                        break 'search;
                     }
-                    if !seen[*next] {
-                        seen[*next] = true;
-                        stack.push((*next, p));
+                    if !seen[next] {
+                        seen[next] = true;
+                        parent[next] = Some((k, via));
+                        stack.push(next);
                     }
                 }
-                if path_found.is_some() {
-                    break;
+            }
+            if let Some((last, via)) = closing {
+                let mut path = vec![step(last, via)];
+                let mut k = last;
+                while let Some((from, via)) = parent[k] {
+                    path.push(step(from, via));
+                    k = from;
                 }
+                path.reverse();
+                found.push((start, path));
             }
-            if let Some(path) = path_found {
-                let (name, span) = name_span(start);
-                self.diags.push(
-                    Diagnostic::error(span, format!("recursive type `{name}` is not supported"))
-                        .with_label("this type contains itself")
-                        .with_note(format!("`{name}` is reached again through {}", path.join(", then ")))
-                        .with_help("kernel data needs a fixed size: store indices into a vector instead of nesting"),
-                );
-            }
+        }
+        for (start, path) in found {
+            let (name, span) = name_span(start);
+            self.diags.push(
+                Diagnostic::error(span, format!("recursive type `{name}` is not supported"))
+                    .with_label("this type contains itself")
+                    .with_note(format!("`{name}` is reached again through {}", path.join(", then ")))
+                    .with_help("kernel data needs a fixed size: store indices into a vector instead of nesting"),
+            );
         }
     }
 
@@ -334,11 +356,11 @@ impl Checker {
                     );
                     return super::unify::error_ty();
                 }
-                if let Some(v) = self.item.tyvars.get(&id.name) {
+                if let Some(v) = self.item.tyvars.get(id.name.as_str()) {
                     return v.clone();
                 }
                 let v = self.subst.fresh_named(&id.name);
-                self.item.tyvars.insert(id.name.clone(), v.clone());
+                self.item.tyvars.insert(id.name.to_string(), v.clone());
                 v
             }
             ast::TypeExprKind::Tuple(parts) => {
@@ -383,7 +405,7 @@ impl Checker {
         if id.name == "unit" {
             return Ty::Unit;
         }
-        match self.env.names.get(&id.name) {
+        match self.env.names.get(id.name.as_str()) {
             Some(TypeRef::Record(r)) => Ty::Record(*r),
             Some(TypeRef::Variant(v)) => Ty::Variant(*v),
             None => {

@@ -48,6 +48,7 @@ pub(crate) mod visit;
 use crate::hash::FxHashMap as HashMap;
 
 use crate::diag::{Diagnostic, Span};
+use crate::front::name::Name;
 use crate::front::tast::{FunId, Ty, VarDecl, VarId};
 use crate::front::{ast, tast};
 use crate::types::{Literal, Scalar};
@@ -85,7 +86,9 @@ fn check_program_here(program: &ast::Program) -> Result<tast::Program, Vec<Diagn
             ast::ItemKind::Const { name, .. } => name,
             _ => continue,
         };
-        c.top_level.entry(name.name.clone()).or_insert(name.span);
+        c.top_level
+            .entry(name.name.to_string())
+            .or_insert(name.span);
     }
     c.check_items(&program.items);
     if !c.diags.is_empty() {
@@ -132,7 +135,7 @@ enum LocalKind {
 
 #[derive(Clone, Debug)]
 struct Local {
-    name: String,
+    name: Name,
     id: VarId,
     ty: Ty,
     mutable: bool,
@@ -194,10 +197,10 @@ impl Checker {
         VarId(self.next_var - 1)
     }
 
-    fn decl(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> VarDecl {
+    fn decl(&mut self, name: impl Into<Name>, ty: Ty, mutable: bool, span: Span) -> VarDecl {
         VarDecl {
             id: self.fresh_var_id(),
-            name: name.to_string(),
+            name: name.into(),
             ty,
             mutable,
             span,
@@ -235,7 +238,7 @@ impl Checker {
                 ast::ItemKind::Fun(decl) => self.check_top_function(decl),
                 ast::ItemKind::Kernel(k) => self.check_kernel(k),
                 ast::ItemKind::Module { name, items } => {
-                    self.module_path.push(name.name.clone());
+                    self.module_path.push(name.name.to_string());
                     let full = self.module_path.join(".");
                     self.modules.insert(full);
                     let saved = std::mem::take(&mut self.top_opens);
@@ -293,21 +296,33 @@ impl Checker {
     /// A helper or constant named `path.name` seen from here: the current module and its
     /// parents (innermost first), then the opened modules (last opened first).
     fn find_global(&self, path: &[ast::Ident], name: &str) -> Option<Global> {
-        let mut written: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
-        written.push(name);
+        // Every candidate key is built in one buffer (helpers are looked up at each call);
+        // an unqualified name at the root is its own key.
+        let mut key = String::new();
         for depth in (0..=self.module_path.len()).rev() {
-            let mut parts: Vec<&str> = self.module_path[..depth]
-                .iter()
-                .map(String::as_str)
-                .collect();
-            parts.extend(&written);
-            if let Some(g) = self.globals.get(&parts.join(".")) {
+            let found = if depth == 0 && path.is_empty() {
+                self.globals.get(name)
+            } else {
+                key.clear();
+                let modules = self.module_path[..depth].iter().map(String::as_str);
+                for part in modules.chain(path.iter().map(|p| p.name.as_str())) {
+                    key.push_str(part);
+                    key.push('.');
+                }
+                key.push_str(name);
+                self.globals.get(key.as_str())
+            };
+            if let Some(g) = found {
                 return Some(g.clone());
             }
         }
         if path.is_empty() {
             for m in self.opens.iter().rev() {
-                if let Some(g) = self.globals.get(&format!("{m}.{name}")) {
+                key.clear();
+                key.push_str(m);
+                key.push('.');
+                key.push_str(name);
+                if let Some(g) = self.globals.get(key.as_str()) {
                     return Some(g.clone());
                 }
             }
@@ -495,8 +510,8 @@ impl Checker {
         self.scope.truncate(scope_mark);
         tast::Function {
             id,
-            name: decl.name.name.clone(),
-            source_name: decl.name.name.clone(),
+            name: decl.name.name.to_string(),
+            source_name: decl.name.name.to_string(),
             span: decl.name.span,
             type_params: 0,
             params,
@@ -687,7 +702,7 @@ impl Checker {
             }
         }
         self.kernels.push(tast::Kernel {
-            name: k.name.name.clone(),
+            name: k.name.name.to_string(),
             span: k.name.span,
             params,
             body,

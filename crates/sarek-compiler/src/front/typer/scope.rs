@@ -88,7 +88,7 @@ mod tests {
 
     fn local(name: &str, id: u32) -> Local {
         Local {
-            name: name.to_string(),
+            name: name.into(),
             id: VarId(id),
             ty: Ty::Unit,
             mutable: false,

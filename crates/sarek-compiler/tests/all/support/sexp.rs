@@ -49,9 +49,9 @@ pub fn lit(l: &Lit) -> String {
 pub fn pat(p: &Pattern) -> String {
     match p {
         Pattern::Wildcard(_) => "_".into(),
-        Pattern::Var(i) => i.name.clone(),
+        Pattern::Var(i) => i.name.to_string(),
         Pattern::Lit(l, _) => lit(l),
-        Pattern::Ctor { name, args, .. } if args.is_empty() => name.name.clone(),
+        Pattern::Ctor { name, args, .. } if args.is_empty() => name.name.to_string(),
         Pattern::Ctor { name, args, .. } => {
             format!(
                 "({} {})",
@@ -69,7 +69,7 @@ pub fn pat(p: &Pattern) -> String {
 
 pub fn ty(t: &TypeExpr) -> String {
     match &t.kind {
-        TypeExprKind::Named(i) => i.name.clone(),
+        TypeExprKind::Named(i) => i.name.to_string(),
         TypeExprKind::Var(i) => format!("'{}", i.name),
         TypeExprKind::App(a, c) => format!("({} {})", ty(a), c.name),
         TypeExprKind::Tuple(ts) => {
@@ -147,7 +147,7 @@ pub fn sexp(e: &Expr) -> String {
                 .iter()
                 .map(|p| match &p.ty {
                     Some(t) => format!("{}:{}", p.name.name, ty(t)),
-                    None => p.name.name.clone(),
+                    None => p.name.name.to_string(),
                 })
                 .collect::<Vec<_>>()
                 .join(" "),
@@ -240,7 +240,7 @@ pub fn sexp(e: &Expr) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         ),
-        ExprKind::Ctor { name, args } if args.is_empty() => name.name.clone(),
+        ExprKind::Ctor { name, args } if args.is_empty() => name.name.to_string(),
         ExprKind::Ctor { name, args } => format!("({} {})", name.name, list(args)),
         ExprKind::Tuple(es) => format!("(tuple {})", list(es)),
         ExprKind::App { func, args } => format!("(app {} {})", sexp(func), list(args)),
@@ -343,7 +343,7 @@ fn params(ps: &[Param]) -> String {
     ps.iter()
         .map(|p| match &p.ty {
             Some(t) => format!("{}:{}", p.name.name, ty(t)),
-            None => p.name.name.clone(),
+            None => p.name.name.to_string(),
         })
         .collect::<Vec<_>>()
         .join(" ")

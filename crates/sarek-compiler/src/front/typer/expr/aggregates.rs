@@ -157,7 +157,7 @@ impl Checker {
             Some(Ty::Variant(v)) => Some(v),
             _ => None,
         };
-        match self.env.ctors.get(&name.name) {
+        match self.env.ctors.get(name.name.as_str()) {
             Some(cands) => Some(
                 *cands
                     .iter()

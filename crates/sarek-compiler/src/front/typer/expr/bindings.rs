@@ -162,8 +162,8 @@ impl Checker {
         cands.extend(builtin_names.iter().map(|s| s.as_str()));
         let mut d = Diagnostic::error(span, format!("unknown {what} `{}`", name.name))
             .with_label("not found in this scope");
-        if let Some(&defined) = self.top_level.get(&name.name)
-            && !self.globals.contains_key(&name.name)
+        if let Some(&defined) = self.top_level.get(name.name.as_str())
+            && !self.globals.contains_key(name.name.as_str())
         {
             d = d
                 .with_secondary(defined, "defined here, after its use")
@@ -281,7 +281,7 @@ impl Checker {
                 // The help declares the array under its own name and element type.
                 let elem = match ann.map(|t| &t.kind) {
                     Some(ast::TypeExprKind::App(elem, _)) => match &elem.kind {
-                        ast::TypeExprKind::Named(t) => t.name.clone(),
+                        ast::TypeExprKind::Named(t) => t.name.to_string(),
                         _ => "ELEM".to_string(),
                     },
                     _ => "ELEM".to_string(),
@@ -403,7 +403,7 @@ impl Checker {
     pub(super) fn assign(&mut self, target: &ast::Ident, value: &ast::Expr, span: Span) -> Expr {
         let Some(idx) = self.find_local(&target.name) else {
             let value = self.infer(value, None);
-            if self.globals.contains_key(&target.name) {
+            if self.globals.contains_key(target.name.as_str()) {
                 self.diags.push(
                     Diagnostic::error(
                         target.span,

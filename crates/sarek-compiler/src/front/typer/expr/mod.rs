@@ -266,7 +266,7 @@ impl Checker {
         let ty = rest.ty.clone();
         mk(
             T::Superstep {
-                name: name.name.clone(),
+                name: name.name.to_string(),
                 divergent: *divergent,
                 step: Box::new(step),
                 rest: Box::new(rest),
@@ -299,7 +299,7 @@ impl Checker {
             }
             self.diags.push(d);
         }
-        self.opens.push(module.name.clone());
+        self.opens.push(module.name.to_string());
         let body = self.infer(body, expected);
         self.opens.pop();
         body

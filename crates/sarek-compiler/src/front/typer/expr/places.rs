@@ -179,7 +179,7 @@ impl Checker {
         let rid = match t {
             Ty::Record(r) => r,
             t if crate::front::typer::unify::as_var(&t).is_some() => {
-                let Some(cands) = self.env.fields.get(&field.name) else {
+                let Some(cands) = self.env.fields.get(field.name.as_str()) else {
                     self.unknown_field(field, None);
                     return None;
                 };
