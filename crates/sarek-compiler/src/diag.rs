@@ -84,13 +84,17 @@ impl SourceMap {
         &self.files[id.0 as usize].1
     }
 
-    /// 1-based (line, column) of a byte offset; column counts chars.
+    /// 1-based (line, column) of a byte offset; column counts chars. Lines break as
+    /// [`line_breaks`] says.
     pub fn line_col(&self, id: FileId, offset: u32) -> (usize, usize) {
         let text = self.text(id);
-        let offset = (offset as usize).min(text.len());
-        let before = &text[..floor_char_boundary(text, offset)];
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let offset = floor_char_boundary(text, (offset as usize).min(text.len()));
+        let (mut line, mut line_start) = (1, 0);
+        for start in line_breaks(text).take_while(|&start| start <= offset) {
+            line += 1;
+            line_start = start;
+        }
+        let col = text[line_start..offset].chars().count() + 1;
         (line, col)
     }
 
@@ -102,6 +106,38 @@ impl SourceMap {
         let (l, c) = self.line_col(span.file, span.start);
         format!("{}:{}:{}", self.name(span.file), l, c)
     }
+}
+
+/// Where each line after the first starts: after every `\n`, and after every `\r` not
+/// followed by `\n`, so `\n`, `\r\n` and a lone `\r` (old Mac files) are each one line
+/// break. The lexer's layout, `line_col` and the rendered excerpts all break lines here.
+pub fn line_breaks(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().filter_map(move |(i, &b)| {
+        let ends_line = b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+        ends_line.then_some(i + 1)
+    })
+}
+
+/// The lines of `text`, without their breaks ([`line_breaks`]); a break at the very end is
+/// followed by one empty line.
+pub fn source_lines(text: &str) -> impl Iterator<Item = &str> + '_ {
+    let mut breaks = line_breaks(text);
+    let mut start = Some(0);
+    std::iter::from_fn(move || {
+        let line_start = start?;
+        let Some(next) = breaks.next() else {
+            start = None;
+            return Some(&text[line_start..]);
+        };
+        // `next - 1` is the break's last byte; a `\r` before a `\n` belongs to it.
+        let mut end = next - 1;
+        if text.as_bytes()[end] == b'\n' && end > line_start && text.as_bytes()[end - 1] == b'\r' {
+            end -= 1;
+        }
+        start = Some(next);
+        Some(&text[line_start..end])
+    })
 }
 
 fn floor_char_boundary(s: &str, mut i: usize) -> usize {
@@ -331,6 +367,25 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn newline_crlf_and_a_lone_carriage_return_each_break_one_line() {
+        let text = "a\nb\r\nc\rd\r\re";
+        assert_eq!(line_breaks(text).collect::<Vec<_>>(), [2, 5, 7, 9, 10]);
+        assert_eq!(
+            source_lines(text).collect::<Vec<_>>(),
+            ["a", "b", "c", "d", "", "e"]
+        );
+        assert_eq!(source_lines("x\r").collect::<Vec<_>>(), ["x", ""]);
+        let mut sources = SourceMap::new();
+        let file = sources.add("t", text);
+        // The `\n` of `\r\n` is still on the line it ends.
+        let at = |offset| sources.line_col(file, offset);
+        assert_eq!(
+            [at(0), at(3), at(4), at(5), at(9), at(10)],
+            [(1, 1), (2, 2), (2, 3), (3, 1), (5, 1), (6, 1)]
+        );
+    }
 
     #[test]
     fn adjacent_swaps_cost_one_edit() {

@@ -34,7 +34,9 @@ impl Directive {
 /// every other `NAME=VALUE` is a kernel argument.
 pub fn parse_directives(source: &str) -> Result<Vec<Directive>, String> {
     let mut out = Vec::new();
-    for (i, line) in source.lines().enumerate() {
+    // Lines break as the compiler's diagnostics break them (a lone `\r` too), so `line`
+    // numbers agree with theirs.
+    for (i, line) in sarek_compiler::diag::source_lines(source).enumerate() {
         let l = line.trim_start();
         let l = l.strip_prefix("(*").unwrap_or(l).trim_start();
         let Some(body) = l.strip_prefix("@run") else {
@@ -111,6 +113,19 @@ pub fn launch_config(size: usize, grid: Option<[u32; 3]>, block: Option<[u32; 3]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn directives_of_a_file_with_lone_carriage_returns_are_found_on_their_lines() {
+        let d =
+            parse_directives("(* header\r   @run a n=1\r   @run b size=8 *)\rlet x = 1\r").unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!(
+            (d[0].kernel.as_str(), d[0].line, d[0].size),
+            ("a", 2, DEFAULT_SIZE)
+        );
+        assert_eq!((d[1].kernel.as_str(), d[1].line, d[1].size), ("b", 3, 8));
+        assert_eq!(d[0].args, [("n".to_string(), "1".to_string())]);
+    }
 
     #[test]
     fn arg_prefix_names_a_parameter_called_like_a_launch_key() {

@@ -92,6 +92,22 @@ pub fn native_note(kernel: &Kernel) -> Option<String> {
         .map(|e| e.to_string())
 }
 
+/// Whether every `cpu` launch of `kernel` runs as native code on the vectors' buffers in
+/// place (`HostDevice::dispatch_in_place`) and none falls back to the interpreter core: each
+/// vector one non-bool scalar, the kernel native, and no launch able to end divergent (which
+/// also means no copies kept to rerun from). Compiles the kernel once, uncached.
+pub fn runs_in_place(kernel: &Kernel) -> bool {
+    use sarek_compiler::ir::Ty;
+    use sarek_compiler::types::Scalar;
+    let dense = kernel.params.iter().all(|p| match &kernel.var(*p).ty {
+        Ty::Vector(elem) => matches!(elem.as_ref(), Ty::Scalar(s) if *s != Scalar::Bool),
+        _ => true,
+    });
+    dense
+        && sarek_jit::compile(kernel, &sarek_jit::JitOptions::default())
+            .is_ok_and(|jit| !jit.may_defer())
+}
+
 /// A kernel as the `cpu` device holds it: native code (Cranelift, `sarek-jit`), or the reason
 /// it runs on the interpreter core.
 enum Compiled {

@@ -11,6 +11,7 @@
 
 use crate::device::{Backend, LaunchConfig, RuntimeError};
 use sarek_compiler::Target;
+use sarek_compiler::abi::LayoutRules;
 use sarek_compiler::ir::analysis::{Limit, Support};
 use sarek_compiler::ir::{Kernel, StmtKind, Ty, visit};
 use sarek_compiler::types::MemSpace;
@@ -293,44 +294,189 @@ pub fn check_launch_with(
     Ok(())
 }
 
+/// Where a device keeps a launch's vectors, as far as this process's memory is concerned:
+/// what [`peak_bytes`] counts besides the caller's own columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residence {
+    /// In memory of its own (a GPU): the host packs one vector at a time into a staging copy
+    /// when its columns are not already the device's bytes.
+    Device(LayoutRules),
+    /// In buffers in this process's memory (PoCL and other CPU OpenCL drivers, llvmpipe under
+    /// Vulkan; `cpu` when its native code runs on them in place), plus the staging copy.
+    HostBuffers(LayoutRules),
+    /// `wgpu` on llvmpipe: buffers in this process's memory, each upload's own copy queued
+    /// until the queue runs it, and a download through a mapped copy read out into another.
+    QueuedHostBuffers(LayoutRules),
+    /// `interp`, and `cpu` when a launch of the kernel may run on the interpreter core: a host
+    /// buffer per vector ([`crate::host::HOST_LAYOUT`]), the launch's columns unpacked from
+    /// it, and the interpreter core's one 8-byte word per leaf element.
+    Interpreter,
+}
+
+impl Residence {
+    /// Where `device` keeps the vectors of `kernel`: the interpreter core holds its own
+    /// copies, `cpu`'s native code works in place when it can ([`crate::cpu::runs_in_place`]),
+    /// a device whose memory is the host's ([`crate::Device::always_checked`], llvmpipe
+    /// under wgpu too) keeps buffers here, any other its own memory.
+    pub fn of(device: &dyn crate::Device, kernel: &Kernel) -> Residence {
+        let info = device.info();
+        let rules = device.layout_rules();
+        match info.backend {
+            Backend::Cpu if crate::cpu::runs_in_place(kernel) => Residence::HostBuffers(rules),
+            Backend::Interp | Backend::Cpu => Residence::Interpreter,
+            Backend::Wgpu if info.name.contains("llvmpipe") => Residence::QueuedHostBuffers(rules),
+            _ if device.always_checked() || info.name.contains("llvmpipe") => {
+                Residence::HostBuffers(rules)
+            }
+            _ => Residence::Device(rules),
+        }
+    }
+}
+
+/// What a command keeps in this process's memory while it launches a kernel, for
+/// [`peak_bytes`].
+#[derive(Clone, Copy, Debug)]
+pub enum Command<'a> {
+    /// `sarek run` and `sarek bench`: the arguments and one device's holding.
+    Run(Residence),
+    /// `sarek verify`: the arguments and interp's results (computed on a copy, by the
+    /// interpreter), then, device after device, another copy of the arguments and that
+    /// device's holding.
+    Verify(&'a [Residence]),
+}
+
+/// Bytes of this process's memory `command` holds at its peak for the vectors of `kernel`,
+/// `len(name)` elements each. Each vector is counted in the forms it is held in: the
+/// caller's columns (a bool is one byte), a buffer laid out by the device's rules, the
+/// interpreter's words, and the largest staging copy of one vector.
+pub fn peak_bytes(kernel: &Kernel, len: &dyn Fn(&str) -> u64, command: Command<'_>) -> u64 {
+    let vectors: Vec<(&Ty, u64)> = (kernel.params.iter())
+        .filter_map(|p| {
+            let var = kernel.var(*p);
+            match &var.ty {
+                Ty::Vector(elem) => Some((elem.as_ref(), len(&var.name))),
+                _ => None,
+            }
+        })
+        .collect();
+    let sum = |bytes: &dyn Fn(&Ty) -> u64| {
+        (vectors.iter()).fold(0u64, |t, (elem, n)| {
+            t.saturating_add(bytes(elem).saturating_mul(*n))
+        })
+    };
+    let leaves = |elem: &Ty| sarek_compiler::abi::leaves(kernel, elem);
+    let columns = sum(&|elem| {
+        leaves(elem)
+            .iter()
+            .map(|l| u64::from(l.scalar.size()))
+            .sum()
+    });
+    let stride = |rules: LayoutRules| {
+        move |elem: &Ty| u64::from(sarek_compiler::abi::elem_layout(kernel, elem, rules).stride)
+    };
+    // A vector whose one column is not its buffer's bytes as they are is packed (uploads) or
+    // unpacked (downloads) through a copy of the buffer, one vector at a time.
+    let staging = |rules: LayoutRules| {
+        (vectors.iter())
+            .filter(|(elem, _)| {
+                !crate::pack::is_dense(&sarek_compiler::abi::elem_layout(kernel, elem, rules))
+            })
+            .map(|(elem, n)| stride(rules)(elem).saturating_mul(*n))
+            .max()
+            .unwrap_or(0)
+    };
+    let held = |residence: Residence| match residence {
+        Residence::Device(rules) => staging(rules),
+        Residence::HostBuffers(rules) => sum(&stride(rules)).saturating_add(staging(rules)),
+        Residence::QueuedHostBuffers(rules) => {
+            let largest = (vectors.iter())
+                .map(|(elem, n)| stride(rules)(elem).saturating_mul(*n))
+                .max()
+                .unwrap_or(0);
+            (sum(&stride(rules)).saturating_mul(2))
+                .saturating_add(staging(rules).max(largest.saturating_mul(2)))
+        }
+        Residence::Interpreter => {
+            let words = sum(&|elem| 8 * leaves(elem).len() as u64);
+            // The staging copy that puts results back is made once the words are freed.
+            (sum(&stride(crate::host::HOST_LAYOUT)))
+                .saturating_add(columns)
+                .saturating_add(words)
+        }
+    };
+    match command {
+        Command::Run(residence) => columns.saturating_add(held(residence)),
+        Command::Verify(devices) => {
+            let each = devices
+                .iter()
+                .map(|d| columns.saturating_add(held(*d)))
+                .fold(held(Residence::Interpreter), u64::max);
+            columns.saturating_mul(2).saturating_add(each)
+        }
+    }
+}
+
 /// `--size` and `--len NAME=N` before any vector is allocated: every vector at most
-/// [`MAX_VECTOR_LEN`] elements, and the vectors of `kernel` together within the memory this
-/// machine has available. A vector named in `lengths` has that length, the others `size`.
-pub fn check_size(kernel: &Kernel, size: u64, lengths: &[(&str, u64)]) -> Result<(), String> {
+/// [`MAX_VECTOR_LEN`] elements, and what `command` will hold of them ([`peak_bytes`])
+/// within the memory this machine has available. A vector named in `lengths` has that
+/// length, the others `size`.
+pub fn check_size(
+    kernel: &Kernel,
+    size: u64,
+    lengths: &[(&str, u64)],
+    command: Command<'_>,
+) -> Result<(), String> {
+    check_size_within(kernel, size, lengths, command, available_memory())
+}
+
+/// [`check_size`] against `available` bytes (`None`: unknown, only the int32 limit).
+fn check_size_within(
+    kernel: &Kernel,
+    size: u64,
+    lengths: &[(&str, u64)],
+    command: Command<'_>,
+    available: Option<u64>,
+) -> Result<(), String> {
     if size > MAX_VECTOR_LEN {
         return Err(format!(
             "--size {size}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)"
         ));
     }
-    let mut bytes = 0u64;
+    let len = |name: &str| {
+        (lengths.iter())
+            .find(|(given, _)| *given == name)
+            .map_or(size, |(_, len)| *len)
+    };
     for p in &kernel.params {
         let var = kernel.var(*p);
-        let Ty::Vector(elem) = &var.ty else {
-            continue;
-        };
-        let given = lengths.iter().find(|(name, _)| *name == var.name);
-        let len = given.map_or(size, |(_, len)| *len);
-        if len > MAX_VECTOR_LEN {
+        if matches!(var.ty, Ty::Vector(_)) && len(&var.name) > MAX_VECTOR_LEN {
             return Err(format!(
-                "--len {}={len}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)",
-                var.name
+                "--len {}={}: vectors have at most {MAX_VECTOR_LEN} elements (lengths and indices are int32)",
+                var.name,
+                len(&var.name)
             ));
         }
-        let per_element: u64 = sarek_compiler::abi::leaves(kernel, elem)
-            .iter()
-            .map(|l| u64::from(l.scalar.size()))
-            .sum();
-        bytes = bytes.saturating_add(per_element.saturating_mul(len));
     }
-    if let Some(available) = available_memory()
+    let bytes = peak_bytes(kernel, &len, command);
+    if let Some(available) = available
         && bytes > available
     {
         let lens: String = lengths
             .iter()
             .map(|(name, len)| format!(", --len {name}={len}"))
             .collect();
+        let copies = match command {
+            Command::Run(Residence::Device(_)) => "the arguments and a staging copy",
+            Command::Run(Residence::HostBuffers(_) | Residence::QueuedHostBuffers(_)) => {
+                "the arguments and the device's buffers, which are in host memory"
+            }
+            Command::Run(Residence::Interpreter) => {
+                "the arguments, the device's buffers and the interpreter's copy"
+            }
+            Command::Verify(_) => "the arguments, interp's results and each backend's copies",
+        };
         return Err(format!(
-            "--size {size}{lens}: the vectors of kernel `{}` need {bytes} bytes, more than the {available} bytes of memory available",
+            "--size {size}{lens}: the vectors of kernel `{}` need {bytes} bytes ({copies}), more than the {available} bytes of memory available",
             kernel.name
         ));
     }
@@ -483,28 +629,115 @@ mod tests {
         let mut kb = KernelBuilder::new("k");
         kb.vector("v", Ty::Scalar(Scalar::F64));
         let k = kb.finish(Vec::new());
-        let e = check_size(&k, 1 << 31, &[]).unwrap_err();
+        let run = Command::Run(Residence::Interpreter);
+        let e = check_size(&k, 1 << 31, &[], run).unwrap_err();
         assert!(e.contains("int32"), "{e}");
-        let e = check_size(&k, 1_000_000_000_000, &[]).unwrap_err();
+        let e = check_size(&k, 1_000_000_000_000, &[], run).unwrap_err();
         assert!(e.contains("int32"), "{e}");
-        check_size(&k, 1024, &[]).unwrap();
+        check_size(&k, 1024, &[], run).unwrap();
         // `--len v=N` overrides --size for `v`, under the same limits.
-        let e = check_size(&k, 1024, &[("v", 3_000_000_000)]).unwrap_err();
+        let e = check_size(&k, 1024, &[("v", 3_000_000_000)], run).unwrap_err();
         assert!(
             e.starts_with("--len v=3000000000: vectors have at most"),
             "{e}"
         );
-        check_size(&k, 1 << 40, &[]).unwrap_err();
-        check_size(&k, 4, &[("v", 1024), ("other", 1 << 40)]).unwrap();
-        if let Some(available) = available_memory() {
-            let past = available / 8 + 1;
-            if past <= MAX_VECTOR_LEN {
-                let e = check_size(&k, 4, &[("v", past)]).unwrap_err();
-                assert!(
-                    e.contains("--len v=") && e.contains("memory available"),
-                    "{e}"
-                );
-            }
-        }
+        check_size(&k, 1 << 40, &[], run).unwrap_err();
+        check_size(&k, 4, &[("v", 1024), ("other", 1 << 40)], run).unwrap();
+        // float64 on the interpreter: 8 (columns) + 8 (buffer) + 8 (unpacked) + 8 (words).
+        let past = |available: u64| {
+            check_size_within(&k, 4, &[("v", available / 32 + 1)], run, Some(available))
+        };
+        let e = past(1 << 30).unwrap_err();
+        assert!(
+            e.contains("--len v=") && e.contains("memory available"),
+            "{e}"
+        );
+        check_size_within(&k, 4, &[("v", (1 << 30) / 32)], run, Some(1 << 30)).unwrap();
+    }
+
+    /// A kernel of `source` (one kernel `k`), lowered.
+    fn lowered(source: &str) -> Kernel {
+        let mut sources = sarek_compiler::SourceMap::new();
+        let file = sources.add("k.sarek", source);
+        let program = sarek_compiler::check(&sources, file).expect("checks");
+        sarek_compiler::lower_kernel(&program, "k").expect("lowers")
+    }
+
+    /// Per element, by hand: a float32 vector is 4 bytes as a column and in every buffer
+    /// layout (dense: no staging copy), 8 as the interpreter's word. A record
+    /// `{ i : int32; d : float64; b : bool }` is 13 bytes as columns (a bool column holds one
+    /// byte), 24 in a C buffer (`d` aligned to 8, the stride to 8) and in std430 (the bool a
+    /// 4-byte word), 24 as words (three leaves); it is never dense, so it has a staging copy.
+    #[test]
+    fn the_estimate_counts_every_copy_the_device_holds() {
+        let k = lowered(
+            "type r = { i : int32; d : float64; b : bool }\n\
+             let%kernel k (a : float32 vector) (x : r vector) (n : int32) =\n\
+               let t = global_thread_id in\n\
+               if t < n then a.(t) <- a.(t) +. 1.0\n",
+        );
+        let (na, nx) = (1000u64, 10u64);
+        let len = |name: &str| if name == "a" { na } else { nx };
+        let columns = 4 * na + 13 * nx;
+        let interp_held = (4 * na + 24 * nx) + columns + (8 * na + 24 * nx);
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Run(Residence::Interpreter)),
+            columns + interp_held
+        );
+        let std430 = Residence::Device(LayoutRules::Std430);
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Run(std430)),
+            columns + 24 * nx
+        );
+        let pocl = Residence::HostBuffers(crate::host::HOST_LAYOUT);
+        let pocl_held = (4 * na + 24 * nx) + 24 * nx;
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Run(pocl)),
+            columns + pocl_held
+        );
+        // verify: the arguments and interp's results throughout, then the larger of interp's
+        // holding and a device's copy of the arguments with its holding.
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Verify(&[std430, pocl])),
+            2 * columns + interp_held.max(columns + pocl_held)
+        );
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Verify(&[])),
+            2 * columns + interp_held
+        );
+        // wgpu on llvmpipe: buffers and their queued upload copies, and the largest vector
+        // twice for a download (the mapped copy and its read-out).
+        let wgpu = Residence::QueuedHostBuffers(LayoutRules::Std430);
+        let buffers = 4 * na + 24 * nx;
+        assert_eq!(
+            peak_bytes(&k, &len, Command::Run(wgpu)),
+            columns + 2 * buffers + 2 * (4 * na).max(24 * nx)
+        );
+        // Only the float32 vector: dense everywhere, so no staging copy.
+        let only_a = |name: &str| if name == "a" { na } else { 0 };
+        assert_eq!(peak_bytes(&k, &only_a, Command::Run(std430)), 4 * na);
+    }
+
+    #[test]
+    fn a_size_the_host_copy_fits_is_refused_when_the_interpreter_would_not() {
+        let mut kb = KernelBuilder::new("k");
+        kb.vector("v", Ty::Scalar(Scalar::F32));
+        let k = kb.finish(Vec::new());
+        // 1 GiB available; 2^27 float32 elements are 512 MiB as the caller's column alone
+        // (what the check counted before), 2.5 GiB with the interpreter's copies.
+        let size = 1 << 27;
+        let available = Some(1 << 30);
+        let gpu = Command::Run(Residence::Device(LayoutRules::Std430));
+        check_size_within(&k, size, &[], gpu, available).unwrap();
+        let e = check_size_within(
+            &k,
+            size,
+            &[],
+            Command::Run(Residence::Interpreter),
+            available,
+        )
+        .unwrap_err();
+        assert!(e.contains(&format!("need {} bytes", 20u64 << 27)), "{e}");
+        assert!(e.contains("interpreter"), "{e}");
     }
 }

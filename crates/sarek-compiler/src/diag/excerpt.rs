@@ -5,8 +5,11 @@
 //! (a generated or minified source) printed all of it. An [`Excerpt`] is a `Files` whose text
 //! holds just the shown lines, with the labels' offsets mapped into it; line numbers and the
 //! header's column still come from the original file, so `file:line:col` is unchanged.
+//! Lines break where [`line_breaks`] says (a lone `\r` too): `codespan`'s own line starts
+//! (`files::line_starts`, `\n` only) are never consulted, as the excerpt answers every line
+//! query itself and ends each shown line with `\n`.
 
-use super::{Diagnostic, SourceMap, floor_char_boundary};
+use super::{Diagnostic, SourceMap, floor_char_boundary, line_breaks};
 use codespan_reporting::files::{Error, Files};
 use std::ops::Range;
 
@@ -21,11 +24,10 @@ const BEFORE_END: usize = 1;
 
 const CUT: &str = "…";
 
-/// The byte offset where every line of `text` starts.
+/// The byte offset where every line of `text` starts ([`line_breaks`]: `\n`, `\r\n` or a
+/// lone `\r`).
 pub fn line_starts(text: &str) -> Vec<usize> {
-    std::iter::once(0)
-        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-        .collect()
+    std::iter::once(0).chain(line_breaks(text)).collect()
 }
 
 /// One original line as shown.
@@ -62,7 +64,7 @@ impl<'a> Excerpt<'a> {
     ) -> Excerpt<'a> {
         let (name, original) = &sources.files[file];
         let line_of = |byte: usize| starts.partition_point(|&s| s <= byte) - 1;
-        // Where line `i`'s text ends, before its `\n` or `\r\n`.
+        // Where line `i`'s text ends, before its `\n`, `\r\n` or lone `\r`.
         let line_end = |i: usize| {
             let end = starts
                 .get(i + 1)

@@ -18,6 +18,9 @@ pub struct Attribute {
     pub name: String,
     /// The payload as written (`10`, `4`), trimmed; empty when absent.
     pub payload: String,
+    /// `[@@name]` (OCaml's item and binding attributes) rather than `[@name]`, so messages
+    /// quote the attribute as written.
+    pub outer: bool,
     pub span: Span,
 }
 

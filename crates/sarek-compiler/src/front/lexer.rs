@@ -408,16 +408,16 @@ impl<'a> Lexer<'a> {
 
     fn push(&mut self, tok: Tok<'a>, start: usize) {
         // Advance the line tracking over the text since the last token (amortised linear).
+        // `\n`, `\r\n` and a lone `\r` each end a line (`diag::line_breaks`); the last break
+        // byte before a token is a line's end either way, as a token never starts at `\n`.
+        let breaks = |c: &u8| matches!(c, b'\n' | b'\r');
         if start < self.scanned {
             // Only after an error that backs up (rare): recompute from scratch.
             self.line_begin = self.src[..start]
                 .iter()
-                .rposition(|&c| c == b'\n')
+                .rposition(breaks)
                 .map_or(0, |p| p + 1);
-        } else if let Some(nl) = self.src[self.scanned..start]
-            .iter()
-            .rposition(|&c| c == b'\n')
-        {
+        } else if let Some(nl) = self.src[self.scanned..start].iter().rposition(breaks) {
             self.line_begin = self.scanned + nl + 1;
         }
         self.scanned = start;

@@ -22,7 +22,7 @@ use crate::hash::FxHashMap as HashMap;
 
 use crate::diag::{Diagnostic, Span};
 use crate::front::tast::{
-    Expr, ExprKind, FunId, Function, LoopHints, Pattern, Program, Ty, VarDecl, VarId,
+    Expr, ExprKind, FunId, Function, InlineMark, LoopHints, Pattern, Program, Ty, VarDecl, VarId,
 };
 use crate::types::Literal;
 
@@ -57,8 +57,8 @@ pub fn eliminate(mut program: Program) -> Result<Program, Vec<Diagnostic>> {
         let fresh = fresh.get_or_insert_with(|| Fresh(max_var(&program) + 1));
         let result = if calls.iter().all(|c| c.1 == Position::Tail) {
             to_loop(&program, f, fresh)
-        } else if let Some(depth) = f.inline_depth {
-            unroll(&program, f, depth, fresh, &mut names, &mut next_fun).map(|(body, copies)| {
+        } else if let Some(mark) = &f.inline_depth {
+            unroll(&program, f, mark, fresh, &mut names, &mut next_fun).map(|(body, copies)| {
                 depth_copies.push((f.id, copies));
                 body
             })
@@ -658,17 +658,18 @@ impl LoopCtx<'_> {
 fn unroll(
     program: &Program,
     f: &Function,
-    depth: u32,
+    mark: &InlineMark,
     fresh: &mut Fresh,
     names: &mut Names,
     next_fun: &mut u32,
 ) -> Result<(Expr, Vec<Function>), Box<Diagnostic>> {
+    let depth = mark.depth;
     let n = node_count(&f.body);
     let size = n.saturating_mul(u64::from(depth) + 1);
     if size > NODE_LIMIT {
         return Err(Box::new(
             Diagnostic::error(f.span, format!("inlining `{}` {depth} levels deep is too large", f.source_name))
-                .with_label(format!("`[@sarek.inline {depth}]` unrolls to more than {NODE_LIMIT} nodes"))
+                .with_label(format!("`{mark}` unrolls to more than {NODE_LIMIT} nodes"))
                 .with_note(format!(
                     "each level is one copy of the body ({n} nodes here)"
                 ))
@@ -691,7 +692,7 @@ fn unroll(
         let param_ids: Vec<VarId> = f.params.iter().map(|p| p.id).collect();
         let map = freshen(&mut body, &param_ids, fresh);
         let next = ids.get(d as usize).copied();
-        retarget(program, f, &mut body, next, depth);
+        retarget(program, f, &mut body, next, mark);
         let params = f
             .params
             .iter()
@@ -711,15 +712,15 @@ fn unroll(
         });
     }
     let mut body = f.body.clone();
-    retarget(program, f, &mut body, ids.first().copied(), depth);
+    retarget(program, f, &mut body, ids.first().copied(), mark);
     Ok((body, copies))
 }
 
-/// Point `f`'s self-calls in `e` at `next`, or, with none (past the declared `limit`), make
-/// each one evaluate its arguments and trap.
-fn retarget(program: &Program, f: &Function, e: &mut Expr, next: Option<FunId>, limit: u32) {
+/// Point `f`'s self-calls in `e` at `next`, or, with none (past the depth `mark` declares),
+/// make each one evaluate its arguments and trap.
+fn retarget(program: &Program, f: &Function, e: &mut Expr, next: Option<FunId>, mark: &InlineMark) {
     for c in e.children_mut() {
-        retarget(program, f, c, next, limit);
+        retarget(program, f, c, next, mark);
     }
     let ExprKind::Call { func, args, .. } = &mut e.kind else {
         return;
@@ -739,8 +740,8 @@ fn retarget(program: &Program, f: &Function, e: &mut Expr, next: Option<FunId>, 
         span,
     });
     let message = format!(
-        "`{}` recursed deeper than the {limit} levels its `[@sarek.inline {limit}]` mark allows",
-        f.source_name
+        "`{}` recursed deeper than the {} levels its `{mark}` mark allows",
+        f.source_name, mark.depth
     );
     let mut r = mk(
         ExprKind::Trap {

@@ -153,7 +153,37 @@ pub struct Function {
     pub body: Expr,
     pub recursive: bool,
     /// `[@sarek.inline N]` / `pragma ["sarek.inline N"]`.
-    pub inline_depth: Option<u32>,
+    pub inline_depth: Option<InlineMark>,
+}
+
+/// How many levels a recursive helper is inlined, and the form the mark was written in, so
+/// the messages about it (too large to unroll, recursed past it at run time) quote it back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InlineMark {
+    pub depth: u32,
+    pub form: InlineForm,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InlineForm {
+    /// `[@name N]`, or `[@@name N]` when `outer`; `name` is `sarek.inline` or `inline`.
+    Attribute { name: String, outer: bool },
+    /// `pragma ["sarek.inline N"]` on the body.
+    Pragma,
+}
+
+impl std::fmt::Display for InlineMark {
+    /// The mark as source text: `[@sarek.inline 4]`, `[@@inline 4]`, `pragma ["sarek.inline 4"]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let depth = self.depth;
+        match &self.form {
+            InlineForm::Attribute { name, outer } => {
+                let at = if *outer { "@@" } else { "@" };
+                write!(f, "[{at}{name} {depth}]")
+            }
+            InlineForm::Pragma => write!(f, "pragma [\"sarek.inline {depth}\"]"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

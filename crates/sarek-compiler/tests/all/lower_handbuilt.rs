@@ -587,7 +587,13 @@ fn non_tail_recursion_needs_the_inline_mark() {
 
     // One copy per depth, the deepest first: it traps where it would recurse, and each other
     // one calls the copy one level deeper (twice, as `fib` does).
-    p.functions[0].inline_depth = Some(10);
+    p.functions[0].inline_depth = Some(InlineMark {
+        depth: 10,
+        form: InlineForm::Attribute {
+            name: "sarek.inline".into(),
+            outer: false,
+        },
+    });
     let q = sarek_compiler::front::recursion::eliminate(p.clone()).expect("inlined");
     fn calls(e: &Expr, out: &mut Vec<FunId>) {
         if let ExprKind::Call { func, .. } = &e.kind {
@@ -610,9 +616,19 @@ fn non_tail_recursion_needs_the_inline_mark() {
         assert_eq!(callees, expected, "{}", f.name);
     }
 
-    p.functions[0].inline_depth = Some(5000);
+    p.functions[0].inline_depth = Some(InlineMark {
+        depth: 5000,
+        form: InlineForm::Pragma,
+    });
     let err = sarek_compiler::front::recursion::eliminate(p).unwrap_err();
     assert!(err[0].message.contains("too large"), "{}", err[0].message);
+    assert!(
+        err[0]
+            .label
+            .starts_with("`pragma [\"sarek.inline 5000\"]` unrolls"),
+        "{:?}",
+        err[0].label
+    );
 }
 
 #[test]

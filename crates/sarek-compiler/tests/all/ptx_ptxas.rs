@@ -228,8 +228,36 @@ fn software_routines_are_written_once_and_assemble() {
     }
     assert_eq!(ptx.matches("call (sarek_ret), sarek_fmod_f32,").count(), 3);
     assert_eq!(ptx.matches("call (sarek_ret), sarek_exp_f64,").count(), 2);
+    // sin, cos and tan share one far reduction, defined before them.
+    let far = "sarek_trig_reduce_far_f64";
+    assert_eq!(ptx.matches(&format!(" {far}(\n")).count(), 1);
+    assert_eq!(ptx.matches(&format!("call (sarek_ret), {far},")).count(), 3);
+    assert!(ptx.find(&format!(" {far}(\n")) < ptx.find(" sarek_sin_f64(\n"));
     if let Some(result) = assemble(&ptx) {
         result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+    }
+}
+
+/// The far reduction is written only for a module using sin, cos or tan.
+#[test]
+fn the_far_reduction_is_written_only_with_a_trig_function() {
+    for (m, written) in [
+        (MathFn::Exp, false),
+        (MathFn::Atan, false),
+        (MathFn::Cos, true),
+    ] {
+        let mut b = KernelBuilder::new("soft");
+        let y = b.param("y", Ty::F64);
+        let o64 = b.vector("o64", Ty::F64);
+        let v = intrinsic(Intrinsic::Math(m), vec![b.read(y)], Ty::F64);
+        let k = b.finish(vec![store(o64, lit_i32(0), v)]);
+        let ptx = sarek_compiler::generate(&k, Target::Ptx, &TargetOptions::default())
+            .expect("written in software")
+            .source;
+        assert_eq!(ptx.contains("sarek_trig_reduce_far_f64"), written, "{m:?}");
+        if let Some(result) = assemble(&ptx) {
+            result.unwrap_or_else(|e| panic!("ptxas: {e}\n{ptx}"));
+        }
     }
 }
 

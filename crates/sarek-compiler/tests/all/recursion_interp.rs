@@ -45,6 +45,11 @@ let%kernel fib_too_deep (f : int32 vector) (n : int32) =
   let i = global_thread_id in
   if i < n then f.(i) <- fib (i mod 13)
 
+(* depth 13 needs 13 levels, one more than the pragma declares. *)
+let%kernel depth_too_deep (d : int32 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then d.(i) <- depth (i mod 14)
+
 let%kernel fill_kernel (v : int32 vector) (n : int32) =
   if global_thread_id = 0 then fill v 0 n
 "#;
@@ -157,6 +162,27 @@ fn recursion_past_the_declared_depth_stops_at_the_residual_call() {
     assert!(message.contains("thread (12,0,0)"), "{message}");
     let call = &SOURCE[span.start as usize..span.end as usize];
     assert!(call.starts_with("fib (n - "), "{call}");
+}
+
+#[test]
+fn the_depth_fault_quotes_a_pragma_mark_as_a_pragma() {
+    let k = lower("depth_too_deep");
+    let n = 64usize;
+    let mut args = vec![ints(vec![0; n]), ArgValue::Scalar(Literal::I32(n as i32))];
+    let err = sarek_runtime::interp::run(&k, LaunchConfig::linear(n as u32), &mut args)
+        .expect_err("depth 13 needs 13 levels, 12 are declared");
+    let sarek_runtime::device::RuntimeError::Fault { span, message } = err else {
+        panic!("expected a fault, got {err}");
+    };
+    assert!(
+        message.starts_with(
+            "`depth` recursed deeper than the 12 levels its `pragma [\"sarek.inline 12\"]` mark allows"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("thread (13,0,0)"), "{message}");
+    let call = &SOURCE[span.start as usize..span.end as usize];
+    assert!(call.starts_with("depth (n - 1)"), "{call}");
 }
 
 #[test]

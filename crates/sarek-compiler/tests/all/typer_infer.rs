@@ -308,15 +308,29 @@ fn recursion_and_hints_are_recorded() {
     let src = "
 let rec fib (n : int32) : int32 [@sarek.inline 6] = if n < 2 then n else fib (n - 1) + fib (n - 2)
 let rec fact (n : int32) : int32 = pragma [\"sarek.inline 3\"] (if n < 2 then 1 else n * fact (n - 1))
+let rec down (n : int32) : int32 [@inline 2] = if n < 1 then 0 else 1 + down (n - 1)
+let rec up (n : int32) : int32 = if n < 1 then 0 else 1 + up (n - 1) [@@sarek.inline 3]
 let%kernel k (v : int32 vector) =
-  for i = 0 to 3 do v.(i) <- fib i + fact i done [@unroll 4]
+  for i = 0 to 3 do v.(i) <- fib i + fact i + down i + up i done [@unroll 4]
 ";
     let p = typed(src);
     let fib = p.functions.iter().find(|f| f.name == "fib").unwrap();
     assert!(fib.recursive);
-    assert_eq!(fib.inline_depth, Some(6));
+    let fib_mark = fib.inline_depth.as_ref().expect("marked");
+    assert_eq!(fib_mark.depth, 6);
+    // Messages quote the mark in the form written.
+    assert_eq!(fib_mark.to_string(), "[@sarek.inline 6]");
     let fact = p.functions.iter().find(|f| f.name == "fact").unwrap();
-    assert_eq!(fact.inline_depth, Some(3));
+    let fact_mark = fact.inline_depth.as_ref().expect("marked");
+    assert_eq!(fact_mark.depth, 3);
+    assert_eq!(fact_mark.to_string(), "pragma [\"sarek.inline 3\"]");
+    let down = p.functions.iter().find(|f| f.name == "down").unwrap();
+    let down_mark = down.inline_depth.as_ref().expect("marked");
+    assert_eq!(down_mark.to_string(), "[@inline 2]");
+    // An item attribute after a top-level helper is its mark, as in a kernel prelude.
+    let up = p.functions.iter().find(|f| f.name == "up").unwrap();
+    let up_mark = up.inline_depth.as_ref().expect("marked");
+    assert_eq!(up_mark.to_string(), "[@@sarek.inline 3]");
     let unroll = kernel_exprs(&p, "k")
         .into_iter()
         .find_map(|e| match &e.kind {

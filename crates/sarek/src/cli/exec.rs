@@ -9,6 +9,7 @@ use sarek_compiler::abi::Leaf;
 use sarek_compiler::ir::Kernel;
 use sarek_compiler::types::Literal;
 use sarek_harness::{self as harness, Inputs, ParamKind};
+use sarek_runtime::limits::{Command, Residence};
 use sarek_runtime::npy;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -28,8 +29,13 @@ fn name_value<'a>(flag: &str, s: &'a str) -> Result<(&'a str, &'a str), Failure>
         .ok_or_else(|| Failure::user(format!("{flag} `{s}`: expected NAME=VALUE")))
 }
 
-/// Build the arguments from the command line: `--arg`s, `--input` files, seeded vectors.
-pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> {
+/// Build the arguments from the command line: `--arg`s, `--input` files, seeded vectors;
+/// the sizes are checked against what `command` will hold of them.
+pub fn prepare(
+    kernel: &Kernel,
+    input: &InputArgs,
+    command: Command<'_>,
+) -> Result<Prepared, Failure> {
     let sig = harness::signature(kernel);
     let mut args = Vec::new();
     for a in &input.args {
@@ -104,7 +110,8 @@ pub fn prepare(kernel: &Kernel, input: &InputArgs) -> Result<Prepared, Failure> 
     let given: Vec<(&str, u64)> = (lengths.iter())
         .map(|(name, len)| (name.as_str(), *len as u64))
         .collect();
-    sarek_runtime::limits::check_size(kernel, size as u64, &given).map_err(Failure::user)?;
+    sarek_runtime::limits::check_size(kernel, size as u64, &given, command)
+        .map_err(Failure::user)?;
     let dims = |flag: &str, s: &Option<String>| {
         s.as_deref()
             .map(harness::parse_dims)
@@ -179,8 +186,9 @@ pub fn run(a: RunArgs) -> CmdResult {
     let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = contracted(lower(&program, &name)?, a.fma);
-    let mut prepared = prepare(&kernel, &a.input)?;
     let device = open_device(a.backend.as_deref())?;
+    let residence = Residence::of(device.as_ref(), &kernel);
+    let mut prepared = prepare(&kernel, &a.input, Command::Run(residence))?;
     let info = device.info();
     if let Some(dir) = &a.out {
         // Fail before running, but create the folder only after a successful run.
@@ -242,8 +250,9 @@ pub fn bench(a: BenchArgs) -> CmdResult {
     let program = load(&a.file, &a.modules)?;
     let name = kernel_name(&program, &a.kernel)?;
     let kernel = contracted(lower(&program, &name)?, a.fma);
-    let prepared = prepare(&kernel, &a.input)?;
     let device = open_device(a.backend.as_deref())?;
+    let residence = Residence::of(device.as_ref(), &kernel);
+    let prepared = prepare(&kernel, &a.input, Command::Run(residence))?;
     let info = device.info();
     let fail = |e: sarek::RuntimeError| runtime_failure(&program, &e);
     // Issue 17: `--checked` times the kernel with checked mode's checks.

@@ -20,6 +20,7 @@ use super::{CmdResult, Failure, VerifyArgs, contracted, kernel_name, load, lower
 use sarek::{Backend, Device, RuntimeError};
 use sarek_harness::{self as harness, Inputs, ParamKind, Tolerance, VectorComparison};
 use sarek_runtime::discover;
+use sarek_runtime::limits::{Command, Residence};
 use std::collections::HashSet;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -154,9 +155,25 @@ pub fn run(a: VerifyArgs) -> CmdResult {
     let mut refusals_shown = HashSet::new();
     for job in &jobs {
         let kernel = contracted(lower(&program, &job.kernel)?, a.fma);
+        // Every device's copies count in the memory check: verify runs them one after another.
+        let residences: Vec<Residence> = (devices.iter())
+            .map(|(_, d)| Residence::of(d.as_ref(), &kernel))
+            .collect();
+        let command = Command::Verify(&residences);
         let Prepared { args, config, size } = match &job.directive {
-            None => prepare(&kernel, &a.input)?,
+            None => prepare(&kernel, &a.input, command)?,
             Some(d) => {
+                // A directive's size is held to the same limits as `--size`.
+                sarek_runtime::limits::check_size(&kernel, d.size as u64, &[], command).map_err(
+                    |e| {
+                        Failure::user(format!(
+                            "{}:{}: @run {}: {e}",
+                            a.file.display(),
+                            d.line,
+                            d.kernel
+                        ))
+                    },
+                )?;
                 let inputs = Inputs {
                     seed: a.input.seed,
                     ..Inputs::from_directive(d)

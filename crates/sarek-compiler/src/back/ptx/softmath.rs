@@ -8,15 +8,17 @@
 //! NaN), so they run the very sequence the GPU runs over millions of inputs and compare it with
 //! Rust's std, which is what the interpreter computes ([`crate::scalar`]).
 //!
-//! - float `mod` (C's `fmod`) is exact: the significands' integer remainder by shift and
-//!   subtract over the exponent difference, as musl's `fmod` does.
+//! - float `mod` (C's `fmod`) is exact: the significands' integer remainder over the
+//!   exponent difference, up to 39 (float32) or 10 (float64) bits a step, each step's
+//!   quotient estimated in float64 and the remainder taken exactly in 64-bit integers.
 //! - float64 `exp`/`exp2`/`expm1` reduce to e^r, |r| <= ln2/2, by a Cody-Waite split of ln2
 //!   (fused, so the product is exact), and evaluate e^r - 1 by its Taylor series to r^13;
 //!   `log`/`log2`/`log10`/`log1p` reduce to 1 + f in [sqrt(1/2), sqrt(2)) and evaluate
 //!   log(1 + f) = 2 atanh(f / (2 + f)) in fdlibm's arrangement; `sinh`/`cosh`/`tanh` come
 //!   from them.
 //! - `sin`/`cos`/`tan` reduce by pi/2 in double-double (pi/2 as three float64s up to
-//!   |x| = 2^90, x 2/pi modulo 4 from 1166 bits of 2/pi past it) and use fdlibm's kernels;
+//!   |x| = 2^90, x 2/pi modulo 4 from 1166 bits of 2/pi past it, a `.func` of its own that
+//!   the three call, [`Routine::TrigReduceFar`]) and use fdlibm's kernels;
 //!   `atan`/`atan2`/`asin`/`acos` are fdlibm's `atan` without branches; `pow` is
 //!   e^(y log|x|) with the logarithm and the product in double-double.
 //!
@@ -81,6 +83,8 @@ pub enum FBin {
 pub enum IBin {
     Add,
     Sub,
+    /// The low half of the product (`mul.lo`: wrapping).
+    Mul,
     And,
     Or,
 }
@@ -151,6 +155,10 @@ pub trait Ops {
         cond: LoopCond<'_, Self>,
         body: LoopBody<'_, Self>,
     ) -> Vec<Self::I>;
+    /// The results of `routine` on `args` ([`Routine::build`]'s operations): the writer
+    /// calls its `.func`, written once per module, so that routines sharing a part (the far
+    /// reduction of sin, cos and tan) carry one copy of it.
+    fn call(&mut self, routine: Routine, args: &[Self::F]) -> Vec<Self::F>;
 }
 
 /// The body of [`Ops::when`]: the new float state.
@@ -166,6 +174,9 @@ pub enum Routine {
     Fmod(Width),
     /// A float64 math function ([`Routine::for_float64`] says which have one).
     Math64(MathFn),
+    /// The far reduction of float64 sin, cos and tan ([`reduce_far`]): x to the quadrant k
+    /// and the double-double (x 2/pi - k) pi/2. Called by them, never by a kernel.
+    TrigReduceFar,
 }
 
 impl Routine {
@@ -185,22 +196,29 @@ impl Routine {
             Routine::Fmod(Width::W32) => "sarek_fmod_f32".into(),
             Routine::Fmod(Width::W64) => "sarek_fmod_f64".into(),
             Routine::Math64(m) => format!("sarek_{}_f64", m.c_name()),
+            Routine::TrigReduceFar => "sarek_trig_reduce_far_f64".into(),
         }
     }
 
-    /// The float width of the arguments and result, and the number of arguments.
-    pub fn signature(self) -> (Width, usize) {
+    /// The float width of the arguments and results, the number of arguments and the number
+    /// of results.
+    pub fn signature(self) -> (Width, usize, usize) {
         match self {
-            Routine::Fmod(w) => (w, 2),
-            Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2),
-            Routine::Math64(_) => (Width::W64, 1),
+            Routine::Fmod(w) => (w, 2, 1),
+            Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2, 1),
+            Routine::Math64(_) => (Width::W64, 1, 1),
+            Routine::TrigReduceFar => (Width::W64, 1, 3),
         }
     }
 
-    /// The routine's result from its arguments.
-    pub fn build<O: Ops>(self, o: &mut O, args: &[O::F]) -> O::F {
+    /// The routine's results from its arguments (as many as [`Routine::signature`] says).
+    pub fn build<O: Ops>(self, o: &mut O, args: &[O::F]) -> Vec<O::F> {
         let x = args[0];
-        match self {
+        let one = match self {
+            Routine::TrigReduceFar => {
+                let (k, h, l) = reduce_far(o, x);
+                return vec![k, h, l];
+            }
             Routine::Fmod(w) => fmod(o, w, x, args[1]),
             Routine::Math64(m) => match m {
                 MathFn::Exp => exp(o, x),
@@ -223,7 +241,8 @@ impl Routine {
                 MathFn::Pow => pow(o, x, args[1]),
                 _ => unreachable!("no float64 routine for `{}`", m.c_name()),
             },
-        }
+        };
+        vec![one]
     }
 }
 
@@ -231,7 +250,7 @@ impl Routine {
 /// significands. NaN when x is infinite or NaN or y is 0 or NaN; x itself when |x| < |y|;
 /// a zero with the sign of x when the remainder is 0.
 pub fn fmod<O: Ops>(o: &mut O, w: Width, x: O::F, y: O::F) -> O::F {
-    use Width::W32;
+    use Width::{W32, W64};
     let (mb, eb) = (w.mant_bits(), w.exp_bits());
     let ux = o.to_bits(x);
     let uy = o.to_bits(y);
@@ -254,27 +273,50 @@ pub fn fmod<O: Ops>(o: &mut O, w: Width, x: O::F, y: O::F) -> O::F {
     let mb_count = o.i_const(W32, u64::from(mb));
     let (ex, mx) = normalize(o, w, ax, mb_count);
     let (ey, my) = normalize(o, w, ay, mb_count);
-    // Shift-subtract once per unit of exponent difference (none for the early results).
+    // mx 2^diff modulo my, several exponent bits a step (none for the early results): in
+    // 64-bit integers m 2^s mod my for s up to `chunk` bits, so that m 2^s < 2^63, is
+    // m 2^s - q my, exact, for the quotient q estimated in float64 from 1/my. The estimate
+    // (m 2^s exact in float64, relative error under 2^-51 from 1/my and the product, q under
+    // 2^41) is at worst q + 1 after rounding to nearest, never q - 1, so one negative
+    // remainder is corrected by adding my back.
     let early = o.p_or(special, smaller);
     let early = o.p_or(early, equal);
     let diff = o.i_bin(IBin::Sub, ex, ey);
     let zero32 = o.i_const(W32, 0);
     let steps = o.sel_i(early, zero32, diff);
-    let one32 = o.i_const(W32, 1);
+    let wide = |o: &mut O, v: O::I| if w == W64 { v } else { o.resize(v, W64) };
+    let (mx_wide, my_wide) = (wide(o, mx), wide(o, my));
+    let my_float = o.i_to_f(my_wide);
+    let one = c64(o, 1.0);
+    let inv = o.f_bin(FBin::Div, one, my_float);
+    let chunk = o.i_const(W32, u64::from(62 - mb));
+    let zero64 = o.i_const(W64, 0);
     let state = o.repeat_while(
-        &[mx, steps],
+        &[mx_wide, steps],
         &mut |o, s| o.i_cmp(Cmp::Gt, true, s[1], zero32),
         &mut |o, s| {
             let (m, n) = (s[0], s[1]);
-            let reduced = o.i_bin(IBin::Sub, m, my);
-            let fits = o.i_cmp(Cmp::Ge, false, m, my);
-            let m = o.sel_i(fits, reduced, m);
-            let m = o.shift(Shift::Shl, m, one32);
-            let n = o.i_bin(IBin::Sub, n, one32);
-            vec![m, n]
+            let short = o.i_cmp(Cmp::Lt, true, n, chunk);
+            let bits = o.sel_i(short, n, chunk);
+            let a = o.shift(Shift::Shl, m, bits);
+            let af = o.i_to_f(a);
+            let qf = o.f_bin(FBin::Mul, af, inv);
+            let q = o.f_to_i(qf);
+            let qm = o.i_bin(IBin::Mul, q, my_wide);
+            let r = o.i_bin(IBin::Sub, a, qm);
+            let negative = o.i_cmp(Cmp::Lt, true, r, zero64);
+            let fixed = o.i_bin(IBin::Add, r, my_wide);
+            let r = o.sel_i(negative, fixed, r);
+            let n = o.i_bin(IBin::Sub, n, bits);
+            vec![r, n]
         },
     );
-    let m = state[0];
+    // Below my now, unless no step ran (mx < 2 my): one subtraction then.
+    let m = if w == W64 {
+        state[0]
+    } else {
+        o.resize(state[0], W32)
+    };
     let reduced = o.i_bin(IBin::Sub, m, my);
     let fits = o.i_cmp(Cmp::Ge, false, m, my);
     let m = o.sel_i(fits, reduced, m);
@@ -293,6 +335,7 @@ pub fn fmod<O: Ops>(o: &mut O, w: Width, x: O::F, y: O::F) -> O::F {
     let normal = o.i_bin(IBin::Or, frac, field);
     // A subnormal one (exponent <= 0): the significand shifted down by 1 - e, dropping zeros
     // only (the remainder is a multiple of y's last place).
+    let one32 = o.i_const(W32, 1);
     let down = o.i_bin(IBin::Sub, one32, e);
     let subnormal = o.shift(Shift::Shr, m, down);
     let is_normal = o.i_cmp(Cmp::Gt, true, e, zero32);
@@ -936,8 +979,7 @@ pub fn sin_cos_tan<O: Ops>(o: &mut O, x: O::F, f: Trig) -> O::F {
     let finite = o.f_cmp(Cmp::Lt, a, inf);
     let far = o.p_and(far, finite);
     let reduced = o.when(far, &[q, h, l], &mut |o, _| {
-        let (k, h, l) = reduce_far(o, x);
-        vec![k, h, l]
+        o.call(Routine::TrigReduceFar, &[x])
     });
     let (q, h, l) = (reduced[0], reduced[1], reduced[2]);
     let q = o.f_to_i(q);

@@ -1374,7 +1374,7 @@ impl<'k> Writer<'k> {
                     Width::W32
                 };
                 let r = self.soft_call(Routine::Fmod(w), &[a, b.reg()]);
-                self.mov(d, r);
+                self.mov(d, r[0]);
             }
             // `div`/`rem` by 0 and `min_int / -1` are machine-specific in PTX: divide by 1
             // instead and select the language's results (`x / 0 = 0`, `x mod 0 = x`, as on
@@ -1646,11 +1646,13 @@ impl<'k> Writer<'k> {
         self.trap = saved.trap;
     }
 
-    /// A call of a software routine ([`softmath`]), writing its `.func` at the first call.
-    fn soft_call(&mut self, routine: Routine, args: &[Reg]) -> Reg {
+    /// A call of a software routine ([`softmath`]), writing its `.func` at the first call
+    /// (a routine's own calls, written while it is, come before it in the module): its
+    /// results.
+    fn soft_call(&mut self, routine: Routine, args: &[Reg]) -> Vec<Reg> {
         let symbol = routine.symbol();
         let symbol = symbol.as_str();
-        let (width, arity) = routine.signature();
+        let (width, arity, results) = routine.signature();
         let class = match width {
             Width::W32 => Class::F32,
             Width::W64 => Class::F64,
@@ -1667,15 +1669,17 @@ impl<'k> Writer<'k> {
                 self.load_param(r, &name);
                 values.push(r);
             }
-            let r = routine.build(&mut Emit(self), &values);
+            let result = routine.build(&mut Emit(self), &values);
             let ret = format!("{symbol}_ret");
-            self.store_param(&ret, r);
+            for (k, &r) in result.iter().enumerate() {
+                self.store_param(&param_at(&ret, &result, k), r);
+            }
             self.emit("ret;");
-            self.leave_function(saved, symbol, &params, &ret, &[r]);
+            self.leave_function(saved, symbol, &params, &ret, &result);
         }
-        let d = self.reg(class);
-        self.call_symbol(symbol, args, &[d]);
-        d
+        let dests: Vec<Reg> = (0..results).map(|_| self.reg(class)).collect();
+        self.call_symbol(symbol, args, &dests);
+        dests
     }
 
     /// `st.param` of one register (a predicate as 0 or 1).
@@ -1904,7 +1908,7 @@ impl<'k> Writer<'k> {
             _ if s == Scalar::F64 => match Routine::for_float64(m) {
                 Some(routine) => {
                     let r = self.soft_call(routine, v);
-                    self.mov(d, r);
+                    self.mov(d, r[0]);
                 }
                 None => self.internal(format!("float64 `{}` has no PTX instruction", m.c_name())),
             },
@@ -2811,6 +2815,7 @@ impl softmath::Ops for Emit<'_, '_> {
         let name = match op {
             IBin::Add => "add.u",
             IBin::Sub => "sub.u",
+            IBin::Mul => "mul.lo.u",
             IBin::And => "and.b",
             IBin::Or => "or.b",
         };
@@ -2924,5 +2929,8 @@ impl softmath::Ops for Emit<'_, '_> {
         self.0.emit_fmt(format_args!("bra $L{top};"));
         self.0.place_label(end);
         state
+    }
+    fn call(&mut self, routine: Routine, args: &[Reg]) -> Vec<Reg> {
+        self.0.soft_call(routine, args)
     }
 }

@@ -222,10 +222,15 @@ impl<'src> Parser<'src> {
             if self.at(&Tok::Eof) || closing.is_some_and(|c| self.at(c)) {
                 break;
             }
-            // `[@@attr]` after an item belongs to that item (lexed apart from it).
+            // `[@@attr]` after an item belongs to that item (lexed apart from it); after a
+            // helper, to its definition, where `[@@sarek.inline N]` is read as in a prelude.
             if let Tok::Attr { outer: true, .. } = self.peek() {
                 let attr = self.attribute();
                 match items.last_mut() {
+                    Some(Item {
+                        kind: ItemKind::Fun(decl),
+                        ..
+                    }) => decl.attrs.push(attr),
                     Some(item) => item.attrs.push(attr),
                     None => {
                         let d = Diagnostic::error(attr.span, "item attribute before any item")
@@ -368,14 +373,20 @@ impl<'src> Parser<'src> {
         let tok = self.peek().clone();
         let span = self.bump();
         match tok {
-            Tok::Attr { name, payload, .. } => Attribute {
+            Tok::Attr {
+                name,
+                payload,
+                outer,
+            } => Attribute {
                 name: name.to_string(),
                 payload: payload.to_string(),
+                outer,
                 span,
             },
             _ => Attribute {
                 name: String::new(),
                 payload: String::new(),
+                outer: false,
                 span,
             },
         }
@@ -902,6 +913,7 @@ impl<'src> Parser<'src> {
                             item.attrs.push(Attribute {
                                 name: PRELUDE_TYPE.into(),
                                 payload: String::new(),
+                                outer: true,
                                 span: item.span,
                             });
                             items.push(item);

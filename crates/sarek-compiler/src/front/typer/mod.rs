@@ -353,33 +353,67 @@ impl Checker {
     }
 
     /// `[@sarek.inline N]` on the definition or a body `pragma ["sarek.inline N"] (...)`.
-    fn inline_depth<'a>(&mut self, decl: &'a ast::FunDecl) -> (Option<u32>, &'a ast::Expr) {
-        let mut depth = None;
+    fn inline_depth<'a>(
+        &mut self,
+        decl: &'a ast::FunDecl,
+    ) -> (Option<tast::InlineMark>, &'a ast::Expr) {
+        let mut mark = None;
         for a in &decl.attrs {
             if a.name == "sarek.inline" || a.name == "inline" {
-                depth = self.parse_count(&a.payload, a.span, "sarek.inline");
+                let form = tast::InlineForm::Attribute {
+                    name: a.name.clone(),
+                    outer: a.outer,
+                };
+                mark = self.inline_mark(&a.payload, a.span, form);
             }
         }
         let mut body = &decl.body;
         if let ast::ExprKind::Pragma { args, body: inner } = &body.kind {
             for arg in args {
                 if let Some(n) = arg.trim().strip_prefix("sarek.inline") {
-                    depth = self.parse_count(n, body.span, "sarek.inline");
+                    mark = self.inline_mark(n, body.span, tast::InlineForm::Pragma);
                     body = inner;
                 }
             }
         }
-        (depth, body)
+        (mark, body)
     }
 
-    fn parse_count(&mut self, payload: &str, span: Span, what: &str) -> Option<u32> {
+    /// The mark with its count, or a located error showing the count in the form written.
+    fn inline_mark(
+        &mut self,
+        payload: &str,
+        span: Span,
+        form: tast::InlineForm,
+    ) -> Option<tast::InlineMark> {
+        match payload.trim().parse::<u32>() {
+            Ok(depth) => Some(tast::InlineMark { depth, form }),
+            Err(_) => {
+                let example = tast::InlineMark { depth: 4, form };
+                let what = match &example.form {
+                    tast::InlineForm::Attribute { name, .. } => name.as_str(),
+                    tast::InlineForm::Pragma => "sarek.inline",
+                };
+                self.diags.push(
+                    Diagnostic::error(span, format!("`{what}` needs a non-negative integer count"))
+                        .with_label(format!("found `{}`", payload.trim()))
+                        .with_help(format!("write e.g. `{example}`")),
+                );
+                None
+            }
+        }
+    }
+
+    /// The count of a `what` hint; a bad one is an error whose help shows `example`, a good
+    /// count in the form the user wrote.
+    fn parse_count(&mut self, payload: &str, span: Span, what: &str, example: &str) -> Option<u32> {
         match payload.trim().parse::<u32>() {
             Ok(n) => Some(n),
             Err(_) => {
                 self.diags.push(
                     Diagnostic::error(span, format!("`{what}` needs a non-negative integer count"))
                         .with_label(format!("found `{}`", payload.trim()))
-                        .with_help(format!("write e.g. `[@{what} 4]`")),
+                        .with_help(format!("write e.g. `{example}`")),
                 );
                 None
             }

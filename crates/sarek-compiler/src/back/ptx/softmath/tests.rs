@@ -46,8 +46,13 @@ impl I {
     }
 }
 
-/// PTX semantics on the host.
-struct Host;
+/// PTX semantics on the host. A [`Ops::call`] runs the routine in a frame of its own (a
+/// `.func` has its own registers), its arguments and results passed by their bits as
+/// `.param`s are, and is recorded with the calls it makes.
+#[derive(Default)]
+struct Host {
+    calls: Vec<Routine>,
+}
 
 fn cmp<T: PartialOrd>(c: Cmp, a: T, b: T) -> bool {
     match c {
@@ -159,6 +164,7 @@ impl Ops for Host {
         let r = match op {
             IBin::Add => x.wrapping_add(y),
             IBin::Sub => x.wrapping_sub(y),
+            IBin::Mul => x.wrapping_mul(y),
             IBin::And => x & y,
             IBin::Or => x | y,
         };
@@ -231,22 +237,44 @@ impl Ops for Host {
         }
         state
     }
+    fn call(&mut self, routine: Routine, args: &[F]) -> Vec<F> {
+        let (w, arity, results) = routine.signature();
+        assert_eq!(args.len(), arity, "{routine:?} takes {arity} arguments");
+        let param = |v: F| match (v, w) {
+            (F::S(v), Width::W32) => F::S(f32::from_bits(v.to_bits())),
+            (F::D(v), Width::W64) => F::D(f64::from_bits(v.to_bits())),
+            _ => panic!("{routine:?}: an argument or result of another width"),
+        };
+        let args: Vec<F> = args.iter().map(|&a| param(a)).collect();
+        let mut frame = Host::default();
+        let out = routine.build(&mut frame, &args);
+        assert_eq!(out.len(), results, "{routine:?} gives {results} results");
+        self.calls.push(routine);
+        self.calls.extend(frame.calls);
+        out.into_iter().map(param).collect()
+    }
 }
 
 fn run32(r: Routine, args: &[f32]) -> f32 {
     let args: Vec<F> = args.iter().map(|&a| F::S(a)).collect();
-    match r.build(&mut Host, &args) {
-        F::S(v) => v,
-        F::D(_) => panic!("float64 result"),
+    match r.build(&mut Host::default(), &args)[..] {
+        [F::S(v)] => v,
+        _ => panic!("not one float32 result"),
+    }
+}
+
+/// The result of float64 routine `r` and the routines it called.
+fn run64_calls(r: Routine, args: &[f64]) -> (f64, Vec<Routine>) {
+    let args: Vec<F> = args.iter().map(|&a| F::D(a)).collect();
+    let mut host = Host::default();
+    match r.build(&mut host, &args)[..] {
+        [F::D(v)] => (v, host.calls),
+        _ => panic!("not one float64 result"),
     }
 }
 
 fn run64(r: Routine, args: &[f64]) -> f64 {
-    let args: Vec<F> = args.iter().map(|&a| F::D(a)).collect();
-    match r.build(&mut Host, &args) {
-        F::D(v) => v,
-        F::S(_) => panic!("float32 result"),
-    }
+    run64_calls(r, args).0
 }
 
 /// A deterministic generator (splitmix64): the inputs are the same on every run.
@@ -383,10 +411,28 @@ fn fmod_f64_is_exact() {
         let y = random64(&mut rng, 0, 30);
         check(x, y);
     }
-    for _ in 0..3_000 {
+    for _ in 0..30_000 {
         let x = random64(&mut rng, 0, 1100);
         let y = random64(&mut rng, 0, 1100);
         check(x, y);
+    }
+    // Divisors whose significands make each step's float64 quotient estimate land next to an
+    // integer (all ones, one past a power of two, a power of two), at every exponent
+    // difference, with random and extreme dividend significands.
+    for y_mant in [
+        (1u64 << 53) - 1,
+        (1 << 52) + 1,
+        1 << 52,
+        (1 << 52) + (1 << 51) + 1,
+    ] {
+        let y = f64::from_bits((1023 << 52) | (y_mant & ((1 << 52) - 1)));
+        for diff in 0..=1100u64 {
+            for x_mant in [rng.next(), u64::MAX, 0, 1] {
+                let x = f64::from_bits(((1023 + diff) << 52) | (x_mant & ((1 << 52) - 1)));
+                check(x, y);
+                check(x, y * 2f64.powi(-1000));
+            }
+        }
     }
     // Subnormal divisors and results.
     for _ in 0..20_000 {
@@ -432,6 +478,25 @@ fn fmod_f32_is_exact() {
         let x = random32(&mut rng, 0, 140);
         let y = random32(&mut rng, 0, 140);
         check(x, y);
+    }
+    // As for float64: divisors next to a power of two, every exponent difference.
+    for y_mant in [
+        (1u32 << 24) - 1,
+        (1 << 23) + 1,
+        1 << 23,
+        (1 << 23) + (1 << 22) + 1,
+    ] {
+        let y = f32::from_bits((1 << 23) | (y_mant & ((1 << 23) - 1)));
+        for diff in 0..=252u32 {
+            for x_mant in [rng.next() as u32, u32::MAX, 0, 1] {
+                let x = f32::from_bits(((1 + diff) << 23) | (x_mant & ((1 << 23) - 1)));
+                check(x, y);
+                check(
+                    x,
+                    f32::from_bits(y_mant & ((1 << 23) - 1)).max(f32::from_bits(1)),
+                );
+            }
+        }
     }
     for _ in 0..20_000 {
         let x = random32(&mut rng, -120, 10);
@@ -641,6 +706,41 @@ fn sin_cos_tan_f64_far_arguments_within_2_ulps() {
             [f64::MAX, -f64::MAX, 1e300, 1e22, 2f64.powi(1000)].into_iter(),
             2,
         );
+    }
+}
+
+/// sin, cos and tan reach the far reduction through a call of its routine (one `.func` in
+/// PTX), exactly when |x| is finite and at least [`TRIG_LIMIT`]; no other routine calls.
+#[test]
+fn the_far_reduction_is_called_past_the_limit_only() {
+    let mut rng = Rng(33);
+    let mut inputs: Vec<f64> = (0..2000)
+        .map(|_| log_uniform(&mut rng, 80, 1024, true))
+        .collect();
+    inputs.extend((-50..50).map(|d| f64::from_bits((TRIG_LIMIT.to_bits() as i64 + d) as u64)));
+    inputs.extend(edges64());
+    for m in [MathFn::Sin, MathFn::Cos, MathFn::Tan] {
+        let routine = Routine::Math64(m);
+        for &x in &inputs {
+            let (_, calls) = run64_calls(routine, &[x]);
+            let far = x.abs() >= TRIG_LIMIT && x.is_finite();
+            let expected: &[Routine] = if far { &[Routine::TrigReduceFar] } else { &[] };
+            assert_eq!(calls, expected, "{m:?} {x:e}");
+        }
+    }
+    for r in [
+        Routine::Fmod(Width::W32),
+        Routine::Fmod(Width::W64),
+        Routine::Math64(MathFn::Pow),
+        Routine::Math64(MathFn::Atan2),
+    ] {
+        let (w, arity, _) = r.signature();
+        let args: Vec<F> = (0..arity)
+            .map(|_| Host::default().f_const(w, 1.5))
+            .collect();
+        let mut host = Host::default();
+        r.build(&mut host, &args);
+        assert!(host.calls.is_empty(), "{r:?}");
     }
 }
 

@@ -465,7 +465,9 @@ impl Checker {
                 // `pragma ["unroll"]` without a count asks for a full unroll (upstream's meaning).
                 let n = match words.next() {
                     None => Some(crate::ir::UNROLL_FULL),
-                    Some(count) => self.parse_count(count, e.span, "unroll"),
+                    Some(count) => {
+                        self.parse_count(count, e.span, "unroll", "pragma [\"unroll 4\"]")
+                    }
                 };
                 set_unroll(&mut b, n);
             }
@@ -539,7 +541,9 @@ impl Checker {
         let mut hints = LoopHints::default();
         for a in attrs {
             if (a.name == "unroll" || a.name == "sarek.unroll") && !a.payload.trim().is_empty() {
-                hints.unroll = self.parse_count(&a.payload, a.span, "unroll");
+                let at = if a.outer { "@@" } else { "@" };
+                let example = format!("[{at}{} 4]", a.name);
+                hints.unroll = self.parse_count(&a.payload, a.span, &a.name, &example);
             }
         }
         hints
