@@ -159,15 +159,15 @@ impl Glsl<'_> {
         } else {
             ""
         };
-        let name = self.declare(kind.glsl(), precise, expr);
-        self.named(kind, name)
+        let id = self.declare(kind.glsl(), precise, expr);
+        Value { id, kind }
     }
 
     /// Declares a new local `v<n>` of GLSL type `ty` holding `expr` (none: uninitialised),
-    /// returning its name.
-    fn declare(&mut self, ty: &str, qualifier: &str, expr: &str) -> String {
-        let name = format!("v{}", self.names.len());
-        // Reserve the index, so that the name stays unique.
+    /// returning its index in [`Self::names`].
+    fn declare(&mut self, ty: &str, qualifier: &str, expr: &str) -> usize {
+        let id = self.names.len();
+        let name = format!("v{id}");
         self.names.push(name.clone());
         self.indent();
         let init = if expr.is_empty() {
@@ -176,7 +176,7 @@ impl Glsl<'_> {
             format!(" = {expr}")
         };
         let _ = writeln!(self.body, "{qualifier}{ty} {name}{init};");
-        name
+        id
     }
 
     /// Locals holding `init`, assigned by a block: the state of `when` and `repeat_while`.
@@ -241,8 +241,11 @@ impl Ops for Glsl<'_> {
         self.named(Kind::F(w), text)
     }
     fn i_const(&mut self, w: Width, v: u64) -> Value {
+        // Masks and patterns read best in hexadecimal, counts in decimal.
         let text = match w {
+            Width::W64 if v > 0xffff => format!("0x{v:x}ul"),
             Width::W64 => format!("{v}ul"),
+            Width::W32 if v > 0xffff => format!("0x{:x}u", v as u32),
             Width::W32 => format!("{}u", v as u32),
         };
         self.named(Kind::I(w), text)
@@ -354,7 +357,8 @@ impl Ops for Glsl<'_> {
             Width::W32 => format!("uint(31 - findMSB({ta}))"),
             // findMSB has no 64-bit overload: by halves (findMSB(0) = -1).
             Width::W64 => {
-                let h = self.declare("uvec2", "", &format!("unpackUint2x32({ta})"));
+                let halves = self.declare("uvec2", "", &format!("unpackUint2x32({ta})"));
+                let h = &self.names[halves];
                 format!("{h}.y != 0u ? uint(31 - findMSB({h}.y)) : uint(63 - findMSB({h}.x))")
             }
         };
@@ -441,9 +445,9 @@ impl Ops for Glsl<'_> {
         }
         let ty = Kind::F(width).glsl();
         let outs: Vec<Value> = (0..results)
-            .map(|_| {
-                let name = self.declare(ty, "", "");
-                self.named(Kind::F(width), name)
+            .map(|_| Value {
+                id: self.declare(ty, "", ""),
+                kind: Kind::F(width),
             })
             .collect();
         let all: Vec<String> = args
