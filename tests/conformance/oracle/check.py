@@ -4,6 +4,7 @@ made here (`--input`), reads the `--out` .npy files back, and compares with NumP
 computations written from LANGUAGE.md (not from the interpreter).
 
 usage: check.py SAREK_BINARY [BACKEND...]   (default backends: interp cpu)
+SAREK_ORACLE_CASES=name,name,... runs only the cases of those names.
 """
 import os, subprocess, sys, tempfile
 import numpy as np
@@ -67,7 +68,14 @@ def wrap32(x):
 F32 = np.float32
 
 
+ONLY = [c for c in os.environ.get("SAREK_ORACLE_CASES", "").split(",") if c]
+ran = []
+
+
 def case(fn):
+    if ONLY and fn.__name__ not in ONLY:
+        return fn
+    ran.append(fn.__name__)
     for b in BACKENDS:
         try:
             fn(b)
@@ -1812,6 +1820,11 @@ def upstream_spoc_mandelbrot(b):
         norm = np.where(live, (x1 * x1) + (y1 * y1), norm)
     check(f"upstream_spoc_mandelbrot[{b}]", o["img"], cpt.reshape(-1))
 
+
+# A filter naming no case is a typo, not a pass.
+for c in ONLY:
+    if c not in ran:
+        failures.append(f"SAREK_ORACLE_CASES names no case `{c}`")
 
 # A backend that refuses a kernel with a located error (float64 on PTX, say) is not wrong.
 refusals = [f for f in failures if ("does not support" in f or "has no 64-bit" in f) and "\u2502" in f]

@@ -29,26 +29,26 @@ int sarek_h_ftoi32_f32(float x) {
     if (x <= float(-2147483648.0)) return int(0x80000000u);
     return int(max(x, float(-2147483648.0)));
 }
-int64_t sarek_h_ftoi64_f32(float x) {
-    if (isnan(x)) return 0l;
-    if (x >= float(9223372036854775808.0)) return 9223372036854775807l;
-    if (x <= float(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);
-    return int64_t(max(x, float(-9223372036854775808.0)));
-}
-int64_t sarek_h_sext_i32(int x) {
-    return packInt2x32(ivec2(x, x >> 31));
-}
 int sarek_h_ftoi32_f64(double x) {
     if (isnan(x)) return 0;
     if (x >= double(2147483648.0)) return 2147483647;
     if (x <= double(-2147483648.0)) return int(0x80000000u);
     return int(max(x, double(-2147483648.0)));
 }
+int64_t sarek_h_ftoi64_f32(float x) {
+    if (isnan(x)) return 0l;
+    if (x >= float(9223372036854775808.0)) return 9223372036854775807l;
+    if (x <= float(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);
+    return int64_t(max(x, float(-9223372036854775808.0)));
+}
 int64_t sarek_h_ftoi64_f64(double x) {
     if (isnan(x)) return 0l;
     if (x >= double(9223372036854775808.0)) return 9223372036854775807l;
     if (x <= double(-9223372036854775808.0)) return int64_t(0x8000000000000000ul);
     return int64_t(max(x, double(-9223372036854775808.0)));
+}
+int64_t sarek_h_sext_i32(int x) {
+    return packInt2x32(ivec2(x, x >> 31));
 }
 void main() {
     int i = int(gl_GlobalInvocationID.x);

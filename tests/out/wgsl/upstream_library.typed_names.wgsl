@@ -19,9 +19,14 @@ override sarek_block_y: u32 = 1u;
 override sarek_block_z: u32 = 1u;
 
 fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
-    let ax = abs(sarek_p0);
-    let ay = abs(sarek_p1);
-    if (!(ax <= 0x1.fffffep+127f) || !(ay <= 0x1.fffffep+127f) || ay == 0.0f || ax < ay) {
+    let ux = bitcast<u32>(sarek_p0) & 0x7fffffffu;
+    let uy = bitcast<u32>(sarek_p1) & 0x7fffffffu;
+    if (ux >= 0x7f800000u || uy > 0x7f800000u || uy == 0u) {
+        return bitcast<f32>(ux | 0x7fc00000u);
+    }
+    let ax = bitcast<f32>(ux);
+    let ay = bitcast<f32>(uy);
+    if (uy == 0x7f800000u || ax < ay) {
         return sarek_p0;
     }
     var d = ay;

@@ -6,6 +6,7 @@ pub mod glsl;
 pub mod loops;
 pub mod names;
 pub mod ptx;
+pub mod softmath;
 pub mod support;
 pub mod text;
 pub mod wgsl;

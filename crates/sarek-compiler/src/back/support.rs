@@ -231,7 +231,7 @@ pub fn metal() -> Support {
 }
 
 /// PTX supports every math function on both widths: float64 `exp`, `log`, `sin`, `atan`,
-/// `pow` and their relatives are software routines (`back/ptx/softmath.rs`), as is float
+/// `pow` and their relatives are software routines (`back/softmath`), as is float
 /// `mod`; the rest are instructions.
 pub fn ptx() -> Support {
     Support::all(Target::Ptx)

@@ -161,7 +161,7 @@ fn kitchen_sink_assembles() {
     }
 }
 
-/// The float64 functions PTX computes in software (`back/ptx/softmath.rs`, whose tests check
+/// The float64 functions PTX computes in software (`back/softmath`, whose tests check
 /// the routines' results on the host).
 const SOFTWARE_FLOAT64: [MathFn; 18] = [
     MathFn::Exp,

@@ -10,6 +10,7 @@
 //!   the text of its `(* @expect check: TEXT *)` or `(* @expect compile=T: TEXT *)` line.
 //! - `numpy_oracle`: `oracle/check.py` (values computed with NumPy from LANGUAGE.md, not from
 //!   the interpreter) on interp and cpu; skipped when python3 + numpy are missing.
+//!   `numpy_oracle_soft_float_on_shaders`: its software-float cases on vulkan and wgpu.
 //!
 //! Open findings (tests/conformance/FINDINGS.md) are listed in `KNOWN`: they are printed, not
 //! fatal, unless `SAREK_CONFORMANCE_STRICT=1`; a known entry that now passes is printed too,
@@ -321,6 +322,39 @@ fn negative_kernels() {
 
 #[test]
 fn numpy_oracle() {
+    oracle(&["interp", "cpu"], None);
+}
+
+/// The oracle's software-float cases (float `mod` edge values, every float64 math function
+/// at its special values and far arguments) on the shader backends, where the generated
+/// routines differ from the C family's: vulkan's float64 routines and wgpu's float32 `mod`
+/// once returned junk for zero divisors, infinite operands and large arguments. Absent
+/// backends skip unless `SAREK_REQUIRE_BACKENDS` names them.
+#[test]
+fn numpy_oracle_soft_float_on_shaders() {
+    let present: Vec<&str> = [Backend::Vulkan, Backend::Wgpu]
+        .into_iter()
+        .filter(|&b| match sarek::open(b) {
+            Ok(_) => true,
+            Err(e) => {
+                assert!(
+                    !sarek_testkit::backends::required(b.name()),
+                    "{b} is required but unavailable: {e}"
+                );
+                eprintln!("skip {b}: {e}");
+                false
+            }
+        })
+        .map(|b| b.name())
+        .collect();
+    if !present.is_empty() {
+        oracle(&present, Some("soft_fmod,soft_math64"));
+    }
+}
+
+/// `oracle/check.py` on `backends`, only the named `cases` (comma-separated) if given;
+/// skipped when python3 + numpy are missing.
+fn oracle(backends: &[&str], cases: Option<&str>) {
     let has_numpy = std::process::Command::new("python3")
         .args(["-c", "import numpy"])
         .output()
@@ -329,13 +363,17 @@ fn numpy_oracle() {
         eprintln!("skip numpy_oracle: python3 with numpy is not available");
         return;
     }
-    let out = std::process::Command::new("python3")
+    let mut command = std::process::Command::new("python3");
+    command
         .arg(dir().join("oracle/check.py"))
         .arg(env!("CARGO_BIN_EXE_sarek"))
-        .args(["interp", "cpu"])
+        .args(backends)
         .env_remove("SAREK_BACKEND")
-        .output()
-        .expect("python3 runs");
+        .env_remove("SAREK_ORACLE_CASES");
+    if let Some(cases) = cases {
+        command.env("SAREK_ORACLE_CASES", cases);
+    }
+    let out = command.output().expect("python3 runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

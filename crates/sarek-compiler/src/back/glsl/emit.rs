@@ -41,6 +41,8 @@ pub(super) struct Writer<'k> {
     float_atomics: BTreeSet<VarId>,
     /// Built-in helper functions needed, by key.
     helpers: BTreeSet<String>,
+    /// The float64 routines used (exp, log, sin, ...), written once each.
+    soft_math: super::f64math::Library,
     zero_divisors: crate::back::ZeroDivisors,
     /// Per helper of the specialised kernel: whether it copies one with array parameters.
     has_arrays: &'k [bool],
@@ -131,6 +133,7 @@ impl<'k> Writer<'k> {
             shared_as_uint: BTreeSet::new(),
             float_atomics: BTreeSet::new(),
             helpers: BTreeSet::new(),
+            soft_math: Default::default(),
             zero_divisors: Default::default(),
             has_arrays: &spec.has_arrays,
             instances: HashMap::default(),
@@ -191,6 +194,7 @@ impl<'k> Writer<'k> {
 
     fn reset(&mut self) {
         self.helpers.clear();
+        self.soft_math = Default::default();
         self.instances.clear();
         self.instance_text.clear();
         self.float_atomics.clear();
@@ -283,7 +287,8 @@ impl<'k> Writer<'k> {
         let k = self.k;
         let mut out = String::new();
         out.push_str("#version 450\n");
-        if self.uses_i64 || self.uses_i64_atomics {
+        // The float64 routines compute on bit patterns in 64-bit integers.
+        if self.uses_i64 || self.uses_i64_atomics || !self.soft_math.is_empty() {
             out.push_str("#extension GL_ARB_gpu_shader_int64 : require\n");
         }
         if self.uses_i64_atomics {
@@ -421,17 +426,15 @@ impl<'k> Writer<'k> {
         // Helpers other helpers call (pow -> fmod, acos -> asin, tanh -> expm1) come first.
         let mut helpers: Vec<String> = self.helpers.iter().cloned().collect();
         helpers.sort_by_key(|h| {
-            let rank = match h.strip_suffix("_f64") {
-                Some(name) => super::f64math::rank(name),
-                None => u8::from(
-                    !(h.starts_with("fmod_") || h.starts_with("asin_") || h.starts_with("expm1_")),
-                ),
-            };
+            let rank = u8::from(
+                !(h.starts_with("fmod_") || h.starts_with("asin_") || h.starts_with("expm1_")),
+            );
             (rank, h.clone())
         });
         for h in helpers {
             out.push_str(&builtin_helper(&h));
         }
+        out.push_str(self.soft_math.text());
         for v in self.float_atomics.clone() {
             let view = self.uint_view(v);
             let _ = write!(
@@ -1400,14 +1403,6 @@ impl<'k> Writer<'k> {
         }
     }
 
-    /// A float64 helper and, first, the helpers it calls.
-    fn need_f64(&mut self, name: &str) {
-        for d in super::f64math::deps(name) {
-            self.need_f64(d);
-        }
-        self.helpers.insert(format!("{name}_f64"));
-    }
-
     fn math(&mut self, m: MathFn, s: Scalar, a: Vec<String>) -> String {
         use MathFn::*;
         let f64 = s == Scalar::F64;
@@ -1416,7 +1411,7 @@ impl<'k> Writer<'k> {
             w.helpers.insert(h.clone());
             format!("sarek_h_{h}({})", a.join(", "))
         };
-        // GLSL 4.50 has float64 overloads only for these (§8): the rest are `f64math` helpers.
+        // GLSL 4.50 has float64 overloads only for these (§8): the rest are `f64math` routines.
         let f64_ok = matches!(
             m,
             Sqrt | Rsqrt
@@ -1432,30 +1427,8 @@ impl<'k> Writer<'k> {
                 | Hypot
         );
         if f64 && !f64_ok {
-            let name = match m {
-                Exp => "exp",
-                Exp2 => "exp2",
-                Expm1 => "expm1",
-                Log => "log",
-                Log2 => "log2",
-                Log10 => "log10",
-                Log1p => "log1p",
-                Sin => "sin",
-                Cos => "cos",
-                Tan => "tan",
-                Asin => "asin",
-                Acos => "acos",
-                Atan => "atan",
-                Atan2 => "atan2",
-                Sinh => "sinh",
-                Cosh => "cosh",
-                Tanh => "tanh",
-                Pow => "pow",
-                _ => "",
-            };
-            if super::f64math::template(name).is_some() {
-                self.need_f64(name);
-                return format!("sarek_h_{name}_f64({})", a.join(", "));
+            if let Some(function) = self.soft_math.function_for(m) {
+                return format!("{function}({})", a.join(", "));
             }
             self.internal(format!("float64 `{}`", m.c_name()));
             return "0.0lf".into();
@@ -1711,7 +1684,7 @@ fn builtin_helper(key: &str) -> String {
         "T sarek_h_acos_S(T x) {\n    if (x < -HALF) return T(3.1415926535897932) - T(2) * sarek_h_asin_S(sqrt(HALF * (ONE + x)));\n    if (x > HALF) return T(2) * sarek_h_asin_S(sqrt(HALF * (ONE - x)));\n    return T(1.5707963267948966) - sarek_h_asin_S(x);\n}\n".into(),
     );
     // C's atan2f at (±0, ±0): ±0 for x = +0, ±pi for x = -0 (float32 only: float64 has
-    // its own atan2 in f64math).
+    // its own atan2 routine, see f64math).
     templates.insert(
         "atan2",
         "T sarek_h_atan2_S(T y, T x) {\n    if (x == ZERO && y == ZERO) {\n        T r = floatBitsToInt(x) < 0 ? T(3.1415927) : ZERO;\n        return floatBitsToInt(y) < 0 ? -r : r;\n    }\n    return atan(y, x);\n}\n".into(),
@@ -1796,11 +1769,6 @@ fn builtin_helper(key: &str) -> String {
         format!(
             "{ret} sarek_h_{name}_S(bool b) {{\n    uint t = gl_LocalInvocationIndex;\n    uint n = gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z;\n    memoryBarrierShared();\n    barrier();\n    sarek_ws[t] = b ? 1u : 0u;\n    memoryBarrierShared();\n    barrier();\n    uint base = t & ~31u;\n    {init}\n    for (uint k = 0u; k < 32u && base + k < n; k++) {{\n        {step}\n    }}\n    return {fin};\n}}\n"
         )
-    } else if let Some(t) = (short == "f64")
-        .then(|| super::f64math::template(name))
-        .flatten()
-    {
-        t.to_string()
     } else if let Some(kind) = name.strip_prefix("shfl_") {
         let src = match kind {
             "down" => "int(l) + d",

@@ -1,285 +1,461 @@
-//! Float64 transcendental functions for GLSL, which has `double` versions of sqrt, floor, fma
-//! and the like but none of exp, log, the trigonometric or hyperbolic functions, or pow.
+//! Float64 functions GLSL lacks (it has `double` sqrt, floor, fma and the like, but none of
+//! exp, log, the trigonometric or hyperbolic functions, or pow): the routines of
+//! [`crate::back::softmath`], the very algorithms PTX runs, written through [`Glsl`], an
+//! implementation of its instruction set that writes one GLSL statement per operation.
 //!
-//! Each is a classic argument reduction and a polynomial (fdlibm's Cody-Waite constants, Taylor
-//! or atanh series run until the remainder is below 1e-17), accurate to a few ulps over the
-//! normal range, which is what `verify`'s float64 tolerance expects. Templates use the same
-//! placeholders as the float32 helpers (`_S(` for the type suffix, `NAN`, `INF`).
+//! Each routine a kernel uses becomes one function `sarek_h_<name>_f64` (a routine calling
+//! another, as sin/cos/tan call the far reduction, writes the callee first). Values are
+//! `double`, `uint64_t` (bit patterns, through `GL_ARB_gpu_shader_int64`, which every GLSL
+//! kernel may use) and `bool`; float results are `precise`, so no driver contracts a product
+//! and a sum into an fma the routine did not ask for. The operations keep PTX's semantics
+//! where GLSL leaves them open: `min`/`max` ignore a NaN and shifts past the width give 0.
+//! Conversions of a NaN or out-of-range float to an integer (undefined in GLSL, saturating
+//! in PTX) only happen on lanes whose result the routine replaces afterwards. Locals are
+//! `v<n>` and parameters `a<n>`: they can only shadow user globals, which these functions
+//! never name.
 
-/// The GLSL template of a float64 helper, if `name` has one.
-pub(super) fn template(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "exp" => EXP,
-        "exp2" => {
-            "double sarek_h_exp2_S(double x) {\n    return sarek_h_exp_S(x * 0.69314718055994531lf);\n}\n"
-        }
-        "expm1" => EXPM1,
-        "log" => LOG,
-        "log2" => {
-            "double sarek_h_log2_S(double x) {\n    return sarek_h_log_S(x) * 1.4426950408889634lf;\n}\n"
-        }
-        "log10" => {
-            "double sarek_h_log10_S(double x) {\n    return sarek_h_log_S(x) * 0.43429448190325182lf;\n}\n"
-        }
-        "log1p" => LOG1P,
-        "sincos" => SINCOS,
-        "sin" => "double sarek_h_sin_S(double x) {\n    return sarek_h_sincos_S(x, false);\n}\n",
-        "cos" => "double sarek_h_cos_S(double x) {\n    return sarek_h_sincos_S(x, true);\n}\n",
-        "tan" => {
-            "double sarek_h_tan_S(double x) {\n    return sarek_h_sincos_S(x, false) / sarek_h_sincos_S(x, true);\n}\n"
-        }
-        "atan" => ATAN,
-        "atan2" => ATAN2,
-        "asin" => {
-            "double sarek_h_asin_S(double x) {\n    if (abs(x) > 1.0lf) return NAN;\n    return sarek_h_atan2_S(x, sqrt((1.0lf - x) * (1.0lf + x)));\n}\n"
-        }
-        "acos" => {
-            "double sarek_h_acos_S(double x) {\n    if (abs(x) > 1.0lf) return NAN;\n    return sarek_h_atan2_S(sqrt((1.0lf - x) * (1.0lf + x)), x);\n}\n"
-        }
-        "sinh" => SINH,
-        "cosh" => {
-            "double sarek_h_cosh_S(double x) {\n    double a = abs(x);\n    if (a < 709.0lf) {\n        double e = sarek_h_exp_S(a);\n        return 0.5lf * (e + 1.0lf / e);\n    }\n    double h = sarek_h_exp_S(0.5lf * a);\n    return (0.5lf * h) * h;\n}\n"
-        }
-        "tanh" => TANH,
-        "pow" => POW,
-        _ => return None,
-    })
+use crate::back::softmath::{Cmp, FBin, IBin, LoopBody, LoopCond, Ops, Routine, Shift, Width};
+use crate::intrinsics::MathFn;
+use std::fmt::Write as _;
+
+/// The routine functions one module needs, in an order where each follows its callees.
+#[derive(Default)]
+pub(super) struct Library {
+    written: Vec<Routine>,
+    text: String,
 }
 
-/// The helpers a float64 helper calls (emitted before it).
-pub(super) fn deps(name: &str) -> &'static [&'static str] {
-    match name {
-        "exp2" | "cosh" => &["exp"],
-        "expm1" => &["exp"],
-        "log2" | "log10" | "log1p" => &["log"],
-        "sin" | "cos" | "tan" => &["sincos"],
-        "atan2" => &["atan"],
-        "asin" | "acos" => &["atan", "atan2"],
-        "sinh" | "tanh" => &["exp", "expm1"],
-        "pow" => &["exp", "log", "fmod"],
-        _ => &[],
+impl Library {
+    /// The GLSL function computing float64 `m`, if GLSL needs a routine for it.
+    pub fn function_for(&mut self, m: MathFn) -> Option<String> {
+        Routine::for_float64(m).map(|r| self.function(r))
+    }
+
+    /// The functions' text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty()
+    }
+
+    /// The name of `routine`'s function, writing it (after what it calls) at the first use.
+    fn function(&mut self, routine: Routine) -> String {
+        let name = function_name(routine);
+        if self.written.contains(&routine) {
+            return name;
+        }
+        let (width, arity, results) = routine.signature();
+        let mut g = Glsl {
+            library: self,
+            names: Vec::new(),
+            body: String::new(),
+            depth: 1,
+        };
+        let args: Vec<Value> = (0..arity)
+            .map(|k| g.named(Kind::F(width), format!("a{k}")))
+            .collect();
+        let out = routine.build(&mut g, &args);
+        let mut body = std::mem::take(&mut g.body);
+        let ty = Kind::F(width).glsl();
+        let mut params: Vec<String> = (0..arity).map(|k| format!("{ty} a{k}")).collect();
+        let ret = if results == 1 {
+            let _ = writeln!(body, "    return {};", g.text(out[0]));
+            ty
+        } else {
+            for (k, &v) in out.iter().enumerate() {
+                params.push(format!("out {ty} r{k}"));
+                let _ = writeln!(body, "    r{k} = {};", g.text(v));
+            }
+            "void"
+        };
+        // Callees were written while the body was built: this function comes after them.
+        let _ = write!(
+            self.text,
+            "{ret} {name}({}) {{\n{body}}}\n",
+            params.join(", ")
+        );
+        self.written.push(routine);
+        name
     }
 }
 
-/// Emission order: a helper after everything it calls.
-pub(super) fn rank(name: &str) -> u8 {
-    match name {
-        "exp" | "log" | "sincos" | "atan" | "fmod" => 0,
-        "expm1" | "atan2" => 1,
-        _ => 2,
+/// `sarek_h_<routine>`: the helper namespace of the GLSL writer.
+fn function_name(routine: Routine) -> String {
+    let symbol = routine.symbol();
+    format!(
+        "sarek_h_{}",
+        symbol.strip_prefix("sarek_").unwrap_or(&symbol)
+    )
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    F(Width),
+    I(Width),
+    Bool,
+}
+
+impl Kind {
+    fn glsl(self) -> &'static str {
+        match self {
+            Kind::F(Width::W64) => "double",
+            Kind::F(Width::W32) => "float",
+            Kind::I(Width::W64) => "uint64_t",
+            Kind::I(Width::W32) => "uint",
+            Kind::Bool => "bool",
+        }
+    }
+    fn width(self) -> Width {
+        match self {
+            Kind::F(w) | Kind::I(w) => w,
+            Kind::Bool => Width::W32,
+        }
     }
 }
 
-const EXP: &str = "double sarek_h_exp_S(double x) {
-    if (isnan(x)) return x;
-    if (x > 709.782712893384lf) return INF;
-    if (x < -745.1332191019412lf) return 0.0lf;
-    // x = k ln2 + r, |r| <= ln2 / 2, ln2 split so that k * hi is exact.
-    double k = floor(x * 1.4426950408889634lf + 0.5lf);
-    double r = (x - k * 6.93147180369123816490e-01lf) - k * 1.90821492927058770002e-10lf;
-    double p = 1.0lf / 6227020800.0lf;
-    p = p * r + 1.0lf / 479001600.0lf;
-    p = p * r + 1.0lf / 39916800.0lf;
-    p = p * r + 1.0lf / 3628800.0lf;
-    p = p * r + 1.0lf / 362880.0lf;
-    p = p * r + 1.0lf / 40320.0lf;
-    p = p * r + 1.0lf / 5040.0lf;
-    p = p * r + 1.0lf / 720.0lf;
-    p = p * r + 1.0lf / 120.0lf;
-    p = p * r + 1.0lf / 24.0lf;
-    p = p * r + 1.0lf / 6.0lf;
-    p = p * r + 0.5lf;
-    p = p * r + 1.0lf;
-    p = p * r + 1.0lf;
-    int e = int(k);
-    // Two steps keep both factors representable near the ends of the range.
-    int e1 = e / 2;
-    return ldexp(ldexp(p, e1), e - e1);
+/// A value of the routine being written: an index into [`Glsl::names`] (a variable or an
+/// inline literal) and its kind.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Value {
+    id: usize,
+    kind: Kind,
 }
-";
 
-const EXPM1: &str = "double sarek_h_expm1_S(double x) {
-    if (abs(x) >= 0.34657359027997264lf) return sarek_h_exp_S(x) - 1.0lf;
-    // Taylor series without the leading 1: no cancellation near 0.
-    double p = 1.0lf / 87178291200.0lf;
-    p = p * x + 1.0lf / 6227020800.0lf;
-    p = p * x + 1.0lf / 479001600.0lf;
-    p = p * x + 1.0lf / 39916800.0lf;
-    p = p * x + 1.0lf / 3628800.0lf;
-    p = p * x + 1.0lf / 362880.0lf;
-    p = p * x + 1.0lf / 40320.0lf;
-    p = p * x + 1.0lf / 5040.0lf;
-    p = p * x + 1.0lf / 720.0lf;
-    p = p * x + 1.0lf / 120.0lf;
-    p = p * x + 1.0lf / 24.0lf;
-    p = p * x + 1.0lf / 6.0lf;
-    p = p * x + 0.5lf;
-    p = p * x + 1.0lf;
-    return p * x;
+/// [`Ops`] by writing each operation as a GLSL statement into one function body.
+pub(super) struct Glsl<'l> {
+    library: &'l mut Library,
+    /// The text of each value: a local's name or a literal.
+    names: Vec<String>,
+    body: String,
+    /// Block nesting, for indentation.
+    depth: usize,
 }
-";
 
-const LOG: &str = "double sarek_h_log_S(double x) {
-    if (isnan(x) || x < 0.0lf) return NAN;
-    if (x == 0.0lf) return -INF;
-    if (isinf(x)) return x;
-    int e;
-    double m = frexp(x, e);
-    if (m < 0.70710678118654752lf) {
-        m *= 2.0lf;
-        e -= 1;
+impl Glsl<'_> {
+    fn text(&self, v: Value) -> &str {
+        &self.names[v.id]
     }
-    // log(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.1716.
-    double s = (m - 1.0lf) / (m + 1.0lf);
-    double z = s * s;
-    double p = 1.0lf / 25.0lf;
-    p = p * z + 1.0lf / 23.0lf;
-    p = p * z + 1.0lf / 21.0lf;
-    p = p * z + 1.0lf / 19.0lf;
-    p = p * z + 1.0lf / 17.0lf;
-    p = p * z + 1.0lf / 15.0lf;
-    p = p * z + 1.0lf / 13.0lf;
-    p = p * z + 1.0lf / 11.0lf;
-    p = p * z + 1.0lf / 9.0lf;
-    p = p * z + 1.0lf / 7.0lf;
-    p = p * z + 1.0lf / 5.0lf;
-    p = p * z + 1.0lf / 3.0lf;
-    double r = 2.0lf * s + 2.0lf * s * z * p;
-    double k = double(e);
-    return k * 6.93147180369123816490e-01lf + (r + k * 1.90821492927058770002e-10lf);
-}
-";
 
-// log1p(x) = 2 atanh(s), s = x / (2 + x), |s| <= 1/3 on [-0.5, 1] (the series to s^35, under
-// 2^-58 there): the log helper's error near 1 is absolute, so log(1 + x) would lose the
-// relative accuracy of a small result.
-const LOG1P: &str = "double sarek_h_log1p_S(double x) {
-    if (x >= -0.5lf && x <= 1.0lf) {
-        double s = x / (2.0lf + x);
-        double z = s * s;
-        double p = 1.0lf / 35.0lf;
-        for (int k = 16; k >= 0; k--) p = p * z + 1.0lf / double(2 * k + 1);
-        return 2.0lf * s * p;
+    fn named(&mut self, kind: Kind, text: String) -> Value {
+        self.names.push(text);
+        Value {
+            id: self.names.len() - 1,
+            kind,
+        }
     }
-    return sarek_h_log_S(1.0lf + x);
-}
-";
 
-const SINCOS: &str = "double sarek_h_sincos_S(double x, bool want_cos) {
-    if (isnan(x) || isinf(x)) return NAN;
-    // x = q pi/2 + r, |r| <= pi/4, pi/2 in three parts (fdlibm).
-    double q = floor(x * 0.63661977236758134lf + 0.5lf);
-    double r = ((x - q * 1.57079632673412561417e+00lf) - q * 6.07710050630396597660e-11lf)
-        - q * 2.02226624871116645580e-21lf;
-    double z = r * r;
-    double s = 1.0lf / 355687428096000.0lf;
-    s = -s * z + 1.0lf / 1307674368000.0lf;
-    s = s * z - 1.0lf / 6227020800.0lf;
-    s = s * z + 1.0lf / 39916800.0lf;
-    s = s * z - 1.0lf / 362880.0lf;
-    s = s * z + 1.0lf / 5040.0lf;
-    s = s * z - 1.0lf / 120.0lf;
-    s = s * z + 1.0lf / 6.0lf;
-    double sin_r = r - r * z * s;
-    double c = 1.0lf / 20922789888000.0lf;
-    c = c * z - 1.0lf / 87178291200.0lf;
-    c = c * z + 1.0lf / 479001600.0lf;
-    c = c * z - 1.0lf / 3628800.0lf;
-    c = c * z + 1.0lf / 40320.0lf;
-    c = c * z - 1.0lf / 720.0lf;
-    c = c * z + 1.0lf / 24.0lf;
-    c = c * z - 0.5lf;
-    double cos_r = 1.0lf + z * c;
-    int n = int(mod(q, 4.0lf)) + (want_cos ? 1 : 0);
-    n = n & 3;
-    if (n == 0) return sin_r;
-    if (n == 1) return cos_r;
-    if (n == 2) return -sin_r;
-    return -cos_r;
-}
-";
-
-const ATAN: &str = "double sarek_h_atan_S(double x) {
-    if (isnan(x)) return x;
-    double a = abs(x);
-    bool inv = a > 1.0lf;
-    if (inv) a = 1.0lf / a;
-    // Two halvings, atan(a) = 2 atan(a / (1 + sqrt(1 + a^2))), leave |a| <= tan(pi/16).
-    a = a / (1.0lf + sqrt(1.0lf + a * a));
-    a = a / (1.0lf + sqrt(1.0lf + a * a));
-    double z = a * a;
-    double p = 1.0lf / 27.0lf;
-    p = -p * z + 1.0lf / 25.0lf;
-    p = p * z - 1.0lf / 23.0lf;
-    p = p * z + 1.0lf / 21.0lf;
-    p = p * z - 1.0lf / 19.0lf;
-    p = p * z + 1.0lf / 17.0lf;
-    p = p * z - 1.0lf / 15.0lf;
-    p = p * z + 1.0lf / 13.0lf;
-    p = p * z - 1.0lf / 11.0lf;
-    p = p * z + 1.0lf / 9.0lf;
-    p = p * z - 1.0lf / 7.0lf;
-    p = p * z + 1.0lf / 5.0lf;
-    p = p * z - 1.0lf / 3.0lf;
-    double r = 4.0lf * (a + a * z * p);
-    if (inv) r = 1.5707963267948966lf - r;
-    return x < 0.0lf ? -r : r;
-}
-";
-
-const ATAN2: &str = "double sarek_h_atan2_S(double y, double x) {
-    if (isnan(x) || isnan(y)) return NAN;
-    if (isinf(x) || isinf(y)) return double(atan(float(y), float(x)));
-    bool y_neg = y < 0.0lf || (y == 0.0lf && 1.0lf / y < 0.0lf);
-    bool x_neg = x < 0.0lf || (x == 0.0lf && 1.0lf / x < 0.0lf);
-    if (x == 0.0lf && y == 0.0lf) {
-        double r = x_neg ? 3.1415926535897932lf : 0.0lf;
-        return y_neg ? -r : r;
+    fn indent(&mut self) {
+        for _ in 0..self.depth {
+            self.body.push_str("    ");
+        }
     }
-    if (x == 0.0lf) return y_neg ? -1.5707963267948966lf : 1.5707963267948966lf;
-    double r = sarek_h_atan_S(y / x);
-    if (!x_neg) return r;
-    return y_neg ? r - 3.1415926535897932lf : r + 3.1415926535897932lf;
-}
-";
 
-// Above 709 exp(|x|) overflows before its half does: (exp(|x|/2) / 2) * exp(|x|/2) instead.
-const SINH: &str = "double sarek_h_sinh_S(double x) {
-    double a = abs(x);
-    double r;
-    if (a < 22.0lf) {
-        double e = sarek_h_expm1_S(a);
-        r = 0.5lf * (e + e / (e + 1.0lf));
-    } else if (a < 709.0lf) {
-        r = 0.5lf * sarek_h_exp_S(a);
-    } else {
-        double h = sarek_h_exp_S(0.5lf * a);
-        r = (0.5lf * h) * h;
+    /// A new local `v<n>` of `kind` holding `expr`.
+    fn def(&mut self, kind: Kind, expr: &str) -> Value {
+        let precise = if matches!(kind, Kind::F(_)) {
+            "precise "
+        } else {
+            ""
+        };
+        let id = self.declare(kind.glsl(), precise, expr);
+        Value { id, kind }
     }
-    return x < 0.0lf ? -r : r;
-}
-";
 
-const TANH: &str = "double sarek_h_tanh_S(double x) {
-    double a = abs(x);
-    double r;
-    if (a > 22.0lf) {
-        r = 1.0lf;
-    } else {
-        double e = sarek_h_expm1_S(2.0lf * a);
-        r = e / (e + 2.0lf);
+    /// Declares a new local `v<n>` of GLSL type `ty` holding `expr` (none: uninitialised),
+    /// returning its index in [`Self::names`].
+    fn declare(&mut self, ty: &str, qualifier: &str, expr: &str) -> usize {
+        let id = self.names.len();
+        let name = format!("v{id}");
+        self.names.push(name.clone());
+        self.indent();
+        let init = if expr.is_empty() {
+            String::new()
+        } else {
+            format!(" = {expr}")
+        };
+        let _ = writeln!(self.body, "{qualifier}{ty} {name}{init};");
+        id
     }
-    return x < 0.0lf ? -r : r;
-}
-";
 
-const POW: &str = "double sarek_h_pow_S(double x, double y) {
-    if (y == 0.0lf) return 1.0lf;
-    if (isnan(x) || isnan(y)) return NAN;
-    if (x > 0.0lf) return sarek_h_exp_S(y * sarek_h_log_S(x));
-    if (x == 0.0lf) return y > 0.0lf ? 0.0lf : INF;
-    if (trunc(y) != y) return NAN;
-    double r = sarek_h_exp_S(y * sarek_h_log_S(-x));
-    return (sarek_h_fmod_S(y, 2.0lf) == 0.0lf) ? r : -r;
+    /// Locals holding `init`, assigned by a block: the state of `when` and `repeat_while`.
+    fn state(&mut self, init: &[Value]) -> Vec<Value> {
+        init.iter()
+            .map(|&v| {
+                let e = self.text(v).to_string();
+                self.def(v.kind, &e)
+            })
+            .collect()
+    }
+
+    fn assign(&mut self, state: &[Value], next: &[Value]) {
+        for (&s, &n) in state.iter().zip(next) {
+            let stmt = format!("{} = {};", self.text(s), self.text(n));
+            self.line(&stmt);
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.indent();
+        self.body.push_str(text);
+        self.body.push('\n');
+    }
+
+    fn bin(&mut self, kind: Kind, a: Value, op: &str, b: Value) -> Value {
+        let e = format!("{} {op} {}", self.text(a), self.text(b));
+        self.def(kind, &e)
+    }
+
+    fn un(&mut self, kind: Kind, f: &str, a: Value) -> Value {
+        let e = format!("{f}({})", self.text(a));
+        self.def(kind, &e)
+    }
 }
-";
+
+fn cmp_symbol(c: Cmp) -> &'static str {
+    match c {
+        Cmp::Eq => "==",
+        Cmp::Lt => "<",
+        Cmp::Gt => ">",
+        Cmp::Ge => ">=",
+    }
+}
+
+impl Ops for Glsl<'_> {
+    type F = Value;
+    type I = Value;
+    type P = Value;
+
+    fn f_const(&mut self, w: Width, v: f64) -> Value {
+        // Integers as decimals (exact in any parser); anything else as its bit pattern, which
+        // no literal parsing can round differently.
+        let text = match w {
+            _ if v.is_finite() && v == v.trunc() && v.abs() < 1e15 => {
+                let suffix = if w == Width::W64 { "lf" } else { "" };
+                format!("{v:?}{suffix}")
+            }
+            Width::W64 => format!("uint64BitsToDouble(0x{:016x}ul)", v.to_bits()),
+            Width::W32 => format!("uintBitsToFloat(0x{:08x}u)", (v as f32).to_bits()),
+        };
+        self.named(Kind::F(w), text)
+    }
+    fn i_const(&mut self, w: Width, v: u64) -> Value {
+        // Masks and patterns read best in hexadecimal, counts in decimal.
+        let text = match w {
+            Width::W64 if v > 0xffff => format!("0x{v:x}ul"),
+            Width::W64 => format!("{v}ul"),
+            Width::W32 if v > 0xffff => format!("0x{:x}u", v as u32),
+            Width::W32 => format!("{}u", v as u32),
+        };
+        self.named(Kind::I(w), text)
+    }
+    fn f_bin(&mut self, op: FBin, a: Value, b: Value) -> Value {
+        let (ta, tb) = (self.text(a).to_string(), self.text(b).to_string());
+        let e = match op {
+            FBin::Add => format!("{ta} + {tb}"),
+            FBin::Sub => format!("{ta} - {tb}"),
+            FBin::Mul => format!("{ta} * {tb}"),
+            FBin::Div => format!("{ta} / {tb}"),
+            // GLSL leaves min/max of a NaN open; PTX ignores it.
+            FBin::Min => format!("isnan({ta}) ? {tb} : (isnan({tb}) ? {ta} : min({ta}, {tb}))"),
+            FBin::Max => format!("isnan({ta}) ? {tb} : (isnan({tb}) ? {ta} : max({ta}, {tb}))"),
+            FBin::CopySign => match a.kind.width() {
+                Width::W64 => format!(
+                    "uint64BitsToDouble((doubleBitsToUint64({ta}) & 0x7fffffffffffffffu\
+                     l) | (doubleBitsToUint64({tb}) & 0x8000000000000000ul))"
+                ),
+                Width::W32 => format!(
+                    "uintBitsToFloat((floatBitsToUint({ta}) & 0x7fffffffu) | \
+                     (floatBitsToUint({tb}) & 0x80000000u))"
+                ),
+            },
+        };
+        self.def(a.kind, &e)
+    }
+    fn fma(&mut self, a: Value, b: Value, c: Value) -> Value {
+        // Vulkan lets `fma` round the product first (lavapipe does: F37), and the routines'
+        // exact products and reductions need it fused: a function of unfused operations.
+        if a.kind == Kind::F(Width::W64) {
+            return self.call(Routine::FmaByParts, &[a, b, c])[0];
+        }
+        let e = format!("fma({}, {}, {})", self.text(a), self.text(b), self.text(c));
+        self.def(a.kind, &e)
+    }
+    fn f_cmp(&mut self, c: Cmp, a: Value, b: Value) -> Value {
+        self.bin(Kind::Bool, a, cmp_symbol(c), b)
+    }
+    fn is_nan(&mut self, a: Value) -> Value {
+        self.un(Kind::Bool, "isnan", a)
+    }
+    fn f_sqrt(&mut self, a: Value) -> Value {
+        self.un(a.kind, "sqrt", a)
+    }
+    fn f_round(&mut self, a: Value) -> Value {
+        self.un(a.kind, "roundEven", a)
+    }
+    fn f_to_i(&mut self, a: Value) -> Value {
+        let w = a.kind.width();
+        let e = match w {
+            Width::W64 => format!("uint64_t(int64_t(roundEven({})))", self.text(a)),
+            Width::W32 => format!("uint(int(roundEven({})))", self.text(a)),
+        };
+        self.def(Kind::I(w), &e)
+    }
+    fn i_to_f(&mut self, a: Value) -> Value {
+        let w = a.kind.width();
+        let e = match w {
+            Width::W64 => format!("double(int64_t({}))", self.text(a)),
+            Width::W32 => format!("float(int({}))", self.text(a)),
+        };
+        self.def(Kind::F(w), &e)
+    }
+    fn to_bits(&mut self, a: Value) -> Value {
+        let w = a.kind.width();
+        let f = match w {
+            Width::W64 => "doubleBitsToUint64",
+            Width::W32 => "floatBitsToUint",
+        };
+        self.un(Kind::I(w), f, a)
+    }
+    fn f_of_bits(&mut self, a: Value) -> Value {
+        let w = a.kind.width();
+        let f = match w {
+            Width::W64 => "uint64BitsToDouble",
+            Width::W32 => "uintBitsToFloat",
+        };
+        self.un(Kind::F(w), f, a)
+    }
+    fn i_bin(&mut self, op: IBin, a: Value, b: Value) -> Value {
+        let symbol = match op {
+            IBin::Add => "+",
+            IBin::Sub => "-",
+            IBin::Mul => "*",
+            IBin::And => "&",
+            IBin::Or => "|",
+        };
+        self.bin(a.kind, a, symbol, b)
+    }
+    fn shift(&mut self, op: Shift, a: Value, n: Value) -> Value {
+        let w = a.kind.width();
+        let (ta, tn) = (self.text(a), self.text(n));
+        let symbol = match op {
+            Shift::Shl => "<<",
+            Shift::Shr => ">>",
+        };
+        // GLSL leaves a count past the width open; PTX gives 0 (both shifts are logical).
+        let (bits, zero) = match w {
+            Width::W64 => (64, "0ul"),
+            Width::W32 => (32, "0u"),
+        };
+        let e = format!("{tn} >= {bits}u ? {zero} : {ta} {symbol} {tn}");
+        self.def(a.kind, &e)
+    }
+    fn clz(&mut self, a: Value) -> Value {
+        let ta = self.text(a).to_string();
+        let e = match a.kind.width() {
+            Width::W32 => format!("uint(31 - findMSB({ta}))"),
+            // findMSB has no 64-bit overload: by halves (findMSB(0) = -1).
+            Width::W64 => {
+                let halves = self.declare("uvec2", "", &format!("unpackUint2x32({ta})"));
+                let h = &self.names[halves];
+                format!("{h}.y != 0u ? uint(31 - findMSB({h}.y)) : uint(63 - findMSB({h}.x))")
+            }
+        };
+        self.def(Kind::I(Width::W32), &e)
+    }
+    fn resize(&mut self, a: Value, w: Width) -> Value {
+        let ta = self.text(a).to_string();
+        match (a.kind.width(), w) {
+            (Width::W64, Width::W32) => self.def(Kind::I(w), &format!("unpackUint2x32({ta}).x")),
+            // Sign extension through the halves: Mesa miscompiles some `int64_t(int)`.
+            (Width::W32, Width::W64) => self.def(
+                Kind::I(w),
+                &format!("packUint2x32(uvec2({ta}, uint(int({ta}) >> 31)))"),
+            ),
+            _ => a,
+        }
+    }
+    fn i_cmp(&mut self, c: Cmp, signed: bool, a: Value, b: Value) -> Value {
+        let (ta, tb) = (self.text(a), self.text(b));
+        let e = match (signed, a.kind.width()) {
+            (false, _) => format!("{ta} {} {tb}", cmp_symbol(c)),
+            (true, Width::W64) => format!("int64_t({ta}) {} int64_t({tb})", cmp_symbol(c)),
+            (true, Width::W32) => format!("int({ta}) {} int({tb})", cmp_symbol(c)),
+        };
+        self.def(Kind::Bool, &e)
+    }
+    fn p_or(&mut self, a: Value, b: Value) -> Value {
+        self.bin(Kind::Bool, a, "||", b)
+    }
+    fn p_and(&mut self, a: Value, b: Value) -> Value {
+        self.bin(Kind::Bool, a, "&&", b)
+    }
+    fn p_not(&mut self, a: Value) -> Value {
+        self.un(Kind::Bool, "!", a)
+    }
+    fn sel_f(&mut self, p: Value, a: Value, b: Value) -> Value {
+        let e = format!("{} ? {} : {}", self.text(p), self.text(a), self.text(b));
+        self.def(a.kind, &e)
+    }
+    fn sel_i(&mut self, p: Value, a: Value, b: Value) -> Value {
+        self.sel_f(p, a, b)
+    }
+    fn when(
+        &mut self,
+        p: Value,
+        init: &[Value],
+        body: crate::back::softmath::FloatBlock<'_, Self>,
+    ) -> Vec<Value> {
+        let state = self.state(init);
+        let head = format!("if ({}) {{", self.text(p));
+        self.line(&head);
+        self.depth += 1;
+        let next = body(self, &state);
+        self.assign(&state, &next);
+        self.depth -= 1;
+        self.line("}");
+        state
+    }
+    fn repeat_while(
+        &mut self,
+        init: &[Value],
+        cond: LoopCond<'_, Self>,
+        body: LoopBody<'_, Self>,
+    ) -> Vec<Value> {
+        let state = self.state(init);
+        self.line("while (true) {");
+        self.depth += 1;
+        let go = cond(self, &state);
+        let exit = format!("if (!{}) break;", self.text(go));
+        self.line(&exit);
+        let next = body(self, &state);
+        self.assign(&state, &next);
+        self.depth -= 1;
+        self.line("}");
+        state
+    }
+    fn call(&mut self, routine: Routine, args: &[Value]) -> Vec<Value> {
+        let name = self.library.function(routine);
+        let (width, _, results) = routine.signature();
+        let args: Vec<String> = args.iter().map(|&a| self.text(a).to_string()).collect();
+        if results == 1 {
+            let e = format!("{name}({})", args.join(", "));
+            return vec![self.def(Kind::F(width), &e)];
+        }
+        let ty = Kind::F(width).glsl();
+        let outs: Vec<Value> = (0..results)
+            .map(|_| Value {
+                id: self.declare(ty, "", ""),
+                kind: Kind::F(width),
+            })
+            .collect();
+        let all: Vec<String> = args
+            .into_iter()
+            .chain(outs.iter().map(|&v| self.text(v).to_string()))
+            .collect();
+        let stmt = format!("{name}({});", all.join(", "));
+        self.line(&stmt);
+        outs
+    }
+}

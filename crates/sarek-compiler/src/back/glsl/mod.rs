@@ -38,9 +38,10 @@
 //! transcendental of a constant) are written as `uintBitsToFloat(0x...u)`, which glslang
 //! does not fold through; lone literals are written in a decimal glslang reads back exactly.
 //!
-//! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are
-//! helpers in `f64math`. What the device lacks (float64, int64 atomics, native subgroups) is
-//! refused before writing by [`crate::ir::analysis`] against [`super::support::glsl`].
+//! GLSL has no float64 exp, log, trigonometric or hyperbolic functions, nor pow: those are the
+//! software routines PTX uses too ([`crate::back::softmath`]), written in GLSL by `f64math`.
+//! What the device lacks (float64, int64 atomics, native subgroups) is refused before
+//! writing by [`crate::ir::analysis`] against [`super::support::glsl`].
 
 mod emit;
 mod f64math;

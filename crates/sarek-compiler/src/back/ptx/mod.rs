@@ -23,11 +23,11 @@
 //! - Float `add/sub/mul/div` carry `.rn`, which forbids FMA contraction: results match the
 //!   interpreter bit for bit. Transcendentals use the `.approx` instructions (documented
 //!   tolerance); float `mod` (exact) and the float64 functions PTX has no instruction for are
-//!   software routines ([`softmath`]), each written once per kernel as a `.func`, so no math
+//!   software routines ([`crate::back::softmath`]), each written once per kernel as a `.func`, so no math
 //!   function is refused.
 
 pub mod keywords;
-mod softmath;
+
 mod writer;
 
 use crate::diag::Diagnostic;

@@ -11,7 +11,7 @@ use crate::ir::{Block, Expr, ExprKind, FuncId, Kernel, LValue, Stmt, StmtKind, T
 use crate::target::{Generated, TargetOptions};
 use crate::types::{BinOp, Literal, MemSpace, Scalar, UnOp};
 
-use super::softmath::{self, Cmp, FBin, IBin, Routine, Shift, Width};
+use crate::back::softmath::{self, Cmp, FBin, IBin, Routine, Shift, Width};
 
 /// Element layout of PTX memory: C rules, bool as one byte.
 pub const PTX_LAYOUT: LayoutRules = LayoutRules::C {

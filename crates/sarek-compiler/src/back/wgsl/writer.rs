@@ -1740,9 +1740,10 @@ const F32_TO_I32: &str = "fn sarek_f32_to_i32(sarek_p0: f32) -> i32 {
 /// C `fmod` for f32 (seed 002): an exact reduction by power-of-two scaling. `d` climbs from
 /// |y| by exact doublings to the largest |y|*2^k <= |x|, then walks back down subtracting when
 /// `r >= d`; each subtraction is exact (Sterbenz: d <= r < 2d), so `r` is the exact remainder,
-/// in at most ~277 steps (the f32 exponent span). The dividend's sign is copied bitwise. |y| = inf
-/// returns x as C does; y = 0, |x| = inf and NaNs return x too: WGSL cannot make a NaN, the
-/// one documented divergence from C (which returns NaN there).
+/// in at most ~277 steps (the f32 exponent span). The dividend's sign is copied bitwise.
+/// Special operands are told apart on the bits, which no float optimisation can reorder: NaN
+/// for y = 0, an infinite x or a NaN operand, x itself for an infinite y or |x| < |y|. The
+/// NaN is made at run time from x's bits (WGSL rejects a constant NaN).
 /// `x / 0 = 0`; `min_int / -1 = min_int` (WGSL's own `/` already gives that).
 const DIV_I32: &str = "fn sarek_div(sarek_p0: i32, sarek_p1: i32) -> i32 {
     if (sarek_p1 == 0i) {
@@ -1767,9 +1768,14 @@ fn safe_divisor(e: &Expr) -> bool {
 }
 
 const FMOD: &str = "fn sarek_fmod(sarek_p0: f32, sarek_p1: f32) -> f32 {
-    let ax = abs(sarek_p0);
-    let ay = abs(sarek_p1);
-    if (!(ax <= 0x1.fffffep+127f) || !(ay <= 0x1.fffffep+127f) || ay == 0.0f || ax < ay) {
+    let ux = bitcast<u32>(sarek_p0) & 0x7fffffffu;
+    let uy = bitcast<u32>(sarek_p1) & 0x7fffffffu;
+    if (ux >= 0x7f800000u || uy > 0x7f800000u || uy == 0u) {
+        return bitcast<f32>(ux | 0x7fc00000u);
+    }
+    let ax = bitcast<f32>(ux);
+    let ay = bitcast<f32>(uy);
+    if (uy == 0x7f800000u || ax < ay) {
         return sarek_p0;
     }
     var d = ay;

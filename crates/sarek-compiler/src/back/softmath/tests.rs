@@ -862,3 +862,47 @@ fn pow_f64_within_2_ulps() {
         worst.0, worst.1, worst.2
     );
 }
+
+/// The unfused emulation GLSL's routines use for `fma` is correctly rounded: equal to the
+/// host's fused `mul_add` bit for bit, on products of every scale, addends near them (the
+/// cancellations) and far from them, and zeros of both signs.
+#[test]
+fn fma_by_parts_is_fused() {
+    let mut rng = Rng(11);
+    let r = Routine::FmaByParts;
+    let mut checked = 0;
+    for k in 0..400_000 {
+        let a = random64(&mut rng, 0, 400);
+        let b = random64(&mut rng, 0, 400);
+        if !a.is_normal() || !b.is_normal() {
+            continue;
+        }
+        let c = match k % 4 {
+            // Near -a b: the product's low bits decide the result.
+            0 => -(a * b) * (1.0 + random64(&mut rng, -30, 20)),
+            1 => -(a * b),
+            2 => random64(&mut rng, 0, 800),
+            _ => (a * b) * random64(&mut rng, -60, 60),
+        };
+        let want = a.mul_add(b, c);
+        let got = run64(r, &[a, b, c]);
+        assert!(
+            same64(got, want),
+            "fma({a:e}, {b:e}, {c:e}): {got:e}, not {want:e}"
+        );
+        checked += 1;
+    }
+    for (a, b, c) in [
+        (0.0, 1.5, -0.0),
+        (-0.0, 1.5, -0.0),
+        (0.0, -1.5, 0.0),
+        (2.0, 3.0, -6.0),
+    ] {
+        let (got, want) = (run64(r, &[a, b, c]), f64::mul_add(a, b, c));
+        assert!(
+            same64(got, want),
+            "fma({a}, {b}, {c}): {got:e}, not {want:e}"
+        );
+    }
+    assert!(checked > 300_000);
+}

@@ -1,12 +1,14 @@
-//! Float routines PTX has no instruction for (float `mod`; float64 `exp`, `log`, ...), each
-//! written once against [`Ops`], an instruction set in which every operation is one PTX
-//! instruction with IEEE (or integer) semantics.
+//! Float routines some targets have no instruction for (float `mod`; float64 `exp`, `log`,
+//! ...), each written once against [`Ops`], an instruction set in which every operation is
+//! one machine instruction with IEEE (or integer) semantics.
 //!
-//! The writer implements [`Ops`] by emitting the instruction (each routine becomes one `.func`
-//! per kernel, see `Writer::soft_call`); the tests implement it by computing the instruction on
-//! the host with the same semantics (PTX's shift clamping, `cvt` saturation, `min` ignoring a
-//! NaN), so they run the very sequence the GPU runs over millions of inputs and compare it with
-//! Rust's std, which is what the interpreter computes ([`crate::scalar`]).
+//! A writer implements [`Ops`] by emitting the instruction: PTX as one instruction each (each
+//! routine becomes one `.func` per kernel, see `Writer::soft_call` in `back/ptx`), GLSL as one
+//! statement each (one function per routine, `back/glsl/f64math.rs`). The tests implement it
+//! by computing the instruction on the host with PTX's semantics (shift clamping, `cvt`
+//! saturation, `min` ignoring a NaN), so they run the very sequence the GPU runs over
+//! millions of inputs and compare it with Rust's std, which is what the interpreter computes
+//! ([`crate::scalar`]).
 //!
 //! - float `mod` (C's `fmod`) is exact: the significands' integer remainder over the
 //!   exponent difference, up to 39 (float32) or 10 (float64) bits a step, each step's
@@ -177,6 +179,9 @@ pub enum Routine {
     /// The far reduction of float64 sin, cos and tan ([`reduce_far`]): x to the quadrant k
     /// and the double-double (x 2/pi - k) pi/2. Called by them, never by a kernel.
     TrigReduceFar,
+    /// float64 `a b + c` rounded once without a fused instruction ([`fma_by_parts`]): what
+    /// a writer calls for [`Ops::fma`] where the target's `fma` may round the product first.
+    FmaByParts,
 }
 
 impl Routine {
@@ -197,6 +202,7 @@ impl Routine {
             Routine::Fmod(Width::W64) => "sarek_fmod_f64".into(),
             Routine::Math64(m) => format!("sarek_{}_f64", m.c_name()),
             Routine::TrigReduceFar => "sarek_trig_reduce_far_f64".into(),
+            Routine::FmaByParts => "sarek_fma_f64".into(),
         }
     }
 
@@ -208,6 +214,7 @@ impl Routine {
             Routine::Math64(MathFn::Pow | MathFn::Atan2) => (Width::W64, 2, 1),
             Routine::Math64(_) => (Width::W64, 1, 1),
             Routine::TrigReduceFar => (Width::W64, 1, 3),
+            Routine::FmaByParts => (Width::W64, 3, 1),
         }
     }
 
@@ -220,6 +227,7 @@ impl Routine {
                 return vec![k, h, l];
             }
             Routine::Fmod(w) => fmod(o, w, x, args[1]),
+            Routine::FmaByParts => fma_by_parts(o, x, args[1], args[2]),
             Routine::Math64(m) => match m {
                 MathFn::Exp => exp(o, x),
                 MathFn::Exp2 => exp2(o, x),
@@ -531,8 +539,8 @@ pub fn exp2<O: Ops>(o: &mut O, x: O::F) -> O::F {
 }
 
 /// float64 e^x - 1: 2^k (1 + q) - 1 as one fused `2^k q + (2^k - 1)` (2^k - 1 is exact for
-/// the k where it matters), q itself for k = 0 (no cancellation near 0, -0 kept), and
-/// [`exp`] where 2^k would overflow.
+/// the k where it matters), q itself for k = 0 (no cancellation near 0), x itself at ±0,
+/// and [`exp`] where 2^k would overflow.
 pub fn expm1<O: Ops>(o: &mut O, x: O::F) -> O::F {
     let xc = clamp(o, x, -60.0, 711.0);
     let (k, kf, q) = exp_reduce(o, xc);
@@ -548,6 +556,10 @@ pub fn expm1<O: Ops>(o: &mut O, x: O::F) -> O::F {
     let zero = o.i_const(W64, 0);
     let k0 = o.i_cmp(Cmp::Eq, false, k, zero);
     let r = o.sel_f(k0, q, r);
+    // ±0 as itself, not through arithmetic (Vulkan need not keep the sign of a zero result).
+    let zero = c64(o, 0.0);
+    let x_zero = o.f_cmp(Cmp::Eq, x, zero);
+    let r = o.sel_f(x_zero, x, r);
     nan_through(o, x, r)
 }
 
@@ -1205,6 +1217,67 @@ fn two_prod<O: Ops>(o: &mut O, a: O::F, b: O::F) -> (O::F, O::F) {
     let np = neg(o, p);
     let e = o.fma(a, b, np);
     (p, e)
+}
+
+/// a b as the rounded product and its exact error without a fused instruction (Dekker's
+/// product of Veltkamp's 26- and 27-bit halves; exact while |a|, |b| < 2^995 and the error
+/// is not subnormal).
+fn two_prod_split<O: Ops>(o: &mut O, a: O::F, b: O::F) -> (O::F, O::F) {
+    let halves = |o: &mut O, v: O::F| {
+        let splitter = c64(o, 134_217_729.0); // 2^27 + 1
+        let t = o.f_bin(FBin::Mul, v, splitter);
+        let d = o.f_bin(FBin::Sub, t, v);
+        let hi = o.f_bin(FBin::Sub, t, d);
+        let lo = o.f_bin(FBin::Sub, v, hi);
+        (hi, lo)
+    };
+    let (ah, al) = halves(o, a);
+    let (bh, bl) = halves(o, b);
+    let p = o.f_bin(FBin::Mul, a, b);
+    let hh = o.f_bin(FBin::Mul, ah, bh);
+    let e = o.f_bin(FBin::Sub, hh, p);
+    let hl = o.f_bin(FBin::Mul, ah, bl);
+    let e = o.f_bin(FBin::Add, e, hl);
+    let lh = o.f_bin(FBin::Mul, al, bh);
+    let e = o.f_bin(FBin::Add, e, lh);
+    let ll = o.f_bin(FBin::Mul, al, bl);
+    let e = o.f_bin(FBin::Add, e, ll);
+    (p, e)
+}
+
+/// float64 `a b + c` rounded once from unfused operations (Boldo and Melquiond's emulation):
+/// a b = p + e exactly, c + p = h + t exactly, and the result is h + (e + t) with the inner
+/// sum rounded to odd (rounded to nearest, then one ulp toward its error when inexact and
+/// even), which makes the outer rounding the correct one. A zero inner sum leaves h as it
+/// is (IEEE's sign of an exact zero). Exact over the range of [`two_prod_split`]; special
+/// operands give a NaN where a fused `fma` would not, which the routines never use.
+pub fn fma_by_parts<O: Ops>(o: &mut O, a: O::F, b: O::F, c: O::F) -> O::F {
+    let (p, e) = two_prod_split(o, a, b);
+    let (h, t) = two_sum(o, c, p);
+    let (s, err) = two_sum(o, e, t);
+    let bits = o.to_bits(s);
+    let err_bits = o.to_bits(err);
+    let one = o.i_const(W64, 1);
+    let low = o.i_bin(IBin::And, bits, one);
+    let zero_i = o.i_const(W64, 0);
+    let even = o.i_cmp(Cmp::Eq, false, low, zero_i);
+    let zero = c64(o, 0.0);
+    let exact = o.f_cmp(Cmp::Eq, err, zero);
+    let inexact = o.p_not(exact);
+    let adjust = o.p_and(even, inexact);
+    // Toward err: the magnitude grows when s and err have one sign.
+    let sign_mask = o.i_const(W64, W64.sign_mask());
+    let s_sign = o.i_bin(IBin::And, bits, sign_mask);
+    let err_sign = o.i_bin(IBin::And, err_bits, sign_mask);
+    let same = o.i_cmp(Cmp::Eq, false, s_sign, err_sign);
+    let up = o.i_bin(IBin::Add, bits, one);
+    let down = o.i_bin(IBin::Sub, bits, one);
+    let odd = o.sel_i(same, up, down);
+    let bits = o.sel_i(adjust, odd, bits);
+    let v = o.f_of_bits(bits);
+    let r = o.f_bin(FBin::Add, h, v);
+    let v_zero = o.f_cmp(Cmp::Eq, v, zero);
+    o.sel_f(v_zero, h, r)
 }
 
 /// (ah + al)(bh + bl) as a double-double (the al bl term dropped).
