@@ -104,6 +104,14 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             .filter(|b| *b != Backend::Interp)
             .collect::<Vec<_>>(),
         Some(list) => {
+            if list.split(',').count() > 1 && list.split(',').any(|s| s.trim().is_empty()) {
+                // `cpu,,opencl` is a typo more often than a list of two: never guess (as
+                // `fuse --kernels`).
+                return Err(Failure::user(format!(
+                    "--backends has an empty entry (got `{list}`): name each backend, \
+                     separated by single commas"
+                )));
+            }
             let mut v = Vec::new();
             for name in list.split(',').filter(|s| !s.trim().is_empty()) {
                 let b = super::parse_backend(name)?;

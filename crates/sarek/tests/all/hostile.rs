@@ -792,6 +792,36 @@ fn verify_refuses_a_nan_or_negative_atol() {
     }
 }
 
+/// An empty entry in `--backends` (`cpu,,interp`, a leading or trailing comma) was skipped,
+/// silently running one backend less than a typo meant; it is an error, as in
+/// `fuse --kernels`. A two-kernel file's `-o FILE` message says "an IR file".
+#[test]
+fn verify_refuses_an_empty_backend_entry() {
+    let d = scratch("empty-backend");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    for list in ["interp,,cpu", ",interp", "interp,"] {
+        sarek(&[
+            "verify",
+            &file,
+            "--backends",
+            list,
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=4",
+        ])
+        .fails(1, &["--backends has an empty entry"]);
+    }
+    let two = write(
+        &d,
+        "two.sarek",
+        &format!("{SAXPY}{}", SAXPY.replace("saxpy", "other")),
+    );
+    let out = d.join("x.ir").display().to_string();
+    sarek(&["compile", &two, "--target", "ir", "-o", &out])
+        .fails(1, &["and an IR file holds one module"]);
+}
+
 /// The trap status word of a checked launch is a storage buffer too: a kernel with as many
 /// vectors as the device binds ran into a pipeline validation error ("wgpu rejected the
 /// generated WGSL", a Sarek bug) where it must be refused, located. Whatever the device's
