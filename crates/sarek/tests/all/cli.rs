@@ -830,6 +830,17 @@ fn out_is_created_after_a_successful_run_only_and_written_whole() {
         .collect();
     names.sort();
     assert_eq!(names, ["v.npy"]);
+    // A kernel without vectors writes nothing, and says so (it printed `DIR/<param>.npy`).
+    let none = write(&dir, "none.sarek", "let%kernel k (x : int32) = ()\n");
+    let empty = dir.join("empty").display().to_string();
+    let o = run_interp(&none, "k", &["--arg", "x=1", "--out", &empty]);
+    assert!(
+        o.ok()
+            .stdout
+            .contains("wrote:   nothing (the kernel has no vector parameter)"),
+        "{}",
+        o.stdout
+    );
     // A failed run (a fault, then a user error) leaves no folder behind.
     for (k, extra) in [("scale", "--arg=kk=3"), ("scale", "--grid=0")] {
         let failed = dir.join("failed").join(k);
