@@ -165,18 +165,22 @@ pub fn run(a: VerifyArgs) -> CmdResult {
         let Prepared { args, config, size } = match &job.directive {
             None => prepare(&kernel, &a.input)?,
             Some(d) => {
-                let inputs = Inputs {
-                    seed: a.input.seed,
-                    ..Inputs::from_directive(d)
-                };
-                let args = harness::build_args(&kernel, &inputs).map_err(|e| {
+                let at = |e: String| {
                     Failure::user(format!(
                         "{}:{}: @run {}: {e}",
                         a.file.display(),
                         d.line,
                         d.kernel
                     ))
-                })?;
+                };
+                // As `--size` is: a directive's `size=3000000000` allocated 12 GB per vector
+                // (an abort, or the machine's memory) before anything said it was too large.
+                sarek_runtime::limits::check_size(&kernel, d.size as u64, &[]).map_err(at)?;
+                let inputs = Inputs {
+                    seed: a.input.seed,
+                    ..Inputs::from_directive(d)
+                };
+                let args = harness::build_args(&kernel, &inputs).map_err(|e| at(e.to_string()))?;
                 Prepared {
                     args,
                     config: d.config(),

@@ -792,6 +792,30 @@ fn verify_refuses_a_nan_or_negative_atol() {
     }
 }
 
+/// A `@run` directive's `size` is held to the limits `--size` has: `size=3000000000` went
+/// straight to the allocation (12 GB per vector: an abort with a backtrace, or the machine's
+/// memory) where `--size 3000000000` is a clear error.
+#[test]
+fn directive_sizes_are_checked_before_allocating() {
+    let d = scratch("directive-size");
+    let text = format!("(* @run saxpy size=3000000000 a=1 n=8 *)\n{SAXPY}");
+    let file = write(&d, "big.sarek", &text);
+    sarek(&["verify", &file, "--backends", "cpu"]).fails(
+        1,
+        &[
+            "big.sarek: line 1",
+            "vectors have at most 2147483647 elements",
+        ],
+    );
+    // Within int32 but past any machine's memory (8 vectors of 32-byte elements: 550 GB).
+    let params: String = (0..8)
+        .map(|i| format!(" (v{i} : (float64 * float64 * float64 * float64) vector)"))
+        .collect();
+    let text = format!("(* @run k size=2147483647 *)\nlet%kernel k{params} = v0.(0) <- v1.(0)\n");
+    let file = write(&d, "huge.sarek", &text);
+    sarek(&["verify", &file, "--backends", "cpu"]).fails(1, &["huge.sarek:1: @run k"]);
+}
+
 /// An empty entry in `--backends` (`cpu,,interp`, a leading or trailing comma) was skipped,
 /// silently running one backend less than a typo meant; it is an error, as in
 /// `fuse --kernels`. A two-kernel file's `-o FILE` message says "an IR file".
