@@ -64,6 +64,7 @@ impl Checker {
                 return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
             }
             Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
+            Some(Global::Refused) => return err_expr(span),
             None => {}
         }
         match self.lookup_builtin(path, name) {

@@ -55,6 +55,7 @@ impl Checker {
         }
         match self.find_global(path, &name.name) {
             Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
+            Some(Global::Refused) => return err_expr(span),
             Some(Global::Const { .. }) => {
                 self.diags.push(
                     Diagnostic::error(
