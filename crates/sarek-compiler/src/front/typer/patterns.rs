@@ -102,6 +102,9 @@ impl Checker {
                 let tt = Ty::Tuple(tys.clone());
                 if let Err(err) = self.subst.unify(ty, &tt) {
                     self.report_unify(err, *span, ty, &tt);
+                    // Its names still exist (at the error type): each use said "unknown
+                    // variable" after the one real error (as for constructors, F13).
+                    self.bind_unchecked(ps, mutable, binds);
                     return Pattern::Wildcard;
                 }
                 Pattern::Tuple(
