@@ -47,6 +47,18 @@ impl Checker {
             Ok(()) => true,
             Err(err) => {
                 self.report_unify(err, te.span, expected, &te.ty);
+                // An integer literal where a float is wanted (`f.(0) <- 1`): the literal is
+                // what is wrong, as F14 says of a float literal where an integer is wanted.
+                if let T::Lit(Literal::I32(n)) = te.kind
+                    && let Ty::Scalar(want) = self.subst.resolve(expected)
+                    && want.is_float()
+                    && let Some(d) = self.diags.last_mut()
+                {
+                    d.help = vec![format!(
+                        "write a float literal such as `{n}.0`, or convert: `{} (...)`",
+                        want.name()
+                    )];
+                }
                 false
             }
         }
