@@ -93,6 +93,22 @@ pub fn run(a: VerifyArgs) -> CmdResult {
                 })
                 .collect();
         }
+        // A directive gives its own launch: `--block 32` next to it was dropped silently and
+        // the table still said `ok` (for the directive's block).
+        let launch_flags = [
+            ("--grid", a.input.grid.is_some()),
+            ("--block", a.input.block.is_some()),
+            ("--len", !a.input.lens.is_empty()),
+        ];
+        if jobs.iter().any(|j| j.directive.is_some())
+            && let Some((flag, _)) = launch_flags.iter().find(|(_, given)| *given)
+        {
+            return Err(Failure::user(format!(
+                "{flag} does not apply to the @run directives of `{}`, which give their own \
+                 launch: add --size, --arg or --input to verify a launch of your own",
+                a.file.display()
+            )));
+        }
         jobs
     };
 

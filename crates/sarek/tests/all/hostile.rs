@@ -816,6 +816,44 @@ fn directive_sizes_are_checked_before_allocating() {
     sarek(&["verify", &file, "--backends", "cpu"]).fails(1, &["huge.sarek:1: @run k"]);
 }
 
+/// `--grid`, `--block` and `--len` next to a file's `@run` directives were dropped silently
+/// (the directive's launch ran and the table said `ok`); they are an error there, and apply
+/// to a launch of the command line's own.
+#[test]
+fn verify_refuses_launch_flags_its_directives_would_ignore() {
+    let d = scratch("directive-flags");
+    let file = write(
+        &d,
+        "dir.sarek",
+        &format!("(* @run saxpy size=64 a=1 n=64 *)\n{SAXPY}"),
+    );
+    for flag in [["--block", "32"], ["--grid", "1"], ["--len", "x=5"]] {
+        sarek(&["verify", &file, "--backends", "cpu", flag[0], flag[1]]).fails(
+            1,
+            &[&format!(
+                "{} does not apply to the @run directives",
+                flag[0]
+            )],
+        );
+    }
+    let own = sarek(&[
+        "verify",
+        &file,
+        "--backends",
+        "cpu",
+        "--block",
+        "32",
+        "--size",
+        "64",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=64",
+    ]);
+    assert_eq!(own.code, 0, "{}", own.stderr);
+    assert!(own.stdout.contains("block 32x1x1"), "{}", own.stdout);
+}
+
 /// An empty entry in `--backends` (`cpu,,interp`, a leading or trailing comma) was skipped,
 /// silently running one backend less than a typo meant; it is an error, as in
 /// `fuse --kernels`. A two-kernel file's `-o FILE` message says "an IR file".
