@@ -159,6 +159,27 @@ fn check_exit_codes() {
 
     // Usage error: no file at all.
     assert_eq!(sarek(&["check"]).code, 2);
+
+    // An error in a module file is found through the program using it and again when the
+    // module is checked as its own program: printed once (it was printed twice).
+    let lib = write(
+        &d,
+        "geom_lib.sarek",
+        "let helper (x : int32) : int32 = x + undefined_name\n",
+    );
+    let main = write(
+        &d,
+        "main.sarek",
+        "let%kernel k (o : int32 vector) = o.(0) <- Geom_lib.helper 1\n",
+    );
+    let r = sarek(&["check", &main, &lib]);
+    r.fails(1, &["unknown variable `undefined_name`"]);
+    assert_eq!(
+        r.stderr.matches("undefined_name`").count(),
+        1,
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
