@@ -372,10 +372,16 @@ impl Checker {
                                 .with_label(format!("this has type `{shown}`"))
                                 .with_note("conversions work between the numeric types int32, int64, float32 and float64");
                             if t == Ty::BOOL {
-                                d = d.with_help(
-                                    "write `if b then 1 else 0` to turn a bool into a number"
-                                        .to_string(),
-                                );
+                                // Literals of the target type: `if b then 1 else 0` is no
+                                // float32 (and `1 else 0` for int64 needs `L`).
+                                let (one, zero) = match to {
+                                    Scalar::F32 | Scalar::F64 => ("1.0", "0.0"),
+                                    Scalar::I64 => ("1L", "0L"),
+                                    _ => ("1", "0"),
+                                };
+                                d = d.with_help(format!(
+                                    "write `if b then {one} else {zero}` to turn a bool into a number"
+                                ));
                             }
                             self.diags.push(d);
                         }
