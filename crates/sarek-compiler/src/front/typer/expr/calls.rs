@@ -537,10 +537,19 @@ impl Checker {
             None => self.require(&first, set, Reason::Operation(op_name.clone()), span),
         };
         // After a reported error the result is the error type, so it cannot cascade.
-        let ty = if ok { first.ty.clone() } else { error_ty() };
+        let mut ty = if ok { first.ty.clone() } else { error_ty() };
         let mut out = vec![first];
+        let mut failed = false;
         for a in &args[1..] {
-            out.push(self.check(a, &ty));
+            let te = self.infer(a, Some(&ty));
+            failed |= !self.expect(&te, &ty);
+            out.push(te);
+        }
+        // Likewise after a later argument's error: `min 1.0 2` left the result int32 (the
+        // literal's variable bound on the failed unification), and the store of it said
+        // "expected `float32`, found `int32`" as a second error.
+        if failed {
+            ty = error_ty();
         }
         mk(T::Intrinsic { op, args: out }, ty, span)
     }
