@@ -229,9 +229,17 @@ const ATAN: &str = "double sarek_h_atan_S(double x) {
 
 const ATAN2: &str = "double sarek_h_atan2_S(double y, double x) {
     if (isnan(x) || isnan(y)) return NAN;
-    if (isinf(x) || isinf(y)) return double(atan(float(y), float(x)));
     bool y_neg = y < 0.0lf || (y == 0.0lf && 1.0lf / y < 0.0lf);
     bool x_neg = x < 0.0lf || (x == 0.0lf && 1.0lf / x < 0.0lf);
+    if (isinf(x) || isinf(y)) {
+        // C's values at infinities, multiples of pi/4 (through float32 they were 4e-8 off,
+        // and a finite x past float32's range became an infinity: atan2(inf, 1e300) = pi/4).
+        double r = isinf(y)
+            ? (isinf(x) ? (x_neg ? 2.35619449019234492885lf : 0.78539816339744830962lf)
+                        : 1.57079632679489661923lf)
+            : (x_neg ? 3.14159265358979323846lf : 0.0lf);
+        return y_neg ? -r : r;
+    }
     if (x == 0.0lf && y == 0.0lf) {
         double r = x_neg ? 3.1415926535897932lf : 0.0lf;
         return y_neg ? -r : r;
