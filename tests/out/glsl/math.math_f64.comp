@@ -139,8 +139,9 @@ double sarek_h_sincos_f64(double x, bool want_cos) {
 }
 double sarek_h_atan2_f64(double y, double x) {
     if (isnan(x) || isnan(y)) return double(uintBitsToFloat(0x7fc00000u));
-    bool y_neg = y < 0.0lf || (y == 0.0lf && 1.0lf / y < 0.0lf);
-    bool x_neg = x < 0.0lf || (x == 0.0lf && 1.0lf / x < 0.0lf);
+    // Signs from the bits: lavapipe loses the sign of a zero in `1 / y`.
+    bool y_neg = (unpackDouble2x32(y).y & 0x80000000u) != 0u;
+    bool x_neg = (unpackDouble2x32(x).y & 0x80000000u) != 0u;
     if (isinf(x) || isinf(y)) {
         // C's values at infinities, multiples of pi/4 (through float32 they were 4e-8 off,
         // and a finite x past float32's range became an infinity: atan2(inf, 1e300) = pi/4).
@@ -163,13 +164,18 @@ double sarek_h_cos_f64(double x) {
     return sarek_h_sincos_f64(x, true);
 }
 double sarek_h_pow_f64(double x, double y) {
-    if (y == 0.0lf) return 1.0lf;
+    if (y == 0.0lf || x == 1.0lf || (x == -1.0lf && isinf(y))) return 1.0lf;
     if (isnan(x) || isnan(y)) return double(uintBitsToFloat(0x7fc00000u));
+    bool odd = abs(sarek_h_fmod_f64(y, 2.0lf)) == 1.0lf;
+    bool x_neg = (unpackDouble2x32(x).y & 0x80000000u) != 0u;
+    if (x == 0.0lf || isinf(x)) {
+        double r = (y > 0.0lf) == (x == 0.0lf) ? 0.0lf : double(uintBitsToFloat(0x7f800000u));
+        return (odd && x_neg) ? -r : r;
+    }
     if (x > 0.0lf) return sarek_h_exp_f64(y * sarek_h_log_f64(x));
-    if (x == 0.0lf) return y > 0.0lf ? 0.0lf : double(uintBitsToFloat(0x7f800000u));
     if (trunc(y) != y) return double(uintBitsToFloat(0x7fc00000u));
     double r = sarek_h_exp_f64(y * sarek_h_log_f64(-x));
-    return (sarek_h_fmod_f64(y, 2.0lf) == 0.0lf) ? r : -r;
+    return odd ? -r : r;
 }
 double sarek_h_sin_f64(double x) {
     return sarek_h_sincos_f64(x, false);

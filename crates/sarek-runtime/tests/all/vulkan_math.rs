@@ -2,7 +2,8 @@
 //! float32 asin/acos, which Vulkan lets be loose) agree with the interpreter (Rust's libm)
 //! within `verify`'s tolerance over inputs spanning several ranges, infinite arguments of
 //! `atan2` included (`d_inf`: they went through float32, 4e-8 off at pi/2, and a finite
-//! argument past float32's range became infinite). Skips like the corpus
+//! argument past float32's range became infinite), and `pow`'s edges at infinities (`pow 1
+//! inf`, `pow (-1) inf` and `pow (-inf) 0.5` were NaN). Skips like the corpus
 //! test when Vulkan is absent.
 
 use sarek_harness::check_corpus_against_interp;
@@ -34,12 +35,14 @@ let%kernel d_inv (x : float64 vector) (y : float64 vector) (a : float64 vector) 
     a.(i) <- asin v +. acos v +. atan (v *. 30.0) +. atan v;
     b.(i) <- atan2 v y.(i) +. atan2 (v *. 0.001) (0.0 -. 1.0)
   end
-let%kernel d_inf (x : float64 vector) (y : float64 vector) (a : float64 vector) (b : float64 vector) (n : int32) =
+let%kernel d_inf (x : float64 vector) (y : float64 vector) (a : float64 vector) (b : float64 vector) (c : float64 vector) (e : float64 vector) (n : int32) =
   let i = global_thread_id in
   if i < n then begin
     let big = x.(i) *. 1e300 *. 1e300 in
     a.(i) <- atan2 big y.(i) +. atan2 y.(i) big +. atan2 big big;
-    b.(i) <- atan2 big (y.(i) *. 1e300) +. atan2 (y.(i) *. 1e300) big
+    b.(i) <- atan2 big (y.(i) *. 1e300) +. atan2 (y.(i) *. 1e300) big;
+    c.(i) <- pow 1.0 big +. pow (-1.0) big;
+    e.(i) <- pow (0.0 -. abs_float big) 0.5
   end
 "#;
 

@@ -229,8 +229,9 @@ const ATAN: &str = "double sarek_h_atan_S(double x) {
 
 const ATAN2: &str = "double sarek_h_atan2_S(double y, double x) {
     if (isnan(x) || isnan(y)) return NAN;
-    bool y_neg = y < 0.0lf || (y == 0.0lf && 1.0lf / y < 0.0lf);
-    bool x_neg = x < 0.0lf || (x == 0.0lf && 1.0lf / x < 0.0lf);
+    // Signs from the bits: lavapipe loses the sign of a zero in `1 / y`.
+    bool y_neg = (unpackDouble2x32(y).y & 0x80000000u) != 0u;
+    bool x_neg = (unpackDouble2x32(x).y & 0x80000000u) != 0u;
     if (isinf(x) || isinf(y)) {
         // C's values at infinities, multiples of pi/4 (through float32 they were 4e-8 off,
         // and a finite x past float32's range became an infinity: atan2(inf, 1e300) = pi/4).
@@ -281,13 +282,21 @@ const TANH: &str = "double sarek_h_tanh_S(double x) {
 }
 ";
 
+// C's edges, as the float32 helper has them: `pow 1 y` and `pow (-1) inf` are 1 (NaN y
+// included), a zero or infinite base keeps its sign for odd integral exponents (the sign
+// read from the bits: lavapipe loses it in `1 / x`), `pow (-inf) 0.5` is inf.
 const POW: &str = "double sarek_h_pow_S(double x, double y) {
-    if (y == 0.0lf) return 1.0lf;
+    if (y == 0.0lf || x == 1.0lf || (x == -1.0lf && isinf(y))) return 1.0lf;
     if (isnan(x) || isnan(y)) return NAN;
+    bool odd = abs(sarek_h_fmod_S(y, 2.0lf)) == 1.0lf;
+    bool x_neg = (unpackDouble2x32(x).y & 0x80000000u) != 0u;
+    if (x == 0.0lf || isinf(x)) {
+        double r = (y > 0.0lf) == (x == 0.0lf) ? 0.0lf : INF;
+        return (odd && x_neg) ? -r : r;
+    }
     if (x > 0.0lf) return sarek_h_exp_S(y * sarek_h_log_S(x));
-    if (x == 0.0lf) return y > 0.0lf ? 0.0lf : INF;
     if (trunc(y) != y) return NAN;
     double r = sarek_h_exp_S(y * sarek_h_log_S(-x));
-    return (sarek_h_fmod_S(y, 2.0lf) == 0.0lf) ? r : -r;
+    return odd ? -r : r;
 }
 ";
