@@ -11,7 +11,8 @@ layout(push_constant, std430) uniform sarek_params {
 } sarek_pc;
 
 double sarek_h_atan_f64(double x) {
-    if (isnan(x)) return x;
+    // A zero as it is: the reduction below made -0 +0 (asin and atan2 too).
+    if (isnan(x) || x == 0.0lf) return x;
     double a = abs(x);
     bool inv = a > 1.0lf;
     if (inv) a = 1.0lf / a;
@@ -107,6 +108,8 @@ double sarek_h_log_f64(double x) {
 }
 double sarek_h_sincos_f64(double x, bool want_cos) {
     if (isnan(x) || isinf(x)) return double(uintBitsToFloat(0x7fc00000u));
+    // sin of a zero is that zero (`r - r z s` is +0 for r = -0).
+    if (x == 0.0lf && !want_cos) return x;
     // x = q pi/2 + r, |r| <= pi/4, pi/2 in three parts (fdlibm).
     double q = floor(x * 0.63661977236758134lf + 0.5lf);
     double r = ((x - q * 1.57079632673412561417e+00lf) - q * 6.07710050630396597660e-11lf)

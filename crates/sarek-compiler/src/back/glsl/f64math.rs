@@ -167,6 +167,8 @@ const LOG1P: &str = "double sarek_h_log1p_S(double x) {
 
 const SINCOS: &str = "double sarek_h_sincos_S(double x, bool want_cos) {
     if (isnan(x) || isinf(x)) return NAN;
+    // sin of a zero is that zero (`r - r z s` is +0 for r = -0).
+    if (x == 0.0lf && !want_cos) return x;
     // x = q pi/2 + r, |r| <= pi/4, pi/2 in three parts (fdlibm).
     double q = floor(x * 0.63661977236758134lf + 0.5lf);
     double r = ((x - q * 1.57079632673412561417e+00lf) - q * 6.07710050630396597660e-11lf)
@@ -200,7 +202,8 @@ const SINCOS: &str = "double sarek_h_sincos_S(double x, bool want_cos) {
 ";
 
 const ATAN: &str = "double sarek_h_atan_S(double x) {
-    if (isnan(x)) return x;
+    // A zero as it is: the reduction below made -0 +0 (asin and atan2 too).
+    if (isnan(x) || x == 0.0lf) return x;
     double a = abs(x);
     bool inv = a > 1.0lf;
     if (inv) a = 1.0lf / a;
@@ -254,6 +257,7 @@ const ATAN2: &str = "double sarek_h_atan2_S(double y, double x) {
 
 // Above 709 exp(|x|) overflows before its half does: (exp(|x|/2) / 2) * exp(|x|/2) instead.
 const SINH: &str = "double sarek_h_sinh_S(double x) {
+    if (x == 0.0lf) return x;
     double a = abs(x);
     double r;
     if (a < 22.0lf) {
@@ -270,6 +274,7 @@ const SINH: &str = "double sarek_h_sinh_S(double x) {
 ";
 
 const TANH: &str = "double sarek_h_tanh_S(double x) {
+    if (x == 0.0lf) return x;
     double a = abs(x);
     double r;
     if (a > 22.0lf) {
