@@ -70,7 +70,15 @@ fn parse_directive(body: &str, line: usize) -> Result<Directive, String> {
             "size" => {
                 d.size = v
                     .parse()
-                    .map_err(|_| format!("size `{v}` is not a length"))?
+                    .map_err(|_| format!("size `{v}` is not a length"))?;
+                // Lengths and indices are int32: a longer vector cannot exist, and every
+                // reader of directives (verify, the corpus, the playground) would allocate it.
+                if d.size > i32::MAX as usize {
+                    return Err(format!(
+                        "size `{v}`: vectors have at most {} elements (lengths and indices are int32)",
+                        i32::MAX
+                    ));
+                }
             }
             "grid" => d.grid = Some(parse_dims(v)?),
             "block" => d.block = Some(parse_dims(v)?),

@@ -42,6 +42,13 @@ fn directives() {
     );
     assert!(parse_directives("(* @run k oops *)").is_err());
     assert!(parse_directives("(* @run k block=0 *)").is_err());
+    // Past int32, before anyone allocates it.
+    let e = parse_directives("(* @run k size=3000000000 *)").unwrap_err();
+    assert!(e.contains("at most 2147483647 elements"), "{e}");
+    assert_eq!(
+        parse_directives("(* @run k size=2147483647 *)").unwrap()[0].size,
+        2147483647
+    );
 }
 
 #[test]

@@ -207,7 +207,13 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
     match get("fortran_order") {
         Some(pylit::Value::Bool(false)) => {}
         Some(pylit::Value::Bool(true)) => return Err(bad("Fortran order is not supported")),
-        _ => return Err(bad("header lacks 'fortran_order'")),
+        // Present but not a bool (`0`, `'False'`): NumPy refuses it too; "lacks" misled.
+        Some(v) => {
+            return Err(NpyError::Format(format!(
+                "'fortran_order' is {v}, not True or False"
+            )));
+        }
+        None => return Err(bad("header lacks 'fortran_order'")),
     }
     let len = match get("shape") {
         Some(pylit::Value::Tuple(dims)) => match dims.as_slice() {
@@ -224,7 +230,8 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
                 )));
             }
         },
-        _ => return Err(bad("header lacks 'shape'")),
+        Some(v) => return Err(NpyError::Format(format!("'shape' is {v}, not a tuple"))),
+        None => return Err(bad("header lacks 'shape'")),
     };
     // (field name, scalar or None for padding, byte offset) and the element size.
     let mut fields: Vec<(String, Option<Scalar>, usize)> = Vec::new();
@@ -241,7 +248,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<NpyArray, NpyError> {
             struct_fields(items, "", &mut fields, &mut elem_size)?;
             true
         }
-        _ => return Err(bad("header lacks 'descr'")),
+        Some(v) => {
+            return Err(NpyError::Format(format!(
+                "'descr' is {v}, not a dtype string or a list of fields"
+            )));
+        }
+        None => return Err(bad("header lacks 'descr'")),
     };
     let data = &bytes[data_start.min(bytes.len())..];
     let needed = len
@@ -740,5 +752,17 @@ mod tests {
         assert!(edit("False", "True ").contains("Fortran"));
         assert!(edit("'<f4'", "'>f4'").contains("'>f4'"));
         assert!(edit("(3,), }", "(3,1),}").contains("not 1-D"));
+        // A key present with a value of the wrong kind is named with its value, not
+        // reported missing.
+        let fortran = edit("False", "0    ");
+        assert!(
+            fortran.contains("'fortran_order' is 0, not True or False"),
+            "{fortran}"
+        );
+        let shape = edit("(3,), }", "3,    }");
+        assert!(shape.contains("'shape' is 3, not a tuple"), "{shape}");
+        let descr = edit("'<f4'", "4    ");
+        assert!(descr.contains("'descr' is 4, not a dtype"), "{descr}");
+        assert!(edit("'shape'", "'shapf'").contains("lacks 'shape'"));
     }
 }

@@ -1821,6 +1821,72 @@ def upstream_spoc_mandelbrot(b):
     check(f"upstream_spoc_mandelbrot[{b}]", o["img"], cpt.reshape(-1))
 
 
+@case
+def late_float64_literals(b):
+    # Each literal is the float64 nearest its text (Python's float), never float32 widened;
+    # d.(5) = 0.1 + d.(5) * 0.0 with d.(5) = 0.0 given; 1e-320 is a float64 subnormal.
+    o, err = run("r13_inference_divisions.sarek", "late_float64_literals", b, 12,
+                 inputs={"d": np.zeros(12, np.float64)})
+    if err: return failures.append(f"late_float64_literals[{b}]: {err}")
+    want = [0.1, 16777217.0, 0.1, 0.1, 16777217.0, 0.1, 0.1, 0.1, 0.2, 1e-40,
+            float(np.float32(0.1)), 1e-320]
+    check(f"late_float64_literals[{b}]", o["d"], np.array(want, np.float64))
+
+
+@case
+def power_of_two_divisions(b):
+    # Truncating division and a remainder with the dividend's sign (cdiv/cmod), wrapped to the
+    # type: min_int / min_int = 1, 2^30 * -2 / 2^30; int64 min / int64 min = 1.
+    x = np.array([-2**31, -9, -8, -7, -1, 0, 1, 7, 8, 9, 2**31 - 1, -2**30], np.int64)
+    l = np.array([-2**63, -17, -16, -1, 0, 1, 15, 17, 2**63 - 1, -2**32 - 1, 2**32 + 1, -2**32],
+                 dtype=object)
+    xs = np.zeros(96, np.int32); xs[:12] = x
+    ls = np.zeros(96, np.int64); ls[:12] = np.array([int(v) for v in l], np.int64)
+    o, err = run("r13_inference_divisions.sarek", "power_of_two_divisions", b, 96,
+                 inputs={"x": xs, "l": ls, "o": np.zeros(96, np.int32), "q": np.zeros(96, np.int64)})
+    if err: return failures.append(f"power_of_two_divisions[{b}]: {err}")
+    def div(a, d):
+        q = abs(a) // abs(d)
+        return q if (a < 0) == (d < 0) else -q
+    def rem(a, d):
+        return a - div(a, d) * d
+    def wrap(v, bits):
+        return (v + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
+    want_o = []
+    for v in x.tolist():
+        want_o += [div(v, 4), rem(v, 4), div(v, -8), rem(v, -8), div(v, -2**31),
+                   rem(v, -2**31), div(v, 2**30), rem(v, -1)]
+    want_q = []
+    for w in [int(v) for v in l]:
+        want_q += [div(w, 16), rem(w, 16), div(w, -2**63), rem(w, 2**32)]
+    check(f"power_of_two_divisions[{b}].o", o["o"],
+          np.array([wrap(v, 32) for v in want_o], np.int64).astype(np.int32))
+    check(f"power_of_two_divisions[{b}].q", o["q"],
+          np.array([wrap(v, 64) for v in want_q] + [0] * 48, dtype=object).astype(np.int64))
+
+
+@case
+def upstream_float64_mandelbrot(b):
+    # test_float64_kernel_arith.ml: upstream's OCaml binary64 reference, as NumPy float64
+    # scalars (every operation rounded as written), compared bit for bit.
+    n = 64
+    cx = np.array([(3.5 * i / n) - 2.5 for i in range(n)])
+    cy = np.array([(2.0 * (i % 8) / 8.0) - 1.0 for i in range(n)])
+    o, err = run("../upstream/e2e_float64.sarek", "f64_mandelbrot_kernel", b, n, ["n=64"],
+                 {"cx": cx, "cy": cy})
+    if err: return failures.append(f"upstream_float64_mandelbrot[{b}]: {err}")
+    iters, mags = [], []
+    for c_re, c_im in zip(cx.tolist(), cy.tolist()):
+        x = y = 0.0; it = 0
+        while (x * x) + (y * y) <= 4.0 and it < 1000:
+            xt = (x * x) - (y * y) + c_re
+            y = (2.0 * x * y) + c_im
+            x = xt; it += 1
+        iters.append(it); mags.append(np.sqrt((x * x) + (y * y)))
+    check(f"upstream_float64_mandelbrot[{b}].iter", o["iter_out"], np.array(iters, np.int32))
+    check(f"upstream_float64_mandelbrot[{b}].mag", o["mag_out"], np.array(mags, np.float64))
+
+
 # A filter naming no case is a typo, not a pass.
 for c in ONLY:
     if c not in ran:

@@ -966,6 +966,20 @@ impl<'a> Lexer<'a> {
             (b'/', b'.') => (Tok::SlashDot, 2),
             (b'/', _) => (Tok::Slash, 1),
             (b'|', b'|') => (Tok::OrOr, 2),
+            (b'|', b'>') | (b'@', b'@') => {
+                // OCaml's application operators: lexed as `|` then `>`, the parser saw a
+                // finished statement followed by a stray `|` ("expected a new item").
+                let op = &self.text[start..start + 2];
+                self.error(
+                    start,
+                    start + 2,
+                    format!("`{op}` is not a Sarek operator"),
+                    "apply the function to its argument instead: `f x`",
+                );
+                self.pos += 2;
+                self.push(Tok::Error, start);
+                return;
+            }
             (b'|', _) => (Tok::Bar, 1),
             (b'&', b'&') => (Tok::AndAnd, 2),
             (b'!', b'=') => (Tok::BangEq, 2),

@@ -172,7 +172,10 @@ impl Needs {
             }
             for s in [Scalar::F64, Scalar::I64] {
                 if contains(kernel, &f.ret, s) {
-                    let label = format!("helper `{}` returns {}", f.name, s.name());
+                    // Not `f.name`: an IR helper is an instance (`id__i64`, `fib__depth2`),
+                    // and the label already sits on the helper's name as written.
+                    let article = if s == Scalar::I64 { "an" } else { "a" };
+                    let label = format!("this helper returns {article} {} value", s.name());
                     w.add(wide_feature(s), f.span, label);
                 }
             }

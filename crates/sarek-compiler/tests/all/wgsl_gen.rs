@@ -380,3 +380,30 @@ fn deep_chains_are_written_flat_or_refused_located() {
         errs[0].message
     );
 }
+
+/// A refusal's label on a helper names no IR instance: a polymorphic helper used at int64
+/// (`id__i64`) and a bounded recursion's copies (`dep__depth2`) were named so in "helper
+/// `id__i64` returns int64", where the source says `id` and `dep`.
+#[test]
+fn refusal_labels_on_helpers_name_no_instance() {
+    let text = "let id (x : 'a) : 'a = x\n\
+                let rec dep (n : int32) : float64 [@sarek.inline 2] =\n  \
+                  if n <= 0 then 1.0d else 2.0d *. dep (n - 1)\n\
+                let%kernel k (q : int64 vector) (o : float32 vector) =\n  \
+                  q.(0) <- id 7L; o.(0) <- float32 (dep 2)\n";
+    let mut sources = sarek_compiler::SourceMap::new();
+    let file = sources.add("inst.sarek", text);
+    let program = sarek_compiler::check(&sources, file).expect("it checks");
+    let ir = sarek_compiler::lower_kernel(&program, "k").expect("it lowers");
+    let diags = wgsl::generate(&ir, &TargetOptions::default()).unwrap_err();
+    let shown = sarek_compiler::diag::render_all(&diags, &sources, false);
+    assert!(!shown.contains("__"), "{shown}");
+    assert!(
+        shown.contains("this helper returns an int64 value"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("this helper returns a float64 value"),
+        "{shown}"
+    );
+}

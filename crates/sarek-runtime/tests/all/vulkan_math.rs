@@ -1,6 +1,9 @@
 //! The math helpers the GLSL generator supplies (float64 exp/log/trig/pow, which GLSL lacks;
 //! float32 asin/acos, which Vulkan lets be loose) agree with the interpreter (Rust's libm)
-//! within `verify`'s tolerance over inputs spanning several ranges. Skips like the corpus
+//! within `verify`'s tolerance over inputs spanning several ranges, infinite arguments of
+//! `atan2` included (`d_inf`: they went through float32, 4e-8 off at pi/2, and a finite
+//! argument past float32's range became infinite), and `pow`'s edges at infinities (`pow 1
+//! inf`, `pow (-1) inf` and `pow (-inf) 0.5` were NaN). Skips like the corpus
 //! test when Vulkan is absent.
 
 use sarek_harness::check_corpus_against_interp;
@@ -9,6 +12,7 @@ use sarek_runtime::Backend;
 const F64: &str = r#"(* @run d_exp size=4096 n=4096 *)
 (* @run d_trig size=4096 n=4096 *)
 (* @run d_inv size=4096 n=4096 *)
+(* @run d_inf size=4096 n=4096 *)
 let%kernel d_exp (x : float64 vector) (a : float64 vector) (b : float64 vector) (c : float64 vector) (n : int32) =
   let i = global_thread_id in
   if i < n then begin
@@ -30,6 +34,15 @@ let%kernel d_inv (x : float64 vector) (y : float64 vector) (a : float64 vector) 
     let v = x.(i) in
     a.(i) <- asin v +. acos v +. atan (v *. 30.0) +. atan v;
     b.(i) <- atan2 v y.(i) +. atan2 (v *. 0.001) (0.0 -. 1.0)
+  end
+let%kernel d_inf (x : float64 vector) (y : float64 vector) (a : float64 vector) (b : float64 vector) (c : float64 vector) (e : float64 vector) (n : int32) =
+  let i = global_thread_id in
+  if i < n then begin
+    let big = x.(i) *. 1e300 *. 1e300 in
+    a.(i) <- atan2 big y.(i) +. atan2 y.(i) big +. atan2 big big;
+    b.(i) <- atan2 big (y.(i) *. 1e300) +. atan2 (y.(i) *. 1e300) big;
+    c.(i) <- pow 1.0 big +. pow (-1.0) big;
+    e.(i) <- pow (0.0 -. abs_float big) 0.5
   end
 "#;
 
@@ -63,7 +76,7 @@ fn math_helpers_agree_with_interp() {
         sarek_testkit::backends::unavailable("vulkan", &why.to_string());
         return;
     }
-    assert_eq!(report.entries.len(), 5, "{report}");
+    assert_eq!(report.entries.len(), 6, "{report}");
     assert!(
         report.failures().is_empty()
             && report.count(|o| matches!(o, sarek_harness::Outcome::Refused(_))) == 0,

@@ -1,7 +1,7 @@
 //! `sarek check FILE...`: every file is checked (all errors of all files are reported), with
 //! the other files as the modules it may use (`geometry_lib.sarek` is `Geometry_lib`).
 //! Each file is read once: an unreadable one is reported once, not again as a module of
-//! every other file.
+//! every other file; a diagnostic found again through another file is printed once.
 
 use super::{CmdResult, Failure, color, read};
 use sarek::Program;
@@ -26,6 +26,7 @@ pub fn run(files: &[PathBuf]) -> CmdResult {
         }
     }
     // Each file is its own program; the others are its modules where it uses them.
+    let mut shown = std::collections::HashSet::new();
     for (i, (path, text)) in texts.iter().enumerate() {
         let modules: Vec<(String, String)> = texts
             .iter()
@@ -36,8 +37,20 @@ pub fn run(files: &[PathBuf]) -> CmdResult {
         if let Err((sources, diags)) =
             Program::check_with_modules(&path.display().to_string(), text, &modules)
         {
-            let rendered = sarek_compiler::diag::render_all(&diags, &sources, color());
-            report(Failure::rendered(1, rendered), &mut code);
+            // An error in a module file is found again when that file is checked as its
+            // own program (and by every other file using it): print each once.
+            let mut rendered = String::new();
+            for d in &diags {
+                let one =
+                    sarek_compiler::diag::render_all(std::slice::from_ref(d), &sources, color());
+                if shown.insert(one.clone()) {
+                    rendered.push_str(&one);
+                }
+            }
+            code = code.max(1);
+            if !rendered.is_empty() {
+                report(Failure::rendered(1, rendered), &mut code);
+            }
         }
     }
     match code {

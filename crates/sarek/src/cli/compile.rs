@@ -65,10 +65,12 @@ pub fn run(
         && !to_dir
     {
         return Err(Failure::user(format!(
-            "`{}` has {} kernels ({}) and a {} file holds one module: give `--kernel K`, or `-o DIR/` to write one file per kernel (`{}` is not a directory)",
+            "`{}` has {} kernels ({}) and {} {} file holds one module: give `--kernel K`, or `-o DIR/` to write one file per kernel (`{}` is not a directory)",
             file.display(),
             names.len(),
             sarek_compiler::diag::name_list(&names.iter().map(String::as_str).collect::<Vec<_>>()),
+            // "an IR file", "a PTX file".
+            if target == Target::Ir { "an" } else { "a" },
             target.display_name(),
             path.display()
         )));

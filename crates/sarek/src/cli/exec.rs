@@ -219,6 +219,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     }
     let sig = harness::signature(&kernel);
     let width = sig.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    let mut written = 0;
     for (p, arg) in sig.iter().zip(&prepared.args) {
         if let (ParamKind::Vector { leaves, .. }, ArgValue::Vector(v)) = (&p.kind, arg) {
             println!(
@@ -231,11 +232,17 @@ pub fn run(a: RunArgs) -> CmdResult {
             if let Some(dir) = &a.out {
                 let path = dir.join(format!("{}.npy", p.name));
                 super::files::write_atomically(&path, &npy::to_bytes(leaves, v))?;
+                written += 1;
             }
         }
     }
     if let Some(dir) = &a.out {
-        println!("wrote:   {}", dir.join("<param>.npy").display());
+        if written == 0 {
+            // The pattern below would name files that do not exist.
+            println!("wrote:   nothing (the kernel has no vector parameter)");
+        } else {
+            println!("wrote:   {}", dir.join("<param>.npy").display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

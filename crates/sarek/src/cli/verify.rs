@@ -94,6 +94,22 @@ pub fn run(a: VerifyArgs) -> CmdResult {
                 })
                 .collect();
         }
+        // A directive gives its own launch: `--block 32` next to it was dropped silently and
+        // the table still said `ok` (for the directive's block).
+        let launch_flags = [
+            ("--grid", a.input.grid.is_some()),
+            ("--block", a.input.block.is_some()),
+            ("--len", !a.input.lens.is_empty()),
+        ];
+        if jobs.iter().any(|j| j.directive.is_some())
+            && let Some((flag, _)) = launch_flags.iter().find(|(_, given)| *given)
+        {
+            return Err(Failure::user(format!(
+                "{flag} does not apply to the @run directives of `{}`, which give their own \
+                 launch: add --size, --arg or --input to verify a launch of your own",
+                a.file.display()
+            )));
+        }
         jobs
     };
 
@@ -105,6 +121,14 @@ pub fn run(a: VerifyArgs) -> CmdResult {
             .filter(|b| *b != Backend::Interp)
             .collect::<Vec<_>>(),
         Some(list) => {
+            if list.split(',').count() > 1 && list.split(',').any(|s| s.trim().is_empty()) {
+                // `cpu,,opencl` is a typo more often than a list of two: never guess (as
+                // `fuse --kernels`).
+                return Err(Failure::user(format!(
+                    "--backends has an empty entry (got `{list}`): name each backend, \
+                     separated by single commas"
+                )));
+            }
             let mut v = Vec::new();
             for name in list.split(',').filter(|s| !s.trim().is_empty()) {
                 let b = super::parse_backend(name)?;
@@ -163,29 +187,23 @@ pub fn run(a: VerifyArgs) -> CmdResult {
         let Prepared { args, config, size } = match &job.directive {
             None => prepare(&kernel, &a.input, command)?,
             Some(d) => {
-                // A directive's size is held to the same limits as `--size`.
-                sarek_runtime::limits::check_size(&kernel, d.size as u64, &[], command).map_err(
-                    |e| {
-                        Failure::user(format!(
-                            "{}:{}: @run {}: {e}",
-                            a.file.display(),
-                            d.line,
-                            d.kernel
-                        ))
-                    },
-                )?;
-                let inputs = Inputs {
-                    seed: a.input.seed,
-                    ..Inputs::from_directive(d)
-                };
-                let args = harness::build_args(&kernel, &inputs).map_err(|e| {
+                let at = |e: String| {
                     Failure::user(format!(
                         "{}:{}: @run {}: {e}",
                         a.file.display(),
                         d.line,
                         d.kernel
                     ))
-                })?;
+                };
+                // As `--size` is: a directive's `size=3000000000` allocated 12 GB per vector
+                // (an abort, or the machine's memory) before anything said it was too large.
+                sarek_runtime::limits::check_size(&kernel, d.size as u64, &[], command)
+                    .map_err(|e| at(e.to_string()))?;
+                let inputs = Inputs {
+                    seed: a.input.seed,
+                    ..Inputs::from_directive(d)
+                };
+                let args = harness::build_args(&kernel, &inputs).map_err(|e| at(e.to_string()))?;
                 Prepared {
                     args,
                     config: d.config(),

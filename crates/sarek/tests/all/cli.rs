@@ -159,6 +159,27 @@ fn check_exit_codes() {
 
     // Usage error: no file at all.
     assert_eq!(sarek(&["check"]).code, 2);
+
+    // An error in a module file is found through the program using it and again when the
+    // module is checked as its own program: printed once (it was printed twice).
+    let lib = write(
+        &d,
+        "geom_lib.sarek",
+        "let helper (x : int32) : int32 = x + undefined_name\n",
+    );
+    let main = write(
+        &d,
+        "main.sarek",
+        "let%kernel k (o : int32 vector) = o.(0) <- Geom_lib.helper 1\n",
+    );
+    let r = sarek(&["check", &main, &lib]);
+    r.fails(1, &["unknown variable `undefined_name`"]);
+    assert_eq!(
+        r.stderr.matches("undefined_name`").count(),
+        1,
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -830,6 +851,17 @@ fn out_is_created_after_a_successful_run_only_and_written_whole() {
         .collect();
     names.sort();
     assert_eq!(names, ["v.npy"]);
+    // A kernel without vectors writes nothing, and says so (it printed `DIR/<param>.npy`).
+    let none = write(&dir, "none.sarek", "let%kernel k (x : int32) = ()\n");
+    let empty = dir.join("empty").display().to_string();
+    let o = run_interp(&none, "k", &["--arg", "x=1", "--out", &empty]);
+    assert!(
+        o.ok()
+            .stdout
+            .contains("wrote:   nothing (the kernel has no vector parameter)"),
+        "{}",
+        o.stdout
+    );
     // A failed run (a fault, then a user error) leaves no folder behind.
     for (k, extra) in [("scale", "--arg=kk=3"), ("scale", "--grid=0")] {
         let failed = dir.join("failed").join(k);

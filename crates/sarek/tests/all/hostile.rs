@@ -816,6 +816,98 @@ fn verify_refuses_a_nan_or_negative_atol() {
     }
 }
 
+/// A `@run` directive's `size` is held to the limits `--size` has: `size=3000000000` went
+/// straight to the allocation (12 GB per vector: an abort with a backtrace, or the machine's
+/// memory) where `--size 3000000000` is a clear error.
+#[test]
+fn directive_sizes_are_checked_before_allocating() {
+    let d = scratch("directive-size");
+    let text = format!("(* @run saxpy size=3000000000 a=1 n=8 *)\n{SAXPY}");
+    let file = write(&d, "big.sarek", &text);
+    sarek(&["verify", &file, "--backends", "cpu"]).fails(
+        1,
+        &[
+            "big.sarek: line 1",
+            "vectors have at most 2147483647 elements",
+        ],
+    );
+    // Within int32 but past any machine's memory (8 vectors of 32-byte elements: 550 GB).
+    let params: String = (0..8)
+        .map(|i| format!(" (v{i} : (float64 * float64 * float64 * float64) vector)"))
+        .collect();
+    let text = format!("(* @run k size=2147483647 *)\nlet%kernel k{params} = v0.(0) <- v1.(0)\n");
+    let file = write(&d, "huge.sarek", &text);
+    sarek(&["verify", &file, "--backends", "cpu"]).fails(1, &["huge.sarek:1: @run k"]);
+}
+
+/// `--grid`, `--block` and `--len` next to a file's `@run` directives were dropped silently
+/// (the directive's launch ran and the table said `ok`); they are an error there, and apply
+/// to a launch of the command line's own.
+#[test]
+fn verify_refuses_launch_flags_its_directives_would_ignore() {
+    let d = scratch("directive-flags");
+    let file = write(
+        &d,
+        "dir.sarek",
+        &format!("(* @run saxpy size=64 a=1 n=64 *)\n{SAXPY}"),
+    );
+    for flag in [["--block", "32"], ["--grid", "1"], ["--len", "x=5"]] {
+        sarek(&["verify", &file, "--backends", "cpu", flag[0], flag[1]]).fails(
+            1,
+            &[&format!(
+                "{} does not apply to the @run directives",
+                flag[0]
+            )],
+        );
+    }
+    let own = sarek(&[
+        "verify",
+        &file,
+        "--backends",
+        "cpu",
+        "--block",
+        "32",
+        "--size",
+        "64",
+        "--arg",
+        "a=1",
+        "--arg",
+        "n=64",
+    ]);
+    assert_eq!(own.code, 0, "{}", own.stderr);
+    assert!(own.stdout.contains("block 32x1x1"), "{}", own.stdout);
+}
+
+/// An empty entry in `--backends` (`cpu,,interp`, a leading or trailing comma) was skipped,
+/// silently running one backend less than a typo meant; it is an error, as in
+/// `fuse --kernels`. A two-kernel file's `-o FILE` message says "an IR file".
+#[test]
+fn verify_refuses_an_empty_backend_entry() {
+    let d = scratch("empty-backend");
+    let file = write(&d, "saxpy.sarek", SAXPY);
+    for list in ["interp,,cpu", ",interp", "interp,"] {
+        sarek(&[
+            "verify",
+            &file,
+            "--backends",
+            list,
+            "--arg",
+            "a=2",
+            "--arg",
+            "n=4",
+        ])
+        .fails(1, &["--backends has an empty entry"]);
+    }
+    let two = write(
+        &d,
+        "two.sarek",
+        &format!("{SAXPY}{}", SAXPY.replace("saxpy", "other")),
+    );
+    let out = d.join("x.ir").display().to_string();
+    sarek(&["compile", &two, "--target", "ir", "-o", &out])
+        .fails(1, &["and an IR file holds one module"]);
+}
+
 /// The trap status word of a checked launch is a storage buffer too: a kernel with as many
 /// vectors as the device binds ran into a pipeline validation error ("wgpu rejected the
 /// generated WGSL", a Sarek bug) where it must be refused, located. Whatever the device's

@@ -115,7 +115,12 @@ struct FunSlot {
 
 #[derive(Clone, Debug)]
 enum Global {
-    Const { lit: Literal },
+    Const {
+        lit: Literal,
+    },
+    /// A constant whose type was refused (a record, a tuple): reported once at its
+    /// definition, its uses are the error type instead of cascading.
+    Refused,
     Fun(FunId),
 }
 
@@ -332,8 +337,25 @@ impl Checker {
 
     fn check_const(&mut self, name: &ast::Ident, ty: &ast::TypeExpr, value: &ast::Expr) {
         self.begin_item(&name.name);
+        let reported = self.diags.len();
         let ty = self.ty_of(ty, TyMode::Const);
         let mut value = self.check(value, &ty);
+        if !matches!(ty, Ty::Scalar(_)) {
+            // `ty_of` said why; "not a compile-time constant" and uses read as int32 ("the
+            // type `int32` has no field `x`") would only repeat it wrongly.
+            let shown = self.show(&ty);
+            if let Some(d) = self.diags.get_mut(reported)
+                && !unify::is_error(&ty)
+            {
+                d.help.push(format!(
+                    "write a helper of `()` returning it, `let {n} () : {shown} = ...`, used as `{n} ()`",
+                    n = name.name
+                ));
+            }
+            self.globals
+                .insert(self.global_key(&name.name), Global::Refused);
+            return;
+        }
         self.default_literals();
         let mut z = Zonker {
             c: self,

@@ -102,6 +102,9 @@ impl Checker {
                 let tt = Ty::Tuple(tys.clone());
                 if let Err(err) = self.subst.unify(ty, &tt) {
                     self.report_unify(err, *span, ty, &tt);
+                    // Its names still exist (at the error type): each use said "unknown
+                    // variable" after the one real error (as for constructors, F13).
+                    self.bind_unchecked(ps, mutable, binds);
                     return Pattern::Wildcard;
                 }
                 Pattern::Tuple(
@@ -148,8 +151,14 @@ impl Checker {
 
     /// A `let` pattern must match every value of its type.
     pub(super) fn check_irrefutable(&mut self, p: &Pattern, ty: &Ty, span: Span) {
+        let ty = self.subst.zonk(ty);
+        if super::unify::is_error(&ty) {
+            // A value already reported (an unknown name, a refused constant): its type
+            // says nothing about what the pattern misses.
+            return;
+        }
         let rows = vec![vec![p.clone()]];
-        if let Some(w) = self.witness(&rows, &[self.subst.zonk(ty)]) {
+        if let Some(w) = self.witness(&rows, &[ty]) {
             self.diags.push(
                 Diagnostic::error(span, "this `let` pattern does not match every value")
                     .with_label(format!("`{}` is not matched", self.show_witness(&w[0])))
@@ -177,6 +186,9 @@ impl Checker {
         scrut_span: Span,
     ) {
         let ty = self.subst.zonk(ty);
+        if super::unify::is_error(&ty) {
+            return;
+        }
         let mut rows: Vec<Vec<Pattern>> = Vec::new();
         for (k, arm) in arms.iter().enumerate() {
             let row = vec![arm.pattern.clone()];

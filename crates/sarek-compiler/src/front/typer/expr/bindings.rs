@@ -64,6 +64,7 @@ impl Checker {
                 return mk(T::Lit(lit), Ty::Scalar(lit.scalar()), span);
             }
             Some(Global::Fun(_)) => return self.not_applied(&name.name, span, "helper"),
+            Some(Global::Refused) => return err_expr(span),
             None => {}
         }
         match self.lookup_builtin(path, name) {
@@ -413,6 +414,19 @@ impl Checker {
                         ),
                     )
                     .with_label("a top-level definition is immutable"),
+                );
+            } else if self.lookup_builtin(&[], target).is_some() {
+                // Not "unknown variable `global_thread_id`": the name is known, and fixed.
+                self.diags.push(
+                    Diagnostic::error(
+                        target.span,
+                        format!("cannot assign to `{}`, a built-in", target.name),
+                    )
+                    .with_label("built-in values and functions cannot be assigned")
+                    .with_help(format!(
+                        "copy it into a mutable local: `let mut {0}' = {0} in`",
+                        target.name
+                    )),
                 );
             } else {
                 self.unknown_name(&[], target, "variable");

@@ -55,6 +55,7 @@ impl Checker {
         }
         match self.find_global(path, &name.name) {
             Some(Global::Fun(fun)) => return self.call(fun, &name.name, vec![], args, span),
+            Some(Global::Refused) => return err_expr(span),
             Some(Global::Const { .. }) => {
                 self.diags.push(
                     Diagnostic::error(
@@ -371,10 +372,16 @@ impl Checker {
                                 .with_label(format!("this has type `{shown}`"))
                                 .with_note("conversions work between the numeric types int32, int64, float32 and float64");
                             if t == Ty::BOOL {
-                                d = d.with_help(
-                                    "write `if b then 1 else 0` to turn a bool into a number"
-                                        .to_string(),
-                                );
+                                // Literals of the target type: `if b then 1 else 0` is no
+                                // float32 (and `1 else 0` for int64 needs `L`).
+                                let (one, zero) = match to {
+                                    Scalar::F32 | Scalar::F64 => ("1.0", "0.0"),
+                                    Scalar::I64 => ("1L", "0L"),
+                                    _ => ("1", "0"),
+                                };
+                                d = d.with_help(format!(
+                                    "write `if b then {one} else {zero}` to turn a bool into a number"
+                                ));
                             }
                             self.diags.push(d);
                         }
@@ -530,10 +537,19 @@ impl Checker {
             None => self.require(&first, set, Reason::Operation(op_name.clone()), span),
         };
         // After a reported error the result is the error type, so it cannot cascade.
-        let ty = if ok { first.ty.clone() } else { error_ty() };
+        let mut ty = if ok { first.ty.clone() } else { error_ty() };
         let mut out = vec![first];
+        let mut failed = false;
         for a in &args[1..] {
-            out.push(self.check(a, &ty));
+            let te = self.infer(a, Some(&ty));
+            failed |= !self.expect(&te, &ty);
+            out.push(te);
+        }
+        // Likewise after a later argument's error: `min 1.0 2` left the result int32 (the
+        // literal's variable bound on the failed unification), and the store of it said
+        // "expected `float32`, found `int32`" as a second error.
+        if failed {
+            ty = error_ty();
         }
         mk(T::Intrinsic { op, args: out }, ty, span)
     }

@@ -47,6 +47,18 @@ impl Checker {
             Ok(()) => true,
             Err(err) => {
                 self.report_unify(err, te.span, expected, &te.ty);
+                // An integer literal where a float is wanted (`f.(0) <- 1`): the literal is
+                // what is wrong, as F14 says of a float literal where an integer is wanted.
+                if let T::Lit(Literal::I32(n)) = te.kind
+                    && let Ty::Scalar(want) = self.subst.resolve(expected)
+                    && want.is_float()
+                    && let Some(d) = self.diags.last_mut()
+                {
+                    d.help = vec![format!(
+                        "write a float literal such as `{n}.0`, or convert: `{} (...)`",
+                        want.name()
+                    )];
+                }
                 false
             }
         }
@@ -429,12 +441,26 @@ impl Checker {
                 let te = self.infer(s, Some(&Ty::Unit));
                 if self.subst.unify(&te.ty, &Ty::Unit).is_err() {
                     let found = self.show(&te.ty);
+                    // `x = e` as a statement on a mutable local is an assignment written as
+                    // a comparison, not a value to discard.
+                    let help = match &s.kind {
+                        A::Binary {
+                            op: ast::BinaryOp::Eq,
+                            lhs,
+                            ..
+                        } if matches!(&lhs.kind, A::Var { path, name } if path.is_empty()
+                            && self.find_local(&name.name).is_some_and(|i| self.scope[i].mutable)) =>
+                        {
+                            "`=` compares: assign the mutable local with `:=`".to_string()
+                        }
+                        _ => "discard the value explicitly with `ignore (...)`".to_string(),
+                    };
                     self.diags.push(
                         Diagnostic::error(te.span, "this expression's value is unused")
                             .with_label(format!(
                                 "this has type `{found}`, but a statement must have type `unit`"
                             ))
-                            .with_help("discard the value explicitly with `ignore (...)`"),
+                            .with_help(help),
                     );
                 }
                 out.push(te);

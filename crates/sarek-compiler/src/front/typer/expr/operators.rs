@@ -118,12 +118,18 @@ impl Checker {
                         && x.is_numeric()
                         && y.is_numeric()
                     {
-                        d = d
-                            .with_note("there are no implicit conversions between numeric types")
-                            .with_help(format!(
+                        d = d.with_note("there are no implicit conversions between numeric types");
+                        // `x +. 2` on a float `x`: the literal is what is wrong.
+                        d = match r.kind {
+                            T::Lit(Literal::I32(n)) if x.is_float() => d.with_help(format!(
+                                "write a float literal such as `{n}.0`, or convert: `{} (...)`",
+                                x.name()
+                            )),
+                            _ => d.with_help(format!(
                                 "convert one side explicitly, e.g. `{} (...)`",
                                 x.name()
-                            ));
+                            )),
+                        };
                     }
                     self.diags.push(d);
                 }
