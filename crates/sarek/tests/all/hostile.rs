@@ -425,22 +425,6 @@ fn hostile_npy_inputs_are_clear_errors() {
         .fails(1, &["length 16 does not fit the expected length 8"]);
 }
 
-/// A `@run` directive's `size` is held to `--size`'s limits before `verify` fills a vector
-/// (it allocated whatever the directive asked for).
-#[test]
-fn directive_sizes_are_checked_before_allocating() {
-    let d = scratch("directive-size");
-    let file = write(
-        &d,
-        "big.sarek",
-        "(* @run k size=3000000000 *)\nlet%kernel k (v : float64 vector) = v.(0) <- 1.0\n",
-    );
-    sarek(&["verify", &file, "--backends", "cpu"]).fails(
-        1,
-        &["big.sarek:1: @run k: --size 3000000000: vectors have at most 2147483647 elements"],
-    );
-}
-
 /// `--out` in a folder where nothing can be created fails before the kernel runs (exit 2),
 /// not after; nothing is left behind in a writable one when the run fails.
 #[cfg(target_os = "linux")]
