@@ -469,6 +469,11 @@ impl<'k> Writer<'k> {
         ins!(self, "mov.", ty, " ", dst, ", ", src, ";");
     }
 
+    /// `selp.<ty> d, a, b, p`: `a` where `p` holds, else `b`.
+    fn selp(&mut self, ty: &str, d: Reg, a: impl Piece, b: impl Piece, p: Reg) {
+        ins!(self, "selp.", ty, " ", d, ", ", a, ", ", b, ", ", p, ";");
+    }
+
     fn mov_all(&mut self, dst: &[Reg], src: &[Reg]) {
         for (d, s) in dst.iter().zip(src) {
             self.mov(*d, *s);
@@ -2027,18 +2032,7 @@ impl<'k> Writer<'k> {
         let one = self.f32_const(1.0);
         let d = self.reg(Class::F32);
         ins!(self, "sub.rn.f32 ", e, ", ", e, ", ", one, ";");
-        ins!(
-            self,
-            "selp.f32 ",
-            d,
-            ", ",
-            series,
-            ", ",
-            e,
-            ", ",
-            small,
-            ";"
-        );
+        self.selp("f32", d, series, e, small);
         d
     }
 
@@ -2078,7 +2072,7 @@ impl<'k> Writer<'k> {
         let ln2 = self.f32_const(std::f32::consts::LN_2);
         ins!(self, "mul.rn.f32 ", l, ", ", l, ", ", ln2, ";");
         let d = self.reg(Class::F32);
-        ins!(self, "selp.f32 ", d, ", ", series, ", ", l, ", ", inr, ";");
+        self.selp("f32", d, series, l, inr);
         d
     }
 
@@ -2104,7 +2098,7 @@ impl<'k> Writer<'k> {
         let (huge, lim) = (self.reg(Class::Pred), self.f32_const(88.0));
         ins!(self, "setp.ge.f32 ", huge, ", ", a, ", ", lim, ";");
         let d = self.reg(Class::F32);
-        ins!(self, "selp.f32 ", d, ", ", big, ", ", r, ", ", huge, ";");
+        self.selp("f32", d, big, r, huge);
         if sinh {
             // copysign d, a, b: the sign of a, the magnitude of b.
             ins!(self, "copysign.f32 ", d, ", ", x, ", ", d, ";");
@@ -2115,18 +2109,7 @@ impl<'k> Writer<'k> {
             ins!(self, "mul.rn.f32 ", series, ", ", x, ", ", p, ";");
             let small = self.reg(Class::Pred);
             ins!(self, "setp.lt.f32 ", small, ", ", a, ", ", half, ";");
-            ins!(
-                self,
-                "selp.f32 ",
-                d,
-                ", ",
-                series,
-                ", ",
-                d,
-                ", ",
-                small,
-                ";"
-            );
+            self.selp("f32", d, series, d, small);
         }
         d
     }
@@ -2148,7 +2131,7 @@ impl<'k> Writer<'k> {
             self.f32_const(1.0),
         );
         ins!(self, "setp.ge.f32 ", sat, ", ", a, ", ", lim, ";");
-        ins!(self, "selp.f32 ", r, ", ", one, ", ", r, ", ", sat, ";");
+        self.selp("f32", r, one, r, sat);
         let d = self.reg(Class::F32);
         ins!(self, "copysign.f32 ", d, ", ", x, ", ", r, ";");
         d
@@ -2182,7 +2165,7 @@ impl<'k> Writer<'k> {
         ins!(self, "and.pred ", odd, ", ", odd, ", ", signed, ";");
         let (nr, d) = (self.reg(Class::F32), self.reg(Class::F32));
         ins!(self, "neg.f32 ", nr, ", ", r, ";");
-        ins!(self, "selp.f32 ", d, ", ", nr, ", ", r, ", ", odd, ";");
+        self.selp("f32", d, nr, r, odd);
         // A negative base and a non-integral exponent: NaN.
         let (neg, zero) = (self.reg(Class::Pred), self.f32_const(0.0));
         ins!(self, "setp.lt.f32 ", neg, ", ", x, ", ", zero, ";");
@@ -2190,7 +2173,7 @@ impl<'k> Writer<'k> {
         ins!(self, "not.pred ", nonint, ", ", integral, ";");
         ins!(self, "and.pred ", neg, ", ", neg, ", ", nonint, ";");
         let nan = self.f32_const(f32::NAN);
-        ins!(self, "selp.f32 ", d, ", ", nan, ", ", d, ", ", neg, ";");
+        self.selp("f32", d, nan, d, neg);
         let (yz, one) = (self.reg(Class::Pred), self.f32_const(1.0));
         ins!(self, "setp.eq.f32 ", yz, ", ", y, ", ", zero, ";");
         // pow(1, y) = pow(-1, ±inf) = 1 (C), where 2^(y log2 1) is 2^NaN.
@@ -2208,7 +2191,7 @@ impl<'k> Writer<'k> {
         ins!(self, "and.pred ", unit, ", ", unit, ", ", y_inf, ";");
         ins!(self, "or.pred ", yz, ", ", yz, ", ", base_one, ";");
         ins!(self, "or.pred ", yz, ", ", yz, ", ", unit, ";");
-        ins!(self, "selp.f32 ", d, ", ", one, ", ", d, ", ", yz, ";");
+        self.selp("f32", d, one, d, yz);
         d
     }
 
@@ -2240,13 +2223,13 @@ impl<'k> Writer<'k> {
             ins!(self, "mul.rn.f64 ", d, ", ", m, ", ", q, ";");
             let (mz, zero) = (self.reg(Class::Pred), self.literal(Literal::F64(0.0)));
             ins!(self, "setp.eq.f64 ", mz, ", ", m, ", ", zero, ";");
-            ins!(self, "selp.f64 ", d, ", ", zero, ", ", d, ", ", mz, ";");
+            self.selp("f64", d, zero, d, mz);
             let (xn, yn) = (self.reg(Class::Pred), self.reg(Class::Pred));
             ins!(self, "testp.notanumber.f64 ", xn, ", ", x, ";");
             ins!(self, "testp.notanumber.f64 ", yn, ", ", y, ";");
             ins!(self, "or.pred ", xn, ", ", xn, ", ", yn, ";");
             let nan = self.literal(Literal::F64(f64::NAN));
-            ins!(self, "selp.f64 ", d, ", ", nan, ", ", d, ", ", xn, ";");
+            self.selp("f64", d, nan, d, xn);
         }
         let (xi, yi) = (self.reg(Class::Pred), self.reg(Class::Pred));
         self.emit_fmt(format_args!(
@@ -2286,10 +2269,10 @@ impl<'k> Writer<'k> {
         let zero = self.f32_const(0.0);
         let pi4 = self.f32_const(std::f32::consts::FRAC_PI_4);
         let pi2 = self.f32_const(std::f32::consts::FRAC_PI_2);
-        ins!(self, "selp.f32 ", xr, ", ", rmid, ", ", ax, ", ", mid, ";");
-        ins!(self, "selp.f32 ", xr, ", ", rbig, ", ", xr, ", ", big, ";");
-        ins!(self, "selp.f32 ", y0, ", ", pi4, ", ", zero, ", ", mid, ";");
-        ins!(self, "selp.f32 ", y0, ", ", pi2, ", ", y0, ", ", big, ";");
+        self.selp("f32", xr, rmid, ax, mid);
+        self.selp("f32", xr, rbig, xr, big);
+        self.selp("f32", y0, pi4, zero, mid);
+        self.selp("f32", y0, pi2, y0, big);
         let (z, p) = (self.reg(Class::F32), self.reg(Class::F32));
         ins!(self, "mul.rn.f32 ", z, ", ", xr, ", ", xr, ";");
         let c0 = self.f32_const(8.053_744_5e-2);
@@ -2324,7 +2307,7 @@ impl<'k> Writer<'k> {
         ins!(self, "mov.b32 ", bits, ", ", x, ";");
         ins!(self, "setp.lt.s32 ", neg, ", ", bits, ", 0;");
         let d = self.reg(Class::F32);
-        ins!(self, "selp.f32 ", d, ", ", adj, ", ", r, ", ", neg, ";");
+        self.selp("f32", d, adj, r, neg);
         let (yz, xz) = (self.reg(Class::Pred), self.reg(Class::Pred));
         ins!(self, "setp.eq.f32 ", yz, ", ", y, ", ", zero, ";");
         ins!(
@@ -2341,8 +2324,8 @@ impl<'k> Writer<'k> {
         );
         let sz = self.reg(Class::F32);
         ins!(self, "copysign.f32 ", sz, ", ", y, ", ", zero, ";");
-        ins!(self, "selp.f32 ", sz, ", ", spi, ", ", sz, ", ", neg, ";");
-        ins!(self, "selp.f32 ", d, ", ", sz, ", ", d, ", ", xz, ";");
+        self.selp("f32", sz, spi, sz, neg);
+        self.selp("f32", d, sz, d, xz);
         d
     }
 
@@ -2480,7 +2463,7 @@ impl<'k> Writer<'k> {
                 }
                 let ok = self.reg(Class::Pred);
                 ins!(self, "setp.lt.u32 ", ok, ", ", src, ", ", live, ";");
-                ins!(self, "selp.b32 ", src, ", ", src, ", ", lane, ", ", ok, ";");
+                self.selp("b32", src, src, lane, ok);
                 let s = ty.scalar().unwrap_or(Scalar::I32);
                 let shfl = |w: &mut Self, x: Reg| {
                     let d = w.reg(if x.class == Class::F32 {
